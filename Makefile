@@ -1,0 +1,36 @@
+# Two entry points for a newcomer: `make plan` (the main job on the bundled example) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SPEC ?= inventories/h100-4su.yaml
+
+.PHONY: plan test bench lint golden clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+plan: $(VENV)/.installed
+	$(BIN)/fabricgen plan $(SPEC)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m ruff check cli tests bench
+	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/bench.py
+
+golden: $(VENV)/.installed-test
+	$(BIN)/python -m pytest tests/test_golden.py tests/test_negative.py --update-goldens
+
+clean:
+	rm -rf $(VENV) out build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,109 @@
+"""`make bench`: wall time and peak RSS of validate + build + compile + check + render, per cluster size.
+
+Each size runs in a fresh process so peak RSS is its own. Specs are generated like inventories/bench-16k.yaml
+(DGX H100 nodes, NDR rail-optimized compute, RoCE storage, in-band, top-of-rack out-of-band) at 1k, 4k, 16k
+and 64k GPUs. Targets: 16k GPUs under 5 s and 1 GB; the 64k/16k time ratio at most 4.5 (linear growth).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES_GPUS = (1024, 4096, 16384, 65536)
+ROW_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def spec_text(gpus: int) -> str:
+    nodes = gpus // 8
+    racks = nodes // 4 + 2
+    rows = [f"{a}{b}" if b else a for a in ROW_LETTERS for b in ("", *ROW_LETTERS)][: (racks + 39) // 40]
+    row_lines = "\n".join(f"    - {{name: {r}, racks: 40}}" for r in rows)
+    return f"""apiVersion: fabricgen/v1
+kind: Cluster
+metadata: {{name: bench-{gpus}, site: bench}}
+facility:
+  rows:
+{row_lines}
+nodes:
+  - name: gpu{{n:05d}}
+    count: {nodes}
+    profile: dgx-h100
+    placement: {{rows: [{", ".join(rows)}], per_rack: 4, start_u: 2}}
+fabrics:
+  compute: {{type: infiniband, speed: NDR, switch: QM9700, topology: {{kind: rail-optimized, scalable_unit: 32}}}}
+  storage: {{type: roce, speed: 400G, switch: SN5600, topology: {{kind: fat-tree}}}}
+  inband: {{type: ethernet, speed: 100G, switch: SN5600, topology: {{kind: fat-tree, oversubscription: 2}}}}
+  oob:
+    type: ethernet
+    speed: 1G
+    uplink_speed: 100G
+    switch: {{leaf: SN2201, spine: SN5600}}
+    topology: {{kind: top-of-rack, uplinks: 2}}
+"""
+
+
+def measure(spec: Path) -> dict[str, float]:
+    """Run the pipeline once in this process and report its phases, counts and peak RSS."""
+    from fabricgen.build import build_cluster
+    from fabricgen.checks import run_checks
+    from fabricgen.load import load_file
+    from fabricgen.render import render
+    from fabricgen.topology import compile_topology
+
+    t0 = time.perf_counter()
+    cluster = build_cluster(load_file(spec))
+    t1 = time.perf_counter()
+    topology = compile_topology(cluster)
+    t2 = time.perf_counter()
+    findings = run_checks(topology)
+    t3 = time.perf_counter()
+    artifacts = render(topology)
+    t4 = time.perf_counter()
+    return {
+        "validate_build_s": t1 - t0, "compile_s": t2 - t1, "check_s": t3 - t2, "render_s": t4 - t3,
+        "total_s": t4 - t0, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "switches": sum(len(f.switches) for f in topology.fabrics),
+        "links": sum(len(f.links) for f in topology.fabrics), "errors": sum(f.severity.value == "error"
+                                                                            for f in findings),
+        "artifact_mb": sum(len(a.content) for a in artifacts) / 1e6,
+    }
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--one":
+        print(json.dumps(measure(Path(sys.argv[2]))))
+        return 0
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for gpus in SIZES_GPUS:
+            spec = Path(tmp) / f"bench-{gpus}.yaml"
+            spec.write_text(spec_text(gpus), encoding="utf-8")
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, __file__, "--one", str(spec)], check=True, capture_output=True,
+                                  text=True)
+            rows[gpus] = {**json.loads(done.stdout), "process_s": time.perf_counter() - start}
+    header = ("GPUs", "switches", "links", "build s", "compile s", "check s", "render s", "pipeline s",
+              "process s", "peak RSS MB", "artifacts MB")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for gpus, r in rows.items():
+        print(f"| {gpus} | {r['switches']:.0f} | {r['links']:.0f} | {r['validate_build_s']:.2f} | {r['compile_s']:.2f} "
+              f"| {r['check_s']:.2f} | {r['render_s']:.2f} | {r['total_s']:.2f} | {r['process_s']:.2f} "
+              f"| {r['rss_mb']:.0f} | {r['artifact_mb']:.1f} |")
+    ratio = rows[65536]["total_s"] / rows[16384]["total_s"]
+    r16 = rows[16384]
+    print(f"\n16k GPUs: {r16['process_s']:.2f} s end to end (target < 5 s), {r16['rss_mb']:.0f} MB peak "
+          f"(target < 1024 MB); 64k/16k pipeline time ratio {ratio:.2f} (target <= 4.5)")
+    ok = r16["process_s"] < 5 and r16["rss_mb"] < 1024 and ratio <= 4.5
+    print("targets met" if ok else "TARGETS MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""``python -m fabricgen``."""
+
+from fabricgen.cli import main
+
+main()

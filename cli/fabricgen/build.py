@@ -1,0 +1,672 @@
+"""Stage 3, build: validated spec data -> immutable :class:`Cluster`, with the semantic errors a schema
+cannot express (unknown references, duplicate names, racks that overflow, profiles short of rails...).
+
+Every issue found is collected and raised together, each with the file:line of the spec node at fault.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from fabricgen import catalog
+from fabricgen.errors import SpecError, SpecIssue
+from fabricgen.load import Document, PathKey
+from fabricgen.model import (
+    Cluster,
+    Fabric,
+    FabricRole,
+    FabricTopologySpec,
+    Facility,
+    Metadata,
+    Nic,
+    NicModel,
+    NicRole,
+    Node,
+    NodeGroup,
+    NodeProfile,
+    Rack,
+    Speed,
+    SwitchModel,
+    Tier,
+    TopologyKind,
+)
+from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
+from fabricgen.validate import validate_document
+
+DEFAULT_NAMING = {
+    TopologyKind.RAIL_OPTIMIZED: {
+        Tier.LEAF: "{fabric}-su{su:02d}-leaf{rail}",
+        Tier.SPINE: "{fabric}-spine{n:03d}",
+        Tier.CORE: "{fabric}-core{n:03d}",
+    },
+    TopologyKind.FAT_TREE: {
+        Tier.LEAF: "{fabric}-leaf{n:03d}",
+        Tier.SPINE: "{fabric}-spine{n:03d}",
+        Tier.CORE: "{fabric}-core{n:03d}",
+    },
+    TopologyKind.LEAF_SPINE: {
+        Tier.LEAF: "{fabric}-leaf{n:03d}",
+        Tier.SPINE: "{fabric}-spine{n:02d}",
+        Tier.CORE: "{fabric}-core{n:02d}",
+    },
+    TopologyKind.TOP_OF_RACK: {
+        Tier.LEAF: "{fabric}-{rack}",
+        Tier.SPINE: "{fabric}-agg{n:02d}",
+        Tier.CORE: "{fabric}-core{n:02d}",
+    },
+}
+# Placeholders each tier's name pattern may use, by topology kind.
+ALLOWED_PLACEHOLDERS = {
+    Tier.LEAF: {"fabric", "su", "rail", "n", "rack"},
+    Tier.SPINE: {"fabric", "pod", "n"},
+    Tier.CORE: {"fabric", "n"},
+}
+_FABRIC_TYPE_OF_SPEED = {"infiniband": {"infiniband"}, "ethernet": {"roce", "ethernet"}}
+_LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
+
+
+def _hint_choices(word: str, choices: Iterable[str]) -> str:
+    names = sorted(choices)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"known: {', '.join(names)}" if len(names) <= 12 else f"{len(names)} known names; see the catalog"
+
+
+@dataclass
+class _Builder:
+    """Collects issues while turning spec data into model objects."""
+
+    doc: Document
+    data: dict[str, Any]
+    issues: list[SpecIssue] = field(default_factory=list)
+
+    def error(self, path: PathKey, message: str, hint: str = "") -> None:
+        self.issues.append(self.doc.issue(path, message, hint))
+
+    # -- catalog -------------------------------------------------------------------------------------------
+    def switch_models(self) -> dict[str, SwitchModel]:
+        entries = catalog.merged("switches", self.data.get("catalog", {}).get("switches"))
+        return {name: catalog.switch_model(name, e) for name, e in entries.items()}
+
+    def nic_models(self) -> dict[str, NicModel]:
+        entries = catalog.merged("nics", self.data.get("catalog", {}).get("nics"))
+        return {name: catalog.nic_model(name, e) for name, e in entries.items()}
+
+    # -- facility ------------------------------------------------------------------------------------------
+    def facility(self) -> Facility:
+        spec = self.data["facility"]
+        rows = tuple((r["name"], int(r["racks"])) for r in spec["rows"])
+        racks: list[Rack] = []
+        seen_rows: dict[str, int] = {}
+        for row_index, (row, count) in enumerate(rows):
+            if row in seen_rows:
+                self.error(
+                    ("facility", "rows", row_index, "name"),
+                    f"duplicate row {row!r}",
+                    f"row {row} is already listed as rows[{seen_rows[row]}]",
+                )
+                continue
+            seen_rows[row] = row_index
+            for index in range(1, count + 1):
+                name = expand(spec["rack_name"], {"row": row, "rack": index})
+                racks.append(Rack(name, row, row_index, index))
+        names = [r.name for r in racks]
+        if len(set(names)) != len(names):
+            self.error(
+                ("facility", "rack_name"),
+                "the rack name pattern gives two racks the same name",
+                "include both {row} and {rack}",
+            )
+        bad = [n for n in names if not RACK_NAME.match(n)]
+        if bad:
+            self.error(
+                ("facility", "rack_name"),
+                f"rack name {bad[0]!r} is not a valid name",
+                "letters, digits and '-', at most 32 characters",
+            )
+        return Facility(
+            int(spec["rack_units"]),
+            float(spec["rack_width_m"]),
+            float(spec["row_pitch_m"]),
+            float(spec["tray_height_m"]),
+            float(spec["slack_m"]),
+            rows,
+            tuple(racks),
+        )
+
+    # -- node profiles -------------------------------------------------------------------------------------
+    def profiles(self, nic_models: Mapping[str, NicModel]) -> dict[str, NodeProfile]:
+        shipped = catalog.shipped("node_profiles")
+        out: dict[str, NodeProfile] = {}
+        for name, entry in shipped.entries.items():
+            out[name] = self.profile(name, entry, nic_models, shipped.document, ("node_profiles", name))
+        for name, entry in self.data["node_profiles"].items():
+            out[name] = self.profile(name, entry, nic_models, self.doc, ("node_profiles", name))
+        return out
+
+    def profile(
+        self,
+        name: str,
+        entry: Mapping[str, Any],
+        nic_models: Mapping[str, NicModel],
+        doc: Document,
+        path: PathKey,
+    ) -> NodeProfile:
+        nics = entry["nics"]
+        issues_before = len(self.issues)
+
+        def nic(role: NicRole, index: int, e: Mapping[str, Any], where: PathKey) -> Nic:
+            if e["model"] not in nic_models:
+                self.issues.append(
+                    doc.issue(
+                        (*where, "model"),
+                        f"unknown NIC model {e['model']!r}",
+                        _hint_choices(e["model"], nic_models),
+                    )
+                )
+            return Nic(
+                role,
+                index,
+                e["port"],
+                e["model"],
+                e.get("dev", ""),
+                e.get("netdev", ""),
+                e.get("gpu"),
+                e.get("numa"),
+                e.get("rail", index) if role is NicRole.COMPUTE else None,
+                e.get("pci", ""),
+            )
+
+        compute = tuple(
+            nic(NicRole.COMPUTE, i, e, (*path, "nics", "compute", i))
+            for i, e in enumerate(nics.get("compute", []))
+        )
+        storage = tuple(
+            nic(NicRole.STORAGE, i, e, (*path, "nics", "storage", i))
+            for i, e in enumerate(nics.get("storage", []))
+        )
+        inband = (
+            nic(NicRole.INBAND, 0, nics["inband"], (*path, "nics", "inband")) if "inband" in nics else None
+        )
+        bmc = nic(NicRole.BMC, 0, nics["bmc"], (*path, "nics", "bmc")) if "bmc" in nics else None
+        gpus = int(entry.get("gpus", 0))
+        self.profile_consistency(doc, path, compute, storage, inband, bmc, gpus)
+        if len(self.issues) > issues_before and doc is not self.doc:
+            raise SpecError(self.issues[issues_before:])  # a broken shipped profile is a packaging bug
+        return NodeProfile(
+            name,
+            entry.get("role", "compute"),
+            int(entry["height_u"]),
+            gpus,
+            compute,
+            storage,
+            inband,
+            bmc,
+            doc.position(path),
+        )
+
+    def profile_consistency(
+        self,
+        doc: Document,
+        path: PathKey,
+        compute: tuple[Nic, ...],
+        storage: tuple[Nic, ...],
+        inband: Nic | None,
+        bmc: Nic | None,
+        gpus: int,
+    ) -> None:
+        rails: dict[int, int] = {}
+        for nic in compute:
+            where = (*path, "nics", "compute", nic.index)
+            if nic.rail is not None and nic.rail in rails:
+                self.issues.append(
+                    doc.issue(
+                        (*where, "rail"),
+                        f"rail {nic.rail} is served twice",
+                        f"compute[{rails[nic.rail]}] already serves it",
+                    )
+                )
+            elif nic.rail is not None:
+                rails[nic.rail] = nic.index
+            if nic.gpu is not None and nic.gpu >= gpus:
+                self.issues.append(
+                    doc.issue(
+                        (*where, "gpu"),
+                        f"GPU {nic.gpu} does not exist",
+                        f"the profile has {gpus} GPUs (0..{gpus - 1})",
+                    )
+                )
+        seen: dict[tuple[str, str], str] = {}
+        all_nics = [*compute, *storage, *(n for n in (inband, bmc) if n)]
+        for nic in all_nics:
+            where = (
+                (*path, "nics", nic.role.value, nic.index)
+                if nic.role in (NicRole.COMPUTE, NicRole.STORAGE)
+                else (*path, "nics", nic.role.value)
+            )
+            for kind, value in (("port", nic.port), ("netdev", nic.netdev), ("dev", nic.dev)):
+                if not value or (kind == "dev" and nic.role is not NicRole.COMPUTE):
+                    continue  # several storage ports may share an RDMA device on a dual-port card
+                if (kind, value) in seen:
+                    self.issues.append(
+                        doc.issue(
+                            (*where, kind),
+                            f"{kind} {value!r} is used twice in this profile",
+                            f"also used by {seen[(kind, value)]}",
+                        )
+                    )
+                seen[(kind, value)] = f"{nic.role.value}[{nic.index}]"
+
+    # -- nodes ---------------------------------------------------------------------------------------------
+    def nodes(
+        self, facility: Facility, profiles: Mapping[str, NodeProfile]
+    ) -> tuple[tuple[NodeGroup, ...], tuple[Node, ...]]:
+        placer = _RackPlacer(facility)
+        groups: list[NodeGroup] = []
+        nodes: list[Node] = []
+        first_owner: dict[str, str] = {}
+        group_names: dict[str, int] = {}
+        for gi, spec in enumerate(self.data["nodes"]):
+            path: PathKey = ("nodes", gi)
+            pattern = spec["name"]
+            if pattern in group_names:
+                self.error(
+                    (*path, "name"),
+                    f"node group {pattern!r} is listed twice",
+                    f"first as nodes[{group_names[pattern]}]",
+                )
+                continue
+            group_names[pattern] = gi
+            if spec["profile"] not in profiles:
+                self.error(
+                    (*path, "profile"),
+                    f"unknown node profile {spec['profile']!r}",
+                    _hint_choices(spec["profile"], profiles),
+                )
+                continue
+            if not self.valid_node_pattern(path, pattern, spec["count"]):
+                continue
+            profile = profiles[spec["profile"]]
+            names = [expand(pattern, {"n": spec["start"] + i}) for i in range(spec["count"])]
+            for name in names:
+                if not DEVICE_NAME.match(name):
+                    self.error(
+                        (*path, "name"),
+                        f"node name {name!r} is not a valid host name",
+                        "lower-case letters, digits and '-', at most 63 characters",
+                    )
+                    break
+                if name in first_owner:
+                    self.error(
+                        (*path, "name"),
+                        f"node name {name!r} is already used by group {first_owner[name]!r}",
+                        "change the pattern or its start",
+                    )
+                    break
+                first_owner[name] = pattern
+            slots = placer.place(
+                self, (*path, "placement"), pattern, spec["count"], profile.height_u, spec["placement"]
+            )
+            nodes.extend(
+                Node(name, pattern, profile, rack, u) for name, (rack, u) in zip(names, slots, strict=False)
+            )
+            groups.append(NodeGroup(pattern, profile.name, spec["count"], self.doc.position(path)))
+        return tuple(groups), tuple(nodes)
+
+    def valid_node_pattern(self, path: PathKey, pattern: str, count: int) -> bool:
+        unknown = unknown_placeholders(pattern, {"n"})
+        if unknown:
+            self.error(
+                (*path, "name"),
+                f"unknown placeholder {{{unknown[0]}}} in node name pattern",
+                "only {n} is available, e.g. gpu{n:03d}",
+            )
+            return False
+        if count > 1 and "n" not in placeholders(pattern):
+            self.error(
+                (*path, "name"), f"{count} nodes would all be named {pattern!r}", "add {n}, e.g. gpu{n:03d}"
+            )
+            return False
+        return True
+
+    # -- fabrics -------------------------------------------------------------------------------------------
+    def fabrics(
+        self,
+        profiles: Mapping[str, NodeProfile],
+        groups: tuple[NodeGroup, ...],
+        switch_models: Mapping[str, SwitchModel],
+        nic_models: Mapping[str, NicModel],
+    ) -> tuple[Fabric, ...]:
+        speeds = catalog.speeds()
+        out = []
+        for name, spec in self.data["fabrics"].items():
+            fabric = self.fabric(name, spec, profiles, groups, switch_models, nic_models, speeds)
+            if fabric is not None:
+                out.append(fabric)
+        return tuple(out)
+
+    def fabric(
+        self,
+        name: str,
+        spec: Mapping[str, Any],
+        profiles: Mapping[str, NodeProfile],
+        groups: tuple[NodeGroup, ...],
+        switch_models: Mapping[str, SwitchModel],
+        nic_models: Mapping[str, NicModel],
+        speeds: Mapping[str, Speed],
+    ) -> Fabric | None:
+        path: PathKey = ("fabrics", name)
+        role_name = spec.get("role", name)
+        if role_name not in {r.value for r in FabricRole}:
+            self.error(
+                path,
+                f"fabric {name!r} has no role and its name is not one",
+                "add role: compute | storage | inband | oob",
+            )
+            return None
+        role = FabricRole(role_name)
+        kind = TopologyKind(spec["topology"]["kind"])
+        speed, uplink = speeds[spec["speed"]], speeds[spec.get("uplink_speed", spec["speed"])]
+        for key, s in (("speed", speed), ("uplink_speed", uplink)):
+            if spec["type"] not in _FABRIC_TYPE_OF_SPEED[s.type]:
+                self.error(
+                    (*path, key),
+                    f"{s.name} is an {s.type} speed but the fabric type is {spec['type']}",
+                    "InfiniBand fabrics use HDR/NDR/XDR; Ethernet and RoCE fabrics use 1G..800G",
+                )
+        models = self.fabric_switches(path, spec, kind, speed, uplink, switch_models)
+        attached = self.attached_groups(path, spec, role, groups, profiles)
+        self.check_nic_speeds(path, spec, role, attached, groups, profiles, nic_models, speed)
+        naming = self.fabric_naming(path, kind, spec.get("naming", {}))
+        if models is None:
+            return None
+        topo = spec["topology"]
+        topology = FabricTopologySpec(
+            kind,
+            int(topo["scalable_unit"]),
+            str(topo["tiers"]),
+            float(topo["oversubscription"]),
+            topo.get("uplinks"),
+        )
+        return Fabric(
+            name,
+            role,
+            spec["type"],
+            speed,
+            uplink,
+            MappingProxyType(models),
+            topology,
+            MappingProxyType(naming),
+            attached,
+            self.doc.position(path),
+        )
+
+    def fabric_switches(
+        self,
+        path: PathKey,
+        spec: Mapping[str, Any],
+        kind: TopologyKind,
+        speed: Speed,
+        uplink: Speed,
+        switch_models: Mapping[str, SwitchModel],
+    ) -> dict[Tier, SwitchModel] | None:
+        chosen = spec["switch"]
+        by_tier = (
+            dict.fromkeys(Tier, chosen)
+            if isinstance(chosen, str)
+            else {t: chosen.get(t.value, chosen.get("spine", chosen["leaf"])) for t in Tier}
+        )
+        models: dict[Tier, SwitchModel] = {}
+        for tier, model_name in by_tier.items():
+            where = (*path, "switch") if isinstance(chosen, str) else (*path, "switch", tier.value)
+            if model_name not in switch_models:
+                if tier.value in (chosen if isinstance(chosen, dict) else {"leaf": 1}):
+                    self.error(
+                        where,
+                        f"unknown switch model {model_name!r}",
+                        _hint_choices(model_name, switch_models),
+                    )
+                continue
+            model = switch_models[model_name]
+            wanted = "infiniband" if spec["type"] == "infiniband" else "ethernet"
+            if model.fabric_type != wanted:
+                self.error(
+                    where,
+                    f"{model_name} is an {model.fabric_type} switch but the fabric type is {spec['type']}",
+                    f"choose an {wanted} switch",
+                )
+                continue
+            needs = [speed.name] if tier is Tier.LEAF else []
+            needs.append(uplink.name)
+            for s in needs:
+                if model.logical_ports(s) == 0:
+                    self.error(
+                        where,
+                        f"{model_name} has no port that runs at {s}",
+                        "speeds it supports: "
+                        + ", ".join(sorted({k for g in model.port_groups for k in g.speeds})),
+                    )
+            models[tier] = model
+        return models if len(models) == len(Tier) else None
+
+    def attached_groups(
+        self,
+        path: PathKey,
+        spec: Mapping[str, Any],
+        role: FabricRole,
+        groups: tuple[NodeGroup, ...],
+        profiles: Mapping[str, NodeProfile],
+    ) -> tuple[str, ...]:
+        by_pattern = {g.pattern: g for g in groups}
+        if "nodes" in spec:
+            chosen = []
+            for i, pattern in enumerate(spec["nodes"]):
+                if pattern not in by_pattern:
+                    self.error(
+                        (*path, "nodes", i),
+                        f"unknown node group {pattern!r}",
+                        _hint_choices(pattern, by_pattern),
+                    )
+                elif not profiles[by_pattern[pattern].profile].nics(role.nic_role):
+                    self.error(
+                        (*path, "nodes", i),
+                        f"node group {pattern!r} has no {role.nic_role.value} NIC",
+                        f"its profile {by_pattern[pattern].profile} lists none",
+                    )
+                else:
+                    chosen.append(pattern)
+            return tuple(chosen)
+        attached = tuple(g.pattern for g in groups if profiles[g.profile].nics(role.nic_role))
+        if not attached:
+            self.error(
+                path,
+                f"no node has a {role.nic_role.value} NIC to attach to this fabric",
+                f"add nics.{role.nic_role.value} to a node profile",
+            )
+        return attached
+
+    def check_nic_speeds(
+        self,
+        path: PathKey,
+        spec: Mapping[str, Any],
+        role: FabricRole,
+        attached: tuple[str, ...],
+        groups: tuple[NodeGroup, ...],
+        profiles: Mapping[str, NodeProfile],
+        nic_models: Mapping[str, NicModel],
+        speed: Speed,
+    ) -> None:
+        by_pattern = {g.pattern: g for g in groups}
+        link_type = _LINK_TYPE[spec["type"]]
+        reported: set[tuple[str, str]] = set()
+        for pattern in attached:
+            profile = profiles[by_pattern[pattern].profile]
+            for nic in profile.nics(role.nic_role):
+                model = nic_models.get(nic.model)
+                if model is None or (profile.name, nic.model) in reported:
+                    continue
+                reported.add((profile.name, nic.model))
+                if speed.name not in model.speeds:
+                    self.error(
+                        (*path, "speed"),
+                        f"NIC {nic.model} of profile {profile.name} cannot run at {speed.name}",
+                        "it supports " + ", ".join(model.speeds),
+                    )
+                elif link_type not in model.link_types:
+                    self.error(
+                        (*path, "type"),
+                        f"NIC {nic.model} of profile {profile.name} has no {link_type} link type",
+                        "choose another NIC model or fabric type",
+                    )
+        if (
+            role is FabricRole.COMPUTE
+            and TopologyKind(spec["topology"]["kind"]) is TopologyKind.RAIL_OPTIMIZED
+        ):
+            self.check_rails(path, attached, by_pattern, profiles)
+
+    def check_rails(
+        self,
+        path: PathKey,
+        attached: tuple[str, ...],
+        by_pattern: Mapping[str, NodeGroup],
+        profiles: Mapping[str, NodeProfile],
+    ) -> None:
+        """Every compute node must cover all rails; management nodes may attach to some of them."""
+        rail_sets = {p: {n.rail or 0 for n in profiles[by_pattern[p].profile].compute} for p in attached}
+        rails = max((max(r, default=-1) for r in rail_sets.values()), default=-1) + 1
+        for pattern in attached:
+            profile = profiles[by_pattern[pattern].profile]
+            if profile.role == "management":
+                continue
+            missing = sorted(set(range(rails)) - rail_sets[pattern])
+            if missing:
+                self.error(
+                    (*path, "topology"),
+                    f"node profile {profile.name} has {len(profile.compute)} compute "
+                    f"NICs but the fabric has {rails} rails (missing rails "
+                    f"{', '.join(map(str, missing))})",
+                    "give the profile one compute NIC per rail, or role: management",
+                )
+
+    def fabric_naming(self, path: PathKey, kind: TopologyKind, spec: Mapping[str, str]) -> dict[Tier, str]:
+        naming = dict(DEFAULT_NAMING[kind])
+        for tier_name, pattern in spec.items():
+            tier = Tier(tier_name)
+            allowed = set(ALLOWED_PLACEHOLDERS[tier])
+            if tier is Tier.LEAF:
+                allowed -= {"su", "rail"} if kind is not TopologyKind.RAIL_OPTIMIZED else {"rack", "n"}
+                if kind is not TopologyKind.TOP_OF_RACK:
+                    allowed.discard("rack")
+            unknown = unknown_placeholders(pattern, allowed)
+            if unknown:
+                self.error(
+                    (*path, "naming", tier_name),
+                    f"{{{unknown[0]}}} is not available for {kind.value} {tier_name} names",
+                    "available: " + ", ".join(f"{{{a}}}" for a in sorted(allowed)),
+                )
+            naming[tier] = pattern
+        return naming
+
+
+class _RackPlacer:
+    """Fills racks bottom-up, group by group in spec order (the only order-dependent step, and documented)."""
+
+    def __init__(self, facility: Facility) -> None:
+        self.facility = facility
+        self.racks = {r.name: r for r in facility.racks}
+        self.next_u = {r.name: 1 for r in facility.racks}
+
+    def candidates(self, builder: _Builder, path: PathKey, placement: Mapping[str, Any]) -> list[Rack] | None:
+        rows = {row for row, _ in self.facility.rows}
+        if "racks" in placement:
+            unknown = [i for i, name in enumerate(placement["racks"]) if name not in self.racks]
+            for i in unknown:
+                builder.error(
+                    (*path, "racks", i),
+                    f"unknown rack {placement['racks'][i]!r}",
+                    _hint_choices(placement["racks"][i], self.racks),
+                )
+            return None if unknown else [self.racks[n] for n in placement["racks"]]
+        unknown = [i for i, row in enumerate(placement["rows"]) if row not in rows]
+        for i in unknown:
+            builder.error(
+                (*path, "rows", i),
+                f"unknown row {placement['rows'][i]!r}",
+                _hint_choices(placement["rows"][i], rows),
+            )
+        if unknown:
+            return None
+        order = {row: i for i, row in enumerate(placement["rows"])}
+        return sorted(
+            (r for r in self.facility.racks if r.row in order), key=lambda r: (order[r.row], r.index)
+        )
+
+    def place(
+        self,
+        builder: _Builder,
+        path: PathKey,
+        group: str,
+        count: int,
+        height: int,
+        placement: Mapping[str, Any],
+    ) -> list[tuple[Rack, int]]:
+        racks = self.candidates(builder, path, placement)
+        if racks is None:
+            return []
+        per_rack, start_u, top = placement["per_rack"], placement["start_u"], self.facility.rack_units
+        if start_u + per_rack * height - 1 > top:
+            builder.error(
+                (*path, "per_rack"),
+                f"{per_rack} nodes of {height}U from U{start_u} need "
+                f"{per_rack * height}U but racks have {top}U",
+                f"at most {max(0, (top - start_u + 1) // height)} per rack",
+            )
+            return []
+        slots: list[tuple[Rack, int]] = []
+        for rack in racks:
+            first = max(self.next_u[rack.name], start_u)
+            fits = min(per_rack, (top - first + 1) // height, count - len(slots))
+            if fits <= 0:
+                continue
+            slots.extend((rack, first + i * height) for i in range(fits))
+            self.next_u[rack.name] = first + fits * height
+            if len(slots) == count:
+                return slots
+        builder.error(
+            path,
+            f"{count - len(slots)} of {count} nodes of group {group!r} do not fit in their racks",
+            f"{len(racks)} racks with {per_rack} per rack hold {len(slots)}; add racks or rows",
+        )
+        return slots
+
+
+def build_cluster(doc: Document) -> Cluster:
+    """Validate a loaded spec and build the Cluster model, raising :class:`SpecError` with every issue."""
+    data = validate_document(doc)
+    builder = _Builder(doc, data)
+    switch_models = builder.switch_models()
+    nic_models = builder.nic_models()
+    facility = builder.facility()
+    profiles = builder.profiles(nic_models)
+    groups, nodes = builder.nodes(facility, profiles)
+    fabrics = builder.fabrics(profiles, groups, switch_models, nic_models)
+    if builder.issues:
+        raise SpecError(builder.issues)
+    meta = data["metadata"]
+    used_profiles = {g.profile for g in groups}
+    return Cluster(
+        Metadata(meta["name"], meta["site"], meta.get("description", "")),
+        facility,
+        MappingProxyType({k: v for k, v in profiles.items() if k in used_profiles}),
+        groups,
+        nodes,
+        fabrics,
+        MappingProxyType(nic_models),
+        doc.digest,
+        doc.source,
+    )

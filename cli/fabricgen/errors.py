@@ -1,0 +1,85 @@
+"""One error vocabulary for every stage: spec issues with positions, findings, and the exit-code map."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+@dataclass(frozen=True, order=True)
+class SourcePosition:
+    """Where a YAML node starts: 1-based line and column in a named file."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class SpecIssue:
+    """One problem with the spec, printed as ``file:line:col: path: message (hint)``."""
+
+    position: SourcePosition
+    path: str
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.position}: {self.path}: " if self.path else f"{self.position}: "
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}{self.message}{hint}"
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        p = self.position
+        return (p.file, p.line, p.column, self.path, self.message)
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A result of a check over the compiled topology; errors stop the pipeline, warnings do not."""
+
+    severity: Severity
+    check: str
+    subject: str
+    message: str
+    hint: str = ""
+    position: SourcePosition | None = None
+
+    def __str__(self) -> str:
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        where = f"{self.position}: " if self.position else ""
+        return f"{where}{self.severity.value}: [{self.check}] {self.subject}: {self.message}{hint}"
+
+
+class FabricgenError(Exception):
+    """Base class of every error fabricgen reports to its user; the CLI maps subclasses to exit codes."""
+
+
+class SpecError(FabricgenError):
+    """The spec is invalid; carries every issue found in one pass."""
+
+    def __init__(self, issues: Iterable[SpecIssue]) -> None:
+        self.issues = tuple(sorted(issues, key=SpecIssue.sort_key))
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+class CheckError(FabricgenError):
+    """Checks over the compiled topology found errors; carries all findings (warnings too)."""
+
+    def __init__(self, findings: Iterable[Finding]) -> None:
+        self.findings = tuple(findings)
+        errors = [f for f in self.findings if f.severity is Severity.ERROR]
+        super().__init__("\n".join(str(f) for f in errors))
+
+
+class OutputError(FabricgenError):
+    """The output directory cannot be planned or written (lock held, unmanaged file in the way, I/O)."""

@@ -1,0 +1,246 @@
+"""Stage 1, load: YAML text -> plain data plus the source position of every node.
+
+Loading is deliberately strict: one document, string keys, no duplicate keys, no custom tags, no merge keys,
+a size limit and a bound on alias expansion (so a billion-laughs file fails in milliseconds, not minutes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabricgen.errors import SourcePosition, SpecError, SpecIssue
+
+MAX_SPEC_BYTES = 16 * 1024 * 1024
+# Expanded nodes may exceed distinct nodes by this factor (plus a small allowance) before aliases count as a bomb.
+ALIAS_EXPANSION_FACTOR = 4
+ALIAS_EXPANSION_ALLOWANCE = 10_000
+
+PathKey = tuple[str | int, ...]
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:str",
+}
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def format_path(path: PathKey) -> str:
+    """Render a data path the way errors print it: ``fabrics.compute.topology`` or ``nodes[0].count``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded spec: its data, its source name, a digest of its bytes, and positions for every path."""
+
+    data: Any
+    source: str
+    digest: str
+    value_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
+    key_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
+
+    def position(self, path: PathKey) -> SourcePosition:
+        """Best position for a path: the key's line, else the value's, else the nearest ancestor's."""
+        for n in range(len(path), -1, -1):
+            prefix = path[:n]
+            found = self.key_positions.get(prefix) or self.value_positions.get(prefix)
+            if found is not None:
+                return found
+        return SourcePosition(self.source, 1, 1)
+
+    def value_position(self, path: PathKey) -> SourcePosition:
+        """Position of the value itself (for a mapping: its first key), falling back to :meth:`position`."""
+        return self.value_positions.get(path) or self.position(path)
+
+    def issue(self, path: PathKey, message: str, hint: str = "") -> SpecIssue:
+        return SpecIssue(self.position(path), format_path(path), message, hint)
+
+
+class _Converter:
+    """Turns a composed node graph into plain Python data, recording positions and bounding alias growth."""
+
+    def __init__(self, source: str, distinct_nodes: int) -> None:
+        self.source = source
+        self.budget = distinct_nodes * ALIAS_EXPANSION_FACTOR + ALIAS_EXPANSION_ALLOWANCE
+        self.expanded = 0
+        self.values: dict[PathKey, SourcePosition] = {}
+        self.keys: dict[PathKey, SourcePosition] = {}
+        self.issues: list[SpecIssue] = []
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def mark(self, node: yaml.Node) -> SourcePosition:
+        return SourcePosition(self.source, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def fail(self, node: yaml.Node, path: PathKey, message: str, hint: str = "") -> None:
+        self.issues.append(SpecIssue(self.mark(node), format_path(path), message, hint))
+
+    def convert(self, node: yaml.Node, path: PathKey) -> Any:
+        self.expanded += 1
+        if self.expanded > self.budget:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        self.mark(node),
+                        format_path(path),
+                        f"alias expansion exceeds {self.budget} nodes",
+                        "the file looks like an alias bomb; write the values out",
+                    )
+                ]
+            )
+        self.values.setdefault(path, self.mark(node))
+        if isinstance(node, yaml.MappingNode):
+            return self.convert_mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                self.fail(node, path, f"tag {node.tag!r} is not allowed", "remove the tag")
+            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self.convert_scalar(node, path)
+
+    def convert_scalar(self, node: yaml.Node, path: PathKey) -> Any:
+        if node.tag == _TIMESTAMP_TAG:
+            return str(node.value)  # dates stay text: fabricgen has no date fields
+        if node.tag not in _SCALAR_TAGS:
+            self.fail(
+                node, path, f"tag {node.tag!r} is not allowed", "plain YAML scalars only; remove the tag"
+            )
+            return None
+        return self.constructor.construct_object(node)
+
+    def convert_mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
+        if node.tag != _MAP_TAG:
+            self.fail(node, path, f"tag {node.tag!r} is not allowed", "remove the tag")
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                self.fail(
+                    key_node,
+                    path,
+                    "merge keys (<<) are not supported",
+                    "repeat the values or use an anchor on a whole value",
+                )
+                continue
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                self.fail(
+                    key_node,
+                    path,
+                    f"mapping keys must be strings, not {key_node.tag.rsplit(':', 1)[-1]}",
+                    "quote the key",
+                )
+                continue
+            key = str(key_node.value)
+            child = (*path, key)
+            if key in out:
+                first = self.keys[child]
+                self.fail(key_node, child, f"duplicate key {key!r} (first defined at line {first.line})")
+                continue
+            self.keys[child] = self.mark(key_node)
+            out[key] = self.convert(value_node, child)
+        return out
+
+
+def _count_distinct(node: yaml.Node) -> int:
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        stack.extend(_children(current))
+    return len(seen)
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            yield k
+            yield v
+    elif isinstance(node, yaml.SequenceNode):
+        yield from node.value
+
+
+def _yaml_issue(source: str, exc: yaml.YAMLError) -> SpecIssue:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    message = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
+    return SpecIssue(SourcePosition(source, line, col), "", message, "check indentation, quotes and colons")
+
+
+def load_text(text: str | bytes, source: str = "<spec>") -> Document:
+    """Parse one YAML document strictly, raising :class:`SpecError` with every problem found."""
+    raw = text.encode() if isinstance(text, str) else text
+    origin = SourcePosition(source, 1, 1)
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(
+            [
+                SpecIssue(
+                    origin,
+                    "",
+                    f"spec is {len(raw)} bytes, above the {MAX_SPEC_BYTES} byte limit",
+                    "split node lists into counted groups",
+                )
+            ]
+        )
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            [SpecIssue(origin, "", f"spec is not UTF-8: {exc.reason} at byte {exc.start}")]
+        ) from exc
+    try:
+        nodes = list(yaml.compose_all(decoded, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        raise SpecError([_yaml_issue(source, exc)]) from exc
+    nodes = [n for n in nodes if n is not None]
+    if len(nodes) != 1:
+        what = "is empty" if not nodes else f"holds {len(nodes)} YAML documents"
+        raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one", "one cluster per file")])
+    converter = _Converter(source, _count_distinct(nodes[0]))
+    data = converter.convert(nodes[0], ())
+    if converter.issues:
+        raise SpecError(converter.issues)
+    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys)
+
+
+def load_file(path: Path) -> Document:
+    """Read and load a spec file; unreadable files become a :class:`SpecError` too."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        SourcePosition(str(path), 1, 1),
+                        "",
+                        f"spec is {size} bytes, above the {MAX_SPEC_BYTES} byte limit",
+                    )
+                ]
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(
+            [SpecIssue(SourcePosition(str(path), 0, 0), "", f"cannot read spec: {exc.strerror}")]
+        ) from exc
+    return load_text(raw, str(path))

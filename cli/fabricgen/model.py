@@ -1,0 +1,212 @@
+"""The Cluster model: immutable, defaults resolved, names expanded, catalog entries looked up.
+
+Everything later stages need is here, so renderers never see the raw spec. Each spec-derived object keeps the
+source position of the spec node it came from, so later stages can still report file:line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from fabricgen.errors import SourcePosition
+
+
+class NicRole(StrEnum):
+    COMPUTE = "compute"
+    STORAGE = "storage"
+    INBAND = "inband"
+    BMC = "bmc"
+
+
+class FabricRole(StrEnum):
+    COMPUTE = "compute"
+    STORAGE = "storage"
+    INBAND = "inband"
+    OOB = "oob"
+
+    @property
+    def nic_role(self) -> NicRole:
+        """The node NICs that attach to a fabric of this role (out-of-band carries the BMC ports)."""
+        return NicRole.BMC if self is FabricRole.OOB else NicRole(self.value)
+
+
+class TopologyKind(StrEnum):
+    RAIL_OPTIMIZED = "rail-optimized"
+    FAT_TREE = "fat-tree"
+    LEAF_SPINE = "leaf-spine"
+    TOP_OF_RACK = "top-of-rack"
+
+
+class Tier(StrEnum):
+    LEAF = "leaf"
+    SPINE = "spine"
+    CORE = "core"
+
+
+@dataclass(frozen=True)
+class Speed:
+    name: str
+    gbps: float
+    type: str
+    lanes: int
+    ibsim: str = ""
+
+
+@dataclass(frozen=True)
+class PortGroup:
+    """Cages of one form factor; ``ports_per_cage`` gives the logical ports per cage at each speed."""
+
+    name: str
+    cages: int
+    form_factor: str
+    ports_per_cage: tuple[tuple[str, int], ...]
+
+    def per_cage(self, speed: str) -> int:
+        """Logical ports one cage gives at ``speed`` (0 when the cage cannot run at it)."""
+        return dict(self.ports_per_cage).get(speed, 0)
+
+    @property
+    def speeds(self) -> tuple[str, ...]:
+        return tuple(speed for speed, _ in self.ports_per_cage)
+
+
+@dataclass(frozen=True)
+class SwitchModel:
+    name: str
+    vendor: str
+    fabric_type: str
+    height_u: int
+    port_groups: tuple[PortGroup, ...]
+
+    def logical_ports(self, speed: str) -> int:
+        """Ports this model offers when every cage that supports ``speed`` runs at it."""
+        return sum(g.cages * g.per_cage(speed) for g in self.port_groups)
+
+
+@dataclass(frozen=True)
+class NicModel:
+    name: str
+    vendor: str
+    ports: int
+    speeds: tuple[str, ...]
+    link_types: tuple[str, ...]
+    max_vfs: int | None = None
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One NIC port of a node profile, with its affinity: the rail it serves and the GPU next to it."""
+
+    role: NicRole
+    index: int
+    port: str
+    model: str
+    dev: str = ""
+    netdev: str = ""
+    gpu: int | None = None
+    numa: int | None = None
+    rail: int | None = None
+    pci: str = ""
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    name: str
+    role: str
+    height_u: int
+    gpus: int
+    compute: tuple[Nic, ...]
+    storage: tuple[Nic, ...]
+    inband: Nic | None
+    bmc: Nic | None
+    position: SourcePosition | None = field(default=None, compare=False)
+
+    def nics(self, role: NicRole) -> tuple[Nic, ...]:
+        """This profile's NIC ports of one role, in order."""
+        if role is NicRole.COMPUTE:
+            return self.compute
+        if role is NicRole.STORAGE:
+            return self.storage
+        single = self.inband if role is NicRole.INBAND else self.bmc
+        return (single,) if single is not None else ()
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    row: str
+    row_index: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    group: str
+    profile: NodeProfile
+    rack: Rack
+    u: int
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    pattern: str
+    profile: str
+    count: int
+    position: SourcePosition
+
+
+@dataclass(frozen=True)
+class Facility:
+    rack_units: int
+    rack_width_m: float
+    row_pitch_m: float
+    tray_height_m: float
+    slack_m: float
+    rows: tuple[tuple[str, int], ...]
+    racks: tuple[Rack, ...]
+
+
+@dataclass(frozen=True)
+class FabricTopologySpec:
+    kind: TopologyKind
+    scalable_unit: int
+    tiers: str
+    oversubscription: float
+    uplinks: int | None
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str
+    role: FabricRole
+    type: str
+    speed: Speed
+    uplink_speed: Speed
+    switches: Mapping[Tier, SwitchModel]
+    topology: FabricTopologySpec
+    naming: Mapping[Tier, str]
+    node_groups: tuple[str, ...]
+    position: SourcePosition = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Metadata:
+    name: str
+    site: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    metadata: Metadata
+    facility: Facility
+    profiles: Mapping[str, NodeProfile]
+    groups: tuple[NodeGroup, ...]
+    nodes: tuple[Node, ...]
+    fabrics: tuple[Fabric, ...]
+    nic_models: Mapping[str, NicModel]
+    spec_digest: str
+    source: str

@@ -1,0 +1,50 @@
+"""The pipeline in one place: load -> validate -> build -> compile -> check -> render.
+
+Each step is a stage module; this module only wires them in order so the CLI, tests and the benchmark run the
+same code path. Nothing here touches the output directory: plan and apply do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fabricgen.artifacts import Artifact
+from fabricgen.build import build_cluster
+from fabricgen.checks import run_checks
+from fabricgen.errors import CheckError, Finding, Severity
+from fabricgen.load import Document, load_file
+from fabricgen.model import Cluster
+from fabricgen.render import render
+from fabricgen.topology import Topology, compile_topology
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A spec that passed validation and checks: the model, its topology and the (warning) findings."""
+
+    document: Document
+    cluster: Cluster
+    topology: Topology
+    findings: tuple[Finding, ...]
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+
+def compile_spec(path: Path) -> Compiled:
+    """Load, validate, build, compile and check a spec; raise SpecError or CheckError on any error."""
+    document = load_file(path)
+    cluster = build_cluster(document)
+    topology = compile_topology(cluster)
+    findings = run_checks(topology)
+    if any(f.severity is Severity.ERROR for f in findings):
+        raise CheckError(findings)
+    return Compiled(document, cluster, topology, findings)
+
+
+def render_spec(compiled: Compiled, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:
+    """Render every (or the chosen) target of a compiled spec."""
+    return render(compiled.topology, targets)

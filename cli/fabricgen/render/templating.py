@@ -1,0 +1,26 @@
+"""The one Jinja2 environment: strict undefined, trailing newlines kept, templates compiled once."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from fabricgen.resources import shipped_dir
+
+
+@cache
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(shipped_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        trim_blocks=False,
+    )
+
+
+def render_template(name: str, **context: Any) -> bytes:
+    """Render ``templates/<name>`` with plain data; templates lay out text and hold no logic."""
+    return environment().get_template(name).render(**context).encode("utf-8")

@@ -1,0 +1,220 @@
+"""Stage 2, validate: the spec against its JSON Schema, every problem at once, with positions and hints.
+
+The schema in schemas/ is the single source of truth for fields, defaults, docs and editor completion; this
+module only turns jsonschema's errors into messages a network engineer can act on, and fills defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from fabricgen.errors import SpecError, SpecIssue
+from fabricgen.load import Document, PathKey, format_path
+from fabricgen.resources import shipped_dir
+
+ROOT_SCHEMA = "fabricgen.schema.json"
+_BASE_URI = "https://fabricgen.dev/schemas/"
+
+
+@cache
+def _registry(for_defaults: bool = False) -> Registry:
+    """All schema files under schemas/, registered by their $id so relative $refs resolve offline.
+
+    The default-filling registry drops ``$schema``: jsonschema picks the validator class of a referenced
+    resource from its ``$schema``, which would silently swap our extended class for the stock one.
+    """
+    root = shipped_dir("schemas")
+    resources = []
+    for path in sorted(root.rglob("*.schema.json")):
+        contents = json.loads(path.read_text(encoding="utf-8"))
+        if for_defaults:
+            contents.pop("$schema", None)
+        resources.append((contents["$id"], DRAFT202012.create_resource(contents)))
+    return Registry().with_resources(resources)
+
+
+def schema_document(name: str = ROOT_SCHEMA) -> dict[str, Any]:
+    """A schema file's JSON (the root spec schema by default)."""
+    contents = _registry().contents(_BASE_URI + name)
+    return dict(contents)
+
+
+def bundled_schema() -> dict[str, Any]:
+    """The root schema with every section inlined under $defs, for `fabricgen schema` and editors."""
+    root = shipped_dir("schemas")
+    bundle = schema_document()
+    bundle["$defs"] = {
+        path.stem.removesuffix(".schema"): json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted((root / "sections").glob("*.schema.json"))
+    }
+    return bundle
+
+
+@cache
+def _validator(ref: str) -> Validator:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": _BASE_URI + ref}
+    return Draft202012Validator(schema, registry=_registry())
+
+
+def _set_defaults(
+    validator: Validator, properties: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    """jsonschema's recipe: fill `default` of absent properties while validating (only on valid data)."""
+    if isinstance(instance, dict):
+        for prop, sub in properties.items():
+            if isinstance(sub, dict) and "default" in sub:
+                instance.setdefault(prop, copy.deepcopy(sub["default"]))
+    yield from Draft202012Validator.VALIDATORS["properties"](validator, properties, instance, schema)
+
+
+_DefaultFiller = extend(Draft202012Validator, {"properties": _set_defaults})  # type: ignore[no-untyped-call]
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_JSON_TYPES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    if value is None:
+        return "null"
+    return {int: "integer", float: "number", str: "string"}.get(type(value), type(value).__name__)
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[SpecIssue]:
+    """One jsonschema error -> one or more issues (an unknown-keys error names each key)."""
+    path: PathKey = (*prefix, *error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    hint = schema.get("x-hint", "")
+    kind = str(error.validator)
+    value: Any = error.validator_value
+    if kind in {"oneOf", "anyOf"} and error.context:
+        deepest = best_match(error.context)
+        if deepest is not None and deepest.validator not in {"oneOf", "anyOf", "required"}:
+            return _issues_for(deepest, doc, prefix)
+        return [doc.issue(path, "does not match any allowed form", hint or schema.get("description", ""))]
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in schema.get("properties", {}))
+        return [
+            doc.issue(
+                (*path, key),
+                f"unknown key {key!r}",
+                _did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}",
+            )
+            for key in extra
+        ]
+    if kind == "required":
+        missing = str(error.message).split("'")[1] if "'" in error.message else str(error.validator_value)
+        return [doc.issue(path, f"missing required key {missing!r}", hint)]
+    if kind == "enum":
+        choices = [str(c) for c in value]
+        guess = _did_you_mean(str(error.instance), choices)
+        allowed_values = f"allowed: {', '.join(choices)}"
+        return [
+            doc.issue(
+                path,
+                f"{_describe(error.instance)} is not an allowed value",
+                f"{guess} {allowed_values}" if guess else allowed_values,
+            )
+        ]
+    if kind == "const":
+        return [doc.issue(path, f"{_describe(error.instance)} must be {error.validator_value!r}", hint)]
+    if kind == "type":
+        expected = [str(t) for t in value] if isinstance(value, list) else [str(value)]
+        want = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
+        return [
+            doc.issue(
+                path, f"expected {want}, got {_type_name(error.instance)} {_describe(error.instance)}", hint
+            )
+        ]
+    if kind == "pattern":
+        return [
+            doc.issue(
+                path,
+                f"{_describe(error.instance)} is not a valid name here",
+                hint or f"must match {error.validator_value}",
+            )
+        ]
+    if kind == "propertyNames":
+        return [
+            doc.issue(
+                (*path, str(error.instance)),
+                f"{_describe(error.instance)} is not a valid name here",
+                hint or _context_hint(error),
+            )
+        ]
+    return [doc.issue(path, str(error.message), hint)]
+
+
+def _context_hint(error: ValidationError) -> str:
+    """The x-hint of the sub-schema that rejected a property name, if it has one."""
+    sub = error.context[0].schema if error.context else None
+    return str(sub.get("x-hint", "")) if isinstance(sub, dict) else ""
+
+
+def schema_issues(doc: Document, data: Any, ref: str = ROOT_SCHEMA, prefix: PathKey = ()) -> list[SpecIssue]:
+    """Every schema violation of ``data`` (found at ``prefix`` inside ``doc``) against schema file ``ref``."""
+    issues: list[SpecIssue] = []
+    for error in _validator(ref).iter_errors(data):
+        issues.extend(_issues_for(error, doc, prefix))
+    return sorted(set(issues), key=SpecIssue.sort_key)
+
+
+def with_defaults(data: Any, ref: str = ROOT_SCHEMA) -> Any:
+    """A copy of schema-valid ``data`` with every schema default filled in."""
+    filled = copy.deepcopy(data)
+    _DefaultFiller({"$ref": _BASE_URI + ref}, registry=_registry(for_defaults=True)).validate(filled)
+    return filled
+
+
+def validate_document(doc: Document) -> Any:
+    """Validate a loaded spec; return its data with defaults, or raise :class:`SpecError` with all issues."""
+    issues = schema_issues(doc, doc.data)
+    if issues:
+        raise SpecError(issues)
+    return with_defaults(doc.data)
+
+
+def describe_path(path: PathKey) -> str:
+    """Public alias so later stages print paths the same way."""
+    return format_path(path)
+
+
+def schema_path() -> Path:
+    return shipped_dir("schemas") / ROOT_SCHEMA

@@ -1,0 +1,63 @@
+"""Golden files: the example inventories render exactly the committed trees (regenerate with --update-goldens
+and review the diff), and rendering is byte-identical across processes with different hash seeds."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabricgen.pipeline import compile_spec, render_spec
+from tests.conftest import INVENTORIES, REPO
+
+GOLDEN = REPO / "tests" / "golden"
+CASES = ["lab-1su", "h100-4su"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_tree(case: str, update_goldens: bool) -> None:
+    artifacts = render_spec(compile_spec(INVENTORIES / f"{case}.yaml"))
+    rendered = {a.path: a.content for a in artifacts}
+    expected_dir = GOLDEN / case
+    if update_goldens:
+        shutil.rmtree(expected_dir, ignore_errors=True)
+        for path, content in rendered.items():
+            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (expected_dir / path).write_bytes(content)
+    expected = _tree(expected_dir)
+    assert sorted(rendered) == sorted(expected), "artifact set changed; run make golden and review"
+    for path, content in rendered.items():
+        assert content == expected[path], f"{case}/{path} differs from its golden; run make golden and review"
+
+
+def _apply(spec: Path, out: Path, seed: str) -> dict[str, bytes]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    subprocess.run([sys.executable, "-m", "fabricgen", "apply", str(spec), "-o", str(out), "--yes"],
+                   check=True, env=env, capture_output=True, cwd=out.parent)
+    return {k: v for k, v in _tree(out).items() if not k.startswith(".fabricgen/")}
+
+
+def test_byte_identical_across_processes(tmp_path: Path) -> None:
+    spec = INVENTORIES / "h100-4su.yaml"
+    first = _apply(spec, tmp_path / "a", "1")
+    second = _apply(spec, tmp_path / "b", "2")
+    assert first == second
+    assert "fabricgen.lock.json" in first
+    assert not any(str(tmp_path).encode() in content for content in first.values()), "absolute path leaked"
+
+
+def test_h100_reference_counts() -> None:
+    """The bundled 4-SU example reproduces NVIDIA's H100 SuperPOD compute fabric counts."""
+    compute = compile_spec(INVENTORIES / "h100-4su.yaml").topology.fabric("compute")
+    tiers = {t: len(compute.links_in(t)) for t in ("node-leaf", "leaf-spine")}
+    assert (len(compute.switches_in(compute.switches[0].tier)), tiers) == (32, {"node-leaf": 1020,
+                                                                                "leaf-spine": 1024})
+    assert len([s for s in compute.switches if s.tier.value == "spine"]) == 16
