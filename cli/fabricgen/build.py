@@ -84,6 +84,7 @@ class _Builder:
     doc: Document
     data: dict[str, Any]
     issues: list[SpecIssue] = field(default_factory=list)
+    facility_broken: bool = False
 
     def error(self, path: PathKey, message: str, hint: str = "") -> None:
         self.issues.append(self.doc.issue(path, message, hint))
@@ -99,6 +100,12 @@ class _Builder:
 
     # -- facility ------------------------------------------------------------------------------------------
     def facility(self) -> Facility:
+        issues_before = len(self.issues)
+        facility = self._facility()
+        self.facility_broken = len(self.issues) > issues_before
+        return facility
+
+    def _facility(self) -> Facility:
         spec = self.data["facility"]
         rows = tuple((r["name"], int(r["racks"])) for r in spec["rows"])
         racks: list[Rack] = []
@@ -238,7 +245,7 @@ class _Builder:
                     doc.issue(
                         (*where, "gpu"),
                         f"GPU {nic.gpu} does not exist",
-                        f"the profile has {gpus} GPUs (0..{gpus - 1})",
+                        f"the profile has {gpus} GPUs (0..{gpus - 1})" if gpus else "the profile has no GPUs; set gpus",
                     )
                 )
         seen: dict[tuple[str, str], str] = {}
@@ -266,7 +273,7 @@ class _Builder:
     def nodes(
         self, facility: Facility, profiles: Mapping[str, NodeProfile]
     ) -> tuple[tuple[NodeGroup, ...], tuple[Node, ...]]:
-        placer = _RackPlacer(facility)
+        placer = _RackPlacer(facility, broken=self.facility_broken)
         groups: list[NodeGroup] = []
         nodes: list[Node] = []
         first_owner: dict[str, str] = {}
@@ -348,7 +355,19 @@ class _Builder:
             fabric = self.fabric(name, spec, profiles, groups, switch_models, nic_models, speeds)
             if fabric is not None:
                 out.append(fabric)
+        self.check_single_attachment(out)
         return tuple(out)
+
+    def check_single_attachment(self, fabrics: list[Fabric]) -> None:
+        """A NIC port has one cable: two fabrics of one role must not attach the same node group."""
+        owner: dict[tuple[str, FabricRole], str] = {}
+        for fabric in fabrics:
+            for group in fabric.node_groups:
+                first = owner.setdefault((group, fabric.role), fabric.name)
+                if first != fabric.name:
+                    self.error(("fabrics", fabric.name), f"the {fabric.role.nic_role.value} NICs of node group "
+                                                         f"{group!r} already attach to fabric {first!r}",
+                               "list the node groups of each fabric with nodes:, each group in one fabric per role")
 
     def fabric(
         self,
@@ -371,13 +390,20 @@ class _Builder:
             return None
         role = FabricRole(role_name)
         kind = TopologyKind(spec["topology"]["kind"])
+        if kind is TopologyKind.RAIL_OPTIMIZED and role is not FabricRole.COMPUTE:
+            self.error((*path, "topology", "kind"), f"rail-optimized fabrics attach compute NICs (one per rail), "
+                                                    f"but this fabric's role is {role.value}",
+                       "use kind: leaf-spine or fat-tree, or role: compute")
+        if kind is TopologyKind.LEAF_SPINE and spec["topology"]["tiers"] == 3:
+            self.error((*path, "topology", "tiers"), "leaf-spine fabrics have at most two tiers",
+                       "use kind: fat-tree for three tiers")
         speed, uplink = speeds[spec["speed"]], speeds[spec.get("uplink_speed", spec["speed"])]
         for key, s in (("speed", speed), ("uplink_speed", uplink)):
-            if spec["type"] not in _FABRIC_TYPE_OF_SPEED[s.type]:
+            if key in spec and spec["type"] not in _FABRIC_TYPE_OF_SPEED[s.type]:
                 self.error(
                     (*path, key),
                     f"{s.name} is an {s.type} speed but the fabric type is {spec['type']}",
-                    "InfiniBand fabrics use HDR/NDR/XDR; Ethernet and RoCE fabrics use 1G..800G",
+                    "InfiniBand fabrics use HDR100..XDR; Ethernet and RoCE fabrics use 1G..800G",
                 )
         models = self.fabric_switches(path, spec, kind, speed, uplink, switch_models)
         attached = self.attached_groups(path, spec, role, groups, profiles)
@@ -403,7 +429,7 @@ class _Builder:
             topology,
             MappingProxyType(naming),
             attached,
-            self.doc.position(path),
+            self.doc.position((*path, "topology")),
         )
 
     def fabric_switches(
@@ -422,35 +448,31 @@ class _Builder:
             else {t: chosen.get(t.value, chosen.get("spine", chosen["leaf"])) for t in Tier}
         )
         models: dict[Tier, SwitchModel] = {}
+        reported: set[tuple[str, str]] = set()  # one model for several tiers is reported once per problem
+
+        def once(where: PathKey, message: str, hint: str) -> None:
+            if (str(where), message) not in reported:
+                reported.add((str(where), message))
+                self.error(where, message, hint)
+
         for tier, model_name in by_tier.items():
             where = (*path, "switch") if isinstance(chosen, str) else (*path, "switch", tier.value)
             if model_name not in switch_models:
                 if tier.value in (chosen if isinstance(chosen, dict) else {"leaf": 1}):
-                    self.error(
-                        where,
-                        f"unknown switch model {model_name!r}",
-                        _hint_choices(model_name, switch_models),
-                    )
+                    once(where, f"unknown switch model {model_name!r}", _hint_choices(model_name, switch_models))
                 continue
             model = switch_models[model_name]
             wanted = "infiniband" if spec["type"] == "infiniband" else "ethernet"
             if model.fabric_type != wanted:
-                self.error(
-                    where,
-                    f"{model_name} is an {model.fabric_type} switch but the fabric type is {spec['type']}",
-                    f"choose an {wanted} switch",
-                )
+                once(where, f"{model_name} is an {model.fabric_type} switch but the fabric type is {spec['type']}",
+                     f"choose an {wanted} switch")
                 continue
             needs = [speed.name] if tier is Tier.LEAF else []
             needs.append(uplink.name)
             for s in needs:
-                if model.logical_ports(s) == 0:
-                    self.error(
-                        where,
-                        f"{model_name} has no port that runs at {s}",
-                        "speeds it supports: "
-                        + ", ".join(sorted({k for g in model.port_groups for k in g.speeds})),
-                    )
+                if model.logical_ports(s) == 0 and speed.type == model.fabric_type:
+                    supported = ", ".join(sorted({k for g in model.port_groups for k in g.speeds}))
+                    once(where, f"{model_name} has no port that runs at {s}", f"speeds it supports: {supported}")
             models[tier] = model
         return models if len(models) == len(Tier) else None
 
@@ -482,7 +504,7 @@ class _Builder:
                     chosen.append(pattern)
             return tuple(chosen)
         attached = tuple(g.pattern for g in groups if profiles[g.profile].nics(role.nic_role))
-        if not attached:
+        if not attached and len(groups) == len(self.data["nodes"]):  # else a rejected group was already reported
             self.error(
                 path,
                 f"no node has a {role.nic_role.value} NIC to attach to this fabric",
@@ -576,8 +598,9 @@ class _Builder:
 class _RackPlacer:
     """Fills racks bottom-up, group by group in spec order (the only order-dependent step, and documented)."""
 
-    def __init__(self, facility: Facility) -> None:
+    def __init__(self, facility: Facility, broken: bool) -> None:
         self.facility = facility
+        self.broken = broken  # racks are misnamed: placement results would only add noise
         self.racks = {r.name: r for r in facility.racks}
         self.next_u = {r.name: 1 for r in facility.racks}
 
@@ -616,15 +639,19 @@ class _RackPlacer:
         placement: Mapping[str, Any],
     ) -> list[tuple[Rack, int]]:
         racks = self.candidates(builder, path, placement)
-        if racks is None:
+        if racks is None or self.broken:
             return []
         per_rack, start_u, top = placement["per_rack"], placement["start_u"], self.facility.rack_units
+        if start_u + height - 1 > top:
+            builder.error((*path, "start_u"), f"a node of {height}U starting at U{start_u} does not fit a {top}U rack",
+                          f"start_u at most {top - height + 1}")
+            return []
         if start_u + per_rack * height - 1 > top:
             builder.error(
                 (*path, "per_rack"),
-                f"{per_rack} nodes of {height}U from U{start_u} need "
-                f"{per_rack * height}U but racks have {top}U",
-                f"at most {max(0, (top - start_u + 1) // height)} per rack",
+                f"{per_rack} nodes of {height}U starting at U{start_u} would reach U{start_u + per_rack * height - 1}"
+                f" but racks have {top}U",
+                f"at most {(top - start_u + 1) // height} per rack",
             )
             return []
         slots: list[tuple[Rack, int]] = []

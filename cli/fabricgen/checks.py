@@ -33,8 +33,9 @@ def port_budget(ft: FabricTopology) -> Iterator[Finding]:
                 yield _error(ft, "port-budget", end.device, f"port {end.name} (#{end.number}) is used twice")
             ports.add(end.number)
     for sw in ft.switches:
-        speed = ft.fabric.speed.name if sw.tier is Tier.LEAF else ft.fabric.uplink_speed.name
-        radix = max(sw.model.logical_ports(speed), sw.model.logical_ports(ft.fabric.uplink_speed.name))
+        speeds = (ft.fabric.speed.name, ft.fabric.uplink_speed.name) if sw.tier is Tier.LEAF else (
+            ft.fabric.uplink_speed.name,)
+        radix = sw.model.capacity(speeds)
         count = len(used.get(sw.name, ()))
         if count > radix:
             yield _error(ft, "port-budget", sw.name, f"uses {count} ports but a {sw.model.name} has {radix}")

@@ -20,6 +20,8 @@ MAX_SPEC_BYTES = 16 * 1024 * 1024
 # Expanded nodes may exceed distinct nodes by this factor (plus a small allowance) before aliases count as a bomb.
 ALIAS_EXPANSION_FACTOR = 4
 ALIAS_EXPANSION_ALLOWANCE = 10_000
+# No fabricgen field nests deeper than a dozen levels; the bound keeps conversion far from Python's recursion limit.
+MAX_DEPTH = 64
 
 PathKey = tuple[str | int, ...]
 
@@ -95,6 +97,9 @@ class _Converter:
         self.issues.append(SpecIssue(self.mark(node), format_path(path), message, hint))
 
     def convert(self, node: yaml.Node, path: PathKey) -> Any:
+        if len(path) > MAX_DEPTH:
+            raise SpecError([SpecIssue(self.mark(node), format_path(path[:3]) + "...",
+                                       f"nesting deeper than {MAX_DEPTH} levels", "flatten the structure")])
         self.expanded += 1
         if self.expanded > self.budget:
             raise SpecError(
@@ -179,7 +184,22 @@ def _children(node: yaml.Node) -> Iterator[yaml.Node]:
         yield from node.value
 
 
-def _yaml_issue(source: str, exc: yaml.YAMLError) -> SpecIssue:
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of a character index."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _codepoint(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character)
+
+
+def _yaml_issue(source: str, text: str, exc: yaml.YAMLError) -> SpecIssue:
+    if isinstance(exc, yaml.reader.ReaderError):
+        line, col = _line_col(text, exc.position)
+        return SpecIssue(SourcePosition(source, line, col), "",
+                         f"character U+{_codepoint(exc.character):04X} is not allowed in YAML",
+                         "remove control characters")
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     problem = getattr(exc, "problem", None) or str(exc)
@@ -206,13 +226,15 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
     try:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError(
-            [SpecIssue(origin, "", f"spec is not UTF-8: {exc.reason} at byte {exc.start}")]
-        ) from exc
+        before = raw[: exc.start].decode("utf-8", "replace")
+        line, col = _line_col(before, len(before))
+        where = SourcePosition(source, line, col)
+        raise SpecError([SpecIssue(where, "", f"spec is not UTF-8: {exc.reason} (byte 0x{raw[exc.start]:02x})",
+                                   "save the file as UTF-8")]) from exc
     try:
         nodes = list(yaml.compose_all(decoded, Loader=_Loader))
     except yaml.YAMLError as exc:
-        raise SpecError([_yaml_issue(source, exc)]) from exc
+        raise SpecError([_yaml_issue(source, decoded, exc)]) from exc
     nodes = [n for n in nodes if n is not None]
     if len(nodes) != 1:
         what = "is empty" if not nodes else f"holds {len(nodes)} YAML documents"

@@ -80,6 +80,10 @@ class SwitchModel:
     height_u: int
     port_groups: tuple[PortGroup, ...]
 
+    def capacity(self, speeds: tuple[str, ...]) -> int:
+        """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""
+        return sum(g.cages * max(g.per_cage(s) for s in speeds) for g in self.port_groups)
+
     def logical_ports(self, speed: str) -> int:
         """Ports this model offers when every cage that supports ``speed`` runs at it."""
         return sum(g.cages * g.per_cage(speed) for g in self.port_groups)

@@ -19,8 +19,10 @@ Shape rules (documented in the README, "Topology rules"):
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 
@@ -321,6 +323,10 @@ class _FabricCompiler:
         up = max(leaf.up_ports for leaf in leaves)
         spines = _even_spread(len(leaves), up, spine_model.logical_ports(uplink), 2 if len(leaves) > 1 else 1)
         if asked == "2" or (asked == "auto" and spines is not None):
+            if spines is None and up < 2 <= len(leaves):
+                raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines that "
+                                       f"{len(leaves)} leaves need", "set topology.uplinks to 2 or more, or raise "
+                                       "the scalable unit")
             if spines is None:
                 raise _InfeasibleError(
                     f"{len(leaves)} leaves with {up} uplinks each do not fit under one spine tier "
@@ -359,6 +365,9 @@ class _FabricCompiler:
         pods = self.pods(leaves, spine_ports)
         full = max(len(p) for p in pods)
         per_pod = _even_spread(full, up, spine_ports // 2, 2)
+        if per_pod is None and up < 2:
+            raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines of its pod",
+                                   "set topology.uplinks to 2 or more, or raise the scalable unit")
         if per_pod is None:
             raise _InfeasibleError(
                 f"pods of {full} leaves with {up} uplinks do not fit {spine_model.name} spines",
@@ -459,6 +468,13 @@ class _FabricCompiler:
                     )
 
 
+def _collision_hint(ft: FabricTopology, owner: str) -> str:
+    if owner == f"switch of fabric {ft.fabric.name}":
+        wanted = "{su} and {rail}" if ft.fabric.topology.kind is TopologyKind.RAIL_OPTIMIZED else "{n}"
+        return f"the {ft.fabric.name} patterns must tell its switches apart: include {wanted}"
+    return "make the names distinct, e.g. include {fabric} in the switch patterns"
+
+
 def _unique_names(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> list[SpecIssue]:
     owners = {n.name: "node" for n in cluster.nodes}
     issues = []
@@ -481,7 +497,7 @@ def _unique_names(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> list[S
                         where,
                         f"fabrics.{ft.fabric.name}.naming",
                         f"switch name {sw.name!r} is already used by a {owners[sw.name]}",
-                        "make the naming patterns distinct (include {fabric})",
+                        _collision_hint(ft, owners[sw.name]),
                     )
                 )
                 break
@@ -489,8 +505,30 @@ def _unique_names(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> list[S
     return issues
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while compiling.
+
+    Compiling allocates hundreds of thousands of small acyclic objects (links, ports); generational collection
+    passes rescanning them made the cost grow faster than the link count (1.64 s instead of 0.89 s at 64k GPUs).
+    Reference counting still frees everything; the collector resumes afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def compile_topology(cluster: Cluster) -> Topology:
     """Compile every fabric of the cluster; infeasible fabrics are reported together as a SpecError."""
+    with _gc_paused():
+        return _compile_all(cluster)
+
+
+def _compile_all(cluster: Cluster) -> Topology:
     compiled: list[FabricTopology] = []
     issues: list[SpecIssue] = []
     for fabric in cluster.fabrics:

@@ -88,6 +88,11 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _shown(value: Any) -> str:
+    """The value after its type name, except for null and whole sections whose dump would not help."""
+    return "" if value is None or isinstance(value, dict | list) else f" {_describe(value)}"
+
+
 _JSON_TYPES = {
     "object": "a mapping",
     "array": "a list",
@@ -123,11 +128,8 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
     hint = schema.get("x-hint", "")
     kind = str(error.validator)
     value: Any = error.validator_value
-    if kind in {"oneOf", "anyOf"} and error.context:
-        deepest = best_match(error.context)
-        if deepest is not None and deepest.validator not in {"oneOf", "anyOf", "required"}:
-            return _issues_for(deepest, doc, prefix)
-        return [doc.issue(path, "does not match any allowed form", hint or schema.get("description", ""))]
+    if kind in {"oneOf", "anyOf"}:
+        return _alternatives_issues(error, doc, prefix, path, hint or str(schema.get("description", "")))
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in error.instance if k not in schema.get("properties", {}))
@@ -145,6 +147,8 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
     if kind == "enum":
         choices = [str(c) for c in value]
         guess = _did_you_mean(str(error.instance), choices)
+        if str(error.instance) in choices:
+            guess = f"write {error.instance} without quotes;"
         allowed_values = f"allowed: {', '.join(choices)}"
         return [
             doc.issue(
@@ -160,7 +164,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
         want = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
         return [
             doc.issue(
-                path, f"expected {want}, got {_type_name(error.instance)} {_describe(error.instance)}", hint
+                path, f"expected {want}, got {_type_name(error.instance)}{_shown(error.instance)}", hint
             )
         ]
     if kind == "pattern":
@@ -180,6 +184,18 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
             )
         ]
     return [doc.issue(path, str(error.message), hint)]
+
+
+def _alternatives_issues(error: ValidationError, doc: Document, prefix: PathKey, path: PathKey,
+                         hint: str) -> list[SpecIssue]:
+    """oneOf/anyOf: report the branch that fits the value's type (a mapping vs a model name...)."""
+    if not error.context:  # valid under several branches of a oneOf
+        return [doc.issue(path, "matches more than one allowed form", hint)]
+    relevant = [e for e in error.context if e.validator != "type"] or list(error.context)
+    deepest = best_match(relevant)
+    if deepest is not None and deepest.validator not in {"oneOf", "anyOf"}:
+        return _issues_for(deepest, doc, prefix)
+    return [doc.issue(path, "does not match any allowed form", hint)]
 
 
 def _context_hint(error: ValidationError) -> str:
