@@ -83,15 +83,13 @@ UFM_PROFILE = {
 }
 
 
-def superpod(sus: int, mgmt: bool = True, su_size: int = 32, **topology: Any) -> dict[str, Any]:
+def superpod(sus: int, **topology: Any) -> dict[str, Any]:
     """DGX H100 nodes filling `sus` SUs of 32, the last slot taken by one UFM appliance (rails 0-3, 1U)."""
-    dgx = su_size * sus - (1 if mgmt else 0)
-    nodes = [group("gpu{n:04d}", dgx, "dgx-h100", ["A"], per_rack=4)]
-    rows = [{"name": "A", "racks": math.ceil(dgx / 4)}]
-    if mgmt:
-        nodes.append(group("ufm{n:02d}", 1, "ufm-appliance", ["M"], per_rack=1))
-        rows.append({"name": "M", "racks": 1})
-    return cluster_spec(nodes, ib_compute(su=su_size, **({"oversubscription": 1} | topology)), rows,
+    dgx = 32 * sus - 1
+    nodes = [group("gpu{n:04d}", dgx, "dgx-h100", ["A"], per_rack=4),
+             group("ufm{n:02d}", 1, "ufm-appliance", ["M"], per_rack=1)]
+    rows = [{"name": "A", "racks": math.ceil(dgx / 4)}, {"name": "M", "racks": 1}]
+    return cluster_spec(nodes, ib_compute(su=32, **({"oversubscription": 1} | topology)), rows,
                         {"ufm-appliance": UFM_PROFILE}, name=f"h100-{sus}su")
 
 
@@ -330,6 +328,9 @@ def test_leaf_spine_never_grows_a_third_tier() -> None:
         compile_spec(spec)
     fat = compile_spec({**spec, "fabrics": ib_compute(kind="fat-tree")}).fabric("compute")
     assert fat.tiers == 3
+    with pytest.raises(SpecError, match="at most two tiers") as caught:
+        compile_spec({**spec, "fabrics": ib_compute(kind="leaf-spine", tiers=3)})
+    assert [i.path for i in caught.value.issues] == ["fabrics.compute.topology.tiers"]
 
 
 def test_top_of_rack_one_leaf_per_rack(inventory: dict[str, Topology]) -> None:
@@ -388,8 +389,9 @@ def test_single_leaf_with_tiers_2_gets_a_spine() -> None:
 
 
 def test_partial_su_warns_and_builds_full_leaves() -> None:
-    topo = compile_spec(superpod(2, mgmt=False, su_size=32) | {
-        "nodes": [group("gpu{n:04d}", 40, "dgx-h100", ["A"], per_rack=4)]})
+    spec = cluster_spec([group("gpu{n:04d}", 40, "dgx-h100", ["A"], per_rack=4)], ib_compute(su=32),
+                        [{"name": "A", "racks": 10}])
+    topo = compile_spec(spec)
     ft = topo.fabric("compute")
     assert ft.scalable_units == 2
     assert counts(ft)[0][0] == 16 and {s.down_ports for s in ft.switches_in(Tier.LEAF)} == {32}
@@ -424,43 +426,47 @@ def test_compile_is_deterministic_across_hash_seeds() -> None:
     assert len(digests) == 1
 
 
-# -- compiler bugs (xfail until fixed; see the report) --------------------------------------------------------------
+# -- regressions (each was a bug: port reuse, double cabling, a false port-budget error) ---------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: rail-optimized on a non-compute fabric puts every storage NIC of a "
-                                       "node on rail 0 at the same leaf slot: leaf ports used twice, no SpecError")
-def test_rail_optimized_storage_fabric_is_rejected_or_valid() -> None:
+def test_rail_optimized_storage_fabric_is_rejected() -> None:
+    """Non-compute NICs have no rail: all storage NICs of a node landed on one rail-0 leaf slot (ports used twice)."""
     spec = cluster_spec([group("gpu{n:02d}", 4, "dgx-h100", ["A"], per_rack=4)],
                         {"storage": {"type": "roce", "speed": "400G", "switch": "SN5600",
                                      "topology": {"kind": "rail-optimized", "scalable_unit": 4}}},
                         [{"name": "A", "racks": 1}])
-    try:
-        topo = compile_spec(spec)
-    except SpecError:
-        return
-    ends = [(end.device, end.number) for link in topo.fabrics[0].links for end in (link.a, link.z)]
-    assert len(ends) == len(set(ends))
-    assert errors(topo) == []
+    with pytest.raises(SpecError, match="rail-optimized fabrics attach compute NICs") as caught:
+        compile_spec(spec)
+    assert [i.path for i in caught.value.issues] == ["fabrics.storage.topology.kind"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: two fabrics of one role attach the same NIC ports; each node port "
-                                       "is cabled twice (once per fabric) and no stage reports it")
 def test_node_port_is_cabled_in_one_fabric_only() -> None:
+    """Two fabrics of one role attaching the same group would cable every NIC port twice."""
     fabrics = ib_compute(su=4) | {"compute2": {**ib_compute(su=4)["compute"], "role": "compute"}}
     spec = cluster_spec([group("gpu{n:02d}", 4, "dgx-h100", ["A"], per_rack=4)], fabrics,
                         [{"name": "A", "racks": 1}])
-    try:
-        topo = compile_spec(spec)
-    except SpecError:
-        return
+    with pytest.raises(SpecError, match="already attach to fabric 'compute'"):
+        compile_spec(spec)
+    spec["fabrics"]["compute2"]["nodes"] = ["gpu{n:02d}"]  # naming the group explicitly does not make it legal
+    with pytest.raises(SpecError, match="already attach to fabric 'compute'"):
+        compile_spec(spec)
+
+
+def test_split_compute_islands_share_no_port() -> None:
+    """Two fabrics of one role over disjoint node groups are legal and cable each NIC port once."""
+    fabrics = {"compute": {**ib_compute(su=4)["compute"], "nodes": ["a{n:02d}"]},
+               "compute2": {**ib_compute(su=4)["compute"], "role": "compute", "nodes": ["b{n:02d}"]}}
+    spec = cluster_spec([group("a{n:02d}", 4, "dgx-h100", ["A"], per_rack=4),
+                         group("b{n:02d}", 4, "dgx-h100", ["B"], per_rack=4)], fabrics,
+                        [{"name": "A", "racks": 1}, {"name": "B", "racks": 1}])
+    topo = compile_spec(spec)
     ports = Counter((link.a.device, link.a.name) for ft in topo.fabrics for link in ft.links_in(NODE_LEAF))
-    assert max(ports.values()) == 1
+    assert len(ports) == 8 * 8 and max(ports.values()) == 1
+    assert errors(topo) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (checks.port_budget): radix = max(ports at host speed, ports at "
-                                       "uplink speed) = 48 for SN2201, but it has 48 x 1G + 4 x 100G; a full rack "
-                                       "of 48 BMCs plus 2 uplinks is reported as a port-budget error")
 def test_full_sn2201_rack_passes_port_budget() -> None:
+    """SN2201 has 48 x 1G + 4 x 100G: a rack of 48 BMCs plus 2 uplinks fits (the check once counted 48 ports)."""
     profile = {"tiny": {"height_u": 1, "nics": {"bmc": {"port": "BMC", "model": "bmc-1g-rj45"}}}}
     spec = cluster_spec([group("n{n:03d}", 96, "tiny", ["A"], per_rack=48, start_u=1)],
                         {"oob": {"type": "ethernet", "speed": "1G", "uplink_speed": "100G",
@@ -469,6 +475,5 @@ def test_full_sn2201_rack_passes_port_budget() -> None:
     spec["facility"]["rack_units"] = 60
     topo = compile_spec(spec)
     leaves = topo.fabrics[0].switches_in(Tier.LEAF)
-    assert {(s.down_ports, s.up_ports) for s in leaves} == {(48, 2)}  # the compiler itself is right
+    assert {(s.down_ports, s.up_ports) for s in leaves} == {(48, 2)}
     assert errors(topo) == []
-
