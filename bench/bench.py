@@ -22,8 +22,14 @@ ROW_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def spec_text(gpus: int) -> str:
     nodes = gpus // 8
     racks = nodes // 4 + 2
-    rows = [f"{a}{b}" if b else a for a in ROW_LETTERS for b in ("", *ROW_LETTERS)][: (racks + 39) // 40]
-    row_lines = "\n".join(f"    - {{name: {r}, racks: 40}}" for r in rows)
+    rows = [f"{a}{b}" if b else a for a in ROW_LETTERS for b in ("", *ROW_LETTERS)][: (racks + 95) // 96]
+    # A network row after every 3 compute rows, as on a real floor; leaves go to the nearest one.
+    lines: list[str] = []
+    for i, row in enumerate(rows):
+        lines.append(f"    - {{name: {row}, racks: 96}}")
+        if i % 3 == 2 or i == len(rows) - 1:
+            lines.append(f"    - {{name: N{i // 3 + 1}, racks: 96, kind: network}}")
+    row_lines = "\n".join(lines)
     return f"""apiVersion: fabricgen/v1
 kind: Cluster
 metadata: {{name: bench-{gpus}, site: bench}}

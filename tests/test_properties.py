@@ -82,6 +82,7 @@ def cases(draw: st.DrawFn) -> Case:
     groups = [{"name": "g{n:03d}", "count": nodes, "profile": "gpu",
                "placement": {"rows": row_names, "per_rack": per_rack, "start_u": 2}}]
     facility_rows = [{"name": n, "racks": math.ceil(racks / rows)} for n in row_names]
+    facility_rows.append({"name": "NET", "racks": 40, "kind": "network"})  # room for every switch tier
     if mgmt:
         management = {"name": "m{n}", "count": mgmt, "profile": "mgmt",
                       "placement": {"rows": ["M"], "per_rack": 1, "start_u": 2}}

@@ -32,9 +32,11 @@ from fabricgen.model import (
     Speed,
     SwitchModel,
     Tier,
+    TierPlacement,
     TopologyKind,
 )
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
+from fabricgen.racks import RackSpace
 from fabricgen.validate import validate_document
 
 DEFAULT_NAMING = {
@@ -85,6 +87,7 @@ class _Builder:
     data: dict[str, Any]
     issues: list[SpecIssue] = field(default_factory=list)
     facility_broken: bool = False
+    placer: _RackPlacer | None = None
 
     def error(self, path: PathKey, message: str, hint: str = "") -> None:
         self.issues.append(self.doc.issue(path, message, hint))
@@ -108,6 +111,7 @@ class _Builder:
     def _facility(self) -> Facility:
         spec = self.data["facility"]
         rows = tuple((r["name"], int(r["racks"])) for r in spec["rows"])
+        kinds = {r["name"]: r["kind"] for r in spec["rows"]}
         racks: list[Rack] = []
         seen_rows: dict[str, int] = {}
         for row_index, (row, count) in enumerate(rows):
@@ -121,7 +125,7 @@ class _Builder:
             seen_rows[row] = row_index
             for index in range(1, count + 1):
                 name = expand(spec["rack_name"], {"row": row, "rack": index})
-                racks.append(Rack(name, row, row_index, index))
+                racks.append(Rack(name, row, row_index, index, kinds[row]))
         names = [r.name for r in racks]
         if len(set(names)) != len(names):
             self.error(
@@ -144,6 +148,7 @@ class _Builder:
             float(spec["slack_m"]),
             rows,
             tuple(racks),
+            int(spec["switches_per_network_rack"]),
         )
 
     # -- node profiles -------------------------------------------------------------------------------------
@@ -273,7 +278,7 @@ class _Builder:
     def nodes(
         self, facility: Facility, profiles: Mapping[str, NodeProfile]
     ) -> tuple[tuple[NodeGroup, ...], tuple[Node, ...]]:
-        placer = _RackPlacer(facility, broken=self.facility_broken)
+        placer = self.placer = _RackPlacer(facility, broken=self.facility_broken)
         groups: list[NodeGroup] = []
         nodes: list[Node] = []
         first_owner: dict[str, str] = {}
@@ -419,6 +424,7 @@ class _Builder:
             float(topo["oversubscription"]),
             topo.get("uplinks"),
         )
+        placement = self.fabric_placement(path, spec.get("placement", {}), kind)
         return Fabric(
             name,
             role,
@@ -430,7 +436,24 @@ class _Builder:
             MappingProxyType(naming),
             attached,
             self.doc.position((*path, "topology")),
+            MappingProxyType(placement),
         )
+
+    def fabric_placement(self, path: PathKey, spec: Mapping[str, Any], kind: TopologyKind
+                         ) -> dict[Tier, TierPlacement]:
+        """Explicit tier placements; tiers without one are resolved to the network rows at compile time."""
+        out: dict[Tier, TierPlacement] = {}
+        if self.placer is None:
+            return out
+        for tier_name, placement in spec.items():
+            where = (*path, "placement", tier_name)
+            if tier_name == "leaf" and kind is TopologyKind.TOP_OF_RACK:
+                self.error(where, "top-of-rack leaves sit at the top of their own rack", "remove placement.leaf")
+                continue
+            racks = self.placer.candidates(self, where, placement)
+            if racks is not None:
+                out[Tier(tier_name)] = TierPlacement(tuple(racks), placement["per_rack"], placement["start_u"])
+        return out
 
     def fabric_switches(
         self,
@@ -602,7 +625,7 @@ class _RackPlacer:
         self.facility = facility
         self.broken = broken  # racks are misnamed: placement results would only add noise
         self.racks = {r.name: r for r in facility.racks}
-        self.next_u = {r.name: 1 for r in facility.racks}
+        self.space = RackSpace(facility)
 
     def candidates(self, builder: _Builder, path: PathKey, placement: Mapping[str, Any]) -> list[Rack] | None:
         rows = {row for row, _ in self.facility.rows}
@@ -654,16 +677,9 @@ class _RackPlacer:
                 f"at most {(top - start_u + 1) // height} per rack",
             )
             return []
-        slots: list[tuple[Rack, int]] = []
-        for rack in racks:
-            first = max(self.next_u[rack.name], start_u)
-            fits = min(per_rack, (top - first + 1) // height, count - len(slots))
-            if fits <= 0:
-                continue
-            slots.extend((rack, first + i * height) for i in range(fits))
-            self.next_u[rack.name] = first + fits * height
-            if len(slots) == count:
-                return slots
+        slots = self.space.fill(racks, count, height, per_rack, start_u)
+        if len(slots) == count:
+            return slots
         builder.error(
             path,
             f"{count - len(slots)} of {count} nodes of group {group!r} do not fit in their racks",
@@ -696,4 +712,5 @@ def build_cluster(doc: Document) -> Cluster:
         MappingProxyType(nic_models),
         doc.digest,
         doc.source,
+        catalog.media(data.get("catalog", {}).get("media")),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
@@ -10,7 +10,7 @@ from typing import Any
 
 from fabricgen.errors import SpecError
 from fabricgen.load import Document, load_file
-from fabricgen.model import NicModel, PortGroup, Speed, SwitchModel
+from fabricgen.model import Medium, NicModel, Optic, PortGroup, Speed, SwitchModel
 from fabricgen.resources import data_dir
 from fabricgen.validate import schema_issues
 
@@ -19,6 +19,7 @@ _FILES = {
     "switches": "sections/catalog.schema.json#/$defs/switches_file",
     "nics": "sections/catalog.schema.json#/$defs/nics_file",
     "node_profiles": "sections/catalog.schema.json#/$defs/node_profiles_file",
+    "media": "sections/catalog.schema.json#/$defs/media_file",
 }
 
 
@@ -47,7 +48,8 @@ def shipped(name: str) -> CatalogFile:
 def speeds() -> Mapping[str, Speed]:
     return MappingProxyType(
         {
-            name: Speed(name, float(e["gbps"]), e["type"], int(e["lanes"]), e.get("ibsim", ""))
+            name: Speed(name, float(e["gbps"]), e["type"], int(e["lanes"]), e.get("ibsim", ""),
+              e.get("netbox_interface_type", "other"))
             for name, e in shipped("speeds").entries.items()
         }
     )
@@ -69,6 +71,7 @@ def nic_model(name: str, entry: Mapping[str, Any]) -> NicModel:
         tuple(entry["speeds"]),
         tuple(entry["link_types"]),
         entry.get("max_vfs"),
+        entry.get("form_factor", ""),
     )
 
 
@@ -77,3 +80,21 @@ def merged(name: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     out = dict(shipped(name).entries)
     out.update(overrides or {})
     return out
+
+
+def _optic(entry: Mapping[str, Any] | None) -> Optic | None:
+    return Optic(entry["part"], int(entry["connections"])) if entry else None
+
+
+def medium(entry: Mapping[str, Any]) -> Medium:
+    cables = tuple(sorted((float(c["length_m"]), c["part"]) for c in entry["cables"]))
+    return Medium(entry["name"], tuple(entry["speeds"]), tuple(entry["ends"]), entry["kind"], entry.get("fiber", ""),
+                  float(entry["reach_m"]), cables, _optic(entry.get("host_optic")), _optic(entry.get("switch_optic")),
+                  entry["netbox_type"], entry.get("color", ""), tuple(entry.get("switch_form_factors", ())),
+                  tuple(entry.get("host_form_factors", ())))
+
+
+def media(overrides: Sequence[Mapping[str, Any]] | None) -> tuple[Medium, ...]:
+    """The spec's media first (they win the first-fit choice), then the shipped ones, in preference order."""
+    shipped_media = shipped("media").document.data["media"]
+    return tuple(medium(e) for e in [*(overrides or []), *shipped_media])

@@ -5,10 +5,12 @@ Each check is a function ``(topology) -> Iterator[Finding]`` listed in :data:`CH
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 
 from fabricgen.errors import Finding, Severity
+from fabricgen.gcpause import without_gc
 from fabricgen.model import Tier, TopologyKind
 from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -121,10 +123,56 @@ def host_attachment(ft: FabricTopology) -> Iterator[Finding]:
             yield _error(ft, "host-attachment", device, f"NIC port #{number} has {count} links")
 
 
+def rack_collisions(topology: Topology) -> Iterator[Finding]:
+    """No two devices share a rack unit and every device lies inside its rack."""
+    top = topology.cluster.facility.rack_units
+    by_rack: dict[str, list[tuple[int, int, str]]] = {}
+    for node in topology.cluster.nodes:
+        by_rack.setdefault(node.rack.name, []).append((node.u, node.profile.height_u, node.name))
+    for ft in topology.fabrics:
+        for sw in ft.switches:
+            if sw.rack is not None and sw.u is not None:
+                by_rack.setdefault(sw.rack, []).append((sw.u, sw.model.height_u, sw.name))
+    for rack, devices in sorted(by_rack.items()):
+        devices.sort()
+        for (u, height, name), (next_u, _, next_name) in itertools.pairwise(devices):
+            if next_u < u + height:
+                yield Finding(Severity.ERROR, "rack-units", rack, f"{name} (U{u}, {height}U) overlaps {next_name} "
+                                                                  f"(U{next_u})")
+        for u, height, name in devices:
+            if u < 1 or u + height - 1 > top:
+                yield Finding(Severity.ERROR, "rack-units", rack, f"{name} at U{u} ({height}U) is outside the "
+                                                                  f"{top}U rack")
+
+
+def cable_plan(topology: Topology) -> Iterator[Finding]:
+    """Cables match the compiled links tier by tier, every port has one cable, lengths are within reach."""
+    for ft in topology.fabrics:
+        links = Counter(link.tier for link in ft.links)
+        cables = Counter(c.tier for c in topology.cables if c.fabric == ft.fabric.name)
+        if links != cables:
+            yield _error(ft, "cable-count", ft.fabric.name, f"cables per tier {dict(cables)} differ from links "
+                                                            f"per tier {dict(links)}")
+    ports: Counter[tuple[str, str]] = Counter()
+    for cable in topology.cables:
+        ports[(cable.a.device, cable.a.port)] += 1
+        ports[(cable.z.device, cable.z.port)] += 1
+        if not cable.run_m <= cable.length_m <= cable.medium.reach_m:
+            yield Finding(Severity.ERROR, "cable-length", cable.id, f"{cable.length_m:g} m cable for a "
+                                                                    f"{cable.run_m:g} m run exceeds or misses the "
+                                                                    f"{cable.medium.reach_m:g} m reach")
+    for (device, port), count in sorted(ports.items()):
+        if count > 1:
+            yield Finding(Severity.ERROR, "cable-ports", device, f"port {port} has {count} cables")
+
+
 CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units)
+CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan)
 
 
+@without_gc
 def run_checks(topology: Topology) -> tuple[Finding, ...]:
     """All findings of all checks over all fabrics, errors first, in a stable order."""
     findings = [f for ft in topology.fabrics for check in CHECKS for f in check(ft)]
+    findings += [f for check in CLUSTER_CHECKS for f in check(topology)]
     return tuple(sorted(findings, key=lambda f: (f.severity is not Severity.ERROR, f.check, f.subject)))

@@ -52,6 +52,7 @@ class Speed:
     type: str
     lanes: int
     ibsim: str = ""
+    netbox_interface_type: str = "other"
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,14 @@ class SwitchModel:
         """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""
         return sum(g.cages * max(g.per_cage(s) for s in speeds) for g in self.port_groups)
 
+    def cage_form_factor(self, cage: int) -> str:
+        """Form factor of a 1-based cage number counted across port groups."""
+        for group in self.port_groups:
+            if cage <= group.cages:
+                return group.form_factor
+            cage -= group.cages
+        raise ValueError(f"{self.name} has no cage {cage}")
+
     def logical_ports(self, speed: str) -> int:
         """Ports this model offers when every cage that supports ``speed`` runs at it."""
         return sum(g.cages * g.per_cage(speed) for g in self.port_groups)
@@ -97,6 +106,44 @@ class NicModel:
     speeds: tuple[str, ...]
     link_types: tuple[str, ...]
     max_vfs: int | None = None
+    form_factor: str = ""
+
+
+@dataclass(frozen=True)
+class Optic:
+    part: str
+    connections: int
+
+
+@dataclass(frozen=True)
+class Medium:
+    """One way to cable a link: copper, AOC, or transceivers plus fiber; cables come in standard lengths."""
+
+    name: str
+    speeds: tuple[str, ...]
+    ends: tuple[str, ...]
+    kind: str
+    fiber: str
+    reach_m: float
+    cables: tuple[tuple[float, str], ...]
+    host_optic: Optic | None
+    switch_optic: Optic | None
+    netbox_type: str
+    color: str
+    switch_form_factors: tuple[str, ...] = ()
+    host_form_factors: tuple[str, ...] = ()
+
+    def fits(self, switch_form_factors: tuple[str, ...], host_form_factor: str | None) -> bool:
+        """Whether the parts plug into these cages (an empty constraint accepts any cage)."""
+        if self.switch_form_factors and any(f not in self.switch_form_factors for f in switch_form_factors):
+            return False
+        return not (host_form_factor and self.host_form_factors and host_form_factor not in self.host_form_factors)
+
+    def standard_length(self, run_m: float) -> tuple[float, str] | None:
+        """The shortest orderable cable (length, part) at least ``run_m`` long, within reach."""
+        if run_m > self.reach_m:
+            return None
+        return next(((length, part) for length, part in self.cables if length >= run_m), None)
 
 
 @dataclass(frozen=True)
@@ -143,6 +190,7 @@ class Rack:
     row: str
     row_index: int
     index: int
+    kind: str = "compute"
 
 
 @dataclass(frozen=True)
@@ -171,6 +219,7 @@ class Facility:
     slack_m: float
     rows: tuple[tuple[str, int], ...]
     racks: tuple[Rack, ...]
+    switches_per_network_rack: int = 16
 
 
 @dataclass(frozen=True)
@@ -180,6 +229,15 @@ class FabricTopologySpec:
     tiers: str
     oversubscription: float
     uplinks: int | None
+
+
+@dataclass(frozen=True)
+class TierPlacement:
+    """Racks a tier's switches fill bottom-up, at most ``per_rack`` each, from ``start_u``."""
+
+    racks: tuple[Rack, ...]
+    per_rack: int
+    start_u: int
 
 
 @dataclass(frozen=True)
@@ -194,6 +252,7 @@ class Fabric:
     naming: Mapping[Tier, str]
     node_groups: tuple[str, ...]
     position: SourcePosition = field(compare=False)
+    placement: Mapping[Tier, TierPlacement] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -214,3 +273,4 @@ class Cluster:
     nic_models: Mapping[str, NicModel]
     spec_digest: str
     source: str
+    media: tuple[Medium, ...] = ()

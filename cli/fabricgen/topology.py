@@ -19,16 +19,18 @@ Shape rules (documented in the README, "Topology rules"):
 
 from __future__ import annotations
 
-import gc
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
+from fabricgen.cabling import Cable, plan_cables
 from fabricgen.errors import SpecError, SpecIssue
-from fabricgen.model import Cluster, Fabric, Nic, Node, SwitchModel, Tier, TopologyKind
+from fabricgen.gcpause import without_gc
+from fabricgen.model import Cluster, Fabric, Nic, Node, Rack, SwitchModel, Tier, TierPlacement, TopologyKind
 from fabricgen.naming import DEVICE_NAME, expand
+from fabricgen.racks import RackSpace
 
 NODE_LEAF, LEAF_SPINE, SPINE_CORE = "node-leaf", "leaf-spine", "spine-core"
 LINK_TIERS = (NODE_LEAF, LEAF_SPINE, SPINE_CORE)
@@ -70,6 +72,7 @@ class Switch:
     rail: int | None = None
     pod: int | None = None
     rack: str | None = None
+    u: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class FabricTopology:
 class Topology:
     cluster: Cluster
     fabrics: tuple[FabricTopology, ...]
+    cables: tuple[Cable, ...] = ()
 
     def fabric(self, name: str) -> FabricTopology:
         return next(f for f in self.fabrics if f.fabric.name == name)
@@ -505,27 +509,10 @@ def _unique_names(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> list[S
     return issues
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while compiling.
-
-    Compiling allocates hundreds of thousands of small acyclic objects (links, ports); generational collection
-    passes rescanning them made the cost grow faster than the link count (1.64 s instead of 0.89 s at 64k GPUs).
-    Reference counting still frees everything; the collector resumes afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
+@without_gc
 def compile_topology(cluster: Cluster) -> Topology:
     """Compile every fabric of the cluster; infeasible fabrics are reported together as a SpecError."""
-    with _gc_paused():
-        return _compile_all(cluster)
+    return _compile_all(cluster)
 
 
 def _compile_all(cluster: Cluster) -> Topology:
@@ -539,4 +526,104 @@ def _compile_all(cluster: Cluster) -> Topology:
     issues.extend(_unique_names(cluster, compiled))
     if issues:
         raise SpecError(issues)
-    return Topology(cluster, tuple(compiled))
+    placed = _place_switches(cluster, compiled)
+    return Topology(cluster, placed, plan_cables(cluster, placed))
+
+
+def _place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tuple[FabricTopology, ...]:
+    """Give every switch a rack and U: top-of-rack leaves at the top of their rack, then each tier of each
+    fabric (in spec order) in its placement racks or, by default, the network rows."""
+    facility = cluster.facility
+    space = RackSpace(facility, ((n.rack.name, n.u, n.profile.height_u) for n in cluster.nodes))
+    racks = {r.name: r for r in facility.racks}
+    network = tuple(r for r in facility.racks if r.kind == "network")
+    per_network_rack: Counter[str] = Counter()
+    issues: list[SpecIssue] = []
+    slots: dict[str, tuple[str, int]] = {}
+    for ft in compiled:
+        for sw in ft.switches:
+            if sw.rack is not None:
+                u = space.claim_top(racks[sw.rack], sw.model.height_u)
+                if u is None:
+                    issues.append(SpecIssue(ft.fabric.position, f"fabrics.{ft.fabric.name}.topology",
+                                            f"rack {sw.rack} has no free {sw.model.height_u}U at its top for "
+                                            f"{sw.name}", "leave the top of each rack free: lower per_rack"))
+                else:
+                    slots[sw.name] = (sw.rack, u)
+    nearby = _NearestNetworkRack(network, space, facility.switches_per_network_rack, per_network_rack)
+    located = {n.name: n.rack for n in cluster.nodes}
+    for ft in compiled:
+        for tier in Tier:
+            tier_switches = [s for s in ft.switches if s.tier is tier and s.rack is None]
+            if not tier_switches:
+                continue
+            explicit = ft.fabric.placement.get(tier)
+            height = tier_switches[0].model.height_u
+            if explicit is None:
+                homes = _homes(ft, located, tier)
+                got = [slot for sw in tier_switches if (slot := nearby.take(homes.get(sw.name), height))]
+            else:
+                where = explicit or TierPlacement(network, facility.switches_per_network_rack, 1)
+                got = space.fill(where.racks, len(tier_switches), height, where.per_rack, where.start_u,
+                                 None if explicit else per_network_rack)
+            if len(got) < len(tier_switches):
+                issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None))
+                continue
+            for sw, (rack, u) in zip(tier_switches, got, strict=True):
+                slots[sw.name] = (rack.name, u)
+                located[sw.name] = rack
+    if issues:
+        raise SpecError(issues)
+    return tuple(replace(ft, switches=tuple(replace(sw, rack=slots[sw.name][0], u=slots[sw.name][1])
+                                            for sw in ft.switches)) for ft in compiled)
+
+
+def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str, Rack]:
+    """Each switch's home: the median rack of the devices cabled below it, already placed (nodes under leaves,
+    leaves under spines, spines under cores). One pass over the links."""
+    below: dict[str, list[Rack]] = {}
+    lower_tier = {Tier.LEAF: NODE_LEAF, Tier.SPINE: LEAF_SPINE, Tier.CORE: SPINE_CORE}[tier]
+    for link in ft.links:
+        if link.tier == lower_tier and link.a.device in located:
+            below.setdefault(link.z.device, []).append(located[link.a.device])
+    homes = {}
+    for name, racks in below.items():
+        racks.sort(key=lambda r: (r.row_index, r.index))
+        homes[name] = racks[len(racks) // 2]
+    return homes
+
+
+class _NearestNetworkRack:
+    """Default placement: the free network rack nearest a switch's home (fewer rows away first, then fewer
+    racks along the row), so runs stay short on large floors."""
+
+    def __init__(self, network: Sequence[Rack], space: RackSpace, per_rack: int, used: Counter[str]) -> None:
+        self.rows: dict[int, list[Rack]] = {}
+        for rack in network:
+            self.rows.setdefault(rack.row_index, []).append(rack)
+        self.space, self.per_rack, self.used = space, per_rack, used
+        self.full: set[str] = set()
+
+    def candidates(self, home: Rack | None) -> Iterator[Rack]:
+        row, index = (home.row_index, home.index) if home else (0, 1)
+        for row_index in sorted(self.rows, key=lambda r: (abs(r - row), r)):
+            yield from sorted(self.rows[row_index], key=lambda r: (abs(r.index - index), r.index))
+
+    def take(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
+        for rack in self.candidates(home):
+            if rack.name in self.full:
+                continue
+            got = self.space.fill([rack], 1, height, self.per_rack, 1, self.used)
+            if got:
+                return got[0]
+            self.full.add(rack.name)
+        return None
+
+
+def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool) -> SpecIssue:
+    where = f"fabrics.{ft.fabric.name}.placement.{tier.value}" if explicit else f"fabrics.{ft.fabric.name}"
+    hint = ("add racks to the placement or raise its per_rack" if explicit else
+            "add a row with kind: network, raise facility.switches_per_network_rack, or give fabrics."
+            f"{ft.fabric.name}.placement.{tier.value}")
+    return SpecIssue(ft.fabric.position, where, f"only {placed} of {wanted} {tier.value} switches fit in their "
+                                                "racks", hint)

@@ -60,10 +60,13 @@ def qm9700_name(number: int) -> str:
     return f"{math.ceil(number / 2)}/{(number - 1) % 2 + 1}"
 
 
+NETWORK_ROW = {"name": "NET", "racks": 120, "kind": "network"}  # room for every switch the tests build
+
+
 def cluster_spec(nodes: list[dict[str, Any]], fabrics: dict[str, Any], rows: list[dict[str, Any]],
                  profiles: dict[str, Any] | None = None, name: str = "t") -> dict[str, Any]:
     return {"apiVersion": "fabricgen/v1", "kind": "Cluster", "metadata": {"name": name, "site": "dc1"},
-            "facility": {"rack_units": 48, "rows": rows}, "node_profiles": profiles or {},
+            "facility": {"rack_units": 48, "rows": [*rows, NETWORK_ROW]}, "node_profiles": profiles or {},
             "nodes": nodes, "fabrics": fabrics}
 
 
@@ -291,17 +294,17 @@ def test_oversubscription_odd_su_rounds_up() -> None:
 
 
 def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
-    """h100-4su inband: SN4700 (32 x 400G) at 2:1 takes 20 hosts + 10 uplinks (21 would need an odd 11)."""
+    """h100-4su inband: SN4700 (64 x 200G) at 2:1 takes 40 hosts + 20 uplinks (42 would need an odd 21)."""
     topo = inventory["h100-4su"]
     ft = topo.fabric("inband")
     leaves = ft.switches_in(Tier.LEAF)
-    assert counts(ft) == ([7, 5, 0], [127, 70, 0])
-    assert {(s.down_ports, s.up_ports) for s in leaves} == {(20, 10)}
+    assert counts(ft) == ([4, 2, 0], [127, 80, 0])
+    assert {(s.down_ports, s.up_ports) for s in leaves} == {(40, 20)}
     order = [n.name for n in topo.cluster.nodes if n.profile.nics(ft.fabric.role.nic_role)]
     index = {s.name: s.index for s in leaves}
     for link in ft.links_in(NODE_LEAF):
         i = order.index(link.a.device)
-        assert (index[link.z.device], link.z.number) == (i // 20 + 1, i % 20 + 1)
+        assert (index[link.z.device], link.z.number) == (i // 40 + 1, i % 40 + 1)
     assert_even_spread(ft)
 
 

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from fabricgen.artifacts import Artifact
-from fabricgen.render import topology_dump
+from fabricgen.gcpause import without_gc
+from fabricgen.render import cable_sheets, diagram, topology_dump
 from fabricgen.topology import Topology
 
 
@@ -22,9 +23,12 @@ class Renderer(Protocol):
 # The registry, in output order. Renderers are independent: the order only fixes the artifact listing.
 RENDERERS: dict[str, Renderer] = {
     "topology": topology_dump.render,
+    "cabling": cable_sheets.render,
+    "diagram": diagram.render,
 }
 
 
+@without_gc
 def render(topology: Topology, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:
     """Run the chosen renderers (all by default) and return their artifacts sorted by path."""
     chosen = targets or list(RENDERERS)

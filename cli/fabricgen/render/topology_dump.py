@@ -28,6 +28,7 @@ def _switch_row(sw: Switch) -> str:
             "rail": sw.rail,
             "pod": sw.pod,
             "rack": sw.rack,
+            "u": sw.u,
             "down_ports": sw.down_ports,
             "up_ports": sw.up_ports,
         }

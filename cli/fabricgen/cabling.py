@@ -1,0 +1,222 @@
+"""The cable plan: every compiled link becomes one physical cable with both ends located (site, row, rack,
+U, device, port), a run length from the facility geometry, a medium chosen from the catalog and an orderable
+standard length.
+
+Geometry (documented in the README): racks stand side by side in their row (``rack_width_m`` apart) and rows
+``row_pitch_m`` apart in spec order. A run inside one rack goes straight between the two devices; between
+racks it rises from the device to the top of its rack, through the tray (``tray_height_m`` above the racks),
+along the row and across rows (Manhattan distance), and down to the far device. ``slack_m`` is added to every
+run. The medium is the first catalog entry (spec overrides first) that serves the link's speed and end kind
+and reaches the run; the cable is its shortest standard length at least as long as the run.
+
+Direction is fixed: A is the lower tier (node below leaf below spine below core), Z the upper, and every
+physical link appears exactly once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fabricgen.errors import SpecError, SpecIssue
+from fabricgen.model import Cluster, Facility, Medium, Optic, Rack, SwitchModel
+
+if TYPE_CHECKING:
+    from fabricgen.topology import FabricTopology, Link, Port
+
+RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
+HOST_SWITCH, SWITCH_SWITCH = "host-switch", "switch-switch"
+MAX_REPORTED = 20  # out-of-reach cables named one by one; beyond this a count
+
+
+@dataclass(frozen=True, slots=True)
+class CableEnd:
+    """One end of a cable, enough to find the device and plug the right port."""
+
+    row: str
+    rack: str
+    u: int
+    device: str
+    port: str
+    port_number: int
+    gpu: int | None = None
+    rdma_dev: str = ""
+    netdev: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Cable:
+    id: str
+    fabric: str
+    tier: str
+    speed: str
+    rail: int | None
+    su: int | None
+    a: CableEnd
+    z: CableEnd
+    run_m: float
+    length_m: float
+    part: str
+    medium: Medium
+
+    @property
+    def label(self) -> str:
+        """Printed on both ends: the id and both device:port pairs."""
+        return f"{self.id} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
+
+    @property
+    def a_optic(self) -> Optic | None:
+        return self.medium.host_optic if self.tier == "node-leaf" else self.medium.switch_optic
+
+    @property
+    def z_optic(self) -> Optic | None:
+        return self.medium.switch_optic
+
+
+@dataclass(frozen=True)
+class _Place:
+    rack: Rack
+    u: int
+    height: int
+    switch: SwitchModel | None = None  # the cage form factor of a switch end comes from its model
+
+
+class _Geometry:
+    """Rack coordinates and run lengths for one facility."""
+
+    def __init__(self, facility: Facility) -> None:
+        self.f = facility
+
+    def mid_height(self, place: _Place) -> float:
+        return (place.u - 1 + place.height / 2) * RACK_UNIT_M
+
+    def run(self, a: _Place, z: _Place) -> float:
+        f = self.f
+        if a.rack.name == z.rack.name:
+            run = abs(self.mid_height(a) - self.mid_height(z))
+        else:
+            top = f.rack_units * RACK_UNIT_M + f.tray_height_m
+            rise = (top - self.mid_height(a)) + (top - self.mid_height(z))
+            along = abs(a.rack.index - z.rack.index) * f.rack_width_m
+            across = abs(a.rack.row_index - z.rack.row_index) * f.row_pitch_m
+            run = rise + along + across
+        return round(run + f.slack_m, 2)
+
+
+def _places(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> dict[str, _Place]:
+    racks = {r.name: r for r in cluster.facility.racks}
+    places = {n.name: _Place(n.rack, n.u, n.profile.height_u) for n in cluster.nodes}
+    for ft in fabrics:
+        for sw in ft.switches:
+            assert sw.rack is not None and sw.u is not None, "switches are placed before cabling"
+            places[sw.name] = _Place(racks[sw.rack], sw.u, sw.model.height_u, sw.model)
+    return places
+
+
+def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
+    nic = link.nic if lower else None
+    return CableEnd(place.rack.row, place.rack.name, place.u, port.device, port.name, port.number,
+                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "")
+
+
+def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
+    keys = {(s, e) for m in media for s in m.speeds for e in m.ends}
+    return {k: tuple(m for m in media if k[0] in m.speeds and k[1] in m.ends) for k in keys}
+
+
+def _cage_form_factor(place: _Place, port: Port) -> str:
+    assert place.switch is not None
+    return place.switch.cage_form_factor(int(switch_cage(port.name)))
+
+
+def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geometry,
+                   choices: dict[tuple[str, str], tuple[Medium, ...]], nic_form_factors: dict[str, str],
+                   unreachable: list[str]) -> Iterator[Cable]:
+    name = ft.fabric.name
+    for seq, link in enumerate(ft.links, start=1):
+        a_place, z_place = places[link.a.device], places[link.z.device]
+        run = geometry.run(a_place, z_place)
+        ends = HOST_SWITCH if link.tier == "node-leaf" else SWITCH_SWITCH
+        host = nic_form_factors.get(link.nic.model, "") if link.nic else None
+        cages = (_cage_form_factor(z_place, link.z),) if host is not None else (
+            _cage_form_factor(a_place, link.a), _cage_form_factor(z_place, link.z))
+        for medium in choices.get((link.speed, ends), ()):
+            if not medium.fits(cages, host):
+                continue
+            picked = medium.standard_length(run)
+            if picked is not None:
+                yield Cable(f"{name}-{seq:06d}", name, link.tier, link.speed, link.rail, link.su,
+                            _end(link.a, a_place, link, True), _end(link.z, z_place, link, False), run, picked[0],
+                            picked[1], medium)
+                break
+        else:
+            between = " to ".join(filter(None, (host, *cages)))
+            unreachable.append(f"{name}-{seq:06d} {link.a.device}:{link.a.name} -> {link.z.device}:{link.z.name} "
+                               f"needs {run:g} m at {link.speed} ({ends}, {between})")
+
+
+def plan_cables(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> tuple[Cable, ...]:
+    """One cable per link of every fabric; runs no medium can serve are reported together as a SpecError."""
+    places = _places(cluster, fabrics)
+    geometry = _Geometry(cluster.facility)
+    choices = _candidates(cluster.media)
+    nic_form_factors = {name: model.form_factor for name, model in cluster.nic_models.items()}
+    cables: list[Cable] = []
+    issues: list[SpecIssue] = []
+    for ft in fabrics:
+        unreachable: list[str] = []
+        cables.extend(_fabric_cables(ft, places, geometry, choices, nic_form_factors, unreachable))
+        for text in unreachable[:MAX_REPORTED]:
+            issues.append(SpecIssue(ft.fabric.position, f"fabrics.{ft.fabric.name}",
+                                    f"cable {text}: no medium in the catalog serves it",
+                                    "move the switches closer (placement), or add a medium via catalog.media"))
+        if len(unreachable) > MAX_REPORTED:
+            issues.append(SpecIssue(ft.fabric.position, f"fabrics.{ft.fabric.name}",
+                                    f"and {len(unreachable) - MAX_REPORTED} more cables out of reach"))
+    if issues:
+        raise SpecError(issues)
+    return tuple(cables)
+
+
+def switch_cage(port_name: str) -> str:
+    """The cage of a physical switch port name (``17/2`` -> ``17``); optics are counted per cage."""
+    return port_name.split("/", 1)[0]
+
+
+@dataclass(frozen=True, order=True)
+class BomLine:
+    """One orderable item and how many: switches by model, cables by part, transceivers by part."""
+
+    category: str
+    part: str
+    description: str
+    count: int
+
+
+def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
+    """Transceivers by part: a twin-port switch optic serves ``connections`` cables of one cage."""
+    per_slot: Counter[tuple[str, str, str]] = Counter()
+    size: dict[str, int] = {}
+    for cable in cables:
+        for end, optic, is_switch in ((cable.a, cable.a_optic, cable.tier != "node-leaf"), (cable.z, cable.z_optic,
+                                                                                               True)):
+            if optic is None:
+                continue
+            slot = switch_cage(end.port) if is_switch else end.port
+            per_slot[(end.device, slot, optic.part)] += 1
+            size[optic.part] = optic.connections
+    totals: Counter[str] = Counter()
+    for (_, _, part), used in per_slot.items():
+        totals[part] += -(-used // size[part])
+    return totals
+
+
+def bill_of_materials(switch_models: Iterable[str], cables: Sequence[Cable]) -> tuple[BomLine, ...]:
+    """Switches, cables (by part and length) and transceivers, sorted by category then part."""
+    lines = [BomLine("switch", model, "switch", count) for model, count in Counter(switch_models).items()]
+    by_cable: Counter[tuple[str, str]] = Counter((c.part, f"{c.medium.kind} {c.length_m:g} m") for c in cables)
+    lines += [BomLine("cable", part, text, count) for (part, text), count in by_cable.items()]
+    lines += [BomLine("transceiver", part, "transceiver", count) for part, count in _optic_counts(cables).items()]
+    return tuple(sorted(lines))
