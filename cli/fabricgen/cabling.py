@@ -196,20 +196,21 @@ class BomLine:
 
 
 def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
-    """Transceivers by part: a twin-port switch optic serves ``connections`` cables of one cage."""
-    per_slot: Counter[tuple[str, str, str]] = Counter()
-    size: dict[str, int] = {}
-    for cable in cables:
-        for end, optic, is_switch in ((cable.a, cable.a_optic, cable.tier != "node-leaf"), (cable.z, cable.z_optic,
-                                                                                               True)):
-            if optic is None:
-                continue
-            slot = switch_cage(end.port) if is_switch else end.port
-            per_slot[(end.device, slot, optic.part)] += 1
-            size[optic.part] = optic.connections
+    """Transceivers by part: a host port takes one; a switch cage takes one per ``connections`` cables of it
+    (a twin-port OSFP serves two)."""
     totals: Counter[str] = Counter()
-    for (_, _, part), used in per_slot.items():
-        totals[part] += -(-used // size[part])
+    per_cage: Counter[tuple[str, str, Optic]] = Counter()
+    for cable in cables:
+        a_optic, z_optic = cable.a_optic, cable.medium.switch_optic
+        if a_optic is not None:
+            if cable.tier == "node-leaf":
+                totals[a_optic.part] += 1
+            else:
+                per_cage[(cable.a.device, switch_cage(cable.a.port), a_optic)] += 1
+        if z_optic is not None:
+            per_cage[(cable.z.device, switch_cage(cable.z.port), z_optic)] += 1
+    for (_, _, optic), used in per_cage.items():
+        totals[optic.part] += -(-used // optic.connections)
     return totals
 
 

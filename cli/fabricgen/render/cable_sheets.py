@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from fabricgen.artifacts import Artifact
 from fabricgen.cabling import Cable, bill_of_materials
@@ -32,11 +32,14 @@ def _csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
-def _blank(value: object) -> object:
+Cell = str | int | float | None
+
+
+def _blank(value: int | None) -> Cell:
     return "" if value is None else value
 
 
-def cable_row(cable: Cable, site: str) -> tuple[object, ...]:
+def cable_row(cable: Cable, site: str) -> tuple[Cell, ...]:
     """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order."""
     a, z, m = cable.a, cable.z, cable.medium
     return (cable.id, cable.label, cable.fabric, cable.tier, _blank(cable.rail), _blank(cable.su), cable.speed,
@@ -68,14 +71,17 @@ def _netbox_devices(topology: Topology) -> tuple[bytes, bytes]:
 
 
 def _netbox_interfaces(topology: Topology) -> bytes:
+    """Every cabled port once (each port has exactly one cable, a checked invariant), in cable order."""
     speeds = {f.fabric.name: (f.fabric.speed, f.fabric.uplink_speed) for f in topology.fabrics}
-    rows = []
-    for c in topology.cables:
-        host_speed, uplink_speed = speeds[c.fabric]
-        a_speed = host_speed if c.tier == "node-leaf" else uplink_speed
-        rows.append((c.a.device, c.a.port, a_speed.netbox_interface_type, c.a.netdev))
-        rows.append((c.z.device, c.z.port, a_speed.netbox_interface_type, ""))
-    return _csv(("device", "name", "type", "description"), sorted(set(rows)))
+
+    def rows() -> Iterator[tuple[str, str, str, str]]:
+        for c in topology.cables:
+            host_speed, uplink_speed = speeds[c.fabric]
+            kind = (host_speed if c.tier == "node-leaf" else uplink_speed).netbox_interface_type
+            yield c.a.device, c.a.port, kind, c.a.netdev
+            yield c.z.device, c.z.port, kind, ""
+
+    return _csv(("device", "name", "type", "description"), rows())
 
 
 def render(topology: Topology) -> list[Artifact]:

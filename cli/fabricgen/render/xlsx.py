@@ -116,20 +116,21 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
               ) -> Iterator[tuple[str, int]]:
     """Yield (xml chunk, data rows so far). This loop is the writer's whole cost, hence one comprehension per row."""
     fill_iter = iter(sheet.fills) if sheet.fills is not None else None
-    end, opens, texts, parts, n = object(), [f'<c r="{c}' for c in letters], _Texts(), list[str](), 0
+    end, width, texts, parts, n = object(), len(letters), _Texts(), list[str](), 0
     for row in rows:
         fill = next(fill_iter, end) if fill_iter is not None else None
         st = styles.get(fill)
         if st is None:
             why = "fills is shorter than rows" if fill is end else f"fill {fill!r} is not a palette index"
             raise ValueError(f"sheet {sheet.name!r}: data row {n}: {why}")
-        if len(row) > len(opens):
-            raise ValueError(f"sheet {sheet.name!r}: data row {n} has {len(row)} cells for {len(opens)} columns")
+        if len(row) > width:
+            raise ValueError(f"sheet {sheet.name!r}: data row {n} has {len(row)} cells for {width} columns")
         n += 1
-        ref = f'{n + 1}"{st}'  # ends r="A7" and adds the row's fill; blanks keep it too, so coloured rows stay solid
-        cells = "".join([o + ref + (texts[v] if type(v) is str else "/>" if v is None
-                                    else f"><v>{v}</v></c>" if type(v) is int else _other(v))
-                         for o, v in zip(opens, row, strict=False)])
+        # Cells carry no r="A7": SpreadsheetML places them left to right (halves the cost per cell). The row's fill
+        # goes on every cell, blanks too, so coloured rows print as solid bands.
+        opening = "<c" + st
+        cells = "".join([opening + (texts[v] if type(v) is str else "/>" if v is None
+                                     else f"><v>{v}</v></c>" if type(v) is int else _other(v)) for v in row])
         parts.append(f'<row r="{n + 1}">{cells}</row>')
         if n % _CHUNK_ROWS == 0:  # one write per chunk: bounded memory without per-row call overhead
             yield "".join(parts), n
