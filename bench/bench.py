@@ -54,6 +54,12 @@ fabrics:
 """
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and its render workers: the cost, whatever the parallelism."""
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
 def measure(spec: Path) -> dict[str, float]:
     """Run the pipeline once in this process and report its phases, counts and peak RSS."""
     from fabricgen.build import build_cluster
@@ -62,6 +68,7 @@ def measure(spec: Path) -> dict[str, float]:
     from fabricgen.render import render
     from fabricgen.topology import compile_topology
 
+    cpu0 = _cpu_seconds()
     t0 = time.perf_counter()
     cluster = build_cluster(load_file(spec))
     t1 = time.perf_counter()
@@ -71,9 +78,10 @@ def measure(spec: Path) -> dict[str, float]:
     t3 = time.perf_counter()
     artifacts = render(topology)
     t4 = time.perf_counter()
+    peak_kb = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return {
         "validate_build_s": t1 - t0, "compile_s": t2 - t1, "check_s": t3 - t2, "render_s": t4 - t3,
-        "total_s": t4 - t0, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "total_s": t4 - t0, "cpu_s": _cpu_seconds() - cpu0, "rss_mb": peak_kb / 1024,
         "switches": sum(len(f.switches) for f in topology.fabrics),
         "links": sum(len(f.links) for f in topology.fabrics), "errors": sum(f.severity.value == "error"
                                                                             for f in findings),
@@ -95,17 +103,20 @@ def main() -> int:
                                   text=True)
             rows[gpus] = {**json.loads(done.stdout), "process_s": time.perf_counter() - start}
     header = ("GPUs", "switches", "links", "build s", "compile s", "check s", "render s", "pipeline s",
-              "process s", "peak RSS MB", "artifacts MB")
+              "CPU s", "process s", "peak RSS MB", "artifacts MB")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for gpus, r in rows.items():
-        print(f"| {gpus} | {r['switches']:.0f} | {r['links']:.0f} | {r['validate_build_s']:.2f} | {r['compile_s']:.2f} "
-              f"| {r['check_s']:.2f} | {r['render_s']:.2f} | {r['total_s']:.2f} | {r['process_s']:.2f} "
-              f"| {r['rss_mb']:.0f} | {r['artifact_mb']:.1f} |")
-    ratio = rows[65536]["total_s"] / rows[16384]["total_s"]
+        print(f"| {gpus} | {r['switches']:.0f} | {r['links']:.0f} | {r['validate_build_s']:.2f} "
+              f"| {r['compile_s']:.2f} | {r['check_s']:.2f} | {r['render_s']:.2f} | {r['total_s']:.2f} "
+              f"| {r['cpu_s']:.2f} | {r['process_s']:.2f} | {r['rss_mb']:.0f} | {r['artifact_mb']:.1f} |")
+    # Linearity is judged on CPU time: wall time also depends on how well the render workers overlap.
+    ratio = rows[65536]["cpu_s"] / rows[16384]["cpu_s"]
+    wall_ratio = rows[65536]["total_s"] / rows[16384]["total_s"]
     r16 = rows[16384]
     print(f"\n16k GPUs: {r16['process_s']:.2f} s end to end (target < 5 s), {r16['rss_mb']:.0f} MB peak "
-          f"(target < 1024 MB); 64k/16k pipeline time ratio {ratio:.2f} (target <= 4.5)")
+          f"(target < 1024 MB); 64k/16k CPU time ratio {ratio:.2f} (target <= 4.5; wall time ratio {wall_ratio:.2f}; "
+          f"{rows[65536]['links'] / rows[16384]['links']:.2f}x the links)")
     ok = r16["process_s"] < 5 and r16["rss_mb"] < 1024 and ratio <= 4.5
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1

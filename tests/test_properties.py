@@ -298,3 +298,24 @@ def test_compile_is_deterministic(case: Case) -> None:
     assert [(a.path, a.mode) for a in first] == [(a.path, a.mode) for a in second]
     for a, b in zip(first, second, strict=True):
         assert a.content == b.content, a.path
+
+
+@PROPERTY
+@given(cases())
+def test_cable_plan_is_one_physical_cable_per_link(case: Case) -> None:
+    """Random facilities: one cable per link, every port cabled once, lengths orderable and within reach."""
+    topology = compiled(case)
+    if topology is None:
+        return
+    links = sum(len(ft.links) for ft in topology.fabrics)
+    assert len(topology.cables) == links
+    ports: set[tuple[str, str]] = set()
+    for cable in topology.cables:
+        for end in (cable.a, cable.z):
+            assert (end.device, end.port) not in ports, f"{end.device}:{end.port} cabled twice"
+            ports.add((end.device, end.port))
+        assert cable.run_m <= cable.length_m <= cable.medium.reach_m
+        assert (cable.length_m, cable.part) in cable.medium.cables
+        assert cable.speed in cable.medium.speeds
+        shorter = [length for length, _ in cable.medium.cables if length < cable.length_m]
+        assert all(length < cable.run_m for length in shorter), "shortest standard length that fits"

@@ -174,7 +174,7 @@ def plan_cables(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> tuple[Ca
                                     "move the switches closer (placement), or add a medium via catalog.media"))
         if len(unreachable) > MAX_REPORTED:
             issues.append(SpecIssue(ft.fabric.position, f"fabrics.{ft.fabric.name}",
-                                    f"and {len(unreachable) - MAX_REPORTED} more cables out of reach"))
+                                    f"cables out of reach: {len(unreachable) - MAX_REPORTED} more not listed"))
     if issues:
         raise SpecError(issues)
     return tuple(cables)

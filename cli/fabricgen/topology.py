@@ -567,7 +567,7 @@ def _place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tup
                 got = space.fill(where.racks, len(tier_switches), height, where.per_rack, where.start_u,
                                  None if explicit else per_network_rack)
             if len(got) < len(tier_switches):
-                issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None))
+                issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None, bool(network)))
                 continue
             for sw, (rack, u) in zip(tier_switches, got, strict=True):
                 slots[sw.name] = (rack.name, u)
@@ -620,10 +620,14 @@ class _NearestNetworkRack:
         return None
 
 
-def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool) -> SpecIssue:
+def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool, network: bool
+             ) -> SpecIssue:
     where = f"fabrics.{ft.fabric.name}.placement.{tier.value}" if explicit else f"fabrics.{ft.fabric.name}"
     hint = ("add racks to the placement or raise its per_rack" if explicit else
             "add a row with kind: network, raise facility.switches_per_network_rack, or give fabrics."
             f"{ft.fabric.name}.placement.{tier.value}")
-    return SpecIssue(ft.fabric.position, where, f"only {placed} of {wanted} {tier.value} switches fit in their "
-                                                "racks", hint)
+    if not explicit and not network:
+        message = f"no rack for the {wanted} {tier.value} switches: the facility has no row with kind: network"
+    else:
+        message = f"only {placed} of {wanted} {tier.value} switches fit in their racks"
+    return SpecIssue(ft.fabric.position, where, message, hint)
