@@ -42,7 +42,12 @@ nodes:
     profile: dgx-h100
     placement: {{rows: [{", ".join(rows)}], per_rack: 4, start_u: 2}}
 fabrics:
-  compute: {{type: infiniband, speed: NDR, switch: QM9700, topology: {{kind: rail-optimized, scalable_unit: 32}}}}
+  compute:
+    type: infiniband
+    speed: NDR
+    switch: QM9700
+    topology: {{kind: rail-optimized, scalable_unit: 32}}
+    subnet_manager: {{routing_engine: ftree, guids: simulated}}
   storage: {{type: roce, speed: 400G, switch: SN5600, topology: {{kind: fat-tree}}}}
   inband: {{type: ethernet, speed: 100G, switch: SN5600, topology: {{kind: fat-tree, oversubscription: 2}}}}
   oob:

@@ -30,6 +30,7 @@ from fabricgen.model import (
     NodeProfile,
     Rack,
     Speed,
+    SubnetManager,
     SwitchModel,
     Tier,
     TierPlacement,
@@ -37,7 +38,8 @@ from fabricgen.model import (
 )
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
-from fabricgen.validate import validate_document
+from fabricgen.subnet_manager import build_subnet_manager
+from fabricgen.validate import validate_document, with_defaults
 
 DEFAULT_NAMING = {
     TopologyKind.RAIL_OPTIMIZED: {
@@ -87,6 +89,7 @@ class _Builder:
     data: dict[str, Any]
     issues: list[SpecIssue] = field(default_factory=list)
     facility_broken: bool = False
+    built_nodes: tuple[Node, ...] = ()
     placer: _RackPlacer | None = None
 
     def error(self, path: PathKey, message: str, hint: str = "") -> None:
@@ -328,7 +331,8 @@ class _Builder:
                 Node(name, pattern, profile, rack, u) for name, (rack, u) in zip(names, slots, strict=False)
             )
             groups.append(NodeGroup(pattern, profile.name, spec["count"], self.doc.position(path)))
-        return tuple(groups), tuple(nodes)
+        self.built_nodes = tuple(nodes)
+        return tuple(groups), self.built_nodes
 
     def valid_node_pattern(self, path: PathKey, pattern: str, count: int) -> bool:
         unknown = unknown_placeholders(pattern, {"n"})
@@ -425,6 +429,7 @@ class _Builder:
             topo.get("uplinks"),
         )
         placement = self.fabric_placement(path, spec.get("placement", {}), kind)
+        subnet_manager = self.fabric_subnet_manager(path, spec, attached, profiles)
         return Fabric(
             name,
             role,
@@ -437,7 +442,23 @@ class _Builder:
             attached,
             self.doc.position((*path, "topology")),
             MappingProxyType(placement),
+            subnet_manager,
         )
+
+    def fabric_subnet_manager(self, path: PathKey, spec: Mapping[str, Any], attached: tuple[str, ...],
+                              profiles: Mapping[str, NodeProfile]) -> SubnetManager | None:
+        if spec["type"] == "infiniband" and "subnet_manager" not in spec:
+            spec = {**spec, "subnet_manager": with_defaults({}, "sections/subnet_manager.schema.json")}
+        if "subnet_manager" not in spec:
+            return None
+        if spec["type"] != "infiniband":
+            self.error((*path, "subnet_manager"), "only InfiniBand fabrics have a subnet manager",
+                       "remove subnet_manager or use type: infiniband")
+            return None
+        groups = {g["name"]: g["profile"] for g in self.data["nodes"]}
+        rails = max((len(profiles[groups[g]].compute) for g in attached if groups.get(g) in profiles), default=0)
+        return build_subnet_manager(self.doc, (*path, "subnet_manager"), spec["subnet_manager"], self.built_nodes,
+                                    attached, rails, self.issues)
 
     def fabric_placement(self, path: PathKey, spec: Mapping[str, Any], kind: TopologyKind
                          ) -> dict[Tier, TierPlacement]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 from fabricgen.errors import Finding, Severity
 from fabricgen.gcpause import without_gc
+from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
 from fabricgen.model import Tier, TopologyKind
 from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -166,8 +167,39 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
             yield Finding(Severity.ERROR, "cable-ports", device, f"port {port} has {count} cables")
 
 
+def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
+    """NodeDescriptions unique and within 64 bytes, routing-engine preconditions, GUIDs known and all used."""
+    for ft in topology.fabrics:
+        sm = ft.fabric.subnet_manager
+        if ft.fabric.type != "infiniband" or sm is None:
+            continue
+        ib = ib_fabric(topology, ft)
+        seen: set[str] = set()
+        for node in ib.nodes:
+            if len(node.description.encode()) > NODE_DESCRIPTION_BYTES:
+                yield _error(ft, "node-description", node.description, f"is {len(node.description.encode())} "
+                             f"bytes; InfiniBand NodeDescription holds {NODE_DESCRIPTION_BYTES}", "shorten the name")
+            if node.description in seen:
+                yield _error(ft, "node-description", node.description, "is not unique on the fabric")
+            seen.add(node.description)
+        if "ftree" in routing_engines(sm.engines, ft.tiers) and ft.tiers < 2:
+            yield _error(ft, "routing-engine", ft.fabric.name, "ftree needs at least two switch tiers; this fabric "
+                         "has one switch", "use routing_engine: minhop for a single switch")
+        if ib.missing_guids:
+            yield _warning(ft, "guids", ft.fabric.name, f"GUIDs of {len(ib.missing_guids)} devices are unknown (e.g. "
+                           f"{ib.missing_guids[0]}): root-guids.conf, cn-guids.conf, node-name-map and partition "
+                           "members are incomplete", "set subnet_manager.guids to the site inventory file "
+                           "(or simulated for a lab)")
+        planned = {n.description for n in ib.nodes}
+        for key, entry in sorted(sm.inventory.items()):
+            if key not in planned:
+                yield Finding(Severity.ERROR, "guids", key, "is in the GUID inventory but not in the plan",
+                              "check the device name and RDMA device", entry.position)
+
+
 CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units)
-CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan)
+CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan,
+                                                                      infiniband_subnet)
 
 
 @without_gc

@@ -1,0 +1,125 @@
+"""The InfiniBand view of a compiled fabric: nodes as the subnet manager sees them (NodeDescription, GUIDs,
+ports) and links between (node, port) pairs. The OpenSM renderer, the ibnetdiscover verifier and the IB
+checks all read this one view, so the plan, the generated files and the verification cannot disagree.
+
+NodeDescriptions: a switch reports its name (set it as the switch's system name); an HCA reports
+``<hostname> <mlx5 device>`` as rdma-ndd sets it. HCA port numbers count the node's compute NIC ports that
+share one RDMA device (a single-port ConnectX-7 OSFP is port 1 of its own HCA).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from fabricgen.model import Tier
+from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
+
+NODE_DESCRIPTION_BYTES = 64  # IBTA NodeDescription is a 64-byte string
+SIMULATED_BASE = 0x0002C90300000000  # NVIDIA/Mellanox OUI 00:02:c9, as ibsim and lab fabrics use
+
+
+@dataclass(frozen=True, slots=True)
+class IbNode:
+    description: str
+    kind: str  # "switch" or "hca"
+    ports: int
+    node_guid: int | None
+    port_guid: int | None  # switch: = node GUID; HCA: its port 1
+    tier: Tier | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IbLink:
+    a: str
+    a_port: int
+    z: str
+    z_port: int
+    speed: str
+    cable: str
+    label: str
+
+
+@dataclass(frozen=True)
+class IbFabric:
+    name: str
+    nodes: tuple[IbNode, ...]
+    links: tuple[IbLink, ...]
+    top_tier: Tier
+    guids: str  # simulated | inventory | unknown
+
+    @property
+    def switches(self) -> tuple[IbNode, ...]:
+        return tuple(n for n in self.nodes if n.kind == "switch")
+
+    @property
+    def hcas(self) -> tuple[IbNode, ...]:
+        return tuple(n for n in self.nodes if n.kind == "hca")
+
+    @property
+    def roots(self) -> tuple[IbNode, ...]:
+        return tuple(n for n in self.switches if n.tier is self.top_tier)
+
+    @property
+    def missing_guids(self) -> tuple[str, ...]:
+        return tuple(n.description for n in self.nodes if n.node_guid is None)
+
+
+def routing_engines(sm_engines: tuple[str, ...], tiers: int) -> tuple[str, ...]:
+    """The spec's engines, or by default ftree for a fat tree and minhop for a lone switch."""
+    return sm_engines or (("ftree",) if tiers >= 2 else ("minhop",))
+
+
+def hca_description(node: str, dev: str) -> str:
+    return f"{node} {dev}"
+
+
+def _hca_ports(ft: FabricTopology) -> dict[tuple[str, int], tuple[str, int]]:
+    """(node, node-level NIC port) -> (HCA description, HCA port), ports counted per RDMA device."""
+    out: dict[tuple[str, int], tuple[str, int]] = {}
+    per_dev: Counter[tuple[str, str]] = Counter()
+    for link in ft.links:
+        if link.tier == NODE_LEAF and link.nic is not None:
+            dev = link.nic.dev or f"port{link.a.number}"
+            per_dev[(link.a.device, dev)] += 1
+            out[(link.a.device, link.a.number)] = (hca_description(link.a.device, dev), per_dev[(link.a.device, dev)])
+    return out
+
+
+def _guid(fabric_index: int, kind: int, serial: int) -> int:
+    return SIMULATED_BASE | (fabric_index << 32) | (kind << 24) | serial
+
+
+
+
+def ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
+    """The subnet manager's view of one InfiniBand fabric, with GUIDs simulated, from the inventory, or None."""
+    sm = ft.fabric.subnet_manager
+    source = sm.guids if sm else "unknown"
+    inventory = sm.inventory if sm else {}
+    index = [f.fabric.name for f in topology.fabrics if f.fabric.type == "infiniband"].index(ft.fabric.name)
+    hca_ports = _hca_ports(ft)
+    nodes: list[IbNode] = []
+    for i, sw in enumerate(ft.switches):
+        guid = _guid(index, 1, i + 1) if source == "simulated" else (
+            inventory[sw.name].node_guid if sw.name in inventory else None)
+        nodes.append(IbNode(sw.name, "switch", sw.model.logical_ports(ft.fabric.uplink_speed.name) or
+                            sw.model.logical_ports(ft.fabric.speed.name), guid, guid, sw.tier))
+    port_count: Counter[str] = Counter(desc for desc, _ in hca_ports.values())
+    for j, desc in enumerate(dict.fromkeys(desc for desc, _ in hca_ports.values())):
+        if source == "simulated":
+            node_guid: int | None = _guid(index, 2, (j + 1) << 4)
+            port_guid = node_guid + 1 if node_guid is not None else None
+        else:
+            entry = inventory.get(desc)
+            node_guid, port_guid = (entry.node_guid, entry.port_guid) if entry else (None, None)
+        nodes.append(IbNode(desc, "hca", port_count[desc], node_guid, port_guid))
+    cables = {(c.a.device, c.a.port_number, c.z.device, c.z.port_number): c for c in topology.cables
+              if c.fabric == ft.fabric.name}
+    links = []
+    for link in ft.links:
+        a, a_port = hca_ports.get((link.a.device, link.a.number), (link.a.device, link.a.number))
+        cable = cables[(link.a.device, link.a.number, link.z.device, link.z.number)]
+        links.append(IbLink(a, a_port, link.z.device, link.z.number, link.speed, cable.id, cable.label))
+    top = max((sw.tier for sw in ft.switches), key=list(Tier).index)
+    return IbFabric(ft.fabric.name, tuple(nodes), tuple(links), top, source)
