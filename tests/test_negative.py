@@ -32,7 +32,8 @@ CASES = sorted(p.stem for p in (REPO / NEGATIVE).glob("*.yaml"))
 # then regenerate that file and drop the entry). strict: a fixed bug fails the suite until it is removed here.
 KNOWN_BUGS: dict[str, str] = {}
 
-POSITION = re.compile(r"^tests/negative/[a-z0-9-]+\.yaml:[1-9][0-9]*:[1-9][0-9]*: \S")
+# A report line points into the spec or into an inventory file it names (tests/negative/data/).
+POSITION = re.compile(r"^tests/negative/(data/)?[a-z0-9-]+\.(yaml|csv):[1-9][0-9]*:[1-9][0-9]*: \S")
 # Signs that Python internals leaked into a report: tracebacks, exception names, reprs, PyYAML stream names.
 INTERNALS = re.compile(
     r"Traceback|File \"|\b\w*(Error|Exception)\b|NoneType|object at 0x|<unicode string>|\{'|\['"

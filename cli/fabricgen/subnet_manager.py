@@ -72,7 +72,7 @@ def _hosts(ctx: _Context, spec: Mapping[str, Any]) -> tuple[tuple[str, int], ...
             ctx.error(("hosts", i, "name"), f"SM host {name!r} is not a node attached to this fabric",
                       _did_you_mean(name, sorted(attached)) or "an SM host needs an HCA on the fabric")
         if priority in priorities:
-            ctx.error(("hosts", i, "priority"), f"priority {priority} is also {priorities[priority]}'s",
+            ctx.error(("hosts", i, "priority"), f"priority {priority} is also used by {priorities[priority]}",
                       "SM HA needs distinct priorities (the highest wins)")
         priorities[priority] = name
         hosts.append((name, priority))
@@ -95,7 +95,8 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
     if pkey == DEFAULT_PKEY and spec["name"] != "Default":
         ctx.error((*where, "pkey"), "pkey 0x7fff is the Default partition's", "name this partition Default")
     if pkey in seen:
-        ctx.error((*where, "pkey"), f"pkey 0x{pkey:04x} is also partition {seen[pkey]!r}'s", "pkeys are unique")
+        ctx.error((*where, "pkey"), f"pkey 0x{pkey:04x} is also used by partition {seen[pkey]!r}",
+                  "pkeys are unique; the top bit (0x8000) is membership, not part of the key")
     seen[pkey] = spec["name"]
     members = spec["members"]
     members_all = members == "all"
