@@ -115,7 +115,6 @@ def test_guid_inventory_is_used(tmp_path: Path) -> None:
     spec.write_text(LAB.read_text().replace("guids: simulated", "guids: {file: guids.csv}"))
     artifacts = {a.path: a.content.decode() for a in render_spec(compile_spec(spec))
                  if a.path.startswith("infiniband/")}
-                 if a.path.startswith("infiniband/")}
     assert "caguid=0xe41d2d0300000000" not in artifacts["infiniband/compute/topology.net"]  # switches come first
     assert "switchguid=0xe41d2d0300000000" in artifacts["infiniband/compute/topology.net"]
     assert "0xe41d2d03000000a1" in artifacts["infiniband/compute/cn-guids.conf"]
