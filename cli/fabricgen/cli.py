@@ -21,10 +21,14 @@ from fabricgen import __version__
 from fabricgen.apply import apply_plan
 from fabricgen.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
 from fabricgen.explain import cluster_summary
+from fabricgen.infiniband import ib_fabric
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.resources import shipped_dir
+from fabricgen.topology import FabricTopology
 from fabricgen.validate import bundled_schema
+from fabricgen.verify import IbSpeed, VerifyError, compare, parse_ibnetdiscover, planned_rates, report_to_json
+from fabricgen.verify import Report as VerifyReport
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -359,6 +363,102 @@ def _print_summary(s: dict[str, Any]) -> None:
     for model, count in s["switch_bom"].items():
         bom.add_row(model, str(count))
     out.print(bom)
+
+
+@app.command()
+def verify(
+    spec: SpecArg,
+    ibnetdiscover: Annotated[
+        Path,
+        typer.Option(
+            "--ibnetdiscover",
+            help="Saved output of `ibnetdiscover` or `ibnetdiscover -p` ('-' reads stdin).",
+            show_default=False,
+        ),
+    ],
+    fabric: Annotated[
+        str | None, typer.Option("--fabric", help="InfiniBand fabric to check (needed when the spec has several).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+    speed_as: Annotated[
+        IbSpeed | None,
+        typer.Option(
+            "--speed-as",
+            case_sensitive=False,
+            help="Expect this lane speed instead of the planned one (width unchanged), e.g. HDR for a simulated "
+            "NDR fabric: ibsim 0.10 knows speeds up to HDR only.",
+        ),
+    ] = None,
+) -> None:
+    """Compare a discovered InfiniBand fabric with the plan: missing, unexpected and miswired links by cable label
+    and port, devices whose NodeDescription or GUID differ, links at the wrong width or speed. Exit 0 only when
+    the fabric matches the plan, 1 on any mismatch or error."""
+    holder: dict[str, VerifyReport] = {}
+
+    def action() -> None:
+        compiled = _compile(spec)
+        ft = _ib_fabric(compiled, fabric)
+        text = _read_discovery(ibnetdiscover)
+        found = parse_ibnetdiscover(text)
+        rates = planned_rates(ft.fabric, speed_as.value if speed_as else None)
+        width, speed = rates[ft.fabric.speed.name]
+        report = holder["report"] = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        if as_json:
+            data = report_to_json(report)
+            data = {"spec": str(spec), "ibnetdiscover": str(ibnetdiscover), "form": found.form,
+                    "expected_rate": f"{width}{speed}", **data}
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        else:
+            _print_warnings(compiled)
+            _print_verify(report, f"{width}{speed}")
+
+    _run(action)
+    _fail(EXIT_OK if holder["report"].clean else EXIT_ERROR)
+
+
+def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
+    ib = [f for f in compiled.topology.fabrics if f.fabric.type == "infiniband"]
+    names = ", ".join(f.fabric.name for f in ib)
+    if name is not None:
+        chosen = next((f for f in compiled.topology.fabrics if f.fabric.name == name), None)
+        if chosen is None or chosen.fabric.type != "infiniband":
+            what = "is not InfiniBand" if chosen else "is not in the spec"
+            raise VerifyError(f"fabric {name!r} {what}; InfiniBand fabrics: {names or 'none'}")
+        return chosen
+    if not ib:
+        raise VerifyError("the spec has no InfiniBand fabric to verify")
+    if len(ib) > 1:
+        raise VerifyError(f"the spec has several InfiniBand fabrics ({names}): choose one with --fabric")
+    return ib[0]
+
+
+def _read_discovery(path: Path) -> str:
+    try:
+        if str(path) == "-":
+            return sys.stdin.read()
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise VerifyError(f"cannot read the ibnetdiscover output {path}: {exc.strerror or exc}") from exc
+
+
+def _print_verify(report: VerifyReport, rate: str) -> None:
+    if report.findings:
+        table = Table(title=f"Fabric {report.fabric}: differences from the plan")
+        for column in ("kind", "cable", "planned", "found"):
+            table.add_column(column, overflow="fold")
+        for f in report.findings:
+            table.add_row(f.kind.value, escape(f.label or f.cable or "-"), escape(f.planned_text), escape(f.found_text))
+        out.print(table)
+    summary = (
+        f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
+        f"{report.matched_links} between the planned ports"
+    )
+    if report.clean:
+        out.print(f"[bold green]{escape(summary)}: the fabric matches the plan.[/]", soft_wrap=True)
+        return
+    counts = ", ".join(f"{n} {kind}" for kind, n in report.counts().items())
+    out.print(f"[bold red]{escape(summary)}; {len(report.findings)} differences: {escape(counts)}.[/]",
+              soft_wrap=True)
 
 
 @app.command()

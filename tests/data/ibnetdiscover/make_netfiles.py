@@ -42,7 +42,8 @@ def net_file(ib: IbFabric, links: Iterable[IbLink], rates: dict[str, str], descr
         assert node.node_guid is not None
         kind, counter = ("Switch", "switchguid") if node.kind == "switch" else ("Hca", "caguid")
         reported = descriptions.get(node.description, node.description)
-        lines += ["", f"{counter}={node.node_guid:#018x}", f'{kind} {node.ports} "{ids[node.description]}" # "{reported}"']
+        lines += ["", f"{counter}={node.node_guid:#018x}",
+                  f'{kind} {node.ports} "{ids[node.description]}" # "{reported}"']
         for port, (remote, remote_port, rate) in sorted(ports[node.description].items()):
             lines.append(f'[{port}] "{ids[remote]}"[{remote_port}] # lid 0 {rate}')
     return "\n".join(lines) + "\n"
