@@ -385,8 +385,9 @@ def verify(
         typer.Option(
             "--speed-as",
             case_sensitive=False,
-            help="Expect this lane speed instead of the planned one (width unchanged), e.g. HDR for a simulated "
-            "NDR fabric: ibsim 0.10 knows speeds up to HDR only.",
+            help="Expect this lane speed instead of the planned one (width unchanged). For simulators: ibsim 0.10 "
+            "knows speeds up to HDR only (net file at 4xHDR: --speed-as HDR; it brings a 4xNDR port line up at "
+            "4xSDR: --speed-as SDR).",
         ),
     ] = None,
 ) -> None:

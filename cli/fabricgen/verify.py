@@ -69,7 +69,7 @@ class Device:
     node_guid: int | None  # None in the ports form
     port_guids: tuple[tuple[int, int], ...]  # (port, port GUID), sorted
     ports: int  # ports of the node (topology form) or the highest port number seen (ports form)
-    line: int  # first line that shows the device
+    line: int  # line of its record (topology form), else the first line that shows it
 
     def port_guid(self, port: int) -> int | None:
         return dict(self.port_guids).get(port)
@@ -223,9 +223,12 @@ class _Builder:
 def parse_ibnetdiscover(text: str) -> Discovered:
     """Devices and links of ibnetdiscover output, default or ``-p`` form (detected from the first record)."""
     lines = text.splitlines()
-    first = next((line for line in lines if line.strip() and not line.startswith("#")), "")
-    if _PORTS_START.match(first):
-        return _parse_ports(lines)
+    for line in lines:
+        line = line.strip()
+        if _PORTS_START.match(line):
+            return _parse_ports(lines)
+        if _HEADER.match(line) or _GUID_LINE.match(line) or _PORT.match(line):
+            break
     return _parse_topology(lines)
 
 
@@ -268,7 +271,7 @@ def _header(b: _Builder, m: re.Match[str], pending: tuple[str, int, int | None] 
         b.errors.append(ParseError(number, f"a second record for {key} (the first is on line {dev.header})", raw))
         return dev
     dev.kind, dev.description, dev.header, dev.ports = kind, m["desc"], number, int(m["ports"])
-    dev.line = min(dev.line, number)
+    dev.line = number  # the device's own record, rather than the first port line that names it
     id_guid = _ID_GUID.match(key)
     if pending is not None and pending[0] == kind:
         dev.node_guid = pending[1]
@@ -292,6 +295,8 @@ def _port_line(b: _Builder, current: _Dev, m: re.Match[str], number: int, raw: s
     remote = b.device(rid, _KINDS.get(rid[:1], "unknown"), c["desc"], number)
     if not remote.header:
         remote.description = c["desc"]
+        if remote.node_guid is None and (id_guid := _ID_GUID.match(rid)):
+            remote.node_guid = int(id_guid["guid"], 16)  # ibnetdiscover names nodes by their node GUID
     if m["rguid"]:
         remote.port_guids[rport] = int(m["rguid"], 16)
     b.link((current.key, port), (rid, rport), rate["width"], rate["speed"], number, raw)
