@@ -28,6 +28,9 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/bench.py
+	@if command -v opensm >/dev/null && command -v ibsim >/dev/null; then \
+		$(BIN)/python bench/opensm_bringup.py --nodes 256; \
+	else echo "opensm/ibsim not installed: skipping the OpenSM bring-up measurement (see .ci/run for the packages)"; fi
 
 golden: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_negative.py --update-goldens
