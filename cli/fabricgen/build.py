@@ -16,6 +16,7 @@ from fabricgen import catalog
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.load import Document, PathKey
 from fabricgen.model import (
+    Addressing,
     Cluster,
     Fabric,
     FabricRole,
@@ -29,12 +30,14 @@ from fabricgen.model import (
     NodeGroup,
     NodeProfile,
     Rack,
+    RoceQos,
     Speed,
     SubnetManager,
     SwitchModel,
     Tier,
     TierPlacement,
     TopologyKind,
+    TrafficClass,
 )
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
@@ -430,6 +433,7 @@ class _Builder:
         )
         placement = self.fabric_placement(path, spec.get("placement", {}), kind)
         subnet_manager = self.fabric_subnet_manager(path, spec, attached, profiles)
+        ethernet = self.fabric_ethernet(path, spec)
         return Fabric(
             name,
             role,
@@ -443,7 +447,58 @@ class _Builder:
             self.doc.position((*path, "topology")),
             MappingProxyType(placement),
             subnet_manager,
+            **ethernet,
         )
+
+    def fabric_ethernet(self, path: PathKey, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """NOS, MTUs, the RoCE class and the address plan; InfiniBand fabrics have none of them."""
+        ethernet_only = ("nos", "mtu", "host_mtu", "qos", "addressing")
+        if spec["type"] == "infiniband":
+            for key in ethernet_only:
+                if key in spec:
+                    self.error((*path, key), f"{key} applies to Ethernet and RoCE fabrics only",
+                               "InfiniBand fabrics are configured through subnet_manager")
+            return {}
+        if spec["type"] != "roce" and "qos" in spec:
+            self.error((*path, "qos"), "a lossless QoS class needs type: roce", "use type: roce or remove qos")
+        nos = spec.get("nos", "sonic")
+        out: dict[str, Any] = {
+            "nos": MappingProxyType({t: nos if isinstance(nos, str) else nos.get(t.value, nos.get("leaf", "sonic"))
+                                     for t in Tier}),
+            "mtu": spec.get("mtu", 9100),
+            "host_mtu": spec.get("host_mtu", 9000),
+        }
+        if out["host_mtu"] > out["mtu"]:
+            self.error((*path, "host_mtu"), f"host MTU {out['host_mtu']} exceeds the switch MTU {out['mtu']}",
+                       "switch ports must carry the hosts' largest frames")
+        if spec["type"] == "roce":
+            q = with_defaults(spec.get("qos", {}), "sections/ethernet.schema.json#/$defs/qos")
+            out["qos"] = self.roce_qos(path, q)
+        if "addressing" in spec:
+            a = with_defaults(spec["addressing"], "sections/ethernet.schema.json#/$defs/addressing")
+            asn = a["asn"]
+            out["addressing"] = Addressing(a["hosts"], a["p2p"], a["loopbacks"], a.get("management"),
+                                           asn.get("core", 64900), asn.get("spine", 65000),
+                                           asn.get("leaf_base", 65100), self.doc.position((*path, "addressing")))
+        return out
+
+    def roce_qos(self, path: PathKey, q: Mapping[str, Any]) -> RoceQos:
+        lossless = TrafficClass(q["lossless"]["dscp"], q["lossless"]["priority"])
+        cnp = TrafficClass(q["cnp"]["dscp"], q["cnp"]["priority"])
+        where = (*path, "qos")
+        if lossless.priority == cnp.priority:
+            self.error((*where, "cnp", "priority"), f"CNP shares priority {cnp.priority} with the lossless class",
+                       "CNPs need their own strict-priority queue (NVIDIA's default: 6)")
+        if lossless.dscp == cnp.dscp:
+            self.error((*where, "cnp", "dscp"), f"CNP shares DSCP {cnp.dscp} with the lossless class",
+                       "use distinct DSCPs (defaults: 26 lossless, 48 CNP)")
+        ecn = q["ecn"]
+        if ecn["min_kb"] > ecn["max_kb"]:
+            self.error((*where, "ecn", "min_kb"), f"ECN minimum {ecn['min_kb']} KB is above the maximum "
+                                                 f"{ecn['max_kb']} KB", "WRED needs min <= max")
+        wd = q["pfc_watchdog"]
+        return RoceQos(lossless, cnp, ecn["min_kb"], ecn["max_kb"], ecn["max_probability"], wd["detect_ms"],
+                       wd["restore_ms"], wd["action"], q["lossless_weight"])
 
     def fabric_subnet_manager(self, path: PathKey, spec: Mapping[str, Any], attached: tuple[str, ...],
                               profiles: Mapping[str, NodeProfile]) -> SubnetManager | None:

@@ -11,13 +11,21 @@ and reaches the run; the cable is its shortest standard length at least as long 
 
 Direction is fixed: A is the lower tier (node below leaf below spine below core), Z the upper, and every
 physical link appears exactly once.
+
+Splitters: a medium with ``legs`` > 1 is one physical cable whose single switch-side connector serves ``legs``
+consecutive logical ports of a cage (``<cage>/1`` and ``<cage>/2`` share the first connector of the cage at 1:2,
+``<cage>/3`` and ``<cage>/4`` the second) and whose legs go to as many host ports. The plan keeps one
+:class:`Cable` per link (the unit checks, NetBox and the InfiniBand verify work on); the legs of one splitter
+share ``physical`` (the id of its first leg) and carry ``leg`` 1..legs. When the first fitting medium of a
+host link is a splitter, the links of each connector group take together the first medium that serves every
+one of them, at the orderable length of the longest run, so all legs of a splitter are one part.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from fabricgen.errors import SpecError, SpecIssue
@@ -60,11 +68,18 @@ class Cable:
     length_m: float
     part: str
     medium: Medium
+    physical: str = ""  # the physical cable: this cable's id, or the id of the first leg of its splitter
+    leg: int = 0  # 1..medium.legs for a leg of a splitter, 0 for an ordinary cable
+
+    def __post_init__(self) -> None:
+        if not self.physical:
+            object.__setattr__(self, "physical", self.id)
 
     @property
     def label(self) -> str:
-        """Printed on both ends: the id and both device:port pairs."""
-        return f"{self.id} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
+        """Printed on both ends: the id (a splitter leg: ``<physical id>/L<leg>``) and both device:port pairs."""
+        name = f"{self.physical}/L{self.leg}" if self.leg else self.id
+        return f"{name} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
 
     @property
     def a_optic(self) -> Optic | None:
@@ -122,8 +137,10 @@ def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
 
 
 def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
+    """Media by (speed, end kind) in preference order; splitters serve host-switch links only."""
     keys = {(s, e) for m in media for s in m.speeds for e in m.ends}
-    return {k: tuple(m for m in media if k[0] in m.speeds and k[1] in m.ends) for k in keys}
+    return {k: tuple(m for m in media if k[0] in m.speeds and k[1] in m.ends and (m.legs == 1 or k[1] == HOST_SWITCH))
+            for k in keys}
 
 
 def _cage_form_factor(place: _Place, port: Port) -> str:
@@ -131,10 +148,24 @@ def _cage_form_factor(place: _Place, port: Port) -> str:
     return place.switch.cage_form_factor(int(switch_cage(port.name)))
 
 
+@dataclass(frozen=True, slots=True)
+class _HostLink:
+    """A host link's first-fit cable and what its medium must fit, kept to regroup a cage into splitters."""
+
+    index: int  # position in the fabric's cable list
+    cable: Cable
+    host: str | None
+    cages: tuple[str, ...]
+    lane: int
+
+
 def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geometry,
                    choices: dict[tuple[str, str], tuple[Medium, ...]], nic_form_factors: dict[str, str],
-                   unreachable: list[str]) -> Iterator[Cable]:
+                   unreachable: list[str]) -> list[Cable]:
     name = ft.fabric.name
+    cables: list[Cable | None] = []
+    by_cage: dict[tuple[str, str], list[_HostLink]] = {}  # host links of speeds a splitter may serve
+    splitting = {key for key, options in choices.items() if any(m.legs > 1 for m in options)}
     for seq, link in enumerate(ft.links, start=1):
         a_place, z_place = places[link.a.device], places[link.z.device]
         run = geometry.run(a_place, z_place)
@@ -142,19 +173,71 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
         host = nic_form_factors.get(link.nic.model, "") if link.nic else None
         cages = (_cage_form_factor(z_place, link.z),) if host is not None else (
             _cage_form_factor(a_place, link.a), _cage_form_factor(z_place, link.z))
+        cable_id = f"{name}-{seq:06d}"
         for medium in choices.get((link.speed, ends), ()):
             if not medium.fits(cages, host):
                 continue
             picked = medium.standard_length(run)
             if picked is not None:
-                yield Cable(f"{name}-{seq:06d}", name, link.tier, link.speed, link.rail, link.su,
-                            _end(link.a, a_place, link, True), _end(link.z, z_place, link, False), run, picked[0],
-                            picked[1], medium)
+                cable = Cable(cable_id, name, link.tier, link.speed, link.rail, link.su,
+                              _end(link.a, a_place, link, True), _end(link.z, z_place, link, False), run, picked[0],
+                              picked[1], medium, cable_id)
+                if (link.speed, ends) in splitting:
+                    cage, lane = switch_cage(link.z.name), switch_lane(link.z.name)
+                    by_cage.setdefault((link.z.device, cage), []).append(
+                        _HostLink(len(cables), cable, host, cages, lane))
+                cables.append(cable)
                 break
         else:
+            cables.append(None)
             between = " to ".join(filter(None, (host, *cages)))
-            unreachable.append(f"{name}-{seq:06d} {link.a.device}:{link.a.name} -> {link.z.device}:{link.z.name} "
+            unreachable.append(f"{cable_id} {link.a.device}:{link.a.name} -> {link.z.device}:{link.z.name} "
                                f"needs {run:g} m at {link.speed} ({ends}, {between})")
+    for cage_links in by_cage.values():
+        if any(h.cable.medium.legs > 1 for h in cage_links):
+            for index, cable in _split_cage(cage_links, choices):
+                cables[index] = cable
+    return [c for c in cables if c is not None]
+
+
+def _split_cage(links: list[_HostLink], choices: dict[tuple[str, str], tuple[Medium, ...]]
+                ) -> Iterator[tuple[int, Cable]]:
+    """The cables of one switch cage whose first-fit medium is (for some link) a splitter, regrouped by connector:
+    logical ports in lane order, ``legs`` to a connector (the legs of the first splitter in lane order)."""
+    links = sorted(links, key=lambda h: h.lane)
+    legs = next(h.cable.medium.legs for h in links if h.cable.medium.legs > 1)
+    groups: dict[int, list[_HostLink]] = {}
+    for h in links:
+        groups.setdefault((h.lane - 1) // legs, []).append(h)
+    for group in groups.values():
+        yield from _connector(group, legs, choices[(group[0].cable.speed, HOST_SWITCH)])
+
+
+def _connector(group: list[_HostLink], legs: int, options: tuple[Medium, ...]) -> Iterator[tuple[int, Cable]]:
+    """The links on one switch connector take the first medium that serves every one of them: a splitter (one
+    physical cable at the orderable length of the longest run, named after its first leg) or straight cables."""
+    longest = max(h.cable.run_m for h in group)
+    for medium in options:
+        if medium.legs not in (1, legs) or not all(medium.fits(h.cages, h.host) for h in group):
+            continue
+        if medium.legs > 1:
+            picked = medium.standard_length(longest)
+            if picked is not None:
+                first = group[0].cable.id
+                for h in group:
+                    yield h.index, replace(h.cable, length_m=picked[0], part=picked[1], medium=medium,
+                                           physical=first, leg=(h.lane - 1) % legs + 1)
+                return
+            continue
+        straight = [medium.standard_length(h.cable.run_m) for h in group]
+        if all(p is not None for p in straight):
+            for h, p in zip(group, straight, strict=True):
+                assert p is not None
+                yield h.index, replace(h.cable, length_m=p[0], part=p[1], medium=medium, physical=h.cable.id, leg=0)
+            return
+    for h in group:  # no one medium serves the whole connector: every link keeps its own first fit
+        legs_of = h.cable.medium.legs
+        yield h.index, replace(h.cable, leg=(h.lane - 1) % legs_of + 1 if legs_of > 1 else 0)
 
 
 def plan_cables(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> tuple[Cable, ...]:
@@ -185,6 +268,28 @@ def switch_cage(port_name: str) -> str:
     return port_name.split("/", 1)[0]
 
 
+def switch_lane(port_name: str) -> int:
+    """The logical port of a switch port name inside its cage, 1-based (``17/2`` -> 2, ``17`` -> 1)."""
+    _, _, lane = port_name.partition("/")
+    return int(lane) if lane else 1
+
+
+def switch_connector(port_name: str, legs: int) -> tuple[str, int]:
+    """The cage and 0-based connector of a switch port when ``legs`` consecutive logical ports share one."""
+    return switch_cage(port_name), (switch_lane(port_name) - 1) // legs
+
+
+def physical_cables(cables: Iterable[Cable]) -> Iterator[Cable]:
+    """One cable per physical cable: every ordinary cable and the first listed leg of each splitter."""
+    seen: set[str] = set()
+    for cable in cables:
+        if cable.leg:
+            if cable.physical in seen:
+                continue
+            seen.add(cable.physical)
+        yield cable
+
+
 @dataclass(frozen=True, order=True)
 class BomLine:
     """One orderable item and how many: switches by model, cables by part, transceivers by part."""
@@ -196,17 +301,18 @@ class BomLine:
 
 
 def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
-    """Transceivers by part: a host port takes one; a switch cage takes one per ``connections`` cables of it
-    (a twin-port OSFP serves two)."""
+    """Transceivers by part: a host port (every splitter leg) takes one; a switch cage takes one per
+    ``connections`` connectors used in it (a twin-port OSFP serves two), a splitter using one connector."""
     totals: Counter[str] = Counter()
     per_cage: Counter[tuple[str, str, Optic]] = Counter()
     for cable in cables:
+        host_optic = cable.medium.host_optic
+        if host_optic is not None and cable.tier == "node-leaf":
+            totals[host_optic.part] += 1
+    for cable in physical_cables(cables):
         a_optic, z_optic = cable.a_optic, cable.medium.switch_optic
-        if a_optic is not None:
-            if cable.tier == "node-leaf":
-                totals[a_optic.part] += 1
-            else:
-                per_cage[(cable.a.device, switch_cage(cable.a.port), a_optic)] += 1
+        if a_optic is not None and cable.tier != "node-leaf":
+            per_cage[(cable.a.device, switch_cage(cable.a.port), a_optic)] += 1
         if z_optic is not None:
             per_cage[(cable.z.device, switch_cage(cable.z.port), z_optic)] += 1
     for (_, _, optic), used in per_cage.items():
@@ -214,10 +320,16 @@ def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
     return totals
 
 
+def _cable_text(cable: Cable) -> str:
+    m = cable.medium
+    return f"{m.kind} 1:{m.legs} splitter {cable.length_m:g} m" if m.legs > 1 else f"{m.kind} {cable.length_m:g} m"
+
+
 def bill_of_materials(switch_models: Iterable[str], cables: Sequence[Cable]) -> tuple[BomLine, ...]:
-    """Switches, cables (by part and length) and transceivers, sorted by category then part."""
+    """Switches, physical cables (by part and length; a splitter once, at the length of its legs) and
+    transceivers, sorted by category then part."""
     lines = [BomLine("switch", model, "switch", count) for model, count in Counter(switch_models).items()]
-    by_cable: Counter[tuple[str, str]] = Counter((c.part, f"{c.medium.kind} {c.length_m:g} m") for c in cables)
+    by_cable: Counter[tuple[str, str]] = Counter((c.part, _cable_text(c)) for c in physical_cables(cables))
     lines += [BomLine("cable", part, text, count) for (part, text), count in by_cable.items()]
     lines += [BomLine("transceiver", part, "transceiver", count) for part, count in _optic_counts(cables).items()]
     return tuple(sorted(lines))

@@ -91,7 +91,7 @@ def medium(entry: Mapping[str, Any]) -> Medium:
     return Medium(entry["name"], tuple(entry["speeds"]), tuple(entry["ends"]), entry["kind"], entry.get("fiber", ""),
                   float(entry["reach_m"]), cables, _optic(entry.get("host_optic")), _optic(entry.get("switch_optic")),
                   entry["netbox_type"], entry.get("color", ""), tuple(entry.get("switch_form_factors", ())),
-                  tuple(entry.get("host_form_factors", ())))
+                  tuple(entry.get("host_form_factors", ())), int(entry.get("legs", 1)))
 
 
 def media(overrides: Sequence[Mapping[str, Any]] | None) -> tuple[Medium, ...]:

@@ -9,6 +9,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+from fabricgen.cabling import Cable, switch_connector
 from fabricgen.errors import Finding, Severity
 from fabricgen.gcpause import without_gc
 from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
@@ -147,7 +148,8 @@ def rack_collisions(topology: Topology) -> Iterator[Finding]:
 
 
 def cable_plan(topology: Topology) -> Iterator[Finding]:
-    """Cables match the compiled links tier by tier, every port has one cable, lengths are within reach."""
+    """Cables match the compiled links tier by tier, every port has one cable, lengths are within reach, and the
+    legs of every splitter share its medium, switch connector and length, no more of them than it has."""
     for ft in topology.fabrics:
         links = Counter(link.tier for link in ft.links)
         cables = Counter(c.tier for c in topology.cables if c.fabric == ft.fabric.name)
@@ -155,9 +157,15 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
             yield _error(ft, "cable-count", ft.fabric.name, f"cables per tier {dict(cables)} differ from links "
                                                             f"per tier {dict(links)}")
     ports: Counter[tuple[str, str]] = Counter()
+    splitters: dict[str, list[Cable]] = {}
     for cable in topology.cables:
         ports[(cable.a.device, cable.a.port)] += 1
         ports[(cable.z.device, cable.z.port)] += 1
+        if cable.leg:
+            splitters.setdefault(cable.physical, []).append(cable)
+        elif cable.physical != cable.id:
+            yield Finding(Severity.ERROR, "cable-splitter", cable.id, f"is not a splitter leg but names physical "
+                                                                      f"cable {cable.physical}")
         if not cable.run_m <= cable.length_m <= cable.medium.reach_m:
             yield Finding(Severity.ERROR, "cable-length", cable.id, f"{cable.length_m:g} m cable for a "
                                                                     f"{cable.run_m:g} m run exceeds or misses the "
@@ -165,6 +173,35 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
     for (device, port), count in sorted(ports.items()):
         if count > 1:
             yield Finding(Severity.ERROR, "cable-ports", device, f"port {port} has {count} cables")
+    for physical, legs in splitters.items():
+        yield from _splitter(physical, legs)
+
+
+def _splitter(physical: str, legs: list[Cable]) -> Iterator[Finding]:
+    """One physical splitter: its legs (cables sharing ``physical``) agree on what is one object."""
+    first = legs[0]
+    medium, length = first.medium, first.length_m
+    connector = (first.z.device, switch_connector(first.z.port, medium.legs))
+
+    def error(message: str) -> Finding:
+        return Finding(Severity.ERROR, "cable-splitter", physical, message)
+
+    if medium.legs < 2:
+        yield error(f"has legs but its medium {medium.name} is not a splitter")
+    if len(legs) > medium.legs:
+        yield error(f"has {len(legs)} legs; {medium.name} is a 1:{medium.legs} splitter")
+    numbers = [c.leg for c in legs]
+    if len(set(numbers)) != len(numbers) or not all(1 <= n <= medium.legs for n in numbers):
+        yield error(f"legs are numbered {numbers}; each must be distinct, 1..{medium.legs}")
+    for cable in legs[1:]:
+        if cable.medium != medium:
+            yield error(f"leg {cable.id} uses {cable.medium.name}, its first leg {medium.name}")
+        if cable.length_m != length or cable.part != first.part:
+            yield error(f"leg {cable.id} is {cable.part} ({cable.length_m:g} m), its first leg {first.part} "
+                        f"({length:g} m)")
+        if (cable.z.device, switch_connector(cable.z.port, medium.legs)) != connector:
+            yield error(f"leg {cable.id} ends at {cable.z.device}:{cable.z.port}, another switch connector than "
+                        f"{first.z.device}:{first.z.port}")
 
 
 def infiniband_subnet(topology: Topology) -> Iterator[Finding]:

@@ -132,6 +132,7 @@ class Medium:
     color: str
     switch_form_factors: tuple[str, ...] = ()
     host_form_factors: tuple[str, ...] = ()
+    legs: int = 1  # a splitter: one switch-side connector serving ``legs`` logical switch ports and host ports
 
     def fits(self, switch_form_factors: tuple[str, ...], host_form_factor: str | None) -> bool:
         """Whether the parts plug into these cages (an empty constraint accepts any cage)."""
@@ -314,6 +315,44 @@ class SubnetManager:
 
 
 @dataclass(frozen=True)
+class TrafficClass:
+    dscp: int
+    priority: int
+
+
+@dataclass(frozen=True)
+class RoceQos:
+    """The lossless RoCE class end to end: DSCP and priority, CNP, ECN marking, PFC watchdog, scheduling."""
+
+    lossless: TrafficClass
+    cnp: TrafficClass
+    ecn_min_kb: int
+    ecn_max_kb: int
+    ecn_max_probability: int
+    pfcwd_detect_ms: int
+    pfcwd_restore_ms: int
+    pfcwd_action: str
+    lossless_weight: int
+
+    @property
+    def nccl_tc(self) -> int:
+        """NCCL_IB_TC: the traffic class byte, DSCP in the top six bits and ECT(0) in the ECN bits."""
+        return self.lossless.dscp << 2 | 0b10
+
+
+@dataclass(frozen=True)
+class Addressing:
+    hosts: str
+    p2p: str
+    loopbacks: str
+    management: str | None
+    asn_core: int
+    asn_spine: int
+    asn_leaf_base: int
+    position: SourcePosition = field(compare=False)
+
+
+@dataclass(frozen=True)
 class Fabric:
     name: str
     role: FabricRole
@@ -327,6 +366,11 @@ class Fabric:
     position: SourcePosition = field(compare=False)
     placement: Mapping[Tier, TierPlacement] = field(default_factory=dict, compare=False)
     subnet_manager: SubnetManager | None = None
+    nos: Mapping[Tier, str] = field(default_factory=dict, compare=False)
+    mtu: int = 9100
+    host_mtu: int = 9000
+    qos: RoceQos | None = None
+    addressing: Addressing | None = None
 
 
 @dataclass(frozen=True)

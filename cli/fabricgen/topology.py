@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 
+from fabricgen.addressing import FabricAddresses, check_pools, plan_addresses
 from fabricgen.cabling import Cable, plan_cables
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.gcpause import without_gc
@@ -98,6 +99,7 @@ class Topology:
     cluster: Cluster
     fabrics: tuple[FabricTopology, ...]
     cables: tuple[Cable, ...] = ()
+    addresses: Mapping[str, FabricAddresses] = field(default_factory=dict)
 
     def fabric(self, name: str) -> FabricTopology:
         return next(f for f in self.fabrics if f.fabric.name == name)
@@ -527,7 +529,17 @@ def _compile_all(cluster: Cluster) -> Topology:
     if issues:
         raise SpecError(issues)
     placed = _place_switches(cluster, compiled)
-    return Topology(cluster, placed, plan_cables(cluster, placed))
+    return Topology(cluster, placed, plan_cables(cluster, placed), _addresses(placed))
+
+
+def _addresses(fabrics: Sequence[FabricTopology]) -> dict[str, FabricAddresses]:
+    """Address plans of the fabrics that have one; overlapping or exhausted pools raise SpecError."""
+    pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
+    issues = check_pools(pools)
+    if issues:
+        raise SpecError(issues)
+    plans = {ft.fabric.name: plan_addresses(ft) for ft in fabrics}
+    return {name: plan for name, plan in plans.items() if plan is not None}
 
 
 def _place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tuple[FabricTopology, ...]:

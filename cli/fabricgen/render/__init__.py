@@ -17,7 +17,7 @@ from typing import Protocol
 
 from fabricgen.artifacts import Artifact
 from fabricgen.gcpause import without_gc
-from fabricgen.render import cable_sheets, cable_workbook, diagram, infiniband, topology_dump
+from fabricgen.render import cable_sheets, cable_workbook, diagram, infiniband, nccl, topology_dump
 from fabricgen.topology import Topology
 
 
@@ -34,6 +34,7 @@ RENDERERS: dict[str, Renderer] = {
     "topology": topology_dump.render,
     "diagram": diagram.render,
     "infiniband": infiniband.render,
+    "nccl": nccl.render,
 }
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 

@@ -1,7 +1,10 @@
 """Target ``cabling``: the cable run list and bill of materials as CSV, and NetBox bulk-import files.
 
-cables.csv has one row per physical cable (A = lower tier). The NetBox files import in order: racks, devices,
-interfaces, cables (columns as NetBox's CSV bulk import expects; cables reference interfaces by device/name).
+cables.csv has one row per cable (A = lower tier); the legs of a 1:N splitter are one row each, sharing
+``physical_cable`` (the id of the first leg) and numbered in ``leg`` (empty for an ordinary cable, whose
+``physical_cable`` is its own id): count physical cables by distinct ``physical_cable``, as bom.csv does.
+The NetBox files import in order: racks, devices, interfaces, cables (columns as NetBox's CSV bulk import
+expects; cables reference interfaces by device/name).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from fabricgen.cabling import Cable, bill_of_materials
 from fabricgen.topology import Topology
 
 CABLE_COLUMNS = (
-    "cable_id", "label", "fabric", "tier", "rail", "su", "speed", "medium", "kind", "fiber", "length_m", "run_m",
-    "cable_part", "a_optic", "z_optic",
+    "cable_id", "physical_cable", "leg", "label", "fabric", "tier", "rail", "su", "speed", "medium", "kind", "fiber",
+    "length_m", "run_m", "cable_part", "a_optic", "z_optic",
     "a_site", "a_row", "a_rack", "a_u", "a_device", "a_port", "a_port_number", "a_gpu", "a_rdma_dev", "a_netdev",
     "z_site", "z_row", "z_rack", "z_u", "z_device", "z_port", "z_port_number",
 )
@@ -42,16 +45,18 @@ def _blank(value: int | None) -> Cell:
 def cable_row(cable: Cable, site: str) -> tuple[Cell, ...]:
     """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order."""
     a, z, m = cable.a, cable.z, cable.medium
-    return (cable.id, cable.label, cable.fabric, cable.tier, _blank(cable.rail), _blank(cable.su), cable.speed,
-            m.name, m.kind, m.fiber, cable.length_m, cable.run_m, cable.part,
+    return (cable.id, cable.physical, cable.leg or "", cable.label, cable.fabric, cable.tier, _blank(cable.rail),
+            _blank(cable.su), cable.speed, m.name, m.kind, m.fiber, cable.length_m, cable.run_m, cable.part,
             cable.a_optic.part if cable.a_optic else "", cable.z_optic.part if cable.z_optic else "",
             site, a.row, a.rack, a.u, a.device, a.port, a.port_number, _blank(a.gpu), a.rdma_dev, a.netdev,
             site, z.row, z.rack, z.u, z.device, z.port, z.port_number)
 
 
 def _netbox_cables(cables: Sequence[Cable]) -> bytes:
+    """One NetBox cable per link (NetBox models a breakout as separate cables); a splitter leg's label is
+    ``<physical id>/L<leg>``."""
     rows = ((c.a.device, "dcim.interface", c.a.port, c.z.device, "dcim.interface", c.z.port, c.medium.netbox_type,
-             "planned", c.id, c.medium.color, c.length_m, "m") for c in cables)
+             "planned", f"{c.physical}/L{c.leg}" if c.leg else c.id, c.medium.color, c.length_m, "m") for c in cables)
     return _csv(NETBOX_CABLE_COLUMNS, rows)
 
 

@@ -1,0 +1,85 @@
+"""Target ``nccl``: NCCL environment per node profile on the compute fabric, each value with why.
+
+Shared by every fabric type: InfiniBand (HCA order, service level) and RoCE (traffic class of the lossless
+class, RoCE v2 over IPv4); the bootstrap socket runs on the in-band interface.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from fabricgen.artifacts import Artifact
+from fabricgen.model import Fabric, NodeProfile
+from fabricgen.render.templating import render_template
+from fabricgen.topology import Topology
+
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,.\-]+$")  # env-file values stay unquoted: nothing to escape
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+    why: str
+
+
+def hca_list(profile: NodeProfile) -> str:
+    """NCCL_IB_HCA: RDMA device:port in rail order (rail r next to GPU r); '=' asks for exact names."""
+    per_dev: Counter[str] = Counter()
+    entries = []
+    for nic in sorted(profile.compute, key=lambda n: n.rail or 0):
+        per_dev[nic.dev] += 1
+        entries.append(f"{nic.dev}:{per_dev[nic.dev]}")
+    return "=" + ",".join(entries)
+
+
+def nccl_settings(profile: NodeProfile, fabric: Fabric) -> list[Setting]:
+    settings = [
+        Setting("NCCL_IB_HCA", hca_list(profile),
+                "compute NICs in rail order, each next to its GPU per the rail map (a NIC far from its GPU "
+                "halves bandwidth); '=' matches these exact devices"),
+        Setting("NCCL_NET_GDR_LEVEL", "PXB", "GPUDirect RDMA when GPU and NIC share a PCIe switch, as the rail map "
+                                             "places them; traffic crossing the CPU would be slower than staging"),
+    ]
+    if profile.inband is not None and profile.inband.netdev:
+        settings.append(Setting("NCCL_SOCKET_IFNAME", f"={profile.inband.netdev}",
+                                "bootstrap and out-of-band exchange on the in-band interface, never on a rail"))
+    if fabric.type == "roce" and fabric.qos is not None:
+        q = fabric.qos
+        settings += [
+            Setting("NCCL_IB_TC", str(q.nccl_tc), f"traffic class byte = DSCP {q.lossless.dscp} << 2 | ECT(0): the "
+                                                  f"lossless class (priority {q.lossless.priority}) end to end"),
+            Setting("NCCL_IB_ROCE_VERSION_NUM", "2", "RoCE v2 (routable UDP); NCCL then auto-selects the matching "
+                                                     "GID, so no fixed NCCL_IB_GID_INDEX is set"),
+            Setting("NCCL_IB_ADDR_FAMILY", "AF_INET", "the IPv4 RoCE v2 GID, matching the fabric's IPv4 plan"),
+        ]
+    sm = fabric.subnet_manager
+    if fabric.type == "infiniband" and sm is not None and sm.qos is not None:
+        default = next((level.sl for level in sm.qos.levels if level.ulp in (None, "default") and not level.partition),
+                       0)
+        settings.append(Setting("NCCL_IB_SL", str(default), "service level of the default QoS rule in the subnet "
+                                                            "manager's policy"))
+    for s in settings:
+        if not _SAFE_VALUE.match(s.value):
+            raise ValueError(f"NCCL value {s.value!r} of {s.name} is not a plain word")
+    return settings
+
+
+def render(topology: Topology) -> list[Artifact]:
+    source = PurePosixPath(topology.cluster.source).name
+    out = []
+    for ft in topology.fabrics:
+        fabric = ft.fabric
+        if fabric.role.value != "compute":
+            continue
+        profiles = sorted({n.profile.name: n.profile for n in topology.cluster.nodes
+                           if n.group in fabric.node_groups and n.profile.role == "compute"}.items())
+        for name, profile in profiles:
+            content = render_template("hosts/nccl.env.j2", profile=name, fabric=fabric.name,
+                                      kind=f"{fabric.type} {fabric.speed.name}", source=source,
+                                      settings=nccl_settings(profile, fabric))
+            out.append(Artifact(f"hosts/{name}/nccl.env", content))
+    return out
