@@ -1,0 +1,67 @@
+"""The underlay address plan: loopbacks, /31 point-to-point links, per-leaf host subnets, ASNs, pool errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from netaddr import IPAddress, IPNetwork
+
+from fabricgen.errors import SpecError
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES
+
+
+def _storage(tmp_path: Path, addressing: str) -> Path:
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    start = text.index("    addressing:\n")
+    end = text.index("      asn: {spine: 65000, leaf_base: 65100}\n") + len("      asn: {spine: 65000, leaf_base: 65100}\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text[:start] + addressing + text[end:])
+    return spec
+
+
+def test_h100_storage_plan() -> None:
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    plan = topology.addresses["storage"]
+    ft = topology.fabric("storage")
+    assert list(plan.loopbacks.values())[0] == "10.22.0.1", "a /32 never takes the pool's .0"
+    assert len(set(plan.loopbacks.values())) == len(ft.switches)
+    assert set(plan.management) == {s.name for s in ft.switches}
+    assert [plan.asn[s.name] for s in ft.switches if s.tier.value == "leaf"] == [65100, 65101, 65102, 65103]
+    assert {plan.asn[s.name] for s in ft.switches if s.tier.value == "spine"} == {65000}
+    assert len(plan.p2p) == len(ft.links_in("leaf-spine"))
+    for link in plan.p2p:
+        lower, upper = IPNetwork(link.lower_ip), IPNetwork(link.upper_ip)
+        assert lower.prefixlen == upper.prefixlen == 31 and lower.network == upper.network
+        assert int(upper.ip) % 2 == 0 and int(lower.ip) == int(upper.ip) + 1
+    for subnet in plan.hosts:
+        network = IPNetwork(subnet.network)
+        assert IPAddress(subnet.gateway) == network.network + 1
+        assert all(IPAddress(ip) in network and IPAddress(ip) != network.broadcast for _, _, ip in subnet.hosts)
+    host_ips = [ip for s in plan.hosts for _, _, ip in s.hosts]
+    assert len(host_ips) == len(set(host_ips)) == len(ft.links_in("node-leaf"))
+
+
+def test_overlapping_pools_name_both(tmp_path: Path) -> None:
+    spec = _storage(tmp_path, "    addressing:\n      hosts: 10.20.0.0/16\n      p2p: 10.20.128.0/20\n"
+                               "      loopbacks: 10.22.0.0/24\n")
+    with pytest.raises(SpecError) as caught:
+        compile_spec(spec)
+    assert "10.20.0.0/16 overlaps storage.p2p (10.20.128.0/20)" in str(caught.value)
+
+
+def test_exhausted_pool(tmp_path: Path) -> None:
+    spec = _storage(tmp_path, "    addressing:\n      hosts: 10.20.0.0/26\n      p2p: 10.21.0.0/20\n"
+                               "      loopbacks: 10.22.0.0/24\n")
+    with pytest.raises(SpecError) as caught:
+        compile_spec(spec)
+    assert "10.20.0.0/26 is exhausted: the fabric needs 4 /25 blocks" in str(caught.value)
+
+
+def test_host_bits_set(tmp_path: Path) -> None:
+    spec = _storage(tmp_path, "    addressing:\n      hosts: 10.20.0.1/16\n      p2p: 10.21.0.0/20\n"
+                               "      loopbacks: 10.22.0.0/24\n")
+    with pytest.raises(SpecError) as caught:
+        compile_spec(spec)
+    assert "10.20.0.1/16 has host bits set (hint: did you mean 10.20.0.0/16?)" in str(caught.value)
