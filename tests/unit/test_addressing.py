@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 from netaddr import IPAddress, IPNetwork
+from tests.conftest import INVENTORIES
 
 from fabricgen.errors import SpecError
 from fabricgen.pipeline import compile_spec
-from tests.conftest import INVENTORIES
 
 
 def _storage(tmp_path: Path, addressing: str) -> Path:
     text = (INVENTORIES / "h100-4su.yaml").read_text()
     start = text.index("    addressing:\n")
-    end = text.index("      asn: {spine: 65000, leaf_base: 65100}\n") + len("      asn: {spine: 65000, leaf_base: 65100}\n")
+    marker = "      asn: {spine: 65000, leaf_base: 65100}\n"
+    end = text.index(marker) + len(marker)
     spec = tmp_path / "spec.yaml"
     spec.write_text(text[:start] + addressing + text[end:])
     return spec
@@ -25,7 +26,7 @@ def test_h100_storage_plan() -> None:
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     plan = topology.addresses["storage"]
     ft = topology.fabric("storage")
-    assert list(plan.loopbacks.values())[0] == "10.22.0.1", "a /32 never takes the pool's .0"
+    assert next(iter(plan.loopbacks.values())) == "10.22.0.1", "a /32 never takes the pool's .0"
     assert len(set(plan.loopbacks.values())) == len(ft.switches)
     assert set(plan.management) == {s.name for s in ft.switches}
     assert [plan.asn[s.name] for s in ft.switches if s.tier.value == "leaf"] == [65100, 65101, 65102, 65103]
