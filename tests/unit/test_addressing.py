@@ -17,6 +17,7 @@ def _storage(tmp_path: Path, addressing: str) -> Path:
     start = text.index("    addressing:\n")
     marker = "      asn: {spine: 65000, leaf_base: 65100}\n"
     end = text.index(marker) + len(marker)
+    end = text.index(marker) + len(marker)
     spec = tmp_path / "spec.yaml"
     spec.write_text(text[:start] + addressing + text[end:])
     return spec

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES
+
+from fabricgen.pipeline import compile_spec, render_spec
 
 
 def _env(content: bytes) -> dict[str, str]:
