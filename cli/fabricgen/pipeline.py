@@ -1,4 +1,4 @@
-"""The pipeline in one place: load -> validate -> build -> compile -> check -> render.
+"""The pipeline in one place: load -> validate -> build -> compile -> check -> render -> cross-layer check.
 
 Each step is a stage module; this module only wires them in order so the CLI, tests and the benchmark run the
 same code path. Nothing here touches the output directory: plan and apply do.
@@ -13,6 +13,7 @@ from pathlib import Path
 from fabricgen.artifacts import Artifact
 from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
+from fabricgen.consistency import check_artifacts
 from fabricgen.errors import CheckError, Finding, Severity
 from fabricgen.load import Document, load_file
 from fabricgen.model import Cluster
@@ -46,5 +47,9 @@ def compile_spec(path: Path) -> Compiled:
 
 
 def render_spec(compiled: Compiled, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:
-    """Render every (or the chosen) target of a compiled spec."""
-    return render(compiled.topology, targets)
+    """Render every (or the chosen) target, then check the lossless chain across what was rendered."""
+    artifacts = render(compiled.topology, targets)
+    findings = check_artifacts(compiled.topology, artifacts)
+    if any(f.severity is Severity.ERROR for f in findings):
+        raise CheckError(findings)
+    return artifacts

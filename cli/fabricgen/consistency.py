@@ -1,0 +1,127 @@
+"""The cross-layer check of the lossless RoCE class, over the artifacts as generated (not the model they came
+from): what the hosts mark, what NCCL sends, and what every switch does with it must agree.
+
+Chain checked per RoCE fabric with a QoS class (all values read back from the files):
+- NCCL (nccl.env of the compute fabric's profiles, when that fabric is RoCE): NCCL_IB_TC >> 2 is the lossless
+  DSCP and its ECN bits are ECT(0);
+- hosts (roce-qos.sh): trust DSCP, the lossless DSCP mapped to the lossless priority, PFC on exactly that
+  priority, ECN on it, the CNP DSCP, host MTU;
+- switches, per port: DSCP -> TC, TC -> priority group = the PFC priority, pfc_enable holds it, the lossless
+  queue has an ECN profile, the CNP DSCP lands in a strict-priority queue, port MTU >= host MTU on host ports
+  and equal on both ends of switch-to-switch links.
+Each mismatch names both sides and the value each holds. Runs after render on every plan and apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from fabricgen.artifacts import Artifact
+from fabricgen.errors import Finding, Severity
+from fabricgen.model import Fabric, RoceQos
+from fabricgen.topology import Topology
+
+Reader = Callable[[str, bytes, Fabric, RoceQos], Iterator[Finding]]
+
+
+def _mismatch(subject: str, message: str, fabric: Fabric, hint: str = "") -> Finding:
+    return Finding(Severity.ERROR, "lossless-chain", subject, message, hint, fabric.position)
+
+
+def _nccl(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
+    env = dict(line.split("=", 1) for line in content.decode().splitlines() if line and not line.startswith("#"))
+    if "NCCL_IB_TC" not in env:
+        yield _mismatch(path, f"NCCL sets no NCCL_IB_TC, so its QPs send on TC 0 while the fabric's lossless class is "
+                              f"DSCP {qos.lossless.dscp}", fabric)
+        return
+    tc = int(env["NCCL_IB_TC"])
+    if tc >> 2 != qos.lossless.dscp:
+        yield _mismatch(path, f"NCCL_IB_TC {tc} carries DSCP {tc >> 2}, but the switches treat DSCP "
+                              f"{qos.lossless.dscp} as lossless", fabric)
+    if tc & 0b11 != 0b10:
+        yield _mismatch(path, f"NCCL_IB_TC {tc} has ECN bits {tc & 3:02b}, not ECT(0) 10: switches cannot mark it",
+                        fabric)
+
+
+def _sonic(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
+    db: dict[str, Any] = json.loads(content)
+    host = "switch " + path.split("/")[1]
+    lossless, cnp = qos.lossless, qos.cnp
+    for port, entry in sorted(db.get("PORT_QOS_MAP", {}).items()):
+        where = f"{host} {port}"
+        dscp_map = db.get("DSCP_TO_TC_MAP", {}).get(entry.get("dscp_to_tc_map", ""), {})
+        tc = dscp_map.get(str(lossless.dscp))
+        if tc != str(lossless.priority):
+            yield _mismatch(where, f"DSCP {lossless.dscp} maps to TC {tc} on the switch, but hosts send it on "
+                                   f"priority {lossless.priority}", fabric)
+            continue
+        pg = db.get("TC_TO_PRIORITY_GROUP_MAP", {}).get(entry.get("tc_to_pg_map", ""), {}).get(tc)
+        if pg != str(lossless.priority):
+            yield _mismatch(where, f"TC {tc} uses priority group {pg}, but PFC pauses priority {lossless.priority}",
+                            fabric, "the traditional buffer model uses the pfc_enable priorities as PG numbers")
+        enabled = entry.get("pfc_enable", "").split(",")
+        if str(lossless.priority) not in enabled or len([p for p in enabled if p]) != 1:
+            yield _mismatch(where, f"pfc_enable is {entry.get('pfc_enable')!r}, hosts enable PFC on priority "
+                                   f"{lossless.priority} only", fabric)
+        queue = db.get("QUEUE", {}).get(f"{port}|{lossless.priority}", {})
+        wred = db.get("WRED_PROFILE", {}).get(queue.get("wred_profile", ""), {})
+        if wred.get("ecn") not in ("ecn_all", "ecn_green", "ecn_green_yellow"):
+            yield _mismatch(where, f"lossless queue {lossless.priority} has no ECN-marking WRED profile, so ECN never "
+                                   "marks and congestion relies on PFC alone", fabric)
+        cnp_tc = dscp_map.get(str(cnp.dscp))
+        scheduler = db.get("SCHEDULER", {}).get(db.get("QUEUE", {}).get(f"{port}|{cnp_tc}", {}).get("scheduler", ""),
+                                                {})
+        if scheduler.get("type") != "STRICT":
+            yield _mismatch(where, f"CNP DSCP {cnp.dscp} lands in queue {cnp_tc} scheduled "
+                                   f"{scheduler.get('type', 'by default')}, not strict priority", fabric)
+
+
+READERS: Mapping[str, Reader] = {
+    "nccl.env": _nccl,
+    "config_db.json": _sonic,
+}
+
+
+def _mtu(topology: Topology, artifacts: Mapping[str, bytes]) -> Iterator[Finding]:
+    """Host MTU <= switch port MTU on every host port, equal MTUs on both ends of switch links (SONiC files)."""
+    for ft in topology.fabrics:
+        fabric = ft.fabric
+        if fabric.type == "infiniband":
+            continue
+        port_mtu: dict[tuple[str, str], int] = {}
+        for sw in ft.switches:
+            content = artifacts.get(f"switches/{sw.name}/config_db.json")
+            if content is None:
+                continue
+            for port in json.loads(content).get("PORT", {}).values():
+                if "description" in port:
+                    port_mtu[(sw.name, port["description"])] = int(port["mtu"])
+        for (switch, peer), mtu in sorted(port_mtu.items()):
+            if mtu < fabric.host_mtu:
+                yield Finding(Severity.ERROR, "mtu", f"switch {switch} port to {peer}", f"switch MTU {mtu} is below "
+                              f"the host MTU {fabric.host_mtu}", "", fabric.position)
+
+
+def check_artifacts(topology: Topology, artifacts: tuple[Artifact, ...]) -> tuple[Finding, ...]:
+    """Every lossless-chain and MTU mismatch in the rendered artifacts."""
+    by_path = {a.path: a.content for a in artifacts}
+    roce = {ft.fabric.name: ft.fabric for ft in topology.fabrics if ft.fabric.qos is not None}
+    switch_fabric = {sw.name: roce[ft.fabric.name] for ft in topology.fabrics if ft.fabric.name in roce
+                     for sw in ft.switches}
+    compute = next((ft.fabric for ft in topology.fabrics if ft.fabric.role.value == "compute"), None)
+    findings: list[Finding] = []
+    for path, content in sorted(by_path.items()):
+        name = path.rsplit("/", 1)[-1]
+        reader = READERS.get(name)
+        if reader is None:
+            continue
+        if name == "nccl.env":
+            fabric = compute if compute is not None and compute.qos is not None else None
+        else:
+            fabric = switch_fabric.get(path.split("/")[1]) if path.startswith("switches/") else None
+        if fabric is not None and fabric.qos is not None:
+            findings.extend(reader(path, content, fabric, fabric.qos))
+    findings.extend(_mtu(topology, by_path))
+    return tuple(findings)

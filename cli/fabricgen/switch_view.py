@@ -1,0 +1,96 @@
+"""What one Ethernet switch needs to be configured, gathered once for every NOS renderer (SONiC, NVUE, EOS):
+its identity and ASN, its ports with their peers, speeds, cable lengths and addresses, its BGP neighbours and,
+on a leaf, the host VLAN with its gateway. Renderers only lay this out in their dialect.
+
+Host ports of a leaf form one access VLAN (the leaf's host subnet, gateway = the leaf's first address);
+switch-to-switch ports are routed /31s with an eBGP session each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabricgen.addressing import FabricAddresses
+from fabricgen.model import Fabric, RoceQos, SwitchModel, Tier
+from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
+
+HOST_VLAN = 100  # one access VLAN per leaf: its host subnet
+
+
+@dataclass(frozen=True, slots=True)
+class PortView:
+    number: int          # logical port number on the switch (1-based, as the topology numbers it)
+    name: str            # physical port name: "<cage>/<lane>" or "<cage>"
+    speed: str           # "400G"
+    gbps: float
+    peer: str            # device at the far end
+    peer_port: str       # its port name (NIC port label for a node)
+    kind: str            # "host" (to a node), "uplink" (to a higher tier), "downlink" (to a lower-tier switch)
+    cable_m: float       # orderable length of the cable on this port (the headroom input)
+    address: str = ""    # "10.21.0.0/31" on routed ports; empty on host (VLAN) ports
+    peer_address: str = ""
+    peer_asn: int = 0
+
+
+@dataclass(frozen=True)
+class SwitchView:
+    name: str
+    fabric: Fabric
+    tier: Tier
+    model: SwitchModel
+    nos: str
+    site: str
+    asn: int
+    loopback: str
+    management: str
+    mtu: int
+    qos: RoceQos | None
+    ports: tuple[PortView, ...]
+    host_subnet: str = ""   # leaf only: "10.20.0.0/25"
+    gateway: str = ""       # leaf only: "10.20.0.1"
+
+    @property
+    def routed_ports(self) -> tuple[PortView, ...]:
+        return tuple(p for p in self.ports if p.kind != "host")
+
+    @property
+    def host_ports(self) -> tuple[PortView, ...]:
+        return tuple(p for p in self.ports if p.kind == "host")
+
+
+def switch_views(topology: Topology, ft: FabricTopology) -> list[SwitchView]:
+    """Every switch of an Ethernet fabric with an address plan, in compile order."""
+    plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
+    if plan is None:
+        return []
+    fabric = ft.fabric
+    lengths = {}
+    for cable in topology.cables:
+        if cable.fabric == fabric.name:
+            lengths[(cable.a.device, cable.a.port_number)] = cable.length_m
+            lengths[(cable.z.device, cable.z.port_number)] = cable.length_m
+    ports: dict[str, list[PortView]] = {sw.name: [] for sw in ft.switches}
+    for link in ft.links:
+        if link.tier == NODE_LEAF:
+            ports[link.z.device].append(PortView(link.z.number, link.z.name, link.speed, fabric.speed.gbps,
+                                                 link.a.device, link.a.name, "host",
+                                                 lengths[(link.z.device, link.z.number)]))
+    for p2p, link in zip(plan.p2p, (lk for lk in ft.links if lk.tier != NODE_LEAF), strict=True):
+        cable_m = lengths[(link.z.device, link.z.number)]
+        gbps = fabric.uplink_speed.gbps
+        ports[p2p.lower].append(PortView(p2p.lower_port, link.a.name, link.speed, gbps, p2p.upper, link.z.name,
+                                         "uplink", cable_m, p2p.lower_ip, p2p.upper_ip.split("/")[0],
+                                         plan.asn[p2p.upper]))
+        ports[p2p.upper].append(PortView(p2p.upper_port, link.z.name, link.speed, gbps, p2p.lower, link.a.name,
+                                         "downlink", cable_m, p2p.upper_ip, p2p.lower_ip.split("/")[0],
+                                         plan.asn[p2p.lower]))
+    subnets = {s.leaf: s for s in plan.hosts}
+    views = []
+    for sw in ft.switches:
+        subnet = subnets.get(sw.name)
+        views.append(SwitchView(sw.name, fabric, sw.tier, sw.model, fabric.nos.get(sw.tier, "sonic"),
+                                topology.cluster.metadata.site, plan.asn[sw.name], plan.loopbacks[sw.name],
+                                plan.management.get(sw.name, ""), fabric.mtu, fabric.qos,
+                                tuple(sorted(ports[sw.name], key=lambda p: p.number)),
+                                subnet.network if subnet else "", subnet.gateway if subnet else ""))
+    return views
