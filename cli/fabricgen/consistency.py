@@ -15,6 +15,7 @@ Each mismatch names both sides and the value each holds. Runs after render on ev
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -78,6 +79,41 @@ def _sonic(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[
                                    f"{scheduler.get('type', 'by default')}, not strict priority", fabric)
 
 
+_CONFIGURE = re.compile(r"^configure '([^']+)' '(\d+)' '(\d+)' '([01,]+)' '(\d+)' '(\d+)' '(\d+)'$")
+_PORT_FABRIC = re.compile(r"^#   (\S+) .*, fabric (.+)$")
+
+
+def host_port_settings(content: bytes) -> Iterator[tuple[str, str, dict[str, int | str]]]:
+    """(netdev, fabric, settings) for every port roce-qos.sh configures, read from its configure lines."""
+    text = content.decode()
+    fabrics = {m.group(1): m.group(2) for m in map(_PORT_FABRIC.match, text.splitlines()) if m}
+    for m in filter(None, map(_CONFIGURE.match, text.splitlines())):
+        netdev, dscp, prio, pfc, cnp_dscp, cnp_prio, mtu = m.groups()
+        yield netdev, fabrics.get(netdev, ""), {"dscp": int(dscp), "priority": int(prio), "pfc": pfc,
+                                                 "cnp_dscp": int(cnp_dscp), "cnp_priority": int(cnp_prio),
+                                                 "mtu": int(mtu)}
+
+
+def _host(path: str, content: bytes, fabrics: Mapping[str, Fabric]) -> Iterator[Finding]:
+    for netdev, name, got in host_port_settings(content):
+        fabric = fabrics.get(name)
+        if fabric is None or fabric.qos is None:
+            continue
+        q, where = fabric.qos, f"{path} {netdev}"
+        expected_pfc = ",".join("1" if p == q.lossless.priority else "0" for p in range(8))
+        pairs = (("DSCP", got["dscp"], q.lossless.dscp, "the switches' lossless DSCP"),
+                 ("priority", got["priority"], q.lossless.priority, "the switches' PFC priority"),
+                 ("PFC bitmap", got["pfc"], expected_pfc, "PFC on the lossless priority only"),
+                 ("CNP DSCP", got["cnp_dscp"], q.cnp.dscp, "the switches' strict CNP class"),
+                 ("CNP priority", got["cnp_priority"], q.cnp.priority, "the switches' CNP priority"),
+                 ("MTU", got["mtu"], fabric.host_mtu, "the fabric's host MTU"))
+        for what, host_value, fabric_value, side in pairs:
+            if host_value != fabric_value:
+                yield _mismatch(where, f"host {what} is {host_value}, {side} is {fabric_value}", fabric)
+        if int(got["mtu"]) > fabric.mtu:
+            yield _mismatch(where, f"host MTU {got['mtu']} exceeds the switch port MTU {fabric.mtu}", fabric)
+
+
 READERS: Mapping[str, Reader] = {
     "nccl.env": _nccl,
     "config_db.json": _sonic,
@@ -123,5 +159,8 @@ def check_artifacts(topology: Topology, artifacts: tuple[Artifact, ...]) -> tupl
             fabric = switch_fabric.get(path.split("/")[1]) if path.startswith("switches/") else None
         if fabric is not None and fabric.qos is not None:
             findings.extend(reader(path, content, fabric, fabric.qos))
+    for path, content in sorted(by_path.items()):
+        if path.endswith("/roce-qos.sh"):
+            findings.extend(_host(path, content, roce))
     findings.extend(_mtu(topology, by_path))
     return tuple(findings)

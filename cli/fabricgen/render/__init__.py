@@ -17,7 +17,16 @@ from typing import Protocol
 
 from fabricgen.artifacts import Artifact
 from fabricgen.gcpause import without_gc
-from fabricgen.render import cable_sheets, cable_workbook, diagram, infiniband, nccl, topology_dump
+from fabricgen.render import (
+    cable_sheets,
+    cable_workbook,
+    diagram,
+    eos,
+    host_roce,
+    infiniband,
+    nccl,
+    topology_dump,
+)
 from fabricgen.topology import Topology
 
 
@@ -35,6 +44,8 @@ RENDERERS: dict[str, Renderer] = {
     "diagram": diagram.render,
     "infiniband": infiniband.render,
     "nccl": nccl.render,
+    "host-roce": host_roce.render,
+    "eos": eos.render,
 }
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 

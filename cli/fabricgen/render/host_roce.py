@@ -1,0 +1,239 @@
+"""Target ``host-roce``: the host side of every RoCE fabric with a lossless class (``qos``).
+
+- ``hosts/<profile>/roce-qos.sh`` (0755): per node profile, sets the NIC end of the lossless chain on each RoCE
+  port: trust DSCP, PFC on the lossless priority only, DSCP -> priority for the lossless and CNP DSCPs, ECN
+  (DCQCN) on the lossless priority, the CNP DSCP and priority, ARP settings for several ports on one host, and
+  the host MTU. Idempotent, ``--dry-run``, ``SYSFS_ROOT``/``PROCFS_ROOT`` and ``MLNX_QOS``/``IP`` overrides.
+- ``hosts/<node>/netplan-roce.yaml``: per node of a fabric with ``addressing``: each RoCE port's address from the
+  plan, the host MTU, a route to the fabric's host pool via the port's leaf (no default route) and a per-port
+  routing table chosen by source address, so traffic from a port's address leaves through that port.
+- ``hosts/<profile>/roce-firewall.nft``: an nftables table accepting RoCE v2 (UDP 4791) on the RoCE ports.
+
+A profile attached to several RoCE fabrics gets one script covering all its RoCE ports; a port that would get
+two different settings is an error. Ports without a ``netdev`` in the profile cannot be configured: the
+artifacts list them in a comment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
+
+from netaddr import IPAddress, IPNetwork
+
+from fabricgen.artifacts import Artifact
+from fabricgen.model import Fabric, Node, NodeProfile
+from fabricgen.naming import DEVICE_NAME
+from fabricgen.render.templating import render_template
+from fabricgen.topology import FabricTopology, Topology
+
+ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port
+TABLE_BASE = 100  # per-port routing tables (and main-table route metrics) are TABLE_BASE + 1, + 2, ... per node
+
+# Names reach file paths, shell words and configs only after these (as strict as the spec schema's patterns).
+NETDEV = re.compile(r"^[a-z][a-z0-9]{0,14}$")  # Linux IFNAMSIZ: at most 15 characters
+IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")  # profile and fabric names
+LABEL = re.compile(r"^[A-Za-z0-9/_.-]{1,32}$")  # RDMA device and rear-panel port, shown in comments only
+
+
+@dataclass(frozen=True)
+class RocePort:
+    """One RoCE port of a profile and the lossless class it must carry."""
+
+    netdev: str
+    dev: str
+    port: str
+    fabrics: tuple[str, ...]
+    dscp: int
+    priority: int
+    cnp_dscp: int
+    cnp_priority: int
+    mtu: int
+    switch_mtu: int
+
+    @property
+    def pfc(self) -> str:
+        """mlnx_qos --pfc bitmap: PFC on the lossless priority only."""
+        return ",".join("1" if p == self.priority else "0" for p in range(8))
+
+    @property
+    def settings(self) -> tuple[int, ...]:
+        return self.dscp, self.priority, self.cnp_dscp, self.cnp_priority, self.mtu
+
+
+@dataclass(frozen=True)
+class FabricClass:
+    """A fabric's lossless class, for the script header."""
+
+    name: str
+    dscp: int
+    priority: int
+    pfc: str
+    tc: int
+    cnp_dscp: int
+    cnp_priority: int
+    mtu: int
+    switch_mtu: int
+
+
+@dataclass(frozen=True)
+class Route:
+    to: str
+    via: str = ""
+    metric: int = 0
+    table: int = 0
+    scope: str = ""
+
+
+@dataclass(frozen=True)
+class NetplanPort:
+    netdev: str
+    comment: str
+    mtu: int
+    address: str
+    source: str
+    table: int
+    routes: tuple[Route, ...]
+
+
+def _check(pattern: re.Pattern[str], value: str, what: str) -> str:
+    if not pattern.match(value):
+        raise ValueError(f"{what} {value!r} does not match {pattern.pattern}")
+    return value
+
+
+def _qos_fabrics(topology: Topology) -> Iterator[FabricTopology]:
+    """RoCE fabrics with a lossless class, in spec order."""
+    return (ft for ft in topology.fabrics if ft.fabric.type == "roce" and ft.fabric.qos is not None)
+
+
+def _fabric_class(fabric: Fabric) -> FabricClass:
+    q = fabric.qos
+    assert q is not None
+    for what, value, top in (("lossless DSCP", q.lossless.dscp, 63), ("CNP DSCP", q.cnp.dscp, 63),
+                             ("lossless priority", q.lossless.priority, 7), ("CNP priority", q.cnp.priority, 7)):
+        if not 0 <= value <= top:
+            raise ValueError(f"fabric {fabric.name}: {what} {value} is outside 0..{top}")
+    if not 68 <= fabric.host_mtu <= 65535:
+        raise ValueError(f"fabric {fabric.name}: host MTU {fabric.host_mtu} is outside 68..65535")
+    pfc = ",".join("1" if p == q.lossless.priority else "0" for p in range(8))
+    return FabricClass(_check(IDENTIFIER, fabric.name, "fabric name"), q.lossless.dscp, q.lossless.priority, pfc,
+                       q.nccl_tc, q.cnp.dscp, q.cnp.priority, fabric.host_mtu, fabric.mtu)
+
+
+def _attached(topology: Topology, fabric: Fabric) -> list[Node]:
+    groups = set(fabric.node_groups)
+    return [n for n in topology.cluster.nodes if n.group in groups and n.profile.nics(fabric.role.nic_role)]
+
+
+@dataclass
+class _ProfilePorts:
+    profile: NodeProfile
+    fabrics: dict[str, FabricClass]
+    ports: dict[str, RocePort]
+    unnamed: list[str]  # rear-panel labels of RoCE ports without a netdev
+
+
+def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
+    """Per attached profile (sorted by name), its RoCE ports in fabric then NIC order."""
+    out: dict[str, _ProfilePorts] = {}
+    for ft in _qos_fabrics(topology):
+        fabric = ft.fabric
+        cls = _fabric_class(fabric)
+        profiles = {n.profile.name: n.profile for n in _attached(topology, fabric)}
+        for name, profile in sorted(profiles.items()):
+            entry = out.setdefault(name, _ProfilePorts(profile, {}, {}, []))
+            entry.fabrics[fabric.name] = cls
+            for nic in profile.nics(fabric.role.nic_role):
+                label = f"{_check(LABEL, nic.port, 'port label')} ({fabric.name})"
+                if not nic.netdev:
+                    entry.unnamed.append(label)
+                    continue
+                netdev = _check(NETDEV, nic.netdev, f"profile {name}: netdev")
+                port = RocePort(netdev, _check(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
+                                (fabric.name,), cls.dscp, cls.priority, cls.cnp_dscp, cls.cnp_priority, cls.mtu,
+                                cls.switch_mtu)
+                known = entry.ports.get(netdev)
+                if known is None:
+                    entry.ports[netdev] = port
+                elif known.settings == port.settings:
+                    entry.ports[netdev] = replace(known, fabrics=(*known.fabrics, fabric.name))
+                else:
+                    raise ValueError(f"profile {name}: {netdev} would carry two lossless classes (fabrics "
+                                     f"{', '.join(known.fabrics)} and {fabric.name} differ); give each fabric its "
+                                     "own node groups and profiles, or the same qos")
+    return {name: out[name] for name in sorted(out)}
+
+
+def _qos_script(name: str, entry: _ProfilePorts, source: str) -> bytes:
+    return render_template("hosts/roce-qos.sh.j2", profile=_check(IDENTIFIER, name, "profile name"), source=source,
+                           classes=list(entry.fabrics.values()), ports=list(entry.ports.values()),
+                           unnamed=entry.unnamed)
+
+
+def _firewall(name: str, entry: _ProfilePorts, source: str) -> bytes:
+    return render_template("hosts/roce-firewall.nft.j2", profile=_check(IDENTIFIER, name, "profile name"),
+                           source=source, port=ROCE_V2_PORT, ports=list(entry.ports.values()), unnamed=entry.unnamed)
+
+
+def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], list[str]]]:
+    """Per node with an address on a RoCE fabric with qos: its netplan ports and its ports without a netdev."""
+    per_node: dict[str, list[tuple[Fabric, int, IPNetwork, str, str, str]]] = {}
+    for ft in _qos_fabrics(topology):
+        plan = topology.addresses.get(ft.fabric.name)
+        if ft.fabric.addressing is None or plan is None:
+            continue
+        for subnet in plan.hosts:
+            network = IPNetwork(subnet.network)
+            for node, nic_port, ip in subnet.hosts:
+                per_node.setdefault(node, []).append((ft.fabric, nic_port, network, subnet.gateway, ip, subnet.leaf))
+    nodes = {n.name: n for n in topology.cluster.nodes}
+    out: dict[str, tuple[list[NetplanPort], list[str]]] = {}
+    for node_name in sorted(per_node):
+        _check(DEVICE_NAME, node_name, "node name")
+        profile = nodes[node_name].profile
+        ports: list[NetplanPort] = []
+        unnamed: list[str] = []
+        for fabric, nic_port, network, gateway, ip, leaf in per_node[node_name]:
+            nics = {nic.index + 1: nic for nic in profile.nics(fabric.role.nic_role)}
+            nic = nics[nic_port]
+            if not nic.netdev:
+                unnamed.append(f"{_check(LABEL, nic.port, 'port label')} ({fabric.name})")
+                continue
+            netdev = _check(NETDEV, nic.netdev, f"profile {profile.name}: netdev")
+            if str(IPAddress(ip)) != ip or IPAddress(ip) not in network:
+                raise ValueError(f"{node_name} {netdev}: address {ip} is not in its leaf subnet {network}")
+            assert fabric.addressing is not None
+            pool = str(IPNetwork(fabric.addressing.hosts).cidr)
+            table = TABLE_BASE + len(ports) + 1
+            cidr = str(network.cidr)
+            routes = (Route(pool, gateway, metric=table), Route(cidr, scope="link", table=table),
+                      Route(pool, gateway, table=table))
+            comment = (f"{nic.dev + ', ' if nic.dev else ''}port {_check(LABEL, nic.port, 'port label')}, fabric "
+                       f"{fabric.name}, leaf {_check(DEVICE_NAME, leaf, 'leaf name')} ({cidr}, gateway {gateway})")
+            ports.append(NetplanPort(netdev, comment, fabric.host_mtu, f"{ip}/{network.prefixlen}", ip, table,
+                                     routes))
+        if len({p.netdev for p in ports}) != len(ports):
+            raise ValueError(f"{node_name}: a RoCE port has two addresses")
+        out[node_name] = (ports, unnamed)
+    return out
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """The host artifacts of every RoCE fabric with qos: see the module docstring."""
+    source = PurePosixPath(topology.cluster.source).name
+    out = []
+    for name, entry in _profile_ports(topology).items():
+        if not entry.ports:
+            continue  # no RoCE port of this profile has a netdev: nothing a script could configure
+        out.append(Artifact(f"hosts/{name}/roce-qos.sh", _qos_script(name, entry, source), 0o755))
+        out.append(Artifact(f"hosts/{name}/roce-firewall.nft", _firewall(name, entry, source)))
+    for node, (ports, unnamed) in _netplan_ports(topology).items():
+        if not ports:
+            continue
+        out.append(Artifact(f"hosts/{node}/netplan-roce.yaml", render_template(
+            "hosts/netplan-roce.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
+            table_base=TABLE_BASE)))
+    return out
