@@ -79,6 +79,28 @@ def _sonic(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[
                                    f"{scheduler.get('type', 'by default')}, not strict priority", fabric)
 
 
+def _eos(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
+    """EOS CLI: the DSCP maps, a no-drop PFC priority on every PFC port, ECN and strict CNP in the qos profile."""
+    text = content.decode()
+    host = "switch " + path.split("/")[1]
+    maps = {int(d): int(tc) for ds, tc in re.findall(r"^qos map dscp ([\d ]+) to traffic-class (\d+)$", text, re.M)
+            for d in ds.split()}
+    lossless, cnp = qos.lossless, qos.cnp
+    if maps.get(lossless.dscp) != lossless.priority:
+        yield _mismatch(host, f"DSCP {lossless.dscp} maps to traffic class {maps.get(lossless.dscp)} on the switch, "
+                              f"but hosts send it on priority {lossless.priority}", fabric)
+    no_drop = set(re.findall(r"^   priority-flow-control priority (\d) no-drop$", text, re.M))
+    if no_drop != {str(lossless.priority)}:
+        yield _mismatch(host, f"no-drop PFC priorities are {sorted(no_drop) or 'none'}, hosts pause priority "
+                              f"{lossless.priority} only", fabric)
+    queues = dict(re.findall(r"^   uc-tx-queue (\d)\n((?:      .*\n)*)", text, re.M))
+    if "random-detect ecn" not in queues.get(str(lossless.priority), ""):
+        yield _mismatch(host, f"uc-tx-queue {lossless.priority} has no ECN random-detect: ECN never marks", fabric)
+    if "priority strict" not in queues.get(str(maps.get(cnp.dscp, -1)), ""):
+        yield _mismatch(host, f"CNP DSCP {cnp.dscp} lands in queue {maps.get(cnp.dscp)}, which is not strict "
+                              "priority", fabric)
+
+
 _CONFIGURE = re.compile(r"^configure '([^']+)' '(\d+)' '(\d+)' '([01,]+)' '(\d+)' '(\d+)' '(\d+)'$")
 _PORT_FABRIC = re.compile(r"^#   (\S+) .*, fabric (.+)$")
 
@@ -117,6 +139,7 @@ def _host(path: str, content: bytes, fabrics: Mapping[str, Fabric]) -> Iterator[
 READERS: Mapping[str, Reader] = {
     "nccl.env": _nccl,
     "config_db.json": _sonic,
+    ".cfg": _eos,
 }
 
 
@@ -150,7 +173,7 @@ def check_artifacts(topology: Topology, artifacts: tuple[Artifact, ...]) -> tupl
     findings: list[Finding] = []
     for path, content in sorted(by_path.items()):
         name = path.rsplit("/", 1)[-1]
-        reader = READERS.get(name)
+        reader = READERS.get(".cfg" if name.endswith(".cfg") else name)
         if reader is None:
             continue
         if name == "nccl.env":
