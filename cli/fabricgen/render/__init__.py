@@ -25,6 +25,7 @@ from fabricgen.render import (
     host_roce,
     infiniband,
     nccl,
+    sonic,
     topology_dump,
 )
 from fabricgen.topology import Topology
@@ -46,6 +47,7 @@ RENDERERS: dict[str, Renderer] = {
     "nccl": nccl.render,
     "host-roce": host_roce.render,
     "eos": eos.render,
+    "sonic": sonic.render,
 }
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 

@@ -1,0 +1,243 @@
+"""PFC headroom of a lossless priority group, computed exactly as SONiC computes it on NVIDIA Spectrum switches.
+
+Port of sonic-swss ``cfgmgr/buffer_headroom_mellanox.lua`` (read at commits ba1d1d30 and 18913fa3), same
+inputs, same order of floating-point operations, same rounding:
+
+1. An 8-lane port (exactly 8 SerDes lanes, e.g. 400G on 8 x 50G or 800G on 8 x 100G): pipeline latency =
+   2 x pipeline - 1 KiB, and the port MTU is added to the size (``speed_overhead``).
+2. worst_case_factor = cell / 64 when cell > 128 bytes, else 2 x cell / (1 + cell).
+3. cell_occupancy = (100 - spp + spp x worst_case_factor) / 100, spp = small-packet percentage.
+4. bytes_on_gearbox = speed_Mbps x gearbox_delay / 8192 (0 without a gearbox).
+5. peer_response_time = pause_quanta(speed) x 512 / 8 bytes; the ASIC's peer_response_time when the speed has
+   no pause-quanta entry.
+6. bytes_on_cable = 2 x L x speed_Mbps x 1e9 / 198,000,000 / 8192 (the lua's units: this is 1000/1024 of the
+   bytes really in flight, reproduced as is).
+7. propagation_delay = port_mtu + bytes_on_cable + 2 x bytes_on_gearbox + mac_phy_delay + peer_response_time.
+8. xoff = ceil((lossless_mtu + propagation_delay x cell_occupancy) / 1024) x 1024.
+9. xon = ceil(pipeline_latency / 1024) x 1024.
+10. size = xon with a shared headroom pool, else xoff + xon + speed_overhead; rounded up to 1 KiB.
+
+The ASIC constants (cell size, pipeline latency, mac/phy delay, peer response time) and the pause quanta per
+speed are data: ``data/catalog/asics.yaml``, with sources. SONiC runs the lua only in the dynamic buffer model;
+fabricgen writes the traditional model and puts these numbers into the BUFFER_PROFILE itself, so the switch
+gets the same headroom it would have computed, and an engineer can audit every input (pfc-headroom.csv).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import yaml
+
+from fabricgen.resources import data_dir
+
+SPEED_OF_LIGHT = 198_000_000  # m/s in the cable, the lua's constant
+MINIMAL_PACKET_SIZE = 64      # bytes
+
+
+@dataclass(frozen=True)
+class BufferPools:
+    """BUFFER_POOL sizes (bytes) of the traditional buffer model, and where they come from."""
+
+    ingress_lossless_pool: int
+    egress_lossless_pool: int
+    egress_lossy_pool: int
+    source: str
+    verified: bool  # False: defaults to tune, not read from an upstream SKU file
+
+
+@dataclass(frozen=True)
+class Asic:
+    """The per-ASIC constants SONiC keeps in STATE_DB ASIC_TABLE (delays in KiB, as there)."""
+
+    name: str
+    cell_size: int
+    pipeline_latency_kb: float
+    mac_phy_delay_kb: float
+    peer_response_time_kb: float
+    asic_table: str
+    buffer_pools: BufferPools | None = None
+
+
+@dataclass(frozen=True)
+class SonicSwitch:
+    """What SONiC needs to know about one switch model: platform, hwsku, ASIC and lanes per cage."""
+
+    model: str
+    asic: Asic
+    platform: str
+    hwsku: str
+    hwsku_by_speed: tuple[tuple[str, str], ...]
+    lanes_per_cage: tuple[tuple[str, int], ...]  # port group name -> SerDes lanes of one cage
+    lanes_verified: bool
+
+    def lanes(self, group: str) -> int:
+        lanes = dict(self.lanes_per_cage).get(group)
+        if lanes is None:
+            raise ValueError(f"asics.yaml gives no lanes_per_cage for port group {group!r} of {self.model}")
+        return lanes
+
+    def hwsku_for(self, speeds: set[str]) -> str:
+        """The hwsku whose port layout breaks every cage out at the one speed all ports run at, else the default."""
+        by_speed = dict(self.hwsku_by_speed)
+        return by_speed.get(next(iter(speeds)), self.hwsku) if len(speeds) == 1 else self.hwsku
+
+
+@dataclass(frozen=True)
+class Catalog:
+    asics: Mapping[str, Asic]
+    pause_quanta: Mapping[int, int]   # port speed in Mb/s -> IEEE 802.3 pause quanta
+    lossless_mtu: int
+    small_packet_percentage: int
+    switches: Mapping[str, SonicSwitch]
+    not_sonic: Mapping[str, str]
+
+
+def _asic(name: str, raw: Mapping[str, Any]) -> Asic:
+    pools = raw.get("buffer_pools")
+    return Asic(name, int(raw["cell_size"]), float(raw["pipeline_latency_kb"]), float(raw["mac_phy_delay_kb"]),
+                float(raw["peer_response_time_kb"]), str(raw["asic_table"]),
+                BufferPools(int(pools["ingress_lossless_pool"]), int(pools["egress_lossless_pool"]),
+                            int(pools["egress_lossy_pool"]), " ".join(str(pools["source"]).split()),
+                            bool(pools["verified"]))
+                if pools else None)
+
+
+@cache
+def catalog() -> Catalog:
+    """The shipped ASIC catalog (data/catalog/asics.yaml)."""
+    path = data_dir() / "catalog" / "asics.yaml"
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        asics = {name: _asic(name, entry) for name, entry in raw["asics"].items()}
+        switches = {
+            model: SonicSwitch(model, asics[entry["asic"]], str(entry["platform"]), str(entry["hwsku"]),
+                               tuple(sorted((str(k), str(v)) for k, v in entry.get("hwsku_by_speed", {}).items())),
+                               tuple((str(k), int(v)) for k, v in entry["lanes_per_cage"].items()),
+                               bool(entry.get("lanes_verified", False)))
+            for model, entry in raw["sonic_switches"].items()
+        }
+        pattern = raw["lossless_traffic_pattern"]
+        return Catalog(asics, {int(k): int(v) for k, v in raw["pause_quanta"].items()}, int(pattern["mtu"]),
+                       int(pattern["small_packet_percentage"]), switches,
+                       {str(k): " ".join(str(v).split()) for k, v in raw.get("not_sonic", {}).items()})
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: malformed ASIC catalog ({exc!r})") from exc
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """Every input, intermediate value and result of one headroom computation (bytes unless named otherwise)."""
+
+    # inputs
+    speed_mbps: int
+    lanes: int
+    cable_m: float
+    port_mtu: int
+    lossless_mtu: int
+    small_packet_percentage: float
+    cell_size: int
+    pipeline_latency_kb: float
+    mac_phy_delay_kb: float
+    peer_response_time_kb: float
+    gearbox_delay: float
+    shared_headroom_pool: bool
+    # intermediates
+    eight_lane: bool
+    pipeline_latency: float
+    speed_overhead: int
+    worst_case_factor: float
+    cell_occupancy: float
+    pause_quanta: int | None
+    peer_response_time: float
+    mac_phy_delay: float
+    bytes_on_cable: float
+    bytes_on_gearbox: float
+    propagation_delay: float
+    # results
+    xoff: int
+    xon: int
+    size: int
+
+
+def _round_up_kib(value: float) -> int:
+    return math.ceil(value / 1024) * 1024
+
+
+def headroom(
+    *,
+    speed_gbps: float,
+    lanes: int,
+    cable_m: float,
+    port_mtu: int,
+    cell_size: int,
+    pipeline_latency_kb: float,
+    mac_phy_delay_kb: float,
+    peer_response_time_kb: float,
+    pause_quanta: Mapping[int, int],
+    lossless_mtu: int = 1024,
+    small_packet_percentage: float = 50,
+    gearbox_delay: float = 0,
+    shared_headroom_pool: bool = False,
+) -> Headroom:
+    """xoff, xon and size of a lossless PG as buffer_headroom_mellanox.lua computes them (see the module doc).
+
+    ``cable_m`` is what the lua reads from CABLE_LENGTH ("5m" -> 5): pass the number written there.
+    """
+    if speed_gbps <= 0 or lanes < 1 or cable_m < 0 or port_mtu <= 0 or lossless_mtu <= 0:
+        raise ValueError(f"headroom inputs out of range: speed {speed_gbps} Gb/s, {lanes} lanes, cable {cable_m} m, "
+                         f"port MTU {port_mtu}, lossless MTU {lossless_mtu}")
+    if not 0 <= small_packet_percentage <= 100:
+        raise ValueError(f"small-packet percentage {small_packet_percentage} is not within 0..100")
+    speed = round(speed_gbps * 1000)  # the lua's port_speed: PORT.speed in Mb/s
+    pipeline_latency = pipeline_latency_kb * 1024
+    mac_phy_delay = mac_phy_delay_kb * 1024
+    eight_lane = lanes == 8
+    if eight_lane:
+        pipeline_latency = pipeline_latency * 2 - 1024
+        speed_overhead = port_mtu
+    else:
+        speed_overhead = 0
+    if cell_size > 2 * MINIMAL_PACKET_SIZE:
+        worst_case_factor = cell_size / MINIMAL_PACKET_SIZE
+    else:
+        worst_case_factor = (2 * cell_size) / (1 + cell_size)
+    cell_occupancy = (100 - small_packet_percentage + small_packet_percentage * worst_case_factor) / 100
+    bytes_on_gearbox = 0.0 if gearbox_delay == 0 else speed * gearbox_delay / (8 * 1024)
+    quanta = pause_quanta.get(speed)
+    peer_response_time = quanta * 512 / 8 if quanta is not None else peer_response_time_kb * 1024
+    bytes_on_cable = 2.0 * cable_m * speed * 1_000_000_000.0 / SPEED_OF_LIGHT / (8 * 1024)
+    propagation_delay = port_mtu + bytes_on_cable + 2 * bytes_on_gearbox + mac_phy_delay + peer_response_time
+    xoff = _round_up_kib(lossless_mtu + propagation_delay * cell_occupancy)
+    xon = _round_up_kib(pipeline_latency)
+    size = _round_up_kib(xon if shared_headroom_pool else xoff + xon + speed_overhead)
+    return Headroom(speed, lanes, cable_m, port_mtu, lossless_mtu, small_packet_percentage, cell_size,
+                    pipeline_latency_kb, mac_phy_delay_kb, peer_response_time_kb, gearbox_delay,
+                    shared_headroom_pool, eight_lane, pipeline_latency, speed_overhead, worst_case_factor,
+                    cell_occupancy, quanta, peer_response_time, mac_phy_delay, bytes_on_cable, bytes_on_gearbox,
+                    propagation_delay, xoff, xon, size)
+
+
+def asic_headroom(
+    asic: Asic | str,
+    *,
+    speed_gbps: float,
+    lanes: int,
+    cable_m: float,
+    port_mtu: int,
+    small_packet_percentage: float | None = None,
+    lossless_mtu: int | None = None,
+) -> Headroom:
+    """:func:`headroom` with the ASIC constants, pause quanta and SONiC's lossless-traffic defaults from the catalog."""
+    cat = catalog()
+    a = cat.asics[asic] if isinstance(asic, str) else asic
+    return headroom(speed_gbps=speed_gbps, lanes=lanes, cable_m=cable_m, port_mtu=port_mtu, cell_size=a.cell_size,
+                    pipeline_latency_kb=a.pipeline_latency_kb, mac_phy_delay_kb=a.mac_phy_delay_kb,
+                    peer_response_time_kb=a.peer_response_time_kb, pause_quanta=cat.pause_quanta,
+                    lossless_mtu=cat.lossless_mtu if lossless_mtu is None else lossless_mtu,
+                    small_packet_percentage=(cat.small_packet_percentage if small_packet_percentage is None
+                                             else small_packet_percentage))

@@ -1,0 +1,328 @@
+"""Target ``sonic``: a SONiC config_db.json per switch whose NOS is SONiC, plus the PFC headroom worksheet.
+
+For every switch of an Ethernet/RoCE fabric with an address plan and ``nos: sonic``:
+
+- ``switches/<switch>/config_db.json``: DEVICE_METADATA, PORT, INTERFACE, LOOPBACK_INTERFACE, the leaf's host
+  VLAN (VLAN, VLAN_MEMBER, VLAN_INTERFACE), BGP_NEIGHBOR and, on a RoCE fabric with a lossless class, the QoS
+  and buffer tables (DSCP_TO_TC_MAP ... PFC_WD). All values are strings, keys sorted: the same spec gives the
+  same bytes.
+- ``switches/<switch>/pfc-headroom.csv`` (lossless class only): one row per port with every input, intermediate
+  and result of the headroom computation (fabricgen.headroom), so an engineer can audit it.
+
+Decisions, each one a failure seen in the field or a SONiC rule:
+
+- Port names follow SONiC's NVIDIA Spectrum convention: SerDes lanes are numbered from 0 across the cages in
+  front-panel order (``lanes_per_cage`` per model in data/catalog/asics.yaml); a port is ``Ethernet<N>`` with N
+  its FIRST lane, aliased ``etp<cage>`` (``etp<cage>a``/``b``/... when the cage is broken out), index = cage.
+  SN5600 at 2 x 400G: cage 1 -> Ethernet0 (lanes 0-3, etp1a) and Ethernet4 (lanes 4-7, etp1b), cage 2 ->
+  Ethernet8, as in the upstream Mellanox-SN5600-O128 port_config.ini. ``lanes`` is written out ("0,1,2,3"):
+  SONiC does not expand ranges and the YANG does not check the string.
+- SONiC's default QoS template makes DSCP 3 and 4 lossless and sends DSCP 26 to a lossy TC, so the map is
+  fabricgen's own (``ROCE``): every one of the 64 DSCPs listed, the lossless DSCP -> TC = lossless priority,
+  the CNP DSCP -> TC = CNP priority, all others -> TC 0; TC p -> PG p for the lossless priority, PG 0 for the
+  rest; TC -> queue and PFC priority -> queue are identities. pfc_enable holds the lossless priority only.
+- Buffer model ``traditional``: buffermgrd takes the pfc_enable priorities as lossless PG numbers and, on a
+  speed or cable-length event, looks for a profile named ``pg_lossless_<speed>_<cable>_profile``; it reuses
+  the one in CONFIG_DB if it exists and only otherwise builds one from the SKU's pg_profile_lookup.ini. The
+  lossless profiles therefore carry exactly that name, one per distinct (speed, cable length), with the
+  headroom SONiC's own lua would compute for that port (shared headroom pool off: ingress pool xoff 0), so
+  buffermgrd keeps them. Pool sizes come from the ASIC's catalog entry (its ``source`` says where from).
+- CABLE_LENGTH per port is the cabling plan's orderable length rounded up to whole metres (the table holds
+  integers, "7m"), and the headroom uses that same number, as the lua would.
+- ``docker_routing_config_mode`` is ``separated``: bgpcfgd renders FRR's bgpd.conf from CONFIG_DB
+  (BGP_NEIGHBOR in the template form keyed by peer IP, the ASN from DEVICE_METADATA.bgp_asn, router-id and
+  advertised /32 from Loopback0, the leaf's host VLAN subnet advertised). ``split`` would make FRR ignore
+  CONFIG_DB and the BGP_NEIGHBOR table with it.
+- FEC ``rs`` at 25G and above (RS-FEC is mandatory on PAM4 lanes), ``none`` below.
+- MGMT_INTERFACE needs a default gateway (the YANG's must condition requires ``gwaddr``); the address plan has
+  none, so it is written only when :func:`config_db` is given one (``management_gateway``).
+- ``default_pfcwd_status`` is left unset (disable): ``pfcwd start_default`` would otherwise rewrite PFC_WD with
+  its own defaults; the per-port PFC_WD entries here carry the spec's times.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from fabricgen.artifacts import Artifact
+from fabricgen.headroom import Headroom, SonicSwitch, asic_headroom, catalog
+from fabricgen.model import RoceQos, SwitchModel, Tier
+from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
+from fabricgen.topology import Topology
+
+NOS = "sonic"
+QOS_MAP = "ROCE"                    # name of every QoS map fabricgen writes
+WRED_PROFILE = "ROCE_ECN"
+SCHEDULER_LOSSLESS = "scheduler.lossless"
+SCHEDULER_LOSSY = "scheduler.lossy"
+SCHEDULER_STRICT = "scheduler.strict"
+ROUTING_CONFIG_MODE = "separated"   # FRR config generated from CONFIG_DB by bgpcfgd (see module doc)
+DEVICE_TYPE = {Tier.LEAF: "LeafRouter", Tier.SPINE: "SpineRouter", Tier.CORE: "UpperSpineRouter"}
+RS_FEC_MIN_GBPS = 25
+PFCWD_POLL_INTERVAL_MS = 100        # YANG range 100..1000; the spec's detection time is at least 100
+BGP_KEEPALIVE, BGP_HOLDTIME = 60, 180  # SONiC's minigraph defaults
+PORT_MTU_RANGE = (68, 9216)         # sonic-port.yang
+QUEUES = range(8)
+CSV_FIELDS = (
+    "port", "alias", "peer", "speed_mbps", "lanes", "plan_cable_m", "cable_length", "port_mtu", "lossless_mtu",
+    "small_packet_percentage", "asic", "cell_size", "pipeline_latency_kb", "mac_phy_delay_kb",
+    "peer_response_time_kb", "gearbox_delay", "shared_headroom_pool", "eight_lane", "pipeline_latency",
+    "speed_overhead", "worst_case_factor", "cell_occupancy", "pause_quanta", "peer_response_time", "mac_phy_delay",
+    "bytes_on_cable", "bytes_on_gearbox", "propagation_delay", "xoff", "xon", "size", "profile",
+)
+
+
+@dataclass(frozen=True)
+class SonicPort:
+    """One used front-panel port in SONiC's terms."""
+
+    view: PortView
+    name: str                 # "Ethernet4"
+    alias: str                # "etp1b"
+    index: int                # cage number
+    lanes: tuple[int, ...]
+    speed_mbps: int
+    cable_length_m: int       # CABLE_LENGTH: the plan's length rounded up to whole metres
+
+    @property
+    def profile(self) -> str:
+        """The lossless PG profile, named as buffermgrd names it (so it reuses this one)."""
+        return f"pg_lossless_{self.speed_mbps}_{self.cable_length_m}m_profile"
+
+
+def sonic_switch(model: SwitchModel) -> SonicSwitch:
+    """The SONiC data of a switch model; a clear error for models fabricgen cannot render SONiC for."""
+    cat = catalog()
+    if model.name in cat.switches:
+        return cat.switches[model.name]
+    why = cat.not_sonic.get(model.name, "it has no entry under sonic_switches in data/catalog/asics.yaml")
+    raise ValueError(f"switch model {model.name} is not a SONiC target: {why}")
+
+
+def _cages(model: SwitchModel, sw: SonicSwitch) -> dict[int, tuple[str, int, int]]:
+    """cage number (1-based, across port groups) -> (port group, first lane, lanes of the cage)."""
+    cages, cage, lane = {}, 0, 0
+    for group in model.port_groups:
+        lanes = sw.lanes(group.name)
+        for _ in range(group.cages):
+            cage += 1
+            cages[cage] = (group.name, lane, lanes)
+            lane += lanes
+    return cages
+
+
+def sonic_ports(view: SwitchView, sw: SonicSwitch) -> list[SonicPort]:
+    """Every used port of the switch with its SONiC name, alias, lanes and cable length (see module doc)."""
+    groups = {g.name: g for g in view.model.port_groups}
+    cages = _cages(view.model, sw)
+    out = []
+    for port in view.ports:
+        cage_text, _, sub_text = port.name.partition("/")
+        cage, sub = int(cage_text), int(sub_text or 1)
+        group, base, cage_lanes = cages[cage]
+        per_cage = groups[group].per_cage(port.speed)
+        if per_cage == 0 or cage_lanes % per_cage or not 1 <= sub <= per_cage:
+            raise ValueError(f"{view.name} port {port.name}: cage {cage} ({cage_lanes} lanes) cannot run "
+                             f"{per_cage or 'no'} x {port.speed} with this port at position {sub}")
+        width = cage_lanes // per_cage
+        first = base + (sub - 1) * width
+        alias = f"etp{cage}" + (chr(ord("a") + sub - 1) if per_cage > 1 else "")
+        out.append(SonicPort(port, f"Ethernet{first}", alias, cage, tuple(range(first, first + width)),
+                             round(port.gbps * 1000), max(1, math.ceil(port.cable_m))))
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{view.name}: two ports map to the same SONiC name")
+    return out
+
+
+def port_headroom(view: SwitchView, sw: SonicSwitch, port: SonicPort) -> Headroom:
+    """The lossless PG headroom of one port, for the cable length written in CABLE_LENGTH."""
+    return asic_headroom(sw.asic, speed_gbps=port.view.gbps, lanes=len(port.lanes), cable_m=port.cable_length_m,
+                         port_mtu=view.mtu)
+
+
+def _prefixlen(network: str) -> str:
+    return network.rsplit("/", 1)[1]
+
+
+def _ranges(values: list[int]) -> Iterator[str]:
+    """Contiguous runs of sorted integers as SONiC index ranges: [0, 1, 2, 4, 5] -> "0-2", "4-5"."""
+    start = prev = values[0]
+    for value in [*values[1:], None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        yield str(start) if start == prev else f"{start}-{prev}"
+        if value is not None:
+            start = prev = value
+
+
+def _check_qos(view: SwitchView, qos: RoceQos) -> None:
+    lossless, cnp = qos.lossless, qos.cnp
+    if lossless.priority == 0:
+        raise ValueError(f"{view.name}: lossless priority 0 would share priority group 0 with all lossy traffic")
+    if lossless.priority == cnp.priority or lossless.dscp == cnp.dscp:
+        raise ValueError(f"{view.name}: the lossless class (DSCP {lossless.dscp}, priority {lossless.priority}) and "
+                         f"CNP (DSCP {cnp.dscp}, priority {cnp.priority}) must differ")
+
+
+def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: RoceQos) -> dict[str, Any]:
+    _check_qos(view, qos)
+    pools = sw.asic.buffer_pools
+    if pools is None:
+        raise ValueError(f"{view.name}: no buffer pool sizes for {sw.asic.name} ({sw.model}) in "
+                         "data/catalog/asics.yaml, so no lossless class can be configured on it")
+    p, c = qos.lossless.priority, qos.cnp.priority
+    dscp_to_tc = {str(d): "0" for d in range(64)}
+    dscp_to_tc[str(qos.lossless.dscp)] = str(p)
+    dscp_to_tc[str(qos.cnp.dscp)] = str(c)
+    lossy_queues = [q for q in QUEUES if q != p]
+    tables: dict[str, Any] = {
+        "DSCP_TO_TC_MAP": {QOS_MAP: dscp_to_tc},
+        "TC_TO_PRIORITY_GROUP_MAP": {QOS_MAP: {str(tc): str(tc if tc == p else 0) for tc in QUEUES}},
+        "TC_TO_QUEUE_MAP": {QOS_MAP: {str(tc): str(tc) for tc in QUEUES}},
+        "MAP_PFC_PRIORITY_TO_QUEUE": {QOS_MAP: {str(pr): str(pr) for pr in QUEUES}},
+        "SCHEDULER": {
+            SCHEDULER_LOSSLESS: {"type": "DWRR", "weight": str(qos.lossless_weight)},
+            SCHEDULER_LOSSY: {"type": "DWRR", "weight": str(max(1, 100 - qos.lossless_weight))},
+            SCHEDULER_STRICT: {"type": "STRICT"},
+        },
+        "WRED_PROFILE": {WRED_PROFILE: {
+            "ecn": "ecn_all", "wred_green_enable": "true",
+            "green_min_threshold": str(qos.ecn_min_kb * 1024), "green_max_threshold": str(qos.ecn_max_kb * 1024),
+            "green_drop_probability": str(qos.ecn_max_probability),
+        }},
+        "BUFFER_POOL": {
+            "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic", "size": str(pools.ingress_lossless_pool),
+                                      "xoff": "0"},
+            "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
+            "egress_lossy_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossy_pool)},
+        },
+        # lossy profiles as NVIDIA's SKU templates write them (buffers_defaults_objects.j2)
+        "BUFFER_PROFILE": {
+            "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "7"},
+            "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "dynamic_th": "7"},
+            "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "9216", "dynamic_th": "7"},
+            "q_lossy_profile": {"pool": "egress_lossy_pool", "size": "0", "dynamic_th": "3"},
+        },
+        "PFC_WD": {"GLOBAL": {"POLL_INTERVAL": str(PFCWD_POLL_INTERVAL_MS)}},
+        "CABLE_LENGTH": {"AZURE": {}},
+    }
+    for port in ports:
+        n = port.name
+        room = port_headroom(view, sw, port)
+        tables["BUFFER_PROFILE"][port.profile] = {"pool": "ingress_lossless_pool", "xon": str(room.xon),
+                                                  "xoff": str(room.xoff), "size": str(room.size), "dynamic_th": "0"}
+        tables.setdefault("PORT_QOS_MAP", {})[n] = {
+            "dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
+            "pfc_to_queue_map": QOS_MAP, "pfc_enable": str(p), "pfcwd_sw_enable": str(p),
+        }
+        for q in QUEUES:
+            if q == p:
+                entry = {"scheduler": SCHEDULER_LOSSLESS, "wred_profile": WRED_PROFILE}
+            else:
+                entry = {"scheduler": SCHEDULER_STRICT if q == c else SCHEDULER_LOSSY}
+            tables.setdefault("QUEUE", {})[f"{n}|{q}"] = entry
+        tables.setdefault("BUFFER_PG", {}).update({f"{n}|0": {"profile": "ingress_lossy_profile"},
+                                                   f"{n}|{p}": {"profile": port.profile}})
+        buffer_queue = tables.setdefault("BUFFER_QUEUE", {})
+        buffer_queue[f"{n}|{p}"] = {"profile": "egress_lossless_profile"}
+        buffer_queue.update({f"{n}|{r}": {"profile": "q_lossy_profile"} for r in _ranges(lossy_queues)})
+        tables.setdefault("BUFFER_PORT_INGRESS_PROFILE_LIST", {})[n] = {"profile_list": "ingress_lossy_profile"}
+        tables.setdefault("BUFFER_PORT_EGRESS_PROFILE_LIST", {})[n] = {"profile_list": "egress_lossy_profile"}
+        tables["CABLE_LENGTH"]["AZURE"][n] = f"{port.cable_length_m}m"
+        tables["PFC_WD"][n] = {"action": qos.pfcwd_action, "detection_time": str(qos.pfcwd_detect_ms),
+                               "restoration_time": str(qos.pfcwd_restore_ms)}
+    return tables
+
+
+def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, Any]:
+    """The switch's config_db.json content (module doc); MGMT_INTERFACE only with a management gateway."""
+    sw = sonic_switch(view.model)
+    low, high = PORT_MTU_RANGE
+    if not low <= view.mtu <= high:
+        raise ValueError(f"{view.name}: port MTU {view.mtu} is outside SONiC's {low}..{high}")
+    ports = sonic_ports(view, sw)
+    db: dict[str, Any] = {
+        "DEVICE_METADATA": {"localhost": {
+            "hostname": view.name, "platform": sw.platform, "hwsku": sw.hwsku_for({p.speed for p in view.ports}),
+            "type": DEVICE_TYPE[view.tier], "bgp_asn": str(view.asn), "buffer_model": "traditional",
+            "docker_routing_config_mode": ROUTING_CONFIG_MODE,
+        }},
+        "PORT": {},
+        "LOOPBACK_INTERFACE": {"Loopback0": {}, f"Loopback0|{view.loopback}/32": {}},
+    }
+    for port in ports:
+        pv = port.view
+        db["PORT"][port.name] = {
+            "admin_status": "up", "alias": port.alias, "index": str(port.index),
+            "lanes": ",".join(str(lane) for lane in port.lanes), "speed": str(port.speed_mbps), "mtu": str(view.mtu),
+            "fec": "rs" if pv.gbps >= RS_FEC_MIN_GBPS else "none", "description": f"{pv.peer}:{pv.peer_port}",
+        }
+        if pv.kind == "host":
+            continue
+        db.setdefault("INTERFACE", {}).update({port.name: {}, f"{port.name}|{pv.address}": {}})
+        db.setdefault("BGP_NEIGHBOR", {})[pv.peer_address] = {
+            "asn": str(pv.peer_asn), "name": pv.peer, "local_addr": pv.address.split("/")[0],
+            "admin_status": "up", "keepalive": str(BGP_KEEPALIVE), "holdtime": str(BGP_HOLDTIME),
+            "nhopself": "0", "rrclient": "0",
+        }
+    hosts = [p for p in ports if p.view.kind == "host"]
+    if hosts and view.gateway:
+        vlan = f"Vlan{HOST_VLAN}"
+        db["VLAN"] = {vlan: {"vlanid": str(HOST_VLAN), "mtu": str(view.mtu), "admin_status": "up"}}
+        db["VLAN_MEMBER"] = {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in hosts}
+        db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{view.gateway}/{_prefixlen(view.host_subnet)}": {}}
+    management = view.fabric.addressing.management if view.fabric.addressing else None
+    if view.management and management and management_gateway:
+        db["MGMT_PORT"] = {"eth0": {"alias": "eth0", "admin_status": "up"}}
+        db["MGMT_INTERFACE"] = {f"eth0|{view.management}/{_prefixlen(management)}": {"gwaddr": management_gateway}}
+    if view.qos is not None:
+        db.update(_qos_tables(view, sw, ports, view.qos))
+    return db
+
+
+def _number(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        text = f"{value:.4f}".rstrip("0").rstrip(".")
+        return text or "0"
+    return "" if value is None else str(value)
+
+
+def headroom_csv(view: SwitchView) -> bytes:
+    """pfc-headroom.csv: every input, intermediate and result of each port's headroom, one row per port."""
+    sw = sonic_switch(view.model)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for port in sonic_ports(view, sw):
+        room = port_headroom(view, sw, port)
+        values = {name: getattr(room, name) for name in CSV_FIELDS if hasattr(room, name)}
+        values |= {"port": port.name, "alias": port.alias, "peer": f"{port.view.peer}:{port.view.peer_port}",
+                   "plan_cable_m": port.view.cable_m, "cable_length": f"{port.cable_length_m}m", "asic": sw.asic.name,
+                   "profile": port.profile}
+        writer.writerow([_number(values[name]) for name in CSV_FIELDS])
+    return out.getvalue().encode("utf-8")
+
+
+def render(topology: Topology) -> list[Artifact]:
+    out = []
+    for ft in topology.fabrics:
+        if ft.fabric.type not in ("ethernet", "roce"):
+            continue
+        for view in switch_views(topology, ft):
+            if view.nos != NOS:
+                continue
+            content = json.dumps(config_db(view), sort_keys=True, indent=2) + "\n"
+            out.append(Artifact(f"switches/{view.name}/config_db.json", content.encode("utf-8")))
+            if view.qos is not None:
+                out.append(Artifact(f"switches/{view.name}/pfc-headroom.csv", headroom_csv(view)))
+    return out

@@ -1,0 +1,121 @@
+"""The cross-layer check catches every break in the lossless chain in the files as rendered, naming both sides."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.conftest import INVENTORIES
+
+from fabricgen.artifacts import Artifact
+from fabricgen.consistency import check_artifacts
+from fabricgen.errors import CheckError
+from fabricgen.pipeline import Compiled, compile_spec, render_spec
+from fabricgen.render import render
+
+
+@pytest.fixture(scope="module")
+def h100() -> tuple[Compiled, tuple[Artifact, ...]]:
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    return compiled, render(compiled.topology)
+
+
+def _mutate(artifacts: tuple[Artifact, ...], suffix: str, change: Callable[[bytes], bytes]) -> tuple[Artifact, ...]:
+    first = next(a.path for a in artifacts if a.path.endswith(suffix))
+    return tuple(dataclasses.replace(a, content=change(a.content)) if a.path == first else a for a in artifacts)
+
+
+def _messages(compiled: Compiled, artifacts: tuple[Artifact, ...]) -> list[str]:
+    return [str(f) for f in check_artifacts(compiled.topology, artifacts)]
+
+
+def _sonic(change: Callable[[dict[str, dict[str, dict[str, str]]]], None]) -> Callable[[bytes], bytes]:
+    def apply(content: bytes) -> bytes:
+        db = json.loads(content)
+        change(db)
+        return json.dumps(db).encode()
+    return apply
+
+
+def test_rendered_examples_are_consistent(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+    assert _messages(compiled, artifacts) == []
+    assert any(a.path.endswith("config_db.json") for a in artifacts)
+    assert any(a.path.endswith("roce-qos.sh") for a in artifacts)
+
+
+def test_switch_sends_lossless_dscp_to_a_lossy_class(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+
+    def lossy(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        for table in db["DSCP_TO_TC_MAP"].values():
+            table["26"] = "1"  # SONiC's default template's trap: DSCP 26 on a lossy TC
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(lossy)))
+    assert found and all("DSCP 26 maps to TC 1 on the switch, but hosts send it on priority 3" in m for m in found)
+
+
+def test_pfc_and_ecn_and_cnp(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        port = sorted(db["PORT_QOS_MAP"])[0]
+        db["PORT_QOS_MAP"][port]["pfc_enable"] = "3,4"
+        db["QUEUE"][f"{port}|3"].pop("wred_profile", None)
+        db["QUEUE"][f"{port}|6"]["scheduler"] = next(k for k, v in db["SCHEDULER"].items() if v["type"] == "DWRR")
+
+    found = " ".join(_messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken))))
+    assert "pfc_enable is '3,4', hosts enable PFC on priority 3 only" in found
+    assert "lossless queue 3 has no ECN-marking WRED profile" in found
+    assert "CNP DSCP 48 lands in queue 6 scheduled DWRR, not strict priority" in found
+
+
+def test_host_disagrees_with_switches(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+    found = _messages(compiled, _mutate(artifacts, "dgx-h100/roce-qos.sh",
+                                        lambda c: c.replace(b"'26' '3' '0,0,0,1,0,0,0,0'", b"'24' '3' '0,0,0,1,0,0,0,0'")))
+    assert any("host DSCP is 24, the switches' lossless DSCP is 26" in m for m in found)
+
+
+def test_switch_mtu_below_host_mtu(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+
+    def small(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        for port in db["PORT"].values():
+            port["mtu"] = "4200"
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(small)))
+    assert any("switch MTU 4200 is below the host MTU 9000" in m for m in found)
+
+
+def test_nccl_traffic_class_must_carry_the_lossless_dscp(tmp_path: Path) -> None:
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    start, end = text.index("  compute:\n"), text.index("  storage:\n")
+    roce = ("  compute:\n    type: roce\n    speed: 200G\n    switch: SN4700\n"
+            "    topology: {kind: rail-optimized, scalable_unit: 8}\n"
+            "    addressing: {hosts: 10.60.0.0/20, p2p: 10.61.0.0/22, loopbacks: 10.62.0.0/26}\n")
+    spec = tmp_path / "roce.yaml"
+    spec.write_text(text[:start] + roce + text[end:])
+    compiled = compile_spec(spec)
+    artifacts = render_spec(compiled)  # consistent as generated
+    found = _messages(compiled, _mutate(artifacts, "nccl.env", lambda c: c.replace(b"NCCL_IB_TC=106", b"NCCL_IB_TC=0")))
+    assert any("NCCL_IB_TC 0 carries DSCP 0, but the switches treat DSCP 26 as lossless" in m for m in found)
+    assert any("ECN bits 00, not ECT(0)" in m for m in found)
+
+
+def test_render_spec_refuses_an_inconsistent_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fabricgen.pipeline as pipeline
+
+    original = pipeline.render
+
+    def sabotaged(topology: object, targets: object = None) -> tuple[Artifact, ...]:
+        artifacts = original(topology, targets)  # type: ignore[arg-type]
+        return _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(b"'9000'", b"'9216'"))
+
+    monkeypatch.setattr(pipeline, "render", sabotaged)
+    with pytest.raises(CheckError) as caught:
+        render_spec(compile_spec(INVENTORIES / "h100-4su.yaml"))
+    assert "host MTU is 9216, the fabric's host MTU is 9000" in str(caught.value)

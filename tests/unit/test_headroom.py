@@ -1,0 +1,153 @@
+"""PFC headroom: fabricgen.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by step.
+
+Expected values were derived by hand from the lua (commits ba1d1d30 / 18913fa3) with the ASIC constants of
+sonic-buildimage platform/mellanox/asic_table.j2 (4a9bf641).
+
+Why REFERENCE.md's worked example (Spectrum-3, 400G 8-lane, 5 m -> xoff 90,112 / size 138,240; 100 m -> xoff
+149,504 / size 197,632, "occupancy 1.235") is NOT reproduced here: it is a summary, not the lua.
+- The cell occupancy is not a constant: it is (100 - spp + spp x worst_case_factor) / 100 with
+  worst_case_factor = cell / 64 = 2.25 on Spectrum-2/3, i.e. 1.625 at SONiC's default spp 50 and 2.25 at the
+  config-DB example's spp 100. 1.235 matches no upstream parameter set (back-solving both xoffs needs an
+  occupancy in (1.2586, 1.2672]).
+- The lua's cable term is 2 x L x speed_Mbps x 1e9 / 1.98e8 / (8 x 1024), 1000/1024 of REFERENCE's
+  2 x L x bps / 1.98e8 / 8; mac/phy is 0.8 KiB = 819.2 bytes, not 819.
+- The 8-lane xon is 2 x pipeline - 1 KiB = 37,888 (not 2 x 19 KiB = 38,912), and the port MTU is added to the
+  size of 8-lane ports only, before rounding to 1 KiB.
+Even REFERENCE's own formula taken literally gives 88,064 / 147,456 (2 KiB below its stated xoffs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pytest
+import yaml
+
+from fabricgen.headroom import Headroom, asic_headroom, catalog, headroom
+from fabricgen.resources import data_dir
+
+
+def _spc3(*, speed_gbps: float, lanes: int, cable_m: float, port_mtu: int = 9100, small_packet_percentage: float = 50,
+          pause_quanta: Mapping[int, int] | None = None, gearbox_delay: float = 0,
+          shared_headroom_pool: bool = False) -> Headroom:
+    """headroom() with Spectrum-3's constants spelled out (asic_table.j2: cell 144, 19 / 0.8 / 3.8 KiB)."""
+    return headroom(speed_gbps=speed_gbps, lanes=lanes, cable_m=cable_m, port_mtu=port_mtu, lossless_mtu=1024,
+                    small_packet_percentage=small_packet_percentage, cell_size=144, pipeline_latency_kb=19,
+                    mac_phy_delay_kb=0.8, peer_response_time_kb=3.8,
+                    pause_quanta=catalog().pause_quanta if pause_quanta is None else pause_quanta,
+                    gearbox_delay=gearbox_delay, shared_headroom_pool=shared_headroom_pool)
+
+
+def _spc3_400g(cable_m: float, spp: float) -> Headroom:
+    return _spc3(speed_gbps=400, lanes=8, cable_m=cable_m, small_packet_percentage=spp)
+
+
+@pytest.mark.parametrize(("cable_m", "spp", "xoff", "size"), [
+    (5, 50, 115_712, 162_816),     # SONiC's default LOSSLESS_TRAFFIC_PATTERN (buffers_config.j2): spp 50
+    (100, 50, 191_488, 238_592),
+    (5, 100, 159_744, 206_848),    # the configuration doc's example: spp 100
+    (100, 100, 265_216, 312_320),
+])
+def test_spectrum3_400g_8lane_matches_the_lua(cable_m: float, spp: float, xoff: int, size: int) -> None:
+    room = _spc3_400g(cable_m, spp)
+    assert (room.xoff, room.xon, room.size) == (xoff, 37_888, size)
+    assert room == asic_headroom("spectrum-3", speed_gbps=400, lanes=8, cable_m=cable_m, port_mtu=9100,
+                                 small_packet_percentage=spp), "catalog constants = asic_table.j2's"
+
+
+def test_intermediate_values_of_the_lua() -> None:
+    room = _spc3_400g(5, 50)
+    assert room.speed_mbps == 400_000 and room.eight_lane
+    assert room.pipeline_latency == 19 * 1024 * 2 - 1024 == 37_888
+    assert room.speed_overhead == 9100, "8-lane ports add the port MTU to the size"
+    assert room.worst_case_factor == 144 / 64 == 2.25
+    assert room.cell_occupancy == 1.625
+    assert room.pause_quanta == 905 and room.peer_response_time == 905 * 512 / 8 == 57_920
+    assert room.mac_phy_delay == pytest.approx(819.2)
+    assert room.bytes_on_cable == pytest.approx(2_466.0669, abs=1e-4)
+    assert room.propagation_delay == pytest.approx(9100 + 2_466.0669 + 819.2 + 57_920, abs=1e-4)
+    assert 1024 + room.propagation_delay * 1.625 == pytest.approx(115_270.06, abs=0.01)
+    assert room.size == math.ceil((115_712 + 37_888 + 9100) / 1024) * 1024
+    assert _spc3_400g(100, 50).bytes_on_cable == pytest.approx(49_321.3384, abs=1e-4)
+
+
+def test_reference_example_is_not_the_lua() -> None:
+    """REFERENCE.md's 90,112 / 149,504 (occupancy 1.235) come from neither upstream small-packet percentage."""
+    for spp in (50, 100):
+        assert _spc3_400g(5, spp).xoff != 90_112 and _spc3_400g(100, spp).xoff != 149_504
+        assert _spc3_400g(5, spp).size != 138_240
+
+
+def test_other_asics_and_speeds() -> None:
+    spc4 = asic_headroom("spectrum-4", speed_gbps=400, lanes=8, cable_m=5, port_mtu=9100, small_packet_percentage=50)
+    assert spc4.cell_occupancy == 2.0 and (spc4.xoff, spc4.size) == (142_336, 189_440)
+    spc3 = asic_headroom("spectrum-3", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100, small_packet_percentage=50)
+    assert spc3.peer_response_time == 394 * 64 == 25_216
+    assert spc3.bytes_on_cable == pytest.approx(616.5167, abs=1e-4)
+    assert (spc3.xoff, spc3.xon, spc3.size) == (59_392, 19_456, 78_848)
+    assert not spc3.eight_lane and spc3.speed_overhead == 0, "4-lane ports: no 8-lane adjustment"
+    spc1 = asic_headroom("spectrum-1", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100)
+    assert spc1.worst_case_factor == pytest.approx(2 * 96 / 97), "cells <= 128 bytes: 2 x cell / (1 + cell)"
+
+
+def test_sn5600_2x400g_is_not_an_8_lane_port() -> None:
+    """2 x 400G per OSFP cage = 4 lanes per port: plain pipeline latency, no port MTU in the size."""
+    room = asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=15, port_mtu=9100)
+    assert not room.eight_lane and room.xon == 19_456
+    assert room.size == room.xoff + room.xon
+
+
+def test_speed_without_pause_quanta_falls_back_to_the_asic_peer_response_time() -> None:
+    older_swss = {k: v for k, v in catalog().pause_quanta.items() if k != 800_000}  # swss ba1d1d30
+    room = _spc3(speed_gbps=800, lanes=8, cable_m=5, pause_quanta=older_swss)
+    assert room.pause_quanta is None and room.peer_response_time == pytest.approx(3.8 * 1024)
+    assert asic_headroom("spectrum-4", speed_gbps=800, lanes=8, cable_m=5, port_mtu=9100).pause_quanta == 905
+
+
+def test_shared_headroom_pool_and_gearbox() -> None:
+    shared = _spc3(speed_gbps=400, lanes=8, cable_m=5, shared_headroom_pool=True)
+    assert shared.size == shared.xon, "with a shared headroom pool the xoff lives in the pool"
+    geared = _spc3(speed_gbps=100, lanes=4, cable_m=5, gearbox_delay=2.0)
+    assert geared.bytes_on_gearbox == pytest.approx(100_000 * 2.0 / 8192)
+    assert geared.xoff >= asic_headroom("spectrum-3", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100).xoff
+
+
+def test_headroom_grows_with_cable_length() -> None:
+    sizes = [asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=m, port_mtu=9100).xoff for m in range(0, 300)]
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
+
+
+@pytest.mark.parametrize("bad", [{"speed_gbps": 0}, {"lanes": 0}, {"cable_m": -1}, {"small_packet_percentage": 101}])
+def test_bad_inputs_are_refused(bad: dict[str, float]) -> None:
+    args: dict[str, float] = {"speed_gbps": 400, "lanes": 4, "cable_m": 5, "port_mtu": 9100,
+                              "small_packet_percentage": 50} | bad
+    with pytest.raises(ValueError):
+        _spc3(speed_gbps=args["speed_gbps"], lanes=int(args["lanes"]), cable_m=args["cable_m"],
+              port_mtu=int(args["port_mtu"]), small_packet_percentage=args["small_packet_percentage"])
+
+
+# -- the catalog ------------------------------------------------------------------------------------------------
+def test_switch_models_map_to_their_asics() -> None:
+    cat = catalog()
+    assert {m: s.asic.name for m, s in cat.switches.items()} == {
+        "SN5600": "spectrum-4", "SN4700": "spectrum-3", "SN2201": "spectrum-1"}
+    assert cat.switches["SN5600"].platform == "x86_64-nvidia_sn5600-r0"
+    assert cat.switches["SN5600"].hwsku_for({"400G"}) == "Mellanox-SN5600-O128"
+    assert cat.switches["SN5600"].hwsku_for({"800G"}) == "ACS-SN5600"
+    assert cat.lossless_mtu == 1024 and cat.small_packet_percentage == 50
+    assert cat.asics["spectrum-4"].buffer_pools is not None and cat.asics["spectrum-4"].buffer_pools.verified
+    assert "7060X6-64PE" in cat.not_sonic and "eos" in cat.not_sonic["7060X6-64PE"]
+
+
+def test_every_catalog_switch_is_either_a_sonic_target_or_says_why_not() -> None:
+    switches = yaml.safe_load((data_dir() / "catalog" / "switches.yaml").read_text())["switches"]
+    cat = catalog()
+    for model, entry in switches.items():
+        assert (model in cat.switches) != (model in cat.not_sonic), model
+        if model in cat.switches:
+            groups = {g["name"] for g in entry["port_groups"]}
+            assert groups == {g for g, _ in cat.switches[model].lanes_per_cage}, f"{model}: lanes per port group"
+            for group in entry["port_groups"]:
+                lanes = cat.switches[model].lanes(group["name"])
+                assert all(lanes % n == 0 for n in group["ports_per_cage"].values()), f"{model} {group['name']}"
