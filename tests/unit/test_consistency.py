@@ -75,8 +75,8 @@ def test_pfc_and_ecn_and_cnp(h100: tuple[Compiled, tuple[Artifact, ...]]) -> Non
 
 def test_host_disagrees_with_switches(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
     compiled, artifacts = h100
-    found = _messages(compiled, _mutate(artifacts, "dgx-h100/roce-qos.sh",
-                                        lambda c: c.replace(b"'26' '3' '0,0,0,1,0,0,0,0'", b"'24' '3' '0,0,0,1,0,0,0,0'")))
+    old, new = b"'26' '3' '0,0,0,1,0,0,0,0'", b"'24' '3' '0,0,0,1,0,0,0,0'"
+    found = _messages(compiled, _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(old, new)))
     assert any("host DSCP is 24, the switches' lossless DSCP is 26" in m for m in found)
 
 
