@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import yaml
+
 from fabricgen.artifacts import Artifact
 from fabricgen.errors import Finding, Severity
 from fabricgen.model import Fabric, RoceQos
@@ -101,6 +103,43 @@ def _eos(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[Fi
                               "priority", fabric)
 
 
+def _nvue(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
+    """NVUE startup.yaml: NVIDIA's RoCE lossless defaults (Cumulus Linux 5.9 RoCE page: DSCP d -> switch priority
+    d // 8, priority 3 -> TC 3 with PFC and ECN, 6 -> TC 6 strict) with the file's overrides applied."""
+    tree = yaml.safe_load(content)[0]["set"]
+    host = "switch " + path.split("/")[1]
+    q = tree.get("qos", {})
+    if q.get("roce", {}).get("mode") != "lossless":
+        yield _mismatch(host, "qos roce is not in lossless mode", fabric)
+        return
+    dscp_to_sp = {d: d // 8 for d in range(64)}
+    mapping = q.get("mapping", {}).get("default-global", {}).get("dscp", {})
+    dscp_to_sp |= {int(d): int(v["switch-priority"]) for d, v in mapping.items()}
+    sp_to_tc = {sp: sp if sp in (3, 6) else 0 for sp in range(8)}
+    queues = q.get("egress-queue-mapping", {}).get("default-global", {}).get("switch-priority", {})
+    sp_to_tc |= {int(sp): int(v["traffic-class"]) for sp, v in queues.items()}
+    pfc = {int(sp) for sp in q.get("pfc", {}).get("default-global", {}).get("switch-priority", {})} or {3}
+    strict = {6}
+    for tc, v in q.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class", {}).items():
+        (strict.add if v.get("mode") == "strict" else strict.discard)(int(tc))
+    congestion = q.get("congestion-control", {}).get("default-global", {}).get("traffic-class", {})
+    ecn = ({3} | {int(tc) for tc, v in congestion.items() if v.get("ecn") == "enable"}) - {
+        int(tc) for tc, v in congestion.items() if v.get("ecn") == "disable"}
+    lossless, cnp = qos.lossless, qos.cnp
+    priority = dscp_to_sp[lossless.dscp]
+    if priority != lossless.priority:
+        yield _mismatch(host, f"DSCP {lossless.dscp} maps to switch priority {priority}, but hosts send it on "
+                              f"priority {lossless.priority}", fabric)
+    if pfc != {lossless.priority}:
+        yield _mismatch(host, f"PFC is on switch priorities {sorted(pfc)}, hosts pause priority {lossless.priority} "
+                              "only", fabric)
+    if sp_to_tc[priority] not in ecn:
+        yield _mismatch(host, f"traffic class {sp_to_tc[priority]} of the lossless class does not mark ECN", fabric)
+    if sp_to_tc[dscp_to_sp[cnp.dscp]] not in strict:
+        yield _mismatch(host, f"CNP DSCP {cnp.dscp} lands in traffic class {sp_to_tc[dscp_to_sp[cnp.dscp]]}, which "
+                              "is not strict priority", fabric)
+
+
 _CONFIGURE = re.compile(r"^configure '([^']+)' '(\d+)' '(\d+)' '([01,]+)' '(\d+)' '(\d+)' '(\d+)'$")
 _PORT_FABRIC = re.compile(r"^#   (\S+) .*, fabric (.+)$")
 
@@ -140,6 +179,7 @@ READERS: Mapping[str, Reader] = {
     "nccl.env": _nccl,
     "config_db.json": _sonic,
     ".cfg": _eos,
+    "startup.yaml": _nvue,
 }
 
 

@@ -119,3 +119,21 @@ def test_render_spec_refuses_an_inconsistent_plan(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(CheckError) as caught:
         render_spec(compile_spec(INVENTORIES / "h100-4su.yaml"))
     assert "host MTU is 9216, the fabric's host MTU is 9000" in str(caught.value)
+
+
+@pytest.mark.parametrize("nos", ["eos", "nvue"])
+def test_other_dialects_are_read_back(tmp_path: Path, nos: str) -> None:
+    spec = tmp_path / f"{nos}.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
+    compiled = compile_spec(spec)
+    artifacts = render(compiled.topology)
+    assert _messages(compiled, artifacts) == []
+    if nos == "eos":
+        old, new = b"qos map dscp 26 to traffic-class 3", b"qos map dscp 26 to traffic-class 1"
+        broken = _mutate(artifacts, "storage-leaf001.cfg", lambda c: c.replace(old, new))
+        expected = "DSCP 26 maps to traffic class 1 on the switch, but hosts send it on priority 3"
+    else:
+        broken = _mutate(artifacts, "storage-leaf001/startup.yaml",
+                         lambda c: c.replace(b"mode: lossless", b"mode: lossy"))
+        expected = "qos roce is not in lossless mode"
+    assert any(expected in m for m in _messages(compiled, broken))

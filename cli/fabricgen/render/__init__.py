@@ -25,6 +25,7 @@ from fabricgen.render import (
     host_roce,
     infiniband,
     nccl,
+    nvue,
     sonic,
     topology_dump,
 )
@@ -48,6 +49,7 @@ RENDERERS: dict[str, Renderer] = {
     "host-roce": host_roce.render,
     "eos": eos.render,
     "sonic": sonic.render,
+    "nvue": nvue.render,
 }
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 
