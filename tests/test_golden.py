@@ -47,6 +47,25 @@ def _unzipped(content: bytes) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
+# The example's storage fabric in the other two switch dialects: only the switch configs are kept as goldens.
+DIALECTS = {"h100-4su-eos": "eos", "h100-4su-nvue": "nvue"}
+
+
+@pytest.mark.parametrize("case", sorted(DIALECTS))
+def test_golden_switch_dialects(case: str, update_goldens: bool, tmp_path: Path) -> None:
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n",
+                                                                           f"    nos: {DIALECTS[case]}\n"))
+    rendered = {a.path: a.content for a in render_spec(compile_spec(spec)) if a.path.startswith("switches/")}
+    expected_dir = GOLDEN / case
+    if update_goldens:
+        shutil.rmtree(expected_dir, ignore_errors=True)
+        for path, content in rendered.items():
+            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (expected_dir / path).write_bytes(content)
+    assert rendered == _tree(expected_dir), f"{case} differs from its golden; run make golden and review"
+
+
 def _apply(spec: Path, out: Path, seed: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     subprocess.run([sys.executable, "-m", "fabricgen", "apply", str(spec), "-o", str(out), "--yes"],
