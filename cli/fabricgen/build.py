@@ -474,6 +474,7 @@ class _Builder:
         if spec["type"] == "roce":
             q = with_defaults(spec.get("qos", {}), "sections/ethernet.schema.json#/$defs/qos")
             out["qos"] = self.roce_qos(path, q)
+            self.watchdog_support(path, set(out["nos"].values()), q["pfc_watchdog"]["action"])
         if "addressing" in spec:
             a = with_defaults(spec["addressing"], "sections/ethernet.schema.json#/$defs/addressing")
             asn = a["asn"]
@@ -481,6 +482,14 @@ class _Builder:
                                            asn.get("core", 64900), asn.get("spine", 65000),
                                            asn.get("leaf_base", 65100), self.doc.position((*path, "addressing")))
         return out
+
+    def watchdog_support(self, path: PathKey, systems: set[str], action: str) -> None:
+        """EOS has no 'forward' watchdog action; NVUE's watchdog always drops."""
+        supported = {"sonic": {"drop", "forward", "alert"}, "eos": {"drop", "alert"}, "nvue": {"drop"}}
+        for nos in sorted(systems):
+            if action not in supported[nos]:
+                self.error((*path, "qos", "pfc_watchdog", "action"), f"{nos} has no PFC watchdog action {action!r}",
+                           f"{nos} supports: {', '.join(sorted(supported[nos]))}")
 
     def roce_qos(self, path: PathKey, q: Mapping[str, Any]) -> RoceQos:
         lossless = TrafficClass(q["lossless"]["dscp"], q["lossless"]["priority"])

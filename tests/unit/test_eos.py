@@ -21,6 +21,7 @@ import pytest
 import yaml
 from tests.conftest import INVENTORIES, REPO
 
+from fabricgen.errors import SpecError
 from fabricgen.model import PortGroup, SwitchModel
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render import RENDERERS, eos
@@ -274,9 +275,8 @@ def test_watchdog_actions_map_to_eos(tmp_path: Path) -> None:
     assert config["priority_flow_control"]["watchdog"] == {
         "action": "notify-only", "timeout": "0.3", "recovery_time": "0.15", "polling_interval": "0.075"}, \
         "EOS needs polling <= min(timeout, recovery) / 2"
-    forward = compile_spec(_spec(tmp_path, (old, old.replace("drop", "forward"))))
-    with pytest.raises(ValueError, match="no EOS equivalent"):
-        eos.render(forward.topology)
+    with pytest.raises(SpecError, match="eos has no PFC watchdog action 'forward'"):  # refused at build, with a line
+        compile_spec(_spec(tmp_path, (old, old.replace("drop", "forward"))))
 
 
 OOB_EOS = ("    topology: {kind: top-of-rack, uplinks: 2}\n",

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from tests.conftest import INVENTORIES, REPO
 
 from fabricgen.artifacts import is_safe_relative_path
+from fabricgen.errors import SpecError
 from fabricgen.model import RoceQos, TrafficClass
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.render import nvue
@@ -223,8 +224,8 @@ def test_lossless_chain(tmp_path: Path, qos_text: str) -> None:
 
 def test_unexpressible_watchdog_action_is_refused(tmp_path: Path) -> None:
     spec = _spec(tmp_path, qos=DEFAULT_QOS.replace("action: drop", "action: alert"))
-    with pytest.raises(ValueError, match="no NVUE equivalent"):
-        nvue.render(compile_spec(spec).topology)
+    with pytest.raises(SpecError, match="nvue has no PFC watchdog action 'alert'"):  # refused at build, with a line
+        compile_spec(spec)
 
 
 def test_watchdog_timers_keep_detection() -> None:
