@@ -333,8 +333,10 @@ def dump_config_db(db: dict[str, dict[str, Any]]) -> str:
             encoded[key] = _ENCODE(value)
         return encoded[key]
 
-    def name(key: str) -> str:  # SONiC keys are plain ASCII names and addresses: quote them without the encoder
-        return f'"{key}"' if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key else _ENCODE(key)
+    def name(key: str) -> str:
+        """SONiC keys are plain ASCII names and addresses: quote them without the encoder."""
+        plain = key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
+        return f'"{key}"' if plain else _ENCODE(key)
 
     tables = []
     for table in sorted(db):
