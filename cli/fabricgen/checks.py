@@ -170,7 +170,7 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
             yield Finding(Severity.ERROR, "cable-length", cable.id, f"{cable.length_m:g} m cable for a "
                                                                     f"{cable.run_m:g} m run exceeds or misses the "
                                                                     f"{cable.medium.reach_m:g} m reach")
-    for (device, port), count in sorted(ports.items()):
+    for (device, port), count in sorted(item for item in ports.items() if item[1] > 1):  # sort only the few bad
         if count > 1:
             yield Finding(Severity.ERROR, "cable-ports", device, f"port {port} has {count} cables")
     for physical, legs in splitters.items():
