@@ -19,6 +19,7 @@ Shape rules (documented in the README, "Topology rules"):
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -607,28 +608,34 @@ def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str
 
 class _NearestNetworkRack:
     """Default placement: the free network rack nearest a switch's home (fewer rows away first, then fewer
-    racks along the row), so runs stay short on large floors."""
+    racks along the row, ties to the lower index), so runs stay short on large floors. Racks that turned out
+    full leave the search, and the nearest rack in a row is found by bisection: the cost stays per switch."""
 
     def __init__(self, network: Sequence[Rack], space: RackSpace, per_rack: int, used: Counter[str]) -> None:
         self.rows: dict[int, list[Rack]] = {}
-        for rack in network:
+        for rack in sorted(network, key=lambda r: (r.row_index, r.index)):
             self.rows.setdefault(rack.row_index, []).append(rack)
+        self.indexes = {row: [r.index for r in racks] for row, racks in self.rows.items()}
         self.space, self.per_rack, self.used = space, per_rack, used
-        self.full: set[str] = set()
 
-    def candidates(self, home: Rack | None) -> Iterator[Rack]:
-        row, index = (home.row_index, home.index) if home else (0, 1)
-        for row_index in sorted(self.rows, key=lambda r: (abs(r - row), r)):
-            yield from sorted(self.rows[row_index], key=lambda r: (abs(r.index - index), r.index))
+    def _nearest(self, row: int, index: int) -> int:
+        """Position of the rack nearest ``index`` in a row's remaining racks (the lower one on a tie)."""
+        indexes = self.indexes[row]
+        right = bisect.bisect_left(indexes, index)
+        if right == len(indexes) or (right > 0 and index - indexes[right - 1] <= indexes[right] - index):
+            return right - 1
+        return right
 
     def take(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
-        for rack in self.candidates(home):
-            if rack.name in self.full:
-                continue
-            got = self.space.fill([rack], 1, height, self.per_rack, 1, self.used)
-            if got:
-                return got[0]
-            self.full.add(rack.name)
+        row, index = (home.row_index, home.index) if home else (0, 1)
+        for row_index in sorted(self.rows, key=lambda r: (abs(r - row), r)):
+            racks = self.rows[row_index]
+            while racks:
+                position = self._nearest(row_index, index)
+                got = self.space.fill([racks[position]], 1, height, self.per_rack, 1, self.used)
+                if got:
+                    return got[0]
+                del racks[position], self.indexes[row_index][position]
         return None
 
 
