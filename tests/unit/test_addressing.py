@@ -45,25 +45,14 @@ def test_h100_storage_plan() -> None:
     assert len(host_ips) == len(set(host_ips)) == len(ft.links_in("node-leaf"))
 
 
-def test_overlapping_pools_name_both(tmp_path: Path) -> None:
-    spec = _storage(tmp_path, "    addressing:\n      hosts: 10.20.0.0/16\n      p2p: 10.20.128.0/20\n"
-                               "      loopbacks: 10.22.0.0/24\n")
+@pytest.mark.parametrize(("hosts", "p2p", "expected"), [
+    ("10.20.0.0/16", "10.20.128.0/20", "10.20.0.0/16 overlaps storage.p2p (10.20.128.0/20)"),
+    ("10.20.0.0/26", "10.21.0.0/20", "10.20.0.0/26 is exhausted: the fabric needs 4 /25 blocks"),
+    ("10.20.0.1/16", "10.21.0.0/20", "10.20.0.1/16 has host bits set (hint: did you mean 10.20.0.0/16?)"),
+], ids=["overlap-names-both", "exhausted", "host-bits"])
+def test_pool_errors(tmp_path: Path, hosts: str, p2p: str, expected: str) -> None:
+    spec = _storage(tmp_path, f"    addressing:\n      hosts: {hosts}\n      p2p: {p2p}\n"
+                              "      loopbacks: 10.22.0.0/24\n")
     with pytest.raises(SpecError) as caught:
         compile_spec(spec)
-    assert "10.20.0.0/16 overlaps storage.p2p (10.20.128.0/20)" in str(caught.value)
-
-
-def test_exhausted_pool(tmp_path: Path) -> None:
-    spec = _storage(tmp_path, "    addressing:\n      hosts: 10.20.0.0/26\n      p2p: 10.21.0.0/20\n"
-                               "      loopbacks: 10.22.0.0/24\n")
-    with pytest.raises(SpecError) as caught:
-        compile_spec(spec)
-    assert "10.20.0.0/26 is exhausted: the fabric needs 4 /25 blocks" in str(caught.value)
-
-
-def test_host_bits_set(tmp_path: Path) -> None:
-    spec = _storage(tmp_path, "    addressing:\n      hosts: 10.20.0.1/16\n      p2p: 10.21.0.0/20\n"
-                               "      loopbacks: 10.22.0.0/24\n")
-    with pytest.raises(SpecError) as caught:
-        compile_spec(spec)
-    assert "10.20.0.1/16 has host bits set (hint: did you mean 10.20.0.0/16?)" in str(caught.value)
+    assert expected in str(caught.value)
