@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from netaddr import IPNetwork, IPSet
+from netaddr import IPAddress, IPNetwork, IPSet
 
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.model import Addressing, Tier
@@ -79,9 +79,22 @@ def _bad_prefixes(fabric: str, a: Addressing) -> list[SpecIssue]:
     return issues
 
 
+def _bad_gateway(fabric: str, a: Addressing) -> list[SpecIssue]:
+    if a.management_gateway is None:
+        return []
+    where = f"fabrics.{fabric}.addressing.management_gateway"
+    if not a.management:
+        return [SpecIssue(a.position, where, "a management gateway needs a management pool", "add management")]
+    if IPAddress(a.management_gateway) not in IPNetwork(a.management):
+        return [SpecIssue(a.position, where, f"{a.management_gateway} is outside the management pool {a.management}",
+                          "the gateway must be on the management network")]
+    return []
+
+
 def check_pools(fabrics: Sequence[tuple[str, Addressing]]) -> list[SpecIssue]:
     """Malformed prefixes, and any two pools (of one fabric or of two) that overlap, each pair named once."""
     issues = [i for name, a in fabrics for i in _bad_prefixes(name, a)]
+    issues += [i for name, a in fabrics if not issues for i in _bad_gateway(name, a)]
     if issues:
         return issues
     owned = [(f"{fabric}.{pool}", network, a) for fabric, a in fabrics for pool, network in _pools(a).items()]
@@ -129,7 +142,11 @@ def plan_addresses(ft: FabricTopology) -> FabricAddresses | None:
     management: dict[str, str] = {}
     if "management" in pools:
         mgmt = _Carver(name, "management", pools["management"], a, skip_network=True)
-        management = {sw.name: str(mgmt.take(32, len(ft.switches)).ip) for sw in ft.switches}
+        for sw in ft.switches:
+            address = str(mgmt.take(32, len(ft.switches)).ip)
+            if address == a.management_gateway:  # the gateway is never a switch's address
+                address = str(mgmt.take(32, len(ft.switches)).ip)
+            management[sw.name] = address
     asn = {}
     leaf_index = 0
     for sw in ft.switches:

@@ -480,7 +480,8 @@ class _Builder:
             asn = a["asn"]
             out["addressing"] = Addressing(a["hosts"], a["p2p"], a["loopbacks"], a.get("management"),
                                            asn.get("core", 64900), asn.get("spine", 65000),
-                                           asn.get("leaf_base", 65100), self.doc.position((*path, "addressing")))
+                                           asn.get("leaf_base", 65100), self.doc.position((*path, "addressing")),
+                                           a.get("management_gateway"))
         return out
 
     def watchdog_support(self, path: PathKey, systems: set[str], action: str) -> None:

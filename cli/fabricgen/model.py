@@ -350,6 +350,7 @@ class Addressing:
     asn_spine: int
     asn_leaf_base: int
     position: SourcePosition = field(compare=False)
+    management_gateway: str | None = None
 
 
 @dataclass(frozen=True)

@@ -353,7 +353,9 @@ def render(topology: Topology) -> list[Artifact]:
         for view in switch_views(topology, ft):
             if view.nos != NOS:
                 continue
-            content = dump_config_db(config_db(view))
+            addressing = view.fabric.addressing
+            gateway = addressing.management_gateway if addressing is not None else None
+            content = dump_config_db(config_db(view, management_gateway=gateway or ""))
             out.append(Artifact(f"switches/{view.name}/config_db.json", content.encode("utf-8")))
             if view.qos is not None:
                 out.append(Artifact(f"switches/{view.name}/pfc-headroom.csv", headroom_csv(view)))
