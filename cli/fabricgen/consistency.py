@@ -7,8 +7,8 @@ Chain checked per RoCE fabric with a QoS class (all values read back from the fi
 - hosts (roce-qos.sh): trust DSCP, the lossless DSCP mapped to the lossless priority, PFC on exactly that
   priority, ECN on it, the CNP DSCP, host MTU;
 - switches, per port: DSCP -> TC, TC -> priority group = the PFC priority, pfc_enable holds it, the lossless
-  queue has an ECN profile, the CNP DSCP lands in a strict-priority queue, port MTU >= host MTU on host ports
-  and equal on both ends of switch-to-switch links.
+  queue has an ECN profile, the CNP DSCP lands in a strict-priority queue;
+- on every Ethernet fabric (SONiC files), every cabled switch port's MTU is at least the host MTU.
 Each mismatch names both sides and the value each holds. Runs after render on every plan and apply.
 """
 
@@ -48,9 +48,7 @@ def _nccl(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[F
                         fabric)
 
 
-def _sonic(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
-    db: dict[str, Any] = json.loads(content)
-    host = "switch " + path.split("/")[1]
+def _sonic(host: str, db: dict[str, Any], fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
     lossless, cnp = qos.lossless, qos.cnp
     for port, entry in sorted(db.get("PORT_QOS_MAP", {}).items()):
         where = f"{host} {port}"
@@ -177,53 +175,45 @@ def _host(path: str, content: bytes, fabrics: Mapping[str, Fabric]) -> Iterator[
 
 READERS: Mapping[str, Reader] = {
     "nccl.env": _nccl,
-    "config_db.json": _sonic,
     ".cfg": _eos,
     "startup.yaml": _nvue,
 }
 
 
-def _mtu(topology: Topology, artifacts: Mapping[str, bytes]) -> Iterator[Finding]:
-    """Host MTU <= switch port MTU on every host port, equal MTUs on both ends of switch links (SONiC files)."""
-    for ft in topology.fabrics:
-        fabric = ft.fabric
-        if fabric.type == "infiniband":
-            continue
-        port_mtu: dict[tuple[str, str], int] = {}
-        for sw in ft.switches:
-            content = artifacts.get(f"switches/{sw.name}/config_db.json")
-            if content is None:
-                continue
-            for port in json.loads(content).get("PORT", {}).values():
-                if "description" in port:
-                    port_mtu[(sw.name, port["description"])] = int(port["mtu"])
-        for (switch, peer), mtu in sorted(port_mtu.items()):
-            if mtu < fabric.host_mtu:
-                yield Finding(Severity.ERROR, "mtu", f"switch {switch} port to {peer}", f"switch MTU {mtu} is below "
-                              f"the host MTU {fabric.host_mtu}", "", fabric.position)
+def _sonic_mtu(switch: str, db: dict[str, Any], fabric: Fabric) -> Iterator[Finding]:
+    """Host MTU <= switch port MTU on every cabled port (a port with a description naming its peer)."""
+    for _, port in sorted(db.get("PORT", {}).items()):
+        if "description" in port and int(port["mtu"]) < fabric.host_mtu:
+            yield Finding(Severity.ERROR, "mtu", f"switch {switch} port to {port['description']}",
+                          f"switch MTU {port['mtu']} is below the host MTU {fabric.host_mtu}", "", fabric.position)
+
+
+def _config_db(path: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
+    """A SONiC config_db.json, parsed once: its MTUs on any Ethernet fabric, its lossless chain on RoCE ones."""
+    db: dict[str, Any] = json.loads(content)
+    switch = path.split("/")[1]
+    yield from _sonic_mtu(switch, db, fabric)
+    if fabric.qos is not None:
+        yield from _sonic(f"switch {switch}", db, fabric, fabric.qos)
 
 
 def check_artifacts(topology: Topology, artifacts: tuple[Artifact, ...]) -> tuple[Finding, ...]:
-    """Every lossless-chain and MTU mismatch in the rendered artifacts."""
-    by_path = {a.path: a.content for a in artifacts}
+    """Every lossless-chain and MTU mismatch in the rendered artifacts, in one pass over them."""
     roce = {ft.fabric.name: ft.fabric for ft in topology.fabrics if ft.fabric.qos is not None}
-    switch_fabric = {sw.name: roce[ft.fabric.name] for ft in topology.fabrics if ft.fabric.name in roce
-                     for sw in ft.switches}
+    ethernet = {sw.name: ft.fabric for ft in topology.fabrics if ft.fabric.type != "infiniband"
+                for sw in ft.switches}
     compute = next((ft.fabric for ft in topology.fabrics if ft.fabric.role.value == "compute"), None)
     findings: list[Finding] = []
-    for path, content in sorted(by_path.items()):
+    for artifact in sorted(artifacts, key=lambda a: a.path):
+        path, content = artifact.path, artifact.content
         name = path.rsplit("/", 1)[-1]
-        reader = READERS.get(".cfg" if name.endswith(".cfg") else name)
-        if reader is None:
-            continue
-        if name == "nccl.env":
-            fabric = compute if compute is not None and compute.qos is not None else None
-        else:
-            fabric = switch_fabric.get(path.split("/")[1]) if path.startswith("switches/") else None
-        if fabric is not None and fabric.qos is not None:
-            findings.extend(reader(path, content, fabric, fabric.qos))
-    for path, content in sorted(by_path.items()):
-        if path.endswith("/roce-qos.sh"):
+        switch = ethernet.get(path.split("/")[1]) if path.startswith("switches/") else None
+        if name == "roce-qos.sh":
             findings.extend(_host(path, content, roce))
-    findings.extend(_mtu(topology, by_path))
+        elif name == "config_db.json" and switch is not None:
+            findings.extend(_config_db(path, content, switch))
+        elif (reader := READERS.get(".cfg" if name.endswith(".cfg") else name)) is not None:
+            fabric = compute if name == "nccl.env" else switch
+            if fabric is not None and fabric.qos is not None:
+                findings.extend(reader(path, content, fabric, fabric.qos))
     return tuple(findings)
