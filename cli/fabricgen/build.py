@@ -6,7 +6,6 @@ Every issue found is collected and raised together, each with the file:line of t
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -38,11 +37,12 @@ from fabricgen.model import (
     TierPlacement,
     TopologyKind,
     TrafficClass,
+    rail_count,
 )
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
 from fabricgen.subnet_manager import build_subnet_manager
-from fabricgen.validate import validate_document, with_defaults
+from fabricgen.validate import did_you_mean, validate_document, with_defaults
 
 DEFAULT_NAMING = {
     TopologyKind.RAIL_OPTIMIZED: {
@@ -78,9 +78,9 @@ _LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 
 def _hint_choices(word: str, choices: Iterable[str]) -> str:
     names = sorted(choices)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}?"
+    guess = did_you_mean(word, names)
+    if guess:
+        return guess
     return f"known: {', '.join(names)}" if len(names) <= 12 else f"{len(names)} known names; see the catalog"
 
 
@@ -521,7 +521,7 @@ class _Builder:
                        "remove subnet_manager or use type: infiniband")
             return None
         groups = {g["name"]: g["profile"] for g in self.data["nodes"]}
-        rails = max((len(profiles[groups[g]].compute) for g in attached if groups.get(g) in profiles), default=0)
+        rails = rail_count(profiles[groups[g]] for g in attached if groups.get(g) in profiles)
         return build_subnet_manager(self.doc, (*path, "subnet_manager"), spec["subnet_manager"], self.built_nodes,
                                     attached, rails, self.issues)
 
@@ -668,13 +668,12 @@ class _Builder:
         profiles: Mapping[str, NodeProfile],
     ) -> None:
         """Every compute node must cover all rails; management nodes may attach to some of them."""
-        rail_sets = {p: {n.rail or 0 for n in profiles[by_pattern[p].profile].compute} for p in attached}
-        rails = max((max(r, default=-1) for r in rail_sets.values()), default=-1) + 1
+        rails = rail_count(profiles[by_pattern[p].profile] for p in attached)
         for pattern in attached:
             profile = profiles[by_pattern[pattern].profile]
             if profile.role == "management":
                 continue
-            missing = sorted(set(range(rails)) - rail_sets[pattern])
+            missing = sorted(set(range(rails)) - profile.rails)
             if missing:
                 self.error(
                     (*path, "topology"),

@@ -74,15 +74,16 @@ def hca_description(node: str, dev: str) -> str:
     return f"{node} {dev}"
 
 
-def _hca_ports(ft: FabricTopology) -> dict[tuple[str, int], tuple[str, int]]:
-    """(node, node-level NIC port) -> (HCA description, HCA port), ports counted per RDMA device."""
+def _hca_ports(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], tuple[str, int]]:
+    """(node, node-level NIC port) -> (HCA description, HCA port); the port as NodeProfile.hca_port numbers it,
+    so topology.net and NCCL_IB_HCA agree."""
+    profiles = {n.name: n.profile for n in topology.cluster.nodes}
     out: dict[tuple[str, int], tuple[str, int]] = {}
-    per_dev: Counter[tuple[str, str]] = Counter()
     for link in ft.links:
         if link.tier == NODE_LEAF and link.nic is not None:
             dev = link.nic.dev or f"port{link.a.number}"
-            per_dev[(link.a.device, dev)] += 1
-            out[(link.a.device, link.a.number)] = (hca_description(link.a.device, dev), per_dev[(link.a.device, dev)])
+            port = profiles[link.a.device].hca_port(link.nic)
+            out[(link.a.device, link.a.number)] = (hca_description(link.a.device, dev), port)
     return out
 
 
@@ -98,7 +99,7 @@ def ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
     source = sm.guids if sm else "unknown"
     inventory = sm.inventory if sm else {}
     index = [f.fabric.name for f in topology.fabrics if f.fabric.type == "infiniband"].index(ft.fabric.name)
-    hca_ports = _hca_ports(ft)
+    hca_ports = _hca_ports(topology, ft)
     nodes: list[IbNode] = []
     for i, sw in enumerate(ft.switches):
         guid = _guid(index, 1, i + 1) if source == "simulated" else (

@@ -6,7 +6,7 @@ source position of the spec node it came from, so later stages can still report 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -175,6 +175,17 @@ class NodeProfile:
     bmc: Nic | None
     position: SourcePosition | None = field(default=None, compare=False)
 
+    @property
+    def rails(self) -> frozenset[int]:
+        """The rails this profile's compute NICs serve."""
+        return frozenset(n.rail or 0 for n in self.compute)
+
+    def hca_port(self, nic: Nic) -> int:
+        """The port number of ``nic`` on its HCA: NIC ports sharing one RDMA device count up in profile order."""
+        if not nic.dev:
+            return 1
+        return [n for n in self.nics(nic.role) if n.dev == nic.dev].index(nic) + 1
+
     def nics(self, role: NicRole) -> tuple[Nic, ...]:
         """This profile's NIC ports of one role, in order."""
         if role is NicRole.COMPUTE:
@@ -183,6 +194,11 @@ class NodeProfile:
             return self.storage
         single = self.inband if role is NicRole.INBAND else self.bmc
         return (single,) if single is not None else ()
+
+
+def rail_count(profiles: Iterable[NodeProfile]) -> int:
+    """Rails of a fabric: one more than the highest rail any attached profile serves."""
+    return 1 + max((max(p.rails, default=-1) for p in profiles), default=-1)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ the spec: engines the flavour has, ftree and LMC, pkeys, partition members, SM h
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.guids import load_inventory
 from fabricgen.load import Document, PathKey
 from fabricgen.model import GuidEntry, Ipoib, Node, Partition, Qos, QosLevel, Secret, SubnetManager
+from fabricgen.validate import did_you_mean
 
 # Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM/UFM adds the adaptive-routing ones.
 UPSTREAM_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
@@ -39,11 +39,6 @@ class _Context:
         self.issues.append(self.doc.issue((*self.path, *where), message, hint))
 
 
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else ""
-
-
 def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
     if "routing_engine" not in spec:
         return ()  # chosen from the compiled tiers: see fabricgen.infiniband.routing_engines
@@ -56,7 +51,7 @@ def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
                 "routing_engine", i)
             extra = " (it exists only in NVIDIA's OpenSM: use flavor: ufm)" if engine in UFM_ENGINES else ""
             ctx.error(where, f"routing engine {engine!r} is not in {spec['flavor']}{extra}",
-                      _did_you_mean(engine, known) or f"engines: {', '.join(known)}")
+                      did_you_mean(engine, known) or f"engines: {', '.join(known)}")
     if "ftree" in engines and spec["lmc"] > 0:
         ctx.error(("lmc",), f"ftree does not support lmc > 0 (lmc is {spec['lmc']})", "use lmc: 0 with ftree")
     return engines
@@ -70,7 +65,7 @@ def _hosts(ctx: _Context, spec: Mapping[str, Any]) -> tuple[tuple[str, int], ...
         name, priority = host["name"], host["priority"]
         if name not in attached:
             ctx.error(("hosts", i, "name"), f"SM host {name!r} is not a node attached to this fabric",
-                      _did_you_mean(name, sorted(attached)) or "an SM host needs an HCA on the fabric")
+                      did_you_mean(name, sorted(attached)) or "an SM host needs an HCA on the fabric")
         if priority in priorities:
             ctx.error(("hosts", i, "priority"), f"priority {priority} is also used by {priorities[priority]}",
                       "SM HA needs distinct priorities (the highest wins)")
@@ -107,11 +102,11 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
     for j, group in enumerate(groups):
         if group not in ctx.attached_groups:
             ctx.error((*where, "members", "groups", j), f"node group {group!r} is not attached to this fabric",
-                      _did_you_mean(group, ctx.attached_groups))
+                      did_you_mean(group, ctx.attached_groups))
     for j, node in enumerate(nodes):
         if node not in known_nodes:
             ctx.error((*where, "members", "nodes", j), f"node {node!r} is not attached to this fabric",
-                      _did_you_mean(node, sorted(known_nodes)))
+                      did_you_mean(node, sorted(known_nodes)))
     for j, rail in enumerate(rails or ()):
         if rail >= ctx.rails:
             ctx.error((*where, "members", "rails", j), f"rail {rail} does not exist",
@@ -152,7 +147,7 @@ def _qos(ctx: _Context, spec: Mapping[str, Any] | None, partitions: Sequence[Par
         if "partition" in level and level["partition"] not in names:
             ctx.error(("qos", "levels", i, "partition"), f"QoS rule names partition {level['partition']!r}, "
                                                          "which does not exist",
-                      _did_you_mean(level["partition"], names) or "OpenSM fails such a policy (ERR AC14)")
+                      did_you_mean(level["partition"], names) or "OpenSM fails such a policy (ERR AC14)")
         levels.append(QosLevel(level["sl"], level.get("partition"), level.get("ulp")))
     return Qos(spec["max_vls"], spec["high_limit"], spec["vlarb_high"], spec["vlarb_low"], spec["sl2vl"],
                tuple(levels))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -116,8 +116,9 @@ def _type_name(value: Any) -> str:
     return {int: "integer", float: "number", str: "string"}.get(type(value), type(value).__name__)
 
 
-def _did_you_mean(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """'did you mean X?' for the closest choice, or '' when none is close: the one hint every stage gives."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else ""
 
 
@@ -137,7 +138,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
             doc.issue(
                 (*path, key),
                 f"unknown key {key!r}",
-                _did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}",
+                did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}",
             )
             for key in extra
         ]
@@ -146,7 +147,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
         return [doc.issue(path, f"missing required key {missing!r}", hint)]
     if kind == "enum":
         choices = [str(c) for c in value]
-        guess = _did_you_mean(str(error.instance), choices)
+        guess = did_you_mean(str(error.instance), choices)
         if str(error.instance) in choices:
             guess = f"write {error.instance} without quotes;"
         allowed_values = f"allowed: {', '.join(choices)}"

@@ -7,7 +7,6 @@ class, RoCE v2 over IPv4); the bootstrap socket runs on the in-band interface.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -28,12 +27,8 @@ class Setting:
 
 def hca_list(profile: NodeProfile) -> str:
     """NCCL_IB_HCA: RDMA device:port in rail order (rail r next to GPU r); '=' asks for exact names."""
-    per_dev: Counter[str] = Counter()
-    entries = []
-    for nic in sorted(profile.compute, key=lambda n: n.rail or 0):
-        per_dev[nic.dev] += 1
-        entries.append(f"{nic.dev}:{per_dev[nic.dev]}")
-    return "=" + ",".join(entries)
+    rail_order = sorted(profile.compute, key=lambda n: n.rail or 0)
+    return "=" + ",".join(f"{nic.dev}:{profile.hca_port(nic)}" for nic in rail_order)
 
 
 def nccl_settings(profile: NodeProfile, fabric: Fabric) -> list[Setting]:
