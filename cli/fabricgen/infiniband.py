@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from fabricgen.model import Tier
+from fabricgen.model import NicRole, Tier
 from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
 
 NODE_DESCRIPTION_BYTES = 64  # IBTA NodeDescription is a 64-byte string
@@ -78,11 +78,16 @@ def _hca_ports(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], 
     """(node, node-level NIC port) -> (HCA description, HCA port); the port as NodeProfile.hca_port numbers it,
     so topology.net and NCCL_IB_HCA agree."""
     profiles = {n.name: n.profile for n in topology.cluster.nodes}
+    ports: dict[tuple[str, NicRole, int], int] = {}  # per profile NIC, not per node: thousands of nodes share one
     out: dict[tuple[str, int], tuple[str, int]] = {}
     for link in ft.links:
         if link.tier == NODE_LEAF and link.nic is not None:
             dev = link.nic.dev or f"port{link.a.number}"
-            port = profiles[link.a.device].hca_port(link.nic)
+            profile = profiles[link.a.device]
+            key = (profile.name, link.nic.role, link.nic.index)
+            if key not in ports:
+                ports[key] = profile.hca_port(link.nic)
+            port = ports[key]
             out[(link.a.device, link.a.number)] = (hca_description(link.a.device, dev), port)
     return out
 
