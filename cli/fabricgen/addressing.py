@@ -8,6 +8,10 @@
   gateway address (the first usable); host ports get the next addresses in leaf port order.
 - ASNs: leaf n = leaf_base + n - 1; spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``.
 
+InfiniBand fabrics route no IP between switches: their plan has management addresses and IPoIB host subnets
+only, one subnet per rail (a port group sharing a Linux interface role across nodes, so the kernel picks the
+rail's interface for its peers), sized for the nodes on that rail, nodes in cluster order, no gateway.
+
 Overlapping pools (within the fabric or with another fabric's) and exhausted pools are SpecErrors naming the
 pools involved.
 """
@@ -15,7 +19,7 @@ pools involved.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,10 +36,11 @@ POOLS = ("hosts", "p2p", "loopbacks", "management")
 
 @dataclass(frozen=True)
 class HostSubnet:
-    leaf: str
+    leaf: str             # the leaf owning the subnet; "" for an IPoIB rail subnet
     network: str          # "10.20.0.0/27"
-    gateway: str          # the leaf's address, "10.20.0.1"
+    gateway: str          # the leaf's address, "10.20.0.1"; "" for IPoIB (no router)
     hosts: tuple[tuple[str, int, str], ...]  # (node, node NIC port number, "10.20.0.2")
+    rail: int | None = None  # IPoIB rail subnets: the rail (port group) they serve
 
 
 @dataclass(frozen=True)
@@ -130,23 +135,36 @@ def _ip(value: int) -> str:
     return ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
 
 
-def plan_addresses(ft: FabricTopology) -> FabricAddresses | None:
-    """The fabric's address plan, or None when it has no addressing section."""
+def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int]) -> FabricAddresses | None:
+    """The fabric's address plan, or None when it has no addressing section; ``node_order`` ranks the nodes."""
     a = ft.fabric.addressing
     if a is None:
         return None
-    name = ft.fabric.name
     pools = _pools(a)
+    management = _management(ft, a, pools)
+    if ft.fabric.type == "infiniband":
+        return FabricAddresses({}, management, {}, (), _rail_subnets(ft, a, pools["hosts"], node_order))
+    name = ft.fabric.name
     loop = _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True)
     loopbacks = {sw.name: str(loop.take(32, len(ft.switches)).ip) for sw in ft.switches}
-    management: dict[str, str] = {}
-    if "management" in pools:
-        mgmt = _Carver(name, "management", pools["management"], a, skip_network=True)
-        for sw in ft.switches:
+    return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]),
+                           _leaf_subnets(ft, a, pools["hosts"]))
+
+
+def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) -> dict[str, str]:
+    if "management" not in pools:
+        return {}
+    mgmt = _Carver(ft.fabric.name, "management", pools["management"], a, skip_network=True)
+    management = {}
+    for sw in ft.switches:
+        address = str(mgmt.take(32, len(ft.switches)).ip)
+        if address == a.management_gateway:  # the gateway is never a switch's address
             address = str(mgmt.take(32, len(ft.switches)).ip)
-            if address == a.management_gateway:  # the gateway is never a switch's address
-                address = str(mgmt.take(32, len(ft.switches)).ip)
-            management[sw.name] = address
+        management[sw.name] = address
+    return management
+
+
+def _asns(ft: FabricTopology, a: Addressing) -> dict[str, int]:
     asn = {}
     leaf_index = 0
     for sw in ft.switches:
@@ -157,26 +175,57 @@ def plan_addresses(ft: FabricTopology) -> FabricAddresses | None:
             asn[sw.name] = a.asn_spine + (sw.pod - 1 if sw.pod else 0)
         else:
             asn[sw.name] = a.asn_core
+    return asn
+
+
+def _p2p(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[P2p, ...]:
     upper_links = [link for link in ft.links if link.tier != "node-leaf"]
-    p2p_pool = _Carver(name, "p2p", pools["p2p"], a)
+    carver = _Carver(ft.fabric.name, "p2p", pool, a)
     p2p = []
     for link in upper_links:
-        block = p2p_pool.take(31, len(upper_links))
-        base = int(block.network)
+        base = int(carver.take(31, len(upper_links)).network)
         p2p.append(P2p(link.a.device, link.a.number, f"{_ip(base + 1)}/31", link.z.device, link.z.number,
                        f"{_ip(base)}/31"))
+    return tuple(p2p)
+
+
+def _leaf_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[HostSubnet, ...]:
     host_links: dict[str, list[tuple[int, str, int]]] = {}
     for link in ft.links:
         if link.tier == "node-leaf":
             host_links.setdefault(link.z.device, []).append((link.z.number, link.a.device, link.a.number))
-    carver = _Carver(name, "hosts", pools["hosts"], a)
+    carver = _Carver(ft.fabric.name, "hosts", pool, a)
     hosts = []
     leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
     for leaf in leaves:
-        prefix = 32 - max(2, math.ceil(math.log2(leaf.down_ports + 3)))  # network, gateway, hosts, broadcast
+        prefix = 32 - _bits(leaf.down_ports + 3)  # network, gateway, hosts, broadcast
         subnet = carver.take(prefix, len(leaves))
         first = int(subnet.network)
         ports = sorted(host_links.get(leaf.name, []))  # leaf downlinks are numbered from 1: the address follows
         members = tuple((node, nic_port, _ip(first + 1 + port)) for port, node, nic_port in ports)
         hosts.append(HostSubnet(leaf.name, str(subnet), _ip(first + 1), members))
-    return FabricAddresses(loopbacks, management, asn, tuple(p2p), tuple(hosts))
+    return tuple(hosts)
+
+
+def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Mapping[str, int]
+                  ) -> tuple[HostSubnet, ...]:
+    """IPoIB: one subnet per rail; a NIC without a rail counts as its position among the node's fabric NICs."""
+    per_rail: dict[int, list[tuple[str, int]]] = {}
+    for link in ft.links:
+        if link.tier == "node-leaf" and link.nic is not None:
+            rail = link.nic.rail if link.nic.rail is not None else link.nic.index
+            per_rail.setdefault(rail, []).append((link.a.device, link.a.number))
+    carver = _Carver(ft.fabric.name, "hosts", pool, a)
+    subnets = []
+    for rail in sorted(per_rail):
+        members = sorted(per_rail[rail], key=lambda m: (order[m[0]], m[1]))
+        subnet = carver.take(32 - _bits(len(members) + 2), len(per_rail))  # network, hosts, broadcast
+        first = int(subnet.network)
+        subnets.append(HostSubnet("", str(subnet), "", tuple((node, port, _ip(first + 1 + i))
+                                                            for i, (node, port) in enumerate(members)), rail))
+    return tuple(subnets)
+
+
+def _bits(addresses: int) -> int:
+    """Host bits of the smallest block holding ``addresses`` (at least a /30)."""
+    return max(2, math.ceil(math.log2(addresses)))

@@ -452,13 +452,13 @@ class _Builder:
 
     def fabric_ethernet(self, path: PathKey, spec: Mapping[str, Any]) -> dict[str, Any]:
         """NOS, MTUs, the RoCE class and the address plan; InfiniBand fabrics have none of them."""
-        ethernet_only = ("nos", "mtu", "host_mtu", "qos", "addressing")
+        ethernet_only = ("nos", "mtu", "host_mtu", "qos")
         if spec["type"] == "infiniband":
             for key in ethernet_only:
                 if key in spec:
                     self.error((*path, key), f"{key} applies to Ethernet and RoCE fabrics only",
                                "InfiniBand fabrics are configured through subnet_manager")
-            return {}
+            return {"addressing": self.addressing(path, spec["addressing"], ipoib=True)} if "addressing" in spec else {}
         if spec["type"] != "roce" and "qos" in spec:
             self.error((*path, "qos"), "a lossless QoS class needs type: roce", "use type: roce or remove qos")
         nos = spec.get("nos", "sonic")
@@ -476,13 +476,27 @@ class _Builder:
             out["qos"] = self.roce_qos(path, q)
             self.watchdog_support(path, set(out["nos"].values()), q["pfc_watchdog"]["action"])
         if "addressing" in spec:
-            a = with_defaults(spec["addressing"], "sections/ethernet.schema.json#/$defs/addressing")
-            asn = a["asn"]
-            out["addressing"] = Addressing(a["hosts"], a["p2p"], a["loopbacks"], a.get("management"),
-                                           asn.get("core", 64900), asn.get("spine", 65000),
-                                           asn.get("leaf_base", 65100), self.doc.position((*path, "addressing")),
-                                           a.get("management_gateway"))
+            out["addressing"] = self.addressing(path, spec["addressing"], ipoib=False)
         return out
+
+    def addressing(self, path: PathKey, spec: Mapping[str, Any], ipoib: bool) -> Addressing:
+        """The fabric's pools: IPoIB fabrics carry hosts (and management) only; routed Ethernet needs all three."""
+        where = (*path, "addressing")
+        if ipoib:
+            for key in ("p2p", "loopbacks", "asn"):
+                if key in spec:
+                    self.error((*where, key), f"{key} applies to routed Ethernet and RoCE fabrics only",
+                               "an InfiniBand fabric's addressing holds hosts (IPoIB) and management")
+        else:
+            for key in ("p2p", "loopbacks"):
+                if key not in spec:
+                    self.error(where, f"an Ethernet fabric's addressing needs {key}",
+                               "give hosts, p2p and loopbacks pools")
+        a = with_defaults(spec, "sections/ethernet.schema.json#/$defs/addressing")
+        asn = a.get("asn", {})
+        return Addressing(a["hosts"], a.get("p2p", ""), a.get("loopbacks", ""), a.get("management"),
+                          asn.get("core", 64900), asn.get("spine", 65000), asn.get("leaf_base", 65100),
+                          self.doc.position(where), a.get("management_gateway"))
 
     def watchdog_support(self, path: PathKey, systems: set[str], action: str) -> None:
         """EOS has no 'forward' watchdog action; NVUE's watchdog always drops."""

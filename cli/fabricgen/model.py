@@ -359,8 +359,8 @@ class RoceQos:
 @dataclass(frozen=True)
 class Addressing:
     hosts: str
-    p2p: str
-    loopbacks: str
+    p2p: str          # "" on InfiniBand fabrics, which route no IP between switches
+    loopbacks: str    # "" on InfiniBand fabrics
     management: str | None
     asn_core: int
     asn_spine: int

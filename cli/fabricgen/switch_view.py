@@ -61,7 +61,7 @@ class SwitchView:
 def switch_views(topology: Topology, ft: FabricTopology) -> list[SwitchView]:
     """Every switch of an Ethernet fabric with an address plan, in compile order."""
     plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
-    if plan is None:
+    if plan is None or ft.fabric.type == "infiniband":  # IPoIB plans configure hosts, not switches
         return []
     fabric = ft.fabric
     lengths = {}

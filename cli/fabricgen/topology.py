@@ -530,16 +530,17 @@ def _compile_all(cluster: Cluster) -> Topology:
     if issues:
         raise SpecError(issues)
     placed = _place_switches(cluster, compiled)
-    return Topology(cluster, placed, plan_cables(cluster, placed), _addresses(placed))
+    return Topology(cluster, placed, plan_cables(cluster, placed), _addresses(cluster, placed))
 
 
-def _addresses(fabrics: Sequence[FabricTopology]) -> dict[str, FabricAddresses]:
+def _addresses(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> dict[str, FabricAddresses]:
     """Address plans of the fabrics that have one; overlapping or exhausted pools raise SpecError."""
     pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
     issues = check_pools(pools)
     if issues:
         raise SpecError(issues)
-    plans = {ft.fabric.name: plan_addresses(ft) for ft in fabrics}
+    order = {node.name: i for i, node in enumerate(cluster.nodes)}
+    plans = {ft.fabric.name: plan_addresses(ft, order) for ft in fabrics}
     return {name: plan for name, plan in plans.items() if plan is not None}
 
 

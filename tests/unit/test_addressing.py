@@ -56,3 +56,40 @@ def test_pool_errors(tmp_path: Path, hosts: str, p2p: str, expected: str) -> Non
     with pytest.raises(SpecError) as caught:
         compile_spec(spec)
     assert expected in str(caught.value)
+
+
+def test_ipoib_plan_one_subnet_per_rail() -> None:
+    """InfiniBand: no loopbacks, links or ASNs; each rail's ports share one subnet, nodes in cluster order."""
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    plan = topology.addresses["compute"]
+    ft = topology.fabric("compute")
+    assert not plan.loopbacks and not plan.p2p and not plan.asn
+    assert [s.rail for s in plan.hosts] == list(range(8))
+    node_order = [n.name for n in topology.cluster.nodes]
+    for subnet in plan.hosts:
+        network = IPNetwork(subnet.network)
+        assert subnet.gateway == "" and subnet.leaf == ""
+        assert len(subnet.hosts) + 2 <= network.size
+        nodes = [node for node, _, _ in subnet.hosts]
+        assert nodes == sorted(nodes, key=node_order.index)
+        assert [IPAddress(ip) for _, _, ip in subnet.hosts] == [network.network + 1 + i for i in range(len(nodes))]
+    rails = {(link.a.device, link.a.number): link.nic.rail for link in ft.links_in("node-leaf") if link.nic}
+    assert all(rails[(node, port)] == s.rail for s in plan.hosts for node, port, _ in s.hosts)
+    assert sum(len(s.hosts) for s in plan.hosts) == len(ft.links_in("node-leaf"))
+
+
+def test_address_plan_artifacts_list_every_address_once() -> None:
+    from fabricgen.render import address_plan
+
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    files = {a.path: a.content.decode() for a in address_plan.render(topology)}
+    storage = [line.split(",") for line in files["addressing/storage.csv"].splitlines()[1:]]
+    plan = topology.addresses["storage"]
+    expected = (len(plan.loopbacks) + len(plan.management) + 2 * len(plan.p2p) + len(plan.hosts)
+                + sum(len(s.hosts) for s in plan.hosts))
+    assert len(storage) == expected
+    assert len({row[3].split("/")[0] for row in storage}) == expected, "an address is given twice"
+    ips = files["addressing/netbox-ip-addresses.csv"].splitlines()[1:]
+    assert all("/" in line.split(",")[0] for line in ips), "NetBox needs a prefix length on every address"
+    virtual = {tuple(line.split(",")[:2]) for line in files["addressing/netbox-interfaces.csv"].splitlines()[1:]}
+    assert ("storage-leaf001", "Loopback0") in virtual and ("storage-leaf001", "Vlan100") in virtual

@@ -18,6 +18,7 @@ from typing import Protocol
 from fabricgen.artifacts import Artifact
 from fabricgen.gcpause import without_gc
 from fabricgen.render import (
+    address_plan,
     cable_sheets,
     cable_workbook,
     diagram,
@@ -43,6 +44,7 @@ RENDERERS: dict[str, Renderer] = {
     "workbook": cable_workbook.render,  # slowest first, so a parallel render starts it first
     "cabling": cable_sheets.render,
     "topology": topology_dump.render,
+    "addressing": address_plan.render,
     "diagram": diagram.render,
     "infiniband": infiniband.render,
     "nccl": nccl.render,
