@@ -79,17 +79,17 @@ def roce_spec_text(nodes: int = 2048) -> str:
 def switch_config_times(spec: Path) -> dict[str, float]:
     """Each switch-config dialect alone on the RoCE cluster: seconds and seconds per switch."""
     from fabricgen.pipeline import compile_spec
-    from fabricgen.render import eos, nvue, sonic
+    from fabricgen.render import render
 
     topology = compile_spec(spec).topology
     switches = sum(len(ft.switches) for ft in topology.fabrics if ft.fabric.type == "roce")
     times: dict[str, float] = {"switches": switches}
-    for nos, renderer in (("sonic", sonic.render), ("eos", eos.render), ("nvue", nvue.render)):
+    for nos in ("sonic", "eos", "nvue"):
         variant = spec.with_name(f"roce-{nos}.yaml")
         variant.write_text(spec.read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
         topo = compile_spec(variant).topology
         start = time.perf_counter()
-        renderer(topo)
+        render(topo, [nos])  # the pipeline's path: one target, the collector paused as in every render
         times[nos] = time.perf_counter() - start
     return times
 

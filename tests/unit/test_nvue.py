@@ -120,7 +120,7 @@ def test_startup_yaml_validates_against_the_strict_schema(h100: Rendered) -> Non
         if path.endswith("startup.yaml"):
             document = yaml.safe_load(content)
             assert not [e.message for e in validator.iter_errors(document)], path
-            assert b"enable: 'on'" in content and b"enable: true" not in content, "NVUE's on must stay a string"
+            assert b'enable: "on"' in content and b"enable: true" not in content, "NVUE's on must stay a string"
     leaf = h100.views[0].name
     document = [{"set": h100.yaml(leaf)}]
     typo = copy.deepcopy(document)
