@@ -14,8 +14,8 @@ from fabricgen.render import block_yaml
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
                     st.text(st.characters(exclude_categories=["Cs"]), max_size=12),
                     st.sampled_from(["on", "off", "yes", "No", "NULL", "~", "1e3", "0x1f", "1:20", "2001-12-14",
-                                     "-", "- a", "a: b", "#x", "x #y", "'q'", '"q"', "10.0.0.1/31", "10.0.0.1", "1.2", "1.2.3",
-                                     "Ethernet1/1",
+                                     "-", "- a", "a: b", "#x", "x #y", "'q'", '"q"', "10.0.0.1/31", "10.0.0.1",
+                                     "1.2", "1.2.3", "Ethernet1/1",
                                      ".inf", "<<", "=", "*a", "&a", "!tag", "%x", "@x", "`x", "{}", "[]", "a\tb"]))
 data = st.recursive(scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=25)
