@@ -150,9 +150,9 @@ def _interfaces(ctx: _Context, itype: CloudInstanceType | None) -> int:
     if itype is None:
         return 0
     if asked != "max" and asked > itype.interfaces:
-        kind = "EFA" if ctx.provider == "aws" else "ERI"
-        ctx.error((wanted, "interfaces"), f"{itype.name} has at most {itype.interfaces} {kind} interfaces, "
-                                          f"not {asked}", f"use max or a number up to {itype.interfaces}")
+        kind = "EFA interfaces" if ctx.provider == "aws" else "ERIs"
+        ctx.error((wanted, "interfaces"), f"{itype.name} has at most {itype.interfaces} {kind}, not {asked}",
+                  f"use max or a number up to {itype.interfaces}")
         return itype.interfaces
     return itype.interfaces if asked == "max" else int(asked)
 
