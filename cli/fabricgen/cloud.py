@@ -196,14 +196,14 @@ def _placement(ctx: _Context) -> tuple[bool, str, str]:
 
 
 def _capacity_values(facts: Mapping[str, Any]) -> str:
-    first, step = facts["capacity_first_gib"], facts["capacity_step_gib"]
-    return f"{first} GiB or {step}, {2 * step}, ... GiB" if first != step and step > first else (
-        f"{first} GiB, then steps of {step} GiB")
+    first, step = int(facts["capacity_first_gib"]), int(facts["capacity_step_gib"])
+    return f"{first} GiB or {step}, {2 * step}, ... GiB" if first < step else f"{first} GiB, then steps of {step} GiB"
 
 
 def _capacity_ok(capacity: int, facts: Mapping[str, Any]) -> bool:
-    first, step = facts["capacity_first_gib"], facts["capacity_step_gib"]
-    if first < step:  # FSx: the small size, then multiples of the step
+    """FSx: the small size, then multiples of the step; CPFS: a minimum, then steps above it."""
+    first, step = int(facts["capacity_first_gib"]), int(facts["capacity_step_gib"])
+    if first < step:
         return capacity == first or capacity % step == 0
     return capacity >= first and (capacity - first) % step == 0
 
@@ -282,7 +282,8 @@ def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
     instances = spec["instances"]
     cloud = Cloud(ctx.provider, spec["region"], spec["zone"], vpc_id, vpc_cidr, subnets,
                   tuple(spec["network"]["ssh_ingress"]), itype, names, instances["image"],
-                  instances.get("key_pair", ""), instances["group"], placement_group, capacity_kind, capacity_id, interfaces, filesystems,
+                  instances.get("key_pair", ""), instances["group"], placement_group, capacity_kind, capacity_id,
+                  interfaces, filesystems,
                   tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), doc.position(("cloud",)))
     return Cluster(Metadata(meta["name"], meta["site"], meta.get("description", "")), NO_FACILITY,
                    MappingProxyType({}), (), (), (), MappingProxyType({}), doc.digest, doc.source, cloud=cloud)

@@ -16,10 +16,10 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from tests.conftest import INVENTORIES
 
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render.pulumi_project import PINS
-from tests.conftest import INVENTORIES
 
 AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
 ALI_SPEC = INVENTORIES / "alicloud-erdma.yaml"

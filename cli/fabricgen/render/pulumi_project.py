@@ -86,9 +86,9 @@ def render(topology: Topology) -> list[Artifact]:
     return [
         Artifact(f"{root}/Pulumi.yaml", render_template("pulumi/Pulumi.yaml.j2", project=name, source=source,
                                                         description=json.dumps(description))),
-        Artifact(f"{root}/Pulumi.{stack}.yaml", render_template("pulumi/Pulumi.stack.yaml.j2", project=name, stack=stack,
-                                                                source=source, provider=cloud.provider,
-                                                                region=cloud.region)),
+        Artifact(f"{root}/Pulumi.{stack}.yaml", render_template(
+            "pulumi/Pulumi.stack.yaml.j2", project=name, stack=stack, source=source, provider=cloud.provider,
+            region=cloud.region)),
         Artifact(f"{root}/__main__.py", (shipped_dir("stacks") / program / "__main__.py").read_bytes()),
         Artifact(f"{root}/cluster.json", (json.dumps(cluster_data(name, cloud), indent=2, sort_keys=True) + "\n"
                                           ).encode()),

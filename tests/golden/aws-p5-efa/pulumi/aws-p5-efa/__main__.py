@@ -141,8 +141,8 @@ def launch_template(group: aws.ec2.SecurityGroup, subnet_id: pulumi.Input[str] |
 def main() -> None:
     vpc_id, subnet_ids = network()
     group = security_group(vpc_id)
-    placement = aws.ec2.PlacementGroup("cluster", name=DATA["cluster"], strategy="cluster", tags=tags(DATA["cluster"])) if (
-        INSTANCES["placement_group"]) else None
+    placement = aws.ec2.PlacementGroup("cluster", name=DATA["cluster"], strategy="cluster",
+                                       tags=tags(DATA["cluster"])) if INSTANCES["placement_group"] else None
     fsx = filesystems(subnet_ids[0], group)
     scaling = INSTANCES["group"] == "auto-scaling"
     template = launch_template(group, None if scaling else subnet_ids[0], placement, user_data(fsx))
