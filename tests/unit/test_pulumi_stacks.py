@@ -21,6 +21,9 @@ from tests.conftest import INVENTORIES
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render.pulumi_project import PINS
 
+# The SDKs warn about their own deprecated resources when imported: noise, not about these programs.
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")]
 AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
 ALI_SPEC = INVENTORIES / "alicloud-erdma.yaml"
 
@@ -174,6 +177,7 @@ def test_fsx_arguments_aws_accepts(tmp_path: Path) -> None:
     group = mocks.one("aws:ec2/securityGroup:SecurityGroup").id
     assert fsx["deploymentType"] == "PERSISTENT_2" and fsx["storageType"] == "SSD"
     assert fsx["storageCapacity"] == 4800.0 and fsx["perUnitStorageThroughput"] == 1000.0
+    assert all(type(fsx[key]) is float for key in ("storageCapacity", "perUnitStorageThroughput"))  # ints, not text
     assert fsx["subnetIds"] == mocks.one("aws:ec2/subnet:Subnet").id  # ONE subnet, a string
     assert isinstance(fsx["subnetIds"], str)
     assert fsx["securityGroupIds"] == [group]  # EFA needs the EFA security group
