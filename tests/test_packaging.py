@@ -30,7 +30,9 @@ def test_wheel_ships_data_files(unpacked_wheel: Path) -> None:
     pkg = unpacked_wheel / "fabricgen"
     for rel in ("_shipped/schemas/fabricgen.schema.json", "_shipped/schemas/sections/fabrics.schema.json",
                 "_shipped/templates/topology/fabric.json.j2", "_shipped/inventories/h100-4su.yaml",
-                "data/catalog/switches.yaml", "data/catalog/node_profiles.yaml"):
+                "data/catalog/switches.yaml", "data/catalog/node_profiles.yaml", "data/catalog/cloud_instances.yaml",
+                "_shipped/schemas/sections/cloud.schema.json", "_shipped/stacks/aws_efa/__main__.py",
+                "_shipped/stacks/alicloud_erdma/__main__.py", "_shipped/templates/pulumi/Pulumi.yaml.j2"):
         assert (pkg / rel).is_file(), rel
 
 
@@ -48,3 +50,14 @@ def test_installed_package_runs_outside_the_checkout(unpacked_wheel: Path, tmp_p
                              env=env, capture_output=True, text=True)
     assert applied.returncode == 0, applied.stderr
     assert (tmp_path / "out" / "lab-1su" / "topology" / "compute.json").is_file()
+
+
+def test_installed_package_emits_the_pulumi_project(unpacked_wheel: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(unpacked_wheel)}
+    spec = tmp_path / "aws.yaml"
+    for command in (["init", "--preset", "aws-p5-efa", "-o", str(spec)], ["apply", str(spec), "--yes"]):
+        done = subprocess.run([sys.executable, "-m", "fabricgen", *command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    program = tmp_path / "out" / "aws-p5-efa" / "pulumi" / "aws-p5-efa" / "__main__.py"
+    assert program.read_bytes() == (REPO / "stacks" / "aws_efa" / "__main__.py").read_bytes()

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fabricgen import catalog
+from fabricgen.cloud import build_cloud
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.load import Document, PathKey
 from fabricgen.model import (
@@ -790,6 +791,8 @@ class _RackPlacer:
 def build_cluster(doc: Document) -> Cluster:
     """Validate a loaded spec and build the Cluster model, raising :class:`SpecError` with every issue."""
     data = validate_document(doc)
+    if "cloud" in data:
+        return build_cloud(doc, data)
     builder = _Builder(doc, data)
     switch_models = builder.switch_models()
     nic_models = builder.nic_models()

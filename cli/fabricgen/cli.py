@@ -1,7 +1,7 @@
 """The command line: the only module that reads argv, prints to the console and chooses exit codes.
 
 Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
-(plan --detailed-exitcode only), 130 interrupted.
+(plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from fabricgen import __version__
+from fabricgen import __version__, deploy
 from fabricgen.apply import apply_plan
 from fabricgen.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
 from fabricgen.explain import cluster_summary
@@ -134,6 +134,9 @@ def _print_error(exc: FabricgenError) -> None:
             err.print(f"  {escape(str(finding))}", soft_wrap=True)
     else:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+    if isinstance(exc, deploy.DeployError) and exc.after_apply:
+        err.print("the artifacts were written; the cloud deployment did not finish")
+        return
     err.print("nothing was written")
 
 
@@ -273,34 +276,61 @@ def apply(
     out_dir: OutOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace files fabricgen did not create.")] = False,
+    cloud: Annotated[bool, typer.Option("--cloud", help="Then run `pulumi up` on the cloud cluster's project "
+                                                        "(exit 2 with the commands to run when pulumi is missing).")
+                     ] = False,
 ) -> None:
     """Write the changed artifacts atomically; a second apply with the same spec changes nothing."""
+    holder: dict[str, int] = {"code": EXIT_OK}
 
     def action() -> None:
         compiled, current = _plan(spec, out_dir)
+        target = deploy.project(compiled.cluster, current.out_dir) if cloud else None
         _print_warnings(compiled)
         _print_plan(current)
-        if not current.needs_apply:
-            return
-        if current.unmanaged and not force:
-            raise OutputError(
-                "refusing to replace files fabricgen did not create: "
-                + ", ".join(current.unmanaged)
-                + " (use --force)"
-            )
-        if not yes:
-            if not sys.stdin.isatty():
-                raise OutputError("apply needs confirmation: run it on a terminal or pass --yes")
-            if not typer.confirm("Apply these changes?", default=False):
-                err.print("apply cancelled; nothing was written")
-                return
-        result = apply_plan(current, force=force)
-        out.print(
-            f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "
-            f"{escape(str(result.plan.out_dir))}"
-        )
+        if _write(current, yes, force) and target is not None:
+            holder["code"] = _deploy(target)
 
     _run(action)
+    _fail(holder["code"])
+
+
+def _write(current: Plan, yes: bool, force: bool) -> bool:
+    """Apply the plan after confirmation; False when the user declined."""
+    if not current.needs_apply:
+        return True
+    if current.unmanaged and not force:
+        raise OutputError(
+            "refusing to replace files fabricgen did not create: "
+            + ", ".join(current.unmanaged)
+            + " (use --force)"
+        )
+    if not yes:
+        if not sys.stdin.isatty():
+            raise OutputError("apply needs confirmation: run it on a terminal or pass --yes")
+        if not typer.confirm("Apply these changes?", default=False):
+            err.print("apply cancelled; nothing was written")
+            return False
+    result = apply_plan(current, force=force)
+    out.print(
+        f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "
+        f"{escape(str(result.plan.out_dir))}"
+    )
+    return True
+
+
+def _deploy(target: deploy.Project) -> int:
+    """pulumi up through the Automation API, or the exact commands when the pulumi CLI is missing (exit 2)."""
+    if deploy.pulumi_cli() is None:
+        out.print("[yellow]pulumi is not on PATH: the project is written but not deployed. Run:[/]")
+        for command in target.commands():
+            out.print(f"  {escape(command)}", soft_wrap=True)
+        return EXIT_CHANGES
+    outputs = deploy.up(target, on_output=lambda line: out.print(escape(line.rstrip("\n")), soft_wrap=True))
+    out.print(f"[bold green]Deployed:[/] stack {escape(target.stack)}")
+    for name, value in sorted(outputs.items()):
+        out.print(f"  {escape(name)}: {escape(json.dumps(value, sort_keys=True))}", soft_wrap=True)
+    return EXIT_OK
 
 
 @app.command()
@@ -327,6 +357,11 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"[bold]{escape(s['cluster'])}[/] at {escape(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
         f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links"
     )
+    if "cloud" in s:
+        c = s["cloud"]
+        out.print(f"{escape(c['provider'])} {escape(c['zone'])}: {s['nodes']} x {escape(c['instance_type'])}, "
+                  f"{c['interfaces']} {escape(c['interface_kind'])} interfaces each")
+        return
     table = Table(title="Fabrics", show_lines=False)
     for column in (
         "fabric",

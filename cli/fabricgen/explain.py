@@ -57,14 +57,17 @@ def fabric_summary(ft: FabricTopology) -> dict[str, Any]:
 def cluster_summary(topology: Topology) -> dict[str, Any]:
     cluster = topology.cluster
     models = Counter(s.model.name for ft in topology.fabrics for s in ft.switches)
+    cloud = cluster.cloud
     return {
         "cluster": cluster.metadata.name,
         "site": cluster.metadata.site,
-        "nodes": len(cluster.nodes),
-        "gpus": sum(n.profile.gpus for n in cluster.nodes),
+        "nodes": len(cloud.names) if cloud else len(cluster.nodes),
+        "gpus": len(cloud.names) * cloud.instance_type.gpus if cloud else sum(n.profile.gpus for n in cluster.nodes),
         "racks_used": len({n.rack.name for n in cluster.nodes}),
         "fabrics": [fabric_summary(ft) for ft in topology.fabrics],
         "switch_bom": dict(sorted(models.items())),
         "switch_total": sum(models.values()),
         "link_total": sum(len(ft.links) for ft in topology.fabrics),
+        **({"cloud": {"provider": cloud.provider, "zone": cloud.zone, "instance_type": cloud.instance_type.name,
+                      "interfaces": cloud.interfaces, "interface_kind": cloud.interface_kind}} if cloud else {}),
     }

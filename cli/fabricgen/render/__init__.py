@@ -27,6 +27,7 @@ from fabricgen.render import (
     infiniband,
     nccl,
     nvue,
+    pulumi_project,
     sonic,
     topology_dump,
 )
@@ -52,7 +53,10 @@ RENDERERS: dict[str, Renderer] = {
     "eos": eos.render,
     "sonic": sonic.render,
     "nvue": nvue.render,
+    "pulumi": pulumi_project.render,
 }
+# A cloud cluster has no racks, switches or cables: only these targets apply to it.
+CLOUD_TARGETS = ("pulumi", "nccl")
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 
 _forked_topology: Topology | None = None  # set just before forking; read by the workers
@@ -83,7 +87,7 @@ def _parallel(topology: Topology, names: Sequence[str]) -> bool:
 @without_gc
 def render(topology: Topology, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:
     """Run the chosen renderers (all by default) and return their artifacts sorted by path."""
-    chosen = list(targets or RENDERERS)
+    chosen = list(targets or (CLOUD_TARGETS if topology.cluster.cloud else RENDERERS))
     if _parallel(topology, chosen):
         outputs = _render_parallel(topology, chosen)
     else:

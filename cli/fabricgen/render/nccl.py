@@ -1,7 +1,8 @@
 """Target ``nccl``: NCCL environment per node profile on the compute fabric, each value with why.
 
 Shared by every fabric type: InfiniBand (HCA order, service level) and RoCE (traffic class of the lossless
-class, RoCE v2 over IPv4); the bootstrap socket runs on the in-band interface.
+class, RoCE v2 over IPv4); the bootstrap socket runs on the in-band interface. A cloud cluster gets one file for
+its instance type: AWS EFA through aws-ofi-nccl, or Alibaba Cloud eRDMA.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from fabricgen.artifacts import Artifact
-from fabricgen.model import Fabric, NodeProfile
+from fabricgen.model import Cloud, Fabric, NodeProfile
 from fabricgen.render.templating import render_template
 from fabricgen.topology import Topology
 
@@ -57,14 +58,48 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric) -> list[Setting]:
                        0)
         settings.append(Setting("NCCL_IB_SL", str(default), "service level of the default QoS rule in the subnet "
                                                             "manager's policy"))
+    return _checked(settings)
+
+
+def _checked(settings: list[Setting]) -> list[Setting]:
     for s in settings:
         if not _SAFE_VALUE.match(s.value):
             raise ValueError(f"NCCL value {s.value!r} of {s.name} is not a plain word")
     return settings
 
 
+def cloud_settings(cloud: Cloud) -> list[Setting]:
+    """EFA (aws-ofi-nccl >= 1.7 with libfabric >= 1.18, as AWS's EFA installer ships) or eRDMA (NCCL >= 2.19)."""
+    if cloud.provider == "aws":
+        return _checked([
+            Setting("FI_PROVIDER", "efa", "libfabric's EFA provider, never a silent fallback to TCP sockets"),
+            Setting("FI_EFA_USE_DEVICE_RDMA", "1", f"RDMA read on the {cloud.instance_type.name}'s EFA devices; "
+                                                   "recent aws-ofi-nccl sets it itself, older stacks need it"),
+            Setting("FI_EFA_USE_HUGE_PAGE", "0", "no huge-page bounce buffers: they run out when training forks "
+                                                 "data-loader workers"),
+        ])
+    return _checked([
+        Setting("NCCL_IB_HCA", "erdma", "the eRDMA devices of the ERIs"),
+        Setting("NCCL_IB_GID_INDEX", "1", "the RoCE v2 IPv4 GID of an ERI"),
+        Setting("NCCL_SOCKET_IFNAME", "eth0", "bootstrap on the primary ENI"),
+        Setting("NCCL_IB_QPS_PER_CONNECTION", "8", "eRDMA spreads traffic over queue pairs: 8 per connection"),
+        Setting("NCCL_MIN_NCHANNELS", "16", "enough channels to fill the ERIs' bandwidth"),
+        Setting("NCCL_NET_PLUGIN", "none", "NCCL's built-in IB transport drives eRDMA; no external net plugin"),
+    ])
+
+
+def _render_cloud(cloud: Cloud, source: str) -> list[Artifact]:
+    itype = cloud.instance_type
+    kind = f"{'AWS EFA' if cloud.provider == 'aws' else 'Alibaba Cloud eRDMA'}, {cloud.interfaces} per instance"
+    content = render_template("hosts/nccl.env.j2", profile=itype.name, fabric=cloud.interface_kind.lower(),
+                              kind=kind, source=source, settings=cloud_settings(cloud))
+    return [Artifact(f"hosts/{itype.name}/nccl.env", content)]
+
+
 def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
+    if topology.cluster.cloud is not None:
+        return _render_cloud(topology.cluster.cloud, source)
     out = []
     for ft in topology.fabrics:
         fabric = ft.fabric

@@ -1,0 +1,289 @@
+"""Build the ``cloud`` section: a cloud cluster (AWS EFA or Alibaba Cloud eRDMA) instead of racks and fabrics.
+
+Everything a provider would reject only after minutes of ``pulumi up`` is checked here first, each with the
+spec's file:line: instance types from the cloud catalog, interface counts above the type's maximum, FSx and
+CPFS capacity and throughput values, subnets outside the cluster's zone (EFA and eRDMA do not cross zones),
+a placement group next to a capacity block, and the VPC/subnet CIDRs (netaddr).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from types import MappingProxyType
+from typing import Any
+
+from netaddr import IPNetwork, IPSet
+
+from fabricgen.errors import SpecError, SpecIssue
+from fabricgen.load import Document, PathKey, load_file
+from fabricgen.model import (
+    Cloud,
+    CloudFileSystem,
+    CloudInstanceType,
+    CloudSubnet,
+    Cluster,
+    Facility,
+    Metadata,
+)
+from fabricgen.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
+from fabricgen.resources import data_dir
+from fabricgen.validate import did_you_mean, schema_issues
+
+CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
+ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics")
+INTERFACE_SECTION = {"aws": "efa", "alicloud": "eri"}
+FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs"}
+NO_FACILITY = Facility(0, 0.0, 0.0, 0.0, 0.0, (), ())
+
+
+@cache
+def catalog() -> Mapping[str, Any]:
+    """The shipped cloud catalog, validated; a broken file is a packaging bug reported by file:line."""
+    document = load_file(data_dir() / "catalog" / "cloud_instances.yaml")
+    issues = schema_issues(document, document.data, CATALOG_SCHEMA)
+    if issues:
+        raise SpecError(issues)
+    return MappingProxyType(document.data)
+
+
+def instance_types(provider: str) -> dict[str, CloudInstanceType]:
+    """The catalog's instance types of one provider."""
+    entries = catalog()[provider]["instances"]
+    return {name: CloudInstanceType(name, e["gpus"], e["gpu"], e["network_cards"], e["interfaces"], e["source"])
+            for name, e in entries.items()}
+
+
+@dataclass
+class _Context:
+    doc: Document
+    spec: Mapping[str, Any]
+    issues: list[SpecIssue] = field(default_factory=list)
+
+    @property
+    def provider(self) -> str:
+        return str(self.spec["provider"])
+
+    @property
+    def facts(self) -> Mapping[str, Any]:
+        return catalog()[self.provider]  # type: ignore[no-any-return]
+
+    def error(self, where: PathKey, message: str, hint: str = "") -> None:
+        self.issues.append(self.doc.issue(("cloud", *where), message, hint))
+
+
+def _network(ctx: _Context, text: str, where: PathKey, limits: list[int], what: str) -> IPNetwork | None:
+    """A CIDR with its host bits clear and a prefix length the provider accepts, else None (reported)."""
+    try:
+        network = IPNetwork(text)
+    except Exception:  # netaddr raises several types for malformed input
+        ctx.error(where, f"{text!r} is not an IPv4 prefix", "an IPv4 prefix such as 10.50.0.0/16")
+        return None
+    if network.ip != network.network:
+        ctx.error(where, f"{text} has host bits set", f"did you mean {network.cidr}?")
+        return None
+    low, high = limits
+    if not low <= network.prefixlen <= high:
+        ctx.error(where, f"a {what} of /{network.prefixlen} is not accepted by {ctx.provider}",
+                  f"use a prefix length from /{low} to /{high}")
+        return None
+    return network
+
+
+def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...]]:
+    net = ctx.spec["network"]
+    vpc = net["vpc"]
+    limits = ctx.facts["network"]
+    vpc_network = _network(ctx, vpc["cidr"], ("network", "vpc", "cidr"), limits["vpc_prefix"], "VPC") if (
+        "cidr" in vpc) else None
+    zone = ctx.spec["zone"]
+    kind = "EFA" if ctx.provider == "aws" else "eRDMA"
+    subnets: list[CloudSubnet] = []
+    taken: list[tuple[int, IPNetwork]] = []
+    for i, entry in enumerate(net["subnets"]):
+        where: PathKey = ("network", "subnets", i)
+        if "id" in entry and "cidr" in entry:
+            ctx.error(where, "a subnet is either existing (id) or new (cidr), not both", "remove id or cidr")
+        if "id" in entry and "id" not in vpc:
+            ctx.error((*where, "id"), "an existing subnet cannot be in the new VPC",
+                      "give network.vpc.id to reuse its VPC, or a cidr for a new subnet")
+        subnet_zone = entry.get("zone", zone)
+        if subnet_zone != zone:
+            ctx.error((*where, "zone"), f"the subnet is in {subnet_zone} but the cluster is in {zone}",
+                      f"{kind} traffic does not cross zones: put every subnet in {zone}")
+        if "cidr" in entry:
+            network = _network(ctx, entry["cidr"], (*where, "cidr"), limits["subnet_prefix"], "subnet")
+            if network is not None and vpc_network is not None and network not in vpc_network:
+                ctx.error((*where, "cidr"), f"{network} is outside the VPC {vpc_network}",
+                          "a subnet's CIDR must lie inside its VPC's")
+            for j, other in taken:
+                if network is not None and IPSet([network]) & IPSet([other]):
+                    ctx.error((*where, "cidr"), f"{network} overlaps subnets[{j}] ({other})",
+                              "give every subnet its own range")
+            if network is not None:
+                taken.append((i, network))
+        subnets.append(CloudSubnet(entry.get("id", ""), entry.get("cidr", ""), subnet_zone))
+    for i, text in enumerate(net["ssh_ingress"]):
+        _network(ctx, text, ("network", "ssh_ingress", i), [0, 32], "CIDR")
+    return vpc.get("id", ""), vpc.get("cidr", ""), tuple(subnets)
+
+
+def _instance_type(ctx: _Context) -> CloudInstanceType | None:
+    name = ctx.spec["instances"]["type"]
+    known = instance_types(ctx.provider)
+    if name in known:
+        return known[name]
+    other = "alicloud" if ctx.provider == "aws" else "aws"
+    hint = (f"{name} is an {other} type; set provider: {other}" if name in instance_types(other) else
+            did_you_mean(name, known) or f"known {ctx.provider} types: {', '.join(sorted(known))}")
+    ctx.error(("instances", "type"), f"unknown {ctx.provider} instance type {name!r}", hint)
+    return None
+
+
+def _interfaces(ctx: _Context, itype: CloudInstanceType | None) -> int:
+    wanted = INTERFACE_SECTION[ctx.provider]
+    for provider, section in INTERFACE_SECTION.items():
+        if section in ctx.spec and section != wanted:
+            ctx.error((section,), f"{section} is for provider {provider}", f"use {wanted}: on {ctx.provider}")
+    asked = ctx.spec.get(wanted, {}).get("interfaces", "max")
+    if itype is None:
+        return 0
+    if asked != "max" and asked > itype.interfaces:
+        kind = "EFA interfaces" if ctx.provider == "aws" else "ERIs"
+        ctx.error((wanted, "interfaces"), f"{itype.name} has at most {itype.interfaces} {kind}, not {asked}",
+                  f"use max or a number up to {itype.interfaces}")
+        return itype.interfaces
+    return itype.interfaces if asked == "max" else int(asked)
+
+
+def _names(ctx: _Context) -> tuple[str, ...]:
+    spec = ctx.spec["instances"]
+    pattern, count = spec["name"], spec["count"]
+    where: PathKey = ("instances", "name")
+    unknown = unknown_placeholders(pattern, {"n"})
+    if unknown:
+        ctx.error(where, f"unknown placeholder {{{unknown[0]}}} in the instance name pattern",
+                  "only {n} is available, e.g. gpu{n:03d}")
+        return ()
+    if count > 1 and "n" not in placeholders(pattern):
+        ctx.error(where, f"{count} instances would all be named {pattern!r}", "add {n}, e.g. gpu{n:03d}")
+        return ()
+    names = tuple(expand(pattern, {"n": n}) for n in range(1, count + 1))
+    bad = next((n for n in names if not DEVICE_NAME.match(n)), None)
+    if bad is not None:
+        ctx.error(where, f"instance name {bad!r} is not a valid host name",
+                  "lower-case letters, digits and '-', at most 63 characters")
+    return names
+
+
+def _placement(ctx: _Context) -> tuple[bool, str, str]:
+    spec = ctx.spec["instances"]
+    capacity = spec.get("capacity", {})
+    kind, block = capacity.get("kind", ""), capacity.get("kind") == "block"
+    if ctx.provider != "aws":
+        for key in ("capacity", "placement_group"):
+            if key in spec:
+                ctx.error(("instances", key), f"{key} is for provider aws",
+                          "Alibaba Cloud instances always join a LowLatency deployment set")
+        if spec["group"] != "instances":
+            ctx.error(("instances", "group"), "auto-scaling is for provider aws", "use group: instances")
+        return False, "", ""
+    if spec.get("placement_group") and block:
+        ctx.error(("instances", "placement_group"), "a placement group cannot be combined with a capacity block",
+                  "Capacity Blocks are already co-located; remove placement_group")
+    return spec.get("placement_group", not block), kind, capacity.get("id", "")
+
+
+def _capacity_values(facts: Mapping[str, Any]) -> str:
+    first, step = int(facts["capacity_first_gib"]), int(facts["capacity_step_gib"])
+    return f"{first} GiB or {step}, {2 * step}, ... GiB" if first < step else f"{first} GiB, then steps of {step} GiB"
+
+
+def _capacity_ok(capacity: int, facts: Mapping[str, Any]) -> bool:
+    """FSx: the small size, then multiples of the step; CPFS: a minimum, then steps above it."""
+    first, step = int(facts["capacity_first_gib"]), int(facts["capacity_step_gib"])
+    if first < step:
+        return capacity == first or capacity % step == 0
+    return capacity >= first and (capacity - first) % step == 0
+
+
+def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any]) -> CloudFileSystem | None:
+    where: PathKey = ("filesystems", i)
+    kind = spec["kind"]
+    if kind != FILESYSTEM_KIND[ctx.provider]:
+        ctx.error((*where, "kind"), f"{kind} is not available on {ctx.provider}",
+                  f"use kind: {FILESYSTEM_KIND[ctx.provider]}")
+        return None
+    facts = ctx.facts["filesystems"][kind]
+    if not _capacity_ok(spec["capacity_gib"], facts):
+        ctx.error((*where, "capacity_gib"), f"{kind} does not accept {spec['capacity_gib']} GiB",
+                  f"valid: {_capacity_values(facts)}")
+    if kind == "fsx-lustre":
+        return _fsx(ctx, where, spec, facts)
+    for key in ("efa", "metadata_iops"):
+        if key in spec:
+            ctx.error((*where, key), f"{key} is for fsx-lustre", f"remove {key}")
+    storage_types = facts["storage_types"]
+    if str(spec["throughput"]) not in storage_types:
+        ctx.error((*where, "throughput"), f"CPFS has no {spec['throughput']} MB/s/TiB class",
+                  f"valid: {', '.join(sorted(storage_types))} MB/s/TiB")
+    return CloudFileSystem(kind, spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
+                           storage_type=storage_types.get(str(spec["throughput"]), ""))
+
+
+def _fsx(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[str, Any]) -> CloudFileSystem:
+    if spec["throughput"] not in facts["throughputs"]:
+        ctx.error((*where, "throughput"), f"{facts['deployment_type']} does not accept {spec['throughput']} MB/s/TiB",
+                  f"valid: {', '.join(map(str, facts['throughputs']))}")
+    iops = spec.get("metadata_iops")
+    if iops is not None and iops not in facts["metadata_iops_small"] and iops % facts["metadata_iops_step"]:
+        ctx.error((*where, "metadata_iops"), f"FSx does not accept {iops} metadata IOPS",
+                  f"valid: {', '.join(map(str, facts['metadata_iops_small']))} or a multiple of "
+                  f"{facts['metadata_iops_step']} up to 192000")
+    return CloudFileSystem(spec["kind"], spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
+                           spec.get("efa", True), iops)
+
+
+def _filesystems(ctx: _Context) -> tuple[CloudFileSystem, ...]:
+    out = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, spec in enumerate(ctx.spec["filesystems"]):
+        for key in ("name", "mountpoint"):
+            if (key, spec[key]) in seen:
+                ctx.error(("filesystems", i, key), f"{key} {spec[key]!r} is used twice",
+                          f"also used by filesystems[{seen[(key, spec[key])]}]")
+            seen.setdefault((key, spec[key]), i)
+        fs = _filesystem(ctx, i, spec)
+        if fs is not None:
+            out.append(fs)
+    return tuple(out)
+
+
+def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
+    """The Cluster of a cloud spec (no racks, nodes or fabrics); raise SpecError with every issue."""
+    ctx = _Context(doc, data["cloud"])
+    for section in ON_PREM_SECTIONS:
+        if section in doc.data:
+            ctx.issues.append(doc.issue((section,), f"a cloud cluster has no {section}",
+                                        f"remove {section}, or remove cloud for an on-premises cluster"))
+    if not ctx.spec["zone"].startswith(ctx.spec["region"]):
+        ctx.error(("zone",), f"zone {ctx.spec['zone']} is not in region {ctx.spec['region']}",
+                  f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
+    vpc_id, vpc_cidr, subnets = _subnets(ctx)
+    itype = _instance_type(ctx)
+    interfaces = _interfaces(ctx, itype)
+    names = _names(ctx)
+    placement_group, capacity_kind, capacity_id = _placement(ctx)
+    filesystems = _filesystems(ctx)
+    if ctx.issues or itype is None:
+        raise SpecError(ctx.issues)
+    spec, meta = ctx.spec, data["metadata"]
+    instances = spec["instances"]
+    cloud = Cloud(ctx.provider, spec["region"], spec["zone"], vpc_id, vpc_cidr, subnets,
+                  tuple(spec["network"]["ssh_ingress"]), itype, names, instances["image"],
+                  instances.get("key_pair", ""), instances["group"], placement_group, capacity_kind, capacity_id,
+                  interfaces, filesystems,
+                  tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), doc.position(("cloud",)))
+    return Cluster(Metadata(meta["name"], meta["site"], meta.get("description", "")), NO_FACILITY,
+                   MappingProxyType({}), (), (), (), MappingProxyType({}), doc.digest, doc.source, cloud=cloud)

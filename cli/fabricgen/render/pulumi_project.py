@@ -1,0 +1,96 @@
+"""Target ``pulumi``: a cloud cluster's Pulumi project under ``pulumi/<stack>/``, runnable as is with ``pulumi up``.
+
+The program is the shipped ``stacks/<program>/__main__.py`` copied verbatim; everything cluster-specific is in
+``cluster.json`` beside it (sorted keys, so byte-identical per spec), computed here: the interface layout per
+network card, FSx/CPFS arguments in the provider's own terms, names and tags. The stack is named after the
+cluster (a DNS label, checked by the schema).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath
+from typing import Any
+
+from fabricgen.artifacts import Artifact
+from fabricgen.cloud import catalog
+from fabricgen.model import Cloud, CloudFileSystem
+from fabricgen.render.templating import render_template
+from fabricgen.resources import shipped_dir
+from fabricgen.topology import Topology
+
+PROGRAMS = {"aws": "aws_efa", "alicloud": "alicloud_erdma"}
+# The SDK versions the stack tests run with (tests/unit/test_pulumi_stacks.py checks the installed ones match).
+PINS = {
+    "aws": (("pulumi", "3.272.0"), ("pulumi-aws", "7.51.1")),
+    "alicloud": (("pulumi", "3.272.0"), ("pulumi-alicloud", "4.0.0")),
+}
+FSX_LUSTRE_VERSION = "2.15"  # EFA-enabled FSx needs Lustre 2.15 (PERSISTENT_2 with a metadata configuration)
+
+
+def interfaces(cloud: Cloud) -> list[dict[str, Any]]:
+    """One RDMA interface per network card from card 0.
+
+    AWS: card 0 / device 0 is the primary, an EFA with ENA (``efa``: an EFA-only interface cannot be primary);
+    every further card gets an ``efa-only`` interface at device index 0. Alibaba Cloud: an ERI (an ENI in
+    HighPerformance mode) attached on each card.
+    """
+    if cloud.provider == "aws":
+        return [{"network_card_index": card, "device_index": 0, "interface_type": "efa" if card == 0 else "efa-only"}
+                for card in range(cloud.interfaces)]
+    return [{"network_card_index": card, "traffic_mode": "HighPerformance"} for card in range(cloud.interfaces)]
+
+
+def _filesystem(fs: CloudFileSystem) -> dict[str, Any]:
+    if fs.kind == "cpfs":
+        return {"name": fs.name, "storage_type": fs.storage_type, "capacity": fs.capacity_gib,
+                "mountpoint": fs.mountpoint}
+    metadata: dict[str, Any] = {"mode": "AUTOMATIC"} if fs.metadata_iops is None else {
+        "mode": "USER_PROVISIONED", "iops": fs.metadata_iops}
+    return {"name": fs.name, "deployment_type": catalog()["aws"]["filesystems"]["fsx-lustre"]["deployment_type"],
+            "storage_capacity": fs.capacity_gib, "per_unit_storage_throughput": fs.throughput,
+            "efa_enabled": fs.efa, "metadata_configuration": metadata,
+            "file_system_type_version": FSX_LUSTRE_VERSION, "mountpoint": fs.mountpoint}
+
+
+def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
+    """What the program reads: the compiled cloud cluster in the provider's terms."""
+    capacity = {"kind": cloud.capacity_kind, "id": cloud.capacity_id} if cloud.capacity_kind else None
+    return {
+        "cluster": name,
+        "provider": cloud.provider,
+        "region": cloud.region,
+        "zone": cloud.zone,
+        "vpc": {"id": cloud.vpc_id, "cidr": cloud.vpc_cidr},
+        "subnets": [{"id": s.id, "cidr": s.cidr, "zone": s.zone} for s in cloud.subnets],
+        "ssh_ingress": list(cloud.ssh_ingress),
+        "instances": {"names": list(cloud.names), "type": cloud.instance_type.name, "image": cloud.image,
+                      "key_pair": cloud.key_pair, "group": cloud.group, "placement_group": cloud.placement_group,
+                      "capacity": capacity, "gpus": cloud.instance_type.gpus},
+        "interfaces": interfaces(cloud),
+        "filesystems": [_filesystem(fs) for fs in cloud.filesystems],
+        "tags": dict(cloud.tags),
+    }
+
+
+def render(topology: Topology) -> list[Artifact]:
+    cluster = topology.cluster
+    cloud = cluster.cloud
+    if cloud is None:
+        return []
+    stack = name = cluster.metadata.name
+    source = PurePosixPath(cluster.source).name
+    program = PROGRAMS[cloud.provider]
+    root = f"pulumi/{stack}"
+    description = cluster.metadata.description or f"{cloud.instance_type.name} cluster"
+    return [
+        Artifact(f"{root}/Pulumi.yaml", render_template("pulumi/Pulumi.yaml.j2", project=name, source=source,
+                                                        description=json.dumps(description))),
+        Artifact(f"{root}/Pulumi.{stack}.yaml", render_template(
+            "pulumi/Pulumi.stack.yaml.j2", project=name, stack=stack, source=source, provider=cloud.provider,
+            region=cloud.region)),
+        Artifact(f"{root}/__main__.py", (shipped_dir("stacks") / program / "__main__.py").read_bytes()),
+        Artifact(f"{root}/cluster.json", (json.dumps(cluster_data(name, cloud), indent=2, sort_keys=True) + "\n"
+                                          ).encode()),
+        Artifact(f"{root}/requirements.txt", render_template("pulumi/requirements.txt.j2", pins=PINS[cloud.provider])),
+    ]

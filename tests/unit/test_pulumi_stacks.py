@@ -1,0 +1,261 @@
+"""The emitted Pulumi projects, run from their own directory under Pulumi's unit-test mocks (no CLI, no cloud).
+
+Each test renders a spec, writes the pulumi/<stack>/ artifacts to a fresh directory, runs its __main__.py there
+with mocks that record every resource's inputs (camelCase, ints as floats), and checks what AWS or Alibaba Cloud
+would receive. Resources are built per test: a resource error would otherwise surface in the next test.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import runpy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from tests.conftest import INVENTORIES
+
+from fabricgen.pipeline import compile_spec, render_spec
+from fabricgen.render.pulumi_project import PINS
+
+# The SDKs warn about their own deprecated resources when imported: noise, not about these programs.
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")]
+AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
+ALI_SPEC = INVENTORIES / "alicloud-erdma.yaml"
+
+
+@dataclass(frozen=True)
+class Resource:
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    id: str
+
+
+class Recorder(pulumi.runtime.Mocks):
+    """Records resources; answers with the inputs plus the outputs the programs read back."""
+
+    def __init__(self) -> None:
+        self.resources: list[Resource] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = dict(args.inputs)
+        if args.typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            state.update(dnsName=f"{args.name}.fsx.us-east-1.amazonaws.com", mountName="abcdefgh")
+        if args.typ in ("aws:ec2/instance:Instance", "alicloud:ecs/instance:Instance"):
+            state["privateIp"] = f"10.0.0.{len(self.resources)}"
+        if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            state["latestVersion"] = 1.0
+        resource_id = f"{args.name}-id"
+        self.resources.append(Resource(args.typ, args.name, dict(args.inputs), resource_id))
+        return resource_id, state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        raise AssertionError(f"the program made an unexpected provider call {args.token}")
+
+    def of_type(self, typ: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == typ]
+
+    def one(self, typ: str) -> Resource:
+        found = self.of_type(typ)
+        assert len(found) == 1, f"expected one {typ}, got {len(found)}"
+        return found[0]
+
+
+def emit(spec: Path, tmp_path: Path, edit: dict[str, str] | None = None) -> Path:
+    """Render the spec (with text replacements) and write its Pulumi project; return the project directory."""
+    text = spec.read_text()
+    for old, new in (edit or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / spec.name
+    path.write_text(text)
+    artifacts = [a for a in render_spec(compile_spec(path)) if a.path.startswith("pulumi/")]
+    for artifact in artifacts:
+        target = tmp_path / "out" / artifact.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(artifact.content)
+    (project,) = {(tmp_path / "out" / a.path).parent for a in artifacts}
+    return project
+
+
+def run(project: Path) -> Recorder:
+    """Run the project's program from its own directory under mocks, waiting for every resource."""
+    mocks = Recorder()
+    stack = next(p.name for p in project.glob("Pulumi.*.yaml") if p.name != "Pulumi.yaml")
+    pulumi.runtime.set_mocks(mocks, project=yaml.safe_load((project / "Pulumi.yaml").read_text())["name"],
+                             stack=stack.removeprefix("Pulumi.").removesuffix(".yaml"), preview=False)
+
+    @pulumi.runtime.test
+    def program() -> None:
+        runpy.run_path(str(project / "__main__.py"), run_name="__main__")
+
+    program()
+    return mocks
+
+
+def efa_interfaces(mocks: Recorder) -> list[dict[str, Any]]:
+    return list(mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["networkInterfaces"])
+
+
+@pytest.mark.parametrize(("instance_type", "count"), [("p5.48xlarge", 32), ("p4d.24xlarge", 4),
+                                                      ("p5en.48xlarge", 16), ("p6-b200.48xlarge", 8)])
+def test_one_efa_interface_per_network_card(tmp_path: Path, instance_type: str, count: int) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"type: p5.48xlarge": f"type: {instance_type}"}))
+    nics = efa_interfaces(mocks)
+    assert [n["networkCardIndex"] for n in nics] == list(range(count))
+    assert all(n["deviceIndex"] == 0 for n in nics)
+    assert nics[0]["interfaceType"] == "efa"  # the primary carries IP too: EFA-only cannot be primary
+    assert {n["interfaceType"] for n in nics[1:]} <= {"efa-only"}
+    group = mocks.one("aws:ec2/securityGroup:SecurityGroup").id
+    subnet = mocks.one("aws:ec2/subnet:Subnet").id
+    assert all(n["securityGroups"] == [group] and n["subnetId"] == subnet for n in nics)
+    assert all(n["deleteOnTermination"] == "true" for n in nics)
+
+
+def test_fewer_interfaces_than_the_maximum(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"efa: {interfaces: max}": "efa: {interfaces: 4}"}))
+    assert [n["networkCardIndex"] for n in efa_interfaces(mocks)] == [0, 1, 2, 3]
+
+
+def test_security_group_rules_self_referencing_all_protocols_both_ways(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    group = mocks.one("aws:ec2/securityGroup:SecurityGroup").id
+    ingress = mocks.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    egress = mocks.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+    for rules in (ingress, egress):
+        own = [r.inputs for r in rules if r.inputs.get("referencedSecurityGroupId") == group]
+        assert len(own) == 1
+        assert own[0]["ipProtocol"] == "-1" and own[0]["securityGroupId"] == group
+        assert "fromPort" not in own[0] and "cidrIpv4" not in own[0]
+    ssh = [r.inputs for r in ingress if "cidrIpv4" in r.inputs]
+    assert ssh == [{"securityGroupId": group, "cidrIpv4": "198.51.100.0/24", "ipProtocol": "tcp",
+                    "fromPort": 22.0, "toPort": 22.0, "description": "SSH"}]
+    assert [r.inputs["cidrIpv4"] for r in egress if "cidrIpv4" in r.inputs] == ["0.0.0.0/0"]
+
+
+def test_cluster_placement_group_used_by_the_launch_template(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    placement = mocks.one("aws:ec2/placementGroup:PlacementGroup")
+    assert placement.inputs["strategy"] == "cluster"
+    template = mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs
+    assert placement.inputs["name"] == "aws-p5-efa"
+    assert template["placement"] == {"groupName": "aws-p5-efa"}
+    assert template["instanceType"] == "p5.48xlarge" and template["imageId"] == "ami-0123456789abcdef0"
+    instances = mocks.of_type("aws:ec2/instance:Instance")
+    assert [i.name for i in instances] == [f"p5-{n:02d}" for n in range(1, 17)]
+    assert all(i.inputs["launchTemplate"]["id"] == f"{'efa'}-id" for i in instances)
+
+
+def test_capacity_block_without_placement_group(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"    key_pair: ops\n": "    key_pair: ops\n    capacity: {kind: block, "
+                                                                  "id: cr-0123456789abcdef0}\n"}))
+    assert not mocks.of_type("aws:ec2/placementGroup:PlacementGroup")
+    template = mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs
+    assert "placement" not in template
+    assert template["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert template["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
+
+
+def test_auto_scaling_group(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"    key_pair: ops\n": "    key_pair: ops\n    group: auto-scaling\n"}))
+    assert not mocks.of_type("aws:ec2/instance:Instance")
+    group = mocks.one("aws:autoscaling/group:Group").inputs
+    assert group["minSize"] == group["maxSize"] == group["desiredCapacity"] == 16.0
+    assert group["vpcZoneIdentifiers"] == [mocks.one("aws:ec2/subnet:Subnet").id]
+    assert all("subnetId" not in n for n in efa_interfaces(mocks))  # the group picks the subnet
+
+
+def test_fsx_arguments_aws_accepts(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    fsx = mocks.one("aws:fsx/lustreFileSystem:LustreFileSystem").inputs
+    group = mocks.one("aws:ec2/securityGroup:SecurityGroup").id
+    assert fsx["deploymentType"] == "PERSISTENT_2" and fsx["storageType"] == "SSD"
+    assert fsx["storageCapacity"] == 4800.0 and fsx["perUnitStorageThroughput"] == 1000.0
+    assert all(type(fsx[key]) is float for key in ("storageCapacity", "perUnitStorageThroughput"))  # ints, not text
+    assert fsx["subnetIds"] == mocks.one("aws:ec2/subnet:Subnet").id  # ONE subnet, a string
+    assert isinstance(fsx["subnetIds"], str)
+    assert fsx["securityGroupIds"] == [group]  # EFA needs the EFA security group
+    assert fsx["efaEnabled"] is True and fsx["metadataConfiguration"] == {"mode": "AUTOMATIC"}
+    assert fsx["fileSystemTypeVersion"] == "2.15"
+
+
+def test_fsx_user_provisioned_metadata(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"mountpoint: /fsx}": "mountpoint: /fsx, metadata_iops: 24000}"}))
+    fsx = mocks.one("aws:fsx/lustreFileSystem:LustreFileSystem").inputs
+    assert fsx["metadataConfiguration"] == {"mode": "USER_PROVISIONED", "iops": 24000.0}
+
+
+def test_user_data_mounts_fsx_from_its_outputs(tmp_path: Path) -> None:
+    import base64
+
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    script = base64.b64decode(mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    assert script.startswith("#!/bin/bash\nset -euo pipefail\n")
+    assert "mount -t lustre -o noatime,flock fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh /fsx" in script
+    assert "mountpoint -q /fsx ||" in script and "grep -q fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh" \
+        in script
+
+
+def test_existing_vpc_and_subnet_are_reused(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"vpc: {cidr: 10.50.0.0/16}": "vpc: {id: vpc-0abc, cidr: 10.50.0.0/16}",
+                                          "- {cidr: 10.50.0.0/20}": "- {id: subnet-0def}"}))
+    assert not mocks.of_type("aws:ec2/vpc:Vpc") and not mocks.of_type("aws:ec2/subnet:Subnet")
+    assert mocks.one("aws:ec2/securityGroup:SecurityGroup").inputs["vpcId"] == "vpc-0abc"
+    assert {n["subnetId"] for n in efa_interfaces(mocks)} == {"subnet-0def"}
+
+
+def test_erdma_interfaces_high_performance_on_their_cards(tmp_path: Path) -> None:
+    mocks = run(emit(ALI_SPEC, tmp_path))
+    instances = mocks.of_type("alicloud:ecs/instance:Instance")
+    assert [i.name for i in instances] == [f"gn8v-{n:02d}" for n in range(1, 9)]
+    deployment = mocks.one("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
+    assert deployment.inputs["strategy"] == "LowLatency"
+    assert all(i.inputs["deploymentSetId"] == deployment.id for i in instances)
+    eris = {r.id: r.inputs for r in mocks.of_type("alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface")}
+    assert len(eris) == 16 and all(e["networkInterfaceTrafficMode"] == "HighPerformance" for e in eris.values())
+    attachments = mocks.of_type("alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment")
+    by_instance: dict[str, list[float]] = {}
+    for a in attachments:
+        assert a.inputs["networkInterfaceId"] in eris
+        by_instance.setdefault(a.inputs["instanceId"], []).append(a.inputs["networkCardIndex"])
+    assert by_instance == {i.id: [0.0, 1.0] for i in instances}
+
+
+def test_erdma_security_group_and_cpfs(tmp_path: Path) -> None:
+    mocks = run(emit(ALI_SPEC, tmp_path))
+    group = mocks.one("alicloud:ecs/securityGroup:SecurityGroup").id
+    rules = [r.inputs for r in mocks.of_type("alicloud:ecs/securityGroupRule:SecurityGroupRule")]
+    own = [r for r in rules if r.get("sourceSecurityGroupId") == group]
+    assert own == [{"securityGroupId": group, "type": "ingress", "ipProtocol": "all", "portRange": "-1/-1",
+                    "sourceSecurityGroupId": group, "policy": "accept", "nicType": "intranet"}]
+    cpfs = mocks.one("alicloud:nas/fileSystem:FileSystem").inputs
+    switch = mocks.one("alicloud:vpc/switch:Switch")
+    assert switch.inputs["zoneId"] == "cn-wulanchabu-c" and switch.inputs["cidrBlock"] == "172.16.0.0/20"
+    assert cpfs["fileSystemType"] == "cpfs" and cpfs["protocolType"] == "cpfs"
+    assert cpfs["storageType"] == "advance_200" and cpfs["capacity"] == 3600.0
+    assert cpfs["vswitchId"] == switch.id and cpfs["zoneId"] == "cn-wulanchabu-c"
+
+
+def test_project_directory_is_complete(tmp_path: Path) -> None:
+    project = emit(AWS_SPEC, tmp_path)
+    assert sorted(p.name for p in project.iterdir()) == [
+        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "requirements.txt"]
+    meta = yaml.safe_load((project / "Pulumi.yaml").read_text())
+    assert meta["name"] == "aws-p5-efa" and meta["runtime"]["name"] == "python"
+    assert yaml.safe_load((project / "Pulumi.aws-p5-efa.yaml").read_text()) == {
+        "config": {"aws:region": "us-east-1"}}
+    requirements = [line for line in (project / "requirements.txt").read_text().splitlines()
+                    if not line.startswith("#")]
+    assert requirements == ["pulumi==3.272.0", "pulumi-aws==7.51.1"]
+
+
+@pytest.mark.parametrize("provider", sorted(PINS))
+def test_pins_are_the_tested_versions(provider: str) -> None:
+    for package, version in PINS[provider]:
+        assert importlib.metadata.version(package) == version, f"requirements.txt pins {package}=={version}"
