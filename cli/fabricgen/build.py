@@ -21,6 +21,7 @@ from fabricgen.model import (
     FabricRole,
     FabricTopologySpec,
     Facility,
+    LocalVolume,
     Metadata,
     Nic,
     NicModel,
@@ -39,6 +40,7 @@ from fabricgen.model import (
     TrafficClass,
     rail_count,
 )
+from fabricgen.lustre import build_lustre
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
 from fabricgen.subnet_manager import build_subnet_manager
@@ -226,6 +228,9 @@ class _Builder:
             inband,
             bmc,
             doc.position(path),
+            entry.get("memory_gb"),
+            LocalVolume(entry["local_nvme"]["path"], entry["local_nvme"]["capacity_gib"]) if "local_nvme" in entry
+            else None,
         )
 
     def profile_consistency(
@@ -783,6 +788,7 @@ def build_cluster(doc: Document) -> Cluster:
     profiles = builder.profiles(nic_models)
     groups, nodes = builder.nodes(facility, profiles)
     fabrics = builder.fabrics(profiles, groups, switch_models, nic_models)
+    lustre = build_lustre(doc, data["lustre"], profiles, groups, fabrics, builder.issues)
     if builder.issues:
         raise SpecError(builder.issues)
     meta = data["metadata"]
@@ -798,4 +804,5 @@ def build_cluster(doc: Document) -> Cluster:
         doc.digest,
         doc.source,
         catalog.media(data.get("catalog", {}).get("media")),
+        lustre,
     )

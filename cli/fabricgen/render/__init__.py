@@ -24,6 +24,8 @@ from fabricgen.render import (
     eos,
     host_roce,
     infiniband,
+    k8s_storage,
+    lustre,
     nccl,
     nvue,
     sonic,
@@ -50,6 +52,8 @@ RENDERERS: dict[str, Renderer] = {
     "eos": eos.render,
     "sonic": sonic.render,
     "nvue": nvue.render,
+    "lustre": lustre.render,
+    "k8s-storage": k8s_storage.render,
 }
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 
