@@ -14,6 +14,7 @@ from typing import Any
 from fabricgen import catalog
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.load import Document, PathKey
+from fabricgen.lustre import build_lustre
 from fabricgen.model import (
     Addressing,
     Cluster,
@@ -40,7 +41,6 @@ from fabricgen.model import (
     TrafficClass,
     rail_count,
 )
-from fabricgen.lustre import build_lustre
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
 from fabricgen.subnet_manager import build_subnet_manager

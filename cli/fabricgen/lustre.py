@@ -70,7 +70,10 @@ def tuning_data() -> Mapping[str, Any]:
 # -- pure helpers shared with the renderers ---------------------------------------------------------------------
 def canonical_network(name: str) -> str:
     """LNet prints network 0 without its number (libcfs_net2str): o2ib0 -> o2ib, tcp0 -> tcp."""
-    return re.sub(r"(?<=[a-z])0+$", "", name) if re.fullmatch(r"[a-z]+[0-9]*", name) else name
+    match = re.fullmatch(r"(o2ib|tcp)([0-9]*)", name)
+    if not match:
+        return name
+    return match[1] + (str(int(match[2])) if match[2] and int(match[2]) else "")
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,8 @@ def _interfaces(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: F
             ctx.error((*path, "interfaces", i), f"node profile {profile.name} has no interface {netdev!r}",
                       did_you_mean(netdev, on_fabric) or f"its interfaces on {fabric.name}: {', '.join(on_fabric)}")
         elif netdev not in on_fabric:
-            ctx.error((*path, "interfaces", i), f"{netdev} of node profile {profile.name} is a "
-                                                f"{everywhere[netdev].value} NIC, not attached to fabric "
+            ctx.error((*path, "interfaces", i), f"{netdev} is one of node profile {profile.name}'s "
+                                                f"{everywhere[netdev].value} NICs, not attached to fabric "
                                                 f"{fabric.name}",
                       f"its interfaces on {fabric.name}: {', '.join(on_fabric) or 'none'}")
     return tuple(spec["interfaces"])
@@ -231,7 +234,7 @@ def _interfaces(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: F
 
 def _ram_mib(ctx: _Context, path: PathKey, profile: NodeProfile) -> int | None:
     if profile.memory_gb is None:
-        ctx.error((*path, "fabric"), f"node profile {profile.name} does not state its RAM",
+        ctx.error(path, f"node profile {profile.name} mounts it but does not state its RAM",
                   f"set node_profiles.{profile.name}.memory_gb: Lustre's client limits depend on it")
         return None
     return profile.memory_gb * 1024
@@ -266,7 +269,7 @@ def _client(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fsname: str,
         for profile, ram in rams if "ram_fraction" in rule else ():
             top = int(ram * rule["ram_fraction"])
             limits.append((top, value <= top, f"node profile {profile} has {ram // 1024} GiB of RAM: at most "
-                                              f"{top} MiB (RAM x {rule['ram_fraction']})"))
+                                              f"{top} MiB (RAM/{round(1 / rule['ram_fraction'])})"))
         failed = next((why for _, ok, why in limits if not ok), None)
         if failed:
             ctx.error(where, f"{name} {value} is out of range", failed)
@@ -381,7 +384,7 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     rams = [(p, ram) for p, profile in sorted(profiles.items()) if (ram := _ram_mib(ctx, path, profile))]
     client = _client(ctx, path, spec, spec["fsname"], rams)
     lnet = _lnet(ctx, path, spec, network, fabric)
-    options = tuple(o for o in spec["mount_options"] if o != "_netdev") + ("_netdev",)
+    options = (*(o for o in spec["mount_options"] if o != "_netdev"), "_netdev")
     return LustreFs(name, spec["fsname"], mgs, spec["mountpoint"], fabric.name, groups, interfaces, lnet, options,
                     spec["tuning"]["profile"], client, _layouts(ctx, path, spec), _volume(spec),
                     ctx.doc.position(path))
@@ -389,13 +392,14 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
 
 def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
     """Across file systems: unique fsnames and mount points; one LNet setup per profile and network."""
-    for key, what in ((lambda f: f.fsname, "fsname"), (lambda f: f.mountpoint, "mountpoint")):
+    for what in ("fsname", "mountpoint"):
         owner: dict[str, str] = {}
         for fs in filesystems:
-            if key(fs) in owner:
-                ctx.error(("lustre", fs.name, what), f"{what} {key(fs)} is also used by {owner[key(fs)]}",
+            value = getattr(fs, what)
+            if value in owner:
+                ctx.error(("lustre", fs.name, what), f"{what} {value} is also used by {owner[value]}",
                           f"each file system needs its own {what}")
-            owner.setdefault(key(fs), fs.name)
+            owner.setdefault(value, fs.name)
     lnet: dict[tuple[str, str], tuple[str, tuple[str, ...], LnetSettings]] = {}
     for fs in filesystems:
         for profile, netdevs in fs.interfaces.items():
