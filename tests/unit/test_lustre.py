@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 from tests.conftest import INVENTORIES, REPO, require_tool
@@ -358,7 +359,6 @@ K8S_VERSION = "1.30.0"
 
 
 def _validate(doc: dict[str, Any]) -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate")
     kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
 
@@ -375,7 +375,6 @@ def test_manifests_validate_strictly(files: dict[str, Artifact]) -> None:
 
 
 def test_strict_validation_can_fail() -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate")
     bad = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "x"},
            "spec": {"capacity": {"storage": "1Gi"}, "accesModes": ["ReadWriteMany"]}}
     with pytest.raises(kubernetes_validate.ValidationError):
