@@ -36,6 +36,7 @@ from fabricgen.model import (
     NodeGroup,
     NodeProfile,
 )
+from fabricgen.naming import DEVICE_NAME as DNS_LABEL
 from fabricgen.resources import data_dir
 from fabricgen.validate import did_you_mean, schema_issues
 
@@ -279,7 +280,7 @@ def _client(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fsname: str,
 
 def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fabric: Fabric) -> LnetSettings:
     data = tuning_data()["lnet"]
-    row = next((r for r in data["by_speed"] if fabric.speed.name in r["speeds"]), data["by_speed"][0])
+    row = next(r for r in data["by_speed"] if fabric.speed.name in r["speeds"])  # every speed has a row (tested)
     tuning = spec["tuning"]
     values = {k: int(tuning.get(k, row[k])) for k in _LNET_TUNABLES}
     pc = values["peer_credits"]
@@ -360,10 +361,13 @@ def _layouts(ctx: _Context, path: PathKey, spec: Mapping[str, Any]) -> tuple[Lus
     return tuple(out)
 
 
-def _volume(spec: Mapping[str, Any]) -> LustreVolume | None:
+def _volume(ctx: _Context, path: PathKey, name: str, spec: Mapping[str, Any]) -> LustreVolume | None:
     k8s = spec.get("kubernetes")
     if k8s is None:
         return None
+    if not DNS_LABEL.match(volume_name(name)):
+        ctx.error((*path, "kubernetes"), f"the volume name {volume_name(name)!r} is not a DNS label",
+                  "name the file system so that lustre-<name> (with '_' as '-') ends in a letter or digit")
     return LustreVolume(k8s["access"], k8s["capacity"], k8s["namespace"], k8s.get("mount_path", spec["mountpoint"]))
 
 
@@ -386,7 +390,7 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     lnet = _lnet(ctx, path, spec, network, fabric)
     options = (*(o for o in spec["mount_options"] if o != "_netdev"), "_netdev")
     return LustreFs(name, spec["fsname"], mgs, spec["mountpoint"], fabric.name, groups, interfaces, lnet, options,
-                    spec["tuning"]["profile"], client, _layouts(ctx, path, spec), _volume(spec),
+                    spec["tuning"]["profile"], client, _layouts(ctx, path, spec), _volume(ctx, path, name, spec),
                     ctx.doc.position(path))
 
 
@@ -453,8 +457,13 @@ class PodStorage:
     volume_mounts: tuple[dict[str, Any], ...]
 
 
+def volume_name(name: str) -> str:
+    """The PV and PVC name of file system ``name``: Kubernetes names are DNS labels (no '_')."""
+    return f"lustre-{name.replace('_', '-')}"
+
+
 def claim_name(fs: LustreFs) -> str:
-    return f"lustre-{fs.name.replace('_', '-')}"
+    return volume_name(fs.name)
 
 
 def cache_request_gib(cluster: Cluster) -> int | None:

@@ -32,6 +32,7 @@ from fabricgen.model import LustreFs
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.render import k8s_storage, lustre
 from fabricgen.render.lustre import layout_options
+from fabricgen.validate import schema_document
 
 H100 = INVENTORIES / "h100-4su.yaml"
 STUBS = REPO / "tests" / "data" / "fake-lustre"
@@ -73,6 +74,12 @@ def test_example_file_systems(compiled: Compiled) -> None:
     lnd = dict(ckpt.lnet.lnd_tunables)
     assert lnd["tos"] == 26 << 2, "RDMA CM ToS carries the storage fabric's lossless DSCP"
     assert dict(ckpt.lnet.tunables)["peer_credits"] == 64, "400G row of the tuning data"
+
+
+def test_every_speed_has_lnet_credits() -> None:
+    speeds = schema_document("sections/common.schema.json")["$defs"]["speed"]["enum"]
+    listed = [s for row in tuning_data()["lnet"]["by_speed"] for s in row["speeds"]]
+    assert sorted(listed) == sorted(speeds), "every speed in exactly one row"
 
 
 def test_every_profile_value_is_within_its_limits() -> None:
