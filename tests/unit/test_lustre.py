@@ -443,3 +443,23 @@ def test_no_lustre_no_lustre_artifacts(tmp_path: Path) -> None:
     topology = compile_spec(spec).topology
     assert lustre.render(topology) == [] and k8s_storage.render(topology) == []
     assert pod_storage(topology.cluster).volumes == ()
+
+
+def test_second_network_over_tcp(tmp_path: Path) -> None:
+    """datasets over socklnd (tcp) next to checkpoints over o2ib: two nets on the same ports, tcp without
+    ko2iblnd values, and each node checked for both NIDs of each port."""
+    spec = tmp_path / "h100.yaml"
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    spec.write_text(text.replace("    mgs: [10.20.255.1@o2ib, 10.20.255.2@o2ib]\n    mountpoint: /lustre/data\n",
+                                 "    mgs: [10.20.255.1@tcp, 10.20.255.2@tcp]\n    mountpoint: /lustre/data\n"
+                                 "    network: tcp\n"))
+    compiled = compile_spec(spec)
+    files = {a.path: a.content for a in lustre.render(compiled.topology)}
+    nets = yaml.safe_load(files[f"{BASE}/lnet.conf"])["net"]
+    assert [n["net type"] for n in nets] == ["o2ib", "tcp"]
+    assert [set(ni["lnd tunables"]) for ni in nets[1]["local NI(s)"]] == [{"conns_per_peer", "tos"}] * 2
+    assert b'networks="o2ib(enp170s0f0np0,enp41s0f0np0),tcp(enp170s0f0np0,enp41s0f0np0)"' in files[
+        f"{BASE}/lnet.modprobe.conf"]
+    assert b"10.20.255.1@tcp:10.20.255.2@tcp:/data /lustre/data lustre" in files[f"{BASE}/fstab"]
+    assert b'gpu001) echo "10.20.0.2@o2ib 10.20.0.3@o2ib 10.20.0.2@tcp 10.20.0.3@tcp" ;;' in files[
+        f"{BASE}/lustre-client-tune.sh"]
