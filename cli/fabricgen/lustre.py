@@ -257,21 +257,21 @@ def _client(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fsname: str,
     for name, rule in data["tunables"].items():
         value = values[name]
         where = _value_path(path, spec, name, "tuning.profile")
-        limits = [(rule["min"], value >= rule["min"], f"at least {rule['min']}")]
+        limits = [(value >= rule["min"], f"at least {rule['min']}")]
         if "max" in rule:
-            limits.append((rule["max"], value <= rule["max"], f"Lustre's limit is {rule['max']}"))
+            limits.append((value <= rule["max"], f"Lustre's limit is {rule['max']}"))
         if "below" in rule:
-            limits.append((values[rule["below"]], value <= values[rule["below"]],
-                           f"it may not exceed {rule['below']} ({values[rule['below']]})"))
+            top = values[rule["below"]]
+            limits.append((value <= top, f"it may not exceed {rule['below']} ({top})"))
         if rule.get("brw_limited"):
             top = brw_mb * (1 << 20) // PAGE
-            limits.append((top, value <= top, f"the OSTs' brw_size of {brw_mb} MiB allows {top} pages "
-                                              "(set ost_brw_size_mb if the OSTs use more)"))
+            limits.append((value <= top, f"the OSTs' brw_size of {brw_mb} MiB allows {top} pages "
+                                         "(set ost_brw_size_mb if the OSTs use more)"))
         for profile, ram in rams if "ram_fraction" in rule else ():
             top = int(ram * rule["ram_fraction"])
-            limits.append((top, value <= top, f"node profile {profile} has {ram // 1024} GiB of RAM: at most "
-                                              f"{top} MiB (RAM/{round(1 / rule['ram_fraction'])})"))
-        failed = next((why for _, ok, why in limits if not ok), None)
+            limits.append((value <= top, f"node profile {profile} has {ram // 1024} GiB of RAM: at most {top} MiB "
+                                         f"(RAM/{round(1 / rule['ram_fraction'])})"))
+        failed = next((why for ok, why in limits if not ok), None)
         if failed:
             ctx.error(where, f"{name} {value} is out of range", failed)
         out.append(LustreTunable(name, rule["param"].replace("{fs}", fsname), value, rule["why"]))
