@@ -15,6 +15,7 @@ from fabricgen import catalog
 from fabricgen.cloud import build_cloud
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.load import Document, PathKey
+from fabricgen.lustre import build_lustre
 from fabricgen.model import (
     Addressing,
     Cluster,
@@ -22,6 +23,7 @@ from fabricgen.model import (
     FabricRole,
     FabricTopologySpec,
     Facility,
+    LocalVolume,
     Metadata,
     Nic,
     NicModel,
@@ -227,6 +229,9 @@ class _Builder:
             inband,
             bmc,
             doc.position(path),
+            entry.get("memory_gb"),
+            LocalVolume(entry["local_nvme"]["path"], entry["local_nvme"]["capacity_gib"]) if "local_nvme" in entry
+            else None,
         )
 
     def profile_consistency(
@@ -800,6 +805,7 @@ def build_cluster(doc: Document) -> Cluster:
     profiles = builder.profiles(nic_models)
     groups, nodes = builder.nodes(facility, profiles)
     fabrics = builder.fabrics(profiles, groups, switch_models, nic_models)
+    lustre = build_lustre(doc, data["lustre"], profiles, groups, fabrics, builder.issues)
     if builder.issues:
         raise SpecError(builder.issues)
     meta = data["metadata"]
@@ -815,4 +821,5 @@ def build_cluster(doc: Document) -> Cluster:
         doc.digest,
         doc.source,
         catalog.media(data.get("catalog", {}).get("media")),
+        lustre,
     )

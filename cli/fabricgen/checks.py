@@ -13,6 +13,7 @@ from fabricgen.cabling import Cable, switch_connector
 from fabricgen.errors import Finding, Severity
 from fabricgen.gcpause import without_gc
 from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
+from fabricgen.lustre import check_mgs_addresses
 from fabricgen.model import Tier, TopologyKind
 from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -236,7 +237,7 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
 
 CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units)
 CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan,
-                                                                      infiniband_subnet)
+                                                                      infiniband_subnet, check_mgs_addresses)
 
 
 @without_gc

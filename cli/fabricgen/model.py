@@ -164,6 +164,14 @@ class Nic:
 
 
 @dataclass(frozen=True)
+class LocalVolume:
+    """A node's local NVMe file system offered to Kubernetes as a local PersistentVolume (the cache tier)."""
+
+    path: str
+    capacity_gib: int
+
+
+@dataclass(frozen=True)
 class NodeProfile:
     name: str
     role: str
@@ -174,6 +182,8 @@ class NodeProfile:
     inband: Nic | None
     bmc: Nic | None
     position: SourcePosition | None = field(default=None, compare=False)
+    memory_gb: int | None = None
+    local_nvme: LocalVolume | None = None
 
     @property
     def rails(self) -> frozenset[int]:
@@ -410,6 +420,7 @@ class Cluster:
     source: str
     media: tuple[Medium, ...] = ()
     cloud: Cloud | None = None
+    lustre: tuple[LustreFs, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -475,3 +486,75 @@ class Cloud:
     def interface_kind(self) -> str:
         """What the RDMA interfaces are called on this provider."""
         return "EFA" if self.provider == "aws" else "ERI"
+
+
+@dataclass(frozen=True)
+class LustreComponent:
+    """One PFL component: up to ``end`` bytes (-1 = EOF), on OSTs or, with ``mdt``, on the MDT (Data-on-MDT)."""
+
+    end: int
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    mdt: bool = False
+
+
+@dataclass(frozen=True)
+class LustreLayout:
+    path: str
+    components: tuple[LustreComponent, ...]
+
+
+@dataclass(frozen=True)
+class LustreTunable:
+    """A client parameter: ``param`` is the lctl name with the fsname filled in, ``why`` says what it does."""
+
+    name: str
+    param: str
+    value: int
+    why: str
+
+
+@dataclass(frozen=True)
+class LnetSettings:
+    """One LNet network of a client: its LND, common tunables (per net) and LND tunables (per NI)."""
+
+    network: str  # canonical: o2ib, o2ib1, tcp ... (network 0 is printed without its number)
+    lnd: str  # o2ib or tcp
+    tunables: tuple[tuple[str, int], ...]
+    lnd_tunables: tuple[tuple[str, int], ...]
+    module_options: tuple[tuple[str, int], ...]  # ko2iblnd module options (o2ib only)
+
+
+@dataclass(frozen=True)
+class LustreVolume:
+    """The file system as a static Kubernetes PersistentVolume through the HPE Lustre CSI driver."""
+
+    access: str
+    capacity: str
+    namespace: str
+    mount_path: str
+
+
+@dataclass(frozen=True)
+class LustreFs:
+    """A Lustre file system the nodes of ``profiles`` mount over ``fabric`` through ``interfaces`` (per profile)."""
+
+    name: str
+    fsname: str
+    mgs: tuple[tuple[str, ...], ...]  # failover nodes, each with its NIDs
+    mountpoint: str
+    fabric: str
+    groups: tuple[str, ...]
+    interfaces: Mapping[str, tuple[str, ...]]  # profile name -> netdevs, in profile order
+    lnet: LnetSettings
+    mount_options: tuple[str, ...]
+    profile: str
+    client: tuple[LustreTunable, ...]
+    layouts: tuple[LustreLayout, ...]
+    volume: LustreVolume | None
+    position: SourcePosition = field(compare=False)
+
+    @property
+    def mgs_spec(self) -> str:
+        """mount.lustre's device: NIDs of one MGS node joined by ',', failover nodes by ':', then :/fsname."""
+        return ":".join(",".join(nids) for nids in self.mgs) + f":/{self.fsname}"

@@ -13,7 +13,8 @@ from fabricgen.pipeline import compile_spec
 
 
 def _storage(tmp_path: Path, addressing: str) -> Path:
-    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    # The example's Lustre file systems sit in its host pool: they go, so pool errors are the only errors.
+    text = (INVENTORIES / "h100-4su.yaml").read_text().split("\nlustre:\n", 1)[0] + "\n"
     start = text.index("    addressing:\n")
     marker = "      asn: {spine: 65000, leaf_base: 65100}\n"
     end = text.index(marker) + len(marker)

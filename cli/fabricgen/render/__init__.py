@@ -25,6 +25,8 @@ from fabricgen.render import (
     eos,
     host_roce,
     infiniband,
+    k8s_storage,
+    lustre,
     nccl,
     nvue,
     pulumi_project,
@@ -54,6 +56,8 @@ RENDERERS: dict[str, Renderer] = {
     "sonic": sonic.render,
     "nvue": nvue.render,
     "pulumi": pulumi_project.render,
+    "lustre": lustre.render,
+    "k8s-storage": k8s_storage.render,
 }
 # A cloud cluster has no racks, switches or cables: only these targets apply to it.
 CLOUD_TARGETS = ("pulumi", "nccl")

@@ -1,0 +1,493 @@
+"""Build the ``lustre`` section into the model, with every check that needs only the spec and the catalog:
+
+- MGS NIDs well-formed, on the file system's LNet network and inside its fabric's host pool; failover nodes
+  listed once each;
+- LNet interfaces that exist on each mounting node profile and are NICs of the named fabric;
+- client tunables within Lustre's hard limits and the RAM of every mounting node profile (max_dirty_mb < 2048
+  and <= RAM/4, read-ahead <= RAM/2, max_rpcs_in_flight <= 256, ...), LND credits within o2iblnd's clamps;
+- PFL layouts whose components grow and end at EOF (-1), Data-on-MDT only first.
+
+Also the pure helpers the Lustre renderers share: NID parsing, systemd's path escaping, the volumes a training
+pod needs (:func:`pod_storage`). Facts and limits live in ``data/lustre/tuning.yaml`` with their sources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from netaddr import IPAddress, IPNetwork
+
+from fabricgen.errors import Finding, Severity, SpecError, SpecIssue
+from fabricgen.load import Document, PathKey, load_file
+from fabricgen.model import (
+    Cluster,
+    Fabric,
+    LnetSettings,
+    LustreComponent,
+    LustreFs,
+    LustreLayout,
+    LustreTunable,
+    LustreVolume,
+    NicRole,
+    NodeGroup,
+    NodeProfile,
+)
+from fabricgen.naming import DEVICE_NAME as DNS_LABEL
+from fabricgen.resources import data_dir
+from fabricgen.validate import did_you_mean, schema_issues
+
+if TYPE_CHECKING:
+    from fabricgen.topology import Topology
+
+NID = re.compile(r"^(?P<ip>[0-9]{1,3}(?:\.[0-9]{1,3}){3})@(?P<lnd>o2ib|tcp)(?P<num>[0-9]{0,3})$")
+_SIZE = re.compile(r"^([1-9][0-9]*)([KMGT]?)$")
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+STRIPE_ALIGN = 64 << 10  # stripe sizes are multiples of 64 KiB (LOV_MIN_STRIPE_SIZE)
+DEFAULT_STRIPE_SIZE = 1 << 20  # lfs setstripe's default stripe size
+DOM_MAX = 1 << 30  # lod.*.dom_stripesize tops out at 1 GiB
+PAGE = 4096
+CSI_DRIVER = "lustre-csi.hpe.com"  # HPE lustre-csi-driver: volumeHandle is the mount device "MGSNID[:MGSNID]:/fsname"
+CACHE_VOLUME = "nvme-cache"
+CACHE_STORAGE_CLASS = "local-nvme"
+CACHE_MOUNT_PATH = "/cache"
+_LNET_TUNABLES = ("peer_credits", "peer_credits_hiw", "credits", "concurrent_sends", "ntx", "conns_per_peer")
+
+
+@cache
+def tuning_data() -> Mapping[str, Any]:
+    """The shipped tuning file, validated against its schema (a broken file is a packaging bug)."""
+    document = load_file(data_dir() / "lustre" / "tuning.yaml")
+    issues = schema_issues(document, document.data, "sections/lustre.schema.json#/$defs/tuning_file")
+    if issues:
+        raise SpecError(issues)
+    data: Mapping[str, Any] = document.data
+    return data
+
+
+# -- pure helpers shared with the renderers ---------------------------------------------------------------------
+def canonical_network(name: str) -> str:
+    """LNet prints network 0 without its number (libcfs_net2str): o2ib0 -> o2ib, tcp0 -> tcp."""
+    match = re.fullmatch(r"(o2ib|tcp)([0-9]*)", name)
+    if not match:
+        return name
+    return match[1] + (str(int(match[2])) if match[2] and int(match[2]) else "")
+
+
+@dataclass(frozen=True)
+class Nid:
+    ip: str
+    network: str  # canonical
+
+    def __str__(self) -> str:
+        return f"{self.ip}@{self.network}"
+
+
+def parse_nid(text: str) -> Nid | None:
+    """A NID ``a.b.c.d@o2ib[N]`` or ``@tcp[N]`` with a valid IPv4 address, in canonical form; None otherwise."""
+    match = NID.match(text)
+    if not match or any(int(octet) > 255 or (len(octet) > 1 and octet[0] == "0")
+                        for octet in match["ip"].split(".")):
+        return None
+    return Nid(match["ip"], canonical_network(match["lnd"] + match["num"]))
+
+
+def systemd_escape_path(path: str) -> str:
+    """``systemd-escape --path``: trim and collapse '/', then '/' -> '-', other unsafe bytes -> \\xNN."""
+    trimmed = "/".join(part for part in path.split("/") if part)
+    if not trimmed:
+        return "-"
+    out = []
+    for i, ch in enumerate(trimmed):
+        if ch == "/":
+            out.append("-")
+        elif (ch.isascii() and (ch.isalnum() or ch in ":_.")) and not (i == 0 and ch == "."):
+            out.append(ch)
+        else:
+            out.extend(f"\\x{byte:02x}" for byte in ch.encode())
+    return "".join(out)
+
+
+def mount_unit_name(mountpoint: str) -> str:
+    return systemd_escape_path(mountpoint) + ".mount"
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes of a size as lfs reads it (binary K/M/G/T); -1 stays -1 (EOF)."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(value)
+    if not match:
+        raise ValueError(f"not a size: {value!r}")
+    return int(match[1]) * _UNITS[match[2]]
+
+
+def format_size(size: int) -> str:
+    """The shortest exact lfs spelling of a size: 4194304 -> 4M, 0 -> 0, -1 -> -1."""
+    if size <= 0:
+        return str(size)
+    for unit in "TGMK":
+        if size % _UNITS[unit] == 0:
+            return f"{size // _UNITS[unit]}{unit}"
+    return str(size)
+
+
+# -- build ------------------------------------------------------------------------------------------------------
+@dataclass
+class _Context:
+    doc: Document
+    profiles: Mapping[str, NodeProfile]
+    groups: Mapping[str, NodeGroup]
+    fabrics: Mapping[str, Fabric]
+    issues: list[SpecIssue] = field(default_factory=list)
+
+    def error(self, path: PathKey, message: str, hint: str = "") -> None:
+        self.issues.append(self.doc.issue(path, message, hint))
+
+
+def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> str:
+    default = "tcp" if fabric.type == "ethernet" else "o2ib"
+    network = canonical_network(spec.get("network", default))
+    if network.startswith("o2ib") and fabric.type == "ethernet":
+        ctx.error((*path, "network"), f"LNet network {network} needs RDMA but fabric {fabric.name} is plain "
+                                      "Ethernet", "use tcp, or make the fabric type roce")
+    return network
+
+
+def _mgs(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fabric: Fabric
+         ) -> tuple[tuple[str, ...], ...]:
+    pool = IPNetwork(fabric.addressing.hosts) if fabric.addressing is not None else None
+    seen: dict[str, PathKey] = {}
+    nodes = []
+    for i, entry in enumerate(spec["mgs"]):
+        texts = [entry] if isinstance(entry, str) else list(entry)
+        nids = []
+        for j, text in enumerate(texts):
+            where: PathKey = (*path, "mgs", i) if isinstance(entry, str) else (*path, "mgs", i, j)
+            nid = _checked_nid(ctx, where, text, network, fabric, pool)
+            if nid is None:
+                continue
+            if str(nid) in seen:
+                ctx.error(where, f"NID {nid} is listed twice", "each MGS NID belongs to one failover node")
+            seen[str(nid)] = where
+            nids.append(str(nid))
+        nodes.append(tuple(nids))
+    return tuple(nodes)
+
+
+def _checked_nid(ctx: _Context, where: PathKey, text: str, network: str, fabric: Fabric,
+                 pool: IPNetwork | None) -> Nid | None:
+    if ":" in text or "," in text:
+        ctx.error(where, f"{text!r} holds several NIDs", "list failover MGS nodes as separate entries and the NIDs "
+                                                         "of one node as a list: mgs: [[a@o2ib, b@o2ib], c@o2ib]")
+        return None
+    nid = parse_nid(text)
+    if nid is None:
+        ctx.error(where, f"{text!r} is not a NID", "an IPv4 address, '@' and an LNet network: 10.20.255.1@o2ib")
+        return None
+    if nid.network != network:
+        ctx.error(where, f"NID {text} is on LNet network {nid.network}, not {network}",
+                  "the client reaches the MGS on the file system's network (no LNet routers are planned)")
+    if pool is not None and IPAddress(nid.ip) not in pool:
+        ctx.error(where, f"{nid.ip} is outside the host pool {pool.cidr} of fabric {fabric.name}",
+                  "the MGS must be reachable on that fabric: give it an address from addressing.hosts")
+    return nid
+
+
+def _groups(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> tuple[str, ...]:
+    if "nodes" not in spec:
+        return tuple(g for g in fabric.node_groups if g in ctx.groups)
+    chosen = []
+    for i, pattern in enumerate(spec["nodes"]):
+        if pattern not in fabric.node_groups:
+            known = pattern in ctx.groups
+            ctx.error((*path, "nodes", i), f"node group {pattern!r} is not attached to fabric {fabric.name}"
+                      if known else f"unknown node group {pattern!r}",
+                      "attach it to the fabric" if known else did_you_mean(pattern, fabric.node_groups))
+        else:
+            chosen.append(pattern)
+    return tuple(chosen)
+
+
+def _interfaces(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric, profile: NodeProfile
+                ) -> tuple[str, ...]:
+    on_fabric = [n.netdev for n in profile.nics(fabric.role.nic_role) if n.netdev]
+    if "interfaces" not in spec:
+        if not on_fabric:
+            ctx.error(path, f"node profile {profile.name} names no interface on fabric {fabric.name}",
+                      f"give its {fabric.role.nic_role.value} NICs a netdev, or list interfaces")
+        return tuple(on_fabric)
+    everywhere = {n.netdev: n.role for role in NicRole for n in profile.nics(role) if n.netdev}
+    for i, netdev in enumerate(spec["interfaces"]):
+        if netdev not in everywhere:
+            ctx.error((*path, "interfaces", i), f"node profile {profile.name} has no interface {netdev!r}",
+                      did_you_mean(netdev, on_fabric) or f"its interfaces on {fabric.name}: {', '.join(on_fabric)}")
+        elif netdev not in on_fabric:
+            ctx.error((*path, "interfaces", i), f"{netdev} is one of node profile {profile.name}'s "
+                                                f"{everywhere[netdev].value} NICs, not attached to fabric "
+                                                f"{fabric.name}",
+                      f"its interfaces on {fabric.name}: {', '.join(on_fabric) or 'none'}")
+    return tuple(spec["interfaces"])
+
+
+def _ram_mib(ctx: _Context, path: PathKey, profile: NodeProfile) -> int | None:
+    if profile.memory_gb is None:
+        ctx.error(path, f"node profile {profile.name} mounts it but does not state its RAM",
+                  f"set node_profiles.{profile.name}.memory_gb: Lustre's client limits depend on it")
+        return None
+    return profile.memory_gb * 1024
+
+
+def _value_path(path: PathKey, spec: Mapping[str, Any], name: str, fallback: str) -> PathKey:
+    """Where a tuned value comes from: its override in ``tuning``, else ``fallback`` (the profile or the fabric)."""
+    return (*path, "tuning", name) if name in spec["tuning"] else (*path, *fallback.split("."))
+
+
+def _client(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fsname: str,
+            rams: Sequence[tuple[str, int]]) -> tuple[LustreTunable, ...]:
+    data = tuning_data()
+    tuning = spec["tuning"]
+    values = {**data["profiles"][tuning["profile"]]["values"],
+              **{k: v for k, v in tuning.items() if k in data["tunables"]}}
+    brw_mb = spec.get("ost_brw_size_mb", data["default_ost_brw_size_mb"])
+    out = []
+    for name, rule in data["tunables"].items():
+        value = values[name]
+        where = _value_path(path, spec, name, "tuning.profile")
+        limits = [(value >= rule["min"], f"at least {rule['min']}")]
+        if "max" in rule:
+            limits.append((value <= rule["max"], f"Lustre's limit is {rule['max']}"))
+        if "below" in rule:
+            top = values[rule["below"]]
+            limits.append((value <= top, f"it may not exceed {rule['below']} ({top})"))
+        if rule.get("brw_limited"):
+            top = brw_mb * (1 << 20) // PAGE
+            limits.append((value <= top, f"the OSTs' brw_size of {brw_mb} MiB allows {top} pages "
+                                         "(set ost_brw_size_mb if the OSTs use more)"))
+        for profile, ram in rams if "ram_fraction" in rule else ():
+            top = int(ram * rule["ram_fraction"])
+            limits.append((value <= top, f"node profile {profile} has {ram // 1024} GiB of RAM: at most {top} MiB "
+                                         f"(RAM/{round(1 / rule['ram_fraction'])})"))
+        failed = next((why for ok, why in limits if not ok), None)
+        if failed:
+            ctx.error(where, f"{name} {value} is out of range", failed)
+        out.append(LustreTunable(name, rule["param"].replace("{fs}", fsname), value, rule["why"]))
+    return tuple(out)
+
+
+def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fabric: Fabric) -> LnetSettings:
+    data = tuning_data()["lnet"]
+    row = next(r for r in data["by_speed"] if fabric.speed.name in r["speeds"])  # every speed has a row (tested)
+    tuning = spec["tuning"]
+    values = {k: int(tuning.get(k, row[k])) for k in _LNET_TUNABLES}
+    pc = values["peer_credits"]
+    checks = [
+        *((k, values[k], lim["min"] <= values[k] <= lim["max"], f"o2iblnd allows {lim['min']}..{lim['max']}")
+          for k, lim in data["limits"].items()),
+        ("credits", values["credits"], values["credits"] >= pc, f"at least peer_credits ({pc})"),
+        ("concurrent_sends", values["concurrent_sends"], pc // 2 <= values["concurrent_sends"] <= 2 * pc,
+         f"o2iblnd clamps it to peer_credits/2..2*peer_credits ({pc // 2}..{2 * pc})"),
+        ("peer_credits_hiw", values["peer_credits_hiw"], pc // 2 <= values["peer_credits_hiw"] < pc,
+         f"o2iblnd clamps it to peer_credits/2..peer_credits-1 ({pc // 2}..{pc - 1})"),
+    ]
+    for name, value, ok, why in checks:
+        if not ok:
+            ctx.error(_value_path(path, spec, name, "fabric"), f"{name} {value} is out of range", why)
+    common = (("peer_timeout", data["peer_timeout"]), ("peer_credits", pc), ("peer_buffer_credits", 0),
+              ("credits", values["credits"]))
+    lnd = "tcp" if network.startswith("tcp") else "o2ib"
+    tos = fabric.qos.lossless.dscp << 2 if fabric.qos is not None else None  # RDMA CM ToS byte = DSCP << 2
+    if lnd == "tcp":
+        per_ni: tuple[tuple[str, int], ...] = (("conns_per_peer", values["conns_per_peer"]),)
+        return LnetSettings(network, lnd, common, per_ni + ((("tos", tos),) if tos is not None else ()), ())
+    per_ni = (("concurrent_sends", values["concurrent_sends"]), ("ntx", values["ntx"]),
+              ("conns_per_peer", values["conns_per_peer"]), *((("tos", tos),) if tos is not None else ()))
+    module = (("peer_credits", pc), ("peer_credits_hiw", values["peer_credits_hiw"]), ("credits", values["credits"]),
+              *per_ni[:3], ("peer_timeout", data["peer_timeout"]), *per_ni[3:])
+    return LnetSettings(network, lnd, common, per_ni, module)
+
+
+def _components(ctx: _Context, where: PathKey, spec: Sequence[Mapping[str, Any]]) -> tuple[LustreComponent, ...]:
+    out = []
+    previous = 0
+    for i, entry in enumerate(spec):
+        at: PathKey = (*where, i)
+        end = parse_size(entry["end"])
+        stripe_size = parse_size(entry["stripe_size"]) if "stripe_size" in entry else None
+        last = i == len(spec) - 1
+        if end == -1 and not last:
+            ctx.error((*at, "end"), "only the last component may end at EOF (-1)", "components run in file order")
+        elif end != -1 and end <= previous:
+            ctx.error((*at, "end"), f"component ends at {format_size(end)}, not after the previous end "
+                                    f"{format_size(previous)}", "component ends must grow")
+        elif last and end != -1:
+            ctx.error((*at, "end"), f"the last component ends at {format_size(end)}, not at EOF",
+                      "end the layout with end: -1, or writes past it fail")
+        if entry["mdt"]:
+            if i > 0:
+                ctx.error((*at, "mdt"), "only the first component can be on the MDT", "Data-on-MDT holds the "
+                                                                                      "start of a file")
+            if "stripe_count" in entry or stripe_size is not None:
+                ctx.error(at, "a Data-on-MDT component has no stripes", "remove stripe_count and stripe_size")
+            if end == -1 or end > DOM_MAX:
+                ctx.error((*at, "end"), "a Data-on-MDT component must end at 1G or below",
+                          "lod.*.dom_stripesize is at most 1 GiB")
+        size = stripe_size or DEFAULT_STRIPE_SIZE
+        if stripe_size is not None and stripe_size % STRIPE_ALIGN:
+            ctx.error((*at, "stripe_size"), f"stripe size {format_size(stripe_size)} is not a multiple of 64K",
+                      "Lustre stripes in multiples of 64 KiB")
+        elif end > 0 and not entry["mdt"] and end % size:
+            ctx.error((*at, "end"), f"component end {format_size(end)} is not a multiple of its stripe size "
+                                    f"{format_size(size)}", "lfs refuses extents that split a stripe")
+        previous = max(previous, end)
+        out.append(LustreComponent(end, entry.get("stripe_count"), stripe_size, entry["mdt"]))
+    return tuple(out)
+
+
+def _layouts(ctx: _Context, path: PathKey, spec: Mapping[str, Any]) -> tuple[LustreLayout, ...]:
+    seen: dict[str, int] = {}
+    out = []
+    for i, layout in enumerate(spec["layouts"]):
+        if layout["path"] in seen:
+            ctx.error((*path, "layouts", i, "path"), f"directory {layout['path']!r} has two layouts",
+                      f"first as layouts[{seen[layout['path']]}]")
+            continue
+        seen[layout["path"]] = i
+        components = _components(ctx, (*path, "layouts", i, "components"), layout["components"])
+        out.append(LustreLayout(layout["path"], components))
+    return tuple(out)
+
+
+def _volume(ctx: _Context, path: PathKey, name: str, spec: Mapping[str, Any]) -> LustreVolume | None:
+    k8s = spec.get("kubernetes")
+    if k8s is None:
+        return None
+    if not DNS_LABEL.match(volume_name(name)):
+        ctx.error((*path, "kubernetes"), f"the volume name {volume_name(name)!r} is not a DNS label",
+                  "name the file system so that lustre-<name> (with '_' as '-') ends in a letter or digit")
+    return LustreVolume(k8s["access"], k8s["capacity"], k8s["namespace"], k8s.get("mount_path", spec["mountpoint"]))
+
+
+def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs | None:
+    path: PathKey = ("lustre", name)
+    fabric = ctx.fabrics.get(spec["fabric"])
+    if fabric is None:
+        ctx.error((*path, "fabric"), f"unknown fabric {spec['fabric']!r}", did_you_mean(spec["fabric"], ctx.fabrics))
+        return None
+    if fabric.addressing is None:
+        ctx.error((*path, "fabric"), f"fabric {fabric.name} has no address plan",
+                  "LNet NIDs are IP addresses: give the fabric addressing.hosts")
+    network = _network(ctx, path, spec, fabric)
+    mgs = _mgs(ctx, path, spec, network, fabric)
+    groups = _groups(ctx, path, spec, fabric)
+    profiles = {ctx.groups[g].profile: ctx.profiles[ctx.groups[g].profile] for g in groups}
+    interfaces = {p: _interfaces(ctx, path, spec, fabric, profile) for p, profile in sorted(profiles.items())}
+    rams = [(p, ram) for p, profile in sorted(profiles.items()) if (ram := _ram_mib(ctx, path, profile))]
+    client = _client(ctx, path, spec, spec["fsname"], rams)
+    lnet = _lnet(ctx, path, spec, network, fabric)
+    options = (*(o for o in spec["mount_options"] if o != "_netdev"), "_netdev")
+    return LustreFs(name, spec["fsname"], mgs, spec["mountpoint"], fabric.name, groups, interfaces, lnet, options,
+                    spec["tuning"]["profile"], client, _layouts(ctx, path, spec), _volume(ctx, path, name, spec),
+                    ctx.doc.position(path))
+
+
+def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
+    """Across file systems: unique fsnames and mount points; one LNet setup per profile and network."""
+    for what in ("fsname", "mountpoint"):
+        owner: dict[str, str] = {}
+        for fs in filesystems:
+            value = getattr(fs, what)
+            if value in owner:
+                ctx.error(("lustre", fs.name, what), f"{what} {value} is also used by {owner[value]}",
+                          f"each file system needs its own {what}")
+            owner.setdefault(value, fs.name)
+    lnet: dict[tuple[str, str], tuple[str, tuple[str, ...], LnetSettings]] = {}
+    for fs in filesystems:
+        for profile, netdevs in fs.interfaces.items():
+            known = lnet.setdefault((profile, fs.lnet.network), (fs.name, netdevs, fs.lnet))
+            if known[1:] != (netdevs, fs.lnet):
+                ctx.error(("lustre", fs.name, "tuning" if known[1] == netdevs else "interfaces"),
+                          f"node profile {profile} would configure LNet network {fs.lnet.network} differently for "
+                          f"{known[0]} and {fs.name}", "file systems on one network share its interfaces and LNet "
+                                                       "tunables")
+
+
+def build_lustre(doc: Document, spec: Mapping[str, Any], profiles: Mapping[str, NodeProfile],
+                 groups: Sequence[NodeGroup], fabrics: Sequence[Fabric], issues: list[SpecIssue]
+                 ) -> tuple[LustreFs, ...]:
+    """The model of the ``lustre`` section; problems are appended to ``issues``."""
+    ctx = _Context(doc, profiles, {g.pattern: g for g in groups}, {f.name: f for f in fabrics})
+    built = [fs for name, entry in spec.items() if (fs := _filesystem(ctx, name, entry)) is not None]
+    _shared(ctx, built)
+    issues.extend(ctx.issues)
+    return tuple(built)
+
+
+# -- check over the compiled topology ---------------------------------------------------------------------------
+def check_mgs_addresses(topology: Topology) -> Iterator[Finding]:
+    """An MGS NID must not take an address the plan gives a node port, a leaf gateway or a subnet's ends."""
+    for fs in topology.cluster.lustre:
+        plan = topology.addresses.get(fs.fabric)
+        if plan is None:
+            continue
+        taken: dict[str, str] = {}
+        for subnet in plan.hosts:
+            network = IPNetwork(subnet.network)
+            taken[str(network.network)] = f"the network address of {subnet.leaf}'s subnet {subnet.network}"
+            taken[str(network.broadcast)] = f"the broadcast address of {subnet.leaf}'s subnet {subnet.network}"
+            taken[subnet.gateway] = f"the gateway of {subnet.leaf}"
+            taken.update({ip: f"{node} port {port}" for node, port, ip in subnet.hosts})
+        for nid in (n for node in fs.mgs for n in node):
+            ip = nid.split("@", 1)[0]
+            if ip in taken:
+                yield Finding(Severity.ERROR, "lustre-mgs-address", f"lustre.{fs.name}.mgs",
+                              f"MGS NID {nid} takes {taken[ip]} in the address plan of fabric {fs.fabric}",
+                              "give the MGS an address of the host pool that the plan leaves free", fs.position)
+
+
+# -- the training pod's view ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PodStorage:
+    """Volumes and volumeMounts (Kubernetes API dicts) a training pod adds for the Lustre PVCs and the NVMe cache."""
+
+    volumes: tuple[dict[str, Any], ...]
+    volume_mounts: tuple[dict[str, Any], ...]
+
+
+def volume_name(name: str) -> str:
+    """The PV and PVC name of file system ``name``: Kubernetes names are DNS labels (no '_')."""
+    return f"lustre-{name.replace('_', '-')}"
+
+
+def claim_name(fs: LustreFs) -> str:
+    return volume_name(fs.name)
+
+
+def cache_request_gib(cluster: Cluster) -> int | None:
+    """The cache claim: the smallest local NVMe of any node, so every node's PV can satisfy it."""
+    sizes = [n.profile.local_nvme.capacity_gib for n in cluster.nodes if n.profile.local_nvme is not None]
+    return min(sizes) if sizes else None
+
+
+def pod_storage(cluster: Cluster) -> PodStorage:
+    """What a training pod mounts: each Lustre PVC (read-only for ReadOnlyMany) at its mount path, and a generic
+    ephemeral volume from the local-nvme class at /cache (bound to a local PV on the pod's node)."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for fs in cluster.lustre:
+        if fs.volume is None:
+            continue
+        read_only = fs.volume.access == "ReadOnlyMany"
+        volumes.append({"name": claim_name(fs),
+                        "persistentVolumeClaim": {"claimName": claim_name(fs), "readOnly": read_only}})
+        mounts.append({"name": claim_name(fs), "mountPath": fs.volume.mount_path, "readOnly": read_only})
+    request = cache_request_gib(cluster)
+    if request is not None:
+        volumes.append({"name": CACHE_VOLUME, "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": CACHE_STORAGE_CLASS,
+            "resources": {"requests": {"storage": f"{request}Gi"}}}}}})
+        mounts.append({"name": CACHE_VOLUME, "mountPath": CACHE_MOUNT_PATH})
+    return PodStorage(tuple(volumes), tuple(mounts))
