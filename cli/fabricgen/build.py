@@ -821,5 +821,5 @@ def build_cluster(doc: Document) -> Cluster:
         doc.digest,
         doc.source,
         catalog.media(data.get("catalog", {}).get("media")),
-        lustre,
+        lustre=lustre,
     )
