@@ -463,3 +463,23 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
     assert b"10.20.255.1@tcp:10.20.255.2@tcp:/data /lustre/data lustre" in files[f"{BASE}/fstab"]
     assert b'gpu001) echo "10.20.0.2@o2ib 10.20.0.3@o2ib 10.20.0.2@tcp 10.20.0.3@tcp" ;;' in files[
         f"{BASE}/lustre-client-tune.sh"]
+
+
+def test_lustre_over_ipoib(tmp_path: Path) -> None:
+    """An InfiniBand fabric with an IPoIB address plan carries LNet: one NI per rail, the node's NIDs from the
+    plan, the MGS on the fabric's pool."""
+    text = H100.read_text().replace(
+        "    mgs: [10.20.255.1@o2ib, 10.20.255.2@o2ib]   # MGS failover pair on the storage fabric\n"
+        "    mountpoint: /lustre/ckpt\n    fabric: storage\n",
+        "    mgs: [10.24.255.1@o2ib1, 10.24.255.2@o2ib1]\n    mountpoint: /lustre/ckpt\n    fabric: compute\n"
+        "    network: o2ib1\n    nodes: [\"gpu{n:03d}\"]\n")
+    assert "fabric: compute\n    network: o2ib1" in text
+    spec = tmp_path / "ipoib.yaml"
+    spec.write_text(text)
+    topology = compile_spec(spec).topology
+    conf = {a.path: a.content for a in lustre.render(topology)}["hosts/dgx-h100/lustre/lnet.conf"]
+    nets = {n["net type"]: n for n in yaml.safe_load(conf)["net"]}
+    rails = [nic.netdev for nic in topology.cluster.profiles["dgx-h100"].compute]
+    assert [ni["interfaces"][0] for ni in nets["o2ib1"]["local NI(s)"]] == rails
+    plan = topology.addresses["compute"]
+    assert {s.rail for s in plan.hosts} == set(range(8))
