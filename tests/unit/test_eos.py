@@ -344,8 +344,9 @@ def test_pyavd_renders_the_same_sections(configs: dict[str, dict[str, Any]], art
     for name, theirs in _avd_cli(configs).items():
         ours = _by_section(_cli(artifacts, name))
         expected = _by_section(theirs)
-        required = ["interface Ethernet", "interface Loopback", "qos profile", "qos map", "priority-flow-control",
-                    "router", "hostname", "ip"] + (["interface Vlan", "vlan"] if "leaf" in name else [])
+        required = ["interface Ethernet", "interface Loopback", "interface Management", "vrf", "qos profile",
+                    "qos map", "priority-flow-control", "router", "hostname", "ip"]
+        required += ["interface Vlan", "vlan"] if "leaf" in name else []
         for section in required:
             assert section in ours, f"{name}: no {section} section"
         assert sorted(ours) == sorted(expected), name
@@ -371,3 +372,15 @@ def test_pyavd_agrees_on_a_plain_ethernet_fabric(oob: dict[str, dict[str, Any]])
         assert list(result.validation_result.violations) == [], name
         ours = render_template("eos/switch.cfg.j2", c=oob[name], fabric="oob", tier="leaf", source="x").decode()
         assert "".join(ours.splitlines(keepends=True)[2:]) == pyavd.get_device_config(result.validated_data)
+
+
+def test_management_port_in_its_own_vrf_with_the_gateway(configs: dict[str, dict[str, Any]]) -> None:
+    """Management1 takes the switch's address from the management pool, in VRF MGMT, default route to the gateway."""
+    leaf = configs["storage-leaf001"]
+    assert leaf["management_interfaces"] == [{"name": "Management1", "description": "out-of-band management",
+                                              "shutdown": False, "vrf": "MGMT", "ip_address": "10.23.0.2/24",
+                                              "type": "oob", "gateway": "10.23.0.1"}]
+    assert leaf["static_routes"] == [{"vrf": "MGMT", "prefix": "0.0.0.0/0", "next_hop": "10.23.0.1"}]
+    assert leaf["vrfs"] == [{"name": "MGMT", "ip_routing": False}]
+    addresses = [c["management_interfaces"][0]["ip_address"] for c in configs.values()]
+    assert len(set(addresses)) == len(addresses)

@@ -311,3 +311,16 @@ def test_render_is_deterministic(h100: Rendered, tmp_path: Path) -> None:
     again = {a.path: a.content for a in nvue.render(h100.compiled.topology)}
     assert again == h100.files
     assert _render(_spec(tmp_path)).files == h100.files, "a fresh compile of the same spec renders the same bytes"
+
+
+def test_management_port_in_the_mgmt_vrf_with_the_gateway(h100: Rendered) -> None:
+    addresses = set()
+    for view in h100.views:
+        eth0 = h100.yaml(view.name)["interface"]["eth0"]
+        assert eth0["type"] == "eth" and eth0["ip"]["vrf"] == "mgmt"
+        assert eth0["ip"]["gateway"] == {"10.23.0.1": {}}
+        (address,) = eth0["ip"]["address"]
+        assert address == f"{view.management}/24"
+        addresses.add(address)
+        assert "nv set interface eth0 ip gateway 10.23.0.1" in h100.commands(view.name)
+    assert len(addresses) == len(h100.views)

@@ -42,6 +42,7 @@ from fabricgen.topology import Topology
 NOS = "eos"
 QOS_PROFILE = "ROCE-LOSSLESS"
 LOOPBACK = "Loopback0"
+MANAGEMENT, MANAGEMENT_VRF = "Management1", "MGMT"  # AVD's defaults for the out-of-band port
 MAX_ECMP = 64  # maximum-paths cap: what current EOS fixed-config platforms commonly support
 
 # Electrical lanes per cage. EOS names a breakout sub-port after its first lane (an 8-lane OSFP at 2 x 400G is
@@ -152,6 +153,23 @@ def _ethernet(view: SwitchView, port: PortView) -> dict[str, Any]:
     return iface
 
 
+def _management(view: SwitchView) -> dict[str, Any]:
+    """Management1 in its own VRF, with a default route to the spec's management gateway when there is one."""
+    addressing = view.fabric.addressing
+    if not view.management or addressing is None or not addressing.management:
+        return {}
+    prefix = IPv4Network(addressing.management).prefixlen
+    interface = {"name": MANAGEMENT, "description": "out-of-band management", "shutdown": False,
+                 "vrf": MANAGEMENT_VRF, "ip_address": f"{view.management}/{prefix}", "type": "oob"}
+    config: dict[str, Any] = {"vrfs": [{"name": MANAGEMENT_VRF, "ip_routing": False}],
+                              "management_interfaces": [interface]}
+    if addressing.management_gateway:
+        interface["gateway"] = addressing.management_gateway
+        config["static_routes"] = [{"vrf": MANAGEMENT_VRF, "prefix": "0.0.0.0/0",
+                                    "next_hop": addressing.management_gateway}]
+    return config
+
+
 def structured_config(view: SwitchView) -> dict[str, Any]:
     """The switch as an AVD eos_cli_config_gen structured config (plain data, deterministic)."""
     routed = view.routed_ports
@@ -182,6 +200,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
                                 key=lambda n: IPv4Address(n["ip_address"])),
             "address_family_ipv4": {"networks": [{"prefix": n} for n in sorted(networks, key=_natural)]},
         }
+    config.update(_management(view))
     if view.qos is not None:
         config.update(_qos(view.qos))
     config["config_end"] = True

@@ -58,6 +58,7 @@ KB = 1024  # the spec's ECN KB, in bytes (the SONiC target's reading too)
 MTU_RANGE = (552, 9216)  # `nv set interface <if> link mtu`
 BREAKOUTS = (2, 4, 8)  # `link breakout 1x|2x|4x|8x`; 1x is an unsplit cage
 
+MANAGEMENT_VRF = "mgmt"  # Cumulus Linux puts eth0 in this VRF by default
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:/-]+$")  # command words need no shell or NVUE quoting
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
@@ -252,6 +253,23 @@ def _qos_blocks(view: SwitchView, qos: RoceQos, ports: list[NvPort]) -> Iterator
 
 
 # -- the switch ------------------------------------------------------------------------------------------------
+def _management_block(view: SwitchView) -> Block | None:
+    """eth0 in the management VRF (Cumulus Linux's default VRF for it), with the spec's gateway when given."""
+    addressing = view.fabric.addressing
+    if not view.management or addressing is None or not addressing.management:
+        return None
+    address = ipaddress.ip_interface(f"{view.management}/{ipaddress.ip_network(addressing.management).prefixlen}")
+    block = Block([f"Management: eth0 {address} in VRF {MANAGEMENT_VRF}"
+                   + (f", default route via {addressing.management_gateway}." if addressing.management_gateway
+                      else ".")])
+    block.add("interface", "eth0", "type", value="eth")
+    block.add("interface", "eth0", "ip", "address", str(address))
+    if addressing.management_gateway:
+        block.add("interface", "eth0", "ip", "gateway", addressing.management_gateway)
+    block.add("interface", "eth0", "ip", "vrf", value=MANAGEMENT_VRF)
+    return block
+
+
 def switch_blocks(view: SwitchView) -> list[Block]:
     """Every setting of one switch, grouped and explained, in apply order."""
     if not _HOSTNAME.match(view.name):
@@ -274,6 +292,9 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     lo.add("interface", "lo", "type", value="loopback")
     lo.add("interface", "lo", "ip", "address", str(loopback))
     blocks.append(lo)
+    management = _management_block(view)
+    if management is not None:
+        blocks.append(management)
 
     parents = sorted({(int(p.parent[3:]), p.breakout) for p in ports if p.breakout > 1})
     if len({cage for cage, _ in parents}) != len(parents):
