@@ -48,8 +48,8 @@ def _link_type(ctx: _Context, fabric: Fabric, spec: Mapping[str, Any]) -> str:
     link_type = LINK_TYPE[fabric.type]
     stated = spec.get("link_type")
     if stated is not None and stated != link_type:
-        ctx.error(("link_type",), f"link_type {stated} contradicts the fabric type {fabric.type} (ports run {link_type})",
-                  "drop link_type: it follows the fabric type")
+        ctx.error(("link_type",), f"link_type {stated} contradicts the fabric type {fabric.type} (ports run "
+                                  f"{link_type})", "drop link_type: it follows the fabric type")
     return link_type
 
 

@@ -177,7 +177,7 @@ def test_h100_example_manifests_validate(tmp_path: Path) -> None:
 
 
 def test_workload_pod(tmp_path: Path) -> None:
-    topology, artifacts = manifests(ROCE, "operator", tmp_path)
+    _, artifacts = manifests(ROCE, "operator", tmp_path)
     [pod] = yaml.safe_load_all(artifacts["kubernetes/network/workload-nccl-allreduce.yaml"])
     container = pod["spec"]["containers"][0]
     assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]

@@ -114,12 +114,13 @@ def vf_addresses(topology: Topology, profile: str) -> list[tuple[str, str, int, 
     return rows
 
 
-def _profiles(topology: Topology) -> dict[str, tuple[NodeProfile, list[VfPort]]]:
-    out: dict[str, tuple[NodeProfile, list[VfPort]]] = {}
+def _profiles(topology: Topology) -> dict[str, list[VfPort]]:
+    """Per attached profile (sorted by name), its ports with VFs in fabric then NIC order."""
+    out: dict[str, list[VfPort]] = {}
     for fabric, sriov in _sriov_fabrics(topology):
         attached = {n.profile.name: n.profile for n in _attached(topology.cluster.nodes, fabric)}
         for name, profile in sorted(attached.items()):
-            ports = out.setdefault(name, (profile, []))[1]
+            ports = out.setdefault(name, [])
             for nic in sriov.ports(profile, fabric.role.nic_role):
                 port = _vf_port(fabric, sriov, nic, name)
                 if any(p.netdev == port.netdev for p in ports):
@@ -143,17 +144,17 @@ def render(topology: Topology) -> list[Artifact]:
     """The host SR-IOV and preflight artifacts: see the module docstring."""
     source = PurePosixPath(topology.cluster.source).name
     out = []
-    for name, (_, ports) in _profiles(topology).items():
-        profile = _check(IDENTIFIER, name, "profile name")
+    for name, ports in _profiles(topology).items():
+        safe = _check(IDENTIFIER, name, "profile name")
         addresses = vf_addresses(topology, name)
-        out.append(Artifact(f"hosts/{profile}/sriov-setup.sh", render_template(
-            "hosts/sriov-setup.sh.j2", profile=profile, source=source, ports=ports, install_dir=INSTALL_DIR),
+        out.append(Artifact(f"hosts/{safe}/sriov-setup.sh", render_template(
+            "hosts/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
             0o755))
-        out.append(Artifact(f"hosts/{profile}/sriov-setup.service", render_template(
-            "hosts/sriov-setup.service.j2", profile=profile, source=source, install_dir=INSTALL_DIR)))
+        out.append(Artifact(f"hosts/{safe}/sriov-setup.service", render_template(
+            "hosts/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR)))
         if addresses:
-            out.append(Artifact(f"hosts/{profile}/sriov-vfs.tsv", render_template(
-                "hosts/sriov-vfs.tsv.j2", profile=profile, source=source, rows=addresses)))
+            out.append(Artifact(f"hosts/{safe}/sriov-vfs.tsv", render_template(
+                "hosts/sriov-vfs.tsv.j2", profile=safe, source=source, rows=addresses)))
     compute = {n.profile.name: n.profile for ft in topology.fabrics if ft.fabric.role.value == "compute"
                for n in _attached(topology.cluster.nodes, ft.fabric) if n.profile.gpus}
     for name, profile in sorted(compute.items()):
