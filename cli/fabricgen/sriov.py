@@ -179,7 +179,7 @@ def vf_range(fabric: Fabric, nodes: Sequence[Node]) -> tuple[int, int] | None:
     return (min(offsets), max(offsets)) if offsets else None
 
 
-def _address_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> list[SpecIssue]:
+def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> list[SpecIssue]:
     """Every VF address of the cluster is distinct: each range fits its width and no two ranges overlap."""
     issues: list[SpecIssue] = []
     if len(nodes) > MAX_VF_NODES and any(f.sriov for f in fabrics):
@@ -220,6 +220,6 @@ def build_host_networking(doc: Document, data: Mapping[str, Any], fabrics: Seque
         spec = data["fabrics"][fabric.name].get("sriov")
         built.append(fabric if spec is None else replace(
             fabric, sriov=build_sriov(doc, fabric, spec, nodes, nic_models, issues)))
-    issues.extend(_address_ranges(doc, built, nodes))
+    issues.extend(check_vf_ranges(doc, built, nodes))
     kubernetes = build_kubernetes(doc, data["kubernetes"], built, nodes, issues) if "kubernetes" in data else None
     return tuple(built), kubernetes

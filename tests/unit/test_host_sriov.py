@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from tests.conftest import INVENTORIES, REPO, require_tool
 
 from fabricgen.artifacts import Artifact
-from fabricgen.model import Sriov
+from fabricgen.load import Document, load_file
+from fabricgen.model import Fabric, Node, Sriov
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import host_sriov
+from fabricgen.sriov import check_vf_ranges, vf_range
 from fabricgen.topology import Topology
 
 H100 = INVENTORIES / "h100-4su.yaml"
@@ -285,3 +287,34 @@ def test_vf_offsets_are_distinct(vfs: list[tuple[int, int, int]]) -> None:
     offsets = [Sriov.offset(*vf) for vf in vfs]
     assert len(set(offsets)) == len(offsets)
     assert all(0 <= o < 1 << 28 for o in offsets)
+
+
+@pytest.fixture(scope="module")
+def two_ib_fabrics(topology: Topology) -> tuple[Document, Fabric, tuple[Node, ...]]:
+    return load_file(H100), topology.fabric("compute").fabric, topology.cluster.nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, (1 << 40)), st.integers(-(1 << 24), 1 << 24))
+def test_guid_ranges_of_two_fabrics_overlap_iff_reported(
+        two_ib_fabrics: tuple[Document, Fabric, tuple[Node, ...]], base: int, shift: int) -> None:
+    """Property: a second InfiniBand fabric with VFs on the same nodes is refused exactly when its GUID range
+    meets the first one's; when accepted, every VF GUID of both fabrics is distinct."""
+    doc, fabric, nodes = two_ib_fabrics
+    assert fabric.sriov is not None
+    other_base = max(1, base + shift)
+    second = dataclasses.replace(fabric, name="compute2",
+                                 sriov=dataclasses.replace(fabric.sriov, guid_base=other_base))
+    first = dataclasses.replace(fabric, sriov=dataclasses.replace(fabric.sriov, guid_base=base))
+    span = vf_range(first, nodes)
+    assert span is not None
+    low, high = span
+    overlap = base + low <= other_base + high and other_base + low <= base + high
+    issues = check_vf_ranges(doc, [first, second], nodes)
+    assert bool(issues) == overlap
+    if not overlap:
+        guids = [f.sriov.guid_base + Sriov.offset(i, Sriov.slot(nic), vf)  # type: ignore[union-attr]
+                 for f in (first, second) for i, n in enumerate(nodes) if n.group in f.node_groups
+                 for nic in f.sriov.ports(n.profile, f.role.nic_role)  # type: ignore[union-attr]
+                 for vf in range(f.sriov.vfs_per_port)]  # type: ignore[union-attr]
+        assert len(guids) == len(set(guids)) == 2 * (127 * 64 + 4 * 8)
