@@ -77,7 +77,8 @@ def _write(path: Path, text: str) -> None:
 
 def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology) -> FakeHost:
     """A DGX H100 after boot: firmware ready (SR-IOV on, 8 VFs, link types as planned), no VFs except 4 on the
-    first IB port, every VF netdev the kernel would create present, zero GUIDs, MTU 1500."""
+    first IB port, every VF netdev the kernel would create present, zero GUIDs, Ethernet VFs with spoof check off
+    and trust on, MTU 1500."""
     profile = topology.cluster.profiles["dgx-h100"]
     ports = {n.netdev: n for n in (*profile.compute, *profile.storage)}
     sysfs = tmp_path / "sys"
@@ -105,6 +106,7 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
                 _write(state / "link-state", "disable")
             else:
                 _write(state / "spoofchk", "off")
+                _write(state / "trust", "on")
             _write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
     _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
     _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
@@ -318,3 +320,25 @@ def test_guid_ranges_of_two_fabrics_overlap_iff_reported(
                  for nic in f.sriov.ports(n.profile, f.role.nic_role)  # type: ignore[union-attr]
                  for vf in range(f.sriov.vfs_per_port)]  # type: ignore[union-attr]
         assert len(guids) == len(set(guids)) == 2 * (127 * 64 + 4 * 8)
+
+
+def test_ethernet_vlan_qos_and_rates(tmp_path: Path) -> None:
+    """Ethernet VF settings beyond the defaults reach every VF, and a second run leaves them alone."""
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(H100.read_text().replace("      trust: true\n      spoofchk: true\n", "      trust: false\n"
+                                             "      spoofchk: false\n      vlan: 100\n      qos: 3\n"
+                                             "      min_tx_rate_mbps: 1000\n      max_tx_rate_mbps: 200000\n"))
+    topology = compile_spec(spec).topology
+    host = fake_host(tmp_path / "host", {a.path: a for a in host_sriov.render(topology)}, topology)
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    for pf in ETH_PFS:
+        for vf in range(4):
+            state = {k: (host.vf(pf, vf) / k).read_text().strip()
+                     for k in ("vlan", "qos", "min_tx_rate", "max_tx_rate", "trust", "spoofchk")}
+            assert state == {"vlan": "100", "qos": "3", "min_tx_rate": "1000", "max_tx_rate": "200000",
+                             "trust": "off", "spoofchk": "off"}
+    assert f"ip link set dev {ETH_PFS[0]} vf 0 min_tx_rate 1000 max_tx_rate 200000" in host.calls
+    calls = len(host.calls)
+    assert host.run().stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
+    assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
