@@ -14,6 +14,11 @@ from fabricgen.model import Fabric, Kubernetes, Node, Workload
 from fabricgen.validate import did_you_mean
 
 
+def pod_groups(fabric: Fabric) -> tuple[str, ...]:
+    """The node groups whose pods reach a fabric's rails: those with VFs, or every attached one (host-device)."""
+    return fabric.sriov.groups if fabric.sriov is not None else fabric.node_groups
+
+
 def uses_vfs(spec: Mapping[str, Any]) -> bool:
     """Pods get SR-IOV VFs unless plain Multus moves the PFs in with host-device."""
     return bool(spec["operator"] != "none" or spec["cni"] == "sriov")
@@ -53,7 +58,7 @@ def _workload(doc: Document, spec: Mapping[str, Any] | None, chosen: Sequence[st
               nodes: Sequence[Node], issues: list[SpecIssue]) -> Workload | None:
     if spec is None:
         return None
-    groups = {g for f in fabrics if f.name in chosen for g in f.node_groups}
+    groups = {g for f in fabrics if f.name in chosen for g in pod_groups(f)}
     profiles = {n.profile.name: n.profile for n in nodes if n.group in groups and n.profile.role == "compute"}
     name = spec.get("profile") or next(iter(profiles), "")
     where: PathKey = ("kubernetes", "workload")

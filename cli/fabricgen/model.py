@@ -371,7 +371,6 @@ class Addressing:
 
 VF_NODE_SHIFT = 16  # VF address offset = node << 16 | port << 8 | vf: readable in hex, unique by construction
 VF_PORT_SHIFT = 8
-MAX_VF_NODES = 1 << (64 - 48)  # node indexes that fit the 16 bits above the port and VF bytes
 
 
 @dataclass(frozen=True)
@@ -394,6 +393,7 @@ class Sriov:
     max_tx_rate_mbps: int
     mtu: int
     position: SourcePosition = field(compare=False)
+    groups: tuple[str, ...] = ()  # the node groups whose nodes get VFs: the fabric's, or the spec's subset
 
     def ports(self, profile: NodeProfile, role: NicRole) -> tuple[Nic, ...]:
         """The profile's NIC ports of the fabric's role that get VFs (rails and devices both narrow)."""

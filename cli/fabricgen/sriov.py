@@ -18,7 +18,6 @@ from fabricgen.errors import SpecIssue
 from fabricgen.kubernetes import build_kubernetes
 from fabricgen.load import Document, PathKey
 from fabricgen.model import (
-    MAX_VF_NODES,
     Fabric,
     Kubernetes,
     NicModel,
@@ -27,6 +26,7 @@ from fabricgen.model import (
     Sriov,
     rail_count,
 )
+from fabricgen.validate import did_you_mean
 
 LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 IPOIB_DATAGRAM_MTU = 4092  # enhanced IPoIB (mlx5, VFs included) runs datagram mode only: 4096 IB MTU - 4 B header
@@ -86,23 +86,36 @@ def _mtu(ctx: _Context, fabric: Fabric, link_type: str, spec: Mapping[str, Any])
     return mtu
 
 
-def _attached_profiles(fabric: Fabric, nodes: Sequence[Node]) -> dict[str, NodeProfile]:
-    groups = set(fabric.node_groups)
-    return {n.profile.name: n.profile for n in nodes if n.group in groups}
+def _groups(ctx: _Context, fabric: Fabric, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node groups that get VFs: the fabric's attached groups, or the listed subset of them."""
+    if "nodes" not in spec:
+        return fabric.node_groups
+    for i, group in enumerate(spec["nodes"]):
+        if group not in fabric.node_groups:
+            ctx.error(("nodes", i), f"node group {group!r} is not attached to this fabric",
+                      did_you_mean(group, fabric.node_groups) or f"groups: {', '.join(fabric.node_groups)}")
+    return tuple(g for g in fabric.node_groups if g in spec["nodes"])
 
 
-def _selection(ctx: _Context, fabric: Fabric, sriov: Sriov, profiles: Mapping[str, NodeProfile]) -> None:
+def _profiles(groups: Sequence[str], nodes: Sequence[Node]) -> dict[str, NodeProfile]:
+    chosen = set(groups)
+    return {n.profile.name: n.profile for n in nodes if n.group in chosen}
+
+
+def _selection(ctx: _Context, fabric: Fabric, sriov: Sriov, attached: Mapping[str, NodeProfile],
+               profiles: Mapping[str, NodeProfile]) -> None:
+    """Rails and devices exist among the fabric's ports; the ports chosen on the nodes with VFs are usable."""
     role = fabric.role.nic_role
     if sriov.rails is not None:
         if fabric.role.value != "compute":
             ctx.error(("rails",), "rails select compute NICs but this fabric attaches "
                                   f"{role.value} NICs", "select ports with devices")
         else:
-            rails = rail_count(profiles.values())
+            rails = rail_count(attached.values())
             for i, rail in enumerate(sriov.rails):
                 if rail >= rails:
                     ctx.error(("rails", i), f"rail {rail} does not exist", f"the fabric has rails 0..{rails - 1}")
-    known = sorted({nic.dev for p in profiles.values() for nic in p.nics(role) if nic.dev})
+    known = sorted({nic.dev for p in attached.values() for nic in p.nics(role) if nic.dev})
     for i, dev in enumerate(sriov.devices or ()):
         if dev not in known:
             ctx.error(("devices", i), f"no {role.value} NIC of this fabric has RDMA device {dev!r}",
@@ -159,9 +172,9 @@ def build_sriov(doc: Document, fabric: Fabric, spec: Mapping[str, Any], nodes: S
                   int(guid, 16) if guid and link_type == "ib" else None, mac_base if link_type == "eth" else None,
                   spec["link_state"], spec.get("trust", True), spec.get("spoofchk", True), spec.get("vlan", 0),
                   spec.get("qos", 0), spec.get("min_tx_rate_mbps", 0), spec.get("max_tx_rate_mbps", 0),
-                  _mtu(ctx, fabric, link_type, spec), doc.position(ctx.path))
-    profiles = _attached_profiles(fabric, nodes)
-    _selection(ctx, fabric, sriov, profiles)
+                  _mtu(ctx, fabric, link_type, spec), doc.position(ctx.path), _groups(ctx, fabric, spec))
+    profiles = _profiles(sriov.groups, nodes)
+    _selection(ctx, fabric, sriov, _profiles(fabric.node_groups, nodes), profiles)
     _vf_counts(ctx, fabric, sriov, profiles, nic_models)
     issues.extend(ctx.issues)
     return sriov
@@ -172,7 +185,7 @@ def vf_range(fabric: Fabric, nodes: Sequence[Node]) -> tuple[int, int] | None:
     sriov = fabric.sriov
     if sriov is None:
         return None
-    groups = set(fabric.node_groups)
+    groups = set(sriov.groups)
     role = fabric.role.nic_role
     offsets = [Sriov.offset(i, Sriov.slot(nic), vf) for i, n in enumerate(nodes) if n.group in groups
                for nic in sriov.ports(n.profile, role) for vf in (0, sriov.vfs_per_port - 1)]
@@ -182,10 +195,6 @@ def vf_range(fabric: Fabric, nodes: Sequence[Node]) -> tuple[int, int] | None:
 def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> list[SpecIssue]:
     """Every VF address of the cluster is distinct: each range fits its width and no two ranges overlap."""
     issues: list[SpecIssue] = []
-    if len(nodes) > MAX_VF_NODES and any(f.sriov for f in fabrics):
-        issues.append(doc.issue(("nodes",), f"{len(nodes)} nodes exceed the {MAX_VF_NODES} that VF addresses number",
-                                "split the cluster"))
-        return issues
     spans: dict[str, list[tuple[int, int, str]]] = {"guid_base": [], "mac_base": []}
     for fabric in fabrics:
         sriov, span = fabric.sriov, vf_range(fabric, nodes)

@@ -134,8 +134,7 @@ def _planned(topology: Topology, pf: str) -> list[str]:
 def test_artifact_set(h100: dict[str, Artifact]) -> None:
     assert sorted(h100) == [
         "hosts/dgx-h100/host-preflight.sh", "hosts/dgx-h100/sriov-setup.service", "hosts/dgx-h100/sriov-setup.sh",
-        "hosts/dgx-h100/sriov-vfs.tsv", "hosts/ufm-appliance/sriov-setup.service",
-        "hosts/ufm-appliance/sriov-setup.sh", "hosts/ufm-appliance/sriov-vfs.tsv"]
+        "hosts/dgx-h100/sriov-vfs.tsv"], "the UFM appliance is not in the compute fabric's sriov.nodes"
     assert h100["hosts/dgx-h100/sriov-setup.sh"].mode == 0o755 and h100["hosts/dgx-h100/sriov-vfs.tsv"].mode == 0o644
 
 
@@ -277,8 +276,9 @@ def test_guids_follow_the_documented_derivation(topology: Topology) -> None:
             continue
         rail = IB_PFS.index(pf)
         assert int(address.replace(":", ""), 16) == base + (nodes.index(node) << 16) + (rail << 8) + vf
-    addresses = [a for *_, a in rows] + [a for *_, a in host_sriov.vf_addresses(topology, "ufm-appliance")]
-    assert len(addresses) == len(set(addresses)) == 127 * (64 + 8) + 4 * 8
+    addresses = [a for *_, a in rows]
+    assert len(addresses) == len(set(addresses)) == 127 * (64 + 8)
+    assert host_sriov.vf_addresses(topology, "ufm-appliance") == []
 
 
 @settings(max_examples=200, deadline=None)
@@ -315,11 +315,11 @@ def test_guid_ranges_of_two_fabrics_overlap_iff_reported(
     issues = check_vf_ranges(doc, [first, second], nodes)
     assert bool(issues) == overlap
     if not overlap:
-        guids = [f.sriov.guid_base + Sriov.offset(i, Sriov.slot(nic), vf)  # type: ignore[union-attr]
-                 for f in (first, second) for i, n in enumerate(nodes) if n.group in f.node_groups
-                 for nic in f.sriov.ports(n.profile, f.role.nic_role)  # type: ignore[union-attr]
-                 for vf in range(f.sriov.vfs_per_port)]  # type: ignore[union-attr]
-        assert len(guids) == len(set(guids)) == 2 * (127 * 64 + 4 * 8)
+        guids = [s.guid_base + Sriov.offset(i, Sriov.slot(nic), vf)
+                 for f, s in ((first, first.sriov), (second, second.sriov)) if s is not None and s.guid_base
+                 for i, n in enumerate(nodes) if n.group in s.groups
+                 for nic in s.ports(n.profile, f.role.nic_role) for vf in range(s.vfs_per_port)]
+        assert len(guids) == len(set(guids)) == 2 * 127 * 64
 
 
 def test_ethernet_vlan_qos_and_rates(tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def vf_addresses(topology: Topology, profile: str) -> list[tuple[str, str, int, 
             continue
         for fabric, sriov in _sriov_fabrics(topology):
             base, width = (sriov.guid_base, 8) if sriov.guid_base is not None else (sriov.mac_base, 6)
-            if base is None or node.group not in fabric.node_groups:
+            if base is None or node.group not in sriov.groups:
                 continue
             for nic in sriov.ports(node.profile, fabric.role.nic_role):
                 rows += [(_check(DEVICE_NAME, node.name, "node name"), nic.netdev, vf,
@@ -118,7 +118,8 @@ def _profiles(topology: Topology) -> dict[str, list[VfPort]]:
     """Per attached profile (sorted by name), its ports with VFs in fabric then NIC order."""
     out: dict[str, list[VfPort]] = {}
     for fabric, sriov in _sriov_fabrics(topology):
-        attached = {n.profile.name: n.profile for n in _attached(topology.cluster.nodes, fabric)}
+        groups = set(sriov.groups)
+        attached = {n.profile.name: n.profile for n in topology.cluster.nodes if n.group in groups}
         for name, profile in sorted(attached.items()):
             ports = out.setdefault(name, [])
             for nic in sriov.ports(profile, fabric.role.nic_role):

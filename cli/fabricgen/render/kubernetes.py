@@ -34,6 +34,7 @@ import yaml
 from netaddr import IPNetwork
 
 from fabricgen.artifacts import Artifact
+from fabricgen.kubernetes import pod_groups
 from fabricgen.model import Fabric, Kubernetes, Nic, NodeProfile, Sriov
 from fabricgen.render.host_roce import IDENTIFIER, NETDEV, _check
 from fabricgen.render.nccl import POD_PFS, POD_VFS, nccl_settings
@@ -95,7 +96,7 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
         fabric = ft.fabric
         if fabric.name not in k8s.fabrics:
             continue
-        groups = set(fabric.node_groups)
+        groups = set(pod_groups(fabric))
         profiles = sorted({n.profile.name: n.profile for n in topology.cluster.nodes if n.group in groups}.items())
         slots: dict[int, list[tuple[str, str, str]]] = {}
         for name, profile in profiles:
