@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -342,3 +343,38 @@ def test_ethernet_vlan_qos_and_rates(tmp_path: Path) -> None:
     calls = len(host.calls)
     assert host.run().stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
     assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
+
+
+def _numvfs_writes(trace: str) -> dict[str, list[str]]:
+    """PF -> the values written to its sriov_numvfs, in order, from an strace of the script:
+    bash opens the file, moves it to stdout and writes the value before restoring stdout."""
+    writes: dict[str, list[str]] = {}
+    target = ""
+    for line in trace.splitlines():
+        match = re.search(r'openat\(AT_FDCWD, "([^"]*/sriov_numvfs)", O_WRONLY', line)
+        if match:
+            target = match.group(1)
+            continue
+        written = re.search(r'write\(1, "([^"]*)\\n", \d+\)', line)
+        if target and written:
+            writes.setdefault(Path(target).parent.parent.name, []).append(written.group(1))  # class/net/<PF>/device
+            target = ""
+    return writes
+
+
+def test_numvfs_system_calls_write_zero_then_the_new_count(host: FakeHost) -> None:
+    """The kernel refuses nonzero -> other nonzero (EBUSY): traced writes show 0 then 8 on the port that had 4 VFs,
+    one write on the ports that had none, and no write at all on a second run."""
+    strace = require_tool("strace")
+
+    def traced() -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]]]:
+        log = host.root / "trace"
+        done = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat,write", "-s", "256", "-o", str(log), "bash",
+                               str(host.script)], env=host.env, capture_output=True, text=True, timeout=300)
+        return done, _numvfs_writes(log.read_text())
+
+    done, writes = traced()
+    assert done.returncode == 0, done.stderr
+    assert writes == {IB_PFS[0]: ["0", "8"], **{pf: ["8"] for pf in IB_PFS[1:]}, **{pf: ["4"] for pf in ETH_PFS}}
+    again, writes = traced()
+    assert again.returncode == 0 and writes == {}
