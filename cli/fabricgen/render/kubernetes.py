@@ -264,15 +264,15 @@ def render(topology: Topology) -> list[Artifact]:
         if k8s.operator != "none":
             out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", _dump(
                 [d for n in mine for d in _node_policies(n, k8s)],
-                f"SR-IOV node policies of fabric {name}: one per rail and node profile; nodes carry the label "
-                f"{PROFILE_LABEL}=<profile>.\nexternallyManaged: sriov-setup.sh creates the VFs at boot with the "
-                f"planned GUIDs; the operator hands them out. {generated}")))
+                f"SR-IOV node policies of fabric {name}: one per rail (or port) and node profile; nodes carry the "
+                f"label {PROFILE_LABEL}=<profile>.\nexternallyManaged: sriov-setup.sh creates the VFs at boot with the "
+                f"planned GUIDs or MACs; the operator hands them out. {generated}")))
             networks = [_operator_network(n, k8s, ipam) for n in mine]
         else:
             networks = [_attachment(n, k8s, ipam) for n in mine]
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", _dump(
-            networks, f"Pod networks of fabric {name}, one per rail, addresses from whereabouts: the fabric's host "
-                      f"pool minus its hosts' subnets.\nWhereabouts is deployed separately (not by the "
+            networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from whereabouts: the "
+                      f"fabric's host pool minus its hosts' subnets.\nWhereabouts is deployed separately (not by the "
                       f"NicClusterPolicy). {generated}")))
     out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", _dump(
         [{"apiVersion": "v1", "kind": "ConfigMap",
