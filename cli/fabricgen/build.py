@@ -44,6 +44,7 @@ from fabricgen.model import (
 )
 from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
+from fabricgen.sriov import build_host_networking
 from fabricgen.subnet_manager import build_subnet_manager
 from fabricgen.validate import did_you_mean, validate_document, with_defaults
 
@@ -805,6 +806,7 @@ def build_cluster(doc: Document) -> Cluster:
     profiles = builder.profiles(nic_models)
     groups, nodes = builder.nodes(facility, profiles)
     fabrics = builder.fabrics(profiles, groups, switch_models, nic_models)
+    fabrics, kubernetes = build_host_networking(doc, data, fabrics, nodes, nic_models, builder.issues)
     lustre = build_lustre(doc, data["lustre"], profiles, groups, fabrics, builder.issues)
     if builder.issues:
         raise SpecError(builder.issues)
@@ -822,4 +824,5 @@ def build_cluster(doc: Document) -> Cluster:
         doc.source,
         catalog.media(data.get("catalog", {}).get("media")),
         lustre=lustre,
+        kubernetes=kubernetes,
     )

@@ -32,7 +32,7 @@ from fabricgen.resources import data_dir
 from fabricgen.validate import did_you_mean, schema_issues
 
 CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
-ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre")  # cloud: cloud.filesystems
+ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "kubernetes")  # cloud: cloud.filesystems
 INTERFACE_SECTION = {"aws": "efa", "alicloud": "eri"}
 FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs"}
 NO_FACILITY = Facility(0, 0.0, 0.0, 0.0, 0.0, (), ())

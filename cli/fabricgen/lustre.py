@@ -472,13 +472,14 @@ def cache_request_gib(cluster: Cluster) -> int | None:
     return min(sizes) if sizes else None
 
 
-def pod_storage(cluster: Cluster) -> PodStorage:
+def pod_storage(cluster: Cluster, namespace: str | None = None) -> PodStorage:
     """What a training pod mounts: each Lustre PVC (read-only for ReadOnlyMany) at its mount path, and a generic
-    ephemeral volume from the local-nvme class at /cache (bound to a local PV on the pod's node)."""
+    ephemeral volume from the local-nvme class at /cache (bound to a local PV on the pod's node). A pod reaches
+    only the claims of its own ``namespace`` (all claims when None)."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
     for fs in cluster.lustre:
-        if fs.volume is None:
+        if fs.volume is None or namespace not in (None, fs.volume.namespace):
             continue
         read_only = fs.volume.access == "ReadOnlyMany"
         volumes.append({"name": claim_name(fs),

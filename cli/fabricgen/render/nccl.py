@@ -17,6 +17,8 @@ from fabricgen.render.templating import render_template
 from fabricgen.topology import Topology
 
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,.\-]+$")  # env-file values stay unquoted: nothing to escape
+POD_VFS = "vfs"  # the pod holds SR-IOV VFs of the fabric's rails
+POD_PFS = "pfs"  # the pod holds the PFs themselves (host-device)
 
 
 @dataclass(frozen=True)
@@ -26,21 +28,34 @@ class Setting:
     why: str
 
 
-def hca_list(profile: NodeProfile) -> str:
-    """NCCL_IB_HCA: RDMA device:port in rail order (rail r next to GPU r); '=' asks for exact names."""
-    rail_order = sorted(profile.compute, key=lambda n: n.rail or 0)
+def hca_list(profile: NodeProfile, fabric: Fabric) -> str:
+    """NCCL_IB_HCA: the fabric's RDMA device:port in rail order (rail r next to GPU r); '=' asks for exact names."""
+    rail_order = sorted(profile.nics(fabric.role.nic_role), key=lambda n: n.rail or 0)
     return "=" + ",".join(f"{nic.dev}:{profile.hca_port(nic)}" for nic in rail_order)
 
 
-def nccl_settings(profile: NodeProfile, fabric: Fabric) -> list[Setting]:
+def _hca(profile: NodeProfile, fabric: Fabric, pod: str) -> Setting:
+    if pod == POD_VFS:
+        return Setting("NCCL_IB_HCA", "mlx5", "in the pod the only RDMA devices are the VFs of its rail networks, "
+                                              "numbered by the kernel rather than named as on the host: the prefix "
+                                              "takes them all and NCCL pairs each GPU with its nearest VF")
+    return Setting("NCCL_IB_HCA", hca_list(profile, fabric),
+                   f"{fabric.role.nic_role.value} NICs in rail order, each next to its GPU per the rail map (a NIC far "
+                   "from its GPU halves bandwidth); '=' matches these exact devices")
+
+
+def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "") -> list[Setting]:
+    """NCCL settings of a profile's nodes on a fabric: on the host (``pod`` empty), or in a pod that holds the
+    fabric's VFs (:data:`POD_VFS`) or its PFs (:data:`POD_PFS`, moved in by host-device, names kept)."""
     settings = [
-        Setting("NCCL_IB_HCA", hca_list(profile),
-                "compute NICs in rail order, each next to its GPU per the rail map (a NIC far from its GPU "
-                "halves bandwidth); '=' matches these exact devices"),
+        _hca(profile, fabric, pod),
         Setting("NCCL_NET_GDR_LEVEL", "PXB", "GPUDirect RDMA when GPU and NIC share a PCIe switch, as the rail map "
                                              "places them; traffic crossing the CPU would be slower than staging"),
     ]
-    if profile.inband is not None and profile.inband.netdev:
+    if pod:
+        settings.append(Setting("NCCL_SOCKET_IFNAME", "=eth0", "bootstrap and out-of-band exchange on the pod's "
+                                                               "primary interface, never on a rail"))
+    elif profile.inband is not None and profile.inband.netdev:
         settings.append(Setting("NCCL_SOCKET_IFNAME", f"={profile.inband.netdev}",
                                 "bootstrap and out-of-band exchange on the in-band interface, never on a rail"))
     if fabric.type == "roce" and fabric.qos is not None:

@@ -1,0 +1,380 @@
+"""SR-IOV host side: sriov-setup.sh runs against a fake /sys with stub ip and mstconfig (0 then N, no write for
+the same count, nothing written above sriov_totalvfs, idempotent second run, GUIDs and MACs as planned), its
+systemd unit, and VF addresses unique across the cluster (a property test)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.conftest import INVENTORIES, REPO, require_tool
+
+from fabricgen.artifacts import Artifact
+from fabricgen.load import Document, load_file
+from fabricgen.model import Fabric, Node, Sriov
+from fabricgen.pipeline import compile_spec
+from fabricgen.render import host_sriov
+from fabricgen.sriov import check_vf_ranges, vf_range
+from fabricgen.topology import Topology
+
+H100 = INVENTORIES / "h100-4su.yaml"
+STUBS = REPO / "tests" / "data" / "fake-sriov"
+NODE = "gpu002"  # the second node: its VF addresses carry node index 1
+IB_PFS = ("ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0")
+ETH_PFS = ("enp170s0f0np0", "enp41s0f0np0")
+READ_ONLY = ("ip link show dev ", "ip -o link show dev ", "mstconfig -d ")
+
+
+@pytest.fixture(scope="module")
+def topology() -> Topology:
+    return compile_spec(H100).topology
+
+
+@pytest.fixture(scope="module")
+def h100(topology: Topology) -> dict[str, Artifact]:
+    return {a.path: a for a in host_sriov.render(topology)}
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeHost:
+    root: Path
+    script: Path
+    env: dict[str, str]
+
+    @property
+    def calls(self) -> list[str]:
+        path = self.root / "state" / "calls"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def changing_calls(self) -> list[str]:
+        return [c for c in self.calls if not c.startswith(READ_ONLY) or " -y set " in c]
+
+    def pf(self, netdev: str) -> Path:
+        return (self.root / "sys" / "class" / "net" / netdev / "device").resolve()
+
+    def vf(self, pf: str, vf: int) -> Path:
+        return self.root / "state" / pf / f"vf{vf}"
+
+    def snapshot(self) -> dict[str, tuple[str, int]]:
+        return {p.relative_to(self.root).as_posix(): (p.read_text(), p.stat().st_mtime_ns)
+                for p in sorted(self.root.rglob("*")) if p.is_file() and p.name != "calls"}
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(self.script), *args], env={**self.env, **env}, capture_output=True,
+                              text=True, timeout=120)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology) -> FakeHost:
+    """A DGX H100 after boot: firmware ready (SR-IOV on, 8 VFs, link types as planned), no VFs except 4 on the
+    first IB port, every VF netdev the kernel would create present, zero GUIDs, Ethernet VFs with spoof check off
+    and trust on, MTU 1500."""
+    profile = topology.cluster.profiles["dgx-h100"]
+    ports = {n.netdev: n for n in (*profile.compute, *profile.storage)}
+    sysfs = tmp_path / "sys"
+    for pf, nic in ports.items():
+        device = sysfs / "devices" / "pci0000:00" / nic.pci
+        _write(device / "sriov_totalvfs", "16")
+        _write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
+        (sysfs / "class" / "net" / pf).mkdir(parents=True)
+        (sysfs / "class" / "net" / pf / "device").symlink_to(device)
+        fw = tmp_path / "state" / "fw" / nic.pci
+        _write(fw / "SRIOV_EN", "True(1)")
+        _write(fw / "NUM_OF_VFS", "8")
+        _write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
+        _write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
+        for vf in range(8):
+            bus = int(nic.pci[5:7], 16)
+            vf_bdf = f"0000:{bus + 1:02x}:00.{vf}"
+            vf_dir = sysfs / "devices" / "pci0000:00" / vf_bdf
+            (vf_dir / "net" / f"{pf[:10]}v{vf}").mkdir(parents=True)
+            (device / f"virtfn{vf}").symlink_to(vf_dir)
+            state = tmp_path / "state" / pf / f"vf{vf}"
+            if pf in IB_PFS:
+                _write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
+                _write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
+                _write(state / "link-state", "disable")
+            else:
+                _write(state / "spoofchk", "off")
+                _write(state / "trust", "on")
+            _write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
+    _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
+    _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ip", "mstconfig"):
+        shutil.copy(STUBS / tool, bin_dir / tool)
+    script = tmp_path / "etc" / "sriov-setup.sh"
+    _write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
+    (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
+    env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
+           "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
+    return FakeHost(tmp_path, script, env)
+
+
+@pytest.fixture
+def host(tmp_path: Path, h100: dict[str, Artifact], topology: Topology) -> FakeHost:
+    return fake_host(tmp_path, h100, topology)
+
+
+def _planned(topology: Topology, pf: str) -> list[str]:
+    return [a for node, port, _, a in host_sriov.vf_addresses(topology, "dgx-h100") if node == NODE and port == pf]
+
+
+def test_artifact_set(h100: dict[str, Artifact]) -> None:
+    assert sorted(h100) == [
+        "hosts/dgx-h100/host-preflight.sh", "hosts/dgx-h100/sriov-setup.service", "hosts/dgx-h100/sriov-setup.sh",
+        "hosts/dgx-h100/sriov-vfs.tsv"], "the UFM appliance is not in the compute fabric's sriov.nodes"
+    assert h100["hosts/dgx-h100/sriov-setup.sh"].mode == 0o755 and h100["hosts/dgx-h100/sriov-vfs.tsv"].mode == 0o644
+
+
+def test_scripts_are_shellcheck_clean(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    paths = []
+    for name in ("hosts/dgx-h100/sriov-setup.sh", "hosts/dgx-h100/host-preflight.sh"):
+        path = tmp_path / name.replace("/", "_")
+        path.write_bytes(h100[name].content)
+        paths.append(str(path))
+    stubs = [str(p) for p in sorted(STUBS.iterdir())]
+    done = subprocess.run([shellcheck, "-S", "style", *paths, *stubs], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_systemd_unit_is_valid(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    analyze = require_tool("systemd-analyze")
+    unit = tmp_path / "sriov-setup.service"
+    text = h100["hosts/dgx-h100/sriov-setup.service"].content.decode()
+    script = tmp_path / "sriov-setup.sh"
+    script.write_bytes(h100["hosts/dgx-h100/sriov-setup.sh"].content)
+    script.chmod(0o755)
+    unit.write_text(text.replace("ExecStart=/etc/fabricgen/sriov-setup.sh", f"ExecStart={script}"))
+    done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Before=network-pre.target" in text and "Type=oneshot" in text and "ExecStart=/etc/fabricgen/" in text
+
+
+def test_first_run_creates_vfs_and_sets_planned_guids_then_second_run_changes_nothing(
+        host: FakeHost, topology: Topology) -> None:
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    out = first.stdout
+    pf0 = host.pf(IB_PFS[0])
+    remove = out.index(f"{IB_PFS[0]}: remove the 4 VFs (a nonzero count cannot change in place): write 0 to "
+                       f"{host.root}/sys/class/net/{IB_PFS[0]}/device/sriov_numvfs")
+    create = out.index(f"{IB_PFS[0]}: create 8 VFs: write 8 to")
+    assert remove < create, "0 is written before the new count"
+    assert out.count("remove the") == 1, "ports that had no VFs are not reset"
+    assert (pf0 / "sriov_numvfs").read_text() == "8\n"
+    for pf in IB_PFS:
+        planned = _planned(topology, pf)
+        assert len(planned) == 8 and (host.pf(pf) / "sriov_numvfs").read_text() == "8\n"
+        for vf, guid in enumerate(planned):
+            assert (host.vf(pf, vf) / "NODE_GUID").read_text().strip() == guid
+            assert (host.vf(pf, vf) / "PORT_GUID").read_text().strip() == guid
+            assert (host.vf(pf, vf) / "link-state").read_text().strip() == "auto"
+            assert (host.root / "state" / f"{pf[:10]}v{vf}" / "mtu").read_text() == "4092\n"
+    for pf in ETH_PFS:
+        planned = _planned(topology, pf)
+        assert len(planned) == 4 and (host.pf(pf) / "sriov_numvfs").read_text() == "4\n"
+        for vf, mac in enumerate(planned):
+            assert (host.vf(pf, vf) / "mac").read_text().strip() == mac
+            assert (host.vf(pf, vf) / "spoofchk").read_text().strip() == "on"
+            assert (host.vf(pf, vf) / "trust").read_text().strip() == "on"
+            assert (host.root / "state" / f"{pf[:10]}v{vf}" / "mtu").read_text() == "9000\n"
+    assert "mstconfig -d 0000:18:00.0 query SRIOV_EN NUM_OF_VFS LINK_TYPE_P1" in host.calls
+    assert not any(" set " in c for c in host.calls if c.startswith("mstconfig")), "firmware already right"
+    assert f"ip link set dev {IB_PFS[0]} vf 0 node_guid {_planned(topology, IB_PFS[0])[0]}" in host.calls
+    assert out.count(": unbind ") == 64 and out.count(": bind ") == 64, "each IB VF rebinds once for its GUIDs"
+
+    before, calls = host.snapshot(), len(host.calls)
+    second = host.run()
+    assert second.returncode == 0, second.stderr
+    assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
+    assert host.snapshot() == before, "the second run writes nothing"
+    assert second.stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
+
+
+def test_same_count_writes_nothing(host: FakeHost) -> None:
+    assert host.run().returncode == 0
+    numvfs = host.pf(IB_PFS[1]) / "sriov_numvfs"
+    stamp = numvfs.stat().st_mtime_ns
+    again = host.run()
+    assert again.returncode == 0 and "sriov_numvfs" not in again.stdout
+    assert numvfs.stat().st_mtime_ns == stamp
+
+
+def test_above_totalvfs_fails_before_any_write(host: FakeHost) -> None:
+    _write(host.pf(IB_PFS[3]) / "sriov_totalvfs", "4")
+    before = host.snapshot()
+    done = host.run()
+    assert done.returncode == 1
+    assert f"{IB_PFS[3]}: 8 VFs planned but sriov_totalvfs is 4" in done.stderr and "nothing changed" in done.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
+
+
+def test_firmware_is_set_only_where_needed_and_asks_for_a_reboot(host: FakeHost) -> None:
+    pci = host.pf(IB_PFS[2]).name
+    _write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
+    _write(host.root / "state" / "fw" / pci / "NUM_OF_VFS", "0")
+    done = host.run()
+    assert done.returncode == 3, done.stderr
+    assert [c for c in host.calls if " -y set " in c] == [
+        f"mstconfig -d {pci} -y set SRIOV_EN=1 NUM_OF_VFS=8 LINK_TYPE_P1=1"]
+    assert f"{IB_PFS[2]}: skipped until the firmware change is applied" in done.stdout
+    assert (host.pf(IB_PFS[2]) / "sriov_numvfs").read_text() == "0\n", "no VFs before the reboot"
+    assert (host.pf(IB_PFS[1]) / "sriov_numvfs").read_text() == "8\n", "other ports are configured"
+    assert "reboot required: firmware changed on ibp79s0" in done.stdout
+
+
+def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
+    before = host.snapshot()
+    done = host.run("--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
+    assert f"would {IB_PFS[0]}: remove the 4 VFs" in done.stdout
+    assert f"would {ETH_PFS[1]}: create 4 VFs: write 4 to" in done.stdout
+    assert done.stdout.rstrip().endswith("dry run: 11 changes not made")
+
+
+def test_missing_vf_netdev_times_out_clearly(host: FakeHost) -> None:
+    shutil.rmtree(host.pf(IB_PFS[0]).parent / "0000:19:00.5" / "net")
+    done = host.run()
+    assert done.returncode == 1
+    assert f"{IB_PFS[0]}: VF 5 has no netdev after 1 s" in done.stderr
+
+
+def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHost) -> None:
+    before = host.snapshot()
+    done = host.run(NODE_NAME="gpu999")
+    assert done.returncode == 1 and "node gpu999 has no rows" in done.stderr
+    link = host.root / "sys" / "class" / "net" / IB_PFS[1] / "device"
+    link.unlink()
+    link.symlink_to(host.pf(IB_PFS[0]))
+    moved = host.run()
+    assert moved.returncode == 1 and f"{IB_PFS[1]} is at PCI 0000:18:00.0, the plan says 0000:40:00.0" in moved.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
+
+
+# --- VF addresses -----------------------------------------------------------------------------------------------
+
+def test_guids_follow_the_documented_derivation(topology: Topology) -> None:
+    rows = host_sriov.vf_addresses(topology, "dgx-h100")
+    nodes = [n.name for n in topology.cluster.nodes]
+    base = 0x0002C90300A00000
+    for node, pf, vf, address in rows:
+        if pf not in IB_PFS:
+            continue
+        rail = IB_PFS.index(pf)
+        assert int(address.replace(":", ""), 16) == base + (nodes.index(node) << 16) + (rail << 8) + vf
+    addresses = [a for *_, a in rows]
+    assert len(addresses) == len(set(addresses)) == 127 * (64 + 8)
+    assert host_sriov.vf_addresses(topology, "ufm-appliance") == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255), st.integers(0, 255)), min_size=2,
+                max_size=50, unique=True))
+def test_vf_offsets_are_distinct(vfs: list[tuple[int, int, int]]) -> None:
+    """Property: distinct (node, port, VF) triples always get distinct offsets (so distinct GUIDs per base)."""
+    offsets = [Sriov.offset(*vf) for vf in vfs]
+    assert len(set(offsets)) == len(offsets)
+    assert all(0 <= o < 1 << 28 for o in offsets)
+
+
+@pytest.fixture(scope="module")
+def two_ib_fabrics(topology: Topology) -> tuple[Document, Fabric, tuple[Node, ...]]:
+    return load_file(H100), topology.fabric("compute").fabric, topology.cluster.nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, (1 << 40)), st.integers(-(1 << 24), 1 << 24))
+def test_guid_ranges_of_two_fabrics_overlap_iff_reported(
+        two_ib_fabrics: tuple[Document, Fabric, tuple[Node, ...]], base: int, shift: int) -> None:
+    """Property: a second InfiniBand fabric with VFs on the same nodes is refused exactly when its GUID range
+    meets the first one's; when accepted, every VF GUID of both fabrics is distinct."""
+    doc, fabric, nodes = two_ib_fabrics
+    assert fabric.sriov is not None
+    other_base = max(1, base + shift)
+    second = dataclasses.replace(fabric, name="compute2",
+                                 sriov=dataclasses.replace(fabric.sriov, guid_base=other_base))
+    first = dataclasses.replace(fabric, sriov=dataclasses.replace(fabric.sriov, guid_base=base))
+    span = vf_range(first, nodes)
+    assert span is not None
+    low, high = span
+    overlap = base + low <= other_base + high and other_base + low <= base + high
+    issues = check_vf_ranges(doc, [first, second], nodes)
+    assert bool(issues) == overlap
+    if not overlap:
+        guids = [s.guid_base + Sriov.offset(i, Sriov.slot(nic), vf)
+                 for f, s in ((first, first.sriov), (second, second.sriov)) if s is not None and s.guid_base
+                 for i, n in enumerate(nodes) if n.group in s.groups
+                 for nic in s.ports(n.profile, f.role.nic_role) for vf in range(s.vfs_per_port)]
+        assert len(guids) == len(set(guids)) == 2 * 127 * 64
+
+
+def test_ethernet_vlan_qos_and_rates(tmp_path: Path) -> None:
+    """Ethernet VF settings beyond the defaults reach every VF, and a second run leaves them alone."""
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(H100.read_text().replace("      trust: true\n      spoofchk: true\n", "      trust: false\n"
+                                             "      spoofchk: false\n      vlan: 100\n      qos: 3\n"
+                                             "      min_tx_rate_mbps: 1000\n      max_tx_rate_mbps: 200000\n"))
+    topology = compile_spec(spec).topology
+    host = fake_host(tmp_path / "host", {a.path: a for a in host_sriov.render(topology)}, topology)
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    for pf in ETH_PFS:
+        for vf in range(4):
+            state = {k: (host.vf(pf, vf) / k).read_text().strip()
+                     for k in ("vlan", "qos", "min_tx_rate", "max_tx_rate", "trust", "spoofchk")}
+            assert state == {"vlan": "100", "qos": "3", "min_tx_rate": "1000", "max_tx_rate": "200000",
+                             "trust": "off", "spoofchk": "off"}
+    assert f"ip link set dev {ETH_PFS[0]} vf 0 min_tx_rate 1000 max_tx_rate 200000" in host.calls
+    calls = len(host.calls)
+    assert host.run().stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
+    assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
+
+
+def _numvfs_writes(trace: str) -> dict[str, list[str]]:
+    """PF -> the values written to its sriov_numvfs, in order, from an strace of the script:
+    bash opens the file, moves it to stdout and writes the value before restoring stdout."""
+    writes: dict[str, list[str]] = {}
+    target = ""
+    for line in trace.splitlines():
+        match = re.search(r'openat\(AT_FDCWD, "([^"]*/sriov_numvfs)", O_WRONLY', line)
+        if match:
+            target = match.group(1)
+            continue
+        written = re.search(r'write\(1, "([^"]*)\\n", \d+\)', line)
+        if target and written:
+            writes.setdefault(Path(target).parent.parent.name, []).append(written.group(1))  # class/net/<PF>/device
+            target = ""
+    return writes
+
+
+def test_numvfs_system_calls_write_zero_then_the_new_count(host: FakeHost) -> None:
+    """The kernel refuses nonzero -> other nonzero (EBUSY): traced writes show 0 then 8 on the port that had 4 VFs,
+    one write on the ports that had none, and no write at all on a second run."""
+    strace = require_tool("strace")
+
+    def traced() -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]]]:
+        log = host.root / "trace"
+        done = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat,write", "-s", "256", "-o", str(log), "bash",
+                               str(host.script)], env=host.env, capture_output=True, text=True, timeout=300)
+        return done, _numvfs_writes(log.read_text())
+
+    done, writes = traced()
+    assert done.returncode == 0, done.stderr
+    assert writes == {IB_PFS[0]: ["0", "8"], **{pf: ["8"] for pf in IB_PFS[1:]}, **{pf: ["4"] for pf in ETH_PFS}}
+    again, writes = traced()
+    assert again.returncode == 0 and writes == {}
