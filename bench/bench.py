@@ -48,8 +48,18 @@ fabrics:
     speed: NDR
     switch: QM9700
     topology: {{kind: rail-optimized, scalable_unit: 32}}
+    addressing: {{hosts: 10.64.0.0/12}}
     subnet_manager: {{routing_engine: ftree, guids: simulated}}
-  storage: {{type: roce, speed: 400G, switch: SN5600, topology: {{kind: fat-tree}}}}
+    sriov: {{vfs_per_port: 8, guid_base: "0x0002c90300a00000"}}
+  storage:
+    type: roce
+    speed: 400G
+    switch: SN5600
+    nos: sonic
+    topology: {{kind: fat-tree}}
+    qos: {{lossless: {{dscp: 26, priority: 3}}}}
+    addressing: {{hosts: 10.0.0.0/14, p2p: 10.4.0.0/16, loopbacks: 10.5.0.0/20, management: 10.6.0.0/20}}
+    sriov: {{vfs_per_port: 4, mac_base: "02:00:0a:14:00:00"}}
   inband: {{type: ethernet, speed: 100G, switch: SN5600, topology: {{kind: fat-tree, oversubscription: 2}}}}
   oob:
     type: ethernet
@@ -57,6 +67,19 @@ fabrics:
     uplink_speed: 100G
     switch: {{leaf: SN2201, spine: SN5600}}
     topology: {{kind: top-of-rack, uplinks: 2}}
+kubernetes:
+  namespace: ai-training
+  fabrics: [compute, storage]
+  workload: {{image: "nvcr.io/nvidia/pytorch:24.07-py3", gpus: 8}}
+lustre:
+  checkpoints:
+    fsname: ckpt
+    mgs: [10.3.255.1@o2ib, 10.3.255.2@o2ib]
+    mountpoint: /lustre/ckpt
+    fabric: storage
+    tuning: {{profile: checkpoint}}
+    layouts: [{{path: checkpoints, components: [{{end: 4M, stripe_count: 1}}, {{end: -1, stripe_count: -1}}]}}]
+    kubernetes: {{access: ReadWriteMany, capacity: 2Pi, namespace: ai-training}}
 """
 
 

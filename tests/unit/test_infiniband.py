@@ -160,3 +160,20 @@ def test_keys_script_substitutes_idempotently_and_never_prints_keys(tmp_path: Pa
     assert bad.returncode == 1 and "sm_key is not a 64-bit hex key" in bad.stderr
     assert "secret-not-hex" not in bad.stderr + bad.stdout
     assert "0x00000000000000bb" not in first.stdout + first.stderr
+
+
+def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
+    """The IB check and the IB renderer share one computation of the same compiled fabric; a recompiled
+    topology (an equal but distinct object) gets its own."""
+    from tests.conftest import INVENTORIES
+
+    from fabricgen.infiniband import ib_fabric
+    from fabricgen.pipeline import compile_spec
+
+    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    ft = next(f for f in topology.fabrics if f.fabric.type == "infiniband")
+    assert ib_fabric(topology, ft) is ib_fabric(topology, ft)
+    again = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    other = next(f for f in again.fabrics if f.fabric.type == "infiniband")
+    assert ib_fabric(again, other) is not ib_fabric(topology, ft)
+    assert ib_fabric(again, other) == ib_fabric(topology, ft)
