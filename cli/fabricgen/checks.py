@@ -228,6 +228,10 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
                            f"{ib.missing_guids[0]}): root-guids.conf, cn-guids.conf, node-name-map and partition "
                            "members are incomplete", "set subnet_manager.guids to the site inventory file "
                            "(or simulated for a lab)")
+        if ft.fabric.sriov is not None and sm.flavor == "opensm":
+            yield _warning(ft, "sr-iov", ft.fabric.name, "carries InfiniBand VFs, which need a subnet manager with "
+                           "virtualization (virt_enabled 2); upstream OpenSM 3.3.23 has none, so the VFs get no "
+                           "LID and stay down", "run NVIDIA's OpenSM or UFM: subnet_manager.flavor: ufm")
         planned = {n.description for n in ib.nodes}
         for key, entry in sorted(sm.inventory.items()):
             if key not in planned:

@@ -177,3 +177,20 @@ def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
     other = next(f for f in again.fabrics if f.fabric.type == "infiniband")
     assert ib_fabric(again, other) is not ib_fabric(topology, ft)
     assert ib_fabric(again, other) == ib_fabric(topology, ft)
+
+
+def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
+    """With IB VFs, UFM's opensm.conf turns virtualization on; upstream OpenSM (which has none) gets a warning."""
+    from fabricgen.pipeline import compile_spec, render_spec
+    from tests.conftest import INVENTORIES
+
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    ufm = compile_spec(INVENTORIES / "h100-4su.yaml")
+    conf = {a.path: a.content for a in render_spec(ufm, ["infiniband"])}["infiniband/compute/opensm.conf"].decode()
+    assert conf.rstrip().endswith("virt_enabled 2") and not [w for w in ufm.warnings if w.check == "sr-iov"]
+    spec = tmp_path / "upstream.yaml"
+    spec.write_text(text.replace("      flavor: ufm ", "      flavor: opensm "))
+    upstream = compile_spec(spec)
+    assert [w.check for w in upstream.warnings] == ["sr-iov"]
+    conf = {a.path: a.content for a in render_spec(upstream, ["infiniband"])}["infiniband/compute/opensm.conf"]
+    assert b"virt_enabled" not in conf
