@@ -260,9 +260,11 @@ def _shared_asns(ft: FabricTopology, a: Addressing, sources: Mapping[str, tuple[
         pinned = [leaf for leaf in leaves if leaf in pin_order]
         blamed = max(pinned, key=pin_order.__getitem__) if pinned else next(iter(roles.values()))
         named = [f"{'leaves' if len(leaves) > 1 else 'leaf'} {_join(leaves)}"] if leaves else []
-        hint = ("eBGP would see its own AS in the path and drop the routes: keep leaf ASNs clear of the spine and "
-                "core ones" if others else "eBGP drops routes whose path holds its own AS: leaves sharing an ASN "
-                "cannot reach each other's hosts; give each leaf its own ASN")
+        hint = ("eBGP drops routes whose path holds its own AS: leaves sharing an ASN cannot reach each other's "
+                "hosts; give each leaf its own ASN" if not others else
+                "eBGP would see its own AS in the path and drop the routes: keep leaf ASNs clear of the spine and "
+                "core ones" if leaves else
+                "eBGP would see its own AS in the path and drop the routes: keep the core ASN clear of spine + pod - 1")
         yield _asn_issue(ft, a, blamed, sources[blamed][1], f"ASN {number} is held by {_join(named + others)}",
                          hint)
 
