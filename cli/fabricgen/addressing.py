@@ -260,13 +260,17 @@ def _shared_asns(ft: FabricTopology, a: Addressing, sources: Mapping[str, tuple[
         pinned = [leaf for leaf in leaves if leaf in pin_order]
         blamed = max(pinned, key=pin_order.__getitem__) if pinned else next(iter(roles.values()))
         named = [f"{'leaves' if len(leaves) > 1 else 'leaf'} {_join(leaves)}"] if leaves else []
-        hint = ("eBGP drops routes whose path holds its own AS: leaves sharing an ASN cannot reach each other's "
-                "hosts; give each leaf its own ASN" if not others else
-                "eBGP would see its own AS in the path and drop the routes: keep leaf ASNs clear of the spine and "
-                "core ones" if leaves else
-                "eBGP would see its own AS in the path and drop the routes: keep the core ASN clear of spine + pod - 1")
         yield _asn_issue(ft, a, blamed, sources[blamed][1], f"ASN {number} is held by {_join(named + others)}",
-                         hint)
+                         _shared_hint(bool(leaves), bool(others)))
+
+
+def _shared_hint(leaves: bool, other_tiers: bool) -> str:
+    """Why a shared ASN breaks the underlay, for the tiers involved."""
+    if not other_tiers:
+        return ("eBGP drops routes whose path holds its own AS: leaves sharing an ASN cannot reach each other's "
+                "hosts; give each leaf its own ASN")
+    keep = "keep leaf ASNs clear of the spine and core ones" if leaves else "keep the core ASN clear of spine + pod - 1"
+    return f"eBGP would see its own AS in the path and drop the routes: {keep}"
 
 
 def _join(items: Sequence[str]) -> str:
