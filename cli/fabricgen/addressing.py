@@ -6,7 +6,11 @@
   (spine/core) takes the even address, the lower end the odd one.
 - Hosts: one subnet per leaf from ``hosts``, just large enough for the leaf's host ports plus its own
   gateway address (the first usable); host ports get the next addresses in leaf port order.
-- ASNs: leaf n = leaf_base + n - 1; spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``.
+- ASNs: leaf n = leaf_base + n - 1 unless ``asn.leaves`` pins it by name (pinning renumbers no other leaf);
+  spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``. Checked once compile has named the
+  switches: a pinned name must be a leaf of the fabric; no two leaves and no leaf and spine/core share an ASN
+  (eBGP loop prevention would drop their routes); derived ASNs stay within 4 bytes and off the reserved ones.
+  Fabrics sharing ASNs are a warning: separate routing domains may reuse private ASNs, peering ones may not.
 
 InfiniBand fabrics route no IP between switches: their plan has management addresses and IPoIB host subnets
 only, one subnet per rail (a port group sharing a Linux interface role across nodes, so the kernel picks the
@@ -19,19 +23,22 @@ pools involved.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netaddr import IPAddress, IPNetwork, IPSet
 
-from fabricgen.errors import SpecError, SpecIssue
+from fabricgen.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.model import Addressing, Tier
+from fabricgen.validate import did_you_mean
 
 if TYPE_CHECKING:
-    from fabricgen.topology import FabricTopology
+    from fabricgen.topology import FabricTopology, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
+ASN_MAX = 4294967294  # 4294967295 is reserved (RFC 7300)
+RESERVED_ASNS = {23456: "AS_TRANS (RFC 6793), which stands in for 4-byte ASNs", 65535: "reserved (RFC 7300)"}
 
 
 @dataclass(frozen=True)
@@ -165,17 +172,129 @@ def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) 
 
 
 def _asns(ft: FabricTopology, a: Addressing) -> dict[str, int]:
-    asn = {}
+    return {name: number for name, (number, _) in _asn_sources(ft, a).items()}
+
+
+def _asn_sources(ft: FabricTopology, a: Addressing) -> dict[str, tuple[int, str]]:
+    """Each switch's ASN and the ``asn`` field it comes from: leaves, leaf_base, spine or core."""
+    pinned = {pin.leaf: pin.asn for pin in a.asn_leaves}
+    sources = {}
     leaf_index = 0
     for sw in ft.switches:
         if sw.tier is Tier.LEAF:
             leaf_index += 1
-            asn[sw.name] = a.asn_leaf_base + leaf_index - 1
+            sources[sw.name] = ((pinned[sw.name], "leaves") if sw.name in pinned
+                                else (a.asn_leaf_base + leaf_index - 1, "leaf_base"))
         elif sw.tier is Tier.SPINE:
-            asn[sw.name] = a.asn_spine + (sw.pod - 1 if sw.pod else 0)
+            sources[sw.name] = (a.asn_spine + (sw.pod - 1 if sw.pod else 0), "spine")
         else:
-            asn[sw.name] = a.asn_core
-    return asn
+            sources[sw.name] = (a.asn_core, "core")
+    return sources
+
+
+def check_asns(ft: FabricTopology) -> list[SpecIssue]:
+    """The ASN errors that need switch names: pins of unknown leaves, derived ASNs out of range or reserved, and
+    ASNs shared by two leaves or by a leaf and a spine or core."""
+    a = ft.fabric.addressing
+    if a is None or ft.fabric.type == "infiniband":
+        return []
+    sources = _asn_sources(ft, a)
+    return [*_unknown_pins(ft, a), *_unusable_asns(ft, a, sources), *_shared_asns(ft, a, sources)]
+
+
+def _asn_issue(ft: FabricTopology, a: Addressing, switch: str, source: str, message: str, hint: str) -> SpecIssue:
+    """An issue at the field that gave ``switch`` its ASN: a pinned leaf's own entry, else the numbering field."""
+    path = f"fabrics.{ft.fabric.name}.addressing.asn.{source}"
+    if source != "leaves":
+        return SpecIssue(a.position, path, message, hint)
+    pin = next(p for p in a.asn_leaves if p.leaf == switch)
+    return SpecIssue(pin.position, f"{path}.{switch}", message, hint)
+
+
+def _unknown_pins(ft: FabricTopology, a: Addressing) -> Iterator[SpecIssue]:
+    tiers = {sw.name: sw.tier for sw in ft.switches}
+    leaves = [sw.name for sw in ft.switches if sw.tier is Tier.LEAF]
+    for pin in a.asn_leaves:
+        tier = tiers.get(pin.leaf)
+        path = f"fabrics.{ft.fabric.name}.addressing.asn.leaves.{pin.leaf}"
+        if tier is None:
+            yield SpecIssue(pin.position, path, f"no leaf {pin.leaf!r} in fabric {ft.fabric.name}",
+                            did_you_mean(pin.leaf, leaves) or f"its leaves are {leaves[0]} .. {leaves[-1]}")
+        elif tier is not Tier.LEAF:
+            yield SpecIssue(pin.position, path, f"{pin.leaf} is a {tier.value} switch, not a leaf",
+                            f"{tier.value} switches take asn.{tier.value}")
+
+
+def _unusable_asns(ft: FabricTopology, a: Addressing, sources: Mapping[str, tuple[int, str]]
+                   ) -> Iterator[SpecIssue]:
+    """ASNs past 4 bytes (only derived ones can be: the schema bounds given ones) or reserved, once per field."""
+    reported: set[str] = set()
+    for switch, (number, source) in sources.items():
+        problem = (f"above {ASN_MAX}, the largest 4-byte ASN" if number > ASN_MAX
+                   else RESERVED_ASNS.get(number, ""))
+        field = switch if source == "leaves" else source
+        if problem and field not in reported:
+            reported.add(field)
+            yield _asn_issue(ft, a, switch, source, f"{switch} would get ASN {number}: {problem}",
+                             "pick another ASN for this leaf" if source == "leaves"
+                             else f"move asn.{source} so that the ASNs it numbers avoid it")
+
+
+def _shared_asns(ft: FabricTopology, a: Addressing, sources: Mapping[str, tuple[int, str]]
+                 ) -> Iterator[SpecIssue]:
+    """One issue per ASN held by more than one leaf, or by a leaf and a spine or core (same-pod spines and the
+    cores share theirs by design); it points at the last pinned entry involved, else at the numbering field."""
+    switches = {sw.name: sw for sw in ft.switches}
+    holders: dict[int, dict[str, str]] = {}  # ASN -> role (a leaf's name, a spine pod, the cores) -> first holder
+    for switch, (number, _) in sources.items():
+        sw = switches[switch]
+        role = (switch if sw.tier is Tier.LEAF else f"the pod {sw.pod} spines" if sw.pod
+                else f"the {sw.tier.value} switches")
+        holders.setdefault(number, {}).setdefault(role, switch)
+    pin_order = {pin.leaf: i for i, pin in enumerate(a.asn_leaves)}
+    for number, roles in holders.items():
+        if len(roles) < 2:
+            continue
+        leaves = [role for role, s in roles.items() if switches[s].tier is Tier.LEAF]
+        others = [role for role, s in roles.items() if switches[s].tier is not Tier.LEAF]
+        pinned = [leaf for leaf in leaves if leaf in pin_order]
+        blamed = max(pinned, key=pin_order.__getitem__) if pinned else next(iter(roles.values()))
+        named = [f"{'leaves' if len(leaves) > 1 else 'leaf'} {_join(leaves)}"] if leaves else []
+        yield _asn_issue(ft, a, blamed, sources[blamed][1], f"ASN {number} is held by {_join(named + others)}",
+                         _shared_hint(bool(leaves), bool(others)))
+
+
+def _shared_hint(leaves: bool, other_tiers: bool) -> str:
+    """Why a shared ASN breaks the underlay, for the tiers involved."""
+    if not other_tiers:
+        return ("eBGP drops routes whose path holds its own AS: leaves sharing an ASN cannot reach each other's "
+                "hosts; give each leaf its own ASN")
+    keep = "keep leaf ASNs clear of the spine and core ones" if leaves else "keep the core ASN clear of spine + pod - 1"
+    return f"eBGP would see its own AS in the path and drop the routes: {keep}"
+
+
+def _join(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def asn_overlap(topology: Topology) -> Iterator[Finding]:
+    """Routed fabrics sharing ASNs: harmless while they are separate routing domains, a loop once they peer."""
+    earlier: list[tuple[str, set[int]]] = []
+    for ft in topology.fabrics:
+        plan = topology.addresses.get(ft.fabric.name)
+        mine = set(plan.asn.values()) if plan else set()
+        if not mine or ft.fabric.addressing is None:
+            continue
+        for other, theirs in earlier:
+            shared = sorted(mine & theirs)
+            if shared:
+                shown = ", ".join(str(n) for n in shared[:3]) + (", ..." if len(shared) > 3 else "")
+                yield Finding(Severity.WARNING, "asn", ft.fabric.name,
+                              f"shares {len(shared)} ASN{'s' if len(shared) > 1 else ''} with fabric {other} "
+                              f"({shown})", "fine while the fabrics never exchange routes; if they peer (border "
+                              "leaves, a shared core), give each fabric its own asn range",
+                              ft.fabric.addressing.position)
+        earlier.append((ft.fabric.name, mine))
 
 
 def _p2p(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[P2p, ...]:

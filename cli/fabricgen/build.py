@@ -23,6 +23,7 @@ from fabricgen.model import (
     FabricRole,
     FabricTopologySpec,
     Facility,
+    LeafAsn,
     LocalVolume,
     Metadata,
     Nic,
@@ -501,9 +502,11 @@ class _Builder:
                                "give hosts, p2p and loopbacks pools")
         a = with_defaults(spec, "sections/ethernet.schema.json#/$defs/addressing")
         asn = a.get("asn", {})
+        leaves = tuple(LeafAsn(leaf, number, self.doc.position((*where, "asn", "leaves", leaf)))
+                       for leaf, number in asn.get("leaves", {}).items())
         return Addressing(a["hosts"], a.get("p2p", ""), a.get("loopbacks", ""), a.get("management"),
                           asn.get("core", 64900), asn.get("spine", 65000), asn.get("leaf_base", 65100),
-                          self.doc.position(where), a.get("management_gateway"))
+                          self.doc.position(where), a.get("management_gateway"), leaves)
 
     def watchdog_support(self, path: PathKey, systems: set[str], action: str) -> None:
         """EOS has no 'forward' watchdog action; NVUE's watchdog always drops."""

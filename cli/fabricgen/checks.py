@@ -9,6 +9,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+from fabricgen.addressing import asn_overlap
 from fabricgen.cabling import Cable, switch_connector
 from fabricgen.errors import Finding, Severity
 from fabricgen.gcpause import without_gc
@@ -241,7 +242,8 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
 
 CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units)
 CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan,
-                                                                      infiniband_subnet, check_mgs_addresses)
+                                                                      infiniband_subnet, check_mgs_addresses,
+                                                                      asn_overlap)
 
 
 @without_gc

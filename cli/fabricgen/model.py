@@ -367,6 +367,15 @@ class RoceQos:
 
 
 @dataclass(frozen=True)
+class LeafAsn:
+    """A leaf ASN pinned in the spec (``asn.leaves``): the name is checked once compile has named the leaves."""
+
+    leaf: str
+    asn: int
+    position: SourcePosition = field(compare=False)
+
+
+@dataclass(frozen=True)
 class Addressing:
     hosts: str
     p2p: str          # "" on InfiniBand fabrics, which route no IP between switches
@@ -377,6 +386,7 @@ class Addressing:
     asn_leaf_base: int
     position: SourcePosition = field(compare=False)
     management_gateway: str | None = None
+    asn_leaves: tuple[LeafAsn, ...] = ()   # pinned leaf ASNs, in spec order; other leaves count from leaf_base
 
 
 @dataclass(frozen=True)

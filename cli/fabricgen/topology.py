@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from fabricgen.addressing import FabricAddresses, check_pools, plan_addresses
+from fabricgen.addressing import FabricAddresses, check_asns, check_pools, plan_addresses
 from fabricgen.cabling import Cable, plan_cables
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.gcpause import without_gc
@@ -534,9 +534,9 @@ def _compile_all(cluster: Cluster) -> Topology:
 
 
 def _addresses(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> dict[str, FabricAddresses]:
-    """Address plans of the fabrics that have one; overlapping or exhausted pools raise SpecError."""
+    """Address plans of the fabrics that have one; overlapping or exhausted pools and ASN conflicts raise SpecError."""
     pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
-    issues = check_pools(pools)
+    issues = check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft)]
     if issues:
         raise SpecError(issues)
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
