@@ -181,8 +181,9 @@ def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
 
 def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
     """With IB VFs, UFM's opensm.conf turns virtualization on; upstream OpenSM (which has none) gets a warning."""
-    from fabricgen.pipeline import compile_spec, render_spec
     from tests.conftest import INVENTORIES
+
+    from fabricgen.pipeline import compile_spec, render_spec
 
     text = (INVENTORIES / "h100-4su.yaml").read_text()
     ufm = compile_spec(INVENTORIES / "h100-4su.yaml")
