@@ -529,8 +529,9 @@ class _Builder:
                                                  f"{ecn['max_kb']} KB", "WRED needs min <= max")
         others = sorted(systems - {"sonic"})
         if q["buffer_model"] == "dynamic" and others:
-            self.error((*where, "buffer_model"), f"the dynamic buffer model is SONiC's, but this fabric's switches "
-                                                 f"also run {' and '.join(others)}",
+            which = "some of this fabric's switches" if "sonic" in systems else "this fabric's switches"
+            self.error((*where, "buffer_model"), f"the dynamic buffer model is SONiC's, but {which} run "
+                                                 f"{' and '.join(others)}",
                        "NVUE and EOS size lossless headroom themselves: use buffer_model: traditional, or nos: sonic "
                        "on every tier")
         wd = q["pfc_watchdog"]

@@ -75,9 +75,9 @@ def _lossless_pg(where: str, db: dict[str, Any], port: str, pg: str, fabric: Fab
                                    "length for the port to compute it from", fabric)
         return
     if not int(db.get("BUFFER_PROFILE", {}).get(profile or "", {}).get("xoff", "0")):
-        has = f"profile {profile}" if profile else "no BUFFER_PG entry"
-        yield _mismatch(where, f"lossless priority group {pg} has {has} without xoff headroom, so PFC pauses too "
-                               "late and lossless traffic drops", fabric,
+        has = f"uses profile {profile}, which has no xoff headroom" if profile else "has no BUFFER_PG entry"
+        yield _mismatch(where, f"lossless priority group {pg} {has}: PFC pauses too late and lossless traffic drops",
+                        fabric,
                         "traditional model: a pg_lossless profile with xon/xoff/size; dynamic: profile NULL")
 
 
