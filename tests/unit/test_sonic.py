@@ -6,7 +6,8 @@ $FABRICGEN_SONIC_YANG, default ../shared/validators/sonic-yang next to the repos
 
 The other tests check what the YANG does not: table names (a misspelled table passes the validator silently),
 lane strings, values as strings, TC range, pool sizes present, the lossless chain end to end, headroom and
-cable length per port from the cabling plan, determinism.
+cable length per port from the cabling plan, determinism; and the dynamic buffer model against the traditional
+one (only the buffer tables differ, lossless PGs NULL, the CSV predicts the traditional profiles' headroom).
 """
 
 from __future__ import annotations
