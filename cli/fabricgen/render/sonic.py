@@ -296,16 +296,13 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
 def _buffer_pools(pools: BufferPools, dynamic: bool) -> dict[str, dict[str, str]]:
     """BUFFER_POOL: every size from the catalog (traditional), or only the egress lossless pool's (dynamic: the
     pool plugin sizes the others from what the headroom leaves; no ingress xoff, so no shared headroom pool)."""
-    if dynamic:
-        return {"ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
-                "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
-                "egress_lossy_pool": {"type": "egress", "mode": "dynamic"}}
-    return {
-        "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic", "size": str(pools.ingress_lossless_pool),
-                                  "xoff": "0"},
-        "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
-        "egress_lossy_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossy_pool)},
-    }
+    out = {"ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
+           "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
+           "egress_lossy_pool": {"type": "egress", "mode": "dynamic"}}
+    if not dynamic:
+        out["ingress_lossless_pool"] |= {"size": str(pools.ingress_lossless_pool), "xoff": "0"}
+        out["egress_lossy_pool"]["size"] = str(pools.egress_lossy_pool)
+    return out
 
 
 def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, Any]:
