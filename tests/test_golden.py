@@ -47,15 +47,22 @@ def _unzipped(content: bytes) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-# The example's storage fabric in the other two switch dialects: only the switch configs are kept as goldens.
-DIALECTS = {"h100-4su-eos": "eos", "h100-4su-nvue": "nvue"}
+# The example's storage fabric in the other two switch dialects, and on SONiC with the dynamic buffer model: only
+# the switch configs are kept as goldens. Each case is one edit of the example: (text, replacement).
+WATCHDOG = "action: drop}\n"
+DIALECTS = {
+    "h100-4su-eos": ("    nos: sonic\n", "    nos: eos\n"),
+    "h100-4su-nvue": ("    nos: sonic\n", "    nos: nvue\n"),
+    "h100-4su-sonic-dynamic": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"),
+}
 
 
 @pytest.mark.parametrize("case", sorted(DIALECTS))
 def test_golden_switch_dialects(case: str, update_goldens: bool, tmp_path: Path) -> None:
+    text, (old, new) = (INVENTORIES / "h100-4su.yaml").read_text(), DIALECTS[case]
+    assert text.count(old) == 1, old
     spec = tmp_path / "h100-4su.yaml"
-    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n",
-                                                                           f"    nos: {DIALECTS[case]}\n"))
+    spec.write_text(text.replace(old, new))
     rendered = {a.path: a.content for a in render_spec(compile_spec(spec)) if a.path.startswith("switches/")}
     expected_dir = GOLDEN / case
     if update_goldens:

@@ -481,7 +481,7 @@ class _Builder:
                        "switch ports must carry the hosts' largest frames")
         if spec["type"] == "roce":
             q = with_defaults(spec.get("qos", {}), "sections/ethernet.schema.json#/$defs/qos")
-            out["qos"] = self.roce_qos(path, q)
+            out["qos"] = self.roce_qos(path, q, set(out["nos"].values()))
             self.watchdog_support(path, set(out["nos"].values()), q["pfc_watchdog"]["action"])
         if "addressing" in spec:
             out["addressing"] = self.addressing(path, spec["addressing"], ipoib=False)
@@ -516,7 +516,7 @@ class _Builder:
                 self.error((*path, "qos", "pfc_watchdog", "action"), f"{nos} has no PFC watchdog action {action!r}",
                            f"{nos} supports: {', '.join(sorted(supported[nos]))}")
 
-    def roce_qos(self, path: PathKey, q: Mapping[str, Any]) -> RoceQos:
+    def roce_qos(self, path: PathKey, q: Mapping[str, Any], systems: set[str]) -> RoceQos:
         lossless = TrafficClass(q["lossless"]["dscp"], q["lossless"]["priority"])
         cnp = TrafficClass(q["cnp"]["dscp"], q["cnp"]["priority"])
         where = (*path, "qos")
@@ -530,9 +530,16 @@ class _Builder:
         if ecn["min_kb"] > ecn["max_kb"]:
             self.error((*where, "ecn", "min_kb"), f"ECN minimum {ecn['min_kb']} KB is above the maximum "
                                                  f"{ecn['max_kb']} KB", "WRED needs min <= max")
+        others = sorted(systems - {"sonic"})
+        if q["buffer_model"] == "dynamic" and others:
+            which = "some of this fabric's switches" if "sonic" in systems else "this fabric's switches"
+            self.error((*where, "buffer_model"), f"the dynamic buffer model is SONiC's, but {which} run "
+                                                 f"{' and '.join(others)}",
+                       "NVUE and EOS size lossless headroom themselves: use buffer_model: traditional, or nos: sonic "
+                       "on every tier")
         wd = q["pfc_watchdog"]
         return RoceQos(lossless, cnp, ecn["min_kb"], ecn["max_kb"], ecn["max_probability"], wd["detect_ms"],
-                       wd["restore_ms"], wd["action"], q["lossless_weight"])
+                       wd["restore_ms"], wd["action"], q["lossless_weight"], q["buffer_model"])
 
     def fabric_subnet_manager(self, path: PathKey, spec: Mapping[str, Any], attached: tuple[str, ...],
                               profiles: Mapping[str, NodeProfile]) -> SubnetManager | None:

@@ -7,7 +7,9 @@ Chain checked per RoCE fabric with a QoS class (all values read back from the fi
 - hosts (roce-qos.sh): trust DSCP, the lossless DSCP mapped to the lossless priority, PFC on exactly that
   priority, ECN on it, the CNP DSCP, host MTU;
 - switches, per port: DSCP -> TC, TC -> priority group = the PFC priority, pfc_enable holds it, the lossless
-  queue has an ECN profile, the CNP DSCP lands in a strict-priority queue;
+  queue has an ECN profile, the CNP DSCP lands in a strict-priority queue; on SONiC the lossless PG has headroom:
+  a BUFFER_PROFILE with xoff (traditional buffer model), or profile NULL with a CABLE_LENGTH for buffermgrd to
+  compute it from, and the tables its headroom plugin reads (dynamic model);
 - on every Ethernet fabric (SONiC files), every cabled switch port's MTU is at least the host MTU.
 Each mismatch names both sides and the value each holds. Runs after render on every plan and apply.
 """
@@ -48,8 +50,40 @@ def _nccl(path: str, content: bytes, fabric: Fabric, qos: RoceQos) -> Iterator[F
                         fabric)
 
 
+def _buffer_model(host: str, db: dict[str, Any], fabric: Fabric) -> Iterator[Finding]:
+    """The dynamic model's headroom plugin reads one LOSSLESS_TRAFFIC_PATTERN and buffermgrd the default threshold
+    of its generated profiles: without either no lossless PG gets headroom."""
+    if db.get("DEVICE_METADATA", {}).get("localhost", {}).get("buffer_model") != "dynamic":
+        return
+    for table, fields in (("LOSSLESS_TRAFFIC_PATTERN", "mtu and small_packet_percentage"),
+                          ("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "default_dynamic_th")):
+        if not db.get(table):
+            yield _mismatch(host, f"buffer_model is dynamic but {table} is empty: buffermgrd has no {fields} to "
+                                  "compute lossless headroom with", fabric)
+
+
+def _lossless_pg(where: str, db: dict[str, Any], port: str, pg: str, fabric: Fabric) -> Iterator[Finding]:
+    """PFC on a PG without headroom pauses too late: what is in flight when XOFF leaves is dropped."""
+    dynamic = db.get("DEVICE_METADATA", {}).get("localhost", {}).get("buffer_model") == "dynamic"
+    profile = db.get("BUFFER_PG", {}).get(f"{port}|{pg}", {}).get("profile")
+    if profile == "NULL":
+        if not dynamic:
+            yield _mismatch(where, f"priority group {pg} has profile NULL, which only the dynamic buffer model "
+                                   "computes, but buffer_model is traditional: PFC has no headroom", fabric)
+        elif port not in db.get("CABLE_LENGTH", {}).get("AZURE", {}):
+            yield _mismatch(where, f"priority group {pg} leaves its headroom to buffermgrd, but CABLE_LENGTH has no "
+                                   "length for the port to compute it from", fabric)
+        return
+    if not int(db.get("BUFFER_PROFILE", {}).get(profile or "", {}).get("xoff", "0")):
+        has = f"uses profile {profile}, which has no xoff headroom" if profile else "has no BUFFER_PG entry"
+        yield _mismatch(where, f"lossless priority group {pg} {has}: PFC pauses too late and lossless traffic drops",
+                        fabric,
+                        "traditional model: a pg_lossless profile with xon/xoff/size; dynamic: profile NULL")
+
+
 def _sonic(host: str, db: dict[str, Any], fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:
     lossless, cnp = qos.lossless, qos.cnp
+    yield from _buffer_model(host, db, fabric)
     for port, entry in sorted(db.get("PORT_QOS_MAP", {}).items()):
         where = f"{host} {port}"
         dscp_map = db.get("DSCP_TO_TC_MAP", {}).get(entry.get("dscp_to_tc_map", ""), {})
@@ -62,6 +96,8 @@ def _sonic(host: str, db: dict[str, Any], fabric: Fabric, qos: RoceQos) -> Itera
         if pg != str(lossless.priority):
             yield _mismatch(where, f"TC {tc} uses priority group {pg}, but PFC pauses priority {lossless.priority}",
                             fabric, "the traditional buffer model uses the pfc_enable priorities as PG numbers")
+        else:
+            yield from _lossless_pg(where, db, port, pg, fabric)
         enabled = entry.get("pfc_enable", "").split(",")
         if str(lossless.priority) not in enabled or len([p for p in enabled if p]) != 1:
             yield _mismatch(where, f"pfc_enable is {entry.get('pfc_enable')!r}, hosts enable PFC on priority "

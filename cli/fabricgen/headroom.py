@@ -18,9 +18,10 @@ inputs, same order of floating-point operations, same rounding:
 10. size = xon with a shared headroom pool, else xoff + xon + speed_overhead; rounded up to 1 KiB.
 
 The ASIC constants (cell size, pipeline latency, mac/phy delay, peer response time) and the pause quanta per
-speed are data: ``data/catalog/asics.yaml``, with sources. SONiC runs the lua only in the dynamic buffer model;
-fabricgen writes the traditional model and puts these numbers into the BUFFER_PROFILE itself, so the switch
-gets the same headroom it would have computed, and an engineer can audit every input (pfc-headroom.csv).
+speed are data: ``data/catalog/asics.yaml``, with sources. SONiC runs the lua only in the dynamic buffer model.
+In the traditional model fabricgen puts these numbers into the BUFFER_PROFILE itself, so the switch gets the
+same headroom it would have computed; in the dynamic model they predict what buffermgrd will compute from the
+same inputs. Either way an engineer can audit every input (pfc-headroom.csv).
 """
 
 from __future__ import annotations

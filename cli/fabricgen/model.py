@@ -359,6 +359,7 @@ class RoceQos:
     pfcwd_restore_ms: int
     pfcwd_action: str
     lossless_weight: int
+    buffer_model: str = "traditional"  # SONiC: "dynamic" leaves lossless headroom and pool sizes to buffermgrd
 
     @property
     def nccl_tc(self) -> int:

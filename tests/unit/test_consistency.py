@@ -137,3 +137,53 @@ def test_other_dialects_are_read_back(tmp_path: Path, nos: str) -> None:
                          lambda c: c.replace(b"mode: lossless", b"mode: lossy"))
         expected = "qos roce is not in lossless mode"
     assert any(expected in m for m in _messages(compiled, broken))
+
+
+# -- lossless PG headroom, in both SONiC buffer models ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def dynamic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Compiled, tuple[Artifact, ...]]:
+    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+    spec = tmp_path_factory.mktemp("dynamic") / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(watchdog, watchdog +
+                                                                         "      buffer_model: dynamic\n"))
+    compiled = compile_spec(spec)
+    return compiled, render(compiled.topology)
+
+
+def test_dynamic_model_is_consistent_as_rendered(dynamic: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = dynamic
+    db = json.loads(next(a.content for a in artifacts if a.path.endswith("storage-leaf001/config_db.json")))
+    assert db["BUFFER_PG"]["Ethernet0|3"] == {"profile": "NULL"}, "a lossless PG without a static profile"
+    assert _messages(compiled, artifacts) == []
+
+
+def test_lossless_pg_without_headroom(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """Traditional model: a lossless PG dropped, pointed at a lossy profile, or left NULL has no headroom."""
+    compiled, artifacts = h100
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["BUFFER_PG"].pop("Ethernet0|3")
+        db["BUFFER_PG"]["Ethernet4|3"]["profile"] = "ingress_lossy_profile"
+        db["BUFFER_PG"]["Ethernet8|3"]["profile"] = "NULL"
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken)))
+    assert len(found) == 3, found
+    assert "storage-leaf001 Ethernet0: lossless priority group 3 has no BUFFER_PG entry: PFC pauses" in found[0]
+    assert "Ethernet4: lossless priority group 3 uses profile ingress_lossy_profile, which has no xoff" in found[1]
+    assert "Ethernet8: priority group 3 has profile NULL, which only the dynamic buffer model computes" in found[2]
+
+
+def test_dynamic_model_needs_its_inputs(dynamic: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """Dynamic model: buffermgrd computes headroom only from a cable length and the traffic-pattern tables."""
+    compiled, artifacts = dynamic
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        del db["LOSSLESS_TRAFFIC_PATTERN"]
+        db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] = {}
+        del db["CABLE_LENGTH"]["AZURE"]["Ethernet0"]
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken)))
+    assert len(found) == 3, found
+    assert "buffer_model is dynamic but LOSSLESS_TRAFFIC_PATTERN is empty" in found[0]
+    assert "buffer_model is dynamic but DEFAULT_LOSSLESS_BUFFER_PARAMETER is empty" in found[1]
+    assert "Ethernet0: priority group 3 leaves its headroom to buffermgrd, but CABLE_LENGTH has no length" in found[2]

@@ -6,11 +6,13 @@ $FABRICGEN_SONIC_YANG, default ../shared/validators/sonic-yang next to the repos
 
 The other tests check what the YANG does not: table names (a misspelled table passes the validator silently),
 lane strings, values as strings, TC range, pool sizes present, the lossless chain end to end, headroom and
-cable length per port from the cabling plan, determinism.
+cable length per port from the cabling plan, determinism; and the dynamic buffer model against the traditional
+one (only the buffer tables differ, lossless PGs NULL, the CSV predicts the traditional profiles' headroom).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -350,3 +352,110 @@ def test_the_chain_follows_the_spec_class(tmp_path: Path) -> None:
         path = tmp_path / "prio4.json"
         path.write_bytes(content)
         _validate(require_sonic_yang(), path)
+
+
+# -- the dynamic buffer model -----------------------------------------------------------------------------------
+DYNAMIC_TABLES = {"DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN"}
+WATCHDOG = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+
+
+@pytest.fixture(scope="module")
+def dynamic_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    spec = _storage_spec(tmp_path_factory.mktemp("dynamic"), WATCHDOG, WATCHDOG + "      buffer_model: dynamic\n")
+    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+
+
+@pytest.fixture(scope="module")
+def dynamic_dbs(dynamic_artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    return {path.split("/")[1]: json.loads(content) for path, content in dynamic_artifacts.items()
+            if path.endswith("/config_db.json")}
+
+
+@pytest.mark.external
+def test_every_dynamic_config_db_validates_against_sonic_yang(dynamic_artifacts: dict[str, bytes],
+                                                              tmp_path: Path) -> None:
+    validator = require_sonic_yang()
+    for switch in STORAGE_SWITCHES:
+        path = tmp_path / f"{switch}.json"
+        path.write_bytes(dynamic_artifacts[f"switches/{switch}/config_db.json"])
+        _validate(validator, path)
+    # not vacuous: a PG profile that is neither a BUFFER_PROFILE nor SONiC's "NULL" is refused
+    db = json.loads(dynamic_artifacts["switches/storage-leaf001/config_db.json"])
+    db["BUFFER_PG"]["Ethernet0|3"]["profile"] = "null"
+    path.write_text(json.dumps(db))
+    result = subprocess.run([sys.executable, str(validator / "validate_config_db.py"), str(validator / "models"),
+                             str(path)], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1 and "INVALID" in result.stdout
+
+
+def test_dynamic_model_changes_only_the_buffer_tables(dbs: dict[str, dict[str, Any]],
+                                                      dynamic_dbs: dict[str, dict[str, Any]]) -> None:
+    """Same ports, maps, queues, cable lengths and lossy buffers; the lossless headroom is left to buffermgrd."""
+    assert set(dynamic_dbs) == set(dbs)
+    for switch, db in dynamic_dbs.items():
+        static = dbs[switch]
+        assert set(db) == set(static) | DYNAMIC_TABLES, switch
+        for table in set(static) - {"DEVICE_METADATA", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG"}:
+            assert db[table] == static[table], f"{switch} {table}"
+        assert db["DEVICE_METADATA"]["localhost"] == static["DEVICE_METADATA"]["localhost"] | {
+            "buffer_model": "dynamic"}
+        assert db["BUFFER_PROFILE"] == {name: profile for name, profile in static["BUFFER_PROFILE"].items()
+                                        if not name.startswith("pg_lossless_")}, "no static lossless profile"
+        for key, entry in db["BUFFER_PG"].items():
+            lossless = key.endswith(f"|{LOSSLESS_PRIO}")
+            assert entry == ({"profile": "NULL"} if lossless else static["BUFFER_PG"][key]), f"{switch} {key}"
+        assert set(db["BUFFER_PG"]) == set(static["BUFFER_PG"])
+        pools = db["BUFFER_POOL"]
+        assert pools["ingress_lossless_pool"] == {"type": "ingress", "mode": "dynamic"}, "sized by buffermgrd, no SHP"
+        assert pools["egress_lossy_pool"] == {"type": "egress", "mode": "dynamic"}
+        assert pools["egress_lossless_pool"] == static["BUFFER_POOL"]["egress_lossless_pool"]
+        assert db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] == {"AZURE": {"default_dynamic_th": "0"}}
+        assert {p["dynamic_th"] for n, p in static["BUFFER_PROFILE"].items() if n.startswith("pg_lossless_")} == {"0"}
+        # sonic-buildimage buffers_config.j2's dynamic-mode defaults, which the catalog carries
+        assert db["LOSSLESS_TRAFFIC_PATTERN"] == {"AZURE": {"mtu": "1024", "small_packet_percentage": "50"}}
+
+
+def test_dynamic_headroom_csv_predicts_what_buffermgrd_computes(artifacts: dict[str, bytes],
+                                                               dynamic_artifacts: dict[str, bytes],
+                                                               dbs: dict[str, dict[str, Any]]) -> None:
+    """The prediction is the headroom the traditional model writes for the same port, under buffermgrd's name."""
+    for switch, db in dbs.items():
+        lines = dynamic_artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
+        header = lines[0].split(",")
+        assert header == [f"predicted_{f}" if f in ("xoff", "xon", "size", "profile") else f
+                          for f in sonic.CSV_FIELDS]
+        static = artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
+        assert [line.split(",")[:-4] for line in lines[1:]] == [line.split(",")[:-4] for line in static[1:]]
+        for line in lines[1:]:
+            row = dict(zip(header, line.split(","), strict=True))
+            profile = db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{row['port']}|{LOSSLESS_PRIO}"]["profile"]]
+            assert (row["predicted_xoff"], row["predicted_xon"], row["predicted_size"]) == (
+                profile["xoff"], profile["xon"], profile["size"])
+            assert row["predicted_profile"] == f"pg_lossless_400000_{row['cable_length']}_profile"
+
+
+def test_dynamic_profile_names_follow_buffermgrdyn(compiled: Compiled) -> None:
+    """getDynamicProfileName: "_mtu<mtu>" off 9100; "_8lane" on 8-lane ports below the family's full speed."""
+    view = switch_views(compiled.topology, compiled.topology.fabric("storage"))[0]
+    port = sonic.sonic_ports(view, sonic.sonic_switch(view.model))[0]
+    sn5600, sn4700 = "x86_64-nvidia_sn5600-r0", "x86_64-mlnx_msn4700-r0"
+    cable = f"{port.cable_length_m}m"
+    assert port.dynamic_profile(9100, sn5600) == f"pg_lossless_400000_{cable}_profile"
+    assert port.dynamic_profile(4200, sn5600) == f"pg_lossless_400000_{cable}_mtu4200_profile"
+    eight = dataclasses.replace(port, lanes=tuple(range(8)))
+    assert eight.dynamic_profile(9100, sn5600) == f"pg_lossless_400000_{cable}_8lane_profile"
+    assert eight.dynamic_profile(9100, sn4700) == f"pg_lossless_400000_{cable}_profile", "SN4xxx: 400G is full"
+    assert dataclasses.replace(eight, speed_mbps=800_000).dynamic_profile(9000, sn5600) == (
+        f"pg_lossless_800000_{cable}_mtu9000_profile")
+    assert dataclasses.replace(eight, speed_mbps=200_000).dynamic_profile(9100, sn4700) == (
+        f"pg_lossless_200000_{cable}_8lane_profile")
+    assert eight.dynamic_profile(9100, "x86_64-accton_as9716_32d-r0") == f"pg_lossless_400000_{cable}_profile"
+
+
+def test_dynamic_port_mtu_names_the_predicted_profile(tmp_path: Path) -> None:
+    spec = _storage_spec(tmp_path, WATCHDOG, WATCHDOG + "      buffer_model: dynamic\n")
+    spec.write_text(spec.read_text().replace("    mtu: 9100\n", "    mtu: 9216\n"))
+    content = next(a.content for a in sonic.render(compile_spec(spec).topology)
+                   if a.path == "switches/storage-leaf001/pfc-headroom.csv")
+    rows = [line.split(",") for line in content.decode().splitlines()[1:]]
+    assert rows and all(row[-1].endswith("_mtu9216_profile") and row[7] == "9216" for row in rows)

@@ -7,7 +7,9 @@ For every switch of an Ethernet/RoCE fabric with an address plan and ``nos: soni
   and buffer tables (DSCP_TO_TC_MAP ... PFC_WD). All values are strings, keys sorted: the same spec gives the
   same bytes.
 - ``switches/<switch>/pfc-headroom.csv`` (lossless class only): one row per port with every input, intermediate
-  and result of the headroom computation (fabricgen.headroom), so an engineer can audit it.
+  and result of the headroom computation (fabricgen.headroom), so an engineer can audit it. In the dynamic buffer
+  model the results are fabricgen's prediction of what buffermgrd will compute (columns ``predicted_*``, the
+  profile named as buffermgrd names it), to compare with ``show buffer information`` on the switch.
 
 Decisions, each one a failure seen in the field or a SONiC rule:
 
@@ -27,6 +29,17 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   lossless profiles therefore carry exactly that name, one per distinct (speed, cable length), with the
   headroom SONiC's own lua would compute for that port (shared headroom pool off: ingress pool xoff 0), so
   buffermgrd keeps them. Pool sizes come from the ASIC's catalog entry (its ``source`` says where from).
+- Buffer model ``dynamic`` (``qos.buffer_model``), as NVIDIA's SKU templates write it in that mode
+  (buffers_defaults_objects.j2, buffers_config.j2): DEVICE_METADATA.buffer_model ``dynamic``; each lossless PG
+  ``profile: NULL``, which buffermgrdyn takes as "compute the headroom" (handleOneBufferPgEntry), and no
+  pg_lossless profile in CONFIG_DB: buffermgrd creates it in APPL_DB, named
+  ``pg_lossless_<speed>_<cable>[_mtu<mtu>][_8lane]_profile`` (getDynamicProfileName; ``_mtu`` when the port MTU
+  is not 9100); ingress_lossless_pool and egress_lossy_pool without ``size`` (and the ingress pool without
+  ``xoff``): the pool plugin sizes them from the MMU minus all reserved headroom; egress_lossless_pool keeps its
+  size. DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE holds default_dynamic_th 0 (the lossless profiles' threshold in
+  the traditional model too) and no over_subscribe_ratio, so the shared headroom pool stays off as there;
+  LOSSLESS_TRAFFIC_PATTERN|AZURE holds the catalog's lossless MTU and small-packet percentage, the inputs the
+  headroom plugin reads besides PORT (speed, mtu), the lane count and CABLE_LENGTH.
 - CABLE_LENGTH per port is the cabling plan's orderable length rounded up to whole metres (the table holds
   integers, "7m"), and the headroom uses that same number, as the lua would.
 - ``docker_routing_config_mode`` is ``separated``: bgpcfgd renders FRR's bgpd.conf from CONFIG_DB
@@ -47,12 +60,13 @@ import functools
 import io
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from fabricgen.artifacts import Artifact
-from fabricgen.headroom import Headroom, SonicSwitch, asic_headroom, catalog
+from fabricgen.headroom import BufferPools, Headroom, SonicSwitch, asic_headroom, catalog
 from fabricgen.model import RoceQos, SwitchModel, Tier
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.topology import Topology
@@ -70,6 +84,9 @@ PFCWD_POLL_INTERVAL_MS = 100        # YANG range 100..1000; the spec's detection
 BGP_KEEPALIVE, BGP_HOLDTIME = 60, 180  # SONiC's minigraph defaults
 PORT_MTU_RANGE = (68, 9216)         # sonic-port.yang
 QUEUES = range(8)
+LOSSLESS_DYNAMIC_TH = "0"           # dynamic_th of the lossless PG profiles, and the dynamic model's default
+BUFFERMGRD_DEFAULT_MTU = 9100       # buffermgrdyn.h DEFAULT_MTU_STR: other port MTUs name the profile "_mtu<mtu>"
+PREDICTED = ("xoff", "xon", "size", "profile")  # what buffermgrd computes itself in the dynamic model
 CSV_FIELDS = (
     "port", "alias", "peer", "speed_mbps", "lanes", "plan_cable_m", "cable_length", "port_mtu", "lossless_mtu",
     "small_packet_percentage", "asic", "cell_size", "pipeline_latency_kb", "mac_phy_delay_kb",
@@ -95,6 +112,24 @@ class SonicPort:
     def profile(self) -> str:
         """The lossless PG profile, named as buffermgrd names it (so it reuses this one)."""
         return f"pg_lossless_{self.speed_mbps}_{self.cable_length_m}m_profile"
+
+    def dynamic_profile(self, port_mtu: int, platform: str) -> str:
+        """The profile buffermgrdyn creates for this port (getDynamicProfileName, NVIDIA branch).
+
+        Spectrum-3/4 (SN4xxx) ports on 8 lanes below 400G and Spectrum-4 (SN5xxx) ones below 800G get a doubled
+        xon, hence their own ``_8lane`` profile. The model number is read from the platform as buffermgrdyn
+        reads it: the four characters after the first "sn".
+        """
+        name = f"pg_lossless_{self.speed_mbps}_{self.cable_length_m}m"
+        if port_mtu != BUFFERMGRD_DEFAULT_MTU:
+            name += f"_mtu{port_mtu}"
+        at = platform.find("sn")
+        digits = re.match(r"\d+", platform[at + 2:at + 6]) if at >= 0 else None
+        family = int(digits.group()) // 1000 if digits else 0
+        full_speed = {4: 400_000, 5: 800_000}.get(family)
+        if len(self.lanes) == 8 and full_speed is not None and self.speed_mbps != full_speed:
+            name += "_8lane"
+        return f"{name}_profile"
 
 
 def sonic_switch(model: SwitchModel) -> SonicSwitch:
@@ -180,6 +215,7 @@ def _check_qos(view: SwitchView, qos: RoceQos) -> None:
 
 def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: RoceQos) -> dict[str, Any]:
     _check_qos(view, qos)
+    dynamic = qos.buffer_model == "dynamic"
     pools = sw.asic.buffer_pools
     if pools is None:
         raise ValueError(f"{view.name}: no buffer pool sizes for {sw.asic.name} ({sw.model}) in "
@@ -204,12 +240,7 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
             "green_min_threshold": str(qos.ecn_min_kb * 1024), "green_max_threshold": str(qos.ecn_max_kb * 1024),
             "green_drop_probability": str(qos.ecn_max_probability),
         }},
-        "BUFFER_POOL": {
-            "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic", "size": str(pools.ingress_lossless_pool),
-                                      "xoff": "0"},
-            "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
-            "egress_lossy_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossy_pool)},
-        },
+        "BUFFER_POOL": _buffer_pools(pools, dynamic),
         # lossy profiles as NVIDIA's SKU templates write them (buffers_defaults_objects.j2)
         "BUFFER_PROFILE": {
             "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "7"},
@@ -231,20 +262,22 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
     watchdog = {"action": qos.pfcwd_action, "detection_time": str(qos.pfcwd_detect_ms),
                 "restoration_time": str(qos.pfcwd_restore_ms)}
     lossless_pg: dict[str, dict[str, str]] = {}
+    computed_pg = {"profile": "NULL"}   # dynamic model: buffermgrd computes the headroom
     per_port: dict[str, dict[str, Any]] = {name: {} for name in (
         "PORT_QOS_MAP", "QUEUE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
         "BUFFER_PORT_EGRESS_PROFILE_LIST")}
     for port in ports:
         n = port.name
-        if port.profile not in lossless_pg:
+        if not dynamic and port.profile not in lossless_pg:
             room = port_headroom(view, sw, port)
             tables["BUFFER_PROFILE"][port.profile] = {"pool": "ingress_lossless_pool", "xon": str(room.xon),
                                                       "xoff": str(room.xoff), "size": str(room.size),
-                                                      "dynamic_th": "0"}
+                                                      "dynamic_th": LOSSLESS_DYNAMIC_TH}
             lossless_pg[port.profile] = {"profile": port.profile}
         per_port["PORT_QOS_MAP"][n] = port_qos_map
         per_port["QUEUE"].update({f"{n}|{q}": entry for q, entry in queue.items()})
-        per_port["BUFFER_PG"].update({f"{n}|0": lossy_pg, f"{n}|{p}": lossless_pg[port.profile]})
+        per_port["BUFFER_PG"].update({f"{n}|0": lossy_pg,
+                                      f"{n}|{p}": computed_pg if dynamic else lossless_pg[port.profile]})
         per_port["BUFFER_QUEUE"][f"{n}|{p}"] = lossless_queue
         per_port["BUFFER_QUEUE"].update({f"{n}|{r}": lossy_queue for r in lossy_ranges})
         per_port["BUFFER_PORT_INGRESS_PROFILE_LIST"][n] = ingress_list
@@ -252,7 +285,24 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
         tables["CABLE_LENGTH"]["AZURE"][n] = f"{port.cable_length_m}m"
         tables["PFC_WD"][n] = watchdog
     tables.update({name: entries for name, entries in per_port.items() if entries})
+    if dynamic:
+        cat = catalog()
+        tables["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] = {"AZURE": {"default_dynamic_th": LOSSLESS_DYNAMIC_TH}}
+        tables["LOSSLESS_TRAFFIC_PATTERN"] = {"AZURE": {"mtu": str(cat.lossless_mtu),
+                                                        "small_packet_percentage": str(cat.small_packet_percentage)}}
     return tables
+
+
+def _buffer_pools(pools: BufferPools, dynamic: bool) -> dict[str, dict[str, str]]:
+    """BUFFER_POOL: every size from the catalog (traditional), or only the egress lossless pool's (dynamic: the
+    pool plugin sizes the others from what the headroom leaves; no ingress xoff, so no shared headroom pool)."""
+    out = {"ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
+           "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
+           "egress_lossy_pool": {"type": "egress", "mode": "dynamic"}}
+    if not dynamic:
+        out["ingress_lossless_pool"] |= {"size": str(pools.ingress_lossless_pool), "xoff": "0"}
+        out["egress_lossy_pool"]["size"] = str(pools.egress_lossy_pool)
+    return out
 
 
 def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, Any]:
@@ -265,7 +315,8 @@ def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, An
     db: dict[str, Any] = {
         "DEVICE_METADATA": {"localhost": {
             "hostname": view.name, "platform": sw.platform, "hwsku": sw.hwsku_for({p.speed for p in view.ports}),
-            "type": DEVICE_TYPE[view.tier], "bgp_asn": str(view.asn), "buffer_model": "traditional",
+            "type": DEVICE_TYPE[view.tier], "bgp_asn": str(view.asn),
+            "buffer_model": view.qos.buffer_model if view.qos is not None else "traditional",
             "docker_routing_config_mode": ROUTING_CONFIG_MODE,
         }},
         "PORT": {},
@@ -311,16 +362,22 @@ def _number(value: object) -> str:
 
 
 def headroom_csv(view: SwitchView) -> bytes:
-    """pfc-headroom.csv: every input, intermediate and result of each port's headroom, one row per port."""
+    """pfc-headroom.csv: every input, intermediate and result of each port's headroom, one row per port.
+
+    In the dynamic model the switch computes the results itself; the file then predicts them (``predicted_*``
+    columns), so a planner sees the headroom before the switch does and can check the switch against it.
+    """
     sw = sonic_switch(view.model)
+    dynamic = view.qos is not None and view.qos.buffer_model == "dynamic"
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
+    writer.writerow(f"predicted_{name}" if dynamic and name in PREDICTED else name for name in CSV_FIELDS)
     for port in sonic_ports(view, sw):
         values = _headroom_cells(port_headroom(view, sw, port)) | {
             "port": port.name, "alias": port.alias, "peer": f"{port.view.peer}:{port.view.peer_port}",
             "plan_cable_m": _number(port.view.cable_m), "cable_length": f"{port.cable_length_m}m",
-            "asic": sw.asic.name, "profile": port.profile}
+            "asic": sw.asic.name,
+            "profile": port.dynamic_profile(view.mtu, sw.platform) if dynamic else port.profile}
         writer.writerow([values[name] for name in CSV_FIELDS])
     return out.getvalue().encode("utf-8")
 
