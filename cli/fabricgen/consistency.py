@@ -10,6 +10,7 @@ Chain checked per RoCE fabric with a QoS class (all values read back from the fi
   queue has an ECN profile, the CNP DSCP lands in a strict-priority queue; on SONiC the lossless PG has headroom:
   a BUFFER_PROFILE with xoff (traditional buffer model), or profile NULL with a CABLE_LENGTH for buffermgrd to
   compute it from, and the tables its headroom plugin reads (dynamic model);
+- Lustre over such a fabric (lnet.conf): every local NI's o2iblnd ToS carries the lossless DSCP;
 - on every Ethernet fabric (SONiC files), every cabled switch port's MTU is at least the host MTU.
 Each mismatch names both sides and the value each holds. Runs after render on every plan and apply.
 """
@@ -233,12 +234,31 @@ def _config_db(path: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
         yield from _sonic(f"switch {switch}", db, fabric, fabric.qos)
 
 
+def _lnet(path: str, content: bytes, networks: Mapping[str, Fabric]) -> Iterator[Finding]:
+    """Lustre over a lossless RoCE fabric: every local NI's o2iblnd ToS carries the fabric's lossless DSCP."""
+    for net in yaml.safe_load(content).get("net") or []:
+        fabric = networks.get(net.get("net type", ""))
+        if fabric is None or fabric.qos is None:
+            continue
+        dscp = fabric.qos.lossless.dscp
+        for ni in net.get("local NI(s)") or []:
+            tos = (ni.get("lnd tunables") or {}).get("tos")
+            if not isinstance(tos, int) or tos >> 2 != dscp:
+                interface = (ni.get("interfaces") or {}).get(0, "?")
+                yield _mismatch(f"{path} {net['net type']} {interface}",
+                                f"LNet ToS {tos} (DSCP {tos >> 2 if isinstance(tos, int) else None}) but fabric "
+                                f"{fabric.name}'s lossless DSCP is {dscp}", fabric,
+                                "Lustre RDMA traffic would ride a lossy class")
+
+
 def check_artifacts(topology: Topology, artifacts: tuple[Artifact, ...]) -> tuple[Finding, ...]:
     """Every lossless-chain and MTU mismatch in the rendered artifacts, in one pass over them."""
     roce = {ft.fabric.name: ft.fabric for ft in topology.fabrics if ft.fabric.qos is not None}
     ethernet = {sw.name: ft.fabric for ft in topology.fabrics if ft.fabric.type != "infiniband"
                 for sw in ft.switches}
     compute = next((ft.fabric for ft in topology.fabrics if ft.fabric.role.value == "compute"), None)
+    fabrics = {ft.fabric.name: ft.fabric for ft in topology.fabrics}
+    lnet = {fs.lnet.network: fabrics[fs.fabric] for fs in topology.cluster.lustre}
     findings: list[Finding] = []
     for artifact in sorted(artifacts, key=lambda a: a.path):
         path, content = artifact.path, artifact.content
@@ -246,6 +266,8 @@ def check_artifacts(topology: Topology, artifacts: tuple[Artifact, ...]) -> tupl
         switch = ethernet.get(path.split("/")[1]) if path.startswith("switches/") else None
         if name == "roce-qos.sh":
             findings.extend(_host(path, content, roce))
+        elif name == "lnet.conf" and path.startswith("hosts/"):
+            findings.extend(_lnet(path, content, lnet))
         elif name == "config_db.json" and switch is not None:
             findings.extend(_config_db(path, content, switch))
         elif (reader := READERS.get(".cfg" if name.endswith(".cfg") else name)) is not None:

@@ -187,3 +187,13 @@ def test_dynamic_model_needs_its_inputs(dynamic: tuple[Compiled, tuple[Artifact,
     assert "buffer_model is dynamic but LOSSLESS_TRAFFIC_PATTERN is empty" in found[0]
     assert "buffer_model is dynamic but DEFAULT_LOSSLESS_BUFFER_PARAMETER is empty" in found[1]
     assert "Ethernet0: priority group 3 leaves its headroom to buffermgrd, but CABLE_LENGTH has no length" in found[2]
+
+
+def test_lustre_tos_must_carry_the_lossless_dscp(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """lnet.conf's o2iblnd ToS on the RoCE storage fabric: DSCP 26 << 2 passes; another DSCP, or none, is refused."""
+    compiled, artifacts = h100
+    assert b"tos: 104" in next(a.content for a in artifacts if a.path.endswith("lustre/lnet.conf"))
+    wrong = _messages(compiled, _mutate(artifacts, "lustre/lnet.conf", lambda c: c.replace(b"tos: 104", b"tos: 0")))
+    assert wrong and all("LNet ToS 0 (DSCP 0) but fabric storage's lossless DSCP is 26" in m for m in wrong)
+    missing = _messages(compiled, _mutate(artifacts, "lustre/lnet.conf", lambda c: c.replace(b"tos: 104", b"x: 1")))
+    assert missing and all("LNet ToS None" in m for m in missing)
