@@ -192,8 +192,15 @@ def vf_range(fabric: Fabric, nodes: Sequence[Node]) -> tuple[int, int] | None:
     return (min(offsets), max(offsets)) if offsets else None
 
 
+def colons(value: int, width: int) -> str:
+    """A GUID (8 bytes) or MAC (6 bytes) as ``ip link`` writes it: lower-case hex bytes joined by colons."""
+    text = f"{value:0{width * 2}x}"
+    return ":".join(text[i:i + 2] for i in range(0, len(text), 2))
+
+
 def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> list[SpecIssue]:
-    """Every VF address of the cluster is distinct: each range fits its width and no two ranges overlap."""
+    """Every VF address of the cluster is distinct and valid: each range fits its width, no two ranges overlap,
+    and a MAC range keeps its base's first byte (the multicast and locally administered bits live there)."""
     issues: list[SpecIssue] = []
     spans: dict[str, list[tuple[int, int, str]]] = {"guid_base": [], "mac_base": []}
     for fabric in fabrics:
@@ -211,6 +218,10 @@ def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[No
             if last >= 1 << bits:
                 issues.append(doc.issue(path, f"the VFs need addresses up to {last:#x}, beyond {bits} bits",
                                         f"use a base at most {(1 << bits) - 1 - span[1]:#x}"))
+            elif key == "mac_base" and first >> 40 != last >> 40:  # the next first byte is odd: multicast
+                issues.append(doc.issue(path, f"the VF MACs run from {colons(first, 6)} to {colons(last, 6)}, "
+                                              "past the base's first byte into multicast addresses",
+                                        f"use a base at most {colons((first | (1 << 40) - 1) - span[1], 6)}"))
             for other_first, other_last, other in spans[key]:
                 if first <= other_last and other_first <= last:
                     issues.append(doc.issue(path, f"VF addresses {first:#x}..{last:#x} overlap those of fabric "

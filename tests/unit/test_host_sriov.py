@@ -378,3 +378,46 @@ def test_numvfs_system_calls_write_zero_then_the_new_count(host: FakeHost) -> No
     assert writes == {IB_PFS[0]: ["0", "8"], **{pf: ["8"] for pf in IB_PFS[1:]}, **{pf: ["4"] for pf in ETH_PFS}}
     again, writes = traced()
     assert again.returncode == 0 and writes == {}
+
+
+
+@pytest.fixture(scope="module")
+def storage(topology: Topology) -> Fabric:
+    """The example's Ethernet fabric with VFs (MAC-addressed)."""
+    fabric = topology.fabric("storage").fabric
+    assert fabric.sriov is not None and fabric.sriov.mac_base is not None
+    return fabric
+
+
+def _with_mac_base(fabric: Fabric, base: int) -> Fabric:
+    assert fabric.sriov is not None
+    return dataclasses.replace(fabric, sriov=dataclasses.replace(fabric.sriov, mac_base=base))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, (1 << 40) - 1))
+def test_mac_range_is_refused_exactly_when_it_leaves_the_first_byte(
+        two_ib_fabrics: tuple[Document, Fabric, tuple[Node, ...]], storage: Fabric, low: int) -> None:
+    """Property: Ethernet VF MACs from a unicast base (02:...) are refused exactly when the last one's first byte
+    is not the base's (03:...: multicast, which no NIC takes as a VF MAC)."""
+    doc, _, nodes = two_ib_fabrics
+    fabric = _with_mac_base(storage, 0x02 << 40 | low)
+    span = vf_range(fabric, nodes)
+    assert span is not None
+    crosses = (0x02 << 40 | low) + span[1] >= 0x03 << 40
+    assert [bool("multicast" in i.message) for i in check_vf_ranges(doc, [fabric], nodes)] == [True] * crosses
+
+
+def test_mac_range_into_multicast_names_the_range_and_the_highest_base(
+        two_ib_fabrics: tuple[Document, Fabric, tuple[Node, ...]], storage: Fabric) -> None:
+    doc, _, nodes = two_ib_fabrics
+    fabric = _with_mac_base(storage, 0x02FFFFFF0000)
+    span = vf_range(fabric, nodes)
+    assert span is not None
+    (issue,) = check_vf_ranges(doc, [fabric], nodes)
+    highest = 0x02FFFFFFFFFF - span[1]
+    assert issue.path == "fabrics.storage.sriov.mac_base"
+    assert issue.message.startswith("the VF MACs run from 02:ff:ff:ff:00:00 to 03:")
+    assert issue.hint == "use a base at most " + ":".join(f"{highest >> s & 0xff:02x}" for s in range(40, -8, -8))
+    assert check_vf_ranges(doc, [_with_mac_base(storage, highest)], nodes) == []
+    assert len(check_vf_ranges(doc, [_with_mac_base(storage, highest + 1)], nodes)) == 1
