@@ -347,6 +347,26 @@ def test_mgs_script_records_once(tmp_path: Path, files: dict[str, Artifact], com
     assert again.returncode == 0 and stub.changes(before) == [] and "0 parameter(s) were recorded" in again.stdout
 
 
+def test_mgs_script_goes_by_the_last_record_of_a_parameter(tmp_path: Path, files: dict[str, Artifact],
+                                                             compiled: Compiled) -> None:
+    """The params log keeps every set_param -P in order and the last record of a parameter is the one in force:
+    a planned value recorded once but overridden since is recorded again; one recorded last is left alone."""
+    stub = _stub(tmp_path, files["storage/lustre/ckpt/mgs-set_param.sh"].content)
+    first, second, *_ = _fs(compiled, "checkpoints").client
+    (tmp_path / "llog").write_text(
+        f"- {{ index: 1, event: set_param, device: general, parameter: {first.param}, value: {first.value} }}\n"
+        f"- {{ index: 2, event: set_param, device: general, parameter: {second.param}, value: 3 }}\n"
+        f"- {{ index: 3, event: set_param, device: general, parameter: {first.param}, value: 5 }}\n"
+        f"- {{ index: 4, event: set_param, device: general, parameter: {second.param}, value: {second.value} }}\n")
+    done = stub.run()
+    assert done.returncode == 0, done.stderr
+    changes = stub.changes()
+    assert f"lctl set_param -P {first.param}={first.value}" in changes
+    assert not any(c.startswith(f"lctl set_param -P {second.param}=") for c in changes)
+    before = len(stub.calls)
+    assert stub.run().returncode == 0 and stub.changes(before) == []
+
+
 def test_setstripe_script(tmp_path: Path, files: dict[str, Artifact]) -> None:
     stub = _stub(tmp_path, files["storage/lustre/ckpt/setstripe.sh"].content)
     root = tmp_path / "mnt"
