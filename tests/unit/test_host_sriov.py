@@ -162,6 +162,10 @@ def test_systemd_unit_is_valid(h100: dict[str, Artifact], tmp_path: Path) -> Non
     done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "Before=network-pre.target" in text and "Type=oneshot" in text and "ExecStart=/etc/fabricgen/" in text
+    devices = {f"sys-subsystem-net-devices-{pf}.device" for pf in (*IB_PFS, *ETH_PFS)}
+    for key in ("After", "Wants"):
+        line = next(x for x in text.splitlines() if x.startswith(f"{key}="))
+        assert devices <= set(line.removeprefix(f"{key}=").split()), f"{key}= must name every PF's device unit"
 
 
 def test_first_run_creates_vfs_and_sets_planned_guids_then_second_run_changes_nothing(

@@ -147,7 +147,8 @@ def render(topology: Topology) -> list[Artifact]:
             "hosts/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
             0o755))
         out.append(Artifact(f"hosts/{safe}/sriov-setup.service", render_template(
-            "hosts/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR)))
+            "hosts/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR,
+            devices=[f"sys-subsystem-net-devices-{p.netdev}.device" for p in ports])))  # netdevs need no escaping
         if addresses:
             out.append(Artifact(f"hosts/{safe}/sriov-vfs.tsv", render_template(
                 "hosts/sriov-vfs.tsv.j2", profile=safe, source=source, rows=addresses)))
