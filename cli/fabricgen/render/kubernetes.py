@@ -8,8 +8,8 @@ Under ``kubernetes/network/``:
 - ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
   settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
   sriov / ib-sriov or host-device CNI. IP addresses come from whereabouts ranges taken from the fabric's address
-  plan: the fabric's host pool minus every subnet the plan carved for the hosts, so pods never take a host's or
-  gateway's address.
+  plan: the fabric's host pool minus every subnet the plan carved for the hosts and minus the fabric's Lustre MGS
+  addresses, so pods never take a host's, gateway's or MGS's address.
 - ``rdma-shared-device-plugin.yaml``: the RDMA shared device plugin's ConfigMap (one resource per rail, by PF name).
 - ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): RDMA
   shared device plugin, SR-IOV device plugin (without the SR-IOV operator), Multus and the CNI plugins.
@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
-from netaddr import IPNetwork
+from netaddr import IPAddress, IPNetwork
 
 from fabricgen.artifacts import Artifact
 from fabricgen.kubernetes import pod_groups
@@ -117,13 +117,16 @@ def _ports(fabric: Fabric, profile: NodeProfile) -> tuple[Nic, ...]:
 
 
 def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
-    """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts."""
+    """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts and minus
+    the Lustre MGS addresses on the fabric (they sit in the pool outside the host subnets)."""
     plan = topology.addresses.get(fabric.name)
     if fabric.addressing is None or plan is None:
         raise ValueError(f"fabric {fabric.name} has no address plan for its pod networks")
     pool = IPNetwork(fabric.addressing.hosts)
+    servers = sorted({IPAddress(nid.partition("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric.name
+                      for node in fs.mgs for nid in node})
     return {"type": "whereabouts", "range": str(pool.cidr),
-            "exclude": [s.network for s in plan.hosts]}
+            "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]}
 
 
 def _metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
@@ -276,8 +279,8 @@ def render(topology: Topology) -> list[Artifact]:
             networks = [_attachment(n, k8s, ipam) for n in mine]
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", _dump(
             networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from whereabouts: the "
-                      f"fabric's host pool minus its hosts' subnets.\nWhereabouts is deployed separately (not by the "
-                      f"NicClusterPolicy). {generated}")))
+                      f"fabric's host pool minus its hosts' subnets and Lustre MGS addresses.\nWhereabouts is deployed "
+                      f"separately (not by the NicClusterPolicy). {generated}")))
     out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", _dump(
         [{"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": _metadata("rdma-devices", k8s.operator_namespace),
