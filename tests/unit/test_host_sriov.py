@@ -196,7 +196,7 @@ def test_first_run_creates_vfs_and_sets_planned_guids_then_second_run_changes_no
             assert (host.vf(pf, vf) / "spoofchk").read_text().strip() == "on"
             assert (host.vf(pf, vf) / "trust").read_text().strip() == "on"
             assert (host.root / "state" / f"{pf[:10]}v{vf}" / "mtu").read_text() == "9000\n"
-    assert "mstconfig -d 0000:18:00.0 query SRIOV_EN NUM_OF_VFS LINK_TYPE_P1" in host.calls
+    assert "mstconfig -d 0000:18:00.0 query" in host.calls
     assert not any(" set " in c for c in host.calls if c.startswith("mstconfig")), "firmware already right"
     assert f"ip link set dev {IB_PFS[0]} vf 0 node_guid {_planned(topology, IB_PFS[0])[0]}" in host.calls
     assert out.count(": unbind ") == 64 and out.count(": bind ") == 64, "each IB VF rebinds once for its GUIDs"
@@ -239,6 +239,31 @@ def test_firmware_is_set_only_where_needed_and_asks_for_a_reboot(host: FakeHost)
     assert (host.pf(IB_PFS[2]) / "sriov_numvfs").read_text() == "0\n", "no VFs before the reboot"
     assert (host.pf(IB_PFS[1]) / "sriov_numvfs").read_text() == "8\n", "other ports are configured"
     assert "reboot required: firmware changed on ibp79s0" in done.stdout
+
+
+def test_ethernet_only_card_has_no_link_type(host: FakeHost) -> None:
+    """An Ethernet-only ConnectX has no LINK_TYPE_P<n> (mstconfig refuses to query or set it): its firmware is
+    judged on SRIOV_EN and NUM_OF_VFS alone and set without a link type."""
+    pci = host.pf(ETH_PFS[0]).name
+    (host.root / "state" / "fw" / pci / "LINK_TYPE_P1").unlink()
+    ready = host.run()
+    assert ready.returncode == 0, ready.stderr
+    assert (host.pf(ETH_PFS[0]) / "sriov_numvfs").read_text() == "4\n"
+    assert not [c for c in host.calls if " -y set " in c]
+    _write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
+    changed = host.run()
+    assert changed.returncode == 3, changed.stderr
+    assert [c for c in host.calls if " -y set " in c] == [f"mstconfig -d {pci} -y set SRIOV_EN=1 NUM_OF_VFS=4"]
+
+
+def test_infiniband_vfs_on_a_card_without_link_type_fail_before_any_change(host: FakeHost) -> None:
+    (host.root / "state" / "fw" / host.pf(IB_PFS[1]).name / "LINK_TYPE_P1").unlink()
+    before = host.snapshot()
+    done = host.run()
+    assert done.returncode == 1
+    assert f"{IB_PFS[1]}: the firmware has no LINK_TYPE_P1 (an Ethernet-only card): it cannot run InfiniBand" in \
+        done.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
 
 
 def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
