@@ -167,6 +167,10 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
     policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
     assert ("sriovDevicePlugin" in policy["spec"]) == (mode == "multus-sriov")
+    # host-device moves the PF into one pod: its RDMA resource must not admit a second pod on the node
+    shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
+    assert {c["rdmaHcaMax"] for c in shared["configList"]} == ({1} if mode == "multus-host-device" else {63})
+    assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
 
 
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:

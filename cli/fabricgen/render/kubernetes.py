@@ -129,6 +129,11 @@ def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
             "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]}
 
 
+def _vfs(k8s: Kubernetes) -> bool:
+    """Pods get SR-IOV VFs (operator, or Multus with the sriov CNI), else the PFs move in with host-device."""
+    return k8s.operator != "none" or k8s.cni == "sriov"
+
+
 def _metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, **extra}
 
@@ -194,10 +199,13 @@ def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[
 
 
 def rdma_shared_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
-    """The RDMA shared device plugin's config: one resource per rail, selecting its PFs by name."""
+    """The RDMA shared device plugin's config: one resource per rail, selecting its PFs by name. With host-device
+    the PF moves into the pod's namespace, so one pod per node can hold it: the resource admits one (rdmaHcaMax 1)
+    instead of letting the scheduler place pods whose CNI then cannot find the PF."""
+    share = k8s.rdma_hca_max if _vfs(k8s) else 1
     return {"configList": [
         {"resourceName": f"{net.resource}_shared", "resourcePrefix": k8s.resource_prefix,
-         "rdmaHcaMax": k8s.rdma_hca_max, "selectors": {"ifNames": sorted({pf for _, pf, _ in net.pfs})}}
+         "rdmaHcaMax": share, "selectors": {"ifNames": sorted({pf for _, pf, _ in net.pfs})}}
         for net in nets]}
 
 
@@ -231,7 +239,7 @@ def _workload(topology: Topology, nets: Sequence[PodNetwork], k8s: Kubernetes) -
     if not mine:
         raise ValueError(f"profile {workload.profile} has no port on the pod networks")
     nccl_net = next((n for n in mine if n.fabric.role.value == "compute"), mine[0])
-    vfs = k8s.operator != "none" or k8s.cni == "sriov"
+    vfs = _vfs(k8s)
     env = [{"name": s.name, "value": s.value}
            for s in nccl_settings(profile, nccl_net.fabric, POD_VFS if vfs else POD_PFS)]
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in mine}
