@@ -133,8 +133,11 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
     elif kind == "NetworkAttachmentDefinition":
         config = json.loads(spec["config"])
         assert config["cniVersion"] == "0.3.1" and config["name"] == doc["metadata"]["name"]
-        main, meta = config["plugins"]
-        assert main["type"] in ("sriov", "ib-sriov", "host-device") and meta == {"type": "rdma"}
+        main, *meta = config["plugins"]
+        assert main["type"] in ("sriov", "ib-sriov", "host-device")
+        # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
+        # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
+        assert meta == ([] if main["type"] == "host-device" else [{"type": "rdma"}])
         check_ipam(main["ipam"], topology, config["name"].split("-")[0])
         resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
         assert resource.startswith("nvidia.com/")

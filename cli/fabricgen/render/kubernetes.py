@@ -7,7 +7,8 @@ Under ``kubernetes/network/``:
   only hands them to its device plugin.
 - ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
   settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
-  sriov / ib-sriov or host-device CNI. IP addresses come from whereabouts ranges taken from the fabric's address
+  sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
+  ID; the PF's RDMA device stays shared). IP addresses come from whereabouts ranges taken from the fabric's address
   plan: the fabric's host pool minus every subnet the plan carved for the hosts and minus the fabric's Lustre MGS
   addresses, so pods never take a host's, gateway's or MGS's address.
 - ``rdma-shared-device-plugin.yaml``: the RDMA shared device plugin's ConfigMap (one resource per rail, by PF name).
@@ -191,7 +192,8 @@ def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple
 
 def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
     plugin, resource = _cni_plugin(net, k8s, ipam)
-    config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, {"type": "rdma"}]}
+    rdma = [{"type": "rdma"}] if _vfs(k8s) else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
+    config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, *rdma]}
     return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
             "metadata": _metadata(net.name, k8s.namespace,
                                   annotations={RESOURCE_ANNOTATION: f"{k8s.resource_prefix}/{resource}"}),
