@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.fake_host import ScriptHost, write
 
 from fabricgen.artifacts import Artifact
 from fabricgen.load import Document, load_file
@@ -42,17 +43,7 @@ def h100(topology: Topology) -> dict[str, Artifact]:
     return {a.path: a for a in host_sriov.render(topology)}
 
 
-@dataclasses.dataclass(frozen=True)
-class FakeHost:
-    root: Path
-    script: Path
-    env: dict[str, str]
-
-    @property
-    def calls(self) -> list[str]:
-        path = self.root / "state" / "calls"
-        return path.read_text().splitlines() if path.exists() else []
-
+class FakeHost(ScriptHost):
     def changing_calls(self) -> list[str]:
         return [c for c in self.calls if not c.startswith(READ_ONLY) or " -y set " in c]
 
@@ -61,19 +52,6 @@ class FakeHost:
 
     def vf(self, pf: str, vf: int) -> Path:
         return self.root / "state" / pf / f"vf{vf}"
-
-    def snapshot(self) -> dict[str, tuple[str, int]]:
-        return {p.relative_to(self.root).as_posix(): (p.read_text(), p.stat().st_mtime_ns)
-                for p in sorted(self.root.rglob("*")) if p.is_file() and p.name != "calls"}
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(self.script), *args], env={**self.env, **env}, capture_output=True,
-                              text=True, timeout=120)
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n")
 
 
 def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology) -> FakeHost:
@@ -85,15 +63,15 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
     sysfs = tmp_path / "sys"
     for pf, nic in ports.items():
         device = sysfs / "devices" / "pci0000:00" / nic.pci
-        _write(device / "sriov_totalvfs", "16")
-        _write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
+        write(device / "sriov_totalvfs", "16")
+        write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
         (sysfs / "class" / "net" / pf).mkdir(parents=True)
         (sysfs / "class" / "net" / pf / "device").symlink_to(device)
         fw = tmp_path / "state" / "fw" / nic.pci
-        _write(fw / "SRIOV_EN", "True(1)")
-        _write(fw / "NUM_OF_VFS", "8")
-        _write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
-        _write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
+        write(fw / "SRIOV_EN", "True(1)")
+        write(fw / "NUM_OF_VFS", "8")
+        write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
+        write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
         for vf in range(8):
             bus = int(nic.pci[5:7], 16)
             vf_bdf = f"0000:{bus + 1:02x}:00.{vf}"
@@ -102,21 +80,21 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
             (device / f"virtfn{vf}").symlink_to(vf_dir)
             state = tmp_path / "state" / pf / f"vf{vf}"
             if pf in IB_PFS:
-                _write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
-                _write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
-                _write(state / "link-state", "disable")
+                write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
+                write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
+                write(state / "link-state", "disable")
             else:
-                _write(state / "spoofchk", "off")
-                _write(state / "trust", "on")
-            _write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
-    _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
-    _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
+                write(state / "spoofchk", "off")
+                write(state / "trust", "on")
+            write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
+    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
+    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("ip", "mstconfig"):
         shutil.copy(STUBS / tool, bin_dir / tool)
     script = tmp_path / "etc" / "sriov-setup.sh"
-    _write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
+    write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
     (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
     env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
            "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
@@ -218,8 +196,8 @@ def test_same_count_writes_nothing(host: FakeHost) -> None:
     assert numvfs.stat().st_mtime_ns == stamp
 
 
-def test_above_totalvfs_fails_before_any_write(host: FakeHost) -> None:
-    _write(host.pf(IB_PFS[3]) / "sriov_totalvfs", "4")
+def test_above_totalvfs_fails_before_anywrite(host: FakeHost) -> None:
+    write(host.pf(IB_PFS[3]) / "sriov_totalvfs", "4")
     before = host.snapshot()
     done = host.run()
     assert done.returncode == 1
@@ -229,8 +207,8 @@ def test_above_totalvfs_fails_before_any_write(host: FakeHost) -> None:
 
 def test_firmware_is_set_only_where_needed_and_asks_for_a_reboot(host: FakeHost) -> None:
     pci = host.pf(IB_PFS[2]).name
-    _write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
-    _write(host.root / "state" / "fw" / pci / "NUM_OF_VFS", "0")
+    write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
+    write(host.root / "state" / "fw" / pci / "NUM_OF_VFS", "0")
     done = host.run()
     assert done.returncode == 3, done.stderr
     assert [c for c in host.calls if " -y set " in c] == [
@@ -250,7 +228,7 @@ def test_ethernet_only_card_has_no_link_type(host: FakeHost) -> None:
     assert ready.returncode == 0, ready.stderr
     assert (host.pf(ETH_PFS[0]) / "sriov_numvfs").read_text() == "4\n"
     assert not [c for c in host.calls if " -y set " in c]
-    _write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
+    write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
     changed = host.run()
     assert changed.returncode == 3, changed.stderr
     assert [c for c in host.calls if " -y set " in c] == [f"mstconfig -d {pci} -y set SRIOV_EN=1 NUM_OF_VFS=4"]

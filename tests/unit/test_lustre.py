@@ -4,7 +4,6 @@ the Kubernetes storage tiers through kubernetes-validate, and the helpers (NIDs,
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.fake_host import ScriptHost
 
 from fabricgen.artifacts import Artifact
 from fabricgen.lustre import (
@@ -246,23 +246,9 @@ def test_scripts_are_shellcheck_clean(files: dict[str, Artifact], tmp_path: Path
 
 # --- scripts against stub tools --------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Stub:
-    root: Path
-    script: Path
-    env: dict[str, str]
-
-    @property
-    def calls(self) -> list[str]:
-        path = self.root / "calls"
-        return path.read_text().splitlines() if path.exists() else []
-
+class Stub(ScriptHost):
     def changes(self, since: int = 0) -> list[str]:
         return [c for c in self.calls[since:] if c.startswith(("lctl set_param", "lfs setstripe"))]
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(self.script), *args], env={**self.env, **env}, capture_output=True,
-                              text=True, timeout=60)
 
 
 def _stub(tmp_path: Path, script: bytes) -> Stub:
@@ -270,7 +256,7 @@ def _stub(tmp_path: Path, script: bytes) -> Stub:
     path = tmp_path / "script.sh"
     path.write_bytes(script)
     env = {**os.environ, "STUB_STATE": str(tmp_path), "LCTL": str(STUBS / "lctl"), "LFS": str(STUBS / "lfs")}
-    return Stub(tmp_path, path, env)
+    return Stub(tmp_path, path, env, calls_file="calls")
 
 
 @pytest.fixture
