@@ -18,11 +18,12 @@ from tests.conftest import INVENTORIES, REPO, require_tool
 from tests.fake_host import ScriptHost, write
 
 from fabricgen.artifacts import Artifact
+from fabricgen.infiniband import ib_fabric
 from fabricgen.load import Document, load_file
 from fabricgen.model import Fabric, Node, Sriov
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import host_sriov
-from fabricgen.sriov import check_vf_ranges, vf_range
+from fabricgen.sriov import check_vf_guids, check_vf_ranges, vf_guids, vf_range
 from fabricgen.topology import Topology
 
 H100 = INVENTORIES / "h100-4su.yaml"
@@ -278,7 +279,7 @@ def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHos
 def test_guids_follow_the_documented_derivation(topology: Topology) -> None:
     rows = host_sriov.vf_addresses(topology, "dgx-h100")
     nodes = [n.name for n in topology.cluster.nodes]
-    base = 0x0002C90300A00000
+    base = 0x0002C90310000000
     for node, pf, vf, address in rows:
         if pf not in IB_PFS:
             continue
@@ -428,3 +429,20 @@ def test_mac_range_into_multicast_names_the_range_and_the_highest_base(
     assert issue.hint == "use a base at most " + ":".join(f"{highest >> s & 0xff:02x}" for s in range(40, -8, -8))
     assert check_vf_ranges(doc, [_with_mac_base(storage, highest)], nodes) == []
     assert len(check_vf_ranges(doc, [_with_mac_base(storage, highest + 1)], nodes)) == 1
+
+
+def test_vf_guids_clear_of_the_fabrics_own_guids(topology: Topology) -> None:
+    """The example's VF GUIDs miss every simulated switch and HCA GUID of the compute fabric; the base it had
+    before (0x0002c90300a00000) put VFs 1-7 of gpu097's rail 0 on the GUIDs of leaves 0-6 of SU 1."""
+    ft = topology.fabric("compute")
+    physical = {g for n in ib_fabric(topology, ft).nodes for g in (n.node_guid, n.port_guid) if g is not None}
+    assert physical and not physical & vf_guids(ft.fabric, topology.cluster.nodes).keys()
+    assert list(check_vf_guids(topology)) == []
+    assert ft.fabric.sriov is not None
+    old = dataclasses.replace(topology, fabrics=tuple(
+        dataclasses.replace(f, fabric=dataclasses.replace(f.fabric, sriov=dataclasses.replace(
+            ft.fabric.sriov, guid_base=0x0002C90300A00000))) if f is ft else f for f in topology.fabrics))
+    (finding,) = check_vf_guids(old)
+    assert finding.subject == "fabrics.compute.sriov.guid_base" and finding.severity.value == "error"
+    assert finding.message == ("7 VF GUID(s) equal GUIDs of the fabric's switches and HCAs, first 0x0002c90301000001: "
+                               "gpu097 ibp24s0 VF 1 and compute-su01-leaf0")
