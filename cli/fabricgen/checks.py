@@ -16,6 +16,7 @@ from fabricgen.gcpause import without_gc
 from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
 from fabricgen.lustre import check_mgs_addresses
 from fabricgen.model import Tier, TopologyKind
+from fabricgen.sriov import check_vf_guids
 from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
 
 Check = Callable[[FabricTopology], Iterator[Finding]]
@@ -243,7 +244,7 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
 CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units)
 CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan,
                                                                       infiniband_subnet, check_mgs_addresses,
-                                                                      asn_overlap)
+                                                                      asn_overlap, check_vf_guids)
 
 
 @without_gc

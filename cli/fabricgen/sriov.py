@@ -10,11 +10,12 @@ fabrics are checked not to overlap, so the whole cluster has distinct GUIDs (and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fabricgen.errors import SpecIssue
+from fabricgen.errors import Finding, Severity, SpecIssue
+from fabricgen.infiniband import ib_fabric
 from fabricgen.kubernetes import build_kubernetes
 from fabricgen.load import Document, PathKey
 from fabricgen.model import (
@@ -26,6 +27,7 @@ from fabricgen.model import (
     Sriov,
     rail_count,
 )
+from fabricgen.topology import Topology
 from fabricgen.validate import did_you_mean
 
 LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
@@ -59,7 +61,7 @@ def _per_type_keys(ctx: _Context, link_type: str, spec: Mapping[str, Any]) -> No
             if key in spec:
                 ctx.error((key,), f"{key} applies to Ethernet VFs only", "InfiniBand VFs take guid_base")
         if "guid_base" not in spec:
-            ctx.error((), "InfiniBand VFs need guid_base", "e.g. guid_base: \"0x0002c90300a00000\"; a VF with a zero "
+            ctx.error((), "InfiniBand VFs need guid_base", "e.g. guid_base: \"0x0002c90310000000\"; a VF with a zero "
                                                            "GUID never links up")
         return
     if "guid_base" in spec:
@@ -192,8 +194,15 @@ def vf_range(fabric: Fabric, nodes: Sequence[Node]) -> tuple[int, int] | None:
     return (min(offsets), max(offsets)) if offsets else None
 
 
+def colons(value: int, width: int) -> str:
+    """A GUID (8 bytes) or MAC (6 bytes) as ``ip link`` writes it: lower-case hex bytes joined by colons."""
+    text = f"{value:0{width * 2}x}"
+    return ":".join(text[i:i + 2] for i in range(0, len(text), 2))
+
+
 def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> list[SpecIssue]:
-    """Every VF address of the cluster is distinct: each range fits its width and no two ranges overlap."""
+    """Every VF address of the cluster is distinct and valid: each range fits its width, no two ranges overlap,
+    and a MAC range keeps its base's first byte (the multicast and locally administered bits live there)."""
     issues: list[SpecIssue] = []
     spans: dict[str, list[tuple[int, int, str]]] = {"guid_base": [], "mac_base": []}
     for fabric in fabrics:
@@ -211,6 +220,10 @@ def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[No
             if last >= 1 << bits:
                 issues.append(doc.issue(path, f"the VFs need addresses up to {last:#x}, beyond {bits} bits",
                                         f"use a base at most {(1 << bits) - 1 - span[1]:#x}"))
+            elif key == "mac_base" and first >> 40 != last >> 40:  # the next first byte is odd: multicast
+                issues.append(doc.issue(path, f"the VF MACs run from {colons(first, 6)} to {colons(last, 6)}, "
+                                              "past the base's first byte into multicast addresses",
+                                        f"use a base at most {colons((first | (1 << 40) - 1) - span[1], 6)}"))
             for other_first, other_last, other in spans[key]:
                 if first <= other_last and other_first <= last:
                     issues.append(doc.issue(path, f"VF addresses {first:#x}..{last:#x} overlap those of fabric "
@@ -218,6 +231,36 @@ def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[No
                                             "give each fabric a base outside the others' ranges"))
             spans[key].append((first, last, fabric.name))
     return issues
+
+
+def vf_guids(fabric: Fabric, nodes: Sequence[Node]) -> dict[int, tuple[str, str, int]]:
+    """Every planned VF GUID of an InfiniBand fabric: GUID -> (node, PF netdev, VF)."""
+    sriov = fabric.sriov
+    if sriov is None or sriov.guid_base is None:
+        return {}
+    groups, role = set(sriov.groups), fabric.role.nic_role
+    return {sriov.guid_base + Sriov.offset(i, Sriov.slot(nic), vf): (node.name, nic.netdev, vf)
+            for i, node in enumerate(nodes) if node.group in groups
+            for nic in sriov.ports(node.profile, role) for vf in range(sriov.vfs_per_port)}
+
+
+def check_vf_guids(topology: Topology) -> Iterator[Finding]:
+    """No VF GUID equals a node or port GUID of its fabric's own switches and HCAs (simulated or from the site
+    inventory): the subnet manager would find two ports with one GUID."""
+    for ft in topology.fabrics:
+        planned = vf_guids(ft.fabric, topology.cluster.nodes)
+        if not planned:
+            continue
+        physical = {guid: node.description for node in ib_fabric(topology, ft).nodes
+                    for guid in (node.node_guid, node.port_guid) if guid is not None}
+        clashes = sorted(physical.keys() & planned.keys())
+        if clashes:
+            node, pf, vf = planned[clashes[0]]
+            yield Finding(Severity.ERROR, "sriov-vf-guid", f"fabrics.{ft.fabric.name}.sriov.guid_base",
+                          f"{len(clashes)} VF GUID(s) equal GUIDs of the fabric's switches and HCAs, first "
+                          f"{clashes[0]:#018x}: {node} {pf} VF {vf} and {physical[clashes[0]]}",
+                          "move guid_base out of the range of the fabric's own GUIDs",
+                          ft.fabric.sriov.position if ft.fabric.sriov else None)
 
 
 def build_host_networking(doc: Document, data: Mapping[str, Any], fabrics: Sequence[Fabric], nodes: Sequence[Node],

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.fake_host import ScriptHost, write
 
 from fabricgen.artifacts import Artifact
 from fabricgen.model import RoceQos, TrafficClass
@@ -41,36 +42,12 @@ def h100(topology: Topology) -> dict[str, Artifact]:
 
 # --- the fake host: sysfs, procfs and the state behind the stub mlnx_qos and ip -------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class FakeHost:
-    root: Path
-    script: Path
-    env: dict[str, str]
-
-    @property
-    def calls(self) -> list[str]:
-        path = self.root / "state" / "calls"
-        return path.read_text().splitlines() if path.exists() else []
-
+class FakeHost(ScriptHost):
     def changing_calls(self, since: int = 0) -> list[str]:
         return [c for c in self.calls[since:] if not READ_ONLY.match(c)]
 
     def net(self, port: str) -> Path:
         return self.root / "sys" / "class" / "net" / port
-
-    def snapshot(self) -> dict[str, tuple[str, int]]:
-        """Every file of the fake host except the call log: content and modification time."""
-        return {p.relative_to(self.root).as_posix(): (p.read_text(), p.stat().st_mtime_ns)
-                for p in sorted(self.root.rglob("*")) if p.is_file() and p.name != "calls" and p != self.script}
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(self.script), *args], env={**self.env, **env}, capture_output=True,
-                              text=True, timeout=60)
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n")
 
 
 def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
@@ -80,20 +57,20 @@ def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
         ecn = tmp_path / "sys" / "class" / "net" / port / "ecn"
         for point in ("roce_np", "roce_rp"):
             for prio in range(8):
-                _write(ecn / point / "enable" / str(prio), "0")
-        _write(ecn / "roce_np" / "cnp_dscp", "0")
+                write(ecn / point / "enable" / str(prio), "0")
+        write(ecn / "roce_np" / "cnp_dscp", "0")
         if i == 0:
-            _write(ecn / "roce_np" / "cnp_802p_prio", "0")
+            write(ecn / "roce_np" / "cnp_802p_prio", "0")
         conf = tmp_path / "proc" / "sys" / "net" / "ipv4" / "conf" / port
-        _write(conf / "arp_ignore", "0")
-        _write(conf / "arp_announce", "0")
+        write(conf / "arp_ignore", "0")
+        write(conf / "arp_announce", "0")
         state = tmp_path / "state" / port
-        _write(state / "trust", "pcp")
-        _write(state / "pfc", "0,0,0,0,0,0,0,0")
-        _write(state / "mtu", "1500")
+        write(state / "trust", "pcp")
+        write(state / "pfc", "0,0,0,0,0,0,0,0")
+        write(state / "mtu", "1500")
         if i == 0:
-            _write(state / "dscp2prio" / "26", "0")
-            _write(state / "dscp2prio" / "48", "0")
+            write(state / "dscp2prio" / "26", "0")
+            write(state / "dscp2prio" / "48", "0")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("mlnx_qos", "ip"):

@@ -15,13 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.fake_host import ScriptHost, write
 
 from fabricgen.artifacts import Artifact
+from fabricgen.infiniband import ib_fabric
 from fabricgen.load import Document, load_file
 from fabricgen.model import Fabric, Node, Sriov
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import host_sriov
-from fabricgen.sriov import check_vf_ranges, vf_range
+from fabricgen.sriov import check_vf_guids, check_vf_ranges, vf_guids, vf_range
 from fabricgen.topology import Topology
 
 H100 = INVENTORIES / "h100-4su.yaml"
@@ -42,17 +44,7 @@ def h100(topology: Topology) -> dict[str, Artifact]:
     return {a.path: a for a in host_sriov.render(topology)}
 
 
-@dataclasses.dataclass(frozen=True)
-class FakeHost:
-    root: Path
-    script: Path
-    env: dict[str, str]
-
-    @property
-    def calls(self) -> list[str]:
-        path = self.root / "state" / "calls"
-        return path.read_text().splitlines() if path.exists() else []
-
+class FakeHost(ScriptHost):
     def changing_calls(self) -> list[str]:
         return [c for c in self.calls if not c.startswith(READ_ONLY) or " -y set " in c]
 
@@ -61,19 +53,6 @@ class FakeHost:
 
     def vf(self, pf: str, vf: int) -> Path:
         return self.root / "state" / pf / f"vf{vf}"
-
-    def snapshot(self) -> dict[str, tuple[str, int]]:
-        return {p.relative_to(self.root).as_posix(): (p.read_text(), p.stat().st_mtime_ns)
-                for p in sorted(self.root.rglob("*")) if p.is_file() and p.name != "calls"}
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(self.script), *args], env={**self.env, **env}, capture_output=True,
-                              text=True, timeout=120)
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n")
 
 
 def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology) -> FakeHost:
@@ -85,15 +64,15 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
     sysfs = tmp_path / "sys"
     for pf, nic in ports.items():
         device = sysfs / "devices" / "pci0000:00" / nic.pci
-        _write(device / "sriov_totalvfs", "16")
-        _write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
+        write(device / "sriov_totalvfs", "16")
+        write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
         (sysfs / "class" / "net" / pf).mkdir(parents=True)
         (sysfs / "class" / "net" / pf / "device").symlink_to(device)
         fw = tmp_path / "state" / "fw" / nic.pci
-        _write(fw / "SRIOV_EN", "True(1)")
-        _write(fw / "NUM_OF_VFS", "8")
-        _write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
-        _write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
+        write(fw / "SRIOV_EN", "True(1)")
+        write(fw / "NUM_OF_VFS", "8")
+        write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
+        write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
         for vf in range(8):
             bus = int(nic.pci[5:7], 16)
             vf_bdf = f"0000:{bus + 1:02x}:00.{vf}"
@@ -102,21 +81,21 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
             (device / f"virtfn{vf}").symlink_to(vf_dir)
             state = tmp_path / "state" / pf / f"vf{vf}"
             if pf in IB_PFS:
-                _write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
-                _write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
-                _write(state / "link-state", "disable")
+                write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
+                write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
+                write(state / "link-state", "disable")
             else:
-                _write(state / "spoofchk", "off")
-                _write(state / "trust", "on")
-            _write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
-    _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
-    _write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
+                write(state / "spoofchk", "off")
+                write(state / "trust", "on")
+            write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
+    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
+    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("ip", "mstconfig"):
         shutil.copy(STUBS / tool, bin_dir / tool)
     script = tmp_path / "etc" / "sriov-setup.sh"
-    _write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
+    write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
     (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
     env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
            "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
@@ -162,6 +141,10 @@ def test_systemd_unit_is_valid(h100: dict[str, Artifact], tmp_path: Path) -> Non
     done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "Before=network-pre.target" in text and "Type=oneshot" in text and "ExecStart=/etc/fabricgen/" in text
+    devices = {f"sys-subsystem-net-devices-{pf}.device" for pf in (*IB_PFS, *ETH_PFS)}
+    for key in ("After", "Wants"):
+        line = next(x for x in text.splitlines() if x.startswith(f"{key}="))
+        assert devices <= set(line.removeprefix(f"{key}=").split()), f"{key}= must name every PF's device unit"
 
 
 def test_first_run_creates_vfs_and_sets_planned_guids_then_second_run_changes_nothing(
@@ -192,7 +175,7 @@ def test_first_run_creates_vfs_and_sets_planned_guids_then_second_run_changes_no
             assert (host.vf(pf, vf) / "spoofchk").read_text().strip() == "on"
             assert (host.vf(pf, vf) / "trust").read_text().strip() == "on"
             assert (host.root / "state" / f"{pf[:10]}v{vf}" / "mtu").read_text() == "9000\n"
-    assert "mstconfig -d 0000:18:00.0 query SRIOV_EN NUM_OF_VFS LINK_TYPE_P1" in host.calls
+    assert "mstconfig -d 0000:18:00.0 query" in host.calls
     assert not any(" set " in c for c in host.calls if c.startswith("mstconfig")), "firmware already right"
     assert f"ip link set dev {IB_PFS[0]} vf 0 node_guid {_planned(topology, IB_PFS[0])[0]}" in host.calls
     assert out.count(": unbind ") == 64 and out.count(": bind ") == 64, "each IB VF rebinds once for its GUIDs"
@@ -214,8 +197,8 @@ def test_same_count_writes_nothing(host: FakeHost) -> None:
     assert numvfs.stat().st_mtime_ns == stamp
 
 
-def test_above_totalvfs_fails_before_any_write(host: FakeHost) -> None:
-    _write(host.pf(IB_PFS[3]) / "sriov_totalvfs", "4")
+def test_above_totalvfs_fails_before_anywrite(host: FakeHost) -> None:
+    write(host.pf(IB_PFS[3]) / "sriov_totalvfs", "4")
     before = host.snapshot()
     done = host.run()
     assert done.returncode == 1
@@ -225,8 +208,8 @@ def test_above_totalvfs_fails_before_any_write(host: FakeHost) -> None:
 
 def test_firmware_is_set_only_where_needed_and_asks_for_a_reboot(host: FakeHost) -> None:
     pci = host.pf(IB_PFS[2]).name
-    _write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
-    _write(host.root / "state" / "fw" / pci / "NUM_OF_VFS", "0")
+    write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
+    write(host.root / "state" / "fw" / pci / "NUM_OF_VFS", "0")
     done = host.run()
     assert done.returncode == 3, done.stderr
     assert [c for c in host.calls if " -y set " in c] == [
@@ -235,6 +218,31 @@ def test_firmware_is_set_only_where_needed_and_asks_for_a_reboot(host: FakeHost)
     assert (host.pf(IB_PFS[2]) / "sriov_numvfs").read_text() == "0\n", "no VFs before the reboot"
     assert (host.pf(IB_PFS[1]) / "sriov_numvfs").read_text() == "8\n", "other ports are configured"
     assert "reboot required: firmware changed on ibp79s0" in done.stdout
+
+
+def test_ethernet_only_card_has_no_link_type(host: FakeHost) -> None:
+    """An Ethernet-only ConnectX has no LINK_TYPE_P<n> (mstconfig refuses to query or set it): its firmware is
+    judged on SRIOV_EN and NUM_OF_VFS alone and set without a link type."""
+    pci = host.pf(ETH_PFS[0]).name
+    (host.root / "state" / "fw" / pci / "LINK_TYPE_P1").unlink()
+    ready = host.run()
+    assert ready.returncode == 0, ready.stderr
+    assert (host.pf(ETH_PFS[0]) / "sriov_numvfs").read_text() == "4\n"
+    assert not [c for c in host.calls if " -y set " in c]
+    write(host.root / "state" / "fw" / pci / "SRIOV_EN", "False(0)")
+    changed = host.run()
+    assert changed.returncode == 3, changed.stderr
+    assert [c for c in host.calls if " -y set " in c] == [f"mstconfig -d {pci} -y set SRIOV_EN=1 NUM_OF_VFS=4"]
+
+
+def test_infiniband_vfs_on_a_card_without_link_type_fail_before_any_change(host: FakeHost) -> None:
+    (host.root / "state" / "fw" / host.pf(IB_PFS[1]).name / "LINK_TYPE_P1").unlink()
+    before = host.snapshot()
+    done = host.run()
+    assert done.returncode == 1
+    assert f"{IB_PFS[1]}: the firmware has no LINK_TYPE_P1 (an Ethernet-only card): it cannot run InfiniBand" in \
+        done.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
 
 
 def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
@@ -271,7 +279,7 @@ def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHos
 def test_guids_follow_the_documented_derivation(topology: Topology) -> None:
     rows = host_sriov.vf_addresses(topology, "dgx-h100")
     nodes = [n.name for n in topology.cluster.nodes]
-    base = 0x0002C90300A00000
+    base = 0x0002C90310000000
     for node, pf, vf, address in rows:
         if pf not in IB_PFS:
             continue
@@ -378,3 +386,63 @@ def test_numvfs_system_calls_write_zero_then_the_new_count(host: FakeHost) -> No
     assert writes == {IB_PFS[0]: ["0", "8"], **{pf: ["8"] for pf in IB_PFS[1:]}, **{pf: ["4"] for pf in ETH_PFS}}
     again, writes = traced()
     assert again.returncode == 0 and writes == {}
+
+
+
+@pytest.fixture(scope="module")
+def storage(topology: Topology) -> Fabric:
+    """The example's Ethernet fabric with VFs (MAC-addressed)."""
+    fabric = topology.fabric("storage").fabric
+    assert fabric.sriov is not None and fabric.sriov.mac_base is not None
+    return fabric
+
+
+def _with_mac_base(fabric: Fabric, base: int) -> Fabric:
+    assert fabric.sriov is not None
+    return dataclasses.replace(fabric, sriov=dataclasses.replace(fabric.sriov, mac_base=base))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, (1 << 40) - 1))
+def test_mac_range_is_refused_exactly_when_it_leaves_the_first_byte(
+        two_ib_fabrics: tuple[Document, Fabric, tuple[Node, ...]], storage: Fabric, low: int) -> None:
+    """Property: Ethernet VF MACs from a unicast base (02:...) are refused exactly when the last one's first byte
+    is not the base's (03:...: multicast, which no NIC takes as a VF MAC)."""
+    doc, _, nodes = two_ib_fabrics
+    fabric = _with_mac_base(storage, 0x02 << 40 | low)
+    span = vf_range(fabric, nodes)
+    assert span is not None
+    crosses = (0x02 << 40 | low) + span[1] >= 0x03 << 40
+    assert [bool("multicast" in i.message) for i in check_vf_ranges(doc, [fabric], nodes)] == [True] * crosses
+
+
+def test_mac_range_into_multicast_names_the_range_and_the_highest_base(
+        two_ib_fabrics: tuple[Document, Fabric, tuple[Node, ...]], storage: Fabric) -> None:
+    doc, _, nodes = two_ib_fabrics
+    fabric = _with_mac_base(storage, 0x02FFFFFF0000)
+    span = vf_range(fabric, nodes)
+    assert span is not None
+    (issue,) = check_vf_ranges(doc, [fabric], nodes)
+    highest = 0x02FFFFFFFFFF - span[1]
+    assert issue.path == "fabrics.storage.sriov.mac_base"
+    assert issue.message.startswith("the VF MACs run from 02:ff:ff:ff:00:00 to 03:")
+    assert issue.hint == "use a base at most " + ":".join(f"{highest >> s & 0xff:02x}" for s in range(40, -8, -8))
+    assert check_vf_ranges(doc, [_with_mac_base(storage, highest)], nodes) == []
+    assert len(check_vf_ranges(doc, [_with_mac_base(storage, highest + 1)], nodes)) == 1
+
+
+def test_vf_guids_clear_of_the_fabrics_own_guids(topology: Topology) -> None:
+    """The example's VF GUIDs miss every simulated switch and HCA GUID of the compute fabric; the base it had
+    before (0x0002c90300a00000) put VFs 1-7 of gpu097's rail 0 on the GUIDs of leaves 0-6 of SU 1."""
+    ft = topology.fabric("compute")
+    physical = {g for n in ib_fabric(topology, ft).nodes for g in (n.node_guid, n.port_guid) if g is not None}
+    assert physical and not physical & vf_guids(ft.fabric, topology.cluster.nodes).keys()
+    assert list(check_vf_guids(topology)) == []
+    assert ft.fabric.sriov is not None
+    old = dataclasses.replace(topology, fabrics=tuple(
+        dataclasses.replace(f, fabric=dataclasses.replace(f.fabric, sriov=dataclasses.replace(
+            ft.fabric.sriov, guid_base=0x0002C90300A00000))) if f is ft else f for f in topology.fabrics))
+    (finding,) = check_vf_guids(old)
+    assert finding.subject == "fabrics.compute.sriov.guid_base" and finding.severity.value == "error"
+    assert finding.message == ("7 VF GUID(s) equal GUIDs of the fabric's switches and HCAs, first 0x0002c90301000001: "
+                               "gpu097 ibp24s0 VF 1 and compute-su01-leaf0")

@@ -108,12 +108,16 @@ def manifests(spec: Path, mode: str, tmp_path: Path) -> tuple[Topology, dict[str
 
 
 def check_ipam(ipam: dict[str, Any], topology: Topology, fabric: str) -> None:
-    """Whereabouts: the fabric's host pool, excluding exactly the subnets of the planned host addresses."""
+    """Whereabouts: the fabric's host pool, excluding exactly the subnets of the planned host addresses and the
+    Lustre MGS addresses on the fabric (a pod holding an MGS address would cut the clients off their MGS)."""
     assert ipam["type"] == "whereabouts"
     pool = ipaddress.ip_network(ipam["range"])
     excluded = [ipaddress.ip_network(e) for e in ipam["exclude"]]
     plan = topology.addresses[fabric]
-    assert excluded == [ipaddress.ip_network(s.network) for s in plan.hosts]
+    servers = {ipaddress.ip_network(nid.split("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric
+               for node in fs.mgs for nid in node}
+    assert excluded == [ipaddress.ip_network(s.network) for s in plan.hosts] + sorted(servers)
+    assert all(any(s.subnet_of(e) for e in excluded) for s in servers)  # type: ignore[arg-type]
     for subnet in plan.hosts:
         for _, _, ip in subnet.hosts:
             assert ipaddress.ip_address(ip) in pool and any(ipaddress.ip_address(ip) in e for e in excluded)
@@ -129,8 +133,11 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
     elif kind == "NetworkAttachmentDefinition":
         config = json.loads(spec["config"])
         assert config["cniVersion"] == "0.3.1" and config["name"] == doc["metadata"]["name"]
-        main, meta = config["plugins"]
-        assert main["type"] in ("sriov", "ib-sriov", "host-device") and meta == {"type": "rdma"}
+        main, *meta = config["plugins"]
+        assert main["type"] in ("sriov", "ib-sriov", "host-device")
+        # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
+        # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
+        assert meta == ([] if main["type"] == "host-device" else [{"type": "rdma"}])
         check_ipam(main["ipam"], topology, config["name"].split("-")[0])
         resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
         assert resource.startswith("nvidia.com/")
@@ -163,6 +170,10 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
     policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
     assert ("sriovDevicePlugin" in policy["spec"]) == (mode == "multus-sriov")
+    # host-device moves the PF into one pod: its RDMA resource must not admit a second pod on the node
+    shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
+    assert {c["rdmaHcaMax"] for c in shared["configList"]} == ({1} if mode == "multus-host-device" else {63})
+    assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
 
 
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:
@@ -247,3 +258,11 @@ def test_example_workload_mounts_the_three_storage_tiers() -> None:
             and d["metadata"]["namespace"] == pod["metadata"]["namespace"]}
     assert claims == pvcs and len(claims) == 2
     assert validate(pod) == []
+
+
+def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
+    """The example's MGS pair sits in the storage pool outside the host subnets: whereabouts must not hand it out."""
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
+    assert ipam["exclude"][-2:] == ["10.20.255.1/32", "10.20.255.2/32"]
+    assert ipam["exclude"].count("10.20.255.1/32") == 1, "two file systems share the MGS: one exclusion"

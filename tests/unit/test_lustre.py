@@ -4,7 +4,6 @@ the Kubernetes storage tiers through kubernetes-validate, and the helpers (NIDs,
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.fake_host import ScriptHost
 
 from fabricgen.artifacts import Artifact
 from fabricgen.lustre import (
@@ -246,23 +246,9 @@ def test_scripts_are_shellcheck_clean(files: dict[str, Artifact], tmp_path: Path
 
 # --- scripts against stub tools --------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Stub:
-    root: Path
-    script: Path
-    env: dict[str, str]
-
-    @property
-    def calls(self) -> list[str]:
-        path = self.root / "calls"
-        return path.read_text().splitlines() if path.exists() else []
-
+class Stub(ScriptHost):
     def changes(self, since: int = 0) -> list[str]:
         return [c for c in self.calls[since:] if c.startswith(("lctl set_param", "lfs setstripe"))]
-
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(self.script), *args], env={**self.env, **env}, capture_output=True,
-                              text=True, timeout=60)
 
 
 def _stub(tmp_path: Path, script: bytes) -> Stub:
@@ -270,7 +256,7 @@ def _stub(tmp_path: Path, script: bytes) -> Stub:
     path = tmp_path / "script.sh"
     path.write_bytes(script)
     env = {**os.environ, "STUB_STATE": str(tmp_path), "LCTL": str(STUBS / "lctl"), "LFS": str(STUBS / "lfs")}
-    return Stub(tmp_path, path, env)
+    return Stub(tmp_path, path, env, calls_file="calls")
 
 
 @pytest.fixture
@@ -345,6 +331,26 @@ def test_mgs_script_records_once(tmp_path: Path, files: dict[str, Artifact], com
     before = len(stub.calls)
     again = stub.run()
     assert again.returncode == 0 and stub.changes(before) == [] and "0 parameter(s) were recorded" in again.stdout
+
+
+def test_mgs_script_goes_by_the_last_record_of_a_parameter(tmp_path: Path, files: dict[str, Artifact],
+                                                             compiled: Compiled) -> None:
+    """The params log keeps every set_param -P in order and the last record of a parameter is the one in force:
+    a planned value recorded once but overridden since is recorded again; one recorded last is left alone."""
+    stub = _stub(tmp_path, files["storage/lustre/ckpt/mgs-set_param.sh"].content)
+    first, second, *_ = _fs(compiled, "checkpoints").client
+    (tmp_path / "llog").write_text(
+        f"- {{ index: 1, event: set_param, device: general, parameter: {first.param}, value: {first.value} }}\n"
+        f"- {{ index: 2, event: set_param, device: general, parameter: {second.param}, value: 3 }}\n"
+        f"- {{ index: 3, event: set_param, device: general, parameter: {first.param}, value: 5 }}\n"
+        f"- {{ index: 4, event: set_param, device: general, parameter: {second.param}, value: {second.value} }}\n")
+    done = stub.run()
+    assert done.returncode == 0, done.stderr
+    changes = stub.changes()
+    assert f"lctl set_param -P {first.param}={first.value}" in changes
+    assert not any(c.startswith(f"lctl set_param -P {second.param}=") for c in changes)
+    before = len(stub.calls)
+    assert stub.run().returncode == 0 and stub.changes(before) == []
 
 
 def test_setstripe_script(tmp_path: Path, files: dict[str, Artifact]) -> None:

@@ -26,6 +26,7 @@ from fabricgen.model import Fabric, Nic, Node, NodeProfile, Sriov
 from fabricgen.naming import DEVICE_NAME
 from fabricgen.render.host_roce import IDENTIFIER, LABEL, NETDEV, _check
 from fabricgen.render.templating import render_template
+from fabricgen.sriov import colons
 from fabricgen.topology import Topology
 
 INSTALL_DIR = "/etc/fabricgen"  # where the unit expects the script and its data
@@ -70,12 +71,6 @@ class Rail:
     netdev: str
 
 
-def _colons(value: int, width: int) -> str:
-    """A GUID (8 bytes) or MAC (6 bytes) as ``ip link`` writes it: lower-case hex bytes joined by colons."""
-    text = f"{value:0{width * 2}x}"
-    return ":".join(text[i:i + 2] for i in range(0, len(text), 2))
-
-
 def _on(flag: bool) -> str:
     return "on" if flag else "off"
 
@@ -109,7 +104,7 @@ def vf_addresses(topology: Topology, profile: str) -> list[tuple[str, str, int, 
                 continue
             for nic in sriov.ports(node.profile, fabric.role.nic_role):
                 rows += [(_check(DEVICE_NAME, node.name, "node name"), nic.netdev, vf,
-                          _colons(base + Sriov.offset(index, Sriov.slot(nic), vf), width))
+                          colons(base + Sriov.offset(index, Sriov.slot(nic), vf), width))
                          for vf in range(sriov.vfs_per_port)]
     return rows
 
@@ -152,7 +147,8 @@ def render(topology: Topology) -> list[Artifact]:
             "hosts/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
             0o755))
         out.append(Artifact(f"hosts/{safe}/sriov-setup.service", render_template(
-            "hosts/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR)))
+            "hosts/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR,
+            devices=[f"sys-subsystem-net-devices-{p.netdev}.device" for p in ports])))  # netdevs need no escaping
         if addresses:
             out.append(Artifact(f"hosts/{safe}/sriov-vfs.tsv", render_template(
                 "hosts/sriov-vfs.tsv.j2", profile=safe, source=source, rows=addresses)))

@@ -7,9 +7,10 @@ Under ``kubernetes/network/``:
   only hands them to its device plugin.
 - ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
   settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
-  sriov / ib-sriov or host-device CNI. IP addresses come from whereabouts ranges taken from the fabric's address
-  plan: the fabric's host pool minus every subnet the plan carved for the hosts, so pods never take a host's or
-  gateway's address.
+  sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
+  ID; the PF's RDMA device stays shared). IP addresses come from whereabouts ranges taken from the fabric's address
+  plan: the fabric's host pool minus every subnet the plan carved for the hosts and minus the fabric's Lustre MGS
+  addresses, so pods never take a host's, gateway's or MGS's address.
 - ``rdma-shared-device-plugin.yaml``: the RDMA shared device plugin's ConfigMap (one resource per rail, by PF name).
 - ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): RDMA
   shared device plugin, SR-IOV device plugin (without the SR-IOV operator), Multus and the CNI plugins.
@@ -32,7 +33,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
-from netaddr import IPNetwork
+from netaddr import IPAddress, IPNetwork
 
 from fabricgen.artifacts import Artifact
 from fabricgen.kubernetes import pod_groups
@@ -117,13 +118,21 @@ def _ports(fabric: Fabric, profile: NodeProfile) -> tuple[Nic, ...]:
 
 
 def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
-    """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts."""
+    """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts and minus
+    the Lustre MGS addresses on the fabric (they sit in the pool outside the host subnets)."""
     plan = topology.addresses.get(fabric.name)
     if fabric.addressing is None or plan is None:
         raise ValueError(f"fabric {fabric.name} has no address plan for its pod networks")
     pool = IPNetwork(fabric.addressing.hosts)
+    servers = sorted({IPAddress(nid.partition("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric.name
+                      for node in fs.mgs for nid in node})
     return {"type": "whereabouts", "range": str(pool.cidr),
-            "exclude": [s.network for s in plan.hosts]}
+            "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]}
+
+
+def _vfs(k8s: Kubernetes) -> bool:
+    """Pods get SR-IOV VFs (operator, or Multus with the sriov CNI), else the PFs move in with host-device."""
+    return k8s.operator != "none" or k8s.cni == "sriov"
 
 
 def _metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
@@ -183,7 +192,8 @@ def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple
 
 def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
     plugin, resource = _cni_plugin(net, k8s, ipam)
-    config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, {"type": "rdma"}]}
+    rdma = [{"type": "rdma"}] if _vfs(k8s) else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
+    config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, *rdma]}
     return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
             "metadata": _metadata(net.name, k8s.namespace,
                                   annotations={RESOURCE_ANNOTATION: f"{k8s.resource_prefix}/{resource}"}),
@@ -191,10 +201,13 @@ def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[
 
 
 def rdma_shared_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
-    """The RDMA shared device plugin's config: one resource per rail, selecting its PFs by name."""
+    """The RDMA shared device plugin's config: one resource per rail, selecting its PFs by name. With host-device
+    the PF moves into the pod's namespace, so one pod per node can hold it: the resource admits one (rdmaHcaMax 1)
+    instead of letting the scheduler place pods whose CNI then cannot find the PF."""
+    share = k8s.rdma_hca_max if _vfs(k8s) else 1
     return {"configList": [
         {"resourceName": f"{net.resource}_shared", "resourcePrefix": k8s.resource_prefix,
-         "rdmaHcaMax": k8s.rdma_hca_max, "selectors": {"ifNames": sorted({pf for _, pf, _ in net.pfs})}}
+         "rdmaHcaMax": share, "selectors": {"ifNames": sorted({pf for _, pf, _ in net.pfs})}}
         for net in nets]}
 
 
@@ -228,7 +241,7 @@ def _workload(topology: Topology, nets: Sequence[PodNetwork], k8s: Kubernetes) -
     if not mine:
         raise ValueError(f"profile {workload.profile} has no port on the pod networks")
     nccl_net = next((n for n in mine if n.fabric.role.value == "compute"), mine[0])
-    vfs = k8s.operator != "none" or k8s.cni == "sriov"
+    vfs = _vfs(k8s)
     env = [{"name": s.name, "value": s.value}
            for s in nccl_settings(profile, nccl_net.fabric, POD_VFS if vfs else POD_PFS)]
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in mine}
@@ -276,8 +289,8 @@ def render(topology: Topology) -> list[Artifact]:
             networks = [_attachment(n, k8s, ipam) for n in mine]
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", _dump(
             networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from whereabouts: the "
-                      f"fabric's host pool minus its hosts' subnets.\nWhereabouts is deployed separately (not by the "
-                      f"NicClusterPolicy). {generated}")))
+                      f"fabric's host pool minus its hosts' subnets and Lustre MGS addresses.\nWhereabouts is deployed "
+                      f"separately (not by the NicClusterPolicy). {generated}")))
     out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", _dump(
         [{"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": _metadata("rdma-devices", k8s.operator_namespace),

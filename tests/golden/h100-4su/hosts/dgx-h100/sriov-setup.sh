@@ -6,8 +6,8 @@
 #   1. Check every port before changing any: the PF exists, sits at the planned PCI address, and the kernel
 #      allows the VF count (sriov_totalvfs) once the firmware enables it.
 #   2. Firmware (mstconfig query, then set): SRIOV_EN=1, NUM_OF_VFS at least the planned firmware count and
-#      LINK_TYPE_P<port> (1 ib, 2 eth). A change takes effect only after a reboot (or mlxfwreset): such ports are
-#      skipped and the script exits 3 ("reboot required") once the others are done.
+#      LINK_TYPE_P<port> (1 ib, 2 eth; Ethernet-only cards have none). A change takes effect only after a reboot
+#      (or mlxfwreset): such ports are skipped and the script exits 3 ("reboot required") once the others are done.
 #   3. sriov_numvfs: the kernel refuses a count above sriov_totalvfs (ERANGE) and a change from one nonzero
 #      count to another (EBUSY), so a different count is written as 0, then N; the same count is left alone.
 #   4. Wait (at most SRIOV_WAIT_SECONDS) for every VF's netdev (virtfn<N>/net/*).
@@ -113,21 +113,24 @@ pci_of() {
   basename "$target"
 }
 
-# fw_query BDF PORT: "SRIOV_EN NUM_OF_VFS LINK_TYPE" as mstconfig reports them for the next boot.
+# fw_query BDF PORT: "SRIOV_EN NUM_OF_VFS LINK_TYPE" as mstconfig reports them for the next boot ("-" for one the
+# card lacks: Ethernet-only cards have no LINK_TYPE, so the query names no parameter rather than one that may fail).
 fw_query() {
   local out
-  out="$("$MSTCONFIG" -d "$1" query SRIOV_EN NUM_OF_VFS "LINK_TYPE_P$2")" || die "$1: '${MSTCONFIG} -d $1 query' failed"
+  out="$("$MSTCONFIG" -d "$1" query)" || die "$1: '${MSTCONFIG} -d $1 query' failed"
   awk -v port="LINK_TYPE_P$2" '
     $1 == "SRIOV_EN" { en = $2 } $1 == "NUM_OF_VFS" { n = $2 } $1 == port { lt = $2 }
     END { sub(/\(.*/, "", en); sub(/\(.*/, "", lt); print (en == "" ? "-" : en), (n == "" ? "-" : n), (lt == "" ? "-" : lt) }
   ' <<<"$out"
 }
 
-# fw_ok STATE LINK FWVFS: whether "SRIOV_EN NUM_OF_VFS LINK_TYPE" already allows the plan.
+# fw_ok STATE LINK FWVFS: whether "SRIOV_EN NUM_OF_VFS LINK_TYPE" already allows the plan (a card without
+# LINK_TYPE runs Ethernet only).
 fw_ok() {
   local en n lt want
   read -r en n lt <<<"$1"
   want="$([[ "$2" == ib ]] && echo IB || echo ETH)"
+  [[ "$lt" == - ]] && lt=ETH
   [[ "${en,,}" == true || "$en" == 1 ]] && [[ "$n" =~ ^[0-9]+$ ]] && ((n >= $3)) && [[ "${lt^^}" == "$want" ]]
 }
 
@@ -193,6 +196,10 @@ for record in "${PORTS[@]}"; do
   done
   [[ -r "$(pf_dir "$pf")/sriov_totalvfs" ]] || continue
   FW_STATE[$pf]="$(fw_query "$bdf" "$((${bdf##*.} + 1))")"
+  if [[ "$link" == ib && "${FW_STATE[$pf]##* }" == - ]]; then
+    PROBLEMS+=("${pf}: the firmware has no LINK_TYPE_P$((${bdf##*.} + 1)) (an Ethernet-only card): it cannot run InfiniBand")
+    continue
+  fi
   total="$(<"$(pf_dir "$pf")/sriov_totalvfs")"
   if fw_ok "${FW_STATE[$pf]}" "$link" "$fwvfs" && ((nvfs > total)); then
     PROBLEMS+=("${pf}: ${nvfs} VFs planned but sriov_totalvfs is ${total} (firmware NUM_OF_VFS is already set: reboot or mlxfwreset to apply it)")
@@ -219,8 +226,10 @@ for record in "${PORTS[@]}"; do
   fw_ok "${FW_STATE[$pf]}" "$link" "$fwvfs" && continue
   bdf="$(pci_of "$pf")"
   read -r en n lt <<<"${FW_STATE[$pf]}"
-  change "${pf}: firmware SRIOV_EN=1 NUM_OF_VFS=${fwvfs} LINK_TYPE=${link} (was ${en}, ${n}, ${lt}; applies after a reboot)" \
-    "$MSTCONFIG" -d "$bdf" -y set SRIOV_EN=1 "NUM_OF_VFS=${fwvfs}" "LINK_TYPE_P$((${bdf##*.} + 1))=$([[ "$link" == ib ]] && echo 1 || echo 2)"
+  settings=(SRIOV_EN=1 "NUM_OF_VFS=${fwvfs}")
+  [[ "$lt" == - ]] || settings+=("LINK_TYPE_P$((${bdf##*.} + 1))=$([[ "$link" == ib ]] && echo 1 || echo 2)")
+  change "${pf}: firmware ${settings[*]} (was ${en}, ${n}, ${lt}; applies after a reboot)" \
+    "$MSTCONFIG" -d "$bdf" -y set "${settings[@]}"
   REBOOT+=("$pf")
 done
 

@@ -5,7 +5,7 @@
 # Run on the MGS: lctl set_param -P records each parameter in the MGS's params log, and every client of
 # ckpt applies it at mount and whenever it changes. The values are checked against the RAM of every node
 # profile that mounts ckpt (dgx-h100). A parameter already recorded with the same
-# value (lctl llog_print params) is skipped, so a second run records nothing.
+# value as its last record (lctl llog_print params) is skipped, so a second run records nothing.
 #
 #   osc.ckpt-OST*.max_rpcs_in_flight=32: concurrent bulk RPCs per OST; more keeps a fast link busy with large sequential I/O
 #   osc.ckpt-OST*.max_dirty_mb=1024: dirty page cache per OST before writes block; large checkpoints need room to stream
@@ -36,10 +36,17 @@ log() { printf 'mgs-set_param: %s\n' "$*"; }
 
 RECORDED="$("$LCTL" llog_print params 2>/dev/null || true)"
 
-# set_permanent PARAM VALUE: lctl set_param -P PARAM=VALUE unless the params log already holds it.
+# recorded PARAM: the value of PARAM's last record in the params log (an earlier record is overridden).
+recorded() {
+  awk -v key="parameter: $1, value: " '
+    index($0, key) { value = substr($0, index($0, key) + length(key)); sub(/ }$/, "", value) }
+    END { print value }' <<<"$RECORDED"
+}
+
+# set_permanent PARAM VALUE: lctl set_param -P PARAM=VALUE unless the params log holds it as PARAM's last record.
 set_permanent() {
   local param="$1" value="$2"
-  if grep -qF "parameter: ${param}, value: ${value} " <<<"$RECORDED"; then
+  if [[ "$(recorded "$param")" == "$value" ]]; then
     return
   fi
   CHANGES=$((CHANGES + 1))
