@@ -94,7 +94,11 @@ def _hca_ports(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], 
 
 
 def _guid(fabric_index: int, kind: int, serial: int) -> int:
-    return SIMULATED_BASE | (fabric_index << 32) | (kind << 24) | serial
+    """A simulated GUID: the base, then 4 bits of fabric, 4 bits of device kind, 24 bits of serial (the fields
+    never overlap the base's 0x03 byte, so every fabric's devices differ)."""
+    if not (fabric_index < 16 and kind < 16 and serial < 1 << 24):
+        raise ValueError(f"simulated GUIDs hold 16 fabrics of 16M devices, not fabric {fabric_index} device {serial}")
+    return SIMULATED_BASE | (fabric_index << 28) | (kind << 24) | serial
 
 
 

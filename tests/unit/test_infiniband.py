@@ -195,3 +195,15 @@ def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
     assert [w.check for w in upstream.warnings] == ["sr-iov"]
     conf = {a.path: a.content for a in render_spec(upstream, ["infiniband"])}["infiniband/compute/opensm.conf"]
     assert b"virt_enabled" not in conf
+
+
+def test_simulated_guids_are_unique_across_fabrics() -> None:
+    """The fabric index was once OR'd into the base's 0x03 byte, so fabrics 0-3 shared GUIDs."""
+    from fabricgen.infiniband import SIMULATED_BASE, _guid
+
+    guids = [_guid(fabric, kind, serial) for fabric in range(16) for kind in (1, 2) for serial in (1, 2, 0xFFFFFF)]
+    assert len(set(guids)) == len(guids)
+    assert all(g >> 32 == SIMULATED_BASE >> 32 for g in guids), "the OUI and the 0x03 byte stay"
+    assert _guid(0, 1, 5) == SIMULATED_BASE | 1 << 24 | 5, "a single fabric keeps its GUIDs"
+    with pytest.raises(ValueError):
+        _guid(16, 1, 1)
