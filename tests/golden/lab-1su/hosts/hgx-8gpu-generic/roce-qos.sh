@@ -72,7 +72,7 @@ change() {
     log "would ${what}:${shown}"
   else
     log "${what}"
-    "$@" >/dev/null # mlnx_qos prints its whole status after every change
+    "$@" >/dev/null
   fi
 }
 
