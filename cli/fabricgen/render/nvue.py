@@ -326,7 +326,7 @@ def switch_blocks(view: SwitchView) -> list[Block]:
         else:
             if not pv.address or not pv.peer_address:
                 raise ValueError(f"{view.name} {pv.name}: routed port without a /31")
-            block.add("interface", p.name, "ip", "address", str(ipaddress.ip_interface(pv.address)))
+            block.add("interface", p.name, "ip", "address", _token(pv.address, "address"))  # the plan's, canonical
         if lossless:
             block.add("interface", p.name, "qos", "pfc-watchdog", "state", value="enable")
         blocks.append(block)
@@ -358,7 +358,7 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     bgp.add("router", "bgp", "router-id", value=str(loopback.ip))
     bgp.add("vrf", "default", "router", "bgp", "enable", value=ON)
     for p in routed:
-        peer = str(ipaddress.ip_address(p.port.peer_address))
+        peer = _token(p.port.peer_address, "peer address")
         bgp.add("vrf", "default", "router", "bgp", "neighbor", peer, "remote-as", value=p.port.peer_asn)
         bgp.add("vrf", "default", "router", "bgp", "neighbor", peer, "type", value="numbered")
     af = ("vrf", "default", "router", "bgp", "address-family", "ipv4-unicast")
