@@ -51,7 +51,7 @@ fabrics:
     topology: {{kind: rail-optimized, scalable_unit: 32}}
     addressing: {{hosts: 10.64.0.0/12}}
     subnet_manager: {{routing_engine: ftree, guids: simulated}}
-    sriov: {{vfs_per_port: 8, guid_base: "0x0002c90300a00000"}}
+    sriov: {{vfs_per_port: 8, guid_base: "0x0002c90310000000"}}
   storage:
     type: roce
     speed: 400G
