@@ -14,7 +14,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-from netaddr import IPNetwork, IPSet
+from netaddr import IPAddress, IPNetwork, IPSet
 
 from fabricgen.errors import SpecError, SpecIssue
 from fabricgen.load import Document, PathKey, load_file
@@ -91,7 +91,24 @@ def _network(ctx: _Context, text: str, where: PathKey, limits: list[int], what: 
     return network
 
 
-def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...]]:
+def _public_subnet(ctx: _Context, vpc: IPNetwork, taken: list[IPNetwork]) -> str:
+    """The NAT gateway's subnet in a new AWS VPC: the VPC's last free block of the smallest subnet size AWS takes.
+
+    The NAT gateway needs one address; carving from the top keeps clear of the cluster subnets, which
+    specs usually number from the bottom.
+    """
+    prefix = int(ctx.facts["network"]["subnet_prefix"][1])
+    free = [block for block in (IPSet([vpc]) - IPSet(taken)).iter_cidrs() if block.prefixlen <= prefix]
+    if not free:
+        ctx.error(("network", "vpc", "cidr"), f"the VPC {vpc} has no free /{prefix} for the NAT gateway's subnet",
+                  f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new VPC egress, "
+                  "or reuse an existing VPC by id")
+        return ""
+    last = free[-1]
+    return str(IPNetwork(f"{IPAddress(last.last - 2 ** (32 - prefix) + 1)}/{prefix}"))
+
+
+def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...], str]:
     net = ctx.spec["network"]
     vpc = net["vpc"]
     limits = ctx.facts["network"]
@@ -126,7 +143,9 @@ def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...]]:
         subnets.append(CloudSubnet(entry.get("id", ""), entry.get("cidr", ""), subnet_zone))
     for i, text in enumerate(net["ssh_ingress"]):
         _network(ctx, text, ("network", "ssh_ingress", i), [0, 32], "CIDR")
-    return vpc.get("id", ""), vpc.get("cidr", ""), tuple(subnets)
+    new_vpc = "id" not in vpc and ctx.provider == "aws"
+    public = _public_subnet(ctx, vpc_network, [n for _, n in taken]) if new_vpc and vpc_network is not None else ""
+    return vpc.get("id", ""), vpc.get("cidr", ""), tuple(subnets), public
 
 
 def _instance_type(ctx: _Context) -> CloudInstanceType | None:
@@ -270,7 +289,7 @@ def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
     if not ctx.spec["zone"].startswith(ctx.spec["region"]):
         ctx.error(("zone",), f"zone {ctx.spec['zone']} is not in region {ctx.spec['region']}",
                   f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
-    vpc_id, vpc_cidr, subnets = _subnets(ctx)
+    vpc_id, vpc_cidr, subnets, public_subnet = _subnets(ctx)
     itype = _instance_type(ctx)
     interfaces = _interfaces(ctx, itype)
     names = _names(ctx)
@@ -284,6 +303,7 @@ def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
                   tuple(spec["network"]["ssh_ingress"]), itype, names, instances["image"],
                   instances.get("key_pair", ""), instances["group"], placement_group, capacity_kind, capacity_id,
                   interfaces, filesystems,
-                  tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), doc.position(("cloud",)))
+                  tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), doc.position(("cloud",)),
+                  public_subnet)
     return Cluster(Metadata(meta["name"], meta["site"], meta.get("description", "")), NO_FACILITY,
                    MappingProxyType({}), (), (), (), MappingProxyType({}), doc.digest, doc.source, cloud=cloud)

@@ -494,6 +494,8 @@ class Cloud:
     filesystems: tuple[CloudFileSystem, ...]
     tags: tuple[tuple[str, str], ...]
     position: SourcePosition | None = field(default=None, compare=False)
+    # AWS, new VPC only: the subnet carved from the VPC for the NAT gateway that gives the cluster egress
+    public_subnet: str = ""
 
     @property
     def interface_kind(self) -> str:

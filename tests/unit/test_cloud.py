@@ -69,6 +69,30 @@ def test_capacity_block_defaults_to_no_placement_group(tmp_path: Path) -> None:
     assert cloud is not None and cloud.placement_group  # a reservation can be targeted inside a placement group
 
 
+@pytest.mark.parametrize(("vpc", "subnets", "public"), [
+    ("10.50.0.0/16", ["10.50.0.0/20"], "10.50.255.240/28"),
+    ("10.50.0.0/16", ["10.50.0.0/20", "10.50.240.0/20"], "10.50.239.240/28"),  # the top is taken: the next free
+    ("10.50.0.0/24", ["10.50.0.0/25", "10.50.0.128/26", "10.50.0.208/28"], "10.50.0.240/28"),  # gaps: the last
+    ("10.50.0.0/24", ["10.50.0.0/25", "10.50.0.128/26", "10.50.0.192/27", "10.50.0.240/28"], "10.50.0.224/28"),
+])
+def test_public_subnet_carved_from_the_vpc_top(tmp_path: Path, vpc: str, subnets: list[str], public: str) -> None:
+    listed = "".join(f"      - {{cidr: {cidr}}}\n" for cidr in subnets)
+    spec = edited(tmp_path, {"vpc: {cidr: 10.50.0.0/16}": f"vpc: {{cidr: {vpc}}}",
+                             "      - {cidr: 10.50.0.0/20}\n": listed})
+    cloud = compile_spec(spec).cluster.cloud
+    assert cloud is not None and cloud.public_subnet == public
+    data = json.loads(next(a for a in render_spec(compile_spec(spec)) if a.path.endswith("cluster.json")).content)
+    assert data["public_subnet"] == {"cidr": public, "zone": "us-east-1a"}
+
+
+def test_no_public_subnet_for_an_existing_vpc(tmp_path: Path) -> None:
+    spec = edited(tmp_path, {"vpc: {cidr: 10.50.0.0/16}": "vpc: {id: vpc-0abc, cidr: 10.50.0.0/16}"})
+    cloud = compile_spec(spec).cluster.cloud
+    assert cloud is not None and cloud.public_subnet == ""
+    data = json.loads(next(a for a in render_spec(compile_spec(spec)) if a.path.endswith("cluster.json")).content)
+    assert data["public_subnet"] is None
+
+
 def test_fsx_capacity_values(tmp_path: Path) -> None:
     for good in (1200, 2400, 9600):
         spec = edited(tmp_path, {"capacity_gib: 4800": f"capacity_gib: {good}"})

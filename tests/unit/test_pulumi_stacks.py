@@ -65,6 +65,25 @@ class Recorder(pulumi.runtime.Mocks):
         assert len(found) == 1, f"expected one {typ}, got {len(found)}"
         return found[0]
 
+    def named(self, typ: str, name: str) -> Resource:
+        (found,) = [r for r in self.of_type(typ) if r.name == name]
+        return found
+
+
+class DependencyMonitor(pulumi.runtime.mocks.MockMonitor):
+    """The mock monitor, also recording what each resource waits for: (type, name) of the resources it takes
+    inputs from or names in depends_on, by its own (type, name)."""
+
+    def __init__(self, mocks: Recorder) -> None:
+        super().__init__(mocks)
+        self.recorder = mocks
+        self.waits_for: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
+        self.waits_for[(request.type, request.name)] = {
+            (urn.split("::")[-2].rsplit("$", 1)[-1], urn.split("::")[-1]) for urn in request.dependencies}
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+
 
 def emit(spec: Path, tmp_path: Path, edit: dict[str, str] | None = None) -> Path:
     """Render the spec (with text replacements) and write its Pulumi project; return the project directory."""
@@ -83,12 +102,13 @@ def emit(spec: Path, tmp_path: Path, edit: dict[str, str] | None = None) -> Path
     return project
 
 
-def run(project: Path) -> Recorder:
+def run(project: Path, monitor: DependencyMonitor | None = None) -> Recorder:
     """Run the project's program from its own directory under mocks, waiting for every resource."""
-    mocks = Recorder()
+    mocks = monitor.recorder if monitor else Recorder()
     stack = next(p.name for p in project.glob("Pulumi.*.yaml") if p.name != "Pulumi.yaml")
     pulumi.runtime.set_mocks(mocks, project=yaml.safe_load((project / "Pulumi.yaml").read_text())["name"],
-                             stack=stack.removeprefix("Pulumi.").removesuffix(".yaml"), preview=False)
+                             stack=stack.removeprefix("Pulumi.").removesuffix(".yaml"), preview=False,
+                             monitor=monitor)
 
     @pulumi.runtime.test
     def program() -> None:
@@ -96,6 +116,11 @@ def run(project: Path) -> Recorder:
 
     program()
     return mocks
+
+
+def cluster_subnet(mocks: Recorder) -> str:
+    """The id of the spec's (first) subnet, the one the instances live in."""
+    return mocks.named("aws:ec2/subnet:Subnet", "subnet-0").id
 
 
 def efa_interfaces(mocks: Recorder) -> list[dict[str, Any]]:
@@ -112,7 +137,7 @@ def test_one_efa_interface_per_network_card(tmp_path: Path, instance_type: str, 
     assert nics[0]["interfaceType"] == "efa"  # the primary carries IP too: EFA-only cannot be primary
     assert {n["interfaceType"] for n in nics[1:]} <= {"efa-only"}
     group = mocks.one("aws:ec2/securityGroup:SecurityGroup").id
-    subnet = mocks.one("aws:ec2/subnet:Subnet").id
+    subnet = cluster_subnet(mocks)
     assert all(n["securityGroups"] == [group] and n["subnetId"] == subnet for n in nics)
     assert all(n["deleteOnTermination"] == "true" for n in nics)
 
@@ -167,7 +192,7 @@ def test_auto_scaling_group(tmp_path: Path) -> None:
     assert not mocks.of_type("aws:ec2/instance:Instance")
     group = mocks.one("aws:autoscaling/group:Group").inputs
     assert group["minSize"] == group["maxSize"] == group["desiredCapacity"] == 16.0
-    assert group["vpcZoneIdentifiers"] == [mocks.one("aws:ec2/subnet:Subnet").id]
+    assert group["vpcZoneIdentifiers"] == [cluster_subnet(mocks)]
     assert all("subnetId" not in n for n in efa_interfaces(mocks))  # the group picks the subnet
 
 
@@ -178,7 +203,7 @@ def test_fsx_arguments_aws_accepts(tmp_path: Path) -> None:
     assert fsx["deploymentType"] == "PERSISTENT_2" and fsx["storageType"] == "SSD"
     assert fsx["storageCapacity"] == 4800.0 and fsx["perUnitStorageThroughput"] == 1000.0
     assert all(type(fsx[key]) is float for key in ("storageCapacity", "perUnitStorageThroughput"))  # ints, not text
-    assert fsx["subnetIds"] == mocks.one("aws:ec2/subnet:Subnet").id  # ONE subnet, a string
+    assert fsx["subnetIds"] == cluster_subnet(mocks)  # ONE subnet, a string
     assert isinstance(fsx["subnetIds"], str)
     assert fsx["securityGroupIds"] == [group]  # EFA needs the EFA security group
     assert fsx["efaEnabled"] is True and fsx["metadataConfiguration"] == {"mode": "AUTOMATIC"}
@@ -208,6 +233,62 @@ def test_existing_vpc_and_subnet_are_reused(tmp_path: Path) -> None:
     assert not mocks.of_type("aws:ec2/vpc:Vpc") and not mocks.of_type("aws:ec2/subnet:Subnet")
     assert mocks.one("aws:ec2/securityGroup:SecurityGroup").inputs["vpcId"] == "vpc-0abc"
     assert {n["subnetId"] for n in efa_interfaces(mocks)} == {"subnet-0def"}
+    assert not [r for r in mocks.resources if r.type in EGRESS]
+
+
+EGRESS = ("aws:ec2/internetGateway:InternetGateway", "aws:ec2/eip:Eip", "aws:ec2/natGateway:NatGateway",
+          "aws:ec2/routeTable:RouteTable", "aws:ec2/routeTableAssociation:RouteTableAssociation")
+
+
+def test_existing_vpc_keeps_its_routing_even_for_new_subnets(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path, {"vpc: {cidr: 10.50.0.0/16}": "vpc: {id: vpc-0abc, cidr: 10.50.0.0/16}"}))
+    assert mocks.one("aws:ec2/subnet:Subnet").inputs["vpcId"] == "vpc-0abc"
+    assert not [r for r in mocks.resources if r.type in EGRESS]
+
+
+def test_new_vpc_egress_through_a_nat_gateway_in_a_public_subnet(tmp_path: Path) -> None:
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    vpc = mocks.one("aws:ec2/vpc:Vpc").id
+    gateway = mocks.one("aws:ec2/internetGateway:InternetGateway")
+    assert gateway.inputs["vpcId"] == vpc
+    public = mocks.named("aws:ec2/subnet:Subnet", "public")
+    assert public.inputs["cidrBlock"] == "10.50.255.240/28"  # the VPC's top /28, clear of 10.50.0.0/20
+    assert public.inputs["availabilityZone"] == "us-east-1a" and public.inputs["vpcId"] == vpc
+    address = mocks.one("aws:ec2/eip:Eip")
+    assert address.inputs["domain"] == "vpc"
+    nat = mocks.one("aws:ec2/natGateway:NatGateway")
+    assert nat.inputs["allocationId"] == address.id and nat.inputs["subnetId"] == public.id
+    tables = {t.id: t.inputs for t in mocks.of_type("aws:ec2/routeTable:RouteTable")}
+    assert all(t["vpcId"] == vpc for t in tables.values())
+    routes = {s.inputs["subnetId"]: tables[s.inputs["routeTableId"]]["routes"]
+              for s in mocks.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation")}
+    assert routes == {public.id: [{"cidrBlock": "0.0.0.0/0", "gatewayId": gateway.id}],
+                      cluster_subnet(mocks): [{"cidrBlock": "0.0.0.0/0", "natGatewayId": nat.id}]}
+    # the instances, FSx and the launch template stay in the private subnet
+    assert {n["subnetId"] for n in efa_interfaces(mocks)} == {cluster_subnet(mocks)}
+    assert mocks.one("aws:fsx/lustreFileSystem:LustreFileSystem").inputs["subnetIds"] == cluster_subnet(mocks)
+
+
+def test_every_new_subnet_routes_through_the_nat_gateway(tmp_path: Path) -> None:
+    second = "- {cidr: 10.50.0.0/20}\n      - {cidr: 10.50.16.0/20}"
+    mocks = run(emit(AWS_SPEC, tmp_path, {"- {cidr: 10.50.0.0/20}": second}))
+    private = {t.id for t in mocks.of_type("aws:ec2/routeTable:RouteTable") if t.name == "private"}
+    associated = {a.inputs["subnetId"] for a in mocks.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation")
+                  if a.inputs["routeTableId"] in private}
+    assert associated == {mocks.named("aws:ec2/subnet:Subnet", f"subnet-{i}").id for i in (0, 1)}
+
+
+@pytest.mark.parametrize("group", ["instances", "auto-scaling"])
+def test_instances_boot_after_the_nat_route(tmp_path: Path, group: str) -> None:
+    monitor = DependencyMonitor(Recorder())
+    run(emit(AWS_SPEC, tmp_path, {"    key_pair: ops\n": f"    key_pair: ops\n    group: {group}\n"}), monitor)
+    # neither takes an input from what it waits for here: only depends_on puts it there
+    assert ("aws:ec2/internetGateway:InternetGateway", "igw") in monitor.waits_for[("aws:ec2/natGateway:NatGateway",
+                                                                                    "nat")]
+    booted = ([("aws:ec2/instance:Instance", f"p5-{n:02d}") for n in range(1, 17)] if group == "instances" else
+              [("aws:autoscaling/group:Group", "efa")])
+    route = ("aws:ec2/routeTableAssociation:RouteTableAssociation", "private-0")
+    assert all(route in monitor.waits_for[resource] for resource in booted)
 
 
 def test_erdma_interfaces_high_performance_on_their_cards(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def _filesystem(fs: CloudFileSystem) -> dict[str, Any]:
 def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
     """What the program reads: the compiled cloud cluster in the provider's terms."""
     capacity = {"kind": cloud.capacity_kind, "id": cloud.capacity_id} if cloud.capacity_kind else None
-    return {
+    data: dict[str, Any] = {
         "cluster": name,
         "provider": cloud.provider,
         "region": cloud.region,
@@ -71,6 +71,9 @@ def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
         "filesystems": [_filesystem(fs) for fs in cloud.filesystems],
         "tags": dict(cloud.tags),
     }
+    if cloud.provider == "aws":  # a new VPC's egress: the NAT gateway's public subnet (none: the VPC is left alone)
+        data["public_subnet"] = {"cidr": cloud.public_subnet, "zone": cloud.zone} if cloud.public_subnet else None
+    return data
 
 
 def render(topology: Topology) -> list[Artifact]:
