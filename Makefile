@@ -24,7 +24,7 @@ plan: $(VENV)/.installed
 	$(BIN)/fabricgen plan $(SPEC)
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m ruff check cli tests bench
+	$(BIN)/python -m ruff check cli tests bench stacks
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 

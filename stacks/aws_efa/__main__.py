@@ -179,7 +179,8 @@ def main() -> None:
         asg = aws.autoscaling.Group(
             "efa", min_size=len(INSTANCES["names"]), max_size=len(INSTANCES["names"]),
             desired_capacity=len(INSTANCES["names"]), vpc_zone_identifiers=subnet_ids,
-            launch_template=aws.autoscaling.GroupLaunchTemplateArgs(id=template.id, version=template.latest_version),
+            launch_template=aws.autoscaling.GroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)),
             opts=boot_after)
         pulumi.export("auto_scaling_group", asg.name)
     else:

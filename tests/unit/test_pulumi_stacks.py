@@ -194,6 +194,8 @@ def test_auto_scaling_group(tmp_path: Path) -> None:
     assert group["minSize"] == group["maxSize"] == group["desiredCapacity"] == 16.0
     assert group["vpcZoneIdentifiers"] == [cluster_subnet(mocks)]
     assert all("subnetId" not in n for n in efa_interfaces(mocks))  # the group picks the subnet
+    version = group["launchTemplate"]["version"]
+    assert isinstance(version, str), "GroupLaunchTemplateArgs.version is a string in pulumi_aws 7"
 
 
 def test_fsx_arguments_aws_accepts(tmp_path: Path) -> None:
