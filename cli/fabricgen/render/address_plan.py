@@ -10,15 +10,14 @@ the leaf's host-subnet gateway), named as each switch's network OS names them.
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
 from netaddr import IPNetwork
 
 from fabricgen.addressing import FabricAddresses
 from fabricgen.artifacts import Artifact
 from fabricgen.model import Tier
+from fabricgen.render.templating import csv_bytes
 from fabricgen.switch_view import HOST_VLAN
 from fabricgen.topology import FabricTopology, Topology
 
@@ -35,14 +34,6 @@ _INTERFACE_NAMES = {
 }
 
 Row = tuple[str, ...]
-
-
-def _csv(header: Sequence[str], rows: Iterable[Row]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue().encode("utf-8")
 
 
 def _names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
@@ -105,10 +96,10 @@ def render(topology: Topology) -> list[Artifact]:
             continue
         rows = list(_plan_rows(ft, plan))
         all_rows += rows
-        artifacts.append(Artifact(f"addressing/{ft.fabric.name}.csv", _csv(PLAN_COLUMNS, rows)))
+        artifacts.append(Artifact(f"addressing/{ft.fabric.name}.csv", csv_bytes(PLAN_COLUMNS, rows)))
     if all_rows:
-        artifacts.append(Artifact("addressing/netbox-ip-addresses.csv", _csv(NETBOX_IP_COLUMNS,
+        artifacts.append(Artifact("addressing/netbox-ip-addresses.csv", csv_bytes(NETBOX_IP_COLUMNS,
                                                                              _netbox_ip_rows(all_rows))))
-        artifacts.append(Artifact("addressing/netbox-interfaces.csv", _csv(NETBOX_INTERFACE_COLUMNS,
+        artifacts.append(Artifact("addressing/netbox-interfaces.csv", csv_bytes(NETBOX_INTERFACE_COLUMNS,
                                                                            _netbox_virtual_interfaces(all_rows))))
     return artifacts

@@ -9,12 +9,11 @@ expects; cables reference interfaces by device/name).
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from fabricgen.artifacts import Artifact
 from fabricgen.cabling import Cable, bill_of_materials
+from fabricgen.render.templating import csv_bytes
 from fabricgen.topology import Topology
 
 CABLE_COLUMNS = (
@@ -25,14 +24,6 @@ CABLE_COLUMNS = (
 )
 NETBOX_CABLE_COLUMNS = ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
                         "type", "status", "label", "color", "length", "length_unit")
-
-
-def _csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue().encode("utf-8")
 
 
 Cell = str | int | float | None
@@ -57,7 +48,7 @@ def _netbox_cables(cables: Sequence[Cable]) -> bytes:
     ``<physical id>/L<leg>``."""
     rows = ((c.a.device, "dcim.interface", c.a.port, c.z.device, "dcim.interface", c.z.port, c.medium.netbox_type,
              "planned", f"{c.physical}/L{c.leg}" if c.leg else c.id, c.medium.color, c.length_m, "m") for c in cables)
-    return _csv(NETBOX_CABLE_COLUMNS, rows)
+    return csv_bytes(NETBOX_CABLE_COLUMNS, rows)
 
 
 def _netbox_devices(topology: Topology) -> tuple[bytes, bytes]:
@@ -65,14 +56,14 @@ def _netbox_devices(topology: Topology) -> tuple[bytes, bytes]:
     site = cluster.metadata.site
     racks = sorted({n.rack.name for n in cluster.nodes} | {s.rack for f in topology.fabrics for s in f.switches
                                                            if s.rack})
-    racks_csv = _csv(("site", "name", "status", "u_height", "width"),
+    racks_csv = csv_bytes(("site", "name", "status", "u_height", "width"),
                      ((site, rack, "planned", cluster.facility.rack_units, 19) for rack in racks))
     devices: list[tuple[object, ...]] = [
         (n.name, "server", "", n.profile.name, "planned", site, n.rack.name, n.u, "front") for n in cluster.nodes]
     devices += [(s.name, f"{f.fabric.name}-{s.tier.value}", s.model.vendor, s.model.name, "planned", site, s.rack,
                  s.u, "front") for f in topology.fabrics for s in f.switches]
     header = ("name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face")
-    return racks_csv, _csv(header, devices)
+    return racks_csv, csv_bytes(header, devices)
 
 
 def _netbox_interfaces(topology: Topology) -> bytes:
@@ -86,7 +77,7 @@ def _netbox_interfaces(topology: Topology) -> bytes:
             yield c.a.device, c.a.port, kind, c.a.netdev
             yield c.z.device, c.z.port, kind, ""
 
-    return _csv(("device", "name", "type", "description"), rows())
+    return csv_bytes(("device", "name", "type", "description"), rows())
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -95,8 +86,8 @@ def render(topology: Topology) -> list[Artifact]:
     bom = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), cables)
     racks_csv, devices_csv = _netbox_devices(topology)
     return [
-        Artifact("cabling/cables.csv", _csv(CABLE_COLUMNS, (cable_row(c, site) for c in cables))),
-        Artifact("cabling/bom.csv", _csv(("category", "part", "description", "count"),
+        Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site) for c in cables))),
+        Artifact("cabling/bom.csv", csv_bytes(("category", "part", "description", "count"),
                                          ((b.category, b.part, b.description, b.count) for b in bom))),
         Artifact("cabling/netbox-racks.csv", racks_csv),
         Artifact("cabling/netbox-devices.csv", devices_csv),

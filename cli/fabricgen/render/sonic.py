@@ -55,9 +55,7 @@ Decisions, each one a failure seen in the field or a SONiC rule:
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 import math
 import re
@@ -68,6 +66,7 @@ from typing import Any
 from fabricgen.artifacts import Artifact
 from fabricgen.headroom import BufferPools, Headroom, SonicSwitch, asic_headroom, catalog
 from fabricgen.model import RoceQos, SwitchModel, Tier
+from fabricgen.render.templating import csv_bytes
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.topology import Topology
 
@@ -369,17 +368,17 @@ def headroom_csv(view: SwitchView) -> bytes:
     """
     sw = sonic_switch(view.model)
     dynamic = view.qos is not None and view.qos.buffer_model == "dynamic"
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(f"predicted_{name}" if dynamic and name in PREDICTED else name for name in CSV_FIELDS)
-    for port in sonic_ports(view, sw):
+    header = (f"predicted_{name}" if dynamic and name in PREDICTED else name for name in CSV_FIELDS)
+
+    def row(port: SonicPort) -> list[str]:
         values = _headroom_cells(port_headroom(view, sw, port)) | {
             "port": port.name, "alias": port.alias, "peer": f"{port.view.peer}:{port.view.peer_port}",
             "plan_cable_m": _number(port.view.cable_m), "cable_length": f"{port.cable_length_m}m",
             "asic": sw.asic.name,
             "profile": port.dynamic_profile(view.mtu, sw.platform) if dynamic else port.profile}
-        writer.writerow([values[name] for name in CSV_FIELDS])
-    return out.getvalue().encode("utf-8")
+        return [values[name] for name in CSV_FIELDS]
+
+    return csv_bytes(header, (row(port) for port in sonic_ports(view, sw)))
 
 
 @functools.cache

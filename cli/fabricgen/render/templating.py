@@ -1,7 +1,11 @@
-"""The one Jinja2 environment: strict undefined, trailing newlines kept, templates compiled once."""
+"""The one Jinja2 environment (strict undefined, trailing newlines kept, templates compiled once), and the one
+CSV layout every CSV artifact shares."""
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -24,3 +28,12 @@ def environment() -> jinja2.Environment:
 def render_template(name: str, **context: Any) -> bytes:
     """Render ``templates/<name>`` with plain data; templates lay out text and hold no logic."""
     return environment().get_template(name).render(**context).encode("utf-8")
+
+
+def csv_bytes(header: Iterable[object], rows: Iterable[Iterable[object]]) -> bytes:
+    """A CSV artifact: a header row, then the rows, Unix line ends, UTF-8."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue().encode("utf-8")
