@@ -85,13 +85,17 @@ class SwitchModel:
         """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""
         return sum(g.cages * max(g.per_cage(s) for s in speeds) for g in self.port_groups)
 
-    def cage_form_factor(self, cage: int) -> str:
-        """Form factor of a 1-based cage number counted across port groups."""
+    def cage_group(self, cage: int) -> PortGroup:
+        """The port group of a 1-based cage number counted across port groups."""
         for group in self.port_groups:
             if cage <= group.cages:
-                return group.form_factor
+                return group
             cage -= group.cages
         raise ValueError(f"{self.name} has no cage {cage}")
+
+    def cage_form_factor(self, cage: int) -> str:
+        """Form factor of a 1-based cage number counted across port groups."""
+        return self.cage_group(cage).form_factor
 
     def logical_ports(self, speed: str) -> int:
         """Ports this model offers when every cage that supports ``speed`` runs at it."""

@@ -33,7 +33,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from fabricgen.artifacts import Artifact
-from fabricgen.model import PortGroup, RoceQos, SwitchModel
+from fabricgen.model import RoceQos, SwitchModel
 from fabricgen.render import block_yaml
 from fabricgen.render.templating import render_template
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
@@ -53,18 +53,10 @@ _CAGE_LANES = {"OSFP": 8, "QSFP-DD": 8, "QSFP112": 4, "QSFP56": 4, "QSFP28": 4, 
 _WATCHDOG_ACTIONS = {"drop": "drop", "alert": "notify-only"}
 
 
-def _cage_group(model: SwitchModel, cage: int) -> PortGroup:
-    for group in model.port_groups:
-        if cage <= group.cages:
-            return group
-        cage -= group.cages
-    raise ValueError(f"{model.name} has no cage {cage}")
-
-
 def _lanes(model: SwitchModel, port: PortView) -> tuple[int, int, int]:
     """(cage, lanes in the cage, lanes of this port) for a fabricgen port name "<cage>" or "<cage>/<n>"."""
     cage = int(port.name.split("/")[0])
-    group = _cage_group(model, cage)
+    group = model.cage_group(cage)
     cage_lanes = _CAGE_LANES.get(group.form_factor.upper(), max(n for _, n in group.ports_per_cage))
     per_cage = group.per_cage(port.speed)
     if per_cage < 1 or cage_lanes % per_cage:

@@ -36,7 +36,7 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from fabricgen.artifacts import Artifact
-from fabricgen.model import PortGroup, RoceQos, SwitchModel
+from fabricgen.model import RoceQos, SwitchModel
 from fabricgen.render import block_yaml
 from fabricgen.render.templating import render_template
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
@@ -103,14 +103,6 @@ class NvPort:
     port: PortView
 
 
-def _group(model: SwitchModel, cage: int) -> PortGroup:
-    for group in model.port_groups:
-        if cage <= group.cages:
-            return group
-        cage -= group.cages
-    raise ValueError(f"{model.name} has no cage {cage}")
-
-
 def nv_port(model: SwitchModel, port: PortView) -> NvPort:
     """NVUE name of a port: ``swp<cage>`` or, on a split cage, ``swp<cage>s<lane-1>`` (see the module rule)."""
     cage_text, _, lane_text = port.name.partition("/")
@@ -119,7 +111,7 @@ def nv_port(model: SwitchModel, port: PortView) -> NvPort:
         raise ValueError(f"port {port.name}: cages count from 1")
     if not lane_text:
         return NvPort(f"swp{cage}", f"swp{cage}", 1, port)
-    lane, per_cage = int(lane_text), _group(model, cage).per_cage(port.speed)
+    lane, per_cage = int(lane_text), model.cage_group(cage).per_cage(port.speed)
     if per_cage not in BREAKOUTS or not 1 <= lane <= per_cage:
         raise ValueError(f"{model.name} port {port.name} at {port.speed}: no NVUE breakout gives lane {lane} "
                          f"of {per_cage}")
