@@ -30,15 +30,20 @@ def test_golden_tree(case: str, update_goldens: bool) -> None:
     rendered = {a.path: a.content for a in artifacts}
     expected_dir = GOLDEN / case
     if update_goldens:
-        shutil.rmtree(expected_dir, ignore_errors=True)
-        for path, content in rendered.items():
-            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
-            (expected_dir / path).write_bytes(content)
+        _rewrite(expected_dir, rendered)
     expected = _tree(expected_dir)
     assert sorted(rendered) == sorted(expected), "artifact set changed; run make golden and review"
     for path, content in rendered.items():
         same = _unzipped(content) == _unzipped(expected[path]) if path.endswith(".xlsx") else content == expected[path]
         assert same, f"{case}/{path} differs from its golden; run make golden and review"
+
+
+def _rewrite(directory: Path, rendered: dict[str, bytes]) -> None:
+    """Replace a golden tree with what was rendered (``--update-goldens``; review the diff)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    for path, content in rendered.items():
+        (directory / path).parent.mkdir(parents=True, exist_ok=True)
+        (directory / path).write_bytes(content)
 
 
 def _unzipped(content: bytes) -> dict[str, bytes]:
@@ -66,10 +71,7 @@ def test_golden_switch_dialects(case: str, update_goldens: bool, tmp_path: Path)
     rendered = {a.path: a.content for a in render_spec(compile_spec(spec)) if a.path.startswith("switches/")}
     expected_dir = GOLDEN / case
     if update_goldens:
-        shutil.rmtree(expected_dir, ignore_errors=True)
-        for path, content in rendered.items():
-            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
-            (expected_dir / path).write_bytes(content)
+        _rewrite(expected_dir, rendered)
     assert rendered == _tree(expected_dir), f"{case} differs from its golden; run make golden and review"
 
 
