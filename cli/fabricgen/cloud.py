@@ -51,7 +51,8 @@ def catalog() -> Mapping[str, Any]:
 def instance_types(provider: str) -> dict[str, CloudInstanceType]:
     """The catalog's instance types of one provider."""
     entries = catalog()[provider]["instances"]
-    return {name: CloudInstanceType(name, e["gpus"], e["gpu"], e["network_cards"], e["interfaces"], e["source"])
+    return {name: CloudInstanceType(name, e["gpus"], e["gpu"], e["network_cards"], e["interfaces"], e["source"],
+                                    e.get("fsx_efa_interfaces", 0))
             for name, e in entries.items()}
 
 
@@ -227,7 +228,8 @@ def _capacity_ok(capacity: int, facts: Mapping[str, Any]) -> bool:
     return capacity >= first and (capacity - first) % step == 0
 
 
-def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any]) -> CloudFileSystem | None:
+def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any], itype: CloudInstanceType | None
+                ) -> CloudFileSystem | None:
     where: PathKey = ("filesystems", i)
     kind = spec["kind"]
     if kind != FILESYSTEM_KIND[ctx.provider]:
@@ -239,7 +241,7 @@ def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any]) -> CloudFileSyst
         ctx.error((*where, "capacity_gib"), f"{kind} does not accept {spec['capacity_gib']} GiB",
                   f"valid: {_capacity_values(facts)}")
     if kind == "fsx-lustre":
-        return _fsx(ctx, where, spec, facts)
+        return _fsx(ctx, where, spec, facts, itype)
     for key in ("efa", "metadata_iops"):
         if key in spec:
             ctx.error((*where, key), f"{key} is for fsx-lustre", f"remove {key}")
@@ -251,7 +253,13 @@ def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any]) -> CloudFileSyst
                            storage_type=storage_types.get(str(spec["throughput"]), ""))
 
 
-def _fsx(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[str, Any]) -> CloudFileSystem:
+def _fsx(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[str, Any],
+         itype: CloudInstanceType | None) -> CloudFileSystem:
+    """FSx values AWS accepts; EFA on by default where the instances can be its EFA clients (Nitro v4 or later)."""
+    efa_client = itype is None or itype.fsx_efa_interfaces > 0
+    if spec.get("efa") and itype is not None and not efa_client:
+        ctx.error((*where, "efa"), f"{itype.name} cannot be an EFA client of FSx for Lustre",
+                  "FSx EFA clients need Nitro v4 or later; set efa: false to reach the file system over TCP")
     if spec["throughput"] not in facts["throughputs"]:
         ctx.error((*where, "throughput"), f"{facts['deployment_type']} does not accept {spec['throughput']} MB/s/TiB",
                   f"valid: {', '.join(map(str, facts['throughputs']))}")
@@ -261,10 +269,10 @@ def _fsx(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[
                   f"valid: {', '.join(map(str, facts['metadata_iops_small']))} or a multiple of "
                   f"{facts['metadata_iops_step']} up to 192000")
     return CloudFileSystem(spec["kind"], spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
-                           spec.get("efa", True), iops)
+                           spec.get("efa", efa_client), iops)
 
 
-def _filesystems(ctx: _Context) -> tuple[CloudFileSystem, ...]:
+def _filesystems(ctx: _Context, itype: CloudInstanceType | None) -> tuple[CloudFileSystem, ...]:
     out = []
     seen: dict[tuple[str, str], int] = {}
     for i, spec in enumerate(ctx.spec["filesystems"]):
@@ -273,7 +281,7 @@ def _filesystems(ctx: _Context) -> tuple[CloudFileSystem, ...]:
                 ctx.error(("filesystems", i, key), f"{key} {spec[key]!r} is used twice",
                           f"also used by filesystems[{seen[(key, spec[key])]}]")
             seen.setdefault((key, spec[key]), i)
-        fs = _filesystem(ctx, i, spec)
+        fs = _filesystem(ctx, i, spec, itype)
         if fs is not None:
             out.append(fs)
     return tuple(out)
@@ -294,7 +302,7 @@ def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
     interfaces = _interfaces(ctx, itype)
     names = _names(ctx)
     placement_group, capacity_kind, capacity_id = _placement(ctx)
-    filesystems = _filesystems(ctx)
+    filesystems = _filesystems(ctx, itype)
     if ctx.issues or itype is None:
         raise SpecError(ctx.issues)
     spec, meta = ctx.spec, data["metadata"]

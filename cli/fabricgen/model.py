@@ -450,6 +450,7 @@ class CloudInstanceType:
     network_cards: int
     interfaces: int
     source: str
+    fsx_efa_interfaces: int = 0  # AWS: EFA interfaces LNet uses as an FSx for Lustre client (0: TCP only)
 
 
 @dataclass(frozen=True)

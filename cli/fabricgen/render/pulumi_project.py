@@ -25,19 +25,20 @@ PINS = {
     "aws": (("pulumi", "3.272.0"), ("pulumi-aws", "7.51.1")),
     "alicloud": (("pulumi", "3.272.0"), ("pulumi-alicloud", "4.0.0")),
 }
+USER_DATA = "user-data.sh"  # the program fills in the file systems' outputs and hands it to the instances
 FSX_LUSTRE_VERSION = "2.15"  # EFA-enabled FSx needs Lustre 2.15 (PERSISTENT_2 with a metadata configuration)
 
 
 def interfaces(cloud: Cloud) -> list[dict[str, Any]]:
     """One RDMA interface per network card from card 0.
 
-    AWS: card 0 / device 0 is the primary, an EFA with ENA (``efa``: an EFA-only interface cannot be primary);
-    every further card gets an ``efa-only`` interface at device index 0. Alibaba Cloud: an ERI (an ENI in
-    HighPerformance mode) attached on each card.
+    AWS (efa-acc-inst-types, "use case 1"): card 0 / device 0 is the primary, an EFA with ENA (``efa``: an
+    EFA-only interface cannot be primary); every further card gets an ``efa-only`` interface at device index 1.
+    Alibaba Cloud: an ERI (an ENI in HighPerformance mode) attached on each card.
     """
     if cloud.provider == "aws":
-        return [{"network_card_index": card, "device_index": 0, "interface_type": "efa" if card == 0 else "efa-only"}
-                for card in range(cloud.interfaces)]
+        return [{"network_card_index": card, "device_index": 0 if card == 0 else 1,
+                 "interface_type": "efa" if card == 0 else "efa-only"} for card in range(cloud.interfaces)]
     return [{"network_card_index": card, "traffic_mode": "HighPerformance"} for card in range(cloud.interfaces)]
 
 
@@ -51,6 +52,21 @@ def _filesystem(fs: CloudFileSystem) -> dict[str, Any]:
             "storage_capacity": fs.capacity_gib, "per_unit_storage_throughput": fs.throughput,
             "efa_enabled": fs.efa, "metadata_configuration": metadata,
             "file_system_type_version": FSX_LUSTRE_VERSION, "mountpoint": fs.mountpoint}
+
+
+def fsx_client(name: str, source: str, cloud: Cloud) -> Artifact | None:
+    """The AWS instances' first-boot script (user data) for FSx: client install, LNet over EFA, mounts.
+
+    LNet gets the catalog's EFA interface count for FSx clients (AWS: 8 on p5-class types) spread evenly over
+    the EFA devices the instance has, one in ``stride``: AWS takes every 4th of a p5's 32, one per PCIe switch.
+    """
+    if cloud.provider != "aws" or not cloud.filesystems:
+        return None
+    wanted = cloud.instance_type.fsx_efa_interfaces if any(fs.efa for fs in cloud.filesystems) else 0
+    efa_interfaces = min(wanted, cloud.interfaces)
+    stride = max(1, cloud.interfaces // efa_interfaces) if efa_interfaces else 1
+    return Artifact(f"pulumi/{name}/{USER_DATA}", render_template(
+        "pulumi/fsx-client.sh.j2", cluster=name, source=source, efa_interfaces=efa_interfaces, stride=stride))
 
 
 def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
@@ -86,6 +102,7 @@ def render(topology: Topology) -> list[Artifact]:
     program = PROGRAMS[cloud.provider]
     root = f"pulumi/{stack}"
     description = cluster.metadata.description or f"{cloud.instance_type.name} cluster"
+    user_data = fsx_client(name, source, cloud)
     return [
         Artifact(f"{root}/Pulumi.yaml", render_template("pulumi/Pulumi.yaml.j2", project=name, source=source,
                                                         description=json.dumps(description))),
@@ -96,4 +113,5 @@ def render(topology: Topology) -> list[Artifact]:
         Artifact(f"{root}/cluster.json", (json.dumps(cluster_data(name, cloud), indent=2, sort_keys=True) + "\n"
                                           ).encode()),
         Artifact(f"{root}/requirements.txt", render_template("pulumi/requirements.txt.j2", pins=PINS[cloud.provider])),
+        *([user_data] if user_data else []),
     ]

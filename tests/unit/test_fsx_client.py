@@ -1,0 +1,151 @@
+"""The AWS instances' first boot (user-data.sh as the Pulumi program fills it): Lustre client, LNet over EFA, mounts.
+
+The script comes out of the emitted project run under Pulumi's mocks (the launch template's user data), then runs
+against a fake root with stub tools (tests/data/fake-fsx-client) that record each call.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.conftest import require_tool
+from tests.fake_host import ScriptHost, write
+from tests.unit.test_pulumi_stacks import AWS_SPEC, emit, run
+
+STUBS = Path(__file__).resolve().parents[1] / "data" / "fake-fsx-client"
+SOURCE = "fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"  # the mocks' FSx DNS name and mount name
+UNIT = "fabricgen-fsx-efa-lnet.service"
+# Real EFA device names: their name order is what AWS's selection (ls -1 /sys/class/infiniband) goes by.
+P5_DEVICES = [f"rdmap{bus}s0" for bus in (*range(79, 100), *range(100, 111))]
+
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws")]
+
+
+def user_data(tmp_path: Path, edit: dict[str, str] | None = None) -> str:
+    mocks = run(emit(AWS_SPEC, tmp_path, edit))
+    return base64.b64decode(mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+
+
+def host(tmp_path: Path, script: str, os_id: str = "ubuntu", modules: tuple[str, ...] = ("kefalnd",),
+         devices: list[str] = P5_DEVICES) -> ScriptHost:
+    root = tmp_path / "root"
+    write(root / "etc" / "os-release", f"ID={os_id}\nVERSION_CODENAME=jammy")
+    for device in devices:
+        (root / "sys" / "class" / "infiniband" / device).mkdir(parents=True)
+    (root / "state").mkdir()
+    (root / "state" / "modules").write_text("".join(f"{m}\n" for m in modules))
+    path = tmp_path / "user-data.sh"
+    path.write_text(script)
+    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "FSX_CLIENT_ROOT": str(root),
+           "STUB_STATE": str(root / "state")}
+    return ScriptHost(root, path, env)
+
+
+def test_user_data_is_shellcheck_clean(tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    path = tmp_path / "user-data.sh"
+    path.write_text(user_data(tmp_path))
+    done = subprocess.run([shellcheck, "-S", "style", str(path), str(STUBS / "tool")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_program_fills_the_file_systems_shell_quoted(tmp_path: Path) -> None:
+    script = user_data(tmp_path)
+    assert f"\nFILESYSTEMS=({SOURCE} /fsx)\n" in script
+    assert "EFA_LNET_INTERFACES=8\nEFA_LNET_STRIDE=4\n" in script  # p5: 8 of 32 EFA devices, one in 4
+
+
+def test_first_boot_installs_the_client_the_lnet_service_and_mounts(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), modules=("kefalnd",))
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    calls = machine.calls
+    assert "apt-get install -y lustre-client-modules-6.8.0-1015-aws" in calls
+    repo = (machine.root / "etc/apt/sources.list.d/fsxlustreclientrepo.list").read_text()
+    assert repo == ("deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] "
+                    "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu jammy main\n")
+    assert (machine.root / "usr/share/keyrings/fsx-ubuntu-public-key.gpg").exists()
+    installed = machine.root / "usr/local/sbin/fabricgen-fsx-client"
+    assert installed.read_text() == machine.script.read_text() and os.access(installed, os.X_OK)
+    unit = (machine.root / "etc/systemd/system" / UNIT).read_text()
+    assert "ExecStart=/usr/local/sbin/fabricgen-fsx-client lnet\n" in unit and "Before=remote-fs-pre.target" in unit
+    assert calls[calls.index("systemctl daemon-reload") + 1] == f"systemctl enable --now {UNIT}"
+    assert (machine.root / "etc/fstab").read_text() == (
+        f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount,"
+        f"x-systemd.requires={UNIT},x-systemd.after={UNIT} 0 0\n")
+    assert calls[-1] == f"mount -t lustre -o relatime,flock {SOURCE} {machine.root}/fsx"
+    assert not [c for c in calls if c.startswith("lnetctl")], "LNet is the service's job, not first boot's"
+
+
+def test_first_boot_again_changes_nothing(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    assert machine.run().returncode == 0
+    before, calls = machine.snapshot(), len(machine.calls)
+    assert machine.run().returncode == 0
+    again = machine.calls[calls:]
+    assert not [c for c in again if c.startswith(("apt-get", "dnf", "mount "))]
+    fstab = "etc/fstab"
+    assert machine.snapshot()[fstab] == before[fstab]
+
+
+def test_lnet_takes_one_efa_device_in_four_then_is_idempotent(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    done = machine.run("lnet")
+    assert done.returncode == 0, done.stderr
+    chosen = sorted(P5_DEVICES)[::4]  # AWS: ls -1 /sys/class/infiniband | awk 'NR % 4 == 1'
+    assert [c for c in machine.calls if not c.startswith(("lnetctl net show", "lnetctl net del"))] == [
+        "ip -o -4 route show to default",
+        "modprobe lnet",
+        "modprobe kefalnd ipif_name=ens32",
+        "modprobe ksocklnd",
+        "lnetctl lnet configure",
+        "lnetctl net add --net tcp --if ens32",
+        *[f"lnetctl net add --net efa --if {device} --peer-credits 32" for device in chosen],
+        "lnetctl set discovery 1",
+        "lnetctl udsp add --src efa --priority 0",
+        "modprobe lustre",
+    ]
+    assert len(chosen) == 8
+    calls = len(machine.calls)
+    assert machine.run("lnet").returncode == 0
+    assert machine.calls[calls:] == ["lnetctl net show --net efa"]
+
+
+def test_fewer_efa_devices_than_lnet_wants(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path, {"efa: {interfaces: max}": "efa: {interfaces: 4}"}),
+                   devices=P5_DEVICES[:4])
+    assert "EFA_LNET_INTERFACES=4\nEFA_LNET_STRIDE=1\n" in machine.script.read_text()
+    assert machine.run("lnet").returncode == 0
+    assert [c.split()[-3] for c in machine.calls if c.startswith("lnetctl net add --net efa")] == P5_DEVICES[:4]
+
+
+def test_without_the_efa_lnd_mounts_over_tcp(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), os_id="amzn", modules=())
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "dnf install -y lustre-client" in machine.calls
+    assert "no EFA LND (kefalnd) or no EFA device: the file systems mount over TCP" in done.stderr
+    assert not (machine.root / "etc/systemd/system" / UNIT).exists()
+    assert (machine.root / "etc/fstab").read_text() == (
+        f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0\n")
+
+
+def test_nitro_v3_instances_reach_fsx_over_tcp(tmp_path: Path) -> None:
+    script = user_data(tmp_path, {"type: p5.48xlarge": "type: p4d.24xlarge"})
+    assert "EFA_LNET_INTERFACES=0\n" in script and "gives LNet" not in script
+    machine = host(tmp_path, script, modules=("lustre", "kefalnd"))
+    assert machine.run().returncode == 0
+    assert not [c for c in machine.calls if c.startswith(("systemctl", "apt-get"))]
+    assert "x-systemd.requires" not in (machine.root / "etc/fstab").read_text()
+
+
+def test_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), os_id="rocky", modules=())
+    done = machine.run()
+    assert done.returncode == 1
+    assert "no Lustre client install is known for rocky" in done.stderr
+    assert not (machine.root / "etc/fstab").exists()
