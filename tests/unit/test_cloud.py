@@ -44,9 +44,11 @@ def test_catalog_efa_counts(name: str, count: int) -> None:
 
 
 def test_catalog_eri_counts() -> None:
-    counts = {name: t.interfaces for name, t in instance_types("alicloud").items()}
-    assert counts == {"ecs.ebmgn7v.32xlarge": 2, "ecs.ebmgn8v.48xlarge": 2, "ecs.ebmgn8is.32xlarge": 2,
-                      "ecs.ebmgn8i.32xlarge": 4}
+    types = instance_types("alicloud")
+    counts = {name: t.interfaces for name, t in types.items()}
+    assert counts == {"ecs.ebmgn7ex.32xlarge": 2, "ecs.ebmgn7v.32xlarge": 2, "ecs.ebmgn8v.48xlarge": 2,
+                      "ecs.ebmgn8is.32xlarge": 2, "ecs.ebmgn8i.32xlarge": 4}
+    assert all(t.interfaces <= t.network_cards for t in types.values())  # the layout puts one ERI on each card
     assert catalog()["aws"]["filesystems"]["fsx-lustre"]["throughputs"] == [125, 250, 500, 1000]
 
 
