@@ -95,6 +95,14 @@ def test_no_public_subnet_for_an_existing_vpc(tmp_path: Path) -> None:
     assert data["public_subnet"] is None
 
 
+@pytest.mark.parametrize(("vpc", "egress"), [("{cidr: 172.16.0.0/12}", True),
+                                             ("{id: vpc-0abc, cidr: 172.16.0.0/12}", False)])
+def test_alibaba_egress_only_for_a_new_vpc(tmp_path: Path, vpc: str, egress: bool) -> None:
+    spec = edited(tmp_path, {"vpc: {cidr: 172.16.0.0/12}": f"vpc: {vpc}"}, INVENTORIES / "alicloud-erdma.yaml")
+    data = json.loads(next(a for a in render_spec(compile_spec(spec)) if a.path.endswith("cluster.json")).content)
+    assert data["egress"] is egress and "public_subnet" not in data  # no subnet to carve: the NAT uses the vSwitch
+
+
 def test_fsx_capacity_values(tmp_path: Path) -> None:
     for good in (1200, 2400, 9600):
         spec = edited(tmp_path, {"capacity_gib: 4800": f"capacity_gib: {good}"})

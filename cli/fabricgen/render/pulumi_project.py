@@ -76,6 +76,8 @@ def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
     }
     if cloud.provider == "aws":  # a new VPC's egress: the NAT gateway's public subnet (none: the VPC is left alone)
         data["public_subnet"] = {"cidr": cloud.public_subnet, "zone": cloud.zone} if cloud.public_subnet else None
+    else:  # a new VPC's egress: an enhanced NAT gateway in its vSwitch, with SNAT (an existing VPC is left alone)
+        data["egress"] = not cloud.vpc_id
     return data
 
 
