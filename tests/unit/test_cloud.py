@@ -44,9 +44,11 @@ def test_catalog_efa_counts(name: str, count: int) -> None:
 
 
 def test_catalog_eri_counts() -> None:
-    counts = {name: t.interfaces for name, t in instance_types("alicloud").items()}
-    assert counts == {"ecs.ebmgn7v.32xlarge": 2, "ecs.ebmgn8v.48xlarge": 2, "ecs.ebmgn8is.32xlarge": 2,
-                      "ecs.ebmgn8i.32xlarge": 4}
+    types = instance_types("alicloud")
+    counts = {name: t.interfaces for name, t in types.items()}
+    assert counts == {"ecs.ebmgn7ex.32xlarge": 2, "ecs.ebmgn7v.32xlarge": 2, "ecs.ebmgn8v.48xlarge": 2,
+                      "ecs.ebmgn8is.32xlarge": 2, "ecs.ebmgn8i.32xlarge": 4}
+    assert all(t.interfaces <= t.network_cards for t in types.values())  # the layout puts one ERI on each card
     assert catalog()["aws"]["filesystems"]["fsx-lustre"]["throughputs"] == [125, 250, 500, 1000]
 
 
@@ -91,6 +93,14 @@ def test_no_public_subnet_for_an_existing_vpc(tmp_path: Path) -> None:
     assert cloud is not None and cloud.public_subnet == ""
     data = json.loads(next(a for a in render_spec(compile_spec(spec)) if a.path.endswith("cluster.json")).content)
     assert data["public_subnet"] is None
+
+
+@pytest.mark.parametrize(("vpc", "egress"), [("{cidr: 172.16.0.0/12}", True),
+                                             ("{id: vpc-0abc, cidr: 172.16.0.0/12}", False)])
+def test_alibaba_egress_only_for_a_new_vpc(tmp_path: Path, vpc: str, egress: bool) -> None:
+    spec = edited(tmp_path, {"vpc: {cidr: 172.16.0.0/12}": f"vpc: {vpc}"}, INVENTORIES / "alicloud-erdma.yaml")
+    data = json.loads(next(a for a in render_spec(compile_spec(spec)) if a.path.endswith("cluster.json")).content)
+    assert data["egress"] is egress and "public_subnet" not in data  # no subnet to carve: the NAT uses the vSwitch
 
 
 def test_fsx_capacity_values(tmp_path: Path) -> None:

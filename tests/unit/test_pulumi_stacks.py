@@ -50,6 +50,10 @@ class Recorder(pulumi.runtime.Mocks):
             state["privateIp"] = f"10.0.0.{len(self.resources)}"
         if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
             state["latestVersion"] = 1.0
+        if args.typ == "alicloud:ecs/eipAddress:EipAddress":
+            state["ipAddress"] = "203.0.113.10"
+        if args.typ == "alicloud:vpc/natGateway:NatGateway":
+            state["snatTableIds"] = f"stb-{args.name}"
         resource_id = f"{args.name}-id"
         self.resources.append(Resource(args.typ, args.name, dict(args.inputs), resource_id))
         return resource_id, state
@@ -290,15 +294,54 @@ def test_erdma_interfaces_high_performance_on_their_cards(tmp_path: Path) -> Non
     deployment = mocks.one("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
     assert deployment.inputs["strategy"] == "LowLatency"
     assert all(i.inputs["deploymentSetId"] == deployment.id for i in instances)
+    # card 0: the primary ENI is the ERI; card 1: one secondary ERI, so 2 ERIs (EriQuantity) per instance
+    assert all(i.inputs["networkInterfaceTrafficMode"] == "HighPerformance" for i in instances)
     eris = {r.id: r.inputs for r in mocks.of_type("alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface")}
-    assert len(eris) == 16 and all(e["networkInterfaceTrafficMode"] == "HighPerformance" for e in eris.values())
+    assert len(eris) == 8 and all(e["networkInterfaceTrafficMode"] == "HighPerformance" for e in eris.values())
     attachments = mocks.of_type("alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment")
-    by_instance: dict[str, list[float]] = {}
-    for a in attachments:
-        assert a.inputs["networkInterfaceId"] in eris
-        by_instance.setdefault(a.inputs["instanceId"], []).append(a.inputs["networkCardIndex"])
-    # the runtime registers an instance's attachments as their inputs resolve, in no fixed order
-    assert {instance: sorted(cards) for instance, cards in by_instance.items()} == {i.id: [0.0, 1.0] for i in instances}
+    assert sorted(a.inputs["networkInterfaceId"] for a in attachments) == sorted(eris)
+    assert sorted((a.inputs["instanceId"], a.inputs["networkCardIndex"]) for a in attachments) == sorted(
+        (i.id, 1.0) for i in instances)
+
+
+ALI_EGRESS = ("alicloud:vpc/natGateway:NatGateway", "alicloud:ecs/eipAddress:EipAddress",
+              "alicloud:ecs/eipAssociation:EipAssociation", "alicloud:vpc/snatEntry:SnatEntry")
+
+
+def test_new_alibaba_vpc_egress_through_an_enhanced_nat_gateway(tmp_path: Path) -> None:
+    second = "- {cidr: 172.16.0.0/20}\n      - {cidr: 172.16.16.0/20}"
+    mocks = run(emit(ALI_SPEC, tmp_path, {"- {cidr: 172.16.0.0/20}": second}))
+    vpc = mocks.one("alicloud:vpc/network:Network").id
+    switches = [mocks.named("alicloud:vpc/switch:Switch", f"vswitch-{i}").id for i in (0, 1)]
+    nat = mocks.one("alicloud:vpc/natGateway:NatGateway")
+    assert nat.inputs["vpcId"] == vpc and nat.inputs["vswitchId"] == switches[0]  # the cluster's first vSwitch
+    assert (nat.inputs["natType"], nat.inputs["networkType"], nat.inputs["paymentType"],
+            nat.inputs["internetChargeType"]) == ("Enhanced", "internet", "PayAsYouGo", "PayByLcu")
+    address = mocks.one("alicloud:ecs/eipAddress:EipAddress")
+    assert (address.inputs["internetChargeType"], address.inputs["paymentType"]) == ("PayByTraffic", "PayAsYouGo")
+    assert address.inputs["bandwidth"] == "200"  # a string in the SDK; PayByTraffic takes 1 to 200 Mbit/s
+    association = mocks.one("alicloud:ecs/eipAssociation:EipAssociation").inputs
+    assert association == {"allocationId": address.id, "instanceId": nat.id, "instanceType": "Nat"}
+    entries = [e.inputs for e in mocks.of_type("alicloud:vpc/snatEntry:SnatEntry")]
+    assert sorted(e["sourceVswitchId"] for e in entries) == sorted(switches)  # one per vSwitch
+    assert all(e["snatTableId"] == "stb-nat" and e["snatIp"] == "203.0.113.10" for e in entries)
+    assert not mocks.of_type("alicloud:vpc/routeEntry:RouteEntry")  # Alibaba adds 0.0.0.0/0 to the gateway itself
+
+
+def test_instances_boot_after_the_snat_entries(tmp_path: Path) -> None:
+    monitor = DependencyMonitor(Recorder())
+    run(emit(ALI_SPEC, tmp_path), monitor)
+    # the entries take no input from the association: only depends_on puts it there
+    snat = ("alicloud:vpc/snatEntry:SnatEntry", "snat-0")
+    assert ("alicloud:ecs/eipAssociation:EipAssociation", "nat") in monitor.waits_for[snat]
+    assert all(snat in monitor.waits_for[("alicloud:ecs/instance:Instance", f"gn8v-{n:02d}")] for n in range(1, 9))
+
+
+def test_existing_alibaba_vpc_is_left_alone(tmp_path: Path) -> None:
+    mocks = run(emit(ALI_SPEC, tmp_path, {"vpc: {cidr: 172.16.0.0/12}": "vpc: {id: vpc-0abc, cidr: 172.16.0.0/12}"}))
+    assert mocks.one("alicloud:vpc/switch:Switch").inputs["vpcId"] == "vpc-0abc"
+    assert not mocks.of_type("alicloud:vpc/network:Network")
+    assert not [r for r in mocks.resources if r.type in ALI_EGRESS]
 
 
 def test_erdma_security_group_and_cpfs(tmp_path: Path) -> None:

@@ -34,12 +34,16 @@ def interfaces(cloud: Cloud) -> list[dict[str, Any]]:
 
     AWS (efa-acc-inst-types, "use case 1"): card 0 / device 0 is the primary, an EFA with ENA (``efa``: an
     EFA-only interface cannot be primary); every further card gets an ``efa-only`` interface at device index 1.
-    Alibaba Cloud: an ERI (an ENI in HighPerformance mode) attached on each card.
+    Alibaba Cloud: an ERI (an ENI in HighPerformance mode) per card, the ``primary`` ENI on card 0 and a
+    secondary ENI on each further card, as Alibaba's eRDMA controller and GPU-instance guide lay them out
+    (sources in the stack program); never two on one card, which would cap their bandwidth (ebmgn7ex section of
+    https://help.aliyun.com/document_detail/25378.html).
     """
     if cloud.provider == "aws":
         return [{"network_card_index": card, "device_index": 0 if card == 0 else 1,
                  "interface_type": "efa" if card == 0 else "efa-only"} for card in range(cloud.interfaces)]
-    return [{"network_card_index": card, "traffic_mode": "HighPerformance"} for card in range(cloud.interfaces)]
+    return [{"network_card_index": card, "primary": card == 0, "traffic_mode": "HighPerformance"}
+            for card in range(cloud.interfaces)]
 
 
 def _filesystem(fs: CloudFileSystem) -> dict[str, Any]:
@@ -89,6 +93,8 @@ def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
     }
     if cloud.provider == "aws":  # a new VPC's egress: the NAT gateway's public subnet (none: the VPC is left alone)
         data["public_subnet"] = {"cidr": cloud.public_subnet, "zone": cloud.zone} if cloud.public_subnet else None
+    else:  # a new VPC's egress: an enhanced NAT gateway in its vSwitch, with SNAT (an existing VPC is left alone)
+        data["egress"] = not cloud.vpc_id
     return data
 
 
