@@ -54,6 +54,12 @@ class Recorder(pulumi.runtime.Mocks):
             state["ipAddress"] = "203.0.113.10"
         if args.typ == "alicloud:vpc/natGateway:NatGateway":
             state["snatTableIds"] = f"stb-{args.name}"
+        if args.typ == "alicloud:nas/protocolService:ProtocolService":
+            state["protocolServiceId"] = f"ptc-{args.name}"
+        if args.typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
+            state["exportId"] = f"exp-{args.name}"
+        if args.typ == "pulumi-python:dynamic:Resource":  # the CPFS export's mount domain, read from the NAS API
+            state["domain"] = f"{args.inputs['file_system_id']}.cn-wulanchabu.cpfs.aliyuncs.com"
         resource_id = f"{args.name}-id"
         self.resources.append(Resource(args.typ, args.name, dict(args.inputs), resource_id))
         return resource_id, state
@@ -357,6 +363,78 @@ def test_erdma_security_group_and_cpfs(tmp_path: Path) -> None:
     assert cpfs["fileSystemType"] == "cpfs" and cpfs["protocolType"] == "cpfs"
     assert cpfs["storageType"] == "advance_200" and cpfs["capacity"] == 3600.0
     assert cpfs["vswitchId"] == switch.id and cpfs["zoneId"] == "cn-wulanchabu-c"
+
+
+def test_cpfs_served_over_nfs_from_an_export_of_its_root(tmp_path: Path) -> None:
+    mocks = run(emit(ALI_SPEC, tmp_path))
+    cpfs = mocks.one("alicloud:nas/fileSystem:FileSystem")
+    vpc, switch = mocks.one("alicloud:vpc/network:Network").id, mocks.one("alicloud:vpc/switch:Switch").id
+    service = mocks.one("alicloud:nas/protocolService:ProtocolService").inputs
+    assert service == {"fileSystemId": cpfs.id, "protocolType": "NFS", "protocolSpec": "General", "vpcId": vpc,
+                       "vswitchId": switch, "description": "datasets NFS"}
+    export = mocks.one("alicloud:nas/protocolMountTarget:ProtocolMountTarget")
+    assert export.inputs == {"fileSystemId": cpfs.id, "protocolServiceId": "ptc-cpfs-datasets-nfs", "path": "/",
+                             "vpcId": vpc, "vswitchId": switch, "accessGroupName": "DEFAULT_VPC_GROUP_NAME",
+                             "description": "datasets root"}
+    lookup = {k: v for k, v in mocks.one("pulumi-python:dynamic:Resource").inputs.items() if k != "__provider"}
+    assert lookup == {"region": "cn-wulanchabu", "file_system_id": cpfs.id,
+                      "protocol_service_id": "ptc-cpfs-datasets-nfs", "export_id": "exp-cpfs-datasets-export"}
+
+
+def test_erdma_instances_mount_cpfs_by_user_data(tmp_path: Path) -> None:
+    import base64
+
+    mocks = run(emit(ALI_SPEC, tmp_path))
+    scripts = {base64.b64decode(i.inputs["userData"]).decode() for i in mocks.of_type("alicloud:ecs/instance:Instance")}
+    (script,) = scripts
+    assert "\nFILESYSTEMS=(cpfs-datasets-id.cn-wulanchabu.cpfs.aliyuncs.com:/share /cpfs)\n" in script
+
+
+def _stack_parts(project: Path) -> dict[str, Any]:
+    """The program's definitions, loaded without running it (it runs only as __main__, as Pulumi runs it)."""
+    return runpy.run_path(str(project / "__main__.py"), run_name="stack")
+
+
+def test_export_domain_reads_the_nas_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from alibabacloud_nas20170626 import models
+    from alibabacloud_nas20170626.client import Client
+
+    asked = []
+
+    def get_protocol_mount_target(self: Client, request: models.GetProtocolMountTargetRequest) -> Any:
+        asked.append((self._region_id, request.to_map()))
+        target = {"ExportId": request.export_id, "Path": "/",
+                  "ProtocolMountTargetDomain": "cpfs-0123-4567.cn-wulanchabu.cpfs.aliyuncs.com"}
+        return models.GetProtocolMountTargetResponse().from_map({"statusCode": 200,
+                                                                 "body": {"ProtocolMountTarget": target}})
+
+    monkeypatch.setattr(Client, "get_protocol_mount_target", get_protocol_mount_target)
+    monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "AKIDEXAMPLE")
+    monkeypatch.setenv("ALICLOUD_SECRET_KEY", "not-a-secret")
+    monkeypatch.delenv("ALICLOUD_SECURITY_TOKEN", raising=False)
+    parts = _stack_parts(emit(ALI_SPEC, tmp_path))
+    props = {"region": "cn-wulanchabu", "file_system_id": "cpfs-0123", "protocol_service_id": "ptc-1",
+             "export_id": "exp-4567"}
+    created = parts["ExportDomainProvider"]().create(props)
+    assert created.id == "exp-4567" and created.outs["domain"] == "cpfs-0123-4567.cn-wulanchabu.cpfs.aliyuncs.com"
+    assert asked == [("cn-wulanchabu", {"FileSystemId": "cpfs-0123", "ProtocolServiceId": "ptc-1",
+                                        "ExportId": "exp-4567"})]
+    credential = parts["credentials"]().get_credential()
+    assert (credential.access_key_id, credential.type) == ("AKIDEXAMPLE", "access_key")
+
+
+def test_export_without_a_domain_fails_the_deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from alibabacloud_nas20170626 import models
+    from alibabacloud_nas20170626.client import Client
+
+    monkeypatch.setattr(Client, "get_protocol_mount_target",
+                        lambda self, request: models.GetProtocolMountTargetResponse().from_map({"body": {}}))
+    monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "AKIDEXAMPLE")
+    monkeypatch.setenv("ALICLOUD_SECRET_KEY", "not-a-secret")
+    parts = _stack_parts(emit(ALI_SPEC, tmp_path))
+    with pytest.raises(RuntimeError, match="CPFS export exp-1 of cpfs-0 has no mount domain"):
+        parts["export_domain"]({"region": "cn-wulanchabu", "file_system_id": "cpfs-0", "protocol_service_id": "p",
+                                "export_id": "exp-1"})
 
 
 def test_project_directory_is_complete(tmp_path: Path) -> None:

@@ -23,7 +23,9 @@ PROGRAMS = {"aws": "aws_efa", "alicloud": "alicloud_erdma"}
 # The SDK versions the stack tests run with (tests/unit/test_pulumi_stacks.py checks the installed ones match).
 PINS = {
     "aws": (("pulumi", "3.272.0"), ("pulumi-aws", "7.51.1")),
-    "alicloud": (("pulumi", "3.272.0"), ("pulumi-alicloud", "4.0.0")),
+    # the NAS SDK reads each CPFS export's mount domain, which pulumi-alicloud does not output
+    "alicloud": (("pulumi", "3.272.0"), ("pulumi-alicloud", "4.0.0"), ("alibabacloud-nas20170626", "3.7.5"),
+                 ("alibabacloud-credentials", "1.0.12"), ("alibabacloud-tea-openapi", "0.4.6")),
 }
 USER_DATA = "user-data.sh"  # the program fills in the file systems' outputs and hands it to the instances
 FSX_LUSTRE_VERSION = "2.15"  # EFA-enabled FSx needs Lustre 2.15 (PERSISTENT_2 with a metadata configuration)
@@ -58,14 +60,18 @@ def _filesystem(fs: CloudFileSystem) -> dict[str, Any]:
             "file_system_type_version": FSX_LUSTRE_VERSION, "mountpoint": fs.mountpoint}
 
 
-def fsx_client(name: str, source: str, cloud: Cloud) -> Artifact | None:
-    """The AWS instances' first-boot script (user data) for FSx: client install, LNet over EFA, mounts.
+def user_data(name: str, source: str, cloud: Cloud) -> Artifact | None:
+    """The instances' first-boot script (user data) for their file systems: client install, mounts and, for FSx
+    on EFA, LNet over EFA; the program fills in the file systems' outputs.
 
     LNet gets the catalog's EFA interface count for FSx clients (AWS: 8 on p5-class types) spread evenly over
     the EFA devices the instance has, one in ``stride``: AWS takes every 4th of a p5's 32, one per PCIe switch.
     """
-    if cloud.provider != "aws" or not cloud.filesystems:
+    if not cloud.filesystems:
         return None
+    if cloud.provider == "alicloud":
+        return Artifact(f"pulumi/{name}/{USER_DATA}", render_template("pulumi/cpfs-client.sh.j2", cluster=name,
+                                                                      source=source))
     wanted = cloud.instance_type.fsx_efa_interfaces if any(fs.efa for fs in cloud.filesystems) else 0
     efa_interfaces = min(wanted, cloud.interfaces)
     stride = max(1, cloud.interfaces // efa_interfaces) if efa_interfaces else 1
@@ -108,7 +114,7 @@ def render(topology: Topology) -> list[Artifact]:
     program = PROGRAMS[cloud.provider]
     root = f"pulumi/{stack}"
     description = cluster.metadata.description or f"{cloud.instance_type.name} cluster"
-    user_data = fsx_client(name, source, cloud)
+    boot = user_data(name, source, cloud)
     return [
         Artifact(f"{root}/Pulumi.yaml", render_template("pulumi/Pulumi.yaml.j2", project=name, source=source,
                                                         description=json.dumps(description))),
@@ -119,5 +125,5 @@ def render(topology: Topology) -> list[Artifact]:
         Artifact(f"{root}/cluster.json", (json.dumps(cluster_data(name, cloud), indent=2, sort_keys=True) + "\n"
                                           ).encode()),
         Artifact(f"{root}/requirements.txt", render_template("pulumi/requirements.txt.j2", pins=PINS[cloud.provider])),
-        *([user_data] if user_data else []),
+        *([boot] if boot else []),
     ]

@@ -189,4 +189,5 @@ def main() -> None:
                              for fs, spec in zip(fsx, DATA["filesystems"], strict=True)})
 
 
-main()
+if __name__ == "__main__":  # how Pulumi runs a program; tests also load its parts without running it
+    main()

@@ -10,7 +10,7 @@
 # The Pulumi program fills FILESYSTEMS from the file systems' outputs: pairs of DNS@tcp:/MOUNTNAME MOUNTPOINT.
 # Usage: user-data.sh         first boot (cloud-init runs it once per instance)
 #        user-data.sh lnet    configure LNet (the service runs the installed copy at every boot)
-# FSX_CLIENT_ROOT prefixes every file the script reads or writes (tests run it against a fake root).
+# USER_DATA_ROOT prefixes every file the script reads or writes (tests run it against a fake root).
 set -euo pipefail
 export LC_ALL=C
 
@@ -18,7 +18,7 @@ FILESYSTEMS=()
 EFA_LNET_INTERFACES=8
 EFA_LNET_STRIDE=4
 EFA_PEER_CREDITS=32 # AWS: lnetctl net add --net efa --if DEVICE --peer-credits 32
-ROOT="${FSX_CLIENT_ROOT:-}"
+ROOT="${USER_DATA_ROOT:-}"
 INSTALLED=/usr/local/sbin/fabricgen-fsx-client
 UNIT=fabricgen-fsx-efa-lnet.service
 

@@ -1,7 +1,8 @@
-"""The AWS instances' first boot (user-data.sh as the Pulumi program fills it): Lustre client, LNet over EFA, mounts.
+"""The cloud instances' first boot (user-data.sh as the Pulumi program fills it): on AWS the Lustre client, LNet
+over EFA and FSx mounts; on Alibaba Cloud the CPFS-NFS client and CPFS mounts.
 
-The script comes out of the emitted project run under Pulumi's mocks (the launch template's user data), then runs
-against a fake root with stub tools (tests/data/fake-fsx-client) that record each call.
+The script comes out of the emitted project run under Pulumi's mocks (the launch template's or the instances'
+user data), then runs against a fake root with stub tools (tests/data/fake-cloud-host) that record each call.
 """
 
 from __future__ import annotations
@@ -14,20 +15,28 @@ from pathlib import Path
 import pytest
 from tests.conftest import require_tool
 from tests.fake_host import ScriptHost, write
-from tests.unit.test_pulumi_stacks import AWS_SPEC, emit, run
+from tests.unit.test_pulumi_stacks import ALI_SPEC, AWS_SPEC, emit, run
 
-STUBS = Path(__file__).resolve().parents[1] / "data" / "fake-fsx-client"
+STUBS = Path(__file__).resolve().parents[1] / "data" / "fake-cloud-host"
 SOURCE = "fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"  # the mocks' FSx DNS name and mount name
 UNIT = "fabricgen-fsx-efa-lnet.service"
 # Real EFA device names: their name order is what AWS's selection (ls -1 /sys/class/infiniband) goes by.
 P5_DEVICES = [f"rdmap{bus}s0" for bus in (*range(79, 100), *range(100, 111))]
 
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws")]
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")]
+CPFS_SOURCE = "cpfs-datasets-id.cn-wulanchabu.cpfs.aliyuncs.com:/share"  # the mocks' export domain, root export
+CPFS_OPTIONS = "vers=3,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
 
 
 def user_data(tmp_path: Path, edit: dict[str, str] | None = None) -> str:
     mocks = run(emit(AWS_SPEC, tmp_path, edit))
     return base64.b64decode(mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+
+
+def cpfs_user_data(tmp_path: Path) -> str:
+    mocks = run(emit(ALI_SPEC, tmp_path))
+    return base64.b64decode(mocks.of_type("alicloud:ecs/instance:Instance")[0].inputs["userData"]).decode()
 
 
 def host(tmp_path: Path, script: str, os_id: str = "ubuntu", modules: tuple[str, ...] = ("kefalnd",),
@@ -40,16 +49,21 @@ def host(tmp_path: Path, script: str, os_id: str = "ubuntu", modules: tuple[str,
     (root / "state" / "modules").write_text("".join(f"{m}\n" for m in modules))
     path = tmp_path / "user-data.sh"
     path.write_text(script)
-    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "FSX_CLIENT_ROOT": str(root),
+    env = {**os.environ, "PATH": f"{root / 'state' / 'bin'}:{STUBS}:{os.environ['PATH']}",
+           "USER_DATA_ROOT": str(root),
            "STUB_STATE": str(root / "state")}
     return ScriptHost(root, path, env)
 
 
 def test_user_data_is_shellcheck_clean(tmp_path: Path) -> None:
     shellcheck = require_tool("shellcheck")
-    path = tmp_path / "user-data.sh"
-    path.write_text(user_data(tmp_path))
-    done = subprocess.run([shellcheck, "-S", "style", str(path), str(STUBS / "tool")], capture_output=True, text=True)
+    (tmp_path / "aws").mkdir()
+    (tmp_path / "ali").mkdir()
+    scripts = [tmp_path / "fsx.sh", tmp_path / "cpfs.sh"]
+    scripts[0].write_text(user_data(tmp_path / "aws"))
+    scripts[1].write_text(cpfs_user_data(tmp_path / "ali"))
+    done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), str(STUBS / "tool")], capture_output=True,
+                          text=True)
     assert done.returncode == 0, done.stdout
 
 
@@ -149,3 +163,40 @@ def test_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "no Lustre client install is known for rocky" in done.stderr
     assert not (machine.root / "etc/fstab").exists()
+
+
+# --- Alibaba Cloud: CPFS over NFS ------------------------------------------------------------------------------
+
+def test_cpfs_first_boot_installs_the_client_and_mounts_once(tmp_path: Path) -> None:
+    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="alinux", modules=())
+    assert f"\nFILESYSTEMS=({CPFS_SOURCE} /cpfs)\n" in machine.script.read_text()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    package = "aliyun-alinas-utils-latest.al.noarch.rpm"
+    assert machine.calls == [
+        f"curl -fsSL -o /tmp/{package} https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/{package}",
+        f"yum install -y /tmp/{package}",
+        f"mountpoint -q {machine.root}/cpfs",
+        f"mount -t cpfs-nfs -o {CPFS_OPTIONS} {CPFS_SOURCE} {machine.root}/cpfs",
+    ]
+    assert (machine.root / "etc/fstab").read_text() == f"{CPFS_SOURCE} /cpfs cpfs-nfs {CPFS_OPTIONS},_netdev 0 0\n"
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert machine.calls[calls:] == [f"mountpoint -q {machine.root}/cpfs"]  # installed and mounted: nothing to do
+    assert (machine.root / "etc/fstab").read_text().count(CPFS_SOURCE) == 1
+
+
+def test_cpfs_client_on_ubuntu(tmp_path: Path) -> None:
+    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu", modules=())
+    assert machine.run().returncode == 0
+    assert machine.calls[:3] == [
+        "curl -fsSL -o /tmp/aliyun-alinas-utils-latest.deb "
+        "https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/aliyun-alinas-utils-latest.deb",
+        "apt-get update", "apt-get install -y /tmp/aliyun-alinas-utils-latest.deb"]
+
+
+def test_cpfs_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
+    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="arch", modules=())
+    done = machine.run()
+    assert done.returncode == 1 and "no CPFS-NFS client install is known for arch" in done.stderr
+    assert not [c for c in machine.calls if c.startswith("mount")]
