@@ -287,6 +287,20 @@ def _filesystems(ctx: _Context, itype: CloudInstanceType | None) -> tuple[CloudF
     return tuple(out)
 
 
+def _alibaba_names(ctx: _Context, cluster: str, names: tuple[str, ...]) -> None:
+    """Alibaba Cloud names (security groups, deployment sets, vSwitches, NAT gateways, ENIs, instances: named
+    after the cluster or the instance) must start with a letter; a DNS label may start with a digit."""
+    if ctx.provider != "alicloud":
+        return
+    if not cluster[:1].isalpha():
+        ctx.issues.append(ctx.doc.issue(("metadata", "name"), f"{cluster!r} cannot name Alibaba Cloud resources",
+                                        "Alibaba Cloud names start with a letter: rename the cluster"))
+    bad = next((name for name in names if not name[:1].isalpha()), None)
+    if bad is not None:
+        ctx.error(("instances", "name"), f"instance name {bad!r} cannot name an ECS instance",
+                  "Alibaba Cloud names start with a letter, e.g. gpu{n:03d}")
+
+
 def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
     """The Cluster of a cloud spec (no racks, nodes or fabrics); raise SpecError with every issue."""
     ctx = _Context(doc, data["cloud"])
@@ -301,6 +315,7 @@ def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
     itype = _instance_type(ctx)
     interfaces = _interfaces(ctx, itype)
     names = _names(ctx)
+    _alibaba_names(ctx, data["metadata"]["name"], names)
     placement_group, capacity_kind, capacity_id = _placement(ctx)
     filesystems = _filesystems(ctx, itype)
     if ctx.issues or itype is None:
