@@ -36,9 +36,9 @@ import yaml
 from netaddr import IPAddress, IPNetwork
 
 from fabricgen.artifacts import Artifact
-from fabricgen.kubernetes import pod_groups
+from fabricgen.kubernetes import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.lustre import pod_storage
-from fabricgen.model import Fabric, Kubernetes, Nic, NodeProfile, Sriov
+from fabricgen.model import Fabric, Kubernetes, Sriov
 from fabricgen.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.render.nccl import POD_PFS, POD_VFS, nccl_settings
 from fabricgen.resources import data_dir
@@ -62,12 +62,11 @@ class PodNetwork:
 
     @property
     def name(self) -> str:
-        kind = "rail" if self.fabric.role.value == "compute" else "port"
-        return f"{self.fabric.name}-{kind}{self.slot}"
+        return pod_network_name(self.fabric, self.slot)
 
     @property
     def resource(self) -> str:
-        return checked(RESOURCE_NAME, self.name.replace("-", "_"), "resource name")
+        return checked(RESOURCE_NAME, pod_resource(self.fabric, self.slot), "resource name")
 
 
 @cache
@@ -96,22 +95,14 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
         fabric = ft.fabric
         if fabric.name not in k8s.fabrics:
             continue
-        groups = set(pod_groups(fabric))
-        profiles = sorted({n.profile.name: n.profile for n in topology.cluster.nodes if n.group in groups}.items())
         slots: dict[int, list[tuple[str, str, str]]] = {}
-        for name, profile in profiles:
-            for nic in _ports(fabric, profile):
+        for name, profile in pod_profiles(fabric, topology.cluster.nodes):
+            for nic in pod_ports(fabric, profile):
                 slots.setdefault(Sriov.slot(nic), []).append(
                     (checked(IDENTIFIER, name, "profile name"), checked(NETDEV, nic.netdev, f"profile {name}: netdev"),
                      nic.pci))
         out += [PodNetwork(fabric, slot, tuple(pfs)) for slot, pfs in sorted(slots.items())]
     return out
-
-
-def _ports(fabric: Fabric, profile: NodeProfile) -> tuple[Nic, ...]:
-    """The PFs a fabric offers pods: those with VFs, or every port of its role (host-device without sriov)."""
-    role = fabric.role.nic_role
-    return fabric.sriov.ports(profile, role) if fabric.sriov is not None else profile.nics(role)
 
 
 def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
