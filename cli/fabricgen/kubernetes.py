@@ -1,6 +1,6 @@
 """Build the ``kubernetes`` section into the model, with the checks that need the fabrics: the pod networks'
-fabrics exist and have VFs (or PFs for host-device), an address plan for their IP ranges, and a workload
-profile that is attached and has the GPUs the pod asks for.
+fabrics exist and have VFs (or PFs for host-device), an address plan for their IP ranges and device plugin
+resource names of their own, and a workload profile that is attached and has the GPUs the pod asks for.
 """
 
 from __future__ import annotations
@@ -10,13 +10,37 @@ from typing import Any
 
 from fabricgen.errors import SpecIssue
 from fabricgen.load import Document, PathKey
-from fabricgen.model import Fabric, Kubernetes, Node, Workload
+from fabricgen.model import Fabric, FabricRole, Kubernetes, Nic, Node, NodeProfile, Sriov, Workload
 from fabricgen.validate import did_you_mean
 
 
-def pod_groups(fabric: Fabric) -> tuple[str, ...]:
+def _pod_groups(fabric: Fabric) -> tuple[str, ...]:
     """The node groups whose pods reach a fabric's rails: those with VFs, or every attached one (host-device)."""
     return fabric.sriov.groups if fabric.sriov is not None else fabric.node_groups
+
+
+def pod_profiles(fabric: Fabric, nodes: Sequence[Node]) -> list[tuple[str, NodeProfile]]:
+    """The profiles of the nodes whose pods reach a fabric's rails, by name."""
+    groups = set(_pod_groups(fabric))
+    return sorted({n.profile.name: n.profile for n in nodes if n.group in groups}.items())
+
+
+def pod_ports(fabric: Fabric, profile: NodeProfile) -> tuple[Nic, ...]:
+    """The PFs a fabric offers pods: those with VFs, or every port of its role (host-device without sriov)."""
+    role = fabric.role.nic_role
+    return fabric.sriov.ports(profile, role) if fabric.sriov is not None else profile.nics(role)
+
+
+def pod_network_name(fabric: Fabric, slot: int) -> str:
+    """The pod network of a rail (compute fabrics) or port (other roles), ``slot`` as :meth:`Sriov.slot`."""
+    kind = "rail" if fabric.role is FabricRole.COMPUTE else "port"
+    return f"{fabric.name}-{kind}{slot}"
+
+
+def pod_resource(fabric: Fabric, slot: int) -> str:
+    """The device plugin resource of a pod network: its name with '_' for '-', so fabrics ``a-b`` and ``a_b``
+    would share one (:func:`build_kubernetes` refuses that)."""
+    return pod_network_name(fabric, slot).replace("-", "_")
 
 
 def uses_vfs(spec: Mapping[str, Any]) -> bool:
@@ -54,11 +78,29 @@ def _addressing(doc: Document, chosen: Sequence[str], fabrics: Sequence[Fabric],
                                     f"add {kind} to the fabric"))
 
 
+def _resources(doc: Document, chosen: Sequence[str], fabrics: Sequence[Fabric], nodes: Sequence[Node],
+               issues: list[SpecIssue]) -> None:
+    """Two pod networks with one resource name would hand pods each other's VFs (or PFs)."""
+    owners: dict[str, str] = {}
+    for fabric in fabrics:
+        if fabric.name not in chosen:
+            continue
+        slots = sorted({Sriov.slot(nic) for _, profile in pod_profiles(fabric, nodes)
+                        for nic in pod_ports(fabric, profile)})
+        for resource in (pod_resource(fabric, slot) for slot in slots):
+            owner = owners.setdefault(resource, fabric.name)
+            if owner != fabric.name:
+                issues.append(doc.issue(("fabrics", fabric.name), f"fabrics {owner!r} and {fabric.name!r} both map to "
+                                                                  f"the Kubernetes resource name {resource!r}",
+                                        "rename one of them: resource names replace '-' with '_'"))
+                break
+
+
 def _workload(doc: Document, spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Sequence[Fabric],
               nodes: Sequence[Node], issues: list[SpecIssue]) -> Workload | None:
     if spec is None:
         return None
-    groups = {g for f in fabrics if f.name in chosen for g in pod_groups(f)}
+    groups = {g for f in fabrics if f.name in chosen for g in _pod_groups(f)}
     profiles = {n.profile.name: n.profile for n in nodes if n.group in groups and n.profile.role == "compute"}
     name = spec.get("profile") or next(iter(profiles), "")
     where: PathKey = ("kubernetes", "workload")
@@ -78,6 +120,7 @@ def build_kubernetes(doc: Document, spec: Mapping[str, Any], fabrics: Sequence[F
     """The model of the Kubernetes section; problems are appended to ``issues``."""
     chosen = _fabrics(doc, spec, fabrics, issues)
     _addressing(doc, chosen, fabrics, issues)
+    _resources(doc, chosen, fabrics, nodes, issues)
     workload = _workload(doc, spec.get("workload"), chosen, fabrics, nodes, issues)
     return Kubernetes(spec["namespace"], spec["operator"], spec["operator_namespace"], spec["cni"],
                       spec["resource_prefix"], chosen, spec["rdma_hca_max"], workload, doc.position(("kubernetes",)))

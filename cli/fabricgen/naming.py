@@ -14,6 +14,17 @@ PLACEHOLDER = re.compile(r"\{([a-z]+)(?::(0?)([1-9])d)?\}")
 # Device names become file names, shell words and NodeDescriptions: keep them boring.
 DEVICE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 RACK_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
+# Names reach file paths, shell words and configs only after these (as strict as the spec schema's patterns).
+NETDEV = re.compile(r"^[a-z][a-z0-9]{0,14}$")  # Linux IFNAMSIZ: at most 15 characters
+IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")  # profile and fabric names
+LABEL = re.compile(r"^[A-Za-z0-9/_.-]{1,32}$")  # RDMA device and rear-panel port, shown in comments only
+
+
+def checked(pattern: re.Pattern[str], value: str, what: str) -> str:
+    """``value`` if it matches ``pattern``; raises ValueError otherwise (the schema should have refused it)."""
+    if not pattern.match(value):
+        raise ValueError(f"{what} {value!r} does not match {pattern.pattern}")
+    return value
 
 
 def placeholders(pattern: str) -> tuple[str, ...]:

@@ -11,8 +11,7 @@ from pathlib import PurePosixPath
 from netaddr import IPNetwork
 
 from fabricgen.artifacts import Artifact
-from fabricgen.naming import DEVICE_NAME
-from fabricgen.render.host_roce import NETDEV, _check
+from fabricgen.naming import DEVICE_NAME, NETDEV, checked
 from fabricgen.render.templating import render_template
 from fabricgen.topology import Topology
 
@@ -43,7 +42,7 @@ def _ports(topology: Topology) -> dict[str, tuple[list[IpoibPort], list[str]]]:
                     unnamed.append(nic.port)
                     continue
                 comment = f"{ft.fabric.name} rail {subnet.rail} ({nic.port}, {nic.dev or 'no RDMA device'})"
-                ports.append(IpoibPort(_check(NETDEV, nic.netdev, "netdev"), f"{ip}/{prefix}", comment))
+                ports.append(IpoibPort(checked(NETDEV, nic.netdev, "netdev"), f"{ip}/{prefix}", comment))
     return out
 
 
@@ -52,7 +51,7 @@ def render(topology: Topology) -> list[Artifact]:
     out = []
     for node, (ports, unnamed) in sorted(_ports(topology).items()):
         if ports:
-            out.append(Artifact(f"hosts/{_check(DEVICE_NAME, node, 'node name')}/netplan-ipoib.yaml", render_template(
+            out.append(Artifact(f"hosts/{checked(DEVICE_NAME, node, 'node name')}/netplan-ipoib.yaml", render_template(
                 "hosts/netplan-ipoib.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
                 mtu=IPOIB_MTU)))
     return out

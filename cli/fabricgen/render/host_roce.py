@@ -16,7 +16,6 @@ artifacts list them in a comment.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -25,17 +24,12 @@ from netaddr import IPAddress, IPNetwork
 
 from fabricgen.artifacts import Artifact
 from fabricgen.model import Fabric, Node, NodeProfile
-from fabricgen.naming import DEVICE_NAME
+from fabricgen.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
 from fabricgen.render.templating import render_template
 from fabricgen.topology import FabricTopology, Topology
 
 ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port
 TABLE_BASE = 100  # per-port routing tables (and main-table route metrics) are TABLE_BASE + 1, + 2, ... per node
-
-# Names reach file paths, shell words and configs only after these (as strict as the spec schema's patterns).
-NETDEV = re.compile(r"^[a-z][a-z0-9]{0,14}$")  # Linux IFNAMSIZ: at most 15 characters
-IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")  # profile and fabric names
-LABEL = re.compile(r"^[A-Za-z0-9/_.-]{1,32}$")  # RDMA device and rear-panel port, shown in comments only
 
 
 @dataclass(frozen=True)
@@ -98,12 +92,6 @@ class NetplanPort:
     routes: tuple[Route, ...]
 
 
-def _check(pattern: re.Pattern[str], value: str, what: str) -> str:
-    if not pattern.match(value):
-        raise ValueError(f"{what} {value!r} does not match {pattern.pattern}")
-    return value
-
-
 def _qos_fabrics(topology: Topology) -> Iterator[FabricTopology]:
     """RoCE fabrics with a lossless class, in spec order."""
     return (ft for ft in topology.fabrics if ft.fabric.type == "roce" and ft.fabric.qos is not None)
@@ -119,7 +107,7 @@ def _fabric_class(fabric: Fabric) -> FabricClass:
     if not 68 <= fabric.host_mtu <= 65535:
         raise ValueError(f"fabric {fabric.name}: host MTU {fabric.host_mtu} is outside 68..65535")
     pfc = ",".join("1" if p == q.lossless.priority else "0" for p in range(8))
-    return FabricClass(_check(IDENTIFIER, fabric.name, "fabric name"), q.lossless.dscp, q.lossless.priority, pfc,
+    return FabricClass(checked(IDENTIFIER, fabric.name, "fabric name"), q.lossless.dscp, q.lossless.priority, pfc,
                        q.nccl_tc, q.cnp.dscp, q.cnp.priority, fabric.host_mtu, fabric.mtu)
 
 
@@ -147,12 +135,12 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
             entry = out.setdefault(name, _ProfilePorts(profile, {}, {}, []))
             entry.fabrics[fabric.name] = cls
             for nic in profile.nics(fabric.role.nic_role):
-                label = f"{_check(LABEL, nic.port, 'port label')} ({fabric.name})"
+                label = f"{checked(LABEL, nic.port, 'port label')} ({fabric.name})"
                 if not nic.netdev:
                     entry.unnamed.append(label)
                     continue
-                netdev = _check(NETDEV, nic.netdev, f"profile {name}: netdev")
-                port = RocePort(netdev, _check(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
+                netdev = checked(NETDEV, nic.netdev, f"profile {name}: netdev")
+                port = RocePort(netdev, checked(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
                                 (fabric.name,), cls.dscp, cls.priority, cls.cnp_dscp, cls.cnp_priority, cls.mtu,
                                 cls.switch_mtu)
                 known = entry.ports.get(netdev)
@@ -168,13 +156,13 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
 
 
 def _qos_script(name: str, entry: _ProfilePorts, source: str) -> bytes:
-    return render_template("hosts/roce-qos.sh.j2", profile=_check(IDENTIFIER, name, "profile name"), source=source,
+    return render_template("hosts/roce-qos.sh.j2", profile=checked(IDENTIFIER, name, "profile name"), source=source,
                            classes=list(entry.fabrics.values()), ports=list(entry.ports.values()),
                            unnamed=entry.unnamed)
 
 
 def _firewall(name: str, entry: _ProfilePorts, source: str) -> bytes:
-    return render_template("hosts/roce-firewall.nft.j2", profile=_check(IDENTIFIER, name, "profile name"),
+    return render_template("hosts/roce-firewall.nft.j2", profile=checked(IDENTIFIER, name, "profile name"),
                            source=source, port=ROCE_V2_PORT, ports=list(entry.ports.values()), unnamed=entry.unnamed)
 
 
@@ -192,7 +180,7 @@ def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], lis
     nodes = {n.name: n for n in topology.cluster.nodes}
     out: dict[str, tuple[list[NetplanPort], list[str]]] = {}
     for node_name in sorted(per_node):
-        _check(DEVICE_NAME, node_name, "node name")
+        checked(DEVICE_NAME, node_name, "node name")
         profile = nodes[node_name].profile
         ports: list[NetplanPort] = []
         unnamed: list[str] = []
@@ -200,9 +188,9 @@ def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], lis
             nics = {nic.index + 1: nic for nic in profile.nics(fabric.role.nic_role)}
             nic = nics[nic_port]
             if not nic.netdev:
-                unnamed.append(f"{_check(LABEL, nic.port, 'port label')} ({fabric.name})")
+                unnamed.append(f"{checked(LABEL, nic.port, 'port label')} ({fabric.name})")
                 continue
-            netdev = _check(NETDEV, nic.netdev, f"profile {profile.name}: netdev")
+            netdev = checked(NETDEV, nic.netdev, f"profile {profile.name}: netdev")
             if str(IPAddress(ip)) != ip or IPAddress(ip) not in network:
                 raise ValueError(f"{node_name} {netdev}: address {ip} is not in its leaf subnet {network}")
             assert fabric.addressing is not None
@@ -211,8 +199,8 @@ def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], lis
             cidr = str(network.cidr)
             routes = (Route(pool, gateway, metric=table), Route(cidr, scope="link", table=table),
                       Route(pool, gateway, table=table))
-            comment = (f"{nic.dev + ', ' if nic.dev else ''}port {_check(LABEL, nic.port, 'port label')}, fabric "
-                       f"{fabric.name}, leaf {_check(DEVICE_NAME, leaf, 'leaf name')} ({cidr}, gateway {gateway})")
+            comment = (f"{nic.dev + ', ' if nic.dev else ''}port {checked(LABEL, nic.port, 'port label')}, fabric "
+                       f"{fabric.name}, leaf {checked(DEVICE_NAME, leaf, 'leaf name')} ({cidr}, gateway {gateway})")
             ports.append(NetplanPort(netdev, comment, fabric.host_mtu, f"{ip}/{network.prefixlen}", ip, table,
                                      routes))
         if len({p.netdev for p in ports}) != len(ports):

@@ -23,8 +23,7 @@ from pathlib import PurePosixPath
 
 from fabricgen.artifacts import Artifact
 from fabricgen.model import Fabric, Nic, Node, NodeProfile, Sriov
-from fabricgen.naming import DEVICE_NAME
-from fabricgen.render.host_roce import IDENTIFIER, LABEL, NETDEV, _check
+from fabricgen.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
 from fabricgen.render.templating import render_template
 from fabricgen.sriov import colons
 from fabricgen.topology import Topology
@@ -76,11 +75,10 @@ def _on(flag: bool) -> str:
 
 
 def _vf_port(fabric: Fabric, sriov: Sriov, nic: Nic, profile: str) -> VfPort:
-    if nic.pci and not _PCI.match(nic.pci):
-        raise ValueError(f"profile {profile}: PCI address {nic.pci!r} does not match {_PCI.pattern}")
-    return VfPort(_check(NETDEV, nic.netdev, f"profile {profile}: netdev"),
-                  _check(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.pci,
-                  _check(IDENTIFIER, fabric.name, "fabric name"), sriov.link_type, sriov.vfs_per_port,
+    return VfPort(checked(NETDEV, nic.netdev, f"profile {profile}: netdev"),
+                  checked(LABEL, nic.dev, "RDMA device") if nic.dev else "",
+                  checked(_PCI, nic.pci, f"profile {profile}: PCI address") if nic.pci else "",
+                  checked(IDENTIFIER, fabric.name, "fabric name"), sriov.link_type, sriov.vfs_per_port,
                   sriov.firmware_vfs, sriov.mtu, sriov.link_state, _on(sriov.trust), _on(sriov.spoofchk), sriov.vlan,
                   sriov.qos, sriov.min_tx_rate_mbps, sriov.max_tx_rate_mbps,
                   sriov.guid_base is not None or sriov.mac_base is not None)
@@ -103,7 +101,7 @@ def vf_addresses(topology: Topology, profile: str) -> list[tuple[str, str, int, 
             if base is None or node.group not in sriov.groups:
                 continue
             for nic in sriov.ports(node.profile, fabric.role.nic_role):
-                rows += [(_check(DEVICE_NAME, node.name, "node name"), nic.netdev, vf,
+                rows += [(checked(DEVICE_NAME, node.name, "node name"), nic.netdev, vf,
                           colons(base + Sriov.offset(index, Sriov.slot(nic), vf), width))
                          for vf in range(sriov.vfs_per_port)]
     return rows
@@ -132,7 +130,7 @@ def _attached(nodes: Sequence[Node], fabric: Fabric) -> list[Node]:
 
 def rails(profile: NodeProfile) -> list[Rail]:
     """Compute NICs with a GPU next to them, in rail order: what GPUDirect RDMA preflight checks."""
-    return [Rail(nic.rail or 0, nic.gpu, _check(LABEL, nic.dev, "RDMA device"), nic.netdev)
+    return [Rail(nic.rail or 0, nic.gpu, checked(LABEL, nic.dev, "RDMA device"), nic.netdev)
             for nic in sorted(profile.compute, key=lambda n: n.rail or 0) if nic.gpu is not None and nic.dev]
 
 
@@ -141,7 +139,7 @@ def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = []
     for name, ports in _profiles(topology).items():
-        safe = _check(IDENTIFIER, name, "profile name")
+        safe = checked(IDENTIFIER, name, "profile name")
         addresses = vf_addresses(topology, name)
         out.append(Artifact(f"hosts/{safe}/sriov-setup.sh", render_template(
             "hosts/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
@@ -155,10 +153,10 @@ def render(topology: Topology) -> list[Artifact]:
     compute = {n.profile.name: n.profile for ft in topology.fabrics if ft.fabric.role.value == "compute"
                for n in _attached(topology.cluster.nodes, ft.fabric) if n.profile.gpus}
     for name, profile in sorted(compute.items()):
-        checked = rails(profile)
-        if checked:
-            out.append(Artifact(f"hosts/{_check(IDENTIFIER, name, 'profile name')}/host-preflight.sh",
+        gpu_rails = rails(profile)
+        if gpu_rails:
+            out.append(Artifact(f"hosts/{checked(IDENTIFIER, name, 'profile name')}/host-preflight.sh",
                                 render_template("hosts/host-preflight.sh.j2", profile=name, source=source,
-                                                rails=checked), 0o755))
+                                                rails=gpu_rails), 0o755))
     return out
 

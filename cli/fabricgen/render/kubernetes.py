@@ -36,10 +36,10 @@ import yaml
 from netaddr import IPAddress, IPNetwork
 
 from fabricgen.artifacts import Artifact
-from fabricgen.kubernetes import pod_groups
+from fabricgen.kubernetes import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.lustre import pod_storage
-from fabricgen.model import Fabric, Kubernetes, Nic, NodeProfile, Sriov
-from fabricgen.render.host_roce import IDENTIFIER, NETDEV, _check
+from fabricgen.model import Fabric, Kubernetes, Sriov
+from fabricgen.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.render.nccl import POD_PFS, POD_VFS, nccl_settings
 from fabricgen.resources import data_dir
 from fabricgen.topology import Topology
@@ -49,7 +49,7 @@ MELLANOX_VENDOR = "15b3"
 PROFILE_LABEL = "fabricgen.dev/node-profile"  # nodes carry their node profile's name under this label
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
-RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_-]*[a-zA-Z0-9])?$")  # device plugin resource names, <= 63
+RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$")  # device plugin resource names
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,11 @@ class PodNetwork:
 
     @property
     def name(self) -> str:
-        kind = "rail" if self.fabric.role.value == "compute" else "port"
-        return f"{self.fabric.name}-{kind}{self.slot}"
+        return pod_network_name(self.fabric, self.slot)
 
     @property
     def resource(self) -> str:
-        name = self.name.replace("-", "_")
-        if not RESOURCE_NAME.match(name) or len(name) > 63:
-            raise ValueError(f"resource name {name!r} does not match {RESOURCE_NAME.pattern}")
-        return name
+        return checked(RESOURCE_NAME, pod_resource(self.fabric, self.slot), "resource name")
 
 
 @cache
@@ -99,22 +95,14 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
         fabric = ft.fabric
         if fabric.name not in k8s.fabrics:
             continue
-        groups = set(pod_groups(fabric))
-        profiles = sorted({n.profile.name: n.profile for n in topology.cluster.nodes if n.group in groups}.items())
         slots: dict[int, list[tuple[str, str, str]]] = {}
-        for name, profile in profiles:
-            for nic in _ports(fabric, profile):
+        for name, profile in pod_profiles(fabric, topology.cluster.nodes):
+            for nic in pod_ports(fabric, profile):
                 slots.setdefault(Sriov.slot(nic), []).append(
-                    (_check(IDENTIFIER, name, "profile name"), _check(NETDEV, nic.netdev, f"profile {name}: netdev"),
+                    (checked(IDENTIFIER, name, "profile name"), checked(NETDEV, nic.netdev, f"profile {name}: netdev"),
                      nic.pci))
         out += [PodNetwork(fabric, slot, tuple(pfs)) for slot, pfs in sorted(slots.items())]
     return out
-
-
-def _ports(fabric: Fabric, profile: NodeProfile) -> tuple[Nic, ...]:
-    """The PFs a fabric offers pods: those with VFs, or every port of its role (host-device without sriov)."""
-    role = fabric.role.nic_role
-    return fabric.sriov.ports(profile, role) if fabric.sriov is not None else profile.nics(role)
 
 
 def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
@@ -277,7 +265,7 @@ def render(topology: Topology) -> list[Artifact]:
     for fabric in [f.fabric for f in topology.fabrics if f.fabric.name in k8s.fabrics]:
         mine = [n for n in nets if n.fabric is fabric]
         ipam = whereabouts(topology, fabric)
-        name = _check(IDENTIFIER, fabric.name, "fabric name")
+        name = checked(IDENTIFIER, fabric.name, "fabric name")
         if k8s.operator != "none":
             out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", _dump(
                 [d for n in mine for d in _node_policies(n, k8s)],

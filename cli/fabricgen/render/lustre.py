@@ -25,8 +25,7 @@ from pathlib import PurePosixPath
 from fabricgen.artifacts import Artifact
 from fabricgen.lustre import format_size, mount_unit_name
 from fabricgen.model import LnetSettings, LustreComponent, LustreFs, LustreLayout, NodeProfile
-from fabricgen.naming import DEVICE_NAME
-from fabricgen.render.host_roce import IDENTIFIER, NETDEV, _check
+from fabricgen.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
 from fabricgen.render.templating import render_template
 from fabricgen.topology import Topology
 
@@ -77,7 +76,7 @@ def _nets(topology: Topology, profile: str, filesystems: list[LustreFs]) -> list
             continue
         qos = fabrics[fs.fabric].qos
         tos = dict(fs.lnet.lnd_tunables).get("tos")
-        interfaces = tuple(_check(NETDEV, n, f"profile {profile}: netdev") for n in fs.interfaces[profile])
+        interfaces = tuple(checked(NETDEV, n, f"profile {profile}: netdev") for n in fs.interfaces[profile])
         nets[fs.lnet.network] = Net(fs.lnet.network, fs.fabric, interfaces, fs.lnet.tunables, fs.lnet.lnd_tunables,
                                     fs.lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None)
     return list(nets.values())
@@ -104,7 +103,7 @@ def _node_nids(topology: Topology, profile: NodeProfile, filesystems: list[Lustr
                 if ip is None:
                     raise ValueError(f"{node.name} {netdev}: no address in the plan of fabric {net.fabric}")
                 nids.append(f"{ip}@{net.network}")
-        out.append((_check(DEVICE_NAME, node.name, "node name"), nids))
+        out.append((checked(DEVICE_NAME, node.name, "node name"), nids))
     return out
 
 
@@ -121,7 +120,7 @@ def _module_options(nets: list[Net]) -> tuple[str, list[str]]:
 
 def _client_artifacts(topology: Topology, source: str, name: str, profile: NodeProfile,
                       filesystems: list[LustreFs]) -> list[Artifact]:
-    base = f"hosts/{_check(IDENTIFIER, name, 'profile name')}/lustre"
+    base = f"hosts/{checked(IDENTIFIER, name, 'profile name')}/lustre"
     nets = _nets(topology, name, filesystems)
     common = {"profile": name, "source": source}
     out = [
@@ -136,8 +135,8 @@ def _client_artifacts(topology: Topology, source: str, name: str, profile: NodeP
                                                                      why=why, **common)))
     lines = []
     for fs in filesystems:
-        _check(FSNAME, fs.fsname, "fsname")
-        unit = _check(UNIT, mount_unit_name(fs.mountpoint), "mount unit")
+        checked(FSNAME, fs.fsname, "fsname")
+        unit = checked(UNIT, mount_unit_name(fs.mountpoint), "mount unit")
         options = ",".join(fs.mount_options)
         out.append(Artifact(f"{base}/{unit}", render_template("lustre/client.mount.j2", fs=fs, unit=unit,
                                                               options=options, **common)))
@@ -181,7 +180,7 @@ def _summary(layout: LustreLayout) -> str:
 
 
 def _storage_artifacts(topology: Topology, source: str, fs: LustreFs) -> list[Artifact]:
-    base = f"storage/lustre/{_check(FSNAME, fs.fsname, 'fsname')}"
+    base = f"storage/lustre/{checked(FSNAME, fs.fsname, 'fsname')}"
     profiles = sorted({g.profile for g in topology.cluster.groups if g.pattern in fs.groups})
     settings = [(shlex.quote(t.param), shlex.quote(str(t.value))) for t in fs.client]
     out = [Artifact(f"{base}/mgs-set_param.sh", render_template(
