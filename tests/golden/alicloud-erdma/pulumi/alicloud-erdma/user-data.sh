@@ -44,9 +44,9 @@ install_cpfs_nfs_client() {
   esac
 }
 
-# Each file system in /etc/fstab (once, as a network file system) and mounted now.
+# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once) and mounted now.
 mount_filesystems() {
-  local source mountpoint i
+  local fstab_options="$1" mount_options="$2" source mountpoint i
   mkdir -p "${ROOT}/etc"
   if [[ ! -e "${ROOT}/etc/fstab" ]]; then : >"${ROOT}/etc/fstab"; fi
   for ((i = 0; i + 1 < ${#FILESYSTEMS[@]}; i += 2)); do
@@ -54,13 +54,13 @@ mount_filesystems() {
     mountpoint="${FILESYSTEMS[i + 1]}"
     mkdir -p "${ROOT}${mountpoint}"
     if ! awk -v source="$source" '$1 == source { found = 1 } END { exit !found }' "${ROOT}/etc/fstab"; then
-      printf '%s %s cpfs-nfs %s,_netdev 0 0\n' "$source" "$mountpoint" "$OPTIONS" >>"${ROOT}/etc/fstab"
+      printf '%s %s cpfs-nfs %s 0 0\n' "$source" "$mountpoint" "$fstab_options" >>"${ROOT}/etc/fstab"
     fi
     if ! mountpoint -q "${ROOT}${mountpoint}"; then
-      mount -t cpfs-nfs -o "$OPTIONS" "$source" "${ROOT}${mountpoint}"
+      mount -t cpfs-nfs -o "$mount_options" "$source" "${ROOT}${mountpoint}"
     fi
   done
 }
 
 install_cpfs_nfs_client
-mount_filesystems
+mount_filesystems "${OPTIONS},_netdev" "$OPTIONS"

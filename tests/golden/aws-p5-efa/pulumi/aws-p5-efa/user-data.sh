@@ -135,11 +135,9 @@ EOF
   systemctl enable --now "$UNIT"
 }
 
-# Each file system in /etc/fstab (once; automount, after the LNet service when there is one) and mounted now.
+# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once) and mounted now.
 mount_filesystems() {
-  local after="$1" source mountpoint options i
-  options="defaults,relatime,flock,_netdev,x-systemd.automount"
-  if [[ -n "$after" ]]; then options+=",x-systemd.requires=${after},x-systemd.after=${after}"; fi
+  local fstab_options="$1" mount_options="$2" source mountpoint i
   mkdir -p "${ROOT}/etc"
   if [[ ! -e "${ROOT}/etc/fstab" ]]; then : >"${ROOT}/etc/fstab"; fi
   for ((i = 0; i + 1 < ${#FILESYSTEMS[@]}; i += 2)); do
@@ -147,12 +145,19 @@ mount_filesystems() {
     mountpoint="${FILESYSTEMS[i + 1]}"
     mkdir -p "${ROOT}${mountpoint}"
     if ! awk -v source="$source" '$1 == source { found = 1 } END { exit !found }' "${ROOT}/etc/fstab"; then
-      printf '%s %s lustre %s 0 0\n' "$source" "$mountpoint" "$options" >>"${ROOT}/etc/fstab"
+      printf '%s %s lustre %s 0 0\n' "$source" "$mountpoint" "$fstab_options" >>"${ROOT}/etc/fstab"
     fi
     if ! mountpoint -q "${ROOT}${mountpoint}"; then
-      mount -t lustre -o relatime,flock "$source" "${ROOT}${mountpoint}"
+      mount -t lustre -o "$mount_options" "$source" "${ROOT}${mountpoint}"
     fi
   done
+}
+
+# The fstab options AWS gives FSx (automount), after the LNet service when there is one.
+fsx_fstab_options() {
+  local after="$1" options="defaults,relatime,flock,_netdev,x-systemd.automount"
+  if [[ -n "$after" ]]; then options+=",x-systemd.requires=${after},x-systemd.after=${after}"; fi
+  echo "$options"
 }
 
 main() {
@@ -168,7 +173,7 @@ main() {
           log "no EFA LND (kefalnd) or no EFA device: the file systems mount over TCP"
         fi
       fi
-      mount_filesystems "$after"
+      mount_filesystems "$(fsx_fstab_options "$after")" relatime,flock
       ;;
     lnet) configure_lnet ;;
     *)
