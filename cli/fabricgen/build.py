@@ -537,9 +537,19 @@ class _Builder:
                                                  f"{' and '.join(others)}",
                        "NVUE and EOS size lossless headroom themselves: use buffer_model: traditional, or nos: sonic "
                        "on every tier")
+        shp = q.get("shared_headroom_pool")
+        if shp is not None and others:
+            which = "some of this fabric's switches" if "sonic" in systems else "this fabric's switches"
+            self.error((*where, "shared_headroom_pool"), f"the shared headroom pool is SONiC's, but {which} run "
+                                                         f"{' and '.join(others)}",
+                       "NVUE and EOS size lossless headroom themselves: remove shared_headroom_pool, or nos: sonic "
+                       "on every tier")
         wd = q["pfc_watchdog"]
         return RoceQos(lossless, cnp, ecn["min_kb"], ecn["max_kb"], ecn["max_probability"], wd["detect_ms"],
-                       wd["restore_ms"], wd["action"], q["lossless_weight"], q["buffer_model"])
+                       wd["restore_ms"], wd["action"], q["lossless_weight"], q["buffer_model"],
+                       shp["over_subscribe_ratio"] if shp is not None else 0,
+                       self.doc.position((*where, "shared_headroom_pool", "over_subscribe_ratio"))
+                       if shp is not None else None)
 
     def fabric_subnet_manager(self, path: PathKey, spec: Mapping[str, Any], attached: tuple[str, ...],
                               profiles: Mapping[str, NodeProfile]) -> SubnetManager | None:

@@ -128,6 +128,25 @@ def host_attachment(ft: FabricTopology) -> Iterator[Finding]:
             yield _error(ft, "host-attachment", device, f"NIC port #{number} has {count} links")
 
 
+def shared_headroom_pool(ft: FabricTopology) -> Iterator[Finding]:
+    """over_subscribe_ratio at most the ports of each switch, all of them lossless (SONiC's bound: sonic-utilities
+    ``config buffer shared_headroom_pool over-subscribe-ratio`` takes 0..len(PORT)). A larger ratio sizes the pool
+    below one port's xoff: even one pausing port can overrun it and drop lossless traffic."""
+    qos = ft.fabric.qos
+    if qos is None or not qos.over_subscribe_ratio:
+        return
+    ports = Counter(end.device for link in ft.links for end in (link.a, link.z))
+    short = sorted((count, sw.name) for sw in ft.switches if (count := ports[sw.name]) < qos.over_subscribe_ratio)
+    if short:
+        fewest, name = short[0]
+        others = f" (and {len(short) - 1} more switches)" if len(short) > 1 else ""
+        yield Finding(Severity.ERROR, "shared-headroom-pool", name,
+                      f"over_subscribe_ratio {qos.over_subscribe_ratio} is above its {fewest} lossless ports{others}: "
+                      "the shared headroom pool would hold less than one port's xoff",
+                      f"use over_subscribe_ratio {fewest} or less: SONiC's own CLI takes at most the port count",
+                      qos.shared_headroom_pool_position or ft.fabric.position)
+
+
 def rack_collisions(topology: Topology) -> Iterator[Finding]:
     """No two devices share a rack unit and every device lies inside its rack."""
     top = topology.cluster.facility.rack_units
@@ -241,7 +260,8 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
                               "check the device name and RDMA device", entry.position)
 
 
-CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units)
+CHECKS: tuple[Check, ...] = (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units,
+                             shared_headroom_pool)
 CLUSTER_CHECKS: tuple[Callable[[Topology], Iterator[Finding]], ...] = (rack_collisions, cable_plan,
                                                                       infiniband_subnet, check_mgs_addresses,
                                                                       asn_overlap, check_vf_guids)

@@ -8,8 +8,10 @@ Chain checked per RoCE fabric with a QoS class (all values read back from the fi
   priority, ECN on it, the CNP DSCP, host MTU;
 - switches, per port: DSCP -> TC, TC -> priority group = the PFC priority, pfc_enable holds it, the lossless
   queue has an ECN profile, the CNP DSCP lands in a strict-priority queue; on SONiC the lossless PG has headroom:
-  a BUFFER_PROFILE with xoff (traditional buffer model), or profile NULL with a CABLE_LENGTH for buffermgrd to
-  compute it from, and the tables its headroom plugin reads (dynamic model);
+  a BUFFER_PROFILE with xoff whose size reserves it (size >= xon + xoff), or, with a shared headroom pool
+  (BUFFER_POOL ingress_lossless_pool xoff > 0), reserves xon and leaves the xoff to the pool (traditional buffer
+  model), or profile NULL with a CABLE_LENGTH for buffermgrd to compute it from, and the tables its headroom
+  plugin reads (dynamic model);
 - Lustre over such a fabric (lnet.conf): every local NI's o2iblnd ToS carries the lossless DSCP;
 - on every Ethernet fabric (SONiC files), every cabled switch port's MTU is at least the host MTU.
 Each mismatch names both sides and the value each holds. Runs after render on every plan and apply.
@@ -75,11 +77,22 @@ def _lossless_pg(where: str, db: dict[str, Any], port: str, pg: str, fabric: Fab
             yield _mismatch(where, f"priority group {pg} leaves its headroom to buffermgrd, but CABLE_LENGTH has no "
                                    "length for the port to compute it from", fabric)
         return
-    if not int(db.get("BUFFER_PROFILE", {}).get(profile or "", {}).get("xoff", "0")):
+    entry = db.get("BUFFER_PROFILE", {}).get(profile or "", {})
+    xoff = int(entry.get("xoff", "0"))
+    if not xoff:
         has = f"uses profile {profile}, which has no xoff headroom" if profile else "has no BUFFER_PG entry"
         yield _mismatch(where, f"lossless priority group {pg} {has}: PFC pauses too late and lossless traffic drops",
                         fabric,
                         "traditional model: a pg_lossless profile with xon/xoff/size; dynamic: profile NULL")
+        return
+    xon, size = int(entry.get("xon", "0")), int(entry.get("size", "0"))
+    pool = db.get("BUFFER_POOL", {}).get(entry.get("pool", ""), {})
+    if size < xon + xoff and not int(pool.get("xoff", "0")):
+        # size = xon is right only with a shared headroom pool (buffer_headroom_mellanox.lua), which serves the xoff
+        yield _mismatch(where, f"lossless priority group {pg} uses profile {profile}, whose size {size} reserves "
+                               f"less than xon {xon} + xoff {xoff}, but {entry.get('pool')} has no shared headroom "
+                               "pool (xoff 0): the bytes in flight after PFC pauses have no buffer and drop", fabric,
+                        "without a shared headroom pool size = xon + xoff; with one, give the ingress pool its xoff")
 
 
 def _sonic(host: str, db: dict[str, Any], fabric: Fabric, qos: RoceQos) -> Iterator[Finding]:

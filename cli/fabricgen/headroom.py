@@ -17,6 +17,19 @@ inputs, same order of floating-point operations, same rounding:
 9. xon = ceil(pipeline_latency / 1024) x 1024.
 10. size = xon with a shared headroom pool, else xoff + xon + speed_overhead; rounded up to 1 KiB.
 
+Shared headroom pool (:func:`shared_headroom_pool`), ported from sonic-swss ``cfgmgr/buffer_pool_mellanox.lua``
+(read at commit 1469e8d2; same steps in the swss VS test ``tests/test_buffer_dynamic.py::test_sharedHeadroomPool``):
+
+1. accumulative_xoff = sum over the lossless PGs of (xon + xoff - size) where that is positive: with the pool
+   on, size = xon (step 10), so each PG adds its xoff.
+2. private headroom: 10 KiB per port that has a lossless PG (``private_headroom = 10 * 1024``), kept per port
+   and subtracted from the pooled xoff (not below 0).
+3. shared headroom pool = ceil(accumulative_xoff / over_subscribe_ratio); 655,360 bytes when that comes out 0.
+
+The lua then adds the pool and the private headroom to the occupied buffer, so the shared pools shrink by them
+(and grow by the xoff no longer reserved per PG): buffermgrd does that in the dynamic model; the traditional
+model's pool sizes are the catalog's, as fixed as a SKU's buffers_defaults template.
+
 The ASIC constants (cell size, pipeline latency, mac/phy delay, peer response time) and the pause quanta per
 speed are data: ``data/catalog/asics.yaml``, with sources. SONiC runs the lua only in the dynamic buffer model.
 In the traditional model fabricgen puts these numbers into the BUFFER_PROFILE itself, so the switch gets the
@@ -27,7 +40,7 @@ same inputs. Either way an engineer can audit every input (pfc-headroom.csv).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -38,6 +51,8 @@ from fabricgen.resources import data_dir
 
 SPEED_OF_LIGHT = 198_000_000  # m/s in the cable, the lua's constant
 MINIMAL_PACKET_SIZE = 64      # bytes
+PRIVATE_HEADROOM = 10 * 1024  # buffer_pool_mellanox.lua private_headroom: per port with a lossless PG
+SHP_WHEN_ZERO = 655_360       # buffer_pool_mellanox.lua: the pool size it uses when the ratio gives 0
 
 
 @dataclass(frozen=True)
@@ -232,6 +247,7 @@ def asic_headroom(
     port_mtu: int,
     small_packet_percentage: float | None = None,
     lossless_mtu: int | None = None,
+    shared_headroom_pool: bool = False,
 ) -> Headroom:
     """:func:`headroom` with the ASIC constants, pause quanta and SONiC's lossless-traffic defaults from the catalog."""
     cat = catalog()
@@ -241,4 +257,35 @@ def asic_headroom(
                     peer_response_time_kb=a.peer_response_time_kb, pause_quanta=cat.pause_quanta,
                     lossless_mtu=cat.lossless_mtu if lossless_mtu is None else lossless_mtu,
                     small_packet_percentage=(cat.small_packet_percentage if small_packet_percentage is None
-                                             else small_packet_percentage))
+                                             else small_packet_percentage),
+                    shared_headroom_pool=shared_headroom_pool)
+
+
+@dataclass(frozen=True)
+class SharedHeadroomPool:
+    """The shared headroom pool of one switch (BUFFER_POOL ingress_lossless_pool xoff), with its inputs (bytes)."""
+
+    over_subscribe_ratio: int
+    lossless_pgs: int
+    lossless_ports: int
+    accumulative_xoff: int   # sum of (xon + xoff - size) over the lossless PGs, private headroom not yet taken
+    private_headroom: int    # lossless_ports x PRIVATE_HEADROOM
+    size: int
+
+
+def shared_headroom_pool(pgs: Sequence[Headroom], lossless_ports: int, over_subscribe_ratio: int
+                         ) -> SharedHeadroomPool:
+    """The shared headroom pool as buffer_pool_mellanox.lua sizes it (see the module doc).
+
+    ``pgs`` holds one headroom per lossless PG (a port with PGs 3-4 counts twice), computed with the pool on
+    (size = xon); ``lossless_ports`` counts the ports carrying them, each keeping its private headroom.
+    """
+    if over_subscribe_ratio < 1:
+        raise ValueError(f"over_subscribe_ratio {over_subscribe_ratio} must be at least 1 (0 means no pool)")
+    if lossless_ports < (1 if pgs else 0) or lossless_ports > len(pgs):
+        raise ValueError(f"{lossless_ports} lossless ports cannot carry {len(pgs)} lossless PGs")
+    accumulative = sum(max(0, pg.xon + pg.xoff - pg.size) for pg in pgs)
+    private = lossless_ports * PRIVATE_HEADROOM
+    pooled = max(0, accumulative - private)
+    size = -(-pooled // over_subscribe_ratio) or SHP_WHEN_ZERO  # integer ceil: the lua's math.ceil(a / b)
+    return SharedHeadroomPool(over_subscribe_ratio, len(pgs), lossless_ports, accumulative, private, size)

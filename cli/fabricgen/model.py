@@ -364,6 +364,10 @@ class RoceQos:
     pfcwd_action: str
     lossless_weight: int
     buffer_model: str = "traditional"  # SONiC: "dynamic" leaves lossless headroom and pool sizes to buffermgrd
+    # SONiC shared headroom pool: 0 = none (each lossless PG reserves its own xoff), else the PGs' xoff is pooled
+    # and the pool is their sum over this ratio (SONiC's own convention: over_subscribe_ratio 0 disables it)
+    over_subscribe_ratio: int = 0
+    shared_headroom_pool_position: SourcePosition | None = field(default=None, compare=False)
 
     @property
     def nccl_tc(self) -> int:

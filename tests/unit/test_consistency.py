@@ -189,6 +189,55 @@ def test_dynamic_model_needs_its_inputs(dynamic: tuple[Compiled, tuple[Artifact,
     assert "Ethernet0: priority group 3 leaves its headroom to buffermgrd, but CABLE_LENGTH has no length" in found[2]
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Compiled, tuple[Artifact, ...]]:
+    """Traditional model with a shared headroom pool: lossless profiles reserve xon only."""
+    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+    spec = tmp_path_factory.mktemp("shp") / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(
+        watchdog, watchdog + "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"))
+    compiled = compile_spec(spec)
+    return compiled, render(compiled.topology)
+
+
+def test_shared_headroom_pool_is_consistent_as_rendered(shared: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = shared
+    db = json.loads(next(a.content for a in artifacts if a.path.endswith("storage-leaf001/config_db.json")))
+    profile = db["BUFFER_PROFILE"][db["BUFFER_PG"]["Ethernet0|3"]["profile"]]
+    assert profile["size"] == profile["xon"] != "0" and int(db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"]) > 0
+    assert _messages(compiled, artifacts) == []
+
+
+def test_xoff_left_to_a_shared_headroom_pool_that_is_not_there(shared: tuple[Compiled, tuple[Artifact, ...]],
+                                                               h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """size = xon leaves the xoff to the pool: with the pool's xoff at 0 the in-flight bytes after a pause drop.
+    Reserving the full xon + xoff is fine with or without the pool."""
+    compiled, artifacts = shared
+
+    def no_pool(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = "0"
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(no_pool)))
+    assert len(found) == 128 and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
+    assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_400000_15m_profile, " \
+           "whose size 19456 reserves less than xon 19456 + xoff 151552" in found[0]
+    compiled, artifacts = h100
+
+    def pool_only(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = "1048576"
+
+    assert _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(pool_only))) == []
+
+
+def test_dynamic_shared_headroom_pool_is_consistent(tmp_path: Path) -> None:
+    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(
+        watchdog, watchdog + "      buffer_model: dynamic\n      shared_headroom_pool: {over_subscribe_ratio: 4}\n"))
+    compiled = compile_spec(spec)
+    assert _messages(compiled, render(compiled.topology)) == []
+
+
 def test_lustre_tos_must_carry_the_lossless_dscp(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
     """lnet.conf's o2iblnd ToS on the RoCE storage fabric: DSCP 26 << 2 passes; another DSCP, or none, is refused."""
     compiled, artifacts = h100

@@ -1,7 +1,8 @@
-"""PFC headroom: fabricgen.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by step.
+"""PFC headroom: fabricgen.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by step, and the shared
+headroom pool of buffer_pool_mellanox.lua.
 
-Expected values were derived by hand from the lua (commits ba1d1d30 / 18913fa3) with the ASIC constants of
-sonic-buildimage platform/mellanox/asic_table.j2 (4a9bf641).
+Expected values were derived by hand from the luas (headroom: commits ba1d1d30 / 18913fa3; pool: 1469e8d2) with
+the ASIC constants of sonic-buildimage platform/mellanox/asic_table.j2 (4a9bf641).
 
 Why REFERENCE.md's worked example (Spectrum-3, 400G 8-lane, 5 m -> xoff 90,112 / size 138,240; 100 m -> xoff
 149,504 / size 197,632, "occupancy 1.235") is NOT reproduced here: it is a summary, not the lua.
@@ -18,13 +19,22 @@ Even REFERENCE's own formula taken literally gives 88,064 / 147,456 (2 KiB below
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
 import pytest
 import yaml
 
-from fabricgen.headroom import Headroom, asic_headroom, catalog, headroom
+from fabricgen.headroom import (
+    PRIVATE_HEADROOM,
+    SHP_WHEN_ZERO,
+    Headroom,
+    asic_headroom,
+    catalog,
+    headroom,
+    shared_headroom_pool,
+)
 from fabricgen.resources import data_dir
 
 
@@ -111,6 +121,71 @@ def test_shared_headroom_pool_and_gearbox() -> None:
     geared = _spc3(speed_gbps=100, lanes=4, cable_m=5, gearbox_delay=2.0)
     assert geared.bytes_on_gearbox == pytest.approx(100_000 * 2.0 / 8192)
     assert geared.xoff >= asic_headroom("spectrum-3", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100).xoff
+
+
+# -- the shared headroom pool (buffer_pool_mellanox.lua) ---------------------------------------------------------
+# Spectrum-4, 400G on 4 lanes, port MTU 9100, SONiC's default traffic pattern (lossless MTU 1024, spp 50), by hand:
+#   worst_case_factor = 192 / 64 = 3 (cell > 128), cell_occupancy = (100 - 50 + 50 x 3) / 100 = 2
+#   peer_response_time = 905 x 512 / 8 = 57,920; mac_phy_delay = 0.8 x 1024 = 819.2
+#   bytes_on_cable = 2 x L x 400,000 x 1e9 / 198,000,000 / 8192 = 493.2134 x L
+#   xoff = ceil((1024 + 2 x (9100 + 493.2134 L + 819.2 + 57,920)) / 1024) x 1024 = ceil((136,702.4 + 986.4268 L) / 1024)
+#   3 m: 139,661.68 -> 137 KiB = 140,288    7 m: 143,607.39 -> 141 KiB = 144,384
+#  10 m: 146,566.67 -> 144 KiB = 147,456   15 m: 151,498.80 -> 148 KiB = 151,552
+#   xon = 19 KiB = 19,456; with the pool size = xon, so each PG adds xon + xoff - size = its xoff to the pool.
+SPC4_XOFF = {3: 140_288, 7: 144_384, 10: 147_456, 15: 151_552}
+
+
+def _spc4_400g(cable_m: int, shared: bool = True) -> Headroom:
+    return asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=cable_m, port_mtu=9100,
+                         shared_headroom_pool=shared)
+
+
+def test_spectrum4_xoff_by_hand() -> None:
+    for cable_m, xoff in SPC4_XOFF.items():
+        room = _spc4_400g(cable_m)
+        assert (room.xoff, room.xon, room.size) == (xoff, 19_456, 19_456), cable_m
+        assert _spc4_400g(cable_m, shared=False).size == xoff + 19_456, "without the pool: xoff + xon"
+
+
+def test_shared_headroom_pool_of_four_ports_by_hand() -> None:
+    """One lossless PG on each of four ports (3, 7, 10, 15 m): sum of xoff 583,680, private headroom 4 x 10,240."""
+    pgs = [_spc4_400g(m) for m in SPC4_XOFF]
+    assert sum(SPC4_XOFF.values()) == 583_680 and PRIVATE_HEADROOM == 10_240
+    two = shared_headroom_pool(pgs, 4, 2)
+    assert (two.accumulative_xoff, two.private_headroom, two.lossless_pgs) == (583_680, 40_960, 4)
+    assert two.size == (583_680 - 40_960) // 2 == 271_360
+    assert shared_headroom_pool(pgs, 4, 3).size == 180_907, "542,720 / 3 = 180,906.67, rounded up (math.ceil)"
+    assert shared_headroom_pool(pgs, 4, 1).size == 542_720
+
+
+def test_shared_headroom_pool_as_the_swss_vs_test_checks_it() -> None:
+    """sonic-swss tests/test_buffer_dynamic.py::test_sharedHeadroomPool: PGs 3-4 of one port, ratio 2 gives
+    xoff - private_headroom / 2, ratio 4 gives (2 x xoff - private_headroom) / 4."""
+    room = _spc4_400g(5)
+    assert shared_headroom_pool([room, room], 1, 2).size == room.xoff - 10_240 // 2
+    assert shared_headroom_pool([room, room], 1, 4).size == (2 * room.xoff - 10_240) // 4
+
+
+def test_shared_headroom_pool_on_8_lane_ports_pools_the_xoff_only() -> None:
+    """Spectrum-3 400G on 8 lanes: with the pool the size is xon alone (no port MTU), and the pool gets the xoff."""
+    room = _spc3(speed_gbps=400, lanes=8, cable_m=5, shared_headroom_pool=True)
+    assert (room.xoff, room.xon, room.size) == (115_712, 37_888, 37_888)
+    assert shared_headroom_pool([room] * 2, 2, 2).size == (2 * 115_712 - 2 * 10_240) // 2 == 105_472
+    unshared = _spc3(speed_gbps=400, lanes=8, cable_m=5)
+    assert shared_headroom_pool([unshared], 1, 1).size == SHP_WHEN_ZERO, "size >= xon + xoff pools nothing"
+
+
+def test_shared_headroom_pool_falls_back_when_nothing_is_pooled() -> None:
+    """The lua's floor: private headroom eats all the xoff (clamped at 0), so the pool is 655,360 bytes."""
+    small = dataclasses.replace(_spc4_400g(3), xoff=8192)
+    pool = shared_headroom_pool([small, small], 2, 2)
+    assert (pool.accumulative_xoff, pool.size) == (16_384, 655_360)
+
+
+@pytest.mark.parametrize(("ports", "ratio"), [(1, 0), (3, 2), (0, 2)])
+def test_shared_headroom_pool_refuses_bad_inputs(ports: int, ratio: int) -> None:
+    with pytest.raises(ValueError):
+        shared_headroom_pool([_spc4_400g(3), _spc4_400g(7)], ports, ratio)
 
 
 def test_headroom_grows_with_cable_length() -> None:

@@ -459,3 +459,87 @@ def test_dynamic_port_mtu_names_the_predicted_profile(tmp_path: Path) -> None:
                    if a.path == "switches/storage-leaf001/pfc-headroom.csv")
     rows = [line.split(",") for line in content.decode().splitlines()[1:]]
     assert rows and all(row[-1].endswith("_mtu9216_profile") and row[7] == "9216" for row in rows)
+
+
+# -- the shared headroom pool -----------------------------------------------------------------------------------
+SHP = "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"
+
+
+@pytest.fixture(scope="module")
+def shp_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    spec = _storage_spec(tmp_path_factory.mktemp("shp"), WATCHDOG, WATCHDOG + SHP)
+    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+
+
+@pytest.fixture(scope="module")
+def dynamic_shp_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The dynamic model with the pool at its default ratio (``{}``: 2)."""
+    spec = _storage_spec(tmp_path_factory.mktemp("dynamic-shp"), WATCHDOG,
+                         WATCHDOG + "      buffer_model: dynamic\n      shared_headroom_pool: {}\n")
+    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+
+
+def _pool_by_hand(db: dict[str, Any], ratio: int) -> int:
+    """buffer_pool_mellanox.lua read back from the file: ceil((sum of the lossless PGs' xoff - 10 KiB per lossless
+    port) / ratio), each PG's xoff from the profile it references."""
+    xoffs = [int(db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{port}|{LOSSLESS_PRIO}"]["profile"]]["xoff"])
+             for port in db["PORT"]]
+    return math.ceil((sum(xoffs) - 10 * 1024 * len(db["PORT"])) / ratio)
+
+
+@pytest.mark.external
+def test_every_shared_headroom_pool_config_db_validates(shp_artifacts: dict[str, bytes],
+                                                        dynamic_shp_artifacts: dict[str, bytes],
+                                                        tmp_path: Path) -> None:
+    validator = require_sonic_yang()
+    for name, rendered in (("traditional", shp_artifacts), ("dynamic", dynamic_shp_artifacts)):
+        for switch in STORAGE_SWITCHES:
+            path = tmp_path / f"{name}-{switch}.json"
+            path.write_bytes(rendered[f"switches/{switch}/config_db.json"])
+            _validate(validator, path)
+
+
+def test_shared_headroom_pool_moves_the_xoff_into_the_ingress_pool(dbs: dict[str, dict[str, Any]],
+                                                                   shp_artifacts: dict[str, bytes]) -> None:
+    """Traditional model: only the ingress pool's xoff and the lossless profiles' sizes change (size = xon)."""
+    for switch, static in dbs.items():
+        db = json.loads(shp_artifacts[f"switches/{switch}/config_db.json"])
+        assert set(db) == set(static)
+        for table in set(static) - {"BUFFER_POOL", "BUFFER_PROFILE"}:
+            assert db[table] == static[table], f"{switch} {table}"
+        pool = db["BUFFER_POOL"]["ingress_lossless_pool"]
+        assert pool == static["BUFFER_POOL"]["ingress_lossless_pool"] | {"xoff": str(_pool_by_hand(db, 2))}
+        assert 8_000_000 < int(pool["xoff"]) < int(pool["size"]), "~128 ports x ~145 KiB xoff, halved"
+        for name, profile in db["BUFFER_PROFILE"].items():
+            before = static["BUFFER_PROFILE"][name]
+            expected = before | {"size": before["xon"]} if name.startswith("pg_lossless_") else before
+            assert profile == expected, f"{switch} {name}: xon and xoff kept, size = xon"
+
+
+def test_shared_headroom_pool_csv(shp_artifacts: dict[str, bytes], dynamic_shp_artifacts: dict[str, bytes]) -> None:
+    """Both models: the pool and its inputs on every row; the dynamic model predicts what buffermgrd will size."""
+    for switch in STORAGE_SWITCHES:
+        db = json.loads(shp_artifacts[f"switches/{switch}/config_db.json"])
+        traditional = shp_artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
+        dynamic = dynamic_shp_artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
+        assert traditional[0].split(",") == [*sonic.CSV_FIELDS, *sonic.SHP_CSV_FIELDS]
+        assert dynamic[0].split(",")[-1] == "predicted_shared_headroom_pool_size"
+        for t_line, d_line in zip(traditional[1:], dynamic[1:], strict=True):
+            row = dict(zip(traditional[0].split(","), t_line.split(","), strict=True))
+            assert row["shared_headroom_pool"] == "true" and row["size"] == row["xon"]
+            assert (row["over_subscribe_ratio"], row["private_headroom"]) == ("2", "10240")
+            assert row["shared_headroom_pool_size"] == db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"]
+            assert d_line.split(",")[:-4] + d_line.split(",")[-3:] == t_line.split(",")[:-4] + t_line.split(",")[-3:], (
+                "the same lua, the same inputs: only the profile name may differ")
+
+
+def test_dynamic_shared_headroom_pool_is_left_to_buffermgrd(dynamic_dbs: dict[str, dict[str, Any]],
+                                                            dynamic_shp_artifacts: dict[str, bytes]) -> None:
+    """Dynamic model: only DEFAULT_LOSSLESS_BUFFER_PARAMETER changes; no pool xoff (it would override the ratio)."""
+    for switch, plain in dynamic_dbs.items():
+        db = json.loads(dynamic_shp_artifacts[f"switches/{switch}/config_db.json"])
+        assert {t: v for t, v in db.items() if t != "DEFAULT_LOSSLESS_BUFFER_PARAMETER"} == {
+            t: v for t, v in plain.items() if t != "DEFAULT_LOSSLESS_BUFFER_PARAMETER"}
+        assert db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] == {"AZURE": {"default_dynamic_th": "0",
+                                                                     "over_subscribe_ratio": "2"}}
+        assert "xoff" not in db["BUFFER_POOL"]["ingress_lossless_pool"]

@@ -37,9 +37,25 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   is not 9100); ingress_lossless_pool and egress_lossy_pool without ``size`` (and the ingress pool without
   ``xoff``): the pool plugin sizes them from the MMU minus all reserved headroom; egress_lossless_pool keeps its
   size. DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE holds default_dynamic_th 0 (the lossless profiles' threshold in
-  the traditional model too) and no over_subscribe_ratio, so the shared headroom pool stays off as there;
+  the traditional model too) and over_subscribe_ratio only with a shared headroom pool (below);
   LOSSLESS_TRAFFIC_PATTERN|AZURE holds the catalog's lossless MTU and small-packet percentage, the inputs the
   headroom plugin reads besides PORT (speed, mtu), the lane count and CABLE_LENGTH.
+- Shared headroom pool (``qos.shared_headroom_pool``), as NVIDIA's SKUs that have one write it in the
+  traditional model (sonic-buildimage Mellanox-SN4280-O28 at 51efa3c9: buffers_defaults_t1.j2 sets
+  ``ingress_lossless_pool_xoff``, pg_profile_lookup.ini has size = xon; buffers_defaults_objects.j2 writes that
+  xoff into BUFFER_POOL ingress_lossless_pool, Mellanox-SN4700-O28 at 5b135068) and as sonic-swss
+  buffer_headroom_mellanox.lua (18913fa3) computes a profile with it: every lossless profile keeps its xon and
+  xoff (the xoff is still the PFC threshold) but its size drops to the xon, 8-lane ports included, the xoff now
+  being served from the pool. Traditional model: ingress_lossless_pool gets ``xoff`` = this switch's pool,
+  :func:`fabricgen.headroom.shared_headroom_pool` (buffer_pool_mellanox.lua's over-subscribe-ratio formula over
+  the switch's lossless PGs); the pool sizes stay the catalog's (the traditional model resizes nothing, and
+  the catalog's sizes were not derived from this switch's headroom either). Dynamic model:
+  DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE carries ``over_subscribe_ratio`` (the field sonic-utilities'
+  ``config buffer shared_headroom_pool over-subscribe-ratio`` writes and both luas read) and buffermgrd sizes
+  the pool; BUFFER_POOL gets no ``xoff``, which would override the ratio. pfc-headroom.csv adds
+  ``over_subscribe_ratio``, ``private_headroom`` and the pool size to every row. Not verified on a switch: that
+  the Mellanox SAI takes a traditional configuration whose pools were not resized (SONiC's own checks only
+  bound the pool xoff by the MMU size).
 - CABLE_LENGTH per port is the cabling plan's orderable length rounded up to whole metres (the table holds
   integers, "7m"), and the headroom uses that same number, as the lua would.
 - ``docker_routing_config_mode`` is ``separated``: bgpcfgd renders FRR's bgpd.conf from CONFIG_DB
@@ -64,7 +80,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricgen.artifacts import Artifact
-from fabricgen.headroom import BufferPools, Headroom, SonicSwitch, asic_headroom, catalog
+from fabricgen.headroom import (
+    PRIVATE_HEADROOM,
+    BufferPools,
+    Headroom,
+    SharedHeadroomPool,
+    SonicSwitch,
+    asic_headroom,
+    catalog,
+    shared_headroom_pool,
+)
 from fabricgen.model import RoceQos, SwitchModel, Tier
 from fabricgen.render.templating import csv_bytes
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
@@ -93,6 +118,7 @@ CSV_FIELDS = (
     "speed_overhead", "worst_case_factor", "cell_occupancy", "pause_quanta", "peer_response_time", "mac_phy_delay",
     "bytes_on_cable", "bytes_on_gearbox", "propagation_delay", "xoff", "xon", "size", "profile",
 )
+SHP_CSV_FIELDS = ("over_subscribe_ratio", "private_headroom", "shared_headroom_pool_size")  # with the pool only
 
 
 @dataclass(frozen=True)
@@ -178,13 +204,24 @@ def sonic_ports(view: SwitchView, sw: SonicSwitch) -> list[SonicPort]:
 
 def port_headroom(view: SwitchView, sw: SonicSwitch, port: SonicPort) -> Headroom:
     """The lossless PG headroom of one port, for the cable length written in CABLE_LENGTH."""
-    return _headroom(sw.asic.name, port.view.gbps, len(port.lanes), port.cable_length_m, view.mtu)
+    shared = view.qos is not None and view.qos.over_subscribe_ratio > 0
+    return _headroom(sw.asic.name, port.view.gbps, len(port.lanes), port.cable_length_m, view.mtu, shared)
 
 
 @functools.cache
-def _headroom(asic: str, gbps: float, lanes: int, cable_m: int, mtu: int) -> Headroom:
+def _headroom(asic: str, gbps: float, lanes: int, cable_m: int, mtu: int, shared: bool) -> Headroom:
     """Ports differ in few (speed, cable length) pairs: a large fabric computes each pair once."""
-    return asic_headroom(asic, speed_gbps=gbps, lanes=lanes, cable_m=cable_m, port_mtu=mtu)
+    return asic_headroom(asic, speed_gbps=gbps, lanes=lanes, cable_m=cable_m, port_mtu=mtu,
+                         shared_headroom_pool=shared)
+
+
+def switch_headroom_pool(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort]) -> SharedHeadroomPool | None:
+    """The switch's shared headroom pool, or None without one: every port carries one lossless PG (pfc_enable
+    holds the lossless priority only), each port is a lossless port."""
+    if view.qos is None or view.qos.over_subscribe_ratio == 0:
+        return None
+    return shared_headroom_pool([port_headroom(view, sw, port) for port in ports], len(ports),
+                                view.qos.over_subscribe_ratio)
 
 
 def _prefixlen(network: str) -> str:
@@ -239,7 +276,7 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
             "green_min_threshold": str(qos.ecn_min_kb * 1024), "green_max_threshold": str(qos.ecn_max_kb * 1024),
             "green_drop_probability": str(qos.ecn_max_probability),
         }},
-        "BUFFER_POOL": _buffer_pools(pools, dynamic),
+        "BUFFER_POOL": _buffer_pools(pools, dynamic, None if dynamic else switch_headroom_pool(view, sw, ports)),
         # lossy profiles as NVIDIA's SKU templates write them (buffers_defaults_objects.j2)
         "BUFFER_PROFILE": {
             "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "7"},
@@ -287,19 +324,23 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
     if dynamic:
         cat = catalog()
         tables["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] = {"AZURE": {"default_dynamic_th": LOSSLESS_DYNAMIC_TH}}
+        if qos.over_subscribe_ratio:
+            tables["DEFAULT_LOSSLESS_BUFFER_PARAMETER"]["AZURE"]["over_subscribe_ratio"] = str(qos.over_subscribe_ratio)
         tables["LOSSLESS_TRAFFIC_PATTERN"] = {"AZURE": {"mtu": str(cat.lossless_mtu),
                                                         "small_packet_percentage": str(cat.small_packet_percentage)}}
     return tables
 
 
-def _buffer_pools(pools: BufferPools, dynamic: bool) -> dict[str, dict[str, str]]:
-    """BUFFER_POOL: every size from the catalog (traditional), or only the egress lossless pool's (dynamic: the
-    pool plugin sizes the others from what the headroom leaves; no ingress xoff, so no shared headroom pool)."""
+def _buffer_pools(pools: BufferPools, dynamic: bool, shp: SharedHeadroomPool | None) -> dict[str, dict[str, str]]:
+    """BUFFER_POOL: every size from the catalog and the shared headroom pool as ingress xoff, 0 without one
+    (traditional), or only the egress lossless pool's size (dynamic: the pool plugin sizes the others from what
+    the headroom leaves, and the shared headroom pool from over_subscribe_ratio; an xoff here would override it)."""
     out = {"ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
            "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": str(pools.egress_lossless_pool)},
            "egress_lossy_pool": {"type": "egress", "mode": "dynamic"}}
     if not dynamic:
-        out["ingress_lossless_pool"] |= {"size": str(pools.ingress_lossless_pool), "xoff": "0"}
+        out["ingress_lossless_pool"] |= {"size": str(pools.ingress_lossless_pool),
+                                         "xoff": str(shp.size if shp is not None else 0)}
         out["egress_lossy_pool"]["size"] = str(pools.egress_lossy_pool)
     return out
 
@@ -364,21 +405,30 @@ def headroom_csv(view: SwitchView) -> bytes:
     """pfc-headroom.csv: every input, intermediate and result of each port's headroom, one row per port.
 
     In the dynamic model the switch computes the results itself; the file then predicts them (``predicted_*``
-    columns), so a planner sees the headroom before the switch does and can check the switch against it.
+    columns), so a planner sees the headroom before the switch does and can check the switch against it. With a
+    shared headroom pool every row also holds the switch's pool (``shared_headroom_pool_size``, predicted in the
+    dynamic model) and its inputs besides the rows' xoff: the ratio and the private headroom per port.
     """
     sw = sonic_switch(view.model)
     dynamic = view.qos is not None and view.qos.buffer_model == "dynamic"
-    header = (f"predicted_{name}" if dynamic and name in PREDICTED else name for name in CSV_FIELDS)
+    ports = sonic_ports(view, sw)
+    shp = switch_headroom_pool(view, sw, ports)
+    fields = CSV_FIELDS + (SHP_CSV_FIELDS if shp is not None else ())
+    predicted = {*PREDICTED, "shared_headroom_pool_size"} if dynamic else set()
+    header = (f"predicted_{name}" if name in predicted else name for name in fields)
+    pool = {} if shp is None else {"over_subscribe_ratio": str(shp.over_subscribe_ratio),
+                                   "private_headroom": str(PRIVATE_HEADROOM),
+                                   "shared_headroom_pool_size": str(shp.size)}
 
     def row(port: SonicPort) -> list[str]:
-        values = _headroom_cells(port_headroom(view, sw, port)) | {
+        values = _headroom_cells(port_headroom(view, sw, port)) | pool | {
             "port": port.name, "alias": port.alias, "peer": f"{port.view.peer}:{port.view.peer_port}",
             "plan_cable_m": _number(port.view.cable_m), "cable_length": f"{port.cable_length_m}m",
             "asic": sw.asic.name,
             "profile": port.dynamic_profile(view.mtu, sw.platform) if dynamic else port.profile}
-        return [values[name] for name in CSV_FIELDS]
+        return [values[name] for name in fields]
 
-    return csv_bytes(header, (row(port) for port in sonic_ports(view, sw)))
+    return csv_bytes(header, (row(port) for port in ports))
 
 
 @functools.cache
