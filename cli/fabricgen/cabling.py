@@ -14,11 +14,16 @@ physical link appears exactly once.
 
 Splitters: a medium with ``legs`` > 1 is one physical cable whose single switch-side connector serves ``legs``
 consecutive logical ports of a cage (``<cage>/1`` and ``<cage>/2`` share the first connector of the cage at 1:2,
-``<cage>/3`` and ``<cage>/4`` the second) and whose legs go to as many host ports. The plan keeps one
+``<cage>/3`` and ``<cage>/4`` the second) and whose legs go to as many host ports. Its switch plug fills the
+cage: ``legs`` times the connectors of that plug (a twin-port transceiver's ``connections``, 1 for a cable
+plug such as a DAC) is the cage's logical port count at the link's speed, so a 1:2 DAC serves a cage split
+2 ways, a 1:4 DAC one split 4 ways, a 1:2 fiber on a twin-port transceiver one split 4 ways. The plan keeps one
 :class:`Cable` per link (the unit checks, NetBox and the InfiniBand verify work on); the legs of one splitter
 share ``physical`` (the id of its first leg) and carry ``leg`` 1..legs. When the first fitting medium of a
 host link is a splitter, the links of each connector group take together the first medium that serves every
-one of them, at the orderable length of the longest run, so all legs of a splitter are one part.
+one of them, at the orderable length of the longest run, so all legs of a splitter are one part; a group that
+no splitter of its size serves is cabled as the smaller connectors of the next smaller splitter listed (a cage
+out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), each choosing again.
 """
 
 from __future__ import annotations
@@ -157,6 +162,18 @@ class _HostLink:
     host: str | None
     cages: tuple[str, ...]
     lane: int
+    cage_ports: int  # logical ports of the switch cage at the link's speed
+
+    def takes(self, medium: Medium) -> bool:
+        """Whether ``medium`` plugs into this link's cages and, for a splitter, fills the switch cage."""
+        return medium.fits(self.cages, self.host) and _fills_cage(medium, self.cage_ports)
+
+
+def _fills_cage(medium: Medium, cage_ports: int) -> bool:
+    """A splitter's switch plug serves a whole cage: ``legs`` logical ports on each of its connectors (the
+    ``connections`` of a twin-port transceiver, 1 for a cable plug). An ordinary cable always passes."""
+    connectors = medium.switch_optic.connections if medium.switch_optic else 1
+    return medium.legs == 1 or medium.legs * connectors == cage_ports
 
 
 def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geometry,
@@ -174,18 +191,20 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
         cages = (_cage_form_factor(z_place, link.z),) if host is not None else (
             _cage_form_factor(a_place, link.a), _cage_form_factor(z_place, link.z))
         cable_id = f"{name}-{seq:06d}"
+        split = (link.speed, ends) in splitting
+        cage_ports = _cage_ports(z_place, link.z, link.speed) if split else 1
         for medium in choices.get((link.speed, ends), ()):
-            if not medium.fits(cages, host):
+            if not medium.fits(cages, host) or not _fills_cage(medium, cage_ports):
                 continue
             picked = medium.standard_length(run)
             if picked is not None:
                 cable = Cable(cable_id, name, link.tier, link.speed, link.rail, link.su,
                               _end(link.a, a_place, link, True), _end(link.z, z_place, link, False), run, picked[0],
                               picked[1], medium, cable_id)
-                if (link.speed, ends) in splitting:
+                if split:
                     cage, lane = switch_cage(link.z.name), switch_lane(link.z.name)
                     by_cage.setdefault((link.z.device, cage), []).append(
-                        _HostLink(len(cables), cable, host, cages, lane))
+                        _HostLink(len(cables), cable, host, cages, lane, cage_ports))
                 cables.append(cable)
                 break
         else:
@@ -200,25 +219,43 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
     return [c for c in cables if c is not None]
 
 
+def _cage_ports(place: _Place, port: Port, speed: str) -> int:
+    assert place.switch is not None
+    return place.switch.cage_group(int(switch_cage(port.name))).per_cage(speed)
+
+
 def _split_cage(links: list[_HostLink], choices: dict[tuple[str, str], tuple[Medium, ...]]
                 ) -> Iterator[tuple[int, Cable]]:
     """The cables of one switch cage whose first-fit medium is (for some link) a splitter, regrouped by connector:
-    logical ports in lane order, ``legs`` to a connector (the legs of the first splitter in lane order)."""
+    logical ports in lane order, ``legs`` to a connector (the largest splitter among the first fits)."""
     links = sorted(links, key=lambda h: h.lane)
-    legs = next(h.cable.medium.legs for h in links if h.cable.medium.legs > 1)
+    legs = max(h.cable.medium.legs for h in links)
+    yield from _connectors(links, legs, choices[(links[0].cable.speed, HOST_SWITCH)])
+
+
+def _connectors(links: list[_HostLink], legs: int, options: tuple[Medium, ...]) -> Iterator[tuple[int, Cable]]:
+    """Links in lane order grouped ``legs`` to a connector, each group cabled on its own."""
     groups: dict[int, list[_HostLink]] = {}
     for h in links:
         groups.setdefault((h.lane - 1) // legs, []).append(h)
     for group in groups.values():
-        yield from _connector(group, legs, choices[(group[0].cable.speed, HOST_SWITCH)])
+        yield from _connector(group, legs, options)
 
 
 def _connector(group: list[_HostLink], legs: int, options: tuple[Medium, ...]) -> Iterator[tuple[int, Cable]]:
     """The links on one switch connector take the first medium that serves every one of them: a splitter (one
-    physical cable at the orderable length of the longest run, named after its first leg) or straight cables."""
+    physical cable at the orderable length of the longest run, named after its first leg), straight cables, or,
+    at a smaller splitter listed first, that splitter's smaller connectors, each group choosing again."""
     longest = max(h.cable.run_m for h in group)
     for medium in options:
-        if medium.legs not in (1, legs) or not all(medium.fits(h.cages, h.host) for h in group):
+        if medium.legs > legs or legs % medium.legs:
+            continue
+        if 1 < medium.legs < legs:
+            if any(h.takes(medium) for h in group):
+                yield from _connectors(group, medium.legs, options)
+                return
+            continue
+        if not all(h.takes(medium) for h in group):
             continue
         if medium.legs > 1:
             picked = medium.standard_length(longest)
@@ -235,9 +272,26 @@ def _connector(group: list[_HostLink], legs: int, options: tuple[Medium, ...]) -
                 assert p is not None
                 yield h.index, replace(h.cable, length_m=p[0], part=p[1], medium=medium, physical=h.cable.id, leg=0)
             return
-    for h in group:  # no one medium serves the whole connector: every link keeps its own first fit
-        legs_of = h.cable.medium.legs
-        yield h.index, replace(h.cable, leg=(h.lane - 1) % legs_of + 1 if legs_of > 1 else 0)
+    for h in group:  # no one medium serves the whole connector: every link is cabled on its own
+        yield h.index, _alone(h, legs, options)
+
+
+def _alone(h: _HostLink, legs: int, options: tuple[Medium, ...]) -> Cable:
+    """A link no medium serves together with its connector's others: the first medium that serves it alone
+    within the connector's size, but no cable-plug splitter (its plug would fill the cage others need); else
+    its own first fit, a splitter's spare legs unused."""
+    for medium in options:
+        if (medium.legs > legs or legs % medium.legs or (medium.legs > 1 and medium.switch_optic is None)
+                or not h.takes(medium)):
+            continue
+        picked = medium.standard_length(h.cable.run_m)
+        if picked is not None:
+            cable = replace(h.cable, length_m=picked[0], part=picked[1], medium=medium)
+            break
+    else:
+        cable = h.cable
+    legs_of = cable.medium.legs
+    return replace(cable, physical=cable.id, leg=(h.lane - 1) % legs_of + 1 if legs_of > 1 else 0)
 
 
 def plan_cables(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> tuple[Cable, ...]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from fabricgen.addressing import asn_overlap
-from fabricgen.cabling import Cable, switch_connector
+from fabricgen.cabling import Cable, switch_cage, switch_connector
 from fabricgen.errors import Finding, Severity
 from fabricgen.gcpause import without_gc
 from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
@@ -170,8 +170,9 @@ def rack_collisions(topology: Topology) -> Iterator[Finding]:
 
 
 def cable_plan(topology: Topology) -> Iterator[Finding]:
-    """Cables match the compiled links tier by tier, every port has one cable, lengths are within reach, and the
-    legs of every splitter share its medium, switch connector and length, no more of them than it has."""
+    """Cables match the compiled links tier by tier, every port has one cable, lengths are within reach, the
+    legs of every splitter share its medium, switch connector and length, no more of them than it has, and a
+    cable-plug splitter (a DAC or AOC, no switch transceiver) is the only cable in its switch cage."""
     for ft in topology.fabrics:
         links = Counter(link.tier for link in ft.links)
         cables = Counter(c.tier for c in topology.cables if c.fabric == ft.fabric.name)
@@ -180,11 +181,14 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
                                                             f"per tier {dict(links)}")
     ports: Counter[tuple[str, str]] = Counter()
     splitters: dict[str, list[Cable]] = {}
+    plugs: dict[tuple[str, str], str] = {}  # switch cage -> the cable-plug splitter that fills it
     for cable in topology.cables:
         ports[(cable.a.device, cable.a.port)] += 1
         ports[(cable.z.device, cable.z.port)] += 1
         if cable.leg:
             splitters.setdefault(cable.physical, []).append(cable)
+            if cable.medium.switch_optic is None:
+                plugs.setdefault((cable.z.device, switch_cage(cable.z.port)), cable.physical)
         elif cable.physical != cable.id:
             yield Finding(Severity.ERROR, "cable-splitter", cable.id, f"is not a splitter leg but names physical "
                                                                       f"cable {cable.physical}")
@@ -197,6 +201,18 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
             yield Finding(Severity.ERROR, "cable-ports", device, f"port {port} has {count} cables")
     for physical, legs in splitters.items():
         yield from _splitter(physical, legs)
+    if plugs:
+        yield from _shared_plug_cages(topology.cables, plugs)
+
+
+def _shared_plug_cages(cables: Iterable[Cable], plugs: dict[tuple[str, str], str]) -> Iterator[Finding]:
+    """A DAC or AOC splitter's switch plug takes the whole cage: no other physical cable may end in it."""
+    for cable in cables:
+        for device, port in ((cable.a.device, cable.a.port), (cable.z.device, cable.z.port)):
+            owner = plugs.get((device, switch_cage(port)))
+            if owner is not None and cable.physical != owner:
+                yield Finding(Severity.ERROR, "cable-splitter", owner, f"plugs into the whole cage "
+                              f"{switch_cage(port)} of {device}, but {cable.id} also ends there ({port})")
 
 
 def _splitter(physical: str, legs: list[Cable]) -> Iterator[Finding]:
