@@ -81,6 +81,11 @@ _FABRIC_TYPE_OF_SPEED = {"infiniband": {"infiniband"}, "ethernet": {"roce", "eth
 _LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 
 
+def _lanes_text(options: frozenset[tuple[int, int]]) -> str:
+    """Lane layouts for a message: ``4 x 100G or 8 x 50G``."""
+    return " or ".join(f"{lanes} x {rate}G" for lanes, rate in sorted(options, key=lambda o: (-o[1], o[0])))
+
+
 def _hint_choices(word: str, choices: Iterable[str]) -> str:
     names = sorted(choices)
     guess = did_you_mean(word, names)
@@ -427,7 +432,8 @@ class _Builder:
                 )
         models = self.fabric_switches(path, spec, kind, speed, uplink, switch_models)
         attached = self.attached_groups(path, spec, role, groups, profiles)
-        self.check_nic_speeds(path, spec, role, attached, groups, profiles, nic_models, speed)
+        self.check_nic_speeds(path, spec, role, attached, groups, profiles, nic_models, speed,
+                              models.get(Tier.LEAF) if models else None)
         naming = self.fabric_naming(path, kind, spec.get("naming", {}))
         if models is None:
             return None
@@ -672,6 +678,7 @@ class _Builder:
         profiles: Mapping[str, NodeProfile],
         nic_models: Mapping[str, NicModel],
         speed: Speed,
+        leaf: SwitchModel | None,
     ) -> None:
         by_pattern = {g.pattern: g for g in groups}
         link_type = _LINK_TYPE[spec["type"]]
@@ -695,11 +702,29 @@ class _Builder:
                         f"NIC {nic.model} of profile {profile.name} has no {link_type} link type",
                         "choose another NIC model or fabric type",
                     )
+                elif leaf is not None and speed.type == "ethernet":
+                    self.check_lanes(path, f"NIC {nic.model} of profile {profile.name}", model, leaf, speed)
         if (
             role is FabricRole.COMPUTE
             and TopologyKind(spec["topology"]["kind"]) is TopologyKind.RAIL_OPTIMIZED
         ):
             self.check_rails(path, attached, by_pattern, profiles)
+
+    def check_lanes(self, path: PathKey, who: str, nic: NicModel, leaf: SwitchModel, speed: Speed) -> None:
+        """A NIC and its leaf port must run an Ethernet speed on the same lanes (4 x 100G-PAM4 does not link with
+        8 x 50G-PAM4). Checked only where the catalog gives lanes and lane rates for both ends."""
+        host = nic.lane_options(speed)
+        switch = {g.name: g.lane_options(speed) for g in leaf.port_groups}
+        known = {name: options for name, options in switch.items() if options}
+        if not host or not known or any(host & options for options in known.values()):
+            return
+        self.error(
+            (*path, "speed"),
+            f"{who} runs {speed.name} as {_lanes_text(host)} but {leaf.name} ports run it as "
+            f"{_lanes_text(frozenset().union(*known.values()))}: the link does not come up",
+            f"use a leaf whose ports run {speed.name} as {_lanes_text(host)}, or a fabric speed both run on the "
+            "same lanes",
+        )
 
     def check_rails(
         self,

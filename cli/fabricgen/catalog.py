@@ -57,7 +57,8 @@ def speeds() -> Mapping[str, Speed]:
 
 def switch_model(name: str, entry: Mapping[str, Any]) -> SwitchModel:
     groups = tuple(
-        PortGroup(g["name"], int(g["cages"]), g["form_factor"], tuple(sorted(g["ports_per_cage"].items())))
+        PortGroup(g["name"], int(g["cages"]), g["form_factor"], tuple(sorted(g["ports_per_cage"].items())),
+                  int(g.get("lanes", 0)), tuple(int(r) for r in g.get("lane_gbps", ())))
         for g in entry["port_groups"]
     )
     return SwitchModel(name, entry["vendor"], entry["fabric_type"], int(entry["height_u"]), groups)
@@ -72,6 +73,8 @@ def nic_model(name: str, entry: Mapping[str, Any]) -> NicModel:
         tuple(entry["link_types"]),
         entry.get("max_vfs"),
         entry.get("form_factor", ""),
+        int(entry.get("lanes", 0)),
+        tuple(int(r) for r in entry.get("lane_gbps", ())),
     )
 
 

@@ -55,14 +55,23 @@ class Speed:
     netbox_interface_type: str = "other"
 
 
+def lane_options(gbps: float, lanes: int, lane_gbps: tuple[int, ...]) -> frozenset[tuple[int, int]]:
+    """The (lanes, Gb/s per lane) a port with ``lanes`` electrical lanes and SerDes rates ``lane_gbps`` can run
+    ``gbps`` on; empty when the catalog gives no lane data or no listed rate adds up to the speed."""
+    return frozenset((int(gbps // rate), rate) for rate in lane_gbps if gbps % rate == 0 and gbps // rate <= lanes)
+
+
 @dataclass(frozen=True)
 class PortGroup:
-    """Cages of one form factor; ``ports_per_cage`` gives the logical ports per cage at each speed."""
+    """Cages of one form factor; ``ports_per_cage`` gives the logical ports per cage at each speed, ``lanes`` the
+    electrical lanes of one cage and ``lane_gbps`` the SerDes lane rates it runs (both optional: 0 and ())."""
 
     name: str
     cages: int
     form_factor: str
     ports_per_cage: tuple[tuple[str, int], ...]
+    lanes: int = 0
+    lane_gbps: tuple[int, ...] = ()
 
     def per_cage(self, speed: str) -> int:
         """Logical ports one cage gives at ``speed`` (0 when the cage cannot run at it)."""
@@ -71,6 +80,11 @@ class PortGroup:
     @property
     def speeds(self) -> tuple[str, ...]:
         return tuple(speed for speed, _ in self.ports_per_cage)
+
+    def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
+        """(lanes, Gb/s per lane) one logical port of a cage split for ``speed`` can run it on."""
+        per_cage = self.per_cage(speed.name)
+        return lane_options(speed.gbps, self.lanes // per_cage, self.lane_gbps) if per_cage else frozenset()
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,12 @@ class NicModel:
     link_types: tuple[str, ...]
     max_vfs: int | None = None
     form_factor: str = ""
+    lanes: int = 0  # electrical lanes of one port (0: not in the catalog)
+    lane_gbps: tuple[int, ...] = ()  # SerDes lane rates a port runs
+
+    def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
+        """(lanes, Gb/s per lane) one port can run ``speed`` on."""
+        return lane_options(speed.gbps, self.lanes, self.lane_gbps)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from fabricgen.build import build_cluster
 from fabricgen.cabling import Cable, bill_of_materials, switch_cage, switch_connector, switch_lane
 from fabricgen.catalog import shipped
 from fabricgen.checks import cable_plan, run_checks
-from fabricgen.errors import Severity
+from fabricgen.errors import Severity, SpecError
+from fabricgen.headroom import catalog as sonic_catalog
 from fabricgen.load import load_text
 from fabricgen.topology import Topology, compile_topology
 
@@ -205,3 +206,33 @@ def test_breakout_rows_come_before_the_straight_rows_of_their_speeds(name: str) 
             assert earlier.get("switch_form_factors") and not cages, (earlier["name"], sorted(shared))
 
 
+
+def test_switch_lanes_agree_with_the_sonic_lane_map() -> None:
+    """switches.yaml lanes (the lane-width check) and asics.yaml lanes_per_cage (SONiC lane numbering) agree."""
+    switches = shipped("switches").entries
+    checked = 0
+    for model, sonic in sonic_catalog().switches.items():
+        for group in switches[model]["port_groups"]:
+            if "lanes" in group:
+                assert group["lanes"] == sonic.lanes(group["name"]), (model, group["name"])
+                checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.parametrize(("speed", "leaf", "ok"), [
+    ("400G", "SN4700", False),      # 4 x 100G-PAM4 NIC, 8 x 50G-PAM4 Spectrum-3 port
+    ("200G", "SN4700", True),       # 4 x 50G on both
+    ("100G", "SN4700", True),       # 2 x 50G on both
+    ("400G", "SN5600", True),       # 4 x 100G on both
+    ("400G", "7060DX5-64S", True),  # no lane data for the Arista leaf: not checked
+])
+def test_lane_widths_of_nic_and_leaf_must_match(speed: str, leaf: str, ok: bool) -> None:
+    text = TOR.replace("SPEED", speed).replace("NIC", "ConnectX-7-QSFP112-2P").replace("SLACK", "1.0")
+    text = text.replace("LEAF", leaf).replace("uplink_speed: 800G", "uplink_speed: 400G" if leaf != "SN5600" else
+                                             "uplink_speed: 800G")
+    if ok:
+        build_cluster(load_text(text, "spec.yaml"))
+        return
+    with pytest.raises(SpecError) as caught:
+        build_cluster(load_text(text, "spec.yaml"))
+    assert "runs 400G as 4 x 100G but SN4700 ports run it as 8 x 50G" in str(caught.value)
