@@ -181,7 +181,9 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
                    unreachable: list[str]) -> list[Cable]:
     name = ft.fabric.name
     cables: list[Cable | None] = []
-    by_cage: dict[tuple[str, str], list[_HostLink]] = {}  # host links of speeds a splitter may serve
+    # Host links of speeds a splitter may serve, by switch cage: (position, first-fit cable, link, host form factor,
+    # cages); a cage where some first fit is a splitter is regrouped by connector.
+    by_cage: dict[tuple[str, str], list[tuple[int, Cable, Link, str | None, tuple[str, ...]]]] = {}
     splitting = {key for key, options in choices.items() if any(m.legs > 1 for m in options)}
     for seq, link in enumerate(ft.links, start=1):
         a_place, z_place = places[link.a.device], places[link.z.device]
@@ -192,19 +194,22 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
             _cage_form_factor(a_place, link.a), _cage_form_factor(z_place, link.z))
         cable_id = f"{name}-{seq:06d}"
         split = (link.speed, ends) in splitting
-        cage_ports = _cage_ports(z_place, link.z, link.speed) if split else 1
+        cage_ports = 0  # the z cage's logical ports, looked up when a splitter is tried
         for medium in choices.get((link.speed, ends), ()):
-            if not medium.fits(cages, host) or not _fills_cage(medium, cage_ports):
+            if not medium.fits(cages, host):
                 continue
+            if medium.legs > 1:
+                cage_ports = cage_ports or _cage_ports(z_place, link.z, link.speed)
+                if not _fills_cage(medium, cage_ports):
+                    continue
             picked = medium.standard_length(run)
             if picked is not None:
                 cable = Cable(cable_id, name, link.tier, link.speed, link.rail, link.su,
                               _end(link.a, a_place, link, True), _end(link.z, z_place, link, False), run, picked[0],
                               picked[1], medium, cable_id)
                 if split:
-                    cage, lane = switch_cage(link.z.name), switch_lane(link.z.name)
-                    by_cage.setdefault((link.z.device, cage), []).append(
-                        _HostLink(len(cables), cable, host, cages, lane, cage_ports))
+                    by_cage.setdefault((link.z.device, switch_cage(link.z.name)), []).append(
+                        (len(cables), cable, link, host, cages))
                 cables.append(cable)
                 break
         else:
@@ -213,8 +218,11 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
             unreachable.append(f"{cable_id} {link.a.device}:{link.a.name} -> {link.z.device}:{link.z.name} "
                                f"needs {run:g} m at {link.speed} ({ends}, {between})")
     for cage_links in by_cage.values():
-        if any(h.cable.medium.legs > 1 for h in cage_links):
-            for index, cable in _split_cage(cage_links, choices):
+        if any(first.medium.legs > 1 for _, first, _, _, _ in cage_links):
+            hosts = [_HostLink(i, first, host, cages, switch_lane(link.z.name),
+                               _cage_ports(places[link.z.device], link.z, link.speed))
+                     for i, first, link, host, cages in cage_links]
+            for index, cable in _split_cage(hosts, choices):
                 cables[index] = cable
     return [c for c in cables if c is not None]
 

@@ -75,7 +75,7 @@ class PortGroup:
 
     def per_cage(self, speed: str) -> int:
         """Logical ports one cage gives at ``speed`` (0 when the cage cannot run at it)."""
-        return dict(self.ports_per_cage).get(speed, 0)
+        return next((n for s, n in self.ports_per_cage if s == speed), 0)
 
     @property
     def speeds(self) -> tuple[str, ...]:
