@@ -12,9 +12,10 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 
 import pytest
+from tests.cable_plan import bom_counts, by_physical, host_cables
 
 from fabricgen.build import build_cluster
-from fabricgen.cabling import Cable, bill_of_materials, switch_cage, switch_connector, switch_lane
+from fabricgen.cabling import Cable, switch_cage, switch_connector, switch_lane
 from fabricgen.catalog import shipped
 from fabricgen.checks import cable_plan, run_checks
 from fabricgen.errors import Severity, SpecError
@@ -57,22 +58,6 @@ def _topology(speed: str, nic: str, *, slack: float = 1.2, leaf: str = "SN5600",
     return compile_topology(build_cluster(load_text(text + extra, "spec.yaml")))
 
 
-def _hosts(topology: Topology) -> list[Cable]:
-    return [c for c in topology.cables if c.tier == "node-leaf"]
-
-
-def _by_physical(cables: list[Cable]) -> dict[str, list[Cable]]:
-    groups: dict[str, list[Cable]] = defaultdict(list)
-    for cable in cables:
-        groups[cable.physical].append(cable)
-    return groups
-
-
-def _bom(topology: Topology) -> dict[str, int]:
-    lines = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)
-    return {line.part: line.count for line in lines}
-
-
 def _errors(topology: Topology) -> list[str]:
     return [f"{f.check} {f.subject} {f.message}" for f in run_checks(topology) if f.severity is Severity.ERROR]
 
@@ -83,12 +68,12 @@ def _cage(cable: Cable) -> tuple[str, str]:
 
 def test_400g_osfp_hosts_share_one_2x400g_dac_per_cage() -> None:
     topology = _topology("400G", "ConnectX-7-OSFP")
-    hosts = _hosts(topology)
+    hosts = host_cables(topology)
     dacs = [c for c in hosts if c.medium.name == "osfp-dac-splitter-2x400g"]
     straight = [c for c in hosts if c.medium.name == "eth400-osfp-host-mmf"]
     assert len(dacs) + len(straight) == len(hosts) == 32
     assert len(dacs) == 20, "the five upper servers of each rack are within the DAC's 3 m"
-    for physical, legs in _by_physical(dacs).items():
+    for physical, legs in by_physical(dacs).items():
         assert len(legs) == 2 and physical == legs[0].id, "one DAC, named after its first leg, two legs"
         assert {switch_lane(c.z.port) for c in legs} == {1, 2} and len({_cage(c) for c in legs}) == 1
         assert [c.leg for c in legs] == [1, 2]
@@ -97,8 +82,8 @@ def test_400g_osfp_hosts_share_one_2x400g_dac_per_cage() -> None:
         assert legs[0].part.startswith("MCP7Y00-N") and legs[0].a_optic is None and legs[0].z_optic is None
     assert all(c.leg == 0 and c.physical == c.id for c in straight), "beyond 3 m: two straight fibers per cage"
     assert not {_cage(c) for c in dacs} & {_cage(c) for c in straight}, "a DAC cage holds nothing else"
-    bom = _bom(topology)
-    assert sum(n for part, n in bom.items() if part.startswith("MCP7Y00-")) == len(_by_physical(dacs)) == 10
+    bom = bom_counts(topology)
+    assert sum(n for part, n in bom.items() if part.startswith("MCP7Y00-")) == len(by_physical(dacs)) == 10
     # Transceivers only where fibers run: one per host port, one twin-port per switch cage (two fibers each).
     assert bom["MMA4Z00-NS400"] == len(straight) == 12
     assert bom["MMA4Z00-NS"] == len({_cage(c) for c in straight}) == 6
@@ -107,7 +92,7 @@ def test_400g_osfp_hosts_share_one_2x400g_dac_per_cage() -> None:
 
 def test_200g_cage_takes_one_1x4_dac_or_two_1x2_fibers() -> None:
     topology = _topology("200G", "ConnectX-7-OSFP")
-    hosts = _hosts(topology)
+    hosts = host_cables(topology)
     by_cage: dict[tuple[str, str], list[Cable]] = defaultdict(list)
     for cable in hosts:
         by_cage[_cage(cable)].append(cable)
@@ -120,14 +105,14 @@ def test_200g_cage_takes_one_1x4_dac_or_two_1x2_fibers() -> None:
             assert sorted(c.leg for c in cables) == [1, 2, 3, 4]
         else:  # a cage the DAC does not reach in full: the two MPO connectors of a twin-port, one 1:2 fiber each
             assert media == {"eth200-mmf-splitter"}
-            for legs in _by_physical(cables).values():
+            for legs in by_physical(cables).values():
                 assert len(legs) == 2 and len({(c.z.device, switch_connector(c.z.port, 2)) for c in legs}) == 1
     # Cage 2 of each leaf: lanes 1-2 at 3.02 m, 3-4 at 2.93 m. The near pair could take a 1:4 DAC alone, but the
     # plug would fill the cage the far pair needs: both pairs take fibers.
     cage2 = by_cage[("storage-a01", "2")]
     assert {c.medium.name for c in cage2} == {"eth200-mmf-splitter"}
     assert min(c.run_m for c in cage2) <= 3 < max(c.run_m for c in cage2)
-    bom = _bom(topology)
+    bom = bom_counts(topology)
     assert bom["MCP7Y50-N003"] == len(dac_cages)
     fibers = [c for c in hosts if c.medium.name == "eth200-mmf-splitter"]
     assert sum(n for part, n in bom.items() if part.startswith("MFP7E20-")) == len({c.physical for c in fibers}) == 8
@@ -138,29 +123,29 @@ def test_200g_cage_takes_one_1x4_dac_or_two_1x2_fibers() -> None:
 
 def test_qsfp112_hosts_on_sn5600_take_transceivers() -> None:
     """The QSFP112 DAC splitters (MCP7Y10/MCP7Y40) are discontinued: QSFP112 hosts take fibers even in-rack."""
-    at_400 = _hosts(_topology("400G", "ConnectX-7-QSFP112-2P"))
+    at_400 = host_cables(_topology("400G", "ConnectX-7-QSFP112-2P"))
     assert {c.medium.name for c in at_400} == {"eth400-mmf"} and all(c.leg == 0 for c in at_400)
     at_200 = _topology("200G", "BlueField-3-B3220")
-    assert {c.medium.name for c in _hosts(at_200)} == {"eth200-mmf-splitter-qsfp112"}
-    assert Counter(len(legs) for legs in _by_physical(_hosts(at_200)).values()) == {2: 16}
-    assert _bom(at_200)["MMA1Z00-NS400"] == 32
+    assert {c.medium.name for c in host_cables(at_200)} == {"eth200-mmf-splitter-qsfp112"}
+    assert Counter(len(legs) for legs in by_physical(host_cables(at_200)).values()) == {2: 16}
+    assert bom_counts(at_200)["MMA1Z00-NS400"] == 32
     assert not _errors(at_200)
 
 
 def test_100g_qsfp112_hosts_take_the_4x100g_dac_within_2m() -> None:
     topology = _topology("100G", "ConnectX-7-QSFP112-2P", slack=0.0)
-    hosts = _hosts(topology)
+    hosts = host_cables(topology)
     assert {c.medium.name for c in hosts} == {"osfp-dac-splitter-4x100g"}
-    groups = _by_physical(hosts)
+    groups = by_physical(hosts)
     assert Counter(len(legs) for legs in groups.values()) == {4: 8}
     assert all({switch_lane(c.z.port) for c in legs} == {1, 2, 3, 4} for legs in groups.values())
-    assert sum(n for part, n in _bom(topology).items() if part.startswith("MCP7Y70-H")) == 8
+    assert sum(n for part, n in bom_counts(topology).items() if part.startswith("MCP7Y70-H")) == 8
     assert not _errors(topology)
 
 
 def test_dgx_twin_port_cages_never_take_dac_splitters() -> None:
     """A DGX H100 compute port sits in a twin-port OSFP cage: the single-port OSFP ends of MCP7Y00 do not fit."""
-    hosts = _hosts(_topology("400G", "ConnectX-7-DGX-OSFP"))
+    hosts = host_cables(_topology("400G", "ConnectX-7-DGX-OSFP"))
     assert {c.medium.name for c in hosts} == {"eth400-osfp-host-mmf"}
     dgx = {n["model"] for n in shipped("node_profiles").entries["dgx-h100"]["nics"]["compute"]}
     assert dgx == {"ConnectX-7-DGX-OSFP"}
@@ -174,9 +159,9 @@ catalog:
     - {name: half-cage-dac, speeds: [200G], ends: [host-switch], kind: dac, legs: 2, reach_m: 5,
        switch_form_factors: [OSFP], cables: [{length_m: 5, part: HALF}], netbox_type: dac-passive}
 """
-    hosts = _hosts(_topology("200G", "ConnectX-7-OSFP", extra=half))
+    hosts = host_cables(_topology("200G", "ConnectX-7-OSFP", extra=half))
     assert "half-cage-dac" not in {c.medium.name for c in hosts}
-    arista = _hosts(_topology("100G", "ConnectX-7-QSFP112-2P", slack=0.0, leaf="7060X6-64PE"))
+    arista = host_cables(_topology("100G", "ConnectX-7-QSFP112-2P", slack=0.0, leaf="7060X6-64PE"))
     assert {c.medium.legs for c in arista} == {1}
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import replace
 
 import pytest
+from tests.cable_plan import bom_counts, by_physical, host_cables
 from tests.conftest import INVENTORIES
 
 from fabricgen.build import build_cluster
-from fabricgen.cabling import Cable, bill_of_materials, switch_cage, switch_connector, switch_lane
+from fabricgen.cabling import switch_cage, switch_connector, switch_lane
 from fabricgen.checks import cable_plan, run_checks
 from fabricgen.errors import Severity, SpecError
 from fabricgen.load import load_text
@@ -74,31 +75,15 @@ def _topology(text: str) -> Topology:
     return compile_topology(build_cluster(load_text(text, "spec.yaml")))
 
 
-def _hosts(topology: Topology) -> list[Cable]:
-    return [c for c in topology.cables if c.tier == "node-leaf"]
-
-
-def _by_physical(cables: list[Cable]) -> dict[str, list[Cable]]:
-    groups: dict[str, list[Cable]] = defaultdict(list)
-    for cable in cables:
-        groups[cable.physical].append(cable)
-    return groups
-
-
-def _bom(topology: Topology) -> dict[str, int]:
-    lines = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)
-    return {line.part: line.count for line in lines}
-
-
 def _csv(content: bytes) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(content.decode())))
 
 
 def test_two_host_links_share_one_physical_splitter() -> None:
     topology = _topology(NDR200)
-    hosts = _hosts(topology)
+    hosts = host_cables(topology)
     assert {c.medium.name for c in hosts} == {"ndr200-mmf-splitter"}
-    groups = _by_physical(hosts)
+    groups = by_physical(hosts)
     # 7 nodes on each of 8 rail leaves: lanes 1/1+1/2, 1/3+1/4, 2/1+2/2 full, 2/3 alone (its spare leg unused).
     assert Counter(len(legs) for legs in groups.values()) == {2: 24, 1: 8}
     for physical, legs in groups.items():
@@ -114,7 +99,7 @@ def test_two_host_links_share_one_physical_splitter() -> None:
 
 def test_legs_of_a_splitter_are_one_part_at_the_longest_run() -> None:
     topology = _topology(NDR200)
-    for legs in _by_physical(_hosts(topology)).values():
+    for legs in by_physical(host_cables(topology)).values():
         assert len({(c.length_m, c.part, c.medium) for c in legs}) == 1
         longest = max(c.run_m for c in legs)
         assert (legs[0].length_m, legs[0].part) == legs[0].medium.standard_length(longest)
@@ -122,8 +107,8 @@ def test_legs_of_a_splitter_are_one_part_at_the_longest_run() -> None:
 
 def test_bom_counts_physical_cables_and_connectors() -> None:
     topology = _topology(NDR200)
-    hosts = _hosts(topology)
-    bom = _bom(topology)
+    hosts = host_cables(topology)
+    bom = bom_counts(topology)
     connectors = {(c.z.device, switch_connector(c.z.port, 2)) for c in hosts}
     splitters = sum(n for part, n in bom.items() if part.startswith("MFP7E20-"))
     assert splitters == len(connectors) == len({c.physical for c in hosts}) == 32
@@ -163,8 +148,8 @@ def test_cables_csv_has_physical_cable_and_leg() -> None:
 
 def test_a_connector_takes_the_first_medium_serving_every_leg() -> None:
     """A spec splitter that reaches the shorter leg of a pair but not the longer: the pair takes the next row."""
-    hosts = _hosts(_topology(NDR200))
-    pair = next(legs for legs in _by_physical(hosts).values() if len(legs) == 2 and legs[0].run_m != legs[1].run_m)
+    hosts = host_cables(_topology(NDR200))
+    pair = next(legs for legs in by_physical(hosts).values() if len(legs) == 2 and legs[0].run_m != legs[1].run_m)
     short, long_ = sorted(c.run_m for c in pair)
     reach = round((short + long_) / 2, 3)
     override = f"""
@@ -186,21 +171,21 @@ catalog:
     legs = [by_id[c.id] for c in pair]
     assert {c.medium.name for c in legs} == {"ndr200-mmf-splitter"}, "the longer leg is out of the spec row's reach"
     assert len({c.physical for c in legs}) == 1
-    assert "short-splitter" in {c.medium.name for c in _hosts(topology)}, "pairs within reach still take it"
+    assert "short-splitter" in {c.medium.name for c in host_cables(topology)}, "pairs within reach still take it"
     assert not [f for f in cable_plan(topology) if f.severity is Severity.ERROR]
 
 
 def test_cable_plan_check_catches_inconsistent_legs() -> None:
     topology = _topology(NDR200)
     cables = list(topology.cables)
-    legs = next(legs for legs in _by_physical(_hosts(topology)).values() if len(legs) == 2)
+    legs = next(legs for legs in by_physical(host_cables(topology)).values() if len(legs) == 2)
     second = cables.index(legs[1])
     longer = legs[1].medium.cables[-1]
     cables[second] = replace(legs[1], length_m=longer[0], part=longer[1])
     findings = [f for f in cable_plan(replace(topology, cables=tuple(cables))) if f.check == "cable-splitter"]
     assert findings and findings[0].subject == legs[0].physical and "first leg" in findings[0].message
     # A leg moved onto another connector, and a third leg on a 1:2 splitter.
-    stray = next(c for c in _hosts(topology) if c.physical != legs[0].physical and c.z.device == legs[0].z.device)
+    stray = next(c for c in host_cables(topology) if c.physical != legs[0].physical and c.z.device == legs[0].z.device)
     cables = list(topology.cables)
     cables[cables.index(stray)] = replace(stray, physical=legs[0].physical, leg=2)
     messages = [f.message for f in cable_plan(replace(topology, cables=tuple(cables))) if f.check == "cable-splitter"]
@@ -210,12 +195,12 @@ def test_cable_plan_check_catches_inconsistent_legs() -> None:
 
 def test_hdr100_split_ports_take_aoc_splitters() -> None:
     topology = _topology(HDR100)
-    hosts = _hosts(topology)
+    hosts = host_cables(topology)
     assert {c.medium.name for c in hosts} == {"hdr100-aoc-splitter"}
-    groups = _by_physical(hosts)
+    groups = by_physical(hosts)
     assert sorted(len(v) for v in groups.values()) == [1, 2, 2]  # 5 hosts: QM8700 cages 1 and 2 full, 3 half
     assert all(len({switch_cage(c.z.port) for c in legs}) == 1 for legs in groups.values())
-    bom = _bom(topology)
+    bom = bom_counts(topology)
     assert sum(n for part, n in bom.items() if part.startswith("MFS1S50-H")) == 3
     assert not [f for f in run_checks(topology) if f.severity is Severity.ERROR]
 
@@ -225,7 +210,7 @@ def test_ndr_links_are_ordinary_cables() -> None:
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     assert all(c.leg == 0 and c.physical == c.id and c.medium.legs == 1 for c in topology.cables)
     assert all(c.label.startswith(f"{c.id} ") for c in topology.cables)
-    bom = _bom(topology)
+    bom = bom_counts(topology)
     cable_parts = {c.part for c in topology.cables}
     assert sum(bom[p] for p in cable_parts) == len(topology.cables)
 
