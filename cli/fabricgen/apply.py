@@ -91,7 +91,7 @@ class _Journal:
         if doc["journal_version"] != JOURNAL_FORMAT:
             raise ValueError(f"unknown journal_version {doc['journal_version']!r}")
         staging, lock = doc["staging"], doc["lock"]
-        if not isinstance(staging, str) or not _STAGING_NAME.match(staging) or not isinstance(lock, str):
+        if not isinstance(staging, str) or not _STAGING_NAME.fullmatch(staging) or not isinstance(lock, str):
             raise TypeError("staging and lock must be strings, staging a staging directory name")
         deletions = tuple(doc["deletions"])
         writes = tuple(LockEntry(w["path"], w["sha256"], int(w["mode"], 8)) for w in doc["writes"])

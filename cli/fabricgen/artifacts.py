@@ -13,7 +13,7 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 def is_safe_relative_path(path: str) -> bool:
     """True when ``path`` is a relative POSIX path whose every segment is a plain file name."""
     parts = path.split("/")
-    return bool(path) and all(_SEGMENT.match(p) and p not in {".", ".."} for p in parts)
+    return bool(path) and all(_SEGMENT.fullmatch(p) and p not in {".", ".."} for p in parts)
 
 
 @dataclass(frozen=True)

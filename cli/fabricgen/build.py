@@ -149,7 +149,7 @@ class _Builder:
                 "the rack name pattern gives two racks the same name",
                 "include both {row} and {rack}",
             )
-        bad = [n for n in names if not RACK_NAME.match(n)]
+        bad = [n for n in names if not RACK_NAME.fullmatch(n)]
         if bad:
             self.error(
                 ("facility", "rack_name"),
@@ -325,7 +325,7 @@ class _Builder:
             profile = profiles[spec["profile"]]
             names = [expand(pattern, {"n": spec["start"] + i}) for i in range(spec["count"])]
             for name in names:
-                if not DEVICE_NAME.match(name):
+                if not DEVICE_NAME.fullmatch(name):
                     self.error(
                         (*path, "name"),
                         f"node name {name!r} is not a valid host name",

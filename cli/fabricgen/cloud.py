@@ -190,7 +190,7 @@ def _names(ctx: _Context) -> tuple[str, ...]:
         ctx.error(where, f"{count} instances would all be named {pattern!r}", "add {n}, e.g. gpu{n:03d}")
         return ()
     names = tuple(expand(pattern, {"n": n}) for n in range(1, count + 1))
-    bad = next((n for n in names if not DEVICE_NAME.match(n)), None)
+    bad = next((n for n in names if not DEVICE_NAME.fullmatch(n)), None)
     if bad is not None:
         ctx.error(where, f"instance name {bad!r} is not a valid host name",
                   "lower-case letters, digits and '-', at most 63 characters")

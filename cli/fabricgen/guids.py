@@ -56,7 +56,7 @@ def load_inventory(path: Path) -> dict[str, GuidEntry]:
         guids = []
         for column in ("node_guid", "port_guid"):
             value = str(row.get(column) or (row.get("node_guid") if column == "port_guid" and not dev else "") or "")
-            if not GUID.match(value):
+            if not GUID.fullmatch(value):
                 issues.append(SpecIssue(where, column, f"{value!r} is not a GUID", "0x followed by 16 hex digits"))
                 break
             guids.append(int(value, 16))

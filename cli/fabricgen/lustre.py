@@ -365,7 +365,7 @@ def _volume(ctx: _Context, path: PathKey, name: str, spec: Mapping[str, Any]) ->
     k8s = spec.get("kubernetes")
     if k8s is None:
         return None
-    if not DNS_LABEL.match(volume_name(name)):
+    if not DNS_LABEL.fullmatch(volume_name(name)):
         ctx.error((*path, "kubernetes"), f"the volume name {volume_name(name)!r} is not a DNS label",
                   "name the file system so that lustre-<name> (with '_' as '-') ends in a letter or digit")
     return LustreVolume(k8s["access"], k8s["capacity"], k8s["namespace"], k8s.get("mount_path", spec["mountpoint"]))

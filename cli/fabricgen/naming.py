@@ -22,7 +22,7 @@ LABEL = re.compile(r"^[A-Za-z0-9/_.-]{1,32}$")  # RDMA device and rear-panel por
 
 def checked(pattern: re.Pattern[str], value: str, what: str) -> str:
     """``value`` if it matches ``pattern``; raises ValueError otherwise (the schema should have refused it)."""
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         raise ValueError(f"{what} {value!r} does not match {pattern.pattern}")
     return value
 

@@ -250,7 +250,7 @@ def _parse_lock_files(files: object, source: str) -> tuple[LockEntry, ...]:
         )
         _require(info["mode"] in _MODE_VALUE, source, f'{path}: mode must be "0644" or "0755"')
         _require(
-            isinstance(info["sha256"], str) and bool(_SHA256.match(info["sha256"])),
+            isinstance(info["sha256"], str) and bool(_SHA256.fullmatch(info["sha256"])),
             source,
             f"{path}: sha256 must be 64 lowercase hex digits",
         )

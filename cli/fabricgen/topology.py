@@ -488,7 +488,7 @@ def _unique_names(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> list[S
     for ft in fabrics:
         for sw in ft.switches:
             where = ft.fabric.position
-            if not DEVICE_NAME.match(sw.name):
+            if not DEVICE_NAME.fullmatch(sw.name):
                 issues.append(
                     SpecIssue(
                         where,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -30,17 +31,17 @@ _BASE_URI = "https://fabricgen.dev/schemas/"
 
 
 @cache
-def _registry(for_defaults: bool = False) -> Registry:
+def _registry(for_extended: bool = False) -> Registry:
     """All schema files under schemas/, registered by their $id so relative $refs resolve offline.
 
-    The default-filling registry drops ``$schema``: jsonschema picks the validator class of a referenced
-    resource from its ``$schema``, which would silently swap our extended class for the stock one.
+    The registry of the extended validators drops ``$schema``: jsonschema picks the validator class of a
+    referenced resource from its ``$schema``, which would silently swap an extended class for the stock one.
     """
     root = shipped_dir("schemas")
     resources = []
     for path in sorted(root.rglob("*.schema.json")):
         contents = json.loads(path.read_text(encoding="utf-8"))
-        if for_defaults:
+        if for_extended:
             contents.pop("$schema", None)
         resources.append((contents["$id"], DRAFT202012.create_resource(contents)))
     return Registry().with_resources(resources)
@@ -63,10 +64,25 @@ def bundled_schema() -> dict[str, Any]:
     return bundle
 
 
+def _pattern(validator: Validator, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """``pattern`` as JSON Schema means it (ECMA-262): a final ``$`` matches only at the end of the string.
+
+    Python's ``$`` also matches before a final newline, so the stock keyword lets ``"eth0\n"`` through a name
+    pattern, on into file names and shell lines.
+    """
+    if not isinstance(instance, str):
+        return
+    strict = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern
+    if not re.search(strict, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_StrictValidator = extend(Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+
+
 @cache
 def _validator(ref: str) -> Validator:
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": _BASE_URI + ref}
-    return Draft202012Validator(schema, registry=_registry())
+    return _StrictValidator({"$ref": _BASE_URI + ref}, registry=_registry(for_extended=True))  # type: ignore[no-any-return]
 
 
 def _set_defaults(
@@ -216,7 +232,7 @@ def schema_issues(doc: Document, data: Any, ref: str = ROOT_SCHEMA, prefix: Path
 def with_defaults(data: Any, ref: str = ROOT_SCHEMA) -> Any:
     """A copy of schema-valid ``data`` with every schema default filled in."""
     filled = copy.deepcopy(data)
-    _DefaultFiller({"$ref": _BASE_URI + ref}, registry=_registry(for_defaults=True)).validate(filled)
+    _DefaultFiller({"$ref": _BASE_URI + ref}, registry=_registry(for_extended=True)).validate(filled)
     return filled
 
 

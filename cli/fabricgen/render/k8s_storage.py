@@ -40,7 +40,7 @@ def lustre_volume(fs: LustreFs) -> list[dict[str, Any]]:
     """The static PV and its PVC of one file system."""
     assert fs.volume is not None
     name = claim_name(fs)
-    if not DEVICE_NAME.match(name):
+    if not DEVICE_NAME.fullmatch(name):
         raise ValueError(f"volume name {name!r} is not a DNS label")
     v = fs.volume
     labels = {**LABELS, "fabricgen.dev/lustre-fsname": fs.fsname}

@@ -78,7 +78,7 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "") -> list[S
 
 def _checked(settings: list[Setting]) -> list[Setting]:
     for s in settings:
-        if not _SAFE_VALUE.match(s.value):
+        if not _SAFE_VALUE.fullmatch(s.value):
             raise ValueError(f"NCCL value {s.value!r} of {s.name} is not a plain word")
     return settings
 

@@ -119,7 +119,7 @@ def nv_port(model: SwitchModel, port: PortView) -> NvPort:
 
 
 def _token(text: str, what: str) -> str:
-    if not _TOKEN.match(text):
+    if not _TOKEN.fullmatch(text):
         raise ValueError(f"{what} {text!r} is not a plain word (letters, digits, _ . : / -)")
     return text
 
@@ -264,7 +264,7 @@ def _management_block(view: SwitchView) -> Block | None:
 
 def switch_blocks(view: SwitchView) -> list[Block]:
     """Every setting of one switch, grouped and explained, in apply order."""
-    if not _HOSTNAME.match(view.name):
+    if not _HOSTNAME.fullmatch(view.name):
         raise ValueError(f"switch name {view.name!r} is not a valid hostname")
     ports = [nv_port(view.model, p) for p in view.ports]
     if len({p.name for p in ports}) != len(ports):
