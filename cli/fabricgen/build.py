@@ -536,26 +536,29 @@ class _Builder:
         if ecn["min_kb"] > ecn["max_kb"]:
             self.error((*where, "ecn", "min_kb"), f"ECN minimum {ecn['min_kb']} KB is above the maximum "
                                                  f"{ecn['max_kb']} KB", "WRED needs min <= max")
-        others = sorted(systems - {"sonic"})
-        if q["buffer_model"] == "dynamic" and others:
-            which = "some of this fabric's switches" if "sonic" in systems else "this fabric's switches"
-            self.error((*where, "buffer_model"), f"the dynamic buffer model is SONiC's, but {which} run "
-                                                 f"{' and '.join(others)}",
-                       "NVUE and EOS size lossless headroom themselves: use buffer_model: traditional, or nos: sonic "
-                       "on every tier")
         shp = q.get("shared_headroom_pool")
-        if shp is not None and others:
-            which = "some of this fabric's switches" if "sonic" in systems else "this fabric's switches"
-            self.error((*where, "shared_headroom_pool"), f"the shared headroom pool is SONiC's, but {which} run "
-                                                         f"{' and '.join(others)}",
-                       "NVUE and EOS size lossless headroom themselves: remove shared_headroom_pool, or nos: sonic "
-                       "on every tier")
+        if q["buffer_model"] == "dynamic":
+            self._sonic_only((*where, "buffer_model"), systems, "the dynamic buffer model",
+                             "use buffer_model: traditional")
+        if shp is not None:
+            self._sonic_only((*where, "shared_headroom_pool"), systems, "the shared headroom pool",
+                             "remove shared_headroom_pool")
         wd = q["pfc_watchdog"]
         return RoceQos(lossless, cnp, ecn["min_kb"], ecn["max_kb"], ecn["max_probability"], wd["detect_ms"],
                        wd["restore_ms"], wd["action"], q["lossless_weight"], q["buffer_model"],
                        shp["over_subscribe_ratio"] if shp is not None else 0,
                        self.doc.position((*where, "shared_headroom_pool", "over_subscribe_ratio"))
                        if shp is not None else None)
+
+    def _sonic_only(self, where: PathKey, systems: set[str], what: str, instead: str) -> None:
+        """A SONiC buffer feature on a fabric whose switches (some or all) run NVUE or EOS, which size lossless
+        headroom themselves."""
+        others = sorted(systems - {"sonic"})
+        if not others:
+            return
+        which = "some of this fabric's switches" if "sonic" in systems else "this fabric's switches"
+        self.error(where, f"{what} is SONiC's, but {which} run {' and '.join(others)}",
+                   f"NVUE and EOS size lossless headroom themselves: {instead}, or nos: sonic on every tier")
 
     def fabric_subnet_manager(self, path: PathKey, spec: Mapping[str, Any], attached: tuple[str, ...],
                               profiles: Mapping[str, NodeProfile]) -> SubnetManager | None:

@@ -27,7 +27,8 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   speed or cable-length event, looks for a profile named ``pg_lossless_<speed>_<cable>_profile``; it reuses
   the one in CONFIG_DB if it exists and only otherwise builds one from the SKU's pg_profile_lookup.ini. The
   lossless profiles therefore carry exactly that name, one per distinct (speed, cable length), with the
-  headroom SONiC's own lua would compute for that port (shared headroom pool off: ingress pool xoff 0), so
+  headroom SONiC's own lua would compute for that port (ingress pool xoff 0 unless a shared headroom pool is
+  configured, below), so
   buffermgrd keeps them. Pool sizes come from the ASIC's catalog entry (its ``source`` says where from).
 - Buffer model ``dynamic`` (``qos.buffer_model``), as NVIDIA's SKU templates write it in that mode
   (buffers_defaults_objects.j2, buffers_config.j2): DEVICE_METADATA.buffer_model ``dynamic``; each lossless PG
@@ -53,7 +54,8 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE carries ``over_subscribe_ratio`` (the field sonic-utilities'
   ``config buffer shared_headroom_pool over-subscribe-ratio`` writes and both luas read) and buffermgrd sizes
   the pool; BUFFER_POOL gets no ``xoff``, which would override the ratio. pfc-headroom.csv adds
-  ``over_subscribe_ratio``, ``private_headroom`` and the pool size to every row. Not verified on a switch: that
+  ``over_subscribe_ratio``, the switch's ``accumulative_xoff`` and ``private_headroom`` (10 KiB per lossless port)
+  and the pool size to every row. Not verified on a switch: that
   the Mellanox SAI takes a traditional configuration whose pools were not resized (SONiC's own checks only
   bound the pool xoff by the MMU size).
 - CABLE_LENGTH per port is the cabling plan's orderable length rounded up to whole metres (the table holds
@@ -81,7 +83,6 @@ from typing import Any
 
 from fabricgen.artifacts import Artifact
 from fabricgen.headroom import (
-    PRIVATE_HEADROOM,
     BufferPools,
     Headroom,
     SharedHeadroomPool,
@@ -118,7 +119,8 @@ CSV_FIELDS = (
     "speed_overhead", "worst_case_factor", "cell_occupancy", "pause_quanta", "peer_response_time", "mac_phy_delay",
     "bytes_on_cable", "bytes_on_gearbox", "propagation_delay", "xoff", "xon", "size", "profile",
 )
-SHP_CSV_FIELDS = ("over_subscribe_ratio", "private_headroom", "shared_headroom_pool_size")  # with the pool only
+# with the pool only: the switch's pool and its inputs, size = ceil((accumulative_xoff - private_headroom) / ratio)
+SHP_CSV_FIELDS = ("over_subscribe_ratio", "accumulative_xoff", "private_headroom", "shared_headroom_pool_size")
 
 
 @dataclass(frozen=True)
@@ -407,7 +409,7 @@ def headroom_csv(view: SwitchView) -> bytes:
     In the dynamic model the switch computes the results itself; the file then predicts them (``predicted_*``
     columns), so a planner sees the headroom before the switch does and can check the switch against it. With a
     shared headroom pool every row also holds the switch's pool (``shared_headroom_pool_size``, predicted in the
-    dynamic model) and its inputs besides the rows' xoff: the ratio and the private headroom per port.
+    dynamic model) and its inputs: the ratio, the switch's accumulated xoff and its private headroom.
     """
     sw = sonic_switch(view.model)
     dynamic = view.qos is not None and view.qos.buffer_model == "dynamic"
@@ -417,7 +419,8 @@ def headroom_csv(view: SwitchView) -> bytes:
     predicted = {*PREDICTED, "shared_headroom_pool_size"} if dynamic else set()
     header = (f"predicted_{name}" if name in predicted else name for name in fields)
     pool = {} if shp is None else {"over_subscribe_ratio": str(shp.over_subscribe_ratio),
-                                   "private_headroom": str(PRIVATE_HEADROOM),
+                                   "accumulative_xoff": str(shp.accumulative_xoff),
+                                   "private_headroom": str(shp.private_headroom),
                                    "shared_headroom_pool_size": str(shp.size)}
 
     def row(port: SonicPort) -> list[str]:
