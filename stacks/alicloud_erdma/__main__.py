@@ -10,13 +10,12 @@ its own with `pulumi up`. Do not edit: change the spec and run `fabricgen apply`
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
+import first_boot  # beside this program: fills in user-data.sh
 import pulumi
 import pulumi.dynamic
 import pulumi_alicloud as alicloud
@@ -147,6 +146,9 @@ def export_domain(props: dict[str, Any]) -> str:
     return str(domain)
 
 
+EXPORT_KEYS = ("region", "file_system_id", "protocol_service_id", "export_id")  # what a lookup is keyed by
+
+
 class ExportDomainProvider(pulumi.dynamic.ResourceProvider):
     """Reads the mount domain of a CPFS export directory, which pulumi-alicloud 4.0.0's nas.ProtocolMountTarget
     does not output; runs where `pulumi up` runs."""
@@ -154,8 +156,10 @@ class ExportDomainProvider(pulumi.dynamic.ResourceProvider):
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         return pulumi.dynamic.CreateResult(id_=props["export_id"], outs={**props, "domain": export_domain(props)})
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        return pulumi.dynamic.UpdateResult(outs={**news, "domain": export_domain(news)})
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        """Another export (or file system, service, region) is another lookup with another id: replace."""
+        changed = [key for key in EXPORT_KEYS if olds.get(key) != news.get(key)]
+        return pulumi.dynamic.DiffResult(changes=bool(changed), replaces=changed)
 
 
 class ExportDomain(pulumi.dynamic.Resource):
@@ -188,25 +192,6 @@ def filesystems(vpc_id: pulumi.Input[str], switch_id: pulumi.Input[str]) -> list
     return sources
 
 
-def user_data(sources: list[pulumi.Output[str]]) -> pulumi.Output[str] | None:
-    """user-data.sh beside this file (fabricgen's first boot: CPFS-NFS client, fstab, mounts) with its FILESYSTEMS
-    line filled in from the exports (mount source, mount point, shell-quoted), base64."""
-    if not sources:
-        return None
-    template = (Path(__file__).parent / "user-data.sh").read_text(encoding="utf-8")
-    line = "FILESYSTEMS=()\n"
-    if template.count(line) != 1:
-        raise ValueError(f"user-data.sh must hold exactly one {line.strip()!r} line")
-
-    def fill(resolved: list[str]) -> str:
-        words = [word for source, spec in zip(resolved, DATA["filesystems"], strict=True)
-                 for word in (source, spec["mountpoint"])]
-        script = template.replace(line, f"FILESYSTEMS=({' '.join(shlex.quote(word) for word in words)})\n")
-        return base64.b64encode(script.encode()).decode()
-
-    return pulumi.Output.all(*sources).apply(fill)
-
-
 def main() -> None:
     vpc_id, switch_ids, snat = network()
     boot_after = pulumi.ResourceOptions(depends_on=snat)  # the instances reach the internet from their first boot
@@ -214,7 +199,7 @@ def main() -> None:
     deployment = alicloud.ecs.EcsDeploymentSet("low-latency", strategy="LowLatency",
                                                deployment_set_name=f"{DATA['cluster']}-low-latency")
     cpfs = filesystems(vpc_id, switch_ids[0])
-    boot = user_data(cpfs)
+    boot = first_boot.user_data(Path(__file__).parent, cpfs, [spec["mountpoint"] for spec in DATA["filesystems"]])
     instances = {name: instance(name, switch_ids[0], group, deployment, boot_after, boot)
                  for name in INSTANCES["names"]}
     pulumi.export("private_ips", {name: i.private_ip for name, i in instances.items()})

@@ -9,12 +9,11 @@ its own with `pulumi up`. Do not edit: change the spec and run `fabricgen apply`
 
 from __future__ import annotations
 
-import base64
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
+import first_boot  # beside this program: fills in user-data.sh
 import pulumi
 import pulumi_aws as aws
 
@@ -111,27 +110,6 @@ def filesystems(subnet_id: pulumi.Input[str], group: aws.ec2.SecurityGroup) -> l
     return out
 
 
-def fill_user_data(template: str, mounts: list[tuple[str, str, str]]) -> str:
-    """user-data.sh (fabricgen's first-boot script: Lustre client, LNet over EFA, fstab, mounts) with its
-    FILESYSTEMS line filled in: DNS@tcp:/MOUNTNAME and mount point of each file system, shell-quoted."""
-    words = [word for dns, mount_name, mountpoint in mounts for word in (f"{dns}@tcp:/{mount_name}", mountpoint)]
-    line = "FILESYSTEMS=()\n"
-    if template.count(line) != 1:
-        raise ValueError(f"user-data.sh must hold exactly one {line.strip()!r} line")
-    return template.replace(line, f"FILESYSTEMS=({' '.join(shlex.quote(word) for word in words)})\n")
-
-
-def user_data(fsx: list[aws.fsx.LustreFileSystem]) -> pulumi.Output[str] | None:
-    """The first-boot script with the file systems' DNS and mount names (known only once FSx exists), base64."""
-    if not fsx:
-        return None
-    template = (Path(__file__).parent / "user-data.sh").read_text(encoding="utf-8")
-    parts = [pulumi.Output.all(fs.dns_name, fs.mount_name, spec["mountpoint"])
-             for fs, spec in zip(fsx, DATA["filesystems"], strict=True)]
-    return pulumi.Output.all(*parts).apply(
-        lambda mounts: base64.b64encode(fill_user_data(template, [tuple(m) for m in mounts]).encode()).decode())
-
-
 def launch_template(group: aws.ec2.SecurityGroup, subnet_id: pulumi.Input[str] | None,
                     placement: aws.ec2.PlacementGroup | None, data: pulumi.Input[str] | None) -> aws.ec2.LaunchTemplate:
     """One EFA interface per network card up to the type's maximum (fabricgen computed the card/device layout)."""
@@ -167,7 +145,10 @@ def main() -> None:
                                        tags=tags(DATA["cluster"])) if INSTANCES["placement_group"] else None
     fsx = filesystems(subnet_ids[0], group)
     scaling = INSTANCES["group"] == "auto-scaling"
-    template = launch_template(group, None if scaling else subnet_ids[0], placement, user_data(fsx))
+    boot = first_boot.user_data(Path(__file__).parent,
+                                [pulumi.Output.concat(fs.dns_name, "@tcp:/", fs.mount_name) for fs in fsx],
+                                [spec["mountpoint"] for spec in DATA["filesystems"]])
+    template = launch_template(group, None if scaling else subnet_ids[0], placement, boot)
     if scaling:
         asg = aws.autoscaling.Group(
             "efa", min_size=len(INSTANCES["names"]), max_size=len(INSTANCES["names"]),

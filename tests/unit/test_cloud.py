@@ -116,7 +116,8 @@ def test_fsx_capacity_values(tmp_path: Path) -> None:
 def test_cloud_renders_only_cloud_targets() -> None:
     paths = [a.path for a in render_spec(compile_spec(AWS_SPEC))]
     assert paths == ["hosts/p5.48xlarge/nccl.env", *(f"pulumi/aws-p5-efa/{name}" for name in (
-        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "requirements.txt", "user-data.sh"))]
+        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "first_boot.py", "requirements.txt",
+        "user-data.sh"))]
 
 
 def test_nccl_efa_and_erdma() -> None:

@@ -8,6 +8,7 @@ user data), then runs against a fake root with stub tools (tests/data/fake-cloud
 from __future__ import annotations
 
 import base64
+import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.fake_host import ScriptHost, write
 from tests.unit.test_pulumi_stacks import ALI_SPEC, AWS_SPEC, emit, run
 
 STUBS = Path(__file__).resolve().parents[1] / "data" / "fake-cloud-host"
+STACKS = Path(__file__).resolve().parents[2] / "stacks"
 SOURCE = "fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"  # the mocks' FSx DNS name and mount name
 UNIT = "fabricgen-fsx-efa-lnet.service"
 # Real EFA device names: their name order is what AWS's selection (ls -1 /sys/class/infiniband) goes by.
@@ -67,7 +69,21 @@ def test_user_data_is_shellcheck_clean(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout
 
 
-def test_program_fills_the_file_systems_shell_quoted(tmp_path: Path) -> None:
+def test_filled_words_reach_bash_unchanged() -> None:
+    """Mount sources and points come from cloud outputs and the spec: each must arrive as one word, as written."""
+    spec = importlib.util.spec_from_file_location("first_boot", STACKS / "first_boot.py")
+    assert spec is not None and spec.loader is not None
+    first_boot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_boot)
+    mounts = [("fs-1.example@tcp:/a b", "/mnt/it's $HOME"), ("x;rm -rf /tmp/y", "/mnt/`id`\nnext")]
+    script = first_boot.filled('FILESYSTEMS=()\nprintf "%s|" "${FILESYSTEMS[@]}"\n', mounts)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split("|")[:-1] == [word for mount in mounts for word in mount]
+    with pytest.raises(ValueError, match="exactly one"):
+        first_boot.filled("#!/bin/bash\n", mounts)
+
+
+def test_program_fills_the_file_systems(tmp_path: Path) -> None:
     script = user_data(tmp_path)
     assert f"\nFILESYSTEMS=({SOURCE} /fsx)\n" in script
     assert "EFA_LNET_INTERFACES=8\nEFA_LNET_STRIDE=4\n" in script  # p5: 8 of 32 EFA devices, one in 4
@@ -87,7 +103,8 @@ def test_first_boot_installs_the_client_the_lnet_service_and_mounts(tmp_path: Pa
     assert installed.read_text() == machine.script.read_text() and os.access(installed, os.X_OK)
     unit = (machine.root / "etc/systemd/system" / UNIT).read_text()
     assert "ExecStart=/usr/local/sbin/fabricgen-fsx-client lnet\n" in unit and "Before=remote-fs-pre.target" in unit
-    assert calls[calls.index("systemctl daemon-reload") + 1] == f"systemctl enable --now {UNIT}"
+    reload = calls.index("systemctl daemon-reload")
+    assert calls[reload + 1:reload + 3] == [f"systemctl enable {UNIT}", f"systemctl start {UNIT}"]
     assert (machine.root / "etc/fstab").read_text() == (
         f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount,"
         f"x-systemd.requires={UNIT},x-systemd.after={UNIT} 0 0\n")
@@ -100,10 +117,10 @@ def test_first_boot_again_changes_nothing(tmp_path: Path) -> None:
     assert machine.run().returncode == 0
     before, calls = machine.snapshot(), len(machine.calls)
     assert machine.run().returncode == 0
+    assert machine.snapshot() == before  # no file rewritten: the same content and modification time
     again = machine.calls[calls:]
-    assert not [c for c in again if c.startswith(("apt-get", "dnf", "mount "))]
-    fstab = "etc/fstab"
-    assert machine.snapshot()[fstab] == before[fstab]
+    assert not [c for c in again if c.startswith(("apt-get", "dnf", "mount ", "systemctl daemon-reload",
+                                                  "systemctl enable"))]
 
 
 def test_lnet_takes_one_efa_device_in_four_then_is_idempotent(tmp_path: Path) -> None:
@@ -127,6 +144,27 @@ def test_lnet_takes_one_efa_device_in_four_then_is_idempotent(tmp_path: Path) ->
     calls = len(machine.calls)
     assert machine.run("lnet").returncode == 0
     assert machine.calls[calls:] == ["lnetctl net show --net efa"]
+
+
+def test_lnet_reads_a_long_listing_whole(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    assert machine.run("lnet").returncode == 0
+    (machine.root / "state" / "verbose-lnetctl").touch()
+    calls = len(machine.calls)
+    done = machine.run("lnet")
+    assert done.returncode == 0, done.stderr
+    assert machine.calls[calls:] == ["lnetctl net show --net efa"]
+
+
+def test_a_failing_lnet_service_leaves_tcp_mounts(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    (machine.root / "state" / "unit-fails").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert f"{UNIT} failed (see journalctl -u {UNIT}): the file systems mount over TCP" in done.stderr
+    assert (machine.root / "etc/fstab").read_text() == (
+        f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0\n")
+    assert machine.calls[-1] == f"mount -t lustre -o relatime,flock {SOURCE} {machine.root}/fsx"
 
 
 def test_fewer_efa_devices_than_lnet_wants(tmp_path: Path) -> None:

@@ -122,7 +122,7 @@ def run(project: Path, monitor: DependencyMonitor | None = None) -> Recorder:
 
     @pulumi.runtime.test
     def program() -> None:
-        runpy.run_path(str(project / "__main__.py"), run_name="__main__")
+        runpy.run_path(str(project), run_name="__main__")  # the directory, as Pulumi runs it (first_boot.py beside)
 
     program()
     return mocks
@@ -392,7 +392,7 @@ def test_erdma_instances_mount_cpfs_by_user_data(tmp_path: Path) -> None:
 
 def _stack_parts(project: Path) -> dict[str, Any]:
     """The program's definitions, loaded without running it (it runs only as __main__, as Pulumi runs it)."""
-    return runpy.run_path(str(project / "__main__.py"), run_name="stack")
+    return runpy.run_path(str(project), run_name="stack")
 
 
 def test_export_domain_reads_the_nas_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -423,6 +423,16 @@ def test_export_domain_reads_the_nas_api(tmp_path: Path, monkeypatch: pytest.Mon
     assert (credential.access_key_id, credential.type) == ("AKIDEXAMPLE", "access_key")
 
 
+def test_another_export_is_another_lookup(tmp_path: Path) -> None:
+    provider = _stack_parts(emit(ALI_SPEC, tmp_path))["ExportDomainProvider"]()
+    old = {"region": "cn-wulanchabu", "file_system_id": "cpfs-0", "protocol_service_id": "p", "export_id": "exp-1",
+           "domain": "cpfs-0-1.cn-wulanchabu.cpfs.aliyuncs.com"}
+    same = provider.diff("exp-1", old, {**old, "domain": None})
+    assert not same.changes and not same.replaces
+    moved = provider.diff("exp-1", old, {**old, "export_id": "exp-2"})
+    assert moved.changes and moved.replaces == ["export_id"]  # a new id: replaced, never updated in place
+
+
 def test_export_without_a_domain_fails_the_deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from alibabacloud_nas20170626 import models
     from alibabacloud_nas20170626.client import Client
@@ -440,7 +450,8 @@ def test_export_without_a_domain_fails_the_deployment(tmp_path: Path, monkeypatc
 def test_project_directory_is_complete(tmp_path: Path) -> None:
     project = emit(AWS_SPEC, tmp_path)
     assert sorted(p.name for p in project.iterdir()) == [
-        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "requirements.txt", "user-data.sh"]
+        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "first_boot.py", "requirements.txt",
+        "user-data.sh"]
     meta = yaml.safe_load((project / "Pulumi.yaml").read_text())
     assert meta["name"] == "aws-p5-efa" and meta["runtime"]["name"] == "python"
     assert yaml.safe_load((project / "Pulumi.aws-p5-efa.yaml").read_text()) == {

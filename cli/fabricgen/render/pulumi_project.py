@@ -122,6 +122,7 @@ def render(topology: Topology) -> list[Artifact]:
             "pulumi/Pulumi.stack.yaml.j2", project=name, stack=stack, source=source, provider=cloud.provider,
             region=cloud.region)),
         Artifact(f"{root}/__main__.py", (shipped_dir("stacks") / program / "__main__.py").read_bytes()),
+        Artifact(f"{root}/first_boot.py", (shipped_dir("stacks") / "first_boot.py").read_bytes()),
         Artifact(f"{root}/cluster.json", (json.dumps(cluster_data(name, cloud), indent=2, sort_keys=True) + "\n"
                                           ).encode()),
         Artifact(f"{root}/requirements.txt", render_template("pulumi/requirements.txt.j2", pins=PINS[cloud.provider])),
