@@ -310,6 +310,22 @@ def test_erdma_interfaces_high_performance_on_their_cards(tmp_path: Path) -> Non
         (i.id, 1.0) for i in instances)
 
 
+@pytest.mark.parametrize(("edit", "secondary_cards"), [
+    ({"type: ecs.ebmgn8v.48xlarge": "type: ecs.ebmgn8i.32xlarge"}, [1.0, 2.0, 3.0]),  # 4 ERIs: cards 1..3 attached
+    ({"eri: {interfaces: max}": "eri: {interfaces: 1}"}, []),  # one ERI: the primary alone
+])
+def test_erdma_secondary_eris_one_per_further_card(tmp_path: Path, edit: dict[str, str],
+                                                   secondary_cards: list[float]) -> None:
+    mocks = run(emit(ALI_SPEC, tmp_path, edit))
+    instances = mocks.of_type("alicloud:ecs/instance:Instance")
+    assert all(i.inputs["networkInterfaceTrafficMode"] == "HighPerformance" for i in instances)
+    attachments = mocks.of_type("alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment")
+    by_instance: dict[str, list[float]] = {i.id: [] for i in instances}
+    for attachment in attachments:
+        by_instance[attachment.inputs["instanceId"]].append(attachment.inputs["networkCardIndex"])
+    assert {i: sorted(cards) for i, cards in by_instance.items()} == {i.id: secondary_cards for i in instances}
+
+
 ALI_EGRESS = ("alicloud:vpc/natGateway:NatGateway", "alicloud:ecs/eipAddress:EipAddress",
               "alicloud:ecs/eipAssociation:EipAssociation", "alicloud:vpc/snatEntry:SnatEntry")
 
