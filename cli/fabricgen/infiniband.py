@@ -9,7 +9,6 @@ share one RDMA device (a single-port ConnectX-7 OSFP is port 1 of its own HCA).
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -101,35 +100,13 @@ def _guid(fabric_index: int, kind: int, serial: int) -> int:
     return SIMULATED_BASE | (fabric_index << 28) | (kind << 24) | serial
 
 
-
-
-class _Same:
-    """A cache key that is its object's identity: compiled topologies are immutable, and hashing one by value
-    would walk every link."""
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.obj is self.obj
-
-
 def ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
-    """The subnet manager's view of one InfiniBand fabric (the check and the renderer share one computation)."""
-    return _ib_fabric(_Same(topology), _Same(ft))
+    """The subnet manager's view of one InfiniBand fabric, computed once per compiled topology: the IB check,
+    the SR-IOV check, the renderer and ``fabricgen verify`` share it (see ``Topology.derived``)."""
+    return topology.derived(_ib_fabric, ft)
 
 
-@functools.lru_cache(maxsize=4)  # the keys hold the topology alive: keep only the last few
-def _ib_fabric(topology_key: _Same, ft_key: _Same) -> IbFabric:
-    topology, ft = topology_key.obj, ft_key.obj
-    assert isinstance(topology, Topology) and isinstance(ft, FabricTopology)
-    return _compute_ib_fabric(topology, ft)
-
-
-def _compute_ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
+def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
     """The subnet manager's view of one InfiniBand fabric, with GUIDs simulated, from the inventory, or None."""
     sm = ft.fabric.subnet_manager
     source = sm.guids if sm else "unknown"

@@ -58,11 +58,16 @@ class SwitchView:
         return tuple(p for p in self.ports if p.kind == "host")
 
 
-def switch_views(topology: Topology, ft: FabricTopology) -> list[SwitchView]:
-    """Every switch of an Ethernet fabric with an address plan, in compile order."""
+def switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ...]:
+    """Every switch of an Ethernet fabric with an address plan, in compile order; computed once per compiled
+    topology, so the SONiC, EOS and NVUE renderers share it (see ``Topology.derived``)."""
+    return topology.derived(_switch_views, ft)
+
+
+def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ...]:
     plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
     if plan is None or ft.fabric.type == "infiniband":  # IPoIB plans configure hosts, not switches
-        return []
+        return ()
     fabric = ft.fabric
     lengths = {}
     for cable in topology.cables:
@@ -93,4 +98,4 @@ def switch_views(topology: Topology, ft: FabricTopology) -> list[SwitchView]:
                                 plan.management.get(sw.name, ""), fabric.mtu, fabric.qos,
                                 tuple(sorted(ports[sw.name], key=lambda p: p.number)),
                                 subnet.network if subnet else "", subnet.gateway if subnet else ""))
-    return views
+    return tuple(views)

@@ -42,13 +42,13 @@ def _spec(tmp_path: Path, nos: str = "sonic", append: str = "") -> Path:
     return spec
 
 
-def _render(tmp_path: Path, nos: str) -> tuple[list[SwitchView], dict[str, bytes]]:
+def _render(tmp_path: Path, nos: str) -> tuple[tuple[SwitchView, ...], dict[str, bytes]]:
     topology = compile_spec(_spec(tmp_path, nos)).topology
     renderer = {"sonic": sonic, "eos": eos, "nvue": nvue}[nos]
     return _views(topology), {a.path: a.content for a in renderer.render(topology)}
 
 
-def _views(topology: Topology) -> list[SwitchView]:
+def _views(topology: Topology) -> tuple[SwitchView, ...]:
     return switch_views(topology, topology.fabric("storage"))
 
 
@@ -94,7 +94,7 @@ def test_sonic_config_db_with_4_byte_asns_validates_against_yang(tmp_path: Path)
 
 
 # -- EOS ------------------------------------------------------------------------------------------------------------
-def _eos(tmp_path: Path) -> tuple[list[SwitchView], dict[str, dict[str, Any]], dict[str, str]]:
+def _eos(tmp_path: Path) -> tuple[tuple[SwitchView, ...], dict[str, dict[str, Any]], dict[str, str]]:
     views, files = _render(tmp_path, "eos")
     configs = {v.name: yaml.safe_load(files[f"switches/{v.name}/avd-structured-config.yaml"]) for v in views}
     cli = {v.name: files[f"switches/{v.name}/{v.name}.cfg"].decode() for v in views}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ from fabricgen.errors import Severity
 from fabricgen.infiniband import ib_fabric
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.resources import data_dir
+from fabricgen.switch_view import switch_views
 
 LAB = INVENTORIES / "lab-1su.yaml"
 
@@ -163,20 +165,27 @@ def test_keys_script_substitutes_idempotently_and_never_prints_keys(tmp_path: Pa
 
 
 def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
-    """The IB check and the IB renderer share one computation of the same compiled fabric; a recompiled
-    topology (an equal but distinct object) gets its own."""
-    from tests.conftest import INVENTORIES
-
-    from fabricgen.infiniband import ib_fabric
-    from fabricgen.pipeline import compile_spec
-
-    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    """The IB check and the IB renderer share one computation of the same compiled fabric, held by the
+    topology; a recompiled topology (an equal but distinct object) or a replaced copy gets its own, and a
+    fabric of another topology is refused."""
+    topology = compile_spec(LAB).topology
     ft = next(f for f in topology.fabrics if f.fabric.type == "infiniband")
     assert ib_fabric(topology, ft) is ib_fabric(topology, ft)
-    again = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    again = compile_spec(LAB).topology
     other = next(f for f in again.fabrics if f.fabric.type == "infiniband")
     assert ib_fabric(again, other) is not ib_fabric(topology, ft)
     assert ib_fabric(again, other) == ib_fabric(topology, ft)
+    copy = dataclasses.replace(topology)
+    assert copy == topology and ib_fabric(copy, ft) is not ib_fabric(topology, ft)
+    with pytest.raises(ValueError, match="not one of this topology's fabrics"):
+        ib_fabric(topology, other)
+
+
+def test_switch_views_are_computed_once_per_compiled_fabric() -> None:
+    """The SONiC, EOS and NVUE renderers share one computation of a fabric's switch views."""
+    topology = compile_spec(LAB).topology
+    ft = next(f for f in topology.fabrics if f.fabric.type == "roce")
+    assert switch_views(topology, ft) and switch_views(topology, ft) is switch_views(topology, ft)
 
 
 def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:

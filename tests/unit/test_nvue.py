@@ -44,7 +44,7 @@ class Rendered:
     files: dict[str, bytes]
 
     @property
-    def views(self) -> list[SwitchView]:
+    def views(self) -> tuple[SwitchView, ...]:
         return switch_views(self.compiled.topology, self.compiled.topology.fabric("storage"))
 
     def yaml(self, switch: str) -> dict[str, Any]:
