@@ -12,20 +12,27 @@
 set -euo pipefail
 export LC_ALL=C
 
+# (mount source, mount point) pairs, filled in by the Pulumi program from the file systems' outputs
 FILESYSTEMS=()
-CLIENT_URL=https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com
-OPTIONS=vers=3,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport
 ROOT="${USER_DATA_ROOT:-}"
 
 log() { printf 'fabricgen-cpfs-client: %s\n' "$*" >&2; }
+
+# os_release KEY: one field of /etc/os-release (empty when absent), read in a subshell.
+os_release() {
+  # shellcheck source=/dev/null
+  (. "${ROOT}/etc/os-release" && echo "${!1:-}")
+}
+
+CLIENT_URL=https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com
+OPTIONS=vers=3,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport
 
 install_cpfs_nfs_client() {
   local id package
   if command -v mount.cpfs-nfs >/dev/null; then
     return 0
   fi
-  # shellcheck source=/dev/null
-  id="$(. "${ROOT}/etc/os-release" && echo "${ID:-}")"
+  id="$(os_release ID)"
   case "$id" in
     alinux | centos | rhel)
       package="aliyun-alinas-utils-latest.$([[ "$id" == alinux ]] && echo al || echo el).noarch.rpm"

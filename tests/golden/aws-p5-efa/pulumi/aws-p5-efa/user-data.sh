@@ -14,26 +14,32 @@
 set -euo pipefail
 export LC_ALL=C
 
+# (mount source, mount point) pairs, filled in by the Pulumi program from the file systems' outputs
 FILESYSTEMS=()
+ROOT="${USER_DATA_ROOT:-}"
+
+log() { printf 'fabricgen-fsx-client: %s\n' "$*" >&2; }
+
+# os_release KEY: one field of /etc/os-release (empty when absent), read in a subshell.
+os_release() {
+  # shellcheck source=/dev/null
+  (. "${ROOT}/etc/os-release" && echo "${!1:-}")
+}
+
 EFA_LNET_INTERFACES=8
 EFA_LNET_STRIDE=4
 EFA_PEER_CREDITS=32 # AWS: lnetctl net add --net efa --if DEVICE --peer-credits 32
-ROOT="${USER_DATA_ROOT:-}"
 INSTALLED=/usr/local/sbin/fabricgen-fsx-client
 UNIT=fabricgen-fsx-efa-lnet.service
 CHANGED=0
-
-log() { printf 'fabricgen-fsx-client: %s\n' "$*" >&2; }
 
 install_lustre_client() {
   if modinfo lustre >/dev/null 2>&1; then
     return 0
   fi
   local id codename
-  # shellcheck source=/dev/null
-  id="$(. "${ROOT}/etc/os-release" && echo "${ID:-}")"
-  # shellcheck source=/dev/null
-  codename="$(. "${ROOT}/etc/os-release" && echo "${VERSION_CODENAME:-}")"
+  id="$(os_release ID)"
+  codename="$(os_release VERSION_CODENAME)"
   case "$id" in
     amzn) dnf install -y lustre-client ;;
     ubuntu)
