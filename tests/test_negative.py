@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
-from fabricgen.errors import FabricgenError, SpecError
+from fabricgen.core.errors import FabricgenError, SpecError
 from fabricgen.load import MAX_SPEC_BYTES
 from fabricgen.pipeline import compile_spec
 

@@ -42,7 +42,7 @@ def test_installed_package_runs_outside_the_checkout(unpacked_wheel: Path, tmp_p
     init = subprocess.run([sys.executable, "-m", "fabricgen", "init", "--preset", "lab-1su", "-o", str(spec)],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert init.returncode == 0, init.stderr
-    code = ("import fabricgen.resources as r, sys; "
+    code = ("import fabricgen.core.resources as r, sys; "
             "assert '_shipped' in str(r.shipped_dir('schemas')), r.shipped_dir('schemas'); "
             "assert str(r.data_dir()).startswith(sys.argv[1])")
     subprocess.run([sys.executable, "-c", code, str(unpacked_wheel)], cwd=tmp_path, env=env, check=True)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
-from fabricgen.errors import Severity, SpecError
+from fabricgen.core.errors import Severity, SpecError
 from fabricgen.load import load_text
 from fabricgen.model import Cluster, Tier, TopologyKind
 from fabricgen.render import render

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 from netaddr import IPAddress, IPNetwork, IPSet
 
-from fabricgen.errors import Finding, Severity, SpecError, SpecIssue
+from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
+from fabricgen.core.hints import did_you_mean
 from fabricgen.model import Addressing, Tier
-from fabricgen.validate import did_you_mean
 
 if TYPE_CHECKING:
     from fabricgen.topology import FabricTopology, Topology

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabricgen.artifacts import is_safe_relative_path
-from fabricgen.errors import OutputError
+from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.errors import OutputError
 from fabricgen.plan import LOCK_FILE, STATE_DIR, LockEntry, Plan, parse_lock, plan_without_recovery
 
 FLOCK_FILE = "apply.lock"

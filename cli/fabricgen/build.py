@@ -6,15 +6,17 @@ Every issue found is collected and raised together, each with the file:line of t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from fabricgen import catalog
 from fabricgen.cloud import build_cloud
-from fabricgen.errors import SpecError, SpecIssue
-from fabricgen.load import Document, PathKey
+from fabricgen.core.document import Document, PathKey
+from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.hints import choices_hint
+from fabricgen.core.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.lustre import build_lustre
 from fabricgen.model import (
     Addressing,
@@ -43,11 +45,10 @@ from fabricgen.model import (
     TrafficClass,
     rail_count,
 )
-from fabricgen.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.racks import RackSpace
 from fabricgen.sriov import build_host_networking
 from fabricgen.subnet_manager import build_subnet_manager
-from fabricgen.validate import did_you_mean, validate_document, with_defaults
+from fabricgen.validate import validate_document, with_defaults
 
 DEFAULT_NAMING = {
     TopologyKind.RAIL_OPTIMIZED: {
@@ -84,14 +85,6 @@ _LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 def _lanes_text(options: frozenset[tuple[int, int]]) -> str:
     """Lane layouts for a message: ``4 x 100G or 8 x 50G``."""
     return " or ".join(f"{lanes} x {rate}G" for lanes, rate in sorted(options, key=lambda o: (-o[1], o[0])))
-
-
-def _hint_choices(word: str, choices: Iterable[str]) -> str:
-    names = sorted(choices)
-    guess = did_you_mean(word, names)
-    if guess:
-        return guess
-    return f"known: {', '.join(names)}" if len(names) <= 12 else f"{len(names)} known names; see the catalog"
 
 
 @dataclass
@@ -194,7 +187,7 @@ class _Builder:
                     doc.issue(
                         (*where, "model"),
                         f"unknown NIC model {e['model']!r}",
-                        _hint_choices(e["model"], nic_models),
+                        choices_hint(e["model"], nic_models),
                     )
                 )
             return Nic(
@@ -317,7 +310,7 @@ class _Builder:
                 self.error(
                     (*path, "profile"),
                     f"unknown node profile {spec['profile']!r}",
-                    _hint_choices(spec["profile"], profiles),
+                    choices_hint(spec["profile"], profiles),
                 )
                 continue
             if not self.valid_node_pattern(path, pattern, spec["count"]):
@@ -618,7 +611,7 @@ class _Builder:
             where = (*path, "switch") if isinstance(chosen, str) else (*path, "switch", tier.value)
             if model_name not in switch_models:
                 if tier.value in (chosen if isinstance(chosen, dict) else {"leaf": 1}):
-                    once(where, f"unknown switch model {model_name!r}", _hint_choices(model_name, switch_models))
+                    once(where, f"unknown switch model {model_name!r}", choices_hint(model_name, switch_models))
                 continue
             model = switch_models[model_name]
             wanted = "infiniband" if spec["type"] == "infiniband" else "ethernet"
@@ -651,7 +644,7 @@ class _Builder:
                     self.error(
                         (*path, "nodes", i),
                         f"unknown node group {pattern!r}",
-                        _hint_choices(pattern, by_pattern),
+                        choices_hint(pattern, by_pattern),
                     )
                 elif not profiles[by_pattern[pattern].profile].nics(role.nic_role):
                     self.error(
@@ -789,7 +782,7 @@ class _RackPlacer:
                 builder.error(
                     (*path, "racks", i),
                     f"unknown rack {placement['racks'][i]!r}",
-                    _hint_choices(placement["racks"][i], self.racks),
+                    choices_hint(placement["racks"][i], self.racks),
                 )
             return None if unknown else [self.racks[n] for n in placement["racks"]]
         unknown = [i for i, row in enumerate(placement["rows"]) if row not in rows]
@@ -797,7 +790,7 @@ class _RackPlacer:
             builder.error(
                 (*path, "rows", i),
                 f"unknown row {placement['rows'][i]!r}",
-                _hint_choices(placement["rows"][i], rows),
+                choices_hint(placement["rows"][i], rows),
             )
         if unknown:
             return None

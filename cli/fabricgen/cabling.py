@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from fabricgen.errors import SpecError, SpecIssue
+from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.model import Cluster, Facility, Medium, Optic, Rack, SwitchModel
 
 if TYPE_CHECKING:

@@ -8,10 +8,11 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-from fabricgen.errors import SpecError
-from fabricgen.load import Document, load_file
+from fabricgen.core.document import Document
+from fabricgen.core.errors import SpecError
+from fabricgen.core.resources import data_dir
+from fabricgen.load import load_file
 from fabricgen.model import Medium, NicModel, Optic, PortGroup, Speed, SwitchModel
-from fabricgen.resources import data_dir
 from fabricgen.validate import schema_issues
 
 _FILES = {

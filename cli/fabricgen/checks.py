@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from fabricgen.addressing import asn_overlap
 from fabricgen.cabling import Cable, switch_cage, switch_connector
-from fabricgen.errors import Finding, Severity
-from fabricgen.gcpause import without_gc
+from fabricgen.core.errors import Finding, Severity
+from fabricgen.core.gcpause import without_gc
 from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
 from fabricgen.lustre import check_mgs_addresses
 from fabricgen.model import Tier, TopologyKind

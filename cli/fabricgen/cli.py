@@ -19,12 +19,12 @@ from rich.table import Table
 
 from fabricgen import __version__, deploy
 from fabricgen.apply import apply_plan
-from fabricgen.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
+from fabricgen.core.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
+from fabricgen.core.resources import shipped_dir
 from fabricgen.explain import cluster_summary
 from fabricgen.infiniband import ib_fabric
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.plan import Action, Plan, compute_plan, plan_to_json
-from fabricgen.resources import shipped_dir
 from fabricgen.topology import FabricTopology
 from fabricgen.validate import bundled_schema
 from fabricgen.verify import IbSpeed, VerifyError, compare, parse_ibnetdiscover, planned_rates, report_to_json

@@ -16,8 +16,12 @@ from typing import Any
 
 from netaddr import IPAddress, IPNetwork, IPSet
 
-from fabricgen.errors import SpecError, SpecIssue
-from fabricgen.load import Document, PathKey, load_file
+from fabricgen.core.document import Document, PathKey
+from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.hints import did_you_mean
+from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
+from fabricgen.core.resources import data_dir
+from fabricgen.load import load_file
 from fabricgen.model import (
     Cloud,
     CloudFileSystem,
@@ -27,9 +31,7 @@ from fabricgen.model import (
     Facility,
     Metadata,
 )
-from fabricgen.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
-from fabricgen.resources import data_dir
-from fabricgen.validate import did_you_mean, schema_issues
+from fabricgen.validate import schema_issues
 
 CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
 ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "kubernetes")  # cloud: cloud.filesystems

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from fabricgen.artifacts import Artifact
-from fabricgen.errors import Finding, Severity
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Finding, Severity
 from fabricgen.model import Fabric, RoceQos
 from fabricgen.topology import Topology
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from fabricgen.errors import FabricgenError
+from fabricgen.core.errors import FabricgenError
 from fabricgen.model import Cluster
 
 

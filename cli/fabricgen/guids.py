@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fabricgen.errors import SourcePosition, SpecError, SpecIssue
+from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.load import load_file
 from fabricgen.model import GuidEntry
 

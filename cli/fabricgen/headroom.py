@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from fabricgen.resources import data_dir
+from fabricgen.core.resources import data_dir
 
 SPEED_OF_LIGHT = 198_000_000  # m/s in the cable, the lua's constant
 MINIMAL_PACKET_SIZE = 64      # bytes

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fabricgen.errors import SpecIssue
-from fabricgen.load import Document, PathKey
+from fabricgen.core.document import Document, PathKey
+from fabricgen.core.errors import SpecIssue
+from fabricgen.core.hints import did_you_mean
 from fabricgen.model import Fabric, FabricRole, Kubernetes, Nic, Node, NodeProfile, Sriov, Workload
-from fabricgen.validate import did_you_mean
 
 
 def _pod_groups(fabric: Fabric) -> tuple[str, ...]:

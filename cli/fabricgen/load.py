@@ -7,14 +7,14 @@ a size limit and a bound on alias expansion (so a billion-laughs file fails in m
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from fabricgen.errors import SourcePosition, SpecError, SpecIssue
+from fabricgen.core.document import Document, PathKey, format_path
+from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
 # Expanded nodes may exceed distinct nodes by this factor (plus a small allowance) before aliases count as a bomb.
@@ -22,8 +22,6 @@ ALIAS_EXPANSION_FACTOR = 4
 ALIAS_EXPANSION_ALLOWANCE = 10_000
 # No fabricgen field nests deeper than a dozen levels; the bound keeps conversion far from Python's recursion limit.
 MAX_DEPTH = 64
-
-PathKey = tuple[str | int, ...]
 
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:null",
@@ -38,44 +36,6 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def format_path(path: PathKey) -> str:
-    """Render a data path the way errors print it: ``fabrics.compute.topology`` or ``nodes[0].count``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
-
-
-@dataclass(frozen=True)
-class Document:
-    """A loaded spec: its data, its source name, a digest of its bytes, and positions for every path."""
-
-    data: Any
-    source: str
-    digest: str
-    value_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
-    key_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
-
-    def position(self, path: PathKey) -> SourcePosition:
-        """Best position for a path: the key's line, else the value's, else the nearest ancestor's."""
-        for n in range(len(path), -1, -1):
-            prefix = path[:n]
-            found = self.key_positions.get(prefix) or self.value_positions.get(prefix)
-            if found is not None:
-                return found
-        return SourcePosition(self.source, 1, 1)
-
-    def value_position(self, path: PathKey) -> SourcePosition:
-        """Position of the value itself (for a mapping: its first key), falling back to :meth:`position`."""
-        return self.value_positions.get(path) or self.position(path)
-
-    def issue(self, path: PathKey, message: str, hint: str = "") -> SpecIssue:
-        return SpecIssue(self.position(path), format_path(path), message, hint)
 
 
 class _Converter:

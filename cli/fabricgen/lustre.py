@@ -21,8 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from netaddr import IPAddress, IPNetwork
 
-from fabricgen.errors import Finding, Severity, SpecError, SpecIssue
-from fabricgen.load import Document, PathKey, load_file
+from fabricgen.core.document import Document, PathKey
+from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
+from fabricgen.core.hints import did_you_mean
+from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
+from fabricgen.core.resources import data_dir
+from fabricgen.load import load_file
 from fabricgen.model import (
     Cluster,
     Fabric,
@@ -36,9 +40,7 @@ from fabricgen.model import (
     NodeGroup,
     NodeProfile,
 )
-from fabricgen.naming import DEVICE_NAME as DNS_LABEL
-from fabricgen.resources import data_dir
-from fabricgen.validate import did_you_mean, schema_issues
+from fabricgen.validate import schema_issues
 
 if TYPE_CHECKING:
     from fabricgen.topology import Topology

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from fabricgen.errors import SourcePosition
+from fabricgen.core.errors import SourcePosition
 
 
 class NicRole(StrEnum):

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabricgen.artifacts import Artifact
 from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
 from fabricgen.consistency import check_artifacts
-from fabricgen.errors import CheckError, Finding, Severity
-from fabricgen.load import Document, load_file
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.document import Document
+from fabricgen.core.errors import CheckError, Finding, Severity
+from fabricgen.load import load_file
 from fabricgen.model import Cluster
 from fabricgen.render import render
 from fabricgen.topology import Topology, compile_topology

@@ -22,8 +22,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from fabricgen.artifacts import Artifact, is_safe_relative_path
-from fabricgen.errors import OutputError
+from fabricgen.core.artifacts import Artifact, is_safe_relative_path
+from fabricgen.core.errors import OutputError
 
 TOOL_NAME = "fabricgen"
 LOCK_FILE = "fabricgen.lock.json"

@@ -14,10 +14,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fabricgen.errors import Finding, Severity, SpecIssue
+from fabricgen.core.document import Document, PathKey
+from fabricgen.core.errors import Finding, Severity, SpecIssue
+from fabricgen.core.hints import did_you_mean
 from fabricgen.infiniband import ib_fabric
 from fabricgen.kubernetes import build_kubernetes
-from fabricgen.load import Document, PathKey
 from fabricgen.model import (
     Fabric,
     Kubernetes,
@@ -28,7 +29,6 @@ from fabricgen.model import (
     rail_count,
 )
 from fabricgen.topology import Topology
-from fabricgen.validate import did_you_mean
 
 LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 IPOIB_DATAGRAM_MTU = 4092  # enhanced IPoIB (mlx5, VFs included) runs datagram mode only: 4096 IB MTU - 4 B header

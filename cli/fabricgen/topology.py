@@ -29,10 +29,10 @@ from typing import TypeVar, cast
 
 from fabricgen.addressing import FabricAddresses, check_asns, check_pools, plan_addresses
 from fabricgen.cabling import Cable, plan_cables
-from fabricgen.errors import SpecError, SpecIssue
-from fabricgen.gcpause import without_gc
+from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.gcpause import without_gc
+from fabricgen.core.naming import DEVICE_NAME, expand
 from fabricgen.model import Cluster, Fabric, Nic, Node, Rack, SwitchModel, Tier, TierPlacement, TopologyKind
-from fabricgen.naming import DEVICE_NAME, expand
 from fabricgen.racks import RackSpace
 
 NODE_LEAF, LEAF_SPINE, SPINE_CORE = "node-leaf", "leaf-spine", "spine-core"

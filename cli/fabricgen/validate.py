@@ -7,10 +7,9 @@ module only turns jsonschema's errors into messages a network engineer can act o
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,10 @@ from jsonschema.validators import extend
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from fabricgen.errors import SpecError, SpecIssue
-from fabricgen.load import Document, PathKey, format_path
-from fabricgen.resources import shipped_dir
+from fabricgen.core.document import Document, PathKey, format_path
+from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.hints import did_you_mean
+from fabricgen.core.resources import shipped_dir
 
 ROOT_SCHEMA = "fabricgen.schema.json"
 _BASE_URI = "https://fabricgen.dev/schemas/"
@@ -130,12 +130,6 @@ def _type_name(value: Any) -> str:
     if value is None:
         return "null"
     return {int: "integer", float: "number", str: "string"}.get(type(value), type(value).__name__)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """'did you mean X?' for the closest choice, or '' when none is close: the one hint every stage gives."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else ""
 
 
 def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[SpecIssue]:

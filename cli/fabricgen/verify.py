@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from fabricgen.errors import FabricgenError
+from fabricgen.core.errors import FabricgenError
 from fabricgen.infiniband import IbFabric, IbLink, IbNode
 from fabricgen.model import Fabric, Speed
 

@@ -8,7 +8,7 @@ import pytest
 from netaddr import IPAddress, IPNetwork
 from tests.conftest import INVENTORIES
 
-from fabricgen.errors import SpecError
+from fabricgen.core.errors import SpecError
 from fabricgen.pipeline import compile_spec
 
 

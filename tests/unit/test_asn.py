@@ -22,7 +22,7 @@ from test_sonic import require_sonic_yang
 from tests.conftest import REPO
 
 from fabricgen.checks import run_checks
-from fabricgen.errors import Severity
+from fabricgen.core.errors import Severity
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render import eos, nvue, sonic
 from fabricgen.switch_view import SwitchView, switch_views

@@ -18,7 +18,7 @@ from fabricgen.build import build_cluster
 from fabricgen.cabling import Cable, switch_cage, switch_connector, switch_lane
 from fabricgen.catalog import shipped
 from fabricgen.checks import cable_plan, run_checks
-from fabricgen.errors import Severity, SpecError
+from fabricgen.core.errors import Severity, SpecError
 from fabricgen.headroom import catalog as sonic_catalog
 from fabricgen.load import load_text
 from fabricgen.topology import Topology, compile_topology

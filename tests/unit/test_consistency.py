@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tests.conftest import INVENTORIES
 
-from fabricgen.artifacts import Artifact
 from fabricgen.consistency import check_artifacts
-from fabricgen.errors import CheckError
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import CheckError
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.render import render
 

@@ -21,11 +21,11 @@ import pytest
 import yaml
 from tests.conftest import INVENTORIES, REPO
 
-from fabricgen.errors import SpecError
+from fabricgen.core.errors import SpecError
+from fabricgen.core.templating import render_template
 from fabricgen.model import PortGroup, SwitchModel
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render import RENDERERS, eos
-from fabricgen.render.templating import render_template
 from fabricgen.switch_view import HOST_VLAN, PortView, switch_views
 from fabricgen.topology import Topology
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 import pytest
 import yaml
 
+from fabricgen.core.resources import data_dir
 from fabricgen.headroom import (
     PRIVATE_HEADROOM,
     SHP_WHEN_ZERO,
@@ -35,7 +36,6 @@ from fabricgen.headroom import (
     headroom,
     shared_headroom_pool,
 )
-from fabricgen.resources import data_dir
 
 
 def _spc3(*, speed_gbps: float, lanes: int, cable_m: float, port_mtu: int = 9100, small_packet_percentage: float = 50,

@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import INVENTORIES, REPO, require_tool
 from tests.fake_host import ScriptHost, write
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
 from fabricgen.model import RoceQos, TrafficClass
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import host_roce

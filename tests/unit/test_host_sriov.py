@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from tests.conftest import INVENTORIES, REPO, require_tool
 from tests.fake_host import ScriptHost, write
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.document import Document
 from fabricgen.infiniband import ib_fabric
-from fabricgen.load import Document, load_file
+from fabricgen.load import load_file
 from fabricgen.model import Fabric, Node, Sriov
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import host_sriov

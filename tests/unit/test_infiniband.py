@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from tests.conftest import INVENTORIES, require_tool
 
-from fabricgen.artifacts import Artifact
-from fabricgen.errors import Severity
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Severity
+from fabricgen.core.resources import data_dir
 from fabricgen.infiniband import ib_fabric
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.resources import data_dir
 from fabricgen.switch_view import switch_views
 
 LAB = INVENTORIES / "lab-1su.yaml"

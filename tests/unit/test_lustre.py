@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import INVENTORIES, REPO, require_tool
 from tests.fake_host import ScriptHost
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
 from fabricgen.lustre import (
     CACHE_STORAGE_CLASS,
     canonical_network,

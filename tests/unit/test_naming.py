@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from fabricgen.artifacts import is_safe_relative_path
-from fabricgen.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
+from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
 
 
 @pytest.mark.parametrize(("pattern", "value"), [(NETDEV, "eth0"), (IDENTIFIER, "storage-a"), (DEVICE_NAME, "gpu001")])

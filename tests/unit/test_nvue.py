@@ -16,8 +16,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from tests.conftest import INVENTORIES, REPO
 
-from fabricgen.artifacts import is_safe_relative_path
-from fabricgen.errors import SpecError
+from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.errors import SpecError
 from fabricgen.model import RoceQos, TrafficClass
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.render import nvue

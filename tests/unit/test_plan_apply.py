@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabricgen.apply import FLOCK_FILE, JOURNAL_FILE, apply_plan, recover
-from fabricgen.artifacts import Artifact
-from fabricgen.errors import OutputError
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import OutputError
 from fabricgen.plan import LOCK_FILE, STATE_DIR, Action, Lock, Plan, compute_plan, plan_to_json
 
 DIGEST = "sha256:" + "ab" * 32

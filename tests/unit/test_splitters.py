@@ -19,7 +19,7 @@ from tests.conftest import INVENTORIES
 from fabricgen.build import build_cluster
 from fabricgen.cabling import switch_cage, switch_connector, switch_lane
 from fabricgen.checks import cable_plan, run_checks
-from fabricgen.errors import Severity, SpecError
+from fabricgen.core.errors import Severity, SpecError
 from fabricgen.load import load_text
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import cable_sheets

@@ -19,7 +19,7 @@ import pytest
 
 from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
-from fabricgen.errors import Finding, Severity, SpecError
+from fabricgen.core.errors import Finding, Severity, SpecError
 from fabricgen.load import load_text
 from fabricgen.model import Tier
 from fabricgen.topology import (

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol
 
-from fabricgen.artifacts import Artifact
-from fabricgen.gcpause import without_gc
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.gcpause import without_gc
 from fabricgen.render import (
     address_plan,
     cable_sheets,

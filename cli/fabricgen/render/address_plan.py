@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator
 from netaddr import IPNetwork
 
 from fabricgen.addressing import FabricAddresses
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import csv_bytes
 from fabricgen.model import Tier
-from fabricgen.render.templating import csv_bytes
 from fabricgen.switch_view import HOST_VLAN
 from fabricgen.topology import FabricTopology, Topology
 

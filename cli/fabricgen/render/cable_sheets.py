@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from fabricgen.artifacts import Artifact
 from fabricgen.cabling import Cable, bill_of_materials
-from fabricgen.render.templating import csv_bytes
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import csv_bytes
 from fabricgen.topology import Topology
 
 CABLE_COLUMNS = (

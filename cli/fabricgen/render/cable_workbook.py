@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from fabricgen.artifacts import Artifact
 from fabricgen.cabling import Cable, CableEnd, bill_of_materials
+from fabricgen.core.artifacts import Artifact
 from fabricgen.render.cable_sheets import CABLE_COLUMNS, Cell, cable_row
 from fabricgen.render.xlsx import Sheet, write_workbook
 from fabricgen.topology import Topology

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import render_template
 from fabricgen.model import Cluster, Tier, TopologyKind
-from fabricgen.render.templating import render_template
 from fabricgen.topology import LINK_TIERS, NODE_LEAF, FabricTopology, Link, Switch, Topology
 
 SUMMARY_SWITCHES = 48  # above this many switches a fabric is drawn summarised

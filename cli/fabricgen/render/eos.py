@@ -32,10 +32,10 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import PurePosixPath
 from typing import Any
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import render_template
 from fabricgen.model import RoceQos, SwitchModel
 from fabricgen.render import block_yaml
-from fabricgen.render.templating import render_template
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.topology import Topology
 

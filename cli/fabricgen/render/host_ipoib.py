@@ -10,9 +10,9 @@ from pathlib import PurePosixPath
 
 from netaddr import IPNetwork
 
-from fabricgen.artifacts import Artifact
-from fabricgen.naming import DEVICE_NAME, NETDEV, checked
-from fabricgen.render.templating import render_template
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME, NETDEV, checked
+from fabricgen.core.templating import render_template
 from fabricgen.topology import Topology
 
 IPOIB_MTU = 4092  # the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header

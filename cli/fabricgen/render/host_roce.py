@@ -22,10 +22,10 @@ from pathlib import PurePosixPath
 
 from netaddr import IPAddress, IPNetwork
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
+from fabricgen.core.templating import render_template
 from fabricgen.model import Fabric, Node, NodeProfile
-from fabricgen.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
-from fabricgen.render.templating import render_template
 from fabricgen.topology import FabricTopology, Topology
 
 ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port

@@ -21,10 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
+from fabricgen.core.templating import render_template
 from fabricgen.model import Fabric, Nic, Node, NodeProfile, Sriov
-from fabricgen.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
-from fabricgen.render.templating import render_template
 from fabricgen.sriov import colons
 from fabricgen.topology import Topology
 

@@ -13,11 +13,11 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.resources import data_dir
+from fabricgen.core.templating import render_template
 from fabricgen.infiniband import IbFabric, IbNode, ib_fabric, routing_engines
 from fabricgen.model import Partition, SubnetManager
-from fabricgen.render.templating import render_template
-from fabricgen.resources import data_dir
 from fabricgen.subnet_manager import DEFAULT_PKEY
 from fabricgen.topology import FabricTopology, Topology
 

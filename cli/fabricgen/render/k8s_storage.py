@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME
 from fabricgen.lustre import CACHE_STORAGE_CLASS, CACHE_VOLUME, CSI_DRIVER, claim_name
 from fabricgen.model import LustreFs, Node
-from fabricgen.naming import DEVICE_NAME
 from fabricgen.topology import Topology
 
 LABELS = {"app.kubernetes.io/managed-by": "fabricgen"}

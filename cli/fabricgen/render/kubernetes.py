@@ -35,13 +35,13 @@ from typing import Any
 import yaml
 from netaddr import IPAddress, IPNetwork
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
+from fabricgen.core.resources import data_dir
 from fabricgen.kubernetes import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.lustre import pod_storage
 from fabricgen.model import Fabric, Kubernetes, Sriov
-from fabricgen.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.render.nccl import POD_PFS, POD_VFS, nccl_settings
-from fabricgen.resources import data_dir
 from fabricgen.topology import Topology
 
 CNI_VERSION = "0.3.1"

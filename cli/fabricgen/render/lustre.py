@@ -22,11 +22,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
+from fabricgen.core.templating import render_template
 from fabricgen.lustre import format_size, mount_unit_name
 from fabricgen.model import LnetSettings, LustreComponent, LustreFs, LustreLayout, NodeProfile
-from fabricgen.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
-from fabricgen.render.templating import render_template
 from fabricgen.topology import Topology
 
 FSNAME = re.compile(r"^[A-Za-z0-9_]{1,8}$")

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import render_template
 from fabricgen.model import Cloud, Fabric, NodeProfile
-from fabricgen.render.templating import render_template
 from fabricgen.topology import Topology
 
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,.\-]+$")  # env-file values stay unquoted: nothing to escape

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import render_template
 from fabricgen.model import RoceQos, SwitchModel
 from fabricgen.render import block_yaml
-from fabricgen.render.templating import render_template
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.topology import Topology
 

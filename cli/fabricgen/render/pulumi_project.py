@@ -12,11 +12,11 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from fabricgen.artifacts import Artifact
 from fabricgen.cloud import catalog
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.resources import shipped_dir
+from fabricgen.core.templating import render_template
 from fabricgen.model import Cloud, CloudFileSystem
-from fabricgen.render.templating import render_template
-from fabricgen.resources import shipped_dir
 from fabricgen.topology import Topology
 
 PROGRAMS = {"aws": "aws_efa", "alicloud": "alicloud_erdma"}

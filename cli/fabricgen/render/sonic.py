@@ -81,7 +81,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import csv_bytes
 from fabricgen.headroom import (
     BufferPools,
     Headroom,
@@ -92,7 +93,6 @@ from fabricgen.headroom import (
     shared_headroom_pool,
 )
 from fabricgen.model import RoceQos, SwitchModel, Tier
-from fabricgen.render.templating import csv_bytes
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.topology import Topology
 

@@ -8,9 +8,9 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from fabricgen.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import render_template
 from fabricgen.explain import cluster_summary, fabric_summary
-from fabricgen.render.templating import render_template
 from fabricgen.topology import FabricTopology, Link, Switch, Topology
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import jinja2
 
-from fabricgen.resources import shipped_dir
+from fabricgen.core.resources import shipped_dir
 
 
 @cache
