@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fabricgen.cabling import Cable, bill_of_materials
-from fabricgen.topology import Topology
+from fabricgen.cabling import bill_of_materials
+from fabricgen.model.cabling import Cable
+from fabricgen.model.topology import Topology
 
 
 def host_cables(topology: Topology) -> list[Cable]:

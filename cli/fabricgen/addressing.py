@@ -24,49 +24,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from netaddr import IPAddress, IPNetwork, IPSet
 
 from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
-from fabricgen.model import Addressing, Tier
-
-if TYPE_CHECKING:
-    from fabricgen.topology import FabricTopology, Topology
+from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p
+from fabricgen.model.cluster import Tier
+from fabricgen.model.topology import FabricTopology, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
 ASN_MAX = 4294967294  # 4294967295 is reserved (RFC 7300)
 RESERVED_ASNS = {23456: "AS_TRANS (RFC 6793), which stands in for 4-byte ASNs", 65535: "reserved (RFC 7300)"}
-
-
-@dataclass(frozen=True)
-class HostSubnet:
-    leaf: str             # the leaf owning the subnet; "" for an IPoIB rail subnet
-    network: str          # "10.20.0.0/27"
-    gateway: str          # the leaf's address, "10.20.0.1"; "" for IPoIB (no router)
-    hosts: tuple[tuple[str, int, str], ...]  # (node, node NIC port number, "10.20.0.2")
-    rail: int | None = None  # IPoIB rail subnets: the rail (port group) they serve
-
-
-@dataclass(frozen=True)
-class P2p:
-    lower: str
-    lower_port: int
-    lower_ip: str         # "10.21.0.1/31"
-    upper: str
-    upper_port: int
-    upper_ip: str         # "10.21.0.0/31"
-
-
-@dataclass(frozen=True)
-class FabricAddresses:
-    loopbacks: dict[str, str]
-    management: dict[str, str]
-    asn: dict[str, int]
-    p2p: tuple[P2p, ...]
-    hosts: tuple[HostSubnet, ...]
 
 
 def _pools(a: Addressing) -> dict[str, IPNetwork]:

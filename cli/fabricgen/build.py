@@ -18,33 +18,21 @@ from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.core.hints import choices_hint
 from fabricgen.core.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.lustre import build_lustre
-from fabricgen.model import (
-    Addressing,
+from fabricgen.model.addressing import Addressing, LeafAsn
+from fabricgen.model.cluster import (
     Cluster,
     Fabric,
     FabricRole,
     FabricTopologySpec,
-    Facility,
-    LeafAsn,
-    LocalVolume,
     Metadata,
-    Nic,
-    NicModel,
-    NicRole,
-    Node,
-    NodeGroup,
-    NodeProfile,
-    Rack,
-    RoceQos,
-    Speed,
-    SubnetManager,
-    SwitchModel,
     Tier,
     TierPlacement,
     TopologyKind,
-    TrafficClass,
-    rail_count,
 )
+from fabricgen.model.ethernet import RoceQos, TrafficClass
+from fabricgen.model.hardware import NicModel, Speed, SwitchModel
+from fabricgen.model.infiniband import SubnetManager
+from fabricgen.model.nodes import Facility, LocalVolume, Nic, NicRole, Node, NodeGroup, NodeProfile, Rack, rail_count
 from fabricgen.racks import RackSpace
 from fabricgen.sriov import build_host_networking
 from fabricgen.subnet_manager import build_subnet_manager

@@ -31,68 +31,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from fabricgen.core.errors import SpecError, SpecIssue
-from fabricgen.model import Cluster, Facility, Medium, Optic, Rack, SwitchModel
-
-if TYPE_CHECKING:
-    from fabricgen.topology import FabricTopology, Link, Port
+from fabricgen.model.cabling import Cable, CableEnd
+from fabricgen.model.cluster import Cluster
+from fabricgen.model.hardware import Medium, Optic, SwitchModel
+from fabricgen.model.nodes import Facility, Rack
+from fabricgen.model.topology import FabricTopology, Link, Port
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 HOST_SWITCH, SWITCH_SWITCH = "host-switch", "switch-switch"
 MAX_REPORTED = 20  # out-of-reach cables named one by one; beyond this a count
-
-
-@dataclass(frozen=True, slots=True)
-class CableEnd:
-    """One end of a cable, enough to find the device and plug the right port."""
-
-    row: str
-    rack: str
-    u: int
-    device: str
-    port: str
-    port_number: int
-    gpu: int | None = None
-    rdma_dev: str = ""
-    netdev: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Cable:
-    id: str
-    fabric: str
-    tier: str
-    speed: str
-    rail: int | None
-    su: int | None
-    a: CableEnd
-    z: CableEnd
-    run_m: float
-    length_m: float
-    part: str
-    medium: Medium
-    physical: str = ""  # the physical cable: this cable's id, or the id of the first leg of its splitter
-    leg: int = 0  # 1..medium.legs for a leg of a splitter, 0 for an ordinary cable
-
-    def __post_init__(self) -> None:
-        if not self.physical:
-            object.__setattr__(self, "physical", self.id)
-
-    @property
-    def label(self) -> str:
-        """Printed on both ends: the id (a splitter leg: ``<physical id>/L<leg>``) and both device:port pairs."""
-        name = f"{self.physical}/L{self.leg}" if self.leg else self.id
-        return f"{name} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
-
-    @property
-    def a_optic(self) -> Optic | None:
-        return self.medium.host_optic if self.tier == "node-leaf" else self.medium.switch_optic
-
-    @property
-    def z_optic(self) -> Optic | None:
-        return self.medium.switch_optic
 
 
 @dataclass(frozen=True)

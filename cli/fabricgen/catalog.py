@@ -12,7 +12,7 @@ from fabricgen.core.document import Document
 from fabricgen.core.errors import SpecError
 from fabricgen.core.resources import data_dir
 from fabricgen.load import load_file
-from fabricgen.model import Medium, NicModel, Optic, PortGroup, Speed, SwitchModel
+from fabricgen.model.hardware import Medium, NicModel, Optic, PortGroup, Speed, SwitchModel
 from fabricgen.validate import schema_issues
 
 _FILES = {

@@ -10,14 +10,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 from fabricgen.addressing import asn_overlap
-from fabricgen.cabling import Cable, switch_cage, switch_connector
+from fabricgen.cabling import switch_cage, switch_connector
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.core.gcpause import without_gc
 from fabricgen.infiniband import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
 from fabricgen.lustre import check_mgs_addresses
-from fabricgen.model import Tier, TopologyKind
+from fabricgen.model.cabling import Cable
+from fabricgen.model.cluster import Tier, TopologyKind
+from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 from fabricgen.sriov import check_vf_guids
-from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
 
 Check = Callable[[FabricTopology], Iterator[Finding]]
 

@@ -23,9 +23,9 @@ from fabricgen.core.errors import CheckError, FabricgenError, Finding, OutputErr
 from fabricgen.core.resources import shipped_dir
 from fabricgen.explain import cluster_summary
 from fabricgen.infiniband import ib_fabric
+from fabricgen.model.topology import FabricTopology
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.plan import Action, Plan, compute_plan, plan_to_json
-from fabricgen.topology import FabricTopology
 from fabricgen.validate import bundled_schema
 from fabricgen.verify import IbSpeed, VerifyError, compare, parse_ibnetdiscover, planned_rates, report_to_json
 from fabricgen.verify import Report as VerifyReport

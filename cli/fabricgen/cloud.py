@@ -22,15 +22,9 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.core.resources import data_dir
 from fabricgen.load import load_file
-from fabricgen.model import (
-    Cloud,
-    CloudFileSystem,
-    CloudInstanceType,
-    CloudSubnet,
-    Cluster,
-    Facility,
-    Metadata,
-)
+from fabricgen.model.cloud import Cloud, CloudFileSystem, CloudInstanceType, CloudSubnet
+from fabricgen.model.cluster import Cluster, Metadata
+from fabricgen.model.nodes import Facility
 from fabricgen.validate import schema_issues
 
 CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"

@@ -28,8 +28,9 @@ import yaml
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding, Severity
-from fabricgen.model import Fabric, RoceQos
-from fabricgen.topology import Topology
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.topology import Topology
 
 Reader = Callable[[str, bytes, Fabric, RoceQos], Iterator[Finding]]
 

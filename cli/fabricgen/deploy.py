@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from fabricgen.core.errors import FabricgenError
-from fabricgen.model import Cluster
+from fabricgen.model.cluster import Cluster
 
 
 class DeployError(FabricgenError):

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from fabricgen.model import Tier
-from fabricgen.topology import LINK_TIERS, NODE_LEAF, FabricTopology, Topology
+from fabricgen.model.cluster import Tier
+from fabricgen.model.topology import LINK_TIERS, NODE_LEAF, FabricTopology, Topology
 
 
 def _bisection_gbps(ft: FabricTopology) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.load import load_file
-from fabricgen.model import GuidEntry
+from fabricgen.model.infiniband import GuidEntry
 
 GUID = re.compile(r"^0x[0-9a-fA-F]{16}$")
 COLUMNS = ("device", "rdma_dev", "node_guid", "port_guid")

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from fabricgen.model import NicRole, Tier
-from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
+from fabricgen.model.cluster import Tier
+from fabricgen.model.nodes import NicRole
+from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 NODE_DESCRIPTION_BYTES = 64  # IBTA NodeDescription is a 64-byte string
 SIMULATED_BASE = 0x0002C90300000000  # NVIDIA/Mellanox OUI 00:02:c9, as ibsim and lab fabrics use

@@ -11,7 +11,10 @@ from typing import Any
 from fabricgen.core.document import Document, PathKey
 from fabricgen.core.errors import SpecIssue
 from fabricgen.core.hints import did_you_mean
-from fabricgen.model import Fabric, FabricRole, Kubernetes, Nic, Node, NodeProfile, Sriov, Workload
+from fabricgen.model.cluster import Fabric, FabricRole
+from fabricgen.model.kubernetes import Kubernetes, Workload
+from fabricgen.model.nodes import Nic, Node, NodeProfile
+from fabricgen.model.sriov import Sriov
 
 
 def _pod_groups(fabric: Fabric) -> tuple[str, ...]:

@@ -17,9 +17,10 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
 from fabricgen.core.errors import CheckError, Finding, Severity
 from fabricgen.load import load_file
-from fabricgen.model import Cluster
+from fabricgen.model.cluster import Cluster
+from fabricgen.model.topology import Topology
 from fabricgen.render import render
-from fabricgen.topology import Topology, compile_topology
+from fabricgen.topology import compile_topology
 
 
 @dataclass(frozen=True)

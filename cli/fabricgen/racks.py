@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from fabricgen.model import Facility, Rack
+from fabricgen.model.nodes import Facility, Rack
 
 
 class RackSpace:

@@ -19,16 +19,12 @@ from fabricgen.core.errors import Finding, Severity, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.infiniband import ib_fabric
 from fabricgen.kubernetes import build_kubernetes
-from fabricgen.model import (
-    Fabric,
-    Kubernetes,
-    NicModel,
-    Node,
-    NodeProfile,
-    Sriov,
-    rail_count,
-)
-from fabricgen.topology import Topology
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.hardware import NicModel
+from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.nodes import Node, NodeProfile, rail_count
+from fabricgen.model.sriov import Sriov
+from fabricgen.model.topology import Topology
 
 LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 IPOIB_DATAGRAM_MTU = 4092  # enhanced IPoIB (mlx5, VFs included) runs datagram mode only: 4096 IB MTU - 4 B header

@@ -13,7 +13,8 @@ from fabricgen.core.document import Document, PathKey
 from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.guids import load_inventory
-from fabricgen.model import GuidEntry, Ipoib, Node, Partition, Qos, QosLevel, Secret, SubnetManager
+from fabricgen.model.infiniband import GuidEntry, Ipoib, Partition, Qos, QosLevel, Secret, SubnetManager
+from fabricgen.model.nodes import Node
 
 # Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM/UFM adds the adaptive-routing ones.
 UPSTREAM_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")

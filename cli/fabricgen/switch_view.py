@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricgen.addressing import FabricAddresses
-from fabricgen.model import Fabric, RoceQos, SwitchModel, Tier
-from fabricgen.topology import NODE_LEAF, FabricTopology, Topology
+from fabricgen.model.addressing import FabricAddresses
+from fabricgen.model.cluster import Fabric, Tier
+from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 HOST_VLAN = 100  # one access VLAN per leaf: its host subnet
 

@@ -32,7 +32,8 @@ from typing import Any
 
 from fabricgen.core.errors import FabricgenError
 from fabricgen.infiniband import IbFabric, IbLink, IbNode
-from fabricgen.model import Fabric, Speed
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.hardware import Speed
 
 SWITCH, HCA, ROUTER = "switch", "hca", "router"
 TOPOLOGY_FORM, PORTS_FORM = "topology", "ports"

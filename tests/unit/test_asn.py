@@ -23,10 +23,10 @@ from tests.conftest import REPO
 
 from fabricgen.checks import run_checks
 from fabricgen.core.errors import Severity
+from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render import eos, nvue, sonic
 from fabricgen.switch_view import SwitchView, switch_views
-from fabricgen.topology import Topology
 
 SPEC = REPO / "tests" / "data" / "asn" / "per-leaf.yaml"
 SPINE = 4200000000

@@ -23,11 +23,11 @@ from tests.conftest import INVENTORIES, REPO
 
 from fabricgen.core.errors import SpecError
 from fabricgen.core.templating import render_template
-from fabricgen.model import PortGroup, SwitchModel
+from fabricgen.model.hardware import PortGroup, SwitchModel
+from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render import RENDERERS, eos
 from fabricgen.switch_view import HOST_VLAN, PortView, switch_views
-from fabricgen.topology import Topology
 
 STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
 

@@ -10,9 +10,9 @@ import yaml
 from netaddr import IPNetwork
 from tests.conftest import INVENTORIES, require_tool
 
+from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import host_ipoib
-from fabricgen.topology import Topology
 
 
 @pytest.fixture(scope="module")

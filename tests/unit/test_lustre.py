@@ -28,7 +28,7 @@ from fabricgen.lustre import (
     systemd_escape_path,
     tuning_data,
 )
-from fabricgen.model import LustreFs
+from fabricgen.model.lustre import LustreFs
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.render import k8s_storage, lustre
 from fabricgen.render.lustre import layout_options

@@ -18,7 +18,7 @@ from tests.conftest import INVENTORIES, REPO
 
 from fabricgen.core.artifacts import is_safe_relative_path
 from fabricgen.core.errors import SpecError
-from fabricgen.model import RoceQos, TrafficClass
+from fabricgen.model.ethernet import RoceQos, TrafficClass
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.render import nvue
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views

@@ -21,16 +21,9 @@ from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
 from fabricgen.core.errors import Finding, Severity, SpecError
 from fabricgen.load import load_text
-from fabricgen.model import Tier
-from fabricgen.topology import (
-    LEAF_SPINE,
-    NODE_LEAF,
-    SPINE_CORE,
-    FabricTopology,
-    Topology,
-    compile_topology,
-    port_layout,
-)
+from fabricgen.model.cluster import Tier
+from fabricgen.model.topology import LEAF_SPINE, NODE_LEAF, SPINE_CORE, FabricTopology, Topology
+from fabricgen.topology import compile_topology, port_layout
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = sorted((REPO / "inventories").glob("*.yaml"))

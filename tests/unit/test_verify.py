@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from fabricgen.cli import app
 from fabricgen.infiniband import IbFabric, ib_fabric
-from fabricgen.model import Speed
+from fabricgen.model.hardware import Speed
 from fabricgen.pipeline import compile_spec
 from fabricgen.verify import (
     HCA,

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.gcpause import without_gc
+from fabricgen.model.topology import Topology
 from fabricgen.render import (
     address_plan,
     cable_sheets,
@@ -36,7 +37,6 @@ from fabricgen.render import (
     sonic,
     topology_dump,
 )
-from fabricgen.topology import Topology
 
 
 class Renderer(Protocol):

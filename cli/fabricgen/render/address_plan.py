@@ -14,12 +14,12 @@ from collections.abc import Iterable, Iterator
 
 from netaddr import IPNetwork
 
-from fabricgen.addressing import FabricAddresses
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
-from fabricgen.model import Tier
+from fabricgen.model.addressing import FabricAddresses
+from fabricgen.model.cluster import Tier
+from fabricgen.model.topology import FabricTopology, Topology
 from fabricgen.switch_view import HOST_VLAN
-from fabricgen.topology import FabricTopology, Topology
 
 PLAN_COLUMNS = ("fabric", "device", "interface", "address", "role", "network", "gateway", "peer", "peer_interface")
 NETBOX_IP_COLUMNS = ("address", "status", "role", "device", "interface", "description")

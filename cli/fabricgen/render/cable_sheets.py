@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from fabricgen.cabling import Cable, bill_of_materials
+from fabricgen.cabling import bill_of_materials
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
-from fabricgen.topology import Topology
+from fabricgen.model.cabling import Cable
+from fabricgen.model.topology import Topology
 
 CABLE_COLUMNS = (
     "cable_id", "physical_cable", "leg", "label", "fabric", "tier", "rail", "su", "speed", "medium", "kind", "fiber",

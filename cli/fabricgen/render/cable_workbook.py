@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from fabricgen.cabling import Cable, CableEnd, bill_of_materials
+from fabricgen.cabling import bill_of_materials
 from fabricgen.core.artifacts import Artifact
+from fabricgen.model.cabling import Cable, CableEnd
+from fabricgen.model.topology import Topology
 from fabricgen.render.cable_sheets import CABLE_COLUMNS, Cell, cable_row
 from fabricgen.render.xlsx import Sheet, write_workbook
-from fabricgen.topology import Topology
 
 # Eight light, distinguishable fills (rails 0..7; further rails repeat the cycle).
 RAIL_PALETTE = ("FFD6D6", "FFE9C7", "FFF7B3", "D9F5C5", "C9EEF2", "CCD9FF", "E3D1FF", "F7D1EC")

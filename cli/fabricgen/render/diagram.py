@@ -22,8 +22,8 @@ from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
-from fabricgen.model import Cluster, Tier, TopologyKind
-from fabricgen.topology import LINK_TIERS, NODE_LEAF, FabricTopology, Link, Switch, Topology
+from fabricgen.model.cluster import Cluster, Tier, TopologyKind
+from fabricgen.model.topology import LINK_TIERS, NODE_LEAF, FabricTopology, Link, Switch, Topology
 
 SUMMARY_SWITCHES = 48  # above this many switches a fabric is drawn summarised
 NODE_BOXES = 64  # above this many nodes a fabric's nodes are grouped

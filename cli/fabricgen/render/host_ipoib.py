@@ -13,7 +13,7 @@ from netaddr import IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, NETDEV, checked
 from fabricgen.core.templating import render_template
-from fabricgen.topology import Topology
+from fabricgen.model.topology import Topology
 
 IPOIB_MTU = 4092  # the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header
 

@@ -25,8 +25,9 @@ from netaddr import IPAddress, IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
 from fabricgen.core.templating import render_template
-from fabricgen.model import Fabric, Node, NodeProfile
-from fabricgen.topology import FabricTopology, Topology
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.nodes import Node, NodeProfile
+from fabricgen.model.topology import FabricTopology, Topology
 
 ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port
 TABLE_BASE = 100  # per-port routing tables (and main-table route metrics) are TABLE_BASE + 1, + 2, ... per node

@@ -24,9 +24,11 @@ from pathlib import PurePosixPath
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
 from fabricgen.core.templating import render_template
-from fabricgen.model import Fabric, Nic, Node, NodeProfile, Sriov
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.nodes import Nic, Node, NodeProfile
+from fabricgen.model.sriov import Sriov
+from fabricgen.model.topology import Topology
 from fabricgen.sriov import colons
-from fabricgen.topology import Topology
 
 INSTALL_DIR = "/etc/fabricgen"  # where the unit expects the script and its data
 _PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # domain:bus:device.function

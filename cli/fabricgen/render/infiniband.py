@@ -17,9 +17,9 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.resources import data_dir
 from fabricgen.core.templating import render_template
 from fabricgen.infiniband import IbFabric, IbNode, ib_fabric, routing_engines
-from fabricgen.model import Partition, SubnetManager
+from fabricgen.model.infiniband import Partition, SubnetManager
+from fabricgen.model.topology import FabricTopology, Topology
 from fabricgen.subnet_manager import DEFAULT_PKEY
-from fabricgen.topology import FabricTopology, Topology
 
 MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 KEY_FILES = ("sm_key", "sa_key", "m_key")

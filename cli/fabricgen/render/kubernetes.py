@@ -40,9 +40,11 @@ from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.core.resources import data_dir
 from fabricgen.kubernetes import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.lustre import pod_storage
-from fabricgen.model import Fabric, Kubernetes, Sriov
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.sriov import Sriov
+from fabricgen.model.topology import Topology
 from fabricgen.render.nccl import POD_PFS, POD_VFS, nccl_settings
-from fabricgen.topology import Topology
 
 CNI_VERSION = "0.3.1"
 MELLANOX_VENDOR = "15b3"

@@ -26,8 +26,9 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
 from fabricgen.core.templating import render_template
 from fabricgen.lustre import format_size, mount_unit_name
-from fabricgen.model import LnetSettings, LustreComponent, LustreFs, LustreLayout, NodeProfile
-from fabricgen.topology import Topology
+from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout
+from fabricgen.model.nodes import NodeProfile
+from fabricgen.model.topology import Topology
 
 FSNAME = re.compile(r"^[A-Za-z0-9_]{1,8}$")
 UNIT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.mount$")  # an escaped path without \x escapes

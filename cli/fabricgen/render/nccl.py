@@ -13,8 +13,10 @@ from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
-from fabricgen.model import Cloud, Fabric, NodeProfile
-from fabricgen.topology import Topology
+from fabricgen.model.cloud import Cloud
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.nodes import NodeProfile
+from fabricgen.model.topology import Topology
 
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,.\-]+$")  # env-file values stay unquoted: nothing to escape
 POD_VFS = "vfs"  # the pod holds SR-IOV VFs of the fabric's rails

@@ -37,10 +37,11 @@ from typing import Any, NamedTuple
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
-from fabricgen.model import RoceQos, SwitchModel
+from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.topology import Topology
 from fabricgen.render import block_yaml
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
-from fabricgen.topology import Topology
 
 TARGET_RELEASE = "NVIDIA Cumulus Linux 5.9 (NVUE object model of 5.9 through 5.14)"
 BRIDGE = "br_default"

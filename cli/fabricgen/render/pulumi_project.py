@@ -16,8 +16,8 @@ from fabricgen.cloud import catalog
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.resources import shipped_dir
 from fabricgen.core.templating import render_template
-from fabricgen.model import Cloud, CloudFileSystem
-from fabricgen.topology import Topology
+from fabricgen.model.cloud import Cloud, CloudFileSystem
+from fabricgen.model.topology import Topology
 
 PROGRAMS = {"aws": "aws_efa", "alicloud": "alicloud_erdma"}
 # The SDK versions the stack tests run with (tests/unit/test_pulumi_stacks.py checks the installed ones match).

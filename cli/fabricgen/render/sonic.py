@@ -92,9 +92,11 @@ from fabricgen.headroom import (
     catalog,
     shared_headroom_pool,
 )
-from fabricgen.model import RoceQos, SwitchModel, Tier
+from fabricgen.model.cluster import Tier
+from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.topology import Topology
 from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
-from fabricgen.topology import Topology
 
 NOS = "sonic"
 QOS_MAP = "ROCE"                    # name of every QoS map fabricgen writes

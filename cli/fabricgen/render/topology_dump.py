@@ -11,7 +11,7 @@ from typing import Any
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
 from fabricgen.explain import cluster_summary, fabric_summary
-from fabricgen.topology import FabricTopology, Link, Switch, Topology
+from fabricgen.model.topology import FabricTopology, Link, Switch, Topology
 
 
 def _row(data: dict[str, Any]) -> str:

@@ -1,0 +1,58 @@
+"""Cables as the cable plan gives them: one per link, both ends located, medium, part and length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabricgen.model.hardware import Medium, Optic
+
+
+@dataclass(frozen=True, slots=True)
+class CableEnd:
+    """One end of a cable, enough to find the device and plug the right port."""
+
+    row: str
+    rack: str
+    u: int
+    device: str
+    port: str
+    port_number: int
+    gpu: int | None = None
+    rdma_dev: str = ""
+    netdev: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Cable:
+    id: str
+    fabric: str
+    tier: str
+    speed: str
+    rail: int | None
+    su: int | None
+    a: CableEnd
+    z: CableEnd
+    run_m: float
+    length_m: float
+    part: str
+    medium: Medium
+    physical: str = ""  # the physical cable: this cable's id, or the id of the first leg of its splitter
+    leg: int = 0  # 1..medium.legs for a leg of a splitter, 0 for an ordinary cable
+
+    def __post_init__(self) -> None:
+        if not self.physical:
+            object.__setattr__(self, "physical", self.id)
+
+    @property
+    def label(self) -> str:
+        """Printed on both ends: the id (a splitter leg: ``<physical id>/L<leg>``) and both device:port pairs."""
+        name = f"{self.physical}/L{self.leg}" if self.leg else self.id
+        return f"{name} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
+
+    @property
+    def a_optic(self) -> Optic | None:
+        return self.medium.host_optic if self.tier == "node-leaf" else self.medium.switch_optic
+
+    @property
+    def z_optic(self) -> Optic | None:
+        return self.medium.switch_optic

@@ -1,0 +1,75 @@
+"""A cloud cluster: one group of GPU instances in one zone, its network and its file systems."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fabricgen.core.errors import SourcePosition
+
+
+@dataclass(frozen=True)
+class CloudInstanceType:
+    """A GPU instance type from the cloud catalog: GPUs, network cards and its maximum EFA/ERI interfaces."""
+
+    name: str
+    gpus: int
+    gpu: str
+    network_cards: int
+    interfaces: int
+    source: str
+    fsx_efa_interfaces: int = 0  # AWS: EFA interfaces LNet uses as an FSx for Lustre client (0: TCP only)
+
+
+@dataclass(frozen=True)
+class CloudSubnet:
+    """A subnet (AWS) or vSwitch (Alibaba Cloud): an existing one by ``id`` or a new one by ``cidr``."""
+
+    id: str
+    cidr: str
+    zone: str
+
+
+@dataclass(frozen=True)
+class CloudFileSystem:
+    """FSx for Lustre (PERSISTENT_2) or CPFS; ``throughput`` is MB/s per TiB."""
+
+    kind: str
+    name: str
+    capacity_gib: int
+    throughput: int
+    mountpoint: str
+    efa: bool = False
+    metadata_iops: int | None = None
+    storage_type: str = ""
+
+
+@dataclass(frozen=True)
+class Cloud:
+    """A cloud cluster: one group of identical GPU instances in one zone, its network and its file systems."""
+
+    provider: str
+    region: str
+    zone: str
+    vpc_id: str
+    vpc_cidr: str
+    subnets: tuple[CloudSubnet, ...]
+    ssh_ingress: tuple[str, ...]
+    instance_type: CloudInstanceType
+    names: tuple[str, ...]
+    image: str
+    key_pair: str
+    group: str
+    placement_group: bool
+    capacity_kind: str
+    capacity_id: str
+    interfaces: int
+    filesystems: tuple[CloudFileSystem, ...]
+    tags: tuple[tuple[str, str], ...]
+    position: SourcePosition | None = field(default=None, compare=False)
+    # AWS, new VPC only: the subnet carved from the VPC for the NAT gateway that gives the cluster egress
+    public_subnet: str = ""
+
+    @property
+    def interface_kind(self) -> str:
+        """What the RDMA interfaces are called on this provider."""
+        return "EFA" if self.provider == "aws" else "ERI"

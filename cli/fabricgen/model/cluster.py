@@ -1,0 +1,112 @@
+"""The Cluster model: immutable, defaults resolved, names expanded, catalog entries looked up.
+
+Everything later stages need is here, so renderers never see the raw spec. Each spec-derived object keeps the
+source position of the spec node it came from, so later stages can still report file:line. Domain sections
+(subnet manager, RoCE class, address plan, SR-IOV, Lustre, Kubernetes, cloud) are types of their own modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from fabricgen.core.errors import SourcePosition
+from fabricgen.model.addressing import Addressing
+from fabricgen.model.cloud import Cloud
+from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.hardware import Medium, NicModel, Speed, SwitchModel
+from fabricgen.model.infiniband import SubnetManager
+from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.lustre import LustreFs
+from fabricgen.model.nodes import Facility, NicRole, Node, NodeGroup, NodeProfile, Rack
+from fabricgen.model.sriov import Sriov
+
+
+class FabricRole(StrEnum):
+    COMPUTE = "compute"
+    STORAGE = "storage"
+    INBAND = "inband"
+    OOB = "oob"
+
+    @property
+    def nic_role(self) -> NicRole:
+        """The node NICs that attach to a fabric of this role (out-of-band carries the BMC ports)."""
+        return NicRole.BMC if self is FabricRole.OOB else NicRole(self.value)
+
+
+class TopologyKind(StrEnum):
+    RAIL_OPTIMIZED = "rail-optimized"
+    FAT_TREE = "fat-tree"
+    LEAF_SPINE = "leaf-spine"
+    TOP_OF_RACK = "top-of-rack"
+
+
+class Tier(StrEnum):
+    LEAF = "leaf"
+    SPINE = "spine"
+    CORE = "core"
+
+
+@dataclass(frozen=True)
+class FabricTopologySpec:
+    kind: TopologyKind
+    scalable_unit: int
+    tiers: str
+    oversubscription: float
+    uplinks: int | None
+
+
+@dataclass(frozen=True)
+class TierPlacement:
+    """Racks a tier's switches fill bottom-up, at most ``per_rack`` each, from ``start_u``."""
+
+    racks: tuple[Rack, ...]
+    per_rack: int
+    start_u: int
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str
+    role: FabricRole
+    type: str
+    speed: Speed
+    uplink_speed: Speed
+    switches: Mapping[Tier, SwitchModel]
+    topology: FabricTopologySpec
+    naming: Mapping[Tier, str]
+    node_groups: tuple[str, ...]
+    position: SourcePosition = field(compare=False)
+    placement: Mapping[Tier, TierPlacement] = field(default_factory=dict, compare=False)
+    subnet_manager: SubnetManager | None = None
+    nos: Mapping[Tier, str] = field(default_factory=dict, compare=False)
+    mtu: int = 9100
+    host_mtu: int = 9000
+    qos: RoceQos | None = None
+    addressing: Addressing | None = None
+    sriov: Sriov | None = None
+
+
+@dataclass(frozen=True)
+class Metadata:
+    name: str
+    site: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    metadata: Metadata
+    facility: Facility
+    profiles: Mapping[str, NodeProfile]
+    groups: tuple[NodeGroup, ...]
+    nodes: tuple[Node, ...]
+    fabrics: tuple[Fabric, ...]
+    nic_models: Mapping[str, NicModel]
+    spec_digest: str
+    source: str
+    media: tuple[Medium, ...] = ()
+    cloud: Cloud | None = None
+    lustre: tuple[LustreFs, ...] = ()
+    kubernetes: Kubernetes | None = None

@@ -1,0 +1,38 @@
+"""The lossless RoCE class of an Ethernet fabric: traffic classes, ECN, PFC watchdog and SONiC buffer choices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fabricgen.core.errors import SourcePosition
+
+
+@dataclass(frozen=True)
+class TrafficClass:
+    dscp: int
+    priority: int
+
+
+@dataclass(frozen=True)
+class RoceQos:
+    """The lossless RoCE class end to end: DSCP and priority, CNP, ECN marking, PFC watchdog, scheduling."""
+
+    lossless: TrafficClass
+    cnp: TrafficClass
+    ecn_min_kb: int
+    ecn_max_kb: int
+    ecn_max_probability: int
+    pfcwd_detect_ms: int
+    pfcwd_restore_ms: int
+    pfcwd_action: str
+    lossless_weight: int
+    buffer_model: str = "traditional"  # SONiC: "dynamic" leaves lossless headroom and pool sizes to buffermgrd
+    # SONiC shared headroom pool: 0 = none (each lossless PG reserves its own xoff), else the PGs' xoff is pooled
+    # and the pool is their sum over this ratio (SONiC's own convention: over_subscribe_ratio 0 disables it)
+    over_subscribe_ratio: int = 0
+    shared_headroom_pool_position: SourcePosition | None = field(default=None, compare=False)
+
+    @property
+    def nccl_tc(self) -> int:
+        """NCCL_IB_TC: the traffic class byte, DSCP in the top six bits and ECT(0) in the ECN bits."""
+        return self.lossless.dscp << 2 | 0b10

@@ -1,0 +1,132 @@
+"""Catalog hardware as the model sees it: speeds, switch and NIC models with their cages and lanes, cable media
+and optics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Speed:
+    name: str
+    gbps: float
+    type: str
+    lanes: int
+    ibsim: str = ""
+    netbox_interface_type: str = "other"
+
+
+def lane_options(gbps: float, lanes: int, lane_gbps: tuple[int, ...]) -> frozenset[tuple[int, int]]:
+    """The (lanes, Gb/s per lane) a port with ``lanes`` electrical lanes and SerDes rates ``lane_gbps`` can run
+    ``gbps`` on; empty when the catalog gives no lane data or no listed rate adds up to the speed."""
+    return frozenset((int(gbps // rate), rate) for rate in lane_gbps if gbps % rate == 0 and gbps // rate <= lanes)
+
+
+@dataclass(frozen=True)
+class PortGroup:
+    """Cages of one form factor; ``ports_per_cage`` gives the logical ports per cage at each speed, ``lanes`` the
+    electrical lanes of one cage and ``lane_gbps`` the SerDes lane rates it runs (both optional: 0 and ())."""
+
+    name: str
+    cages: int
+    form_factor: str
+    ports_per_cage: tuple[tuple[str, int], ...]
+    lanes: int = 0
+    lane_gbps: tuple[int, ...] = ()
+
+    def per_cage(self, speed: str) -> int:
+        """Logical ports one cage gives at ``speed`` (0 when the cage cannot run at it)."""
+        return next((n for s, n in self.ports_per_cage if s == speed), 0)
+
+    @property
+    def speeds(self) -> tuple[str, ...]:
+        return tuple(speed for speed, _ in self.ports_per_cage)
+
+    def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
+        """(lanes, Gb/s per lane) one logical port of a cage split for ``speed`` can run it on."""
+        per_cage = self.per_cage(speed.name)
+        return lane_options(speed.gbps, self.lanes // per_cage, self.lane_gbps) if per_cage else frozenset()
+
+
+@dataclass(frozen=True)
+class SwitchModel:
+    name: str
+    vendor: str
+    fabric_type: str
+    height_u: int
+    port_groups: tuple[PortGroup, ...]
+
+    def capacity(self, speeds: tuple[str, ...]) -> int:
+        """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""
+        return sum(g.cages * max(g.per_cage(s) for s in speeds) for g in self.port_groups)
+
+    def cage_group(self, cage: int) -> PortGroup:
+        """The port group of a 1-based cage number counted across port groups."""
+        for group in self.port_groups:
+            if cage <= group.cages:
+                return group
+            cage -= group.cages
+        raise ValueError(f"{self.name} has no cage {cage}")
+
+    def cage_form_factor(self, cage: int) -> str:
+        """Form factor of a 1-based cage number counted across port groups."""
+        return self.cage_group(cage).form_factor
+
+    def logical_ports(self, speed: str) -> int:
+        """Ports this model offers when every cage that supports ``speed`` runs at it."""
+        return sum(g.cages * g.per_cage(speed) for g in self.port_groups)
+
+
+@dataclass(frozen=True)
+class NicModel:
+    name: str
+    vendor: str
+    ports: int
+    speeds: tuple[str, ...]
+    link_types: tuple[str, ...]
+    max_vfs: int | None = None
+    form_factor: str = ""
+    lanes: int = 0  # electrical lanes of one port (0: not in the catalog)
+    lane_gbps: tuple[int, ...] = ()  # SerDes lane rates a port runs
+
+    def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
+        """(lanes, Gb/s per lane) one port can run ``speed`` on."""
+        return lane_options(speed.gbps, self.lanes, self.lane_gbps)
+
+
+@dataclass(frozen=True)
+class Optic:
+    part: str
+    connections: int
+
+
+@dataclass(frozen=True)
+class Medium:
+    """One way to cable a link: copper, AOC, or transceivers plus fiber; cables come in standard lengths."""
+
+    name: str
+    speeds: tuple[str, ...]
+    ends: tuple[str, ...]
+    kind: str
+    fiber: str
+    reach_m: float
+    cables: tuple[tuple[float, str], ...]
+    host_optic: Optic | None
+    switch_optic: Optic | None
+    netbox_type: str
+    color: str
+    switch_form_factors: tuple[str, ...] = ()
+    host_form_factors: tuple[str, ...] = ()
+    legs: int = 1  # a splitter: one switch-side connector serving ``legs`` logical switch ports and host ports
+
+    def fits(self, switch_form_factors: tuple[str, ...], host_form_factor: str | None) -> bool:
+        """Whether the parts plug into these cages (an empty constraint accepts any cage)."""
+        if self.switch_form_factors and any(f not in self.switch_form_factors for f in switch_form_factors):
+            return False
+        return not (host_form_factor and self.host_form_factors and host_form_factor not in self.host_form_factors)
+
+    def standard_length(self, run_m: float) -> tuple[float, str] | None:
+        """The shortest orderable cable (length, part) at least ``run_m`` long, within reach."""
+        if run_m > self.reach_m:
+            return None
+        return next(((length, part) for length, part in self.cables if length >= run_m), None)

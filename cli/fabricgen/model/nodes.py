@@ -1,0 +1,119 @@
+"""Servers and where they stand: NIC ports with their rail and GPU affinity, node profiles, nodes, racks and
+the facility."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from fabricgen.core.errors import SourcePosition
+
+
+class NicRole(StrEnum):
+    COMPUTE = "compute"
+    STORAGE = "storage"
+    INBAND = "inband"
+    BMC = "bmc"
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One NIC port of a node profile, with its affinity: the rail it serves and the GPU next to it."""
+
+    role: NicRole
+    index: int
+    port: str
+    model: str
+    dev: str = ""
+    netdev: str = ""
+    gpu: int | None = None
+    numa: int | None = None
+    rail: int | None = None
+    pci: str = ""
+
+
+@dataclass(frozen=True)
+class LocalVolume:
+    """A node's local NVMe file system offered to Kubernetes as a local PersistentVolume (the cache tier)."""
+
+    path: str
+    capacity_gib: int
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    name: str
+    role: str
+    height_u: int
+    gpus: int
+    compute: tuple[Nic, ...]
+    storage: tuple[Nic, ...]
+    inband: Nic | None
+    bmc: Nic | None
+    position: SourcePosition | None = field(default=None, compare=False)
+    memory_gb: int | None = None
+    local_nvme: LocalVolume | None = None
+
+    @property
+    def rails(self) -> frozenset[int]:
+        """The rails this profile's compute NICs serve."""
+        return frozenset(n.rail or 0 for n in self.compute)
+
+    def hca_port(self, nic: Nic) -> int:
+        """The port number of ``nic`` on its HCA: NIC ports sharing one RDMA device count up in profile order."""
+        if not nic.dev:
+            return 1
+        return [n for n in self.nics(nic.role) if n.dev == nic.dev].index(nic) + 1
+
+    def nics(self, role: NicRole) -> tuple[Nic, ...]:
+        """This profile's NIC ports of one role, in order."""
+        if role is NicRole.COMPUTE:
+            return self.compute
+        if role is NicRole.STORAGE:
+            return self.storage
+        single = self.inband if role is NicRole.INBAND else self.bmc
+        return (single,) if single is not None else ()
+
+
+def rail_count(profiles: Iterable[NodeProfile]) -> int:
+    """Rails of a fabric: one more than the highest rail any attached profile serves."""
+    return 1 + max((max(p.rails, default=-1) for p in profiles), default=-1)
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    row: str
+    row_index: int
+    index: int
+    kind: str = "compute"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    group: str
+    profile: NodeProfile
+    rack: Rack
+    u: int
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    pattern: str
+    profile: str
+    count: int
+    position: SourcePosition
+
+
+@dataclass(frozen=True)
+class Facility:
+    rack_units: int
+    rack_width_m: float
+    row_pitch_m: float
+    tray_height_m: float
+    slack_m: float
+    rows: tuple[tuple[str, int], ...]
+    racks: tuple[Rack, ...]
+    switches_per_network_rack: int = 16
