@@ -137,8 +137,8 @@ def measure(spec: Path) -> dict[str, Any]:
     """Run the pipeline once in this process and report its phases, counts and peak RSS."""
     from fabricgen.build import build_cluster
     from fabricgen.checks import run_checks
-    from fabricgen.load import load_file
     from fabricgen.render import render
+    from fabricgen.spec.load import load_file
     from fabricgen.topology import compile_topology
 
     cpu0 = _cpu_seconds()

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from fabricgen.cli import app
 from fabricgen.core.errors import FabricgenError, SpecError
-from fabricgen.load import MAX_SPEC_BYTES
 from fabricgen.pipeline import compile_spec
+from fabricgen.spec.load import MAX_SPEC_BYTES
 
 REPO = Path(__file__).resolve().parent.parent
 NEGATIVE = Path("tests/negative")  # relative to REPO, the working directory of every test here

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
 from fabricgen.core.errors import Severity, SpecError
-from fabricgen.load import load_text
 from fabricgen.model.cluster import Cluster, Tier, TopologyKind
 from fabricgen.model.topology import LEAF_SPINE, NODE_LEAF, SPINE_CORE, FabricTopology, Topology
 from fabricgen.render import render
+from fabricgen.spec.load import load_text
 from fabricgen.topology import compile_topology
 
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,9 +9,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from fabricgen.build import build_cluster
 from fabricgen.checks import run_checks
-from fabricgen.load import load_file as load_spec
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render import render
+from fabricgen.spec.load import load_file as load_spec
 from fabricgen.topology import compile_topology
 
 try:

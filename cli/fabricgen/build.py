@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from fabricgen import catalog
 from fabricgen.cloud import build_cloud
 from fabricgen.core.document import Document, PathKey
 from fabricgen.core.errors import SpecError, SpecIssue
@@ -34,9 +33,10 @@ from fabricgen.model.hardware import NicModel, Speed, SwitchModel
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.nodes import Facility, LocalVolume, Nic, NicRole, Node, NodeGroup, NodeProfile, Rack, rail_count
 from fabricgen.racks import RackSpace
+from fabricgen.spec import catalog
+from fabricgen.spec.validate import validate_document, with_defaults
 from fabricgen.sriov import build_host_networking
 from fabricgen.subnet_manager import build_subnet_manager
-from fabricgen.validate import validate_document, with_defaults
 
 DEFAULT_NAMING = {
     TopologyKind.RAIL_OPTIMIZED: {

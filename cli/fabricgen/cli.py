@@ -26,7 +26,7 @@ from fabricgen.infiniband import ib_fabric
 from fabricgen.model.topology import FabricTopology
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.plan import Action, Plan, compute_plan, plan_to_json
-from fabricgen.validate import bundled_schema
+from fabricgen.spec.validate import bundled_schema
 from fabricgen.verify import IbSpeed, VerifyError, compare, parse_ibnetdiscover, planned_rates, report_to_json
 from fabricgen.verify import Report as VerifyReport
 

@@ -21,11 +21,11 @@ from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.core.resources import data_dir
-from fabricgen.load import load_file
 from fabricgen.model.cloud import Cloud, CloudFileSystem, CloudInstanceType, CloudSubnet
 from fabricgen.model.cluster import Cluster, Metadata
 from fabricgen.model.nodes import Facility
-from fabricgen.validate import schema_issues
+from fabricgen.spec.load import load_file
+from fabricgen.spec.validate import schema_issues
 
 CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
 ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "kubernetes")  # cloud: cloud.filesystems

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
-from fabricgen.load import load_file
 from fabricgen.model.infiniband import GuidEntry
+from fabricgen.spec.load import load_file
 
 GUID = re.compile(r"^0x[0-9a-fA-F]{16}$")
 COLUMNS = ("device", "rdma_dev", "node_guid", "port_guid")

@@ -26,12 +26,12 @@ from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
 from fabricgen.core.resources import data_dir
-from fabricgen.load import load_file
 from fabricgen.model.cluster import Cluster, Fabric
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
 from fabricgen.model.nodes import NicRole, NodeGroup, NodeProfile
 from fabricgen.model.topology import Topology
-from fabricgen.validate import schema_issues
+from fabricgen.spec.load import load_file
+from fabricgen.spec.validate import schema_issues
 
 NID = re.compile(r"^(?P<ip>[0-9]{1,3}(?:\.[0-9]{1,3}){3})@(?P<lnd>o2ib|tcp)(?P<num>[0-9]{0,3})$")
 _SIZE = re.compile(r"^([1-9][0-9]*)([KMGT]?)$")

@@ -16,10 +16,10 @@ from fabricgen.consistency import check_artifacts
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
 from fabricgen.core.errors import CheckError, Finding, Severity
-from fabricgen.load import load_file
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.topology import Topology
 from fabricgen.render import render
+from fabricgen.spec.load import load_file
 from fabricgen.topology import compile_topology
 
 

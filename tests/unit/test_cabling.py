@@ -14,10 +14,10 @@ from fabricgen.build import build_cluster
 from fabricgen.cabling import RACK_UNIT_M, bill_of_materials
 from fabricgen.checks import run_checks
 from fabricgen.core.errors import Severity, SpecError
-from fabricgen.load import load_text
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.render.cable_sheets import CABLE_COLUMNS, NETBOX_CABLE_COLUMNS
+from fabricgen.spec.load import load_text
 from fabricgen.topology import compile_topology
 
 LAB = """

@@ -32,7 +32,7 @@ from fabricgen.model.lustre import LustreFs
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.render import k8s_storage, lustre
 from fabricgen.render.lustre import layout_options
-from fabricgen.validate import schema_document
+from fabricgen.spec.validate import schema_document
 
 H100 = INVENTORIES / "h100-4su.yaml"
 STUBS = REPO / "tests" / "data" / "fake-lustre"

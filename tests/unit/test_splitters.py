@@ -20,11 +20,11 @@ from fabricgen.build import build_cluster
 from fabricgen.cabling import switch_cage, switch_connector, switch_lane
 from fabricgen.checks import cable_plan, run_checks
 from fabricgen.core.errors import Severity, SpecError
-from fabricgen.load import load_text
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.render import cable_sheets
 from fabricgen.render.cable_sheets import CABLE_COLUMNS
+from fabricgen.spec.load import load_text
 from fabricgen.topology import compile_topology
 
 NDR200 = """

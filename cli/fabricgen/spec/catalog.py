@@ -11,9 +11,9 @@ from typing import Any
 from fabricgen.core.document import Document
 from fabricgen.core.errors import SpecError
 from fabricgen.core.resources import data_dir
-from fabricgen.load import load_file
 from fabricgen.model.hardware import Medium, NicModel, Optic, PortGroup, Speed, SwitchModel
-from fabricgen.validate import schema_issues
+from fabricgen.spec.load import load_file
+from fabricgen.spec.validate import schema_issues
 
 _FILES = {
     "speeds": "sections/catalog.schema.json#/$defs/speeds_file",
