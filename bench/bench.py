@@ -104,7 +104,7 @@ def roce_spec_text(nodes: int = 2048) -> str:
 def switch_config_times(spec: Path) -> dict[str, float]:
     """Each switch-config dialect alone on the RoCE cluster: seconds and seconds per switch."""
     from fabricgen.pipeline import compile_spec
-    from fabricgen.render import render
+    from fabricgen.stages.render import render
 
     topology = compile_spec(spec).topology
     switches = sum(len(ft.switches) for ft in topology.fabrics if ft.fabric.type == "roce")
@@ -122,7 +122,7 @@ def switch_config_times(spec: Path) -> dict[str, float]:
 def target_times(spec: Path) -> dict[str, float]:
     """Each renderer alone, sequentially, in a process of its own (so the main measurement stays clean)."""
     from fabricgen.pipeline import compile_spec
-    from fabricgen.render import RENDERERS
+    from fabricgen.stages.render import RENDERERS
 
     topology = compile_spec(spec).topology
     times = {}
@@ -135,11 +135,11 @@ def target_times(spec: Path) -> dict[str, float]:
 
 def measure(spec: Path) -> dict[str, Any]:
     """Run the pipeline once in this process and report its phases, counts and peak RSS."""
-    from fabricgen.build import build_cluster
-    from fabricgen.checks import run_checks
-    from fabricgen.render import render
     from fabricgen.spec.load import load_file
-    from fabricgen.topology import compile_topology
+    from fabricgen.stages.build import build_cluster
+    from fabricgen.stages.check import run_checks
+    from fabricgen.stages.compile import compile_topology
+    from fabricgen.stages.render import render
 
     cpu0 = _cpu_seconds()
     t0 = time.perf_counter()

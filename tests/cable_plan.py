@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fabricgen.cabling import bill_of_materials
+from fabricgen.features.cabling.plan import bill_of_materials
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 

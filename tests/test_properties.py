@@ -4,7 +4,7 @@ Each spec has one compute fabric (rail-optimized, fat-tree, leaf-spine or top-of
 custom profile with 1..8 compute NICs (rails, listed in a random order), sometimes a few management nodes that
 serve a subset of the rails, and a facility sized to fit. Specs always build; compiling may be infeasible, which
 must be reported as a SpecError and nothing else. Compiled specs must satisfy the shape rules of
-fabricgen.topology (module docstring) and pass every check.
+fabricgen.stages.compile (module docstring) and pass every check.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fabricgen.build import build_cluster
-from fabricgen.checks import run_checks
 from fabricgen.core.errors import Severity, SpecError
 from fabricgen.model.cluster import Cluster, Tier, TopologyKind
 from fabricgen.model.topology import LEAF_SPINE, NODE_LEAF, SPINE_CORE, FabricTopology, Topology
-from fabricgen.render import render
 from fabricgen.spec.load import load_text
-from fabricgen.topology import compile_topology
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import run_checks
+from fabricgen.stages.compile import compile_topology
+from fabricgen.stages.render import render
 
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

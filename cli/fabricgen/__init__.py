@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from fabricgen.build import build_cluster
-from fabricgen.checks import run_checks
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render import render
 from fabricgen.spec.load import load_file as load_spec
-from fabricgen.topology import compile_topology
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import run_checks
+from fabricgen.stages.compile import compile_topology
+from fabricgen.stages.render import render
 
 try:
     __version__ = version("fabricgen")

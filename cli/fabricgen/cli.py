@@ -17,18 +17,26 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from fabricgen import __version__, deploy
-from fabricgen.apply import apply_plan
+from fabricgen import __version__
 from fabricgen.core.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
 from fabricgen.core.resources import shipped_dir
-from fabricgen.explain import cluster_summary
-from fabricgen.infiniband import ib_fabric
+from fabricgen.features.cloud import deploy
+from fabricgen.features.infiniband.verify import (
+    IbSpeed,
+    VerifyError,
+    compare,
+    parse_ibnetdiscover,
+    planned_rates,
+    report_to_json,
+)
+from fabricgen.features.infiniband.verify import Report as VerifyReport
+from fabricgen.features.infiniband.view import ib_fabric
+from fabricgen.features.summary.explain import cluster_summary
 from fabricgen.model.topology import FabricTopology
+from fabricgen.outdir.apply import apply_plan
+from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
-from fabricgen.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.spec.validate import bundled_schema
-from fabricgen.verify import IbSpeed, VerifyError, compare, parse_ibnetdiscover, planned_rates, report_to_json
-from fabricgen.verify import Report as VerifyReport
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 

@@ -10,17 +10,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabricgen.build import build_cluster
-from fabricgen.checks import run_checks
-from fabricgen.consistency import check_artifacts
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
 from fabricgen.core.errors import CheckError, Finding, Severity
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.topology import Topology
-from fabricgen.render import render
 from fabricgen.spec.load import load_file
-from fabricgen.topology import compile_topology
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import run_checks
+from fabricgen.stages.compile import compile_topology
+from fabricgen.stages.readback import check_artifacts
+from fabricgen.stages.render import render
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def test_ipoib_plan_one_subnet_per_rail() -> None:
 
 
 def test_address_plan_artifacts_list_every_address_once() -> None:
-    from fabricgen.render import address_plan
+    from fabricgen.features.addressing import render as address_plan
 
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     files = {a.path: a.content.decode() for a in address_plan.render(topology)}

@@ -21,12 +21,12 @@ from test_sonic import _validate as validate_config_db
 from test_sonic import require_sonic_yang
 from tests.conftest import REPO
 
-from fabricgen.checks import run_checks
 from fabricgen.core.errors import Severity
+from fabricgen.features.ethernet.nos import eos, nvue, sonic
+from fabricgen.features.ethernet.switch_view import SwitchView, switch_views
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render import eos, nvue, sonic
-from fabricgen.switch_view import SwitchView, switch_views
+from fabricgen.stages.check import run_checks
 
 SPEC = REPO / "tests" / "data" / "asn" / "per-leaf.yaml"
 SPINE = 4200000000

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricgen.render import block_yaml
+from fabricgen.features.ethernet import block_yaml
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
                     st.text(st.characters(exclude_categories=["Cs"]), max_size=12),

@@ -14,16 +14,16 @@ from dataclasses import replace
 import pytest
 from tests.cable_plan import bom_counts, by_physical, host_cables
 
-from fabricgen.build import build_cluster
-from fabricgen.cabling import switch_cage, switch_connector, switch_lane
-from fabricgen.checks import cable_plan, run_checks
 from fabricgen.core.errors import Severity, SpecError
-from fabricgen.headroom import catalog as sonic_catalog
+from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
+from fabricgen.features.ethernet.headroom import catalog as sonic_catalog
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.spec.catalog import shipped
 from fabricgen.spec.load import load_text
-from fabricgen.topology import compile_topology
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import cable_plan, run_checks
+from fabricgen.stages.compile import compile_topology
 
 # One top-of-rack SN5600 per rack (top U), eight 2U servers below it from U2 up, two storage NICs each: with
 # slack 1.2 m the three lowest servers are 3.02..3.2 m from the leaf (beyond the 3 m DACs), the rest 2.57..2.93 m.

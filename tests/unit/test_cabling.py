@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from tests.conftest import INVENTORIES
 
-from fabricgen.build import build_cluster
-from fabricgen.cabling import RACK_UNIT_M, bill_of_materials
-from fabricgen.checks import run_checks
 from fabricgen.core.errors import Severity, SpecError
+from fabricgen.features.cabling.plan import RACK_UNIT_M, bill_of_materials
+from fabricgen.features.cabling.sheets import CABLE_COLUMNS, NETBOX_CABLE_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render.cable_sheets import CABLE_COLUMNS, NETBOX_CABLE_COLUMNS
 from fabricgen.spec.load import load_text
-from fabricgen.topology import compile_topology
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import run_checks
+from fabricgen.stages.compile import compile_topology
 
 LAB = """
 apiVersion: fabricgen/v1

@@ -15,11 +15,11 @@ import pytest
 from tests.conftest import INVENTORIES, REPO
 from typer.testing import CliRunner
 
-from fabricgen import deploy
 from fabricgen.cli import app
-from fabricgen.cloud import catalog, instance_types
+from fabricgen.features.cloud import deploy
+from fabricgen.features.cloud.build import catalog, instance_types
+from fabricgen.features.cloud.render import interfaces
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render.pulumi_project import interfaces
 
 AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
 runner = CliRunner()

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from tests.conftest import INVENTORIES
 
-from fabricgen.consistency import check_artifacts
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import CheckError
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
-from fabricgen.render import render
+from fabricgen.stages.readback import check_artifacts
+from fabricgen.stages.render import render
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,22 @@ from pathlib import Path
 import pytest
 from tests.conftest import require_tool
 
+from fabricgen.features.cabling import diagram
+from fabricgen.features.cabling.diagram import (
+    CORE,
+    LEAF,
+    LEVELS,
+    MAX_GROUPS,
+    NODE,
+    SPINE,
+    Box,
+    Diagram,
+    Edge,
+    FabricDiagram,
+)
 from fabricgen.model.cluster import Tier
 from fabricgen.model.topology import LINK_TIERS, Topology
 from fabricgen.pipeline import compile_spec
-from fabricgen.render import diagram
-from fabricgen.render.diagram import CORE, LEAF, LEVELS, MAX_GROUPS, NODE, SPINE, Box, Diagram, Edge, FabricDiagram
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = ("lab-1su", "h100-4su", "bench-16k")

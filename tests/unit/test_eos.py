@@ -23,11 +23,12 @@ from tests.conftest import INVENTORIES, REPO
 
 from fabricgen.core.errors import SpecError
 from fabricgen.core.templating import render_template
+from fabricgen.features.ethernet.nos import eos
+from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, switch_views
 from fabricgen.model.hardware import PortGroup, SwitchModel
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render import RENDERERS, eos
-from fabricgen.switch_view import HOST_VLAN, PortView, switch_views
+from fabricgen.stages.render import RENDERERS
 
 STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
 
@@ -142,7 +143,7 @@ def test_deterministic_across_runs_and_hash_seeds(spec: Path, artifacts: dict[st
                                                   topology: Topology) -> None:
     assert {a.path: a.content for a in eos.render(topology)} == artifacts
     code = ("import hashlib, sys; from pathlib import Path; from fabricgen.pipeline import compile_spec; "
-            "from fabricgen.render import eos; "
+            "from fabricgen.stages.render import eos; "
             "arts = eos.render(compile_spec(Path(sys.argv[1])).topology); "
             "print(hashlib.sha256(b''.join(a.path.encode() + a.content for a in arts)).hexdigest())")
     local = hashlib.sha256(b"".join(p.encode() + c for p, c in artifacts.items())).hexdigest()

@@ -1,4 +1,4 @@
-"""PFC headroom: fabricgen.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by step, and the shared
+"""PFC headroom: fabricgen.features.ethernet.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by step, and the shared
 headroom pool of buffer_pool_mellanox.lua.
 
 Expected values were derived by hand from the luas (headroom: commits ba1d1d30 / 18913fa3; pool: 1469e8d2) with
@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from fabricgen.core.resources import data_dir
-from fabricgen.headroom import (
+from fabricgen.features.ethernet.headroom import (
     PRIVATE_HEADROOM,
     SHP_WHEN_ZERO,
     Headroom,

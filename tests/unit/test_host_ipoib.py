@@ -10,9 +10,9 @@ import yaml
 from netaddr import IPNetwork
 from tests.conftest import INVENTORIES, require_tool
 
+from fabricgen.features.infiniband import ipoib as host_ipoib
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from fabricgen.render import host_ipoib
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ from tests.conftest import INVENTORIES, REPO, require_tool
 from tests.fake_host import ScriptHost, write
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.features.ethernet import host_roce
 from fabricgen.model.ethernet import RoceQos, TrafficClass
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from fabricgen.render import host_roce
 
 H100 = INVENTORIES / "h100-4su.yaml"
 LAB = INVENTORIES / "lab-1su.yaml"

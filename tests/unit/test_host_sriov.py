@@ -19,15 +19,15 @@ from tests.fake_host import ScriptHost, write
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
-from fabricgen.infiniband import ib_fabric
+from fabricgen.features.infiniband.view import ib_fabric
+from fabricgen.features.sriov import render as host_sriov
+from fabricgen.features.sriov.build import check_vf_guids, check_vf_ranges, vf_guids, vf_range
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.nodes import Node
 from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from fabricgen.render import host_sriov
 from fabricgen.spec.load import load_file
-from fabricgen.sriov import check_vf_guids, check_vf_ranges, vf_guids, vf_range
 
 H100 = INVENTORIES / "h100-4su.yaml"
 STUBS = REPO / "tests" / "data" / "fake-sriov"

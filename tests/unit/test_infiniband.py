@@ -13,9 +13,9 @@ from tests.conftest import INVENTORIES, require_tool
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Severity
 from fabricgen.core.resources import data_dir
-from fabricgen.infiniband import ib_fabric
+from fabricgen.features.ethernet.switch_view import switch_views
+from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.switch_view import switch_views
 
 LAB = INVENTORIES / "lab-1su.yaml"
 
@@ -208,7 +208,7 @@ def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
 
 def test_simulated_guids_are_unique_across_fabrics() -> None:
     """The fabric index was once OR'd into the base's 0x03 byte, so fabrics 0-3 shared GUIDs."""
-    from fabricgen.infiniband import SIMULATED_BASE, _guid
+    from fabricgen.features.infiniband.view import SIMULATED_BASE, _guid
 
     guids = [_guid(fabric, kind, serial) for fabric in range(16) for kind in (1, 2) for serial in (1, 2, 0xFFFFFF)]
     assert len(set(guids)) == len(guids)

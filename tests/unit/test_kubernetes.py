@@ -19,9 +19,9 @@ import yaml
 from jsonschema import Draft202012Validator
 from tests.conftest import INVENTORIES, REPO
 
+from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render import kubernetes
 
 CRDS = REPO.parent / "shared" / "validators" / "k8s-crds"
 K8S_VERSION = "1.37.0"  # the newest schemas kubernetes-validate 1.37 ships

@@ -17,7 +17,9 @@ from tests.conftest import INVENTORIES, REPO, require_tool
 from tests.fake_host import ScriptHost
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.lustre import (
+from fabricgen.features.kubernetes import storage as k8s_storage
+from fabricgen.features.lustre import render as lustre
+from fabricgen.features.lustre.build import (
     CACHE_STORAGE_CLASS,
     canonical_network,
     format_size,
@@ -28,10 +30,9 @@ from fabricgen.lustre import (
     systemd_escape_path,
     tuning_data,
 )
+from fabricgen.features.lustre.render import layout_options
 from fabricgen.model.lustre import LustreFs
 from fabricgen.pipeline import Compiled, compile_spec
-from fabricgen.render import k8s_storage, lustre
-from fabricgen.render.lustre import layout_options
 from fabricgen.spec.validate import schema_document
 
 H100 = INVENTORIES / "h100-4su.yaml"

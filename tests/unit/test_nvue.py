@@ -18,10 +18,10 @@ from tests.conftest import INVENTORIES, REPO
 
 from fabricgen.core.artifacts import is_safe_relative_path
 from fabricgen.core.errors import SpecError
+from fabricgen.features.ethernet.nos import nvue
+from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.model.ethernet import RoceQos, TrafficClass
 from fabricgen.pipeline import Compiled, compile_spec
-from fabricgen.render import nvue
-from fabricgen.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 
 SCHEMA = REPO / "schemas" / "nvue" / "startup.schema.json"
 DEFAULT_QOS = ("      lossless: {dscp: 26, priority: 3}\n      cnp: {dscp: 48, priority: 6}\n"

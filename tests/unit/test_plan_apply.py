@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricgen.apply import FLOCK_FILE, JOURNAL_FILE, apply_plan, recover
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
-from fabricgen.plan import LOCK_FILE, STATE_DIR, Action, Lock, Plan, compute_plan, plan_to_json
+from fabricgen.outdir.apply import FLOCK_FILE, JOURNAL_FILE, apply_plan, recover
+from fabricgen.outdir.plan import LOCK_FILE, STATE_DIR, Action, Lock, Plan, compute_plan, plan_to_json
 
 DIGEST = "sha256:" + "ab" * 32
 VERSION = "0.1.0"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO
 
+from fabricgen.features.sriov import render as host_sriov
 from fabricgen.pipeline import compile_spec
-from fabricgen.render import host_sriov
 
 RECORDINGS = REPO / "tests" / "data" / "nvidia-smi-topo"
 STUBS = REPO / "tests" / "data" / "fake-sriov"

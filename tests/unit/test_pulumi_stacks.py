@@ -18,8 +18,8 @@ import pytest
 import yaml
 from tests.conftest import INVENTORIES
 
+from fabricgen.features.cloud.render import PINS
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render.pulumi_project import PINS
 
 # The SDKs warn about their own deprecated resources when imported: noise, not about these programs.
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 from tests.conftest import INVENTORIES, REPO
 
-from fabricgen.headroom import asic_headroom
+from fabricgen.features.ethernet.headroom import asic_headroom
+from fabricgen.features.ethernet.nos import sonic
+from fabricgen.features.ethernet.switch_view import HOST_VLAN, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
-from fabricgen.render import sonic
-from fabricgen.switch_view import HOST_VLAN, switch_views
 
 STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).

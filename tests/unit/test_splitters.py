@@ -16,16 +16,16 @@ import pytest
 from tests.cable_plan import bom_counts, by_physical, host_cables
 from tests.conftest import INVENTORIES
 
-from fabricgen.build import build_cluster
-from fabricgen.cabling import switch_cage, switch_connector, switch_lane
-from fabricgen.checks import cable_plan, run_checks
 from fabricgen.core.errors import Severity, SpecError
+from fabricgen.features.cabling import sheets as cable_sheets
+from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
+from fabricgen.features.cabling.sheets import CABLE_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from fabricgen.render import cable_sheets
-from fabricgen.render.cable_sheets import CABLE_COLUMNS
 from fabricgen.spec.load import load_text
-from fabricgen.topology import compile_topology
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import cable_plan, run_checks
+from fabricgen.stages.compile import compile_topology
 
 NDR200 = """
 apiVersion: fabricgen/v1

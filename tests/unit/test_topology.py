@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from fabricgen.build import build_cluster
-from fabricgen.checks import run_checks
 from fabricgen.core.errors import Finding, Severity, SpecError
 from fabricgen.model.cluster import Tier
 from fabricgen.model.topology import LEAF_SPINE, NODE_LEAF, SPINE_CORE, FabricTopology, Topology
 from fabricgen.spec.load import load_text
-from fabricgen.topology import compile_topology, port_layout
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.check import run_checks
+from fabricgen.stages.compile import compile_topology, port_layout
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = sorted((REPO / "inventories").glob("*.yaml"))
@@ -412,8 +412,8 @@ def test_checks_find_no_errors_on_inventories(path: Path, inventory: dict[str, T
 def test_compile_is_deterministic_across_hash_seeds() -> None:
     """Rendered artifacts do not depend on PYTHONHASHSEED (set/dict iteration order of strings)."""
     script = ("import hashlib,sys;from pathlib import Path;from fabricgen.spec.load import load_text;"
-              "from fabricgen.build import build_cluster;from fabricgen.topology import compile_topology;"
-              "from fabricgen.render import render;p=Path(sys.argv[1]);"
+              "from fabricgen.stages.build import build_cluster;from fabricgen.stages.compile import compile_topology;"
+              "from fabricgen.stages.render import render;p=Path(sys.argv[1]);"
               "a=render(compile_topology(build_cluster(load_text(p.read_text(),'h.yaml'))));"
               "print(hashlib.sha256(b''.join(x.path.encode()+x.content for x in a)).hexdigest())")
     spec = str(REPO / "inventories" / "h100-4su.yaml")

@@ -16,10 +16,7 @@ from tests.conftest import REPO
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
-from fabricgen.infiniband import IbFabric, ib_fabric
-from fabricgen.model.hardware import Speed
-from fabricgen.pipeline import compile_spec
-from fabricgen.verify import (
+from fabricgen.features.infiniband.verify import (
     HCA,
     PORTS_FORM,
     SWITCH,
@@ -36,6 +33,9 @@ from fabricgen.verify import (
     planned_rates,
     report_to_json,
 )
+from fabricgen.features.infiniband.view import IbFabric, ib_fabric
+from fabricgen.model.hardware import Speed
+from fabricgen.pipeline import compile_spec
 
 DATA = REPO / "tests" / "data" / "ibnetdiscover"
 SPEC = DATA / "tiny.yaml"

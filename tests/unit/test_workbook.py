@@ -10,10 +10,10 @@ import openpyxl  # type: ignore[import-untyped]
 import pytest
 from tests.conftest import INVENTORIES
 
+from fabricgen.features.cabling.sheets import CABLE_COLUMNS
+from fabricgen.features.cabling.workbook import RACK_COLUMNS, RAIL_PALETTE
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.render.cable_sheets import CABLE_COLUMNS
-from fabricgen.render.cable_workbook import RACK_COLUMNS, RAIL_PALETTE
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from openpyxl import load_workbook  # type: ignore[import-untyped]
 from openpyxl.workbook.workbook import Workbook  # type: ignore[import-untyped]
 
-from fabricgen.render.xlsx import COMPRESS_LEVEL, Sheet, Value, column_letter, write_workbook
+from fabricgen.features.cabling.xlsx import COMPRESS_LEVEL, Sheet, Value, column_letter, write_workbook
 
 PALETTE = ("1F77B4", "ff7f0e", "2CA02C")
 HEADER = ("Cable", "From", "Port", "Length m", "Rail", "Note")

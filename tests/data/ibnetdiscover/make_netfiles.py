@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
-from fabricgen.infiniband import IbFabric, IbLink, IbNode, ib_fabric
+from fabricgen.features.infiniband.view import IbFabric, IbLink, IbNode, ib_fabric
 from fabricgen.pipeline import compile_spec
 
 HERE = Path(__file__).resolve().parent

@@ -1,0 +1,105 @@
+"""Target ``addressing``: every fabric's address plan as the IPAM team reads it, and as NetBox imports it.
+
+addressing/<fabric>.csv lists each address once (ports named as on the cable sheets and in NetBox): switch
+loopbacks and management addresses, both ends of every /31 point-to-point link, each leaf's gateway on its host
+subnet, and each host port's address (IPoIB rail subnets on InfiniBand fabrics).
+addressing/netbox-ip-addresses.csv imports after cabling/netbox-interfaces.csv and
+addressing/netbox-interfaces.csv, which adds the switch interfaces no cable reaches (loopback, management,
+the leaf's host-subnet gateway), named as each switch's network OS names them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from netaddr import IPNetwork
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import csv_bytes
+from fabricgen.features.ethernet.switch_view import HOST_VLAN
+from fabricgen.model.addressing import FabricAddresses
+from fabricgen.model.cluster import Tier
+from fabricgen.model.topology import FabricTopology, Topology
+
+PLAN_COLUMNS = ("fabric", "device", "interface", "address", "role", "network", "gateway", "peer", "peer_interface")
+NETBOX_IP_COLUMNS = ("address", "status", "role", "device", "interface", "description")
+NETBOX_INTERFACE_COLUMNS = ("device", "name", "type", "mgmt_only", "description")
+# Interface names of the loopback, the management port and the host-subnet gateway, by network OS
+# (InfiniBand switches: the MLNX-OS/UFM names). The gateway is a VLAN interface on SONiC, EOS and NVUE.
+_INTERFACE_NAMES = {
+    "sonic": ("Loopback0", "eth0", "Vlan{vlan}"),
+    "eos": ("Loopback0", "Management1", "Vlan{vlan}"),
+    "nvue": ("lo", "eth0", "vlan{vlan}"),
+    "infiniband": ("", "mgmt0", ""),
+}
+
+Row = tuple[str, ...]
+
+
+def _names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
+    nos = "infiniband" if ft.fabric.type == "infiniband" else ft.fabric.nos.get(tier, "sonic")
+    loopback, management, gateway = _INTERFACE_NAMES[nos]
+    return loopback, management, gateway.format(vlan=HOST_VLAN)
+
+
+def _plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
+    """The plan's addresses in a fixed order: per switch (loopback, management), links, host subnets."""
+    name = ft.fabric.name
+    port_names = {(p.device, p.number): p.name for link in ft.links for p in (link.a, link.z)}
+    pool = ft.fabric.addressing.management if ft.fabric.addressing else None
+    management_prefix = IPNetwork(pool).prefixlen if pool else 32
+    for sw in ft.switches:
+        loopback, management, _ = _names(ft, sw.tier)
+        if sw.name in plan.loopbacks:
+            yield name, sw.name, loopback, f"{plan.loopbacks[sw.name]}/32", "loopback", "", "", "", ""
+        if sw.name in plan.management:
+            yield (name, sw.name, management, f"{plan.management[sw.name]}/{management_prefix}", "management", "",
+                   "", "", "")
+    for p2p in plan.p2p:
+        lower, upper = port_names[(p2p.lower, p2p.lower_port)], port_names[(p2p.upper, p2p.upper_port)]
+        network = str(IPNetwork(p2p.lower_ip).cidr)
+        yield name, p2p.lower, lower, p2p.lower_ip, "p2p", network, "", p2p.upper, upper
+        yield name, p2p.upper, upper, p2p.upper_ip, "p2p", network, "", p2p.lower, lower
+    tiers = {sw.name: sw.tier for sw in ft.switches}
+    for subnet in plan.hosts:
+        prefix = IPNetwork(subnet.network).prefixlen
+        if subnet.gateway:
+            svi = _names(ft, tiers[subnet.leaf])[2]
+            yield name, subnet.leaf, svi, f"{subnet.gateway}/{prefix}", "gateway", subnet.network, "", "", ""
+        for node, nic_port, ip in subnet.hosts:
+            yield (name, node, port_names[(node, nic_port)], f"{ip}/{prefix}", "host", subnet.network,
+                   subnet.gateway, subnet.leaf, "")
+
+
+def _netbox_ip_rows(rows: Iterable[Row]) -> Iterator[Row]:
+    """NetBox roles: loopback and anycast are its own; other addresses carry no role."""
+    for fabric, device, interface, address, role, _, _, _, _ in rows:
+        if not interface:
+            continue
+        yield address, "planned", "loopback" if role == "loopback" else "", device, interface, f"{fabric} {role}"
+
+
+def _netbox_virtual_interfaces(rows: Iterable[Row]) -> Iterator[Row]:
+    """Interfaces the plan addresses but no cable reaches: loopbacks, management ports, VLAN gateways."""
+    kinds = {"loopback": ("virtual", "false"), "management": ("1000base-t", "true"), "gateway": ("virtual", "false")}
+    for fabric, device, interface, _, role, _, _, _, _ in rows:
+        if role in kinds and interface:
+            kind, mgmt_only = kinds[role]
+            yield device, interface, kind, mgmt_only, f"{fabric} {role}"
+
+
+def render(topology: Topology) -> list[Artifact]:
+    artifacts, all_rows = [], []
+    for ft in topology.fabrics:
+        plan = topology.addresses.get(ft.fabric.name)
+        if plan is None:
+            continue
+        rows = list(_plan_rows(ft, plan))
+        all_rows += rows
+        artifacts.append(Artifact(f"addressing/{ft.fabric.name}.csv", csv_bytes(PLAN_COLUMNS, rows)))
+    if all_rows:
+        artifacts.append(Artifact("addressing/netbox-ip-addresses.csv", csv_bytes(NETBOX_IP_COLUMNS,
+                                                                             _netbox_ip_rows(all_rows))))
+        artifacts.append(Artifact("addressing/netbox-interfaces.csv", csv_bytes(NETBOX_INTERFACE_COLUMNS,
+                                                                           _netbox_virtual_interfaces(all_rows))))
+    return artifacts

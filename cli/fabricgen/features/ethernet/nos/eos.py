@@ -1,0 +1,223 @@
+"""Target ``eos``: Arista EOS configuration for every switch whose NOS is ``eos`` on an Ethernet or RoCE fabric
+with an address plan.
+
+Two artifacts per switch, both from one structured config:
+
+- ``switches/<switch>/avd-structured-config.yaml``: the switch as an Arista AVD ``eos_cli_config_gen``
+  structured config (hostname, VLAN, interfaces, loopback, QoS map and profile, PFC, eBGP). Feed it to
+  ``pyavd.validate_structured_config`` / ``pyavd.get_device_config`` or to the AVD Ansible collection.
+- ``switches/<switch>/<switch>.cfg``: the EOS CLI, rendered by fabricgen's own templates from the same dict,
+  in AVD's section order. fabricgen never imports pyavd; the tests prove that pyavd accepts the structured
+  config and renders the same commands.
+
+Layout: switch-to-switch ports are routed /31s (``no switchport``) with one eBGP session each; host ports of a
+leaf are access ports of one VLAN whose SVI is the hosts' gateway. BGP announces the loopback and the host
+subnet (``network`` statements, not ``redistribute connected``, so the /31s are not announced).
+
+The lossless class on a RoCE fabric (REFERENCE "RoCE v2 lossless Ethernet"): ``qos map dscp <lossless> to
+traffic-class <priority>`` and the CNP DSCP to its own class; one ``qos profile`` applied to every port as a
+``service-profile`` that trusts DSCP, gives the lossless unicast queue its DWRR share and ECN marking
+(``random-detect ecn`` in kbytes) and makes the CNP queue strict priority; ``priority-flow-control on`` with the
+lossless priority ``no-drop`` on every port; the global PFC pause watchdog (seconds; polling interval half the
+shorter of timeout and recovery time, as EOS requires). Other DSCPs keep EOS's default map and the other
+queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable and notify-only: fabricgen's
+``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from ipaddress import IPv4Address, IPv4Network
+from pathlib import PurePosixPath
+from typing import Any
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import render_template
+from fabricgen.features.ethernet import block_yaml
+from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
+from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.topology import Topology
+
+NOS = "eos"
+QOS_PROFILE = "ROCE-LOSSLESS"
+LOOPBACK = "Loopback0"
+MANAGEMENT, MANAGEMENT_VRF = "Management1", "MGMT"  # AVD's defaults for the out-of-band port
+MAX_ECMP = 64  # maximum-paths cap: what current EOS fixed-config platforms commonly support
+
+# Electrical lanes per cage. EOS names a breakout sub-port after its first lane (an 8-lane OSFP at 2 x 400G is
+# Ethernet1/1 and Ethernet1/5, "speed 400g-4"); single-lane cages (SFP, RJ45) have no lane suffix.
+_CAGE_LANES = {"OSFP": 8, "QSFP-DD": 8, "QSFP112": 4, "QSFP56": 4, "QSFP28": 4, "QSFP+": 4,
+               "SFP112": 1, "SFP56": 1, "SFP28": 1, "SFP+": 1, "SFP": 1, "RJ45": 1}
+# fabricgen's PFC watchdog actions -> EOS ("forward", SONiC's "ignore PFC on the stuck queue", has no EOS form)
+_WATCHDOG_ACTIONS = {"drop": "drop", "alert": "notify-only"}
+
+
+def _lanes(model: SwitchModel, port: PortView) -> tuple[int, int, int]:
+    """(cage, lanes in the cage, lanes of this port) for a fabricgen port name "<cage>" or "<cage>/<n>"."""
+    cage = int(port.name.split("/")[0])
+    group = model.cage_group(cage)
+    cage_lanes = _CAGE_LANES.get(group.form_factor.upper(), max(n for _, n in group.ports_per_cage))
+    per_cage = group.per_cage(port.speed)
+    if per_cage < 1 or cage_lanes % per_cage:
+        raise ValueError(f"{model.name} cage {cage} ({group.form_factor}, {cage_lanes} lanes) cannot split into "
+                         f"{per_cage} ports at {port.speed}")
+    return cage, cage_lanes, cage_lanes // per_cage
+
+
+def interface_name(model: SwitchModel, port: PortView) -> str:
+    """EOS name of a port: Ethernet<cage>/<first lane>, or Ethernet<cage> on a single-lane cage."""
+    cage, cage_lanes, port_lanes = _lanes(model, port)
+    if cage_lanes == 1:
+        return f"Ethernet{cage}"
+    sub = int(port.name.split("/")[1]) if "/" in port.name else 1
+    return f"Ethernet{cage}/{(sub - 1) * port_lanes + 1}"
+
+
+def interface_speed(model: SwitchModel, port: PortView) -> str:
+    """EOS ``speed`` keyword: rate and lane count ("400g-4") on multi-lane cages, the bare rate on SFP/RJ45."""
+    _, cage_lanes, port_lanes = _lanes(model, port)
+    gbps = Decimal(str(port.gbps))
+    rate = f"{(gbps / 1000).normalize():f}t" if gbps >= 1000 else f"{gbps.normalize():f}g"
+    return rate if cage_lanes == 1 else f"{rate}-{port_lanes}"
+
+
+def _seconds(ms: int) -> str:
+    """Milliseconds as EOS writes seconds: 200 -> "0.2", 5000 -> "5"."""
+    return f"{(Decimal(ms) / 1000).normalize():f}"
+
+
+def _natural(text: str) -> list[int | str]:
+    """Natural sort key, as AVD orders interfaces and prefixes: Ethernet2/1 before Ethernet10/1."""
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", text)]
+
+
+def _description(port: PortView) -> str:
+    """Peer and its port as the cabling sheet names them, then this port's fabricgen name and cable."""
+    return f"{port.peer}:{port.peer_port} (port {port.name}, cable {port.cable_m:g} m)"
+
+
+def _qos(q: RoceQos) -> dict[str, Any]:
+    """The global half of the lossless class: DSCP map, the service profile, the PFC watchdog."""
+    action = _WATCHDOG_ACTIONS.get(q.pfcwd_action)
+    if action is None:
+        raise ValueError(f"PFC watchdog action {q.pfcwd_action!r} has no EOS equivalent (EOS acts with drop, "
+                         f"errdisable or notify-only); use {' or '.join(sorted(_WATCHDOG_ACTIONS))} on EOS fabrics")
+    polling_ms = min(q.pfcwd_detect_ms, q.pfcwd_restore_ms) // 2  # EOS: polling <= min(timeout, recovery) / 2
+    return {
+        "qos": {"map": {"dscp": [f"{q.lossless.dscp} to traffic-class {q.lossless.priority}",
+                                 f"{q.cnp.dscp} to traffic-class {q.cnp.priority}"]}},
+        "qos_profiles": [{
+            "name": QOS_PROFILE,
+            "trust": "dscp",
+            "uc_tx_queues": sorted([
+                {"id": q.lossless.priority, "bandwidth_percent": q.lossless_weight,
+                 "random_detect": {"ecn": {"threshold": {"units": "kbytes", "min": q.ecn_min_kb,
+                                                         "max": q.ecn_max_kb,
+                                                         "max_probability": q.ecn_max_probability}}}},
+                {"id": q.cnp.priority, "priority": "priority strict"},
+            ], key=lambda t: t["id"]),
+        }],
+        "priority_flow_control": {"watchdog": {"action": action, "timeout": _seconds(q.pfcwd_detect_ms),
+                                               "recovery_time": _seconds(q.pfcwd_restore_ms),
+                                               "polling_interval": _seconds(polling_ms)}},
+    }
+
+
+def _ethernet(view: SwitchView, port: PortView) -> dict[str, Any]:
+    iface: dict[str, Any] = {
+        "name": interface_name(view.model, port),
+        "description": _description(port),
+        "shutdown": False,
+        "speed": interface_speed(view.model, port),
+        "mtu": view.mtu,
+    }
+    if port.kind == "host":
+        iface["switchport"] = {"enabled": True, "mode": "access", "access_vlan": HOST_VLAN}
+        iface["spanning_tree_portfast"] = "edge"
+    else:
+        iface["switchport"] = {"enabled": False}
+        iface["ip_address"] = port.address
+    if view.qos is not None:
+        iface["service_profile"] = QOS_PROFILE
+        iface["priority_flow_control"] = {"enabled": True,
+                                          "priorities": [{"priority": view.qos.lossless.priority, "no_drop": True}]}
+    return iface
+
+
+def _management(view: SwitchView) -> dict[str, Any]:
+    """Management1 in its own VRF, with a default route to the spec's management gateway when there is one."""
+    addressing = view.fabric.addressing
+    if not view.management or addressing is None or not addressing.management:
+        return {}
+    prefix = IPv4Network(addressing.management).prefixlen
+    interface = {"name": MANAGEMENT, "description": "out-of-band management", "shutdown": False,
+                 "vrf": MANAGEMENT_VRF, "ip_address": f"{view.management}/{prefix}", "type": "oob"}
+    config: dict[str, Any] = {"vrfs": [{"name": MANAGEMENT_VRF, "ip_routing": False}],
+                              "management_interfaces": [interface]}
+    if addressing.management_gateway:
+        interface["gateway"] = addressing.management_gateway
+        config["static_routes"] = [{"vrf": MANAGEMENT_VRF, "prefix": "0.0.0.0/0",
+                                    "next_hop": addressing.management_gateway}]
+    return config
+
+
+def structured_config(view: SwitchView) -> dict[str, Any]:
+    """The switch as an AVD eos_cli_config_gen structured config (plain data, deterministic)."""
+    routed = view.routed_ports
+    host = view.host_ports
+    config: dict[str, Any] = {
+        "hostname": view.name,
+        "service_routing_protocols_model": "multi-agent",
+        "ip_routing": True,
+        "ethernet_interfaces": sorted((_ethernet(view, p) for p in view.ports), key=lambda i: _natural(i["name"])),
+        "loopback_interfaces": [{"name": LOOPBACK, "description": "router-id", "ip_address": f"{view.loopback}/32"}],
+    }
+    networks = [f"{view.loopback}/32"]
+    if host and view.host_subnet:
+        prefix = IPv4Network(view.host_subnet).prefixlen
+        config["vlans"] = [{"id": HOST_VLAN, "name": "HOSTS"}]
+        config["vlan_interfaces"] = [{"name": f"Vlan{HOST_VLAN}", "description": f"hosts {view.host_subnet}",
+                                      "shutdown": False, "mtu": view.mtu,
+                                      "ip_address": f"{view.gateway}/{prefix}"}]
+        networks.append(view.host_subnet)
+    if routed:
+        paths = min(len(routed), MAX_ECMP)
+        config["router_bgp"] = {
+            "as": str(view.asn),
+            "router_id": view.loopback,
+            "maximum_paths": {"paths": paths, "ecmp": paths},
+            "neighbors": sorted(({"ip_address": p.peer_address, "remote_as": str(p.peer_asn),
+                                  "description": f"{p.peer}:{p.peer_port}"} for p in routed),
+                                key=lambda n: IPv4Address(n["ip_address"])),
+            "address_family_ipv4": {"networks": [{"prefix": n} for n in sorted(networks, key=_natural)]},
+        }
+    config.update(_management(view))
+    if view.qos is not None:
+        config.update(_qos(view.qos))
+    config["config_end"] = True
+    return config
+
+
+def eos_views(topology: Topology) -> list[SwitchView]:
+    """Switches that run EOS, on every Ethernet or RoCE fabric with an address plan, in compile order."""
+    return [v for ft in topology.fabrics if ft.fabric.type in ("ethernet", "roce")
+            for v in switch_views(topology, ft) if v.nos == NOS]
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """Per EOS switch: its AVD structured config (YAML, keys sorted) and the EOS CLI rendered from it."""
+    source = PurePosixPath(topology.cluster.source).name
+    out = []
+    for view in eos_views(topology):
+        config = structured_config(view)
+        header = (f"# {view.name}: AVD eos_cli_config_gen structured config, fabric {view.fabric.name} "
+                  f"({view.tier.value}). Generated by fabricgen from\n# {source}; do not edit. "
+                  f"{view.name}.cfg next to this file is the same configuration as EOS CLI.\n")
+        body = block_yaml.dump(config)
+        out.append(Artifact(f"switches/{view.name}/avd-structured-config.yaml", (header + body).encode("utf-8")))
+        cli = render_template("eos/switch.cfg.j2", c=config, fabric=view.fabric.name, tier=view.tier.value,
+                              source=source)
+        out.append(Artifact(f"switches/{view.name}/{view.name}.cfg", cli))
+    return out

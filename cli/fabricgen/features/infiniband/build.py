@@ -1,0 +1,185 @@
+"""Build the ``subnet_manager`` section of an InfiniBand fabric into the model, with the checks that need only
+the spec: engines the flavour has, ftree and LMC, pkeys, partition members, SM hosts, QoS rules, keys, GUIDs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabricgen.core.document import Document, PathKey
+from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.hints import did_you_mean
+from fabricgen.features.infiniband.guids import load_inventory
+from fabricgen.model.infiniband import GuidEntry, Ipoib, Partition, Qos, QosLevel, Secret, SubnetManager
+from fabricgen.model.nodes import Node
+
+# Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM/UFM adds the adaptive-routing ones.
+UPSTREAM_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
+UFM_ENGINES = (*UPSTREAM_ENGINES, "ar_updn", "ar_ftree", "ar_torus", "ar_dor", "pqft")
+DEFAULT_PKEY = 0x7FFF
+
+
+def parse_pkey(value: int | str) -> int:
+    """The 15-bit partition key; the top bit (full membership in a port's table) is not part of the key."""
+    return (int(value, 16) if isinstance(value, str) else value) & 0x7FFF
+
+
+@dataclass
+class _Context:
+    doc: Document
+    path: PathKey
+    nodes: Sequence[Node]
+    attached_groups: tuple[str, ...]
+    rails: int
+    issues: list[SpecIssue] = field(default_factory=list)
+
+    def error(self, where: PathKey, message: str, hint: str = "") -> None:
+        self.issues.append(self.doc.issue((*self.path, *where), message, hint))
+
+
+def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    if "routing_engine" not in spec:
+        return ()  # chosen from the compiled tiers: see fabricgen.features.infiniband.view.routing_engines
+    engines = spec["routing_engine"]
+    engines = (engines,) if isinstance(engines, str) else tuple(engines)
+    known = UPSTREAM_ENGINES if spec["flavor"] == "opensm" else UFM_ENGINES
+    for i, engine in enumerate(engines):
+        if engine not in known:
+            where = ("routing_engine",) if len(engines) == 1 and isinstance(spec["routing_engine"], str) else (
+                "routing_engine", i)
+            extra = " (it exists only in NVIDIA's OpenSM: use flavor: ufm)" if engine in UFM_ENGINES else ""
+            ctx.error(where, f"routing engine {engine!r} is not in {spec['flavor']}{extra}",
+                      did_you_mean(engine, known) or f"engines: {', '.join(known)}")
+    if "ftree" in engines and spec["lmc"] > 0:
+        ctx.error(("lmc",), f"ftree does not support lmc > 0 (lmc is {spec['lmc']})", "use lmc: 0 with ftree")
+    return engines
+
+
+def _hosts(ctx: _Context, spec: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    attached = {n.name for n in ctx.nodes if n.group in ctx.attached_groups}
+    priorities: dict[int, str] = {}
+    hosts = []
+    for i, host in enumerate(spec["hosts"]):
+        name, priority = host["name"], host["priority"]
+        if name not in attached:
+            ctx.error(("hosts", i, "name"), f"SM host {name!r} is not a node attached to this fabric",
+                      did_you_mean(name, sorted(attached)) or "an SM host needs an HCA on the fabric")
+        if priority in priorities:
+            ctx.error(("hosts", i, "priority"), f"priority {priority} is also used by {priorities[priority]}",
+                      "SM HA needs distinct priorities (the highest wins)")
+        priorities[priority] = name
+        hosts.append((name, priority))
+    return tuple(hosts)
+
+
+def _member_count(ctx: _Context, groups: Sequence[str], nodes: Sequence[str], rails: Sequence[int] | None,
+                  members_all: bool) -> int:
+    chosen = [n for n in ctx.nodes if n.group in ctx.attached_groups and (
+        members_all or n.group in groups or n.name in nodes)]
+    return sum(1 for n in chosen for nic in n.profile.compute if rails is None or nic.rail in rails)
+
+
+def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, str]) -> Partition | None:
+    where: PathKey = ("partitions", i)
+    pkey = parse_pkey(spec["pkey"])
+    if pkey == 0:
+        ctx.error((*where, "pkey"), "pkey 0x0000 is invalid", "use 0x0001..0x7ffe (0x7fff is Default)")
+        return None
+    if pkey == DEFAULT_PKEY and spec["name"] != "Default":
+        ctx.error((*where, "pkey"), "pkey 0x7fff is the Default partition's", "name this partition Default")
+    if pkey in seen:
+        ctx.error((*where, "pkey"), f"pkey 0x{pkey:04x} is also used by partition {seen[pkey]!r}",
+                  "pkeys are unique; the top bit (0x8000) is membership, not part of the key")
+    seen[pkey] = spec["name"]
+    members = spec["members"]
+    members_all = members == "all"
+    groups = tuple(members.get("groups", ())) if isinstance(members, dict) else ()
+    nodes = tuple(members.get("nodes", ())) if isinstance(members, dict) else ()
+    rails = tuple(members["rails"]) if isinstance(members, dict) and "rails" in members else None
+    known_nodes = {n.name for n in ctx.nodes if n.group in ctx.attached_groups}
+    for j, group in enumerate(groups):
+        if group not in ctx.attached_groups:
+            ctx.error((*where, "members", "groups", j), f"node group {group!r} is not attached to this fabric",
+                      did_you_mean(group, ctx.attached_groups))
+    for j, node in enumerate(nodes):
+        if node not in known_nodes:
+            ctx.error((*where, "members", "nodes", j), f"node {node!r} is not attached to this fabric",
+                      did_you_mean(node, sorted(known_nodes)))
+    for j, rail in enumerate(rails or ()):
+        if rail >= ctx.rails:
+            ctx.error((*where, "members", "rails", j), f"rail {rail} does not exist",
+                      f"the fabric has rails 0..{ctx.rails - 1}")
+    ipoib_spec = spec.get("ipoib")
+    ipoib = Ipoib(ipoib_spec["mtu"], ipoib_spec.get("rate_gbps"), ipoib_spec["sl"]) if ipoib_spec else None
+    if ipoib and not members_all:
+        full = _member_count(ctx, groups, nodes, rails, False) if spec["membership"] != "limited" else 0
+        if full < 2:
+            ctx.error((*where, "members"), f"an IPoIB partition needs at least two full members; this has {full}",
+                      "OpenSM refuses it (ERR AC05): add members or make them full")
+    return Partition(spec["name"], pkey, members_all, groups, nodes, rails, spec["membership"], ipoib,
+                     ctx.doc.position((*ctx.path, *where)))
+
+
+def _partitions(ctx: _Context, spec: Mapping[str, Any]) -> tuple[Partition, ...]:
+    seen: dict[int, str] = {}
+    names: dict[str, int] = {}
+    out = []
+    for i, entry in enumerate(spec["partitions"]):
+        if entry["name"] in names:
+            ctx.error(("partitions", i, "name"), f"partition {entry['name']!r} is listed twice",
+                      f"first as partitions[{names[entry['name']]}]")
+            continue
+        names[entry["name"]] = i
+        partition = _partition(ctx, i, entry, seen)
+        if partition is not None:
+            out.append(partition)
+    return tuple(out)
+
+
+def _qos(ctx: _Context, spec: Mapping[str, Any] | None, partitions: Sequence[Partition]) -> Qos | None:
+    if spec is None:
+        return None
+    names = [p.name for p in partitions] + ["Default"]
+    levels = []
+    for i, level in enumerate(spec.get("levels", [{"ulp": "default", "sl": 0}])):
+        if "partition" in level and level["partition"] not in names:
+            ctx.error(("qos", "levels", i, "partition"), f"QoS rule names partition {level['partition']!r}, "
+                                                         "which does not exist",
+                      did_you_mean(level["partition"], names) or "OpenSM fails such a policy (ERR AC14)")
+        levels.append(QosLevel(level["sl"], level.get("partition"), level.get("ulp")))
+    return Qos(spec["max_vls"], spec["high_limit"], spec["vlarb_high"], spec["vlarb_low"], spec["sl2vl"],
+               tuple(levels))
+
+
+def _guids(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, Mapping[str, GuidEntry]]:
+    source = spec.get("guids")
+    if source is None:
+        return "unknown", {}
+    if source == "simulated":
+        return "simulated", {}
+    path = Path(ctx.doc.source).parent / source["file"]
+    try:
+        return "inventory", load_inventory(path)
+    except SpecError as exc:
+        ctx.issues.extend(exc.issues)
+        return "unknown", {}
+
+
+def build_subnet_manager(doc: Document, path: PathKey, spec: Mapping[str, Any], nodes: Sequence[Node],
+                         attached_groups: tuple[str, ...], rails: int, issues: list[SpecIssue]) -> SubnetManager:
+    """The model of one fabric's subnet manager; problems are appended to ``issues``."""
+    ctx = _Context(doc, path, nodes, attached_groups, rails)
+    engines = _engines(ctx, spec)
+    hosts = _hosts(ctx, spec)
+    partitions = _partitions(ctx, spec)
+    qos = _qos(ctx, spec.get("qos"), partitions)
+    keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
+                 for name, k in sorted(spec.get("keys", {}).items()))
+    guids, inventory = _guids(ctx, spec)
+    issues.extend(ctx.issues)
+    return SubnetManager(spec["flavor"], engines, spec["fallback_to_minhop"], hosts, spec["lmc"],
+                         spec["sweep_interval"], spec["config_dir"], partitions, qos, keys, guids, inventory,
+                         doc.position(path))

@@ -1,0 +1,297 @@
+"""Target ``kubernetes``: RDMA pod networking, one secondary network per rail (or port) of the chosen fabrics.
+
+Under ``kubernetes/network/``:
+- ``namespace.yaml``: the workload namespace.
+- ``<fabric>-node-policies.yaml`` (SR-IOV operator): a SriovNetworkNodePolicy per rail and node profile, marked
+  ``externallyManaged`` because sriov-setup.sh creates the VFs (with the planned GUIDs) at boot; the operator
+  only hands them to its device plugin.
+- ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
+  settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
+  sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
+  ID; the PF's RDMA device stays shared). IP addresses come from whereabouts ranges taken from the fabric's address
+  plan: the fabric's host pool minus every subnet the plan carved for the hosts and minus the fabric's Lustre MGS
+  addresses, so pods never take a host's, gateway's or MGS's address.
+- ``rdma-shared-device-plugin.yaml``: the RDMA shared device plugin's ConfigMap (one resource per rail, by PF name).
+- ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): RDMA
+  shared device plugin, SR-IOV device plugin (without the SR-IOV operator), Multus and the CNI plugins.
+- ``<workload>.yaml``: an example training Pod asking for the GPUs, one VF (or shared RDMA device) per rail,
+  IPC_LOCK, a memory-backed /dev/shm, the Lustre claims and NVMe cache of its namespace
+  (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL environment of :func:`fabricgen.features.nccl.render.nccl_settings`.
+
+JSON embedded in strings (CNI configs, IPAM, device plugin configs) is built as data and serialised with sorted
+keys, so each string parses and is byte-stable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from netaddr import IPAddress, IPNetwork
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
+from fabricgen.core.resources import data_dir
+from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
+from fabricgen.features.lustre.build import pod_storage
+from fabricgen.features.nccl.render import POD_PFS, POD_VFS, nccl_settings
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.sriov import Sriov
+from fabricgen.model.topology import Topology
+
+CNI_VERSION = "0.3.1"
+MELLANOX_VENDOR = "15b3"
+PROFILE_LABEL = "fabricgen.dev/node-profile"  # nodes carry their node profile's name under this label
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
+RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$")  # device plugin resource names
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """One rail (or port) of a fabric as a pod network: its name, device plugin resource and PFs per profile."""
+
+    fabric: Fabric
+    slot: int
+    pfs: tuple[tuple[str, str, str], ...]  # (profile, PF netdev, PCI address or "")
+
+    @property
+    def name(self) -> str:
+        return pod_network_name(self.fabric, self.slot)
+
+    @property
+    def resource(self) -> str:
+        return checked(RESOURCE_NAME, pod_resource(self.fabric, self.slot), "resource name")
+
+
+@cache
+def images() -> Mapping[str, Mapping[str, str]]:
+    """The component images of the NicClusterPolicy (data/kubernetes/images.yaml, each with its source)."""
+    with (data_dir() / "kubernetes" / "images.yaml").open(encoding="utf-8") as f:
+        data: dict[str, dict[str, dict[str, str]]] = yaml.safe_load(f)
+    return data["images"]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _dump(documents: Sequence[Mapping[str, Any]], header: str) -> bytes:
+    body = "---\n".join(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000)
+                        for doc in documents)
+    lines = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return (lines + "---\n" + body).encode("utf-8")
+
+
+def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
+    """The rails (compute) or ports (other roles) of the chosen fabrics, in fabric then slot order."""
+    out = []
+    for ft in topology.fabrics:
+        fabric = ft.fabric
+        if fabric.name not in k8s.fabrics:
+            continue
+        slots: dict[int, list[tuple[str, str, str]]] = {}
+        for name, profile in pod_profiles(fabric, topology.cluster.nodes):
+            for nic in pod_ports(fabric, profile):
+                slots.setdefault(Sriov.slot(nic), []).append(
+                    (checked(IDENTIFIER, name, "profile name"), checked(NETDEV, nic.netdev, f"profile {name}: netdev"),
+                     nic.pci))
+        out += [PodNetwork(fabric, slot, tuple(pfs)) for slot, pfs in sorted(slots.items())]
+    return out
+
+
+def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
+    """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts and minus
+    the Lustre MGS addresses on the fabric (they sit in the pool outside the host subnets)."""
+    plan = topology.addresses.get(fabric.name)
+    if fabric.addressing is None or plan is None:
+        raise ValueError(f"fabric {fabric.name} has no address plan for its pod networks")
+    pool = IPNetwork(fabric.addressing.hosts)
+    servers = sorted({IPAddress(nid.partition("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric.name
+                      for node in fs.mgs for nid in node})
+    return {"type": "whereabouts", "range": str(pool.cidr),
+            "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]}
+
+
+def _vfs(k8s: Kubernetes) -> bool:
+    """Pods get SR-IOV VFs (operator, or Multus with the sriov CNI), else the PFs move in with host-device."""
+    return k8s.operator != "none" or k8s.cni == "sriov"
+
+
+def _metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, **extra}
+
+
+def _node_policies(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
+    sriov = net.fabric.sriov
+    assert sriov is not None
+    docs = []
+    for profile, pf, pci in net.pfs:
+        selector: dict[str, Any] = {"vendor": MELLANOX_VENDOR, "pfNames": [pf]}
+        if pci:
+            selector["rootDevices"] = [pci]
+        docs.append({
+            "apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": _metadata(f"{net.name}-{profile}", k8s.operator_namespace),
+            "spec": {"resourceName": net.resource, "nodeSelector": {PROFILE_LABEL: profile},
+                     "numVfs": sriov.vfs_per_port, "nicSelector": selector, "deviceType": "netdevice",
+                     "isRdma": True, "linkType": sriov.link_type, "mtu": sriov.mtu, "externallyManaged": True}})
+    return docs
+
+
+def _operator_network(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
+    sriov = net.fabric.sriov
+    assert sriov is not None
+    spec: dict[str, Any] = {"resourceName": net.resource, "networkNamespace": k8s.namespace,
+                            "linkState": sriov.link_state, "ipam": _json(ipam), "metaPlugins": _json({"type": "rdma"})}
+    kind = "SriovIBNetwork"
+    if sriov.link_type == "eth":
+        kind = "SriovNetwork"
+        spec |= {"vlan": sriov.vlan, "vlanQoS": sriov.qos, "spoofChk": "on" if sriov.spoofchk else "off",
+                 "trust": "on" if sriov.trust else "off", "minTxRate": sriov.min_tx_rate_mbps,
+                 "maxTxRate": sriov.max_tx_rate_mbps}
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": kind,
+            "metadata": _metadata(net.name, k8s.operator_namespace), "spec": spec}
+
+
+def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The main CNI plugin of a Multus attachment and the resource it draws from."""
+    sriov = net.fabric.sriov
+    if k8s.cni == "host-device":
+        devices = {pf for _, pf, _ in net.pfs}
+        if len(devices) != 1:
+            raise ValueError(f"{net.name}: host-device needs one PF name on every node, profiles name "
+                             f"{', '.join(sorted(devices))}")
+        return {"type": "host-device", "device": devices.pop(), "ipam": ipam}, f"{net.resource}_shared"
+    assert sriov is not None
+    plugin: dict[str, Any] = {"type": "ib-sriov" if sriov.link_type == "ib" else "sriov",
+                              "link_state": sriov.link_state, "ipam": ipam}
+    if sriov.link_type == "eth":
+        plugin |= {"vlan": sriov.vlan, "vlanQoS": sriov.qos, "spoofchk": "on" if sriov.spoofchk else "off",
+                   "trust": "on" if sriov.trust else "off", "min_tx_rate": sriov.min_tx_rate_mbps,
+                   "max_tx_rate": sriov.max_tx_rate_mbps}
+    return plugin, net.resource
+
+
+def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
+    plugin, resource = _cni_plugin(net, k8s, ipam)
+    rdma = [{"type": "rdma"}] if _vfs(k8s) else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
+    config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, *rdma]}
+    return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+            "metadata": _metadata(net.name, k8s.namespace,
+                                  annotations={RESOURCE_ANNOTATION: f"{k8s.resource_prefix}/{resource}"}),
+            "spec": {"config": _json(config)}}
+
+
+def rdma_shared_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+    """The RDMA shared device plugin's config: one resource per rail, selecting its PFs by name. With host-device
+    the PF moves into the pod's namespace, so one pod per node can hold it: the resource admits one (rdmaHcaMax 1)
+    instead of letting the scheduler place pods whose CNI then cannot find the PF."""
+    share = k8s.rdma_hca_max if _vfs(k8s) else 1
+    return {"configList": [
+        {"resourceName": f"{net.resource}_shared", "resourcePrefix": k8s.resource_prefix,
+         "rdmaHcaMax": share, "selectors": {"ifNames": sorted({pf for _, pf, _ in net.pfs})}}
+        for net in nets]}
+
+
+def sriov_device_plugin_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+    """The SR-IOV device plugin's config (used without the SR-IOV operator): one VF pool per rail."""
+    return {"resourceList": [
+        {"resourceName": net.resource, "resourcePrefix": k8s.resource_prefix, "deviceType": "netDevice",
+         "selectors": {"vendors": [MELLANOX_VENDOR], "pfNames": sorted({pf for _, pf, _ in net.pfs}),
+                       "isRdma": True}}
+        for net in nets]}
+
+
+def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+    image = images()
+    spec: dict[str, Any] = {
+        "rdmaSharedDevicePlugin": {**image["rdma_shared_device_plugin"],
+                                   "config": _json(rdma_shared_config(nets, k8s))}}
+    if k8s.operator == "none" and k8s.cni == "sriov":
+        spec["sriovDevicePlugin"] = {**image["sriov_device_plugin"],
+                                     "config": _json(sriov_device_plugin_config(nets, k8s))}
+    spec["secondaryNetwork"] = {"cniPlugins": dict(image["cni_plugins"]), "multus": dict(image["multus"])}
+    return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+            "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
+
+
+def _workload(topology: Topology, nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+    workload = k8s.workload
+    assert workload is not None
+    profile = topology.cluster.profiles[workload.profile]
+    mine = [n for n in nets if any(p == workload.profile for p, _, _ in n.pfs)]
+    if not mine:
+        raise ValueError(f"profile {workload.profile} has no port on the pod networks")
+    nccl_net = next((n for n in mine if n.fabric.role.value == "compute"), mine[0])
+    vfs = _vfs(k8s)
+    env = [{"name": s.name, "value": s.value}
+           for s in nccl_settings(profile, nccl_net.fabric, POD_VFS if vfs else POD_PFS)]
+    resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in mine}
+    storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
+    limits = {"nvidia.com/gpu": workload.gpus, **resources}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": _metadata(workload.name, k8s.namespace, labels={"app.kubernetes.io/name": workload.name},
+                              annotations={NETWORKS_ANNOTATION: ",".join(n.name for n in mine)}),
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {PROFILE_LABEL: workload.profile},
+            "containers": [{
+                "name": "trainer", "image": workload.image, "command": list(workload.command), "env": env,
+                "resources": {"limits": limits, "requests": dict(limits)},
+                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *storage.volume_mounts]}],
+            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": workload.shm_size}},
+                        *storage.volumes]}}
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """The Kubernetes manifests: see the module docstring."""
+    k8s = topology.cluster.kubernetes
+    if k8s is None:
+        return []
+    source = PurePosixPath(topology.cluster.source).name
+    generated = f"Generated by fabricgen from {source}; do not edit."
+    nets = pod_networks(topology, k8s)
+    out = [Artifact("kubernetes/network/namespace.yaml", _dump(
+        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": k8s.namespace}}],
+        f"Namespace of the RDMA workloads and their network attachments. {generated}"))]
+    for fabric in [f.fabric for f in topology.fabrics if f.fabric.name in k8s.fabrics]:
+        mine = [n for n in nets if n.fabric is fabric]
+        ipam = whereabouts(topology, fabric)
+        name = checked(IDENTIFIER, fabric.name, "fabric name")
+        if k8s.operator != "none":
+            out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", _dump(
+                [d for n in mine for d in _node_policies(n, k8s)],
+                f"SR-IOV node policies of fabric {name}: one per rail (or port) and node profile; nodes carry the "
+                f"label {PROFILE_LABEL}=<profile>.\nexternallyManaged: sriov-setup.sh creates the VFs at boot with the "
+                f"planned GUIDs or MACs; the operator hands them out. {generated}")))
+            networks = [_operator_network(n, k8s, ipam) for n in mine]
+        else:
+            networks = [_attachment(n, k8s, ipam) for n in mine]
+        out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", _dump(
+            networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from whereabouts: the "
+                      f"fabric's host pool minus its hosts' subnets and Lustre MGS addresses.\nWhereabouts is deployed "
+                      f"separately (not by the NicClusterPolicy). {generated}")))
+    out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", _dump(
+        [{"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": _metadata("rdma-devices", k8s.operator_namespace),
+          "data": {"config.json": _json(rdma_shared_config(nets, k8s))}}],
+        f"RDMA shared device plugin config: one resource per rail, by PF name. {generated}")))
+    out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", _dump(
+        [_nic_cluster_policy(nets, k8s)],
+        f"NVIDIA network operator components (images: data/kubernetes/images.yaml). {generated}")))
+    if k8s.workload is not None:
+        out.append(Artifact(f"kubernetes/network/workload-{k8s.workload.name}.yaml", _dump(
+            [_workload(topology, nets, k8s)],
+            f"Example training pod on {k8s.workload.profile} nodes: GPUs, one RDMA network per rail, IPC_LOCK for "
+            f"pinned memory, a memory-backed /dev/shm and the NCCL environment. {generated}")))
+    return out

@@ -1,0 +1,205 @@
+"""Target ``lustre``: the Lustre client of every node profile that mounts a file system of the ``lustre`` section,
+and the per-file-system files for the storage administrators.
+
+Per node profile, under ``hosts/<profile>/lustre/``:
+- ``lnet.conf``: YAML for ``lnetctl import``: one net per LNet network, one local NI per interface (several =
+  multi-rail), the network's tunables and each NI's LND tunables (on RoCE the ToS of the lossless class);
+- ``lnet.modprobe.conf`` and ``ko2iblnd.conf``: the same networks and o2ib values as module options;
+- ``<escaped mount point>.mount`` per file system (systemd unit after lnet.service and network-online.target)
+  and ``fstab`` (the same mounts as fstab lines): use one or the other;
+- ``lustre-client-tune.sh``: checks the node's NIDs against the address plan, then ``lctl set_param`` where a
+  value differs (idempotent, ``--dry-run``; ``LCTL``/``NODE`` overrides for tests);
+- ``mount.<fsname>.params``: the same parameters for ``/etc/lustre/`` on Lustre 2.17+ clients, applied at mount.
+
+Per file system, under ``storage/lustre/<fsname>/``: ``mgs-set_param.sh`` (``lctl set_param -P`` on the MGS)
+and ``setstripe.sh`` (``lfs setstripe`` of each directory layout).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
+from fabricgen.core.templating import render_template
+from fabricgen.features.lustre.build import format_size, mount_unit_name
+from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout
+from fabricgen.model.nodes import NodeProfile
+from fabricgen.model.topology import Topology
+
+FSNAME = re.compile(r"^[A-Za-z0-9_]{1,8}$")
+UNIT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.mount$")  # an escaped path without \x escapes
+
+
+@dataclass(frozen=True)
+class Net:
+    """One LNet network of a profile, for lnet.conf and the module options."""
+
+    network: str
+    fabric: str
+    interfaces: tuple[str, ...]
+    tunables: tuple[tuple[str, int], ...]
+    lnd_tunables: tuple[tuple[str, int], ...]
+    settings: LnetSettings
+    filesystems: tuple[str, ...]
+    tos: int | None
+    dscp: int | None
+
+
+@dataclass(frozen=True)
+class LayoutView:
+    path: str
+    path_q: str
+    options_q: str
+    summary: str
+
+
+def _mounted(topology: Topology) -> dict[str, tuple[NodeProfile, list[LustreFs]]]:
+    """Per node profile (sorted) the file systems its groups mount, in spec order."""
+    profiles = {g.pattern: topology.cluster.profiles[g.profile] for g in topology.cluster.groups}
+    out: dict[str, tuple[NodeProfile, list[LustreFs]]] = {}
+    for fs in topology.cluster.lustre:
+        for profile in dict.fromkeys(profiles[g] for g in fs.groups):
+            out.setdefault(profile.name, (profile, []))[1].append(fs)
+    return {name: out[name] for name in sorted(out)}
+
+
+def _nets(topology: Topology, profile: str, filesystems: list[LustreFs]) -> list[Net]:
+    fabrics = {f.fabric.name: f.fabric for f in topology.fabrics}
+    nets: dict[str, Net] = {}
+    for fs in filesystems:
+        known = nets.get(fs.lnet.network)
+        if known is not None:  # build checked that file systems on one network agree
+            nets[fs.lnet.network] = Net(**{**known.__dict__, "filesystems": (*known.filesystems, fs.fsname)})
+            continue
+        qos = fabrics[fs.fabric].qos
+        tos = dict(fs.lnet.lnd_tunables).get("tos")
+        interfaces = tuple(checked(NETDEV, n, f"profile {profile}: netdev") for n in fs.interfaces[profile])
+        nets[fs.lnet.network] = Net(fs.lnet.network, fs.fabric, interfaces, fs.lnet.tunables, fs.lnet.lnd_tunables,
+                                    fs.lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None)
+    return list(nets.values())
+
+
+def _node_nids(topology: Topology, profile: NodeProfile, filesystems: list[LustreFs], nets: list[Net]
+               ) -> list[tuple[str, list[str]]]:
+    """Each node of the profile that mounts a file system, with its NIDs from the address plan, in net order."""
+    fabrics = {f.fabric.name: f.fabric for f in topology.fabrics}
+    groups = {g for fs in filesystems for g in fs.groups}
+    addresses = {}
+    for net in nets:
+        plan = topology.addresses[net.fabric]
+        addresses[net.network] = {(node, port): ip for subnet in plan.hosts for node, port, ip in subnet.hosts}
+    out = []
+    for node in topology.cluster.nodes:
+        if node.group not in groups or node.profile.name != profile.name:
+            continue
+        nids = []
+        for net in nets:
+            ports = {nic.netdev: nic.index + 1 for nic in profile.nics(fabrics[net.fabric].role.nic_role)}
+            for netdev in net.interfaces:
+                ip = addresses[net.network].get((node.name, ports[netdev]))
+                if ip is None:
+                    raise ValueError(f"{node.name} {netdev}: no address in the plan of fabric {net.fabric}")
+                nids.append(f"{ip}@{net.network}")
+        out.append((checked(DEVICE_NAME, node.name, "node name"), nids))
+    return out
+
+
+def _module_options(nets: list[Net]) -> tuple[str, list[str]]:
+    o2ib = [n for n in nets if n.settings.lnd == "o2ib"]
+    options = " ".join(f"{k}={v}" for k, v in o2ib[0].settings.module_options)
+    why = [f"LNet network {o2ib[0].network} over fabric {o2ib[0].fabric}: credits sized for the fabric's link speed."]
+    if o2ib[0].tos is not None:
+        why.append(f"tos={o2ib[0].tos}: RDMA connections carry DSCP {o2ib[0].dscp}, the fabric's lossless class "
+                   "(Lustre 2.15+).")
+    why += [f"Network {n.network} ({n.fabric}) takes its own values from lnet.conf." for n in o2ib[1:]]
+    return options, why
+
+
+def _client_artifacts(topology: Topology, source: str, name: str, profile: NodeProfile,
+                      filesystems: list[LustreFs]) -> list[Artifact]:
+    base = f"hosts/{checked(IDENTIFIER, name, 'profile name')}/lustre"
+    nets = _nets(topology, name, filesystems)
+    common = {"profile": name, "source": source}
+    out = [
+        Artifact(f"{base}/lnet.conf", render_template("lustre/lnet.conf.j2", nets=nets, **common)),
+        Artifact(f"{base}/lnet.modprobe.conf", render_template(
+            "lustre/lnet.modprobe.conf.j2", networks=",".join(f"{n.network}({','.join(n.interfaces)})" for n in nets),
+            **common)),
+    ]
+    if any(n.settings.lnd == "o2ib" for n in nets):
+        options, why = _module_options(nets)
+        out.append(Artifact(f"{base}/ko2iblnd.conf", render_template("lustre/ko2iblnd.conf.j2", options=options,
+                                                                     why=why, **common)))
+    lines = []
+    for fs in filesystems:
+        checked(FSNAME, fs.fsname, "fsname")
+        unit = checked(UNIT, mount_unit_name(fs.mountpoint), "mount unit")
+        options = ",".join(fs.mount_options)
+        out.append(Artifact(f"{base}/{unit}", render_template("lustre/client.mount.j2", fs=fs, unit=unit,
+                                                              options=options, **common)))
+        lines.append(f"{fs.mgs_spec} {fs.mountpoint} lustre {options},x-systemd.requires=lnet.service 0 0")
+        out.append(Artifact(f"{base}/mount.{fs.fsname}.params",
+                            "".join(f"{t.param}={t.value}\n" for t in fs.client).encode()))
+    out.append(Artifact(f"{base}/fstab", render_template("lustre/fstab.j2", lines=lines, **common)))
+    settings = [(shlex.quote(t.param), shlex.quote(str(t.value))) for fs in filesystems for t in fs.client]
+    out.append(Artifact(f"{base}/lustre-client-tune.sh", render_template(
+        "lustre/lustre-client-tune.sh.j2", filesystems=filesystems, settings=settings,
+        nodes=_node_nids(topology, profile, filesystems, nets), **common), 0o755))
+    return out
+
+
+def layout_options(components: tuple[LustreComponent, ...]) -> list[str]:
+    """``lfs setstripe`` arguments of a PFL layout: -E END then -L mdt, or -c COUNT / -S SIZE, per component."""
+    args: list[str] = []
+    for c in components:
+        args += ["-E", format_size(c.end)]
+        if c.mdt:
+            args += ["-L", "mdt"]
+            continue
+        if c.stripe_count is not None:
+            args += ["-c", str(c.stripe_count)]
+        if c.stripe_size is not None:
+            args += ["-S", format_size(c.stripe_size)]
+    return args
+
+
+def _summary(layout: LustreLayout) -> str:
+    parts = []
+    start = 0
+    for c in layout.components:
+        end = "EOF" if c.end < 0 else format_size(c.end)
+        where = "on the MDT" if c.mdt else (
+            "over all OSTs" if c.stripe_count == -1 else
+            f"{c.stripe_count or 'default'} stripe(s)" + (f" of {format_size(c.stripe_size)}" if c.stripe_size else ""))
+        parts.append(f"[{format_size(start)}, {end}) {where}")
+        start = max(c.end, 0)
+    return "; ".join(parts)
+
+
+def _storage_artifacts(topology: Topology, source: str, fs: LustreFs) -> list[Artifact]:
+    base = f"storage/lustre/{checked(FSNAME, fs.fsname, 'fsname')}"
+    profiles = sorted({g.profile for g in topology.cluster.groups if g.pattern in fs.groups})
+    settings = [(shlex.quote(t.param), shlex.quote(str(t.value))) for t in fs.client]
+    out = [Artifact(f"{base}/mgs-set_param.sh", render_template(
+        "lustre/mgs-set_param.sh.j2", fs=fs, profiles=profiles, settings=settings, source=source), 0o755)]
+    if fs.layouts:
+        layouts = [LayoutView(layout.path, shlex.quote(layout.path), " ".join(shlex.quote(a) for a in layout_options(
+            layout.components)), _summary(layout)) for layout in fs.layouts]
+        out.append(Artifact(f"{base}/setstripe.sh", render_template("lustre/setstripe.sh.j2", fs=fs, layouts=layouts,
+                                                                    source=source), 0o755))
+    return out
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """The Lustre client and storage-administrator files: see the module docstring."""
+    source = PurePosixPath(topology.cluster.source).name
+    out = []
+    for name, (profile, filesystems) in _mounted(topology).items():
+        out += _client_artifacts(topology, source, name, profile, filesystems)
+    for fs in topology.cluster.lustre:
+        out += _storage_artifacts(topology, source, fs)
+    return out

@@ -1,0 +1,462 @@
+"""Stage plan: what apply would do to the output directory, computed from the disk and the lock file.
+
+Only files the lock lists are fabricgen's: they may be updated or deleted. Any other file is the user's and
+is never deleted; one sitting where an artifact must go is reported as unmanaged, and apply refuses to
+overwrite it unless forced. A lock-listed file whose bytes or mode no longer match the lock was edited by
+hand (drift).
+
+Planning only reads, except that it first lets `fabricgen.outdir.apply.recover` finish an apply that was killed after
+its commit point, so that a plan never diffs against a half-written tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from fabricgen.core.artifacts import Artifact, is_safe_relative_path
+from fabricgen.core.errors import OutputError
+
+TOOL_NAME = "fabricgen"
+LOCK_FILE = "fabricgen.lock.json"
+# Private state of apply (flock, staging, journal). Artifact paths cannot start with a dot, so never collide.
+STATE_DIR = ".fabricgen"
+LOCK_FORMAT = 1
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_MODE_TEXT = {0o644: "0644", 0o755: "0755"}
+_MODE_VALUE = {text: mode for mode, text in _MODE_TEXT.items()}
+
+
+class Action(StrEnum):
+    """What apply does to one path; the values are the words of the JSON output."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path of the plan and why it is (or is not) touched."""
+
+    action: Action
+    path: str
+    reason: str
+    drift: bool = False
+    unmanaged: bool = False
+
+
+@dataclass(frozen=True, order=True)
+class LockEntry:
+    """What fabricgen wrote at one path: the bytes' sha256 and the permission bits."""
+
+    path: str
+    sha256: str
+    mode: int
+
+
+@dataclass(frozen=True)
+class Lock:
+    """The manifest in OUT/fabricgen.lock.json; deterministic bytes, so an unchanged lock is not rewritten."""
+
+    spec_digest: str
+    tool_version: str
+    entries: tuple[LockEntry, ...]
+    tool_name: str = TOOL_NAME
+
+    @classmethod
+    def for_artifacts(cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str) -> Lock:
+        entries = tuple(sorted(LockEntry(a.path, a.sha256, a.mode) for a in artifacts))
+        return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries)
+
+    def by_path(self) -> dict[str, LockEntry]:
+        return {e.path: e for e in self.entries}
+
+    def to_bytes(self) -> bytes:
+        """Sorted keys, indent 2, trailing newline, no timestamps: equal locks are equal bytes."""
+        doc = {
+            "files": {e.path: {"mode": _MODE_TEXT[e.mode], "sha256": e.sha256} for e in self.entries},
+            "lock_version": LOCK_FORMAT,
+            "spec_digest": self.spec_digest,
+            "tool": {"name": self.tool_name, "version": self.tool_version},
+        }
+        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("ascii")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The diff between rendered artifacts and OUT; apply recomputes it under its lock before writing.
+
+    ``artifacts`` holds every rendered artifact (not only the changed ones) so apply can re-plan; ``writes``
+    and ``deletions`` are what apply would do now.
+    """
+
+    out_dir: Path
+    changes: tuple[Change, ...]
+    lock: Lock
+    artifacts: tuple[Artifact, ...]
+    previous_lock_bytes: bytes | None = field(default=None, repr=False)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Changes per action, every action present (zero too), in create/update/delete/unchanged order."""
+        counts = {action.value: 0 for action in Action}
+        for change in self.changes:
+            counts[change.action.value] += 1
+        return counts
+
+    @property
+    def has_changes(self) -> bool:
+        """True when an artifact would be created, updated or deleted (a lock-only change does not count)."""
+        return any(c.action is not Action.UNCHANGED for c in self.changes)
+
+    @property
+    def lock_changed(self) -> bool:
+        """True when the lock file would be written (new spec digest or tool version, adopted files...)."""
+        return self.lock.to_bytes() != self.previous_lock_bytes
+
+    @property
+    def needs_apply(self) -> bool:
+        return self.has_changes or self.lock_changed
+
+    @property
+    def writes(self) -> tuple[Artifact, ...]:
+        """The artifacts apply writes: those created or updated, sorted by path."""
+        paths = {c.path for c in self.changes if c.action in (Action.CREATE, Action.UPDATE)}
+        return tuple(a for a in self.artifacts if a.path in paths)
+
+    @property
+    def deletions(self) -> tuple[str, ...]:
+        return tuple(c.path for c in self.changes if c.action is Action.DELETE)
+
+    @property
+    def unmanaged(self) -> tuple[str, ...]:
+        """Paths holding a file fabricgen did not create; apply refuses to overwrite them unless forced."""
+        return tuple(c.path for c in self.changes if c.unmanaged)
+
+    @property
+    def drifted(self) -> tuple[str, ...]:
+        """Lock-listed paths edited by hand since the last apply."""
+        return tuple(c.path for c in self.changes if c.drift)
+
+
+def compute_plan(
+    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str
+) -> Plan:
+    """Diff ``artifacts`` against ``out_dir`` and its lock file, after finishing any interrupted apply.
+
+    Raises:
+        OutputError: the lock file is corrupt, an artifact cannot be placed (a directory, symlink or foreign
+            file where a directory is needed), two artifacts clash, or another apply is mid-way.
+    """
+    # apply imports this module; importing it here keeps that dependency one-way at import time.
+    from fabricgen.outdir.apply import recover
+
+    recover(out_dir)
+    return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version)
+
+
+def plan_without_recovery(
+    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str
+) -> Plan:
+    """`compute_plan` minus recovery: for apply, which has already recovered while holding its lock."""
+    rendered = _checked_artifacts(artifacts)
+    try:
+        return _diff(
+            rendered,
+            out_dir,
+            Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version),
+        )
+    except OSError as exc:
+        raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
+
+
+def plan_to_json(plan: Plan) -> dict[str, object]:
+    """Machine-readable plan: actions, paths, reasons and flags, never file contents."""
+    return {
+        "out_dir": str(plan.out_dir),
+        "summary": plan.counts,
+        "changes": [
+            {"action": c.action.value, "path": c.path, "reason": c.reason, "drift": c.drift}
+            for c in plan.changes
+        ],
+        "lock_changed": plan.lock_changed,
+    }
+
+
+def read_lock(out_dir: Path) -> Lock | None:
+    """The lock of ``out_dir``, or None when there is none yet."""
+    data = _read_lock_bytes(out_dir)
+    return None if data is None else parse_lock(data, str(out_dir / LOCK_FILE))
+
+
+def parse_lock(data: bytes, source: str) -> Lock:
+    """Parse lock bytes strictly: a bad lock could otherwise make apply delete paths outside OUT."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _corrupt(source, f"not valid JSON ({exc})") from exc
+    _require(
+        isinstance(doc, dict) and set(doc) == {"files", "lock_version", "spec_digest", "tool"},
+        source,
+        "expected an object with exactly the keys files, lock_version, spec_digest, tool",
+    )
+    version = doc["lock_version"]
+    _require(type(version) is int, source, "lock_version is not an integer")
+    if version > LOCK_FORMAT:
+        raise _corrupt(source, f"lock_version {version} was written by a newer fabricgen")
+    _require(version == LOCK_FORMAT, source, f"unknown lock_version {version}")
+    tool = doc["tool"]
+    _require(
+        isinstance(tool, dict)
+        and set(tool) == {"name", "version"}
+        and all(isinstance(v, str) for v in tool.values()),
+        source,
+        "tool must be an object with string name and version",
+    )
+    _require(isinstance(doc["spec_digest"], str), source, "spec_digest is not a string")
+    return Lock(
+        spec_digest=doc["spec_digest"],
+        tool_version=tool["version"],
+        tool_name=tool["name"],
+        entries=_parse_lock_files(doc["files"], source),
+    )
+
+
+def _parse_lock_files(files: object, source: str) -> tuple[LockEntry, ...]:
+    if not isinstance(files, dict):
+        raise _corrupt(source, "files is not an object")
+    entries = []
+    for path, info in files.items():
+        _require(
+            isinstance(path, str) and is_safe_relative_path(path) and path != LOCK_FILE,
+            source,
+            f"unsafe or reserved path {path!r}",
+        )
+        _require(
+            isinstance(info, dict) and set(info) == {"mode", "sha256"},
+            source,
+            f"{path}: expected an object with exactly the keys mode, sha256",
+        )
+        _require(info["mode"] in _MODE_VALUE, source, f'{path}: mode must be "0644" or "0755"')
+        _require(
+            isinstance(info["sha256"], str) and bool(_SHA256.fullmatch(info["sha256"])),
+            source,
+            f"{path}: sha256 must be 64 lowercase hex digits",
+        )
+        entries.append(LockEntry(path, info["sha256"], _MODE_VALUE[info["mode"]]))
+    return tuple(sorted(entries))
+
+
+def _require(condition: bool, source: str, detail: str) -> None:
+    if not condition:
+        raise _corrupt(source, detail)
+
+
+def _corrupt(source: str, detail: str) -> OutputError:
+    return OutputError(
+        f"{source}: corrupt lock file: {detail}. Restore it (e.g. from version control) or delete it; "
+        "without a lock, files already in the output directory count as not created by fabricgen"
+    )
+
+
+def _read_lock_bytes(out_dir: Path) -> bytes | None:
+    try:
+        return (out_dir / LOCK_FILE).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise OutputError(f"cannot read lock file {out_dir / LOCK_FILE}: {exc}") from exc
+
+
+def _checked_artifacts(artifacts: Sequence[Artifact]) -> tuple[Artifact, ...]:
+    """Reject artifact sets no tree can hold: duplicates, the lock's path, a file that is also a directory."""
+    by_path: dict[str, Artifact] = {}
+    for artifact in artifacts:
+        if artifact.path in by_path:
+            raise OutputError(f"two artifacts have the same path {artifact.path}")
+        by_path[artifact.path] = artifact
+    if LOCK_FILE in by_path:
+        raise OutputError(f"artifact path {LOCK_FILE} is reserved for the lock file")
+    for path in by_path:
+        for ancestor in _ancestors(path):
+            if ancestor in by_path:
+                raise OutputError(f"artifact {ancestor} is a file, but artifact {path} needs a directory")
+    return tuple(by_path[p] for p in sorted(by_path))
+
+
+def _ancestors(path: str) -> list[str]:
+    """Proper ancestors of a relative path, shallowest first: "a/b/c" -> ["a", "a/b"]."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+@dataclass(frozen=True)
+class _OnDisk:
+    """What lstat found at one path; ``other`` is anything apply must not read through (symlink, fifo...)."""
+
+    kind: Literal["missing", "file", "dir", "other"]
+    sha256: str = ""
+    mode: int = 0
+
+    def matches(self, sha256: str, mode: int) -> bool:
+        return self.kind == "file" and self.sha256 == sha256 and self.mode == mode
+
+
+class _Disk:
+    """OUT as plan sees it, with one lstat per path: directories on the way are shared by many artifacts."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self._stats: dict[str, os.stat_result | None] = {}
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        if rel not in self._stats:
+            try:
+                self._stats[rel] = (self.out_dir / rel).lstat()
+            except (FileNotFoundError, NotADirectoryError):
+                self._stats[rel] = None
+        return self._stats[rel]
+
+    def blocker(self, rel: str) -> tuple[str, int] | None:
+        """The first ancestor of ``rel`` that exists but is not a real directory, with its st_mode."""
+        for ancestor in _ancestors(rel):
+            st = self.lstat(ancestor)
+            if st is None:
+                return None
+            if not stat.S_ISDIR(st.st_mode):
+                return ancestor, st.st_mode
+        return None
+
+    def inspect(self, rel: str) -> _OnDisk:
+        st = self.lstat(rel)
+        if st is None:
+            return _OnDisk("missing")
+        if stat.S_ISDIR(st.st_mode):
+            return _OnDisk("dir")
+        if not stat.S_ISREG(st.st_mode):
+            return _OnDisk("other")
+        digest = hashlib.sha256((self.out_dir / rel).read_bytes()).hexdigest()
+        return _OnDisk("file", digest, stat.S_IMODE(st.st_mode) & 0o777)
+
+
+def _diff(rendered: tuple[Artifact, ...], out_dir: Path, new_lock: Lock) -> Plan:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"output directory {out_dir} exists and is not a directory")
+    previous_bytes = _read_lock_bytes(out_dir)
+    previous = {}
+    if previous_bytes is not None:
+        previous = parse_lock(previous_bytes, str(out_dir / LOCK_FILE)).by_path()
+    disk = _Disk(out_dir)
+    rendered_paths = {a.path for a in rendered}
+    deletions = [
+        change
+        for path, entry in previous.items()
+        if path not in rendered_paths and (change := _plan_deletion(disk, path, entry)) is not None
+    ]
+    deleted = frozenset(c.path for c in deletions)
+    changes = [_plan_artifact(disk, a, previous.get(a.path), deleted) for a in rendered] + deletions
+    return Plan(
+        out_dir=out_dir,
+        changes=tuple(sorted(changes, key=lambda c: c.path)),
+        lock=new_lock,
+        artifacts=rendered,
+        previous_lock_bytes=previous_bytes,
+    )
+
+
+def _plan_deletion(disk: _Disk, path: str, entry: LockEntry) -> Change | None:
+    """Delete a no-longer-rendered file fabricgen wrote, unless it is gone, became a directory or sits behind
+    a symlink (deleting through a symlink could remove a file outside OUT)."""
+    if disk.blocker(path) is not None:
+        return None
+    seen = disk.inspect(path)
+    if seen.kind in ("missing", "dir"):
+        return None
+    drift = not seen.matches(entry.sha256, entry.mode)
+    reason = "no longer rendered; edited by hand since the last apply" if drift else "no longer rendered"
+    return Change(Action.DELETE, path, reason, drift=drift)
+
+
+def _plan_artifact(
+    disk: _Disk, artifact: Artifact, entry: LockEntry | None, deleted: frozenset[str]
+) -> Change:
+    seen = _seen_for_artifact(disk, artifact.path, deleted)
+    if seen.kind == "missing":
+        if entry is None:
+            return Change(Action.CREATE, artifact.path, "new artifact")
+        return Change(Action.CREATE, artifact.path, "deleted by hand since the last apply", drift=True)
+    if entry is None:
+        return _plan_unmanaged(artifact, seen)
+    drift = not seen.matches(entry.sha256, entry.mode)
+    if seen.matches(artifact.sha256, artifact.mode):
+        reason = "up to date"
+        if drift:
+            reason = "edited by hand since the last apply, but matches the rendered file"
+        return Change(Action.UNCHANGED, artifact.path, reason, drift=drift)
+    reason = _difference(seen, artifact)
+    if drift:
+        reason = f"edited by hand since the last apply; {reason}"
+    return Change(Action.UPDATE, artifact.path, reason, drift=drift)
+
+
+def _plan_unmanaged(artifact: Artifact, seen: _OnDisk) -> Change:
+    """A file fabricgen did not write is in the way. One identical to the rendered artifact loses nothing when
+    adopted (e.g. after the lock file was deleted), so only a differing one is refused without force."""
+    if seen.matches(artifact.sha256, artifact.mode):
+        return Change(Action.UNCHANGED, artifact.path, "identical file not created by fabricgen; adopted")
+    return Change(Action.UPDATE, artifact.path, "not created by fabricgen", unmanaged=True)
+
+
+def _difference(seen: _OnDisk, artifact: Artifact) -> str:
+    if seen.kind != "file":
+        return "not a regular file"
+    if seen.sha256 != artifact.sha256:
+        return "content changed" if seen.mode == artifact.mode else "content and mode changed"
+    return f"mode changed {seen.mode:04o} -> {artifact.mode:04o}"
+
+
+def _seen_for_artifact(disk: _Disk, path: str, deleted: frozenset[str]) -> _OnDisk:
+    """What apply finds at ``path`` once the planned deletions are done; raise when nothing can go there."""
+    blocker = disk.blocker(path)
+    if blocker is not None:
+        ancestor, st_mode = blocker
+        if stat.S_ISREG(st_mode) and ancestor in deleted:
+            return _OnDisk("missing")
+        what = "a symlink (fabricgen does not write through symlinks)"
+        if not stat.S_ISLNK(st_mode):
+            what = "not a directory"
+        raise OutputError(
+            f"{disk.out_dir / ancestor} is {what}, but artifact {path} must go beneath it; move it away"
+        )
+    seen = disk.inspect(path)
+    if seen.kind == "dir":
+        if _only_deleted_files(disk.out_dir / path, path, deleted):
+            return _OnDisk("missing")
+        raise OutputError(f"{disk.out_dir / path} is a directory, but artifact {path} is a file; move it")
+    return seen
+
+
+def _only_deleted_files(directory: Path, rel: str, deleted: frozenset[str]) -> bool:
+    """True when deleting the planned files (and the emptied directories) makes ``directory`` disappear."""
+    children = list(directory.iterdir())
+    if not children:
+        return False
+    for child in children:
+        child_rel = f"{rel}/{child.name}"
+        if child.is_dir() and not child.is_symlink():
+            if not _only_deleted_files(child, child_rel, deleted):
+                return False
+        elif child_rel not in deleted:
+            return False
+    return True

@@ -1,0 +1,595 @@
+"""Stage 4, compile: Cluster -> Topology (switches, ports, links), pure, deterministic and O(links).
+
+Shape rules (documented in the README, "Topology rules"):
+- rail-optimized: nodes fill scalable units (SU) in spec order; one leaf per rail per SU; rail r of the node in
+  SU slot s lands on leaf (SU, r), port s+1. Leaves exist for every rail of every SU, even a partial one.
+- fat-tree / leaf-spine: each node's ports of the fabric's role are packed on leaves in node order.
+- top-of-rack: one leaf per rack holding attached nodes; the rack's ports land on it in node order.
+- Leaf uplinks: ``topology.uplinks`` if given, else ceil(downlinks / oversubscription) (top-of-rack: 2).
+- Two tiers: the fewest spines (at least 2 when there are 2+ leaves) such that every leaf sends the same number
+  of links to every spine and no spine runs out of ports. Leaf uplink ports go spine by spine; spine downlink
+  ports go leaf by leaf, leaves in (SU, rail) or creation order.
+- Three tiers, when two cannot hold the leaves (or ``tiers: 3``): leaves are grouped into pods of at most half a
+  spine's radix (rail-optimized: a pod holds one rail's leaves of consecutive SUs, as in NVIDIA's SuperPOD spine
+  groups); each pod gets its own spines, non-blocking (spine uplinks = downlinks of a full pod); spine j of every
+  pod joins core plane j, whose size is chosen by the same even-spread rule.
+- Switch ports: downlinks take the lowest cages that run at the host speed, uplinks the next cages that run at
+  the uplink speed; a cage with k logical ports gives names ``<cage>/1`` .. ``<cage>/k``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+
+from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.gcpause import without_gc
+from fabricgen.core.naming import DEVICE_NAME, expand
+from fabricgen.features.addressing.plan import check_asns, check_pools, plan_addresses
+from fabricgen.features.cabling.plan import plan_cables
+from fabricgen.model.addressing import FabricAddresses
+from fabricgen.model.cluster import Cluster, Fabric, Tier, TierPlacement, TopologyKind
+from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.nodes import Nic, Node, Rack
+from fabricgen.model.topology import (
+    LEAF_SPINE,
+    NODE_LEAF,
+    SPINE_CORE,
+    FabricTopology,
+    Link,
+    Port,
+    Switch,
+    Topology,
+)
+from fabricgen.stages.racks import RackSpace
+
+
+class _InfeasibleError(Exception):
+    """The fabric cannot be built as asked; the message says why and the hint what to change."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+# -- ports -----------------------------------------------------------------------------------------------------
+@cache
+def port_layout(
+    model: SwitchModel, down_speed: str, down: int, up_speed: str, up: int
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """Logical numbers and physical names of a switch's downlink then uplink ports (see module rules)."""
+    cages = [(g, c) for g in model.port_groups for c in range(g.cages)]
+    downs: list[tuple[int, str]] = []
+    ups: list[tuple[int, str]] = []
+    number = 0
+    for cage_number, (group, _) in enumerate(cages, start=1):
+        if len(downs) < down and group.per_cage(down_speed):
+            target, speed = downs, down_speed
+        elif len(downs) >= down and len(ups) < up and group.per_cage(up_speed):
+            target, speed = ups, up_speed
+        else:
+            number += max(n for _, n in group.ports_per_cage)
+            continue
+        per_cage = group.per_cage(speed)
+        wanted = down if target is downs else up
+        for lane in range(1, per_cage + 1):
+            number += 1
+            if len(target) < wanted:
+                target.append((number, f"{cage_number}/{lane}" if per_cage > 1 else str(cage_number)))
+    if len(downs) < down or len(ups) < up:
+        raise _InfeasibleError(
+            f"{model.name} cannot give {down} x {down_speed} downlinks and {up} x {up_speed} uplinks "
+            f"(it has {model.logical_ports(down_speed)} ports at {down_speed})",
+            "lower the scalable unit, raise oversubscription, or pick a larger switch",
+        )
+    return tuple(downs), tuple(ups)
+
+
+def _even_spread(leaves: int, uplinks: int, spine_ports: int, minimum: int) -> int | None:
+    """Fewest spines such that each leaf sends uplinks/n links to each and no spine exceeds its ports."""
+    for n in range(max(1, minimum), uplinks + 1):
+        if uplinks % n == 0 and leaves * uplinks // n <= spine_ports:
+            return n
+    return None
+
+
+# -- per-fabric compiler ---------------------------------------------------------------------------------------
+@dataclass
+class _Leaf:
+    switch: Switch
+    hosts: list[tuple[Node, Nic, int]]  # (node, nic, downlink slot)
+
+
+class _FabricCompiler:
+    """Builds one fabric: leaves with their host links, then two or three switch tiers above them."""
+
+    def __init__(self, cluster: Cluster, fabric: Fabric) -> None:
+        self.cluster = cluster
+        self.fabric = fabric
+        self.spec = fabric.topology
+        self.switches: list[Switch] = []
+        self.links: list[Link] = []
+        self.rails = 0
+        self.scalable_units = 0
+
+    # names
+    def name(self, tier: Tier, **values: int | str) -> str:
+        return expand(self.fabric.naming[tier], {"fabric": self.fabric.name, **values})
+
+    def attached(self) -> list[tuple[Node, tuple[Nic, ...]]]:
+        groups = set(self.fabric.node_groups)
+        role = self.fabric.role.nic_role
+        return [(n, n.profile.nics(role)) for n in self.cluster.nodes if n.group in groups]
+
+    def uplinks_for(self, down: int) -> int:
+        if self.spec.uplinks is not None:
+            return self.spec.uplinks
+        if self.spec.kind is TopologyKind.TOP_OF_RACK:
+            return 2
+        return math.ceil(down / self.spec.oversubscription)
+
+    # leaves
+    def leaves(self) -> list[_Leaf]:
+        kind = self.spec.kind
+        if kind is TopologyKind.RAIL_OPTIMIZED:
+            return self.rail_leaves()
+        if kind is TopologyKind.TOP_OF_RACK:
+            return self.rack_leaves()
+        return self.packed_leaves()
+
+    def make_leaf(self, index: int, down: int, **where: int | str) -> Switch:
+        model = self.fabric.switches[Tier.LEAF]
+        up = self.uplinks_for(down)
+        port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up)
+        names = {"n": index, **where}
+        if "rack" in names:
+            names["rack"] = str(names["rack"]).lower()  # host names are lower-case; rack labels need not be
+        return Switch(
+            self.name(Tier.LEAF, **names),
+            self.fabric.name,
+            Tier.LEAF,
+            model,
+            index,
+            down,
+            up,
+            su=where.get("su") if isinstance(where.get("su"), int) else None,  # type: ignore[arg-type]
+            rail=where.get("rail") if isinstance(where.get("rail"), int) else None,  # type: ignore[arg-type]
+            rack=str(where["rack"]) if "rack" in where else None,
+        )
+
+    def rail_leaves(self) -> list[_Leaf]:
+        size = self.spec.scalable_unit
+        attached = self.attached()
+        self.rails = 1 + max((nic.rail or 0) for _, nics in attached for nic in nics)
+        self.scalable_units = math.ceil(len(attached) / size)
+        leaves = [
+            _Leaf(self.make_leaf(su * self.rails + rail + 1, size, su=su + 1, rail=rail), [])
+            for su in range(self.scalable_units)
+            for rail in range(self.rails)
+        ]
+        for slot, (node, nics) in enumerate(attached):
+            su = slot // size
+            for nic in nics:
+                leaves[su * self.rails + (nic.rail or 0)].hosts.append((node, nic, slot % size))
+        return leaves
+
+    def packed_leaves(self) -> list[_Leaf]:
+        model = self.fabric.switches[Tier.LEAF]
+        ports = [(node, nic) for node, nics in self.attached() for nic in nics]
+        per_leaf = self.hosts_per_leaf(model)
+        leaves = []
+        for i in range(math.ceil(len(ports) / per_leaf)):
+            chunk = ports[i * per_leaf : (i + 1) * per_leaf]
+            leaves.append(
+                _Leaf(self.make_leaf(i + 1, per_leaf), [(n, c, s) for s, (n, c) in enumerate(chunk)])
+            )
+        return leaves
+
+    def hosts_per_leaf(self, model: SwitchModel) -> int:
+        """Most host ports a leaf takes while keeping the requested uplinks or oversubscription.
+
+        An even uplink count is preferred (it spreads over 2, 4, ... spines; an odd prime count such as 11 would
+        force 11 spines), unless the uplink count was given explicitly.
+        """
+        fallback = 0
+        for down in range(model.logical_ports(self.fabric.speed.name), 0, -1):
+            up = self.uplinks_for(down)
+            try:
+                port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up)
+            except _InfeasibleError:
+                continue
+            if up % 2 == 0 or up == 1 or self.spec.uplinks is not None:
+                return down
+            fallback = fallback or down
+        if fallback:
+            return fallback
+        raise _InfeasibleError(
+            f"{model.name} has no room for a host port plus its uplinks",
+            "lower the uplink count or pick a larger switch",
+        )
+
+    def rack_leaves(self) -> list[_Leaf]:
+        by_rack: dict[str, list[tuple[Node, Nic]]] = {}
+        for node, nics in self.attached():
+            by_rack.setdefault(node.rack.name, []).extend((node, nic) for nic in nics)
+        order = [r.name for r in self.cluster.facility.racks if r.name in by_rack]
+        return [
+            _Leaf(
+                self.make_leaf(i + 1, len(by_rack[rack]), rack=rack),
+                [(n, c, s) for s, (n, c) in enumerate(by_rack[rack])],
+            )
+            for i, rack in enumerate(order)
+        ]
+
+    # host links
+    def host_links(self, leaves: Sequence[_Leaf]) -> Iterator[Link]:
+        speed = self.fabric.speed.name
+        for leaf in leaves:
+            sw = leaf.switch
+            downs, _ = port_layout(sw.model, speed, sw.down_ports, self.fabric.uplink_speed.name, sw.up_ports)
+            for node, nic, slot in leaf.hosts:
+                number, port_name = downs[slot]
+                yield Link(
+                    self.fabric.name,
+                    NODE_LEAF,
+                    Port(node.name, nic.index + 1, nic.port),
+                    Port(sw.name, number, port_name),
+                    speed,
+                    nic.rail if sw.rail is not None else None,
+                    sw.su,
+                    nic,
+                )
+
+    # upper tiers
+    def compile(self) -> FabricTopology:
+        leaves = self.leaves()
+        self.switches.extend(leaf.switch for leaf in leaves)
+        self.links.extend(self.host_links(leaves))
+        tiers = self.upper_tiers([leaf.switch for leaf in leaves])
+        host_ports = sum(len(leaf.hosts) for leaf in leaves)
+        pods = len({s.pod for s in self.switches if s.pod is not None})
+        return FabricTopology(
+            self.fabric,
+            tiers,
+            tuple(self.switches),
+            tuple(self.links),
+            host_ports,
+            self.scalable_units,
+            self.rails,
+            pods,
+        )
+
+    def upper_tiers(self, leaves: list[Switch]) -> int:
+        asked = self.spec.tiers
+        if len(leaves) <= 1 and asked == "auto":
+            return 1
+        spine_model = self.fabric.switches[Tier.SPINE]
+        uplink = self.fabric.uplink_speed.name
+        up = max(leaf.up_ports for leaf in leaves)
+        spines = _even_spread(len(leaves), up, spine_model.logical_ports(uplink), 2 if len(leaves) > 1 else 1)
+        if asked == "2" or (asked == "auto" and spines is not None):
+            if spines is None and up < 2 <= len(leaves):
+                raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines that "
+                                       f"{len(leaves)} leaves need", "set topology.uplinks to 2 or more, or raise "
+                                       "the scalable unit")
+            if spines is None:
+                raise _InfeasibleError(
+                    f"{len(leaves)} leaves with {up} uplinks each do not fit under one spine tier "
+                    f"of {spine_model.name}",
+                    "use tiers: 3 (or auto) with kind fat-tree or rail-optimized",
+                )
+            self.connect_pod(leaves, spines, pod=None, first_index=1, full_leaves=len(leaves))
+            return 2
+        if self.spec.kind is TopologyKind.LEAF_SPINE:
+            raise _InfeasibleError(
+                f"{len(leaves)} leaves do not fit under one spine tier and {self.spec.kind.value} "
+                "fabrics have at most two tiers",
+                "use kind fat-tree, or a larger spine switch",
+            )
+        self.three_tiers(leaves, up)
+        return 3
+
+    def pods(self, leaves: list[Switch], spine_ports: int) -> list[list[Switch]]:
+        per_pod_max = spine_ports // 2
+        if self.spec.kind is TopologyKind.RAIL_OPTIMIZED:
+            groups = [[leaf for leaf in leaves if leaf.rail == rail] for rail in range(self.rails)]
+        else:
+            groups = [leaves]
+        pods: list[list[Switch]] = []
+        for group in groups:
+            count = math.ceil(len(group) / per_pod_max)
+            size = math.ceil(len(group) / count)
+            pods.extend(group[i * size : (i + 1) * size] for i in range(count))
+        return pods
+
+    def three_tiers(self, leaves: list[Switch], up: int) -> None:
+        spine_model = self.fabric.switches[Tier.SPINE]
+        core_model = self.fabric.switches[Tier.CORE]
+        uplink = self.fabric.uplink_speed.name
+        spine_ports = spine_model.logical_ports(uplink)
+        pods = self.pods(leaves, spine_ports)
+        full = max(len(p) for p in pods)
+        per_pod = _even_spread(full, up, spine_ports // 2, 2)
+        if per_pod is None and up < 2:
+            raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines of its pod",
+                                   "set topology.uplinks to 2 or more, or raise the scalable unit")
+        if per_pod is None:
+            raise _InfeasibleError(
+                f"pods of {full} leaves with {up} uplinks do not fit {spine_model.name} spines",
+                "pick a spine switch with more ports",
+            )
+        spine_up = full * up // per_pod
+        planes: list[list[Switch]] = [[] for _ in range(per_pod)]
+        for p, pod in enumerate(pods):
+            for j, spine in enumerate(
+                self.connect_pod(
+                    pod, per_pod, pod=p + 1, first_index=p * per_pod + 1, full_leaves=full, spine_up=spine_up
+                )
+            ):
+                planes[j].append(spine)
+        cores_per_plane = _even_spread(len(pods), spine_up, core_model.logical_ports(uplink), 1)
+        if cores_per_plane is None:
+            raise _InfeasibleError(
+                f"{len(pods)} pods need more than one {core_model.name} core tier can hold",
+                "the fabric is larger than three tiers of this switch allow",
+            )
+        for j, plane in enumerate(planes):
+            self.connect_plane(plane, cores_per_plane, first_index=j * cores_per_plane + 1, spine_up=spine_up)
+
+    def connect_pod(
+        self,
+        leaves: list[Switch],
+        spines: int,
+        pod: int | None,
+        first_index: int,
+        full_leaves: int,
+        spine_up: int = 0,
+    ) -> list[Switch]:
+        """Add a pod's spines and its leaf-spine links; spines are sized for a full pod so it can grow."""
+        model = self.fabric.switches[Tier.SPINE]
+        uplink = self.fabric.uplink_speed.name
+        per_spine = leaves[0].up_ports // spines
+        down = full_leaves * per_spine
+        created = []
+        for j in range(spines):
+            index = first_index + j
+            name = self.name(Tier.SPINE, n=index, pod=pod or 1)
+            spine = Switch(name, self.fabric.name, Tier.SPINE, model, index, down, spine_up, pod=pod)
+            created.append(spine)
+        self.switches.extend(created)
+        for i, leaf in enumerate(leaves):
+            _, leaf_ups = port_layout(
+                leaf.model, self.fabric.speed.name, leaf.down_ports, uplink, leaf.up_ports
+            )
+            for j, spine in enumerate(created):
+                spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up)
+                for t in range(per_spine):
+                    lp = leaf_ups[j * per_spine + t]
+                    sp = spine_downs[i * per_spine + t]
+                    self.links.append(
+                        Link(
+                            self.fabric.name,
+                            LEAF_SPINE,
+                            Port(leaf.name, *lp),
+                            Port(spine.name, *sp),
+                            uplink,
+                            leaf.rail,
+                            leaf.su,
+                        )
+                    )
+        return created
+
+    def connect_plane(self, spines: list[Switch], cores: int, first_index: int, spine_up: int) -> None:
+        model = self.fabric.switches[Tier.CORE]
+        uplink = self.fabric.uplink_speed.name
+        per_core = spine_up // cores
+        down = len(spines) * per_core
+        created = [
+            Switch(
+                self.name(Tier.CORE, n=first_index + h),
+                self.fabric.name,
+                Tier.CORE,
+                model,
+                first_index + h,
+                down,
+                0,
+            )
+            for h in range(cores)
+        ]
+        self.switches.extend(created)
+        core_downs, _ = port_layout(model, uplink, down, uplink, 0)
+        for q, spine in enumerate(spines):
+            _, spine_ups = port_layout(spine.model, uplink, spine.down_ports, uplink, spine.up_ports)
+            for h, core in enumerate(created):
+                for t in range(per_core):
+                    self.links.append(
+                        Link(
+                            self.fabric.name,
+                            SPINE_CORE,
+                            Port(spine.name, *spine_ups[h * per_core + t]),
+                            Port(core.name, *core_downs[q * per_core + t]),
+                            uplink,
+                        )
+                    )
+
+
+def _collision_hint(ft: FabricTopology, owner: str) -> str:
+    if owner == f"switch of fabric {ft.fabric.name}":
+        wanted = "{su} and {rail}" if ft.fabric.topology.kind is TopologyKind.RAIL_OPTIMIZED else "{n}"
+        return f"the {ft.fabric.name} patterns must tell its switches apart: include {wanted}"
+    return "make the names distinct, e.g. include {fabric} in the switch patterns"
+
+
+def _unique_names(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> list[SpecIssue]:
+    owners = {n.name: "node" for n in cluster.nodes}
+    issues = []
+    for ft in fabrics:
+        for sw in ft.switches:
+            where = ft.fabric.position
+            if not DEVICE_NAME.fullmatch(sw.name):
+                issues.append(
+                    SpecIssue(
+                        where,
+                        f"fabrics.{ft.fabric.name}.naming",
+                        f"switch name {sw.name!r} is not a valid host name",
+                        "lower-case letters, digits and '-', at most 63 characters",
+                    )
+                )
+                break
+            if sw.name in owners:
+                issues.append(
+                    SpecIssue(
+                        where,
+                        f"fabrics.{ft.fabric.name}.naming",
+                        f"switch name {sw.name!r} is already used by a {owners[sw.name]}",
+                        _collision_hint(ft, owners[sw.name]),
+                    )
+                )
+                break
+            owners[sw.name] = f"switch of fabric {ft.fabric.name}"
+    return issues
+
+
+@without_gc
+def compile_topology(cluster: Cluster) -> Topology:
+    """Compile every fabric of the cluster; infeasible fabrics are reported together as a SpecError."""
+    return _compile_all(cluster)
+
+
+def _compile_all(cluster: Cluster) -> Topology:
+    compiled: list[FabricTopology] = []
+    issues: list[SpecIssue] = []
+    for fabric in cluster.fabrics:
+        try:
+            compiled.append(_FabricCompiler(cluster, fabric).compile())
+        except _InfeasibleError as exc:
+            issues.append(SpecIssue(fabric.position, f"fabrics.{fabric.name}.topology", str(exc), exc.hint))
+    issues.extend(_unique_names(cluster, compiled))
+    if issues:
+        raise SpecError(issues)
+    placed = _place_switches(cluster, compiled)
+    return Topology(cluster, placed, plan_cables(cluster, placed), _addresses(cluster, placed))
+
+
+def _addresses(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> dict[str, FabricAddresses]:
+    """Address plans of the fabrics that have one; overlapping or exhausted pools and ASN conflicts raise SpecError."""
+    pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
+    issues = check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft)]
+    if issues:
+        raise SpecError(issues)
+    order = {node.name: i for i, node in enumerate(cluster.nodes)}
+    plans = {ft.fabric.name: plan_addresses(ft, order) for ft in fabrics}
+    return {name: plan for name, plan in plans.items() if plan is not None}
+
+
+def _place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tuple[FabricTopology, ...]:
+    """Give every switch a rack and U: top-of-rack leaves at the top of their rack, then each tier of each
+    fabric (in spec order) in its placement racks or, by default, the network rows."""
+    facility = cluster.facility
+    space = RackSpace(facility, ((n.rack.name, n.u, n.profile.height_u) for n in cluster.nodes))
+    racks = {r.name: r for r in facility.racks}
+    network = tuple(r for r in facility.racks if r.kind == "network")
+    per_network_rack: Counter[str] = Counter()
+    issues: list[SpecIssue] = []
+    slots: dict[str, tuple[str, int]] = {}
+    for ft in compiled:
+        for sw in ft.switches:
+            if sw.rack is not None:
+                u = space.claim_top(racks[sw.rack], sw.model.height_u)
+                if u is None:
+                    issues.append(SpecIssue(ft.fabric.position, f"fabrics.{ft.fabric.name}.topology",
+                                            f"rack {sw.rack} has no free {sw.model.height_u}U at its top for "
+                                            f"{sw.name}", "leave the top of each rack free: lower per_rack"))
+                else:
+                    slots[sw.name] = (sw.rack, u)
+    nearby = _NearestNetworkRack(network, space, facility.switches_per_network_rack, per_network_rack)
+    located = {n.name: n.rack for n in cluster.nodes}
+    for ft in compiled:
+        for tier in Tier:
+            tier_switches = [s for s in ft.switches if s.tier is tier and s.rack is None]
+            if not tier_switches:
+                continue
+            explicit = ft.fabric.placement.get(tier)
+            height = tier_switches[0].model.height_u
+            if explicit is None:
+                homes = _homes(ft, located, tier)
+                got = [slot for sw in tier_switches if (slot := nearby.take(homes.get(sw.name), height))]
+            else:
+                where = explicit or TierPlacement(network, facility.switches_per_network_rack, 1)
+                got = space.fill(where.racks, len(tier_switches), height, where.per_rack, where.start_u,
+                                 None if explicit else per_network_rack)
+            if len(got) < len(tier_switches):
+                issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None, bool(network)))
+                continue
+            for sw, (rack, u) in zip(tier_switches, got, strict=True):
+                slots[sw.name] = (rack.name, u)
+                located[sw.name] = rack
+    if issues:
+        raise SpecError(issues)
+    return tuple(replace(ft, switches=tuple(replace(sw, rack=slots[sw.name][0], u=slots[sw.name][1])
+                                            for sw in ft.switches)) for ft in compiled)
+
+
+def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str, Rack]:
+    """Each switch's home: the median rack of the devices cabled below it, already placed (nodes under leaves,
+    leaves under spines, spines under cores). One pass over the links."""
+    below: dict[str, list[Rack]] = {}
+    lower_tier = {Tier.LEAF: NODE_LEAF, Tier.SPINE: LEAF_SPINE, Tier.CORE: SPINE_CORE}[tier]
+    for link in ft.links:
+        if link.tier == lower_tier and link.a.device in located:
+            below.setdefault(link.z.device, []).append(located[link.a.device])
+    homes = {}
+    for name, racks in below.items():
+        racks.sort(key=lambda r: (r.row_index, r.index))
+        homes[name] = racks[len(racks) // 2]
+    return homes
+
+
+class _NearestNetworkRack:
+    """Default placement: the free network rack nearest a switch's home (fewer rows away first, then fewer
+    racks along the row, ties to the lower index), so runs stay short on large floors. Racks that turned out
+    full leave the search, and the nearest rack in a row is found by bisection: the cost stays per switch."""
+
+    def __init__(self, network: Sequence[Rack], space: RackSpace, per_rack: int, used: Counter[str]) -> None:
+        self.rows: dict[int, list[Rack]] = {}
+        for rack in sorted(network, key=lambda r: (r.row_index, r.index)):
+            self.rows.setdefault(rack.row_index, []).append(rack)
+        self.indexes = {row: [r.index for r in racks] for row, racks in self.rows.items()}
+        self.space, self.per_rack, self.used = space, per_rack, used
+
+    def _nearest(self, row: int, index: int) -> int:
+        """Position of the rack nearest ``index`` in a row's remaining racks (the lower one on a tie)."""
+        indexes = self.indexes[row]
+        right = bisect.bisect_left(indexes, index)
+        if right == len(indexes) or (right > 0 and index - indexes[right - 1] <= indexes[right] - index):
+            return right - 1
+        return right
+
+    def take(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
+        row, index = (home.row_index, home.index) if home else (0, 1)
+        for row_index in sorted(self.rows, key=lambda r: (abs(r - row), r)):
+            racks = self.rows[row_index]
+            while racks:
+                position = self._nearest(row_index, index)
+                got = self.space.fill([racks[position]], 1, height, self.per_rack, 1, self.used)
+                if got:
+                    return got[0]
+                del racks[position], self.indexes[row_index][position]
+        return None
+
+
+def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool, network: bool
+             ) -> SpecIssue:
+    where = f"fabrics.{ft.fabric.name}.placement.{tier.value}" if explicit else f"fabrics.{ft.fabric.name}"
+    hint = ("add racks to the placement or raise its per_rack" if explicit else
+            "add a row with kind: network, raise facility.switches_per_network_rack, or give fabrics."
+            f"{ft.fabric.name}.placement.{tier.value}")
+    if not explicit and not network:
+        message = f"no rack for the {wanted} {tier.value} switches: the facility has no row with kind: network"
+    else:
+        message = f"only {placed} of {wanted} {tier.value} switches fit in their racks"
+    return SpecIssue(ft.fabric.position, where, message, hint)
