@@ -31,7 +31,7 @@ from fabricgen.features.infiniband.verify import (
 )
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
-from fabricgen.features.summary.explain import cluster_summary
+from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json

@@ -1,5 +1,5 @@
-"""PFC headroom: fabricgen.features.ethernet.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by step, and the shared
-headroom pool of buffer_pool_mellanox.lua.
+"""PFC headroom: fabricgen.features.ethernet.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by
+step, and the shared headroom pool of buffer_pool_mellanox.lua.
 
 Expected values were derived by hand from the luas (headroom: commits ba1d1d30 / 18913fa3; pool: 1469e8d2) with
 the ASIC constants of sonic-buildimage platform/mellanox/asic_table.j2 (4a9bf641).

@@ -31,7 +31,7 @@ from fabricgen.features.kubernetes import storage as k8s_storage
 from fabricgen.features.lustre import render as lustre
 from fabricgen.features.nccl import render as nccl
 from fabricgen.features.sriov import render as host_sriov
-from fabricgen.features.summary import render as topology_dump
+from fabricgen.features.topology import render as topology_dump
 from fabricgen.model.topology import Topology
 
 

@@ -16,7 +16,8 @@ Under ``kubernetes/network/``:
   shared device plugin, SR-IOV device plugin (without the SR-IOV operator), Multus and the CNI plugins.
 - ``<workload>.yaml``: an example training Pod asking for the GPUs, one VF (or shared RDMA device) per rail,
   IPC_LOCK, a memory-backed /dev/shm, the Lustre claims and NVMe cache of its namespace
-  (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL environment of :func:`fabricgen.features.nccl.render.nccl_settings`.
+  (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL environment of
+  :func:`fabricgen.features.nccl.render.nccl_settings`.
 
 JSON embedded in strings (CNI configs, IPAM, device plugin configs) is built as data and serialised with sorted
 keys, so each string parses and is byte-stable.

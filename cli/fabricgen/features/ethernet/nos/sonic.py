@@ -7,8 +7,8 @@ For every switch of an Ethernet/RoCE fabric with an address plan and ``nos: soni
   and buffer tables (DSCP_TO_TC_MAP ... PFC_WD). All values are strings, keys sorted: the same spec gives the
   same bytes.
 - ``switches/<switch>/pfc-headroom.csv`` (lossless class only): one row per port with every input, intermediate
-  and result of the headroom computation (fabricgen.features.ethernet.headroom), so an engineer can audit it. In the dynamic buffer
-  model the results are fabricgen's prediction of what buffermgrd will compute (columns ``predicted_*``, the
+  and result of the headroom computation (fabricgen.features.ethernet.headroom), so an engineer can audit it. In the dynamic
+  buffer model the results are fabricgen's prediction of what buffermgrd will compute (columns ``predicted_*``, the
   profile named as buffermgrd names it), to compare with ``show buffer information`` on the switch.
 
 Decisions, each one a failure seen in the field or a SONiC rule:
@@ -48,8 +48,8 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   buffer_headroom_mellanox.lua (18913fa3) computes a profile with it: every lossless profile keeps its xon and
   xoff (the xoff is still the PFC threshold) but its size drops to the xon, 8-lane ports included, the xoff now
   being served from the pool. Traditional model: ingress_lossless_pool gets ``xoff`` = this switch's pool,
-  :func:`fabricgen.features.ethernet.headroom.shared_headroom_pool` (buffer_pool_mellanox.lua's over-subscribe-ratio formula over
-  the switch's lossless PGs); the pool sizes stay the catalog's (the traditional model resizes nothing, and
+  :func:`fabricgen.features.ethernet.headroom.shared_headroom_pool` (buffer_pool_mellanox.lua's
+  over-subscribe-ratio formula over the switch's lossless PGs); the pool sizes stay the catalog's (the traditional model resizes nothing, and
   the catalog's sizes were not derived from this switch's headroom either). Dynamic model:
   DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE carries ``over_subscribe_ratio`` (the field sonic-utilities'
   ``config buffer shared_headroom_pool over-subscribe-ratio`` writes and both luas read) and buffermgrd sizes

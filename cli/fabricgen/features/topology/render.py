@@ -10,7 +10,7 @@ from typing import Any
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
-from fabricgen.features.summary.explain import cluster_summary, fabric_summary
+from fabricgen.features.topology.explain import cluster_summary, fabric_summary
 from fabricgen.model.topology import FabricTopology, Link, Switch, Topology
 
 
