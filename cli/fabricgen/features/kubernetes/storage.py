@@ -5,12 +5,12 @@ loaders, is a memory-backed volume of the workload itself).
   PersistentVolume through the HPE Lustre CSI driver (``lustre-csi.hpe.com``; volumeHandle is the mount device
   ``MGSNID[:MGSNID]:/fsname``, fsType lustre) pre-bound to its PersistentVolumeClaim: ReadWriteMany for
   checkpoints, ReadOnlyMany (and a read-only CSI volume) for datasets.
-- ``kubernetes/storage/local-nvme.yaml``: the cache tier: a StorageClass without provisioner that binds when a pod
-  is scheduled (WaitForFirstConsumer), and one local PersistentVolume per node whose profile has ``local_nvme``,
-  pinned to that node (nodeAffinity on kubernetes.io/hostname = the node name). Pods claim it through a generic
-  ephemeral volume (:func:`fabricgen.features.lustre.build.pod_storage`). The PVs are Retain: a released PV is
-  made Available again by removing its claimRef (by hand: the sig-storage local static provisioner recycles only the PVs it
-  created, by their pv.kubernetes.io/provisioned-by annotation).
+- ``kubernetes/storage/local-nvme.yaml``: the cache tier: a StorageClass without provisioner that binds when a pod is
+  scheduled (WaitForFirstConsumer), and one local PersistentVolume per node whose profile has ``local_nvme``, pinned
+  to that node (nodeAffinity on kubernetes.io/hostname = the node name). Pods claim it through a generic ephemeral
+  volume (:func:`fabricgen.features.lustre.build.pod_storage`). The PVs are Retain: a released PV is made Available
+  again by removing its claimRef (by hand: the sig-storage local static provisioner recycles only the PVs it created,
+  by their pv.kubernetes.io/provisioned-by annotation).
 """
 
 from __future__ import annotations

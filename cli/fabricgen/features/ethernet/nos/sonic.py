@@ -6,10 +6,11 @@ For every switch of an Ethernet/RoCE fabric with an address plan and ``nos: soni
   VLAN (VLAN, VLAN_MEMBER, VLAN_INTERFACE), BGP_NEIGHBOR and, on a RoCE fabric with a lossless class, the QoS
   and buffer tables (DSCP_TO_TC_MAP ... PFC_WD). All values are strings, keys sorted: the same spec gives the
   same bytes.
-- ``switches/<switch>/pfc-headroom.csv`` (lossless class only): one row per port with every input, intermediate
-  and result of the headroom computation (fabricgen.features.ethernet.headroom), so an engineer can audit it. In the dynamic
-  buffer model the results are fabricgen's prediction of what buffermgrd will compute (columns ``predicted_*``, the
-  profile named as buffermgrd names it), to compare with ``show buffer information`` on the switch.
+- ``switches/<switch>/pfc-headroom.csv`` (lossless class only): one row per port with every input, intermediate and
+  result of the headroom computation (fabricgen.features.ethernet.headroom), so an engineer can audit it. In the
+  dynamic buffer model the results are fabricgen's prediction of what buffermgrd will compute (columns
+  ``predicted_*``, the profile named as buffermgrd names it), to compare with ``show buffer information`` on the
+  switch.
 
 Decisions, each one a failure seen in the field or a SONiC rule:
 
@@ -41,23 +42,22 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   the traditional model too) and over_subscribe_ratio only with a shared headroom pool (below);
   LOSSLESS_TRAFFIC_PATTERN|AZURE holds the catalog's lossless MTU and small-packet percentage, the inputs the
   headroom plugin reads besides PORT (speed, mtu), the lane count and CABLE_LENGTH.
-- Shared headroom pool (``qos.shared_headroom_pool``), as NVIDIA's SKUs that have one write it in the
-  traditional model (sonic-buildimage Mellanox-SN4280-O28 at 51efa3c9: buffers_defaults_t1.j2 sets
-  ``ingress_lossless_pool_xoff``, pg_profile_lookup.ini has size = xon; buffers_defaults_objects.j2 writes that
-  xoff into BUFFER_POOL ingress_lossless_pool, Mellanox-SN4700-O28 at 5b135068) and as sonic-swss
-  buffer_headroom_mellanox.lua (18913fa3) computes a profile with it: every lossless profile keeps its xon and
-  xoff (the xoff is still the PFC threshold) but its size drops to the xon, 8-lane ports included, the xoff now
-  being served from the pool. Traditional model: ingress_lossless_pool gets ``xoff`` = this switch's pool,
-  :func:`fabricgen.features.ethernet.headroom.shared_headroom_pool` (buffer_pool_mellanox.lua's
-  over-subscribe-ratio formula over the switch's lossless PGs); the pool sizes stay the catalog's (the traditional model resizes nothing, and
-  the catalog's sizes were not derived from this switch's headroom either). Dynamic model:
-  DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE carries ``over_subscribe_ratio`` (the field sonic-utilities'
-  ``config buffer shared_headroom_pool over-subscribe-ratio`` writes and both luas read) and buffermgrd sizes
-  the pool; BUFFER_POOL gets no ``xoff``, which would override the ratio. pfc-headroom.csv adds
-  ``over_subscribe_ratio``, the switch's ``accumulative_xoff`` and ``private_headroom`` (10 KiB per lossless port)
-  and the pool size to every row. Not verified on a switch: that
-  the Mellanox SAI takes a traditional configuration whose pools were not resized (SONiC's own checks only
-  bound the pool xoff by the MMU size).
+- Shared headroom pool (``qos.shared_headroom_pool``), as NVIDIA's SKUs that have one write it in the traditional
+  model (sonic-buildimage Mellanox-SN4280-O28 at 51efa3c9: buffers_defaults_t1.j2 sets ``ingress_lossless_pool_xoff``,
+  pg_profile_lookup.ini has size = xon; buffers_defaults_objects.j2 writes that xoff into BUFFER_POOL
+  ingress_lossless_pool, Mellanox-SN4700-O28 at 5b135068) and as sonic-swss buffer_headroom_mellanox.lua (18913fa3)
+  computes a profile with it: every lossless profile keeps its xon and xoff (the xoff is still the PFC threshold) but
+  its size drops to the xon, 8-lane ports included, the xoff now being served from the pool. Traditional model:
+  ingress_lossless_pool gets ``xoff`` = this switch's pool,
+  :func:`fabricgen.features.ethernet.headroom.shared_headroom_pool` (buffer_pool_mellanox.lua's over-subscribe-ratio
+  formula over the switch's lossless PGs); the pool sizes stay the catalog's (the traditional model resizes nothing,
+  and the catalog's sizes were not derived from this switch's headroom either). Dynamic model:
+  DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE carries ``over_subscribe_ratio`` (the field sonic-utilities' ``config buffer
+  shared_headroom_pool over-subscribe-ratio`` writes and both luas read) and buffermgrd sizes the pool; BUFFER_POOL
+  gets no ``xoff``, which would override the ratio. pfc-headroom.csv adds ``over_subscribe_ratio``, the switch's
+  ``accumulative_xoff`` and ``private_headroom`` (10 KiB per lossless port) and the pool size to every row. Not
+  verified on a switch: that the Mellanox SAI takes a traditional configuration whose pools were not resized (SONiC's
+  own checks only bound the pool xoff by the MMU size).
 - CABLE_LENGTH per port is the cabling plan's orderable length rounded up to whole metres (the table holds
   integers, "7m"), and the headroom uses that same number, as the lua would.
 - ``docker_routing_config_mode`` is ``separated``: bgpcfgd renders FRR's bgpd.conf from CONFIG_DB
