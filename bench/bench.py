@@ -122,13 +122,13 @@ def switch_config_times(spec: Path) -> dict[str, float]:
 def target_times(spec: Path) -> dict[str, float]:
     """Each renderer alone, sequentially, in a process of its own (so the main measurement stays clean)."""
     from fabricgen.pipeline import compile_spec
-    from fabricgen.stages.render import RENDERERS
+    from fabricgen.stages.render import TARGETS
 
     topology = compile_spec(spec).topology
     times = {}
-    for name, renderer in RENDERERS.items():
+    for name, target in TARGETS.items():
         start = time.perf_counter()
-        renderer(topology)
+        target.render(topology)
         times[name] = time.perf_counter() - start
     return times
 

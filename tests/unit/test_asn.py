@@ -22,7 +22,8 @@ from test_sonic import require_sonic_yang
 from tests.conftest import REPO
 
 from fabricgen.core.errors import Severity
-from fabricgen.features.ethernet.nos import eos, nvue, sonic
+from fabricgen.features.ethernet.nos import eos, nvue
+from fabricgen.features.ethernet.nos.sonic import config_db as sonic
 from fabricgen.features.ethernet.switch_view import SwitchView, switch_views
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec

@@ -15,14 +15,15 @@ import pytest
 from tests.cable_plan import bom_counts, by_physical, host_cables
 
 from fabricgen.core.errors import Severity, SpecError
+from fabricgen.features.cabling.checks import cable_plan
 from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
-from fabricgen.features.ethernet.headroom import catalog as sonic_catalog
+from fabricgen.features.ethernet.nos.sonic.headroom import catalog as sonic_catalog
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.spec.catalog import shipped
 from fabricgen.spec.load import load_text
 from fabricgen.stages.build import build_cluster
-from fabricgen.stages.check import cable_plan, run_checks
+from fabricgen.stages.check import run_checks
 from fabricgen.stages.compile import compile_topology
 
 # One top-of-rack SN5600 per rack (top U), eight 2U servers below it from U2 up, two storage NICs each: with

@@ -28,7 +28,7 @@ from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, switch_
 from fabricgen.model.hardware import PortGroup, SwitchModel
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
-from fabricgen.stages.render import RENDERERS
+from fabricgen.stages.render import TARGETS
 
 STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
 
@@ -121,10 +121,9 @@ def test_two_artifacts_per_eos_switch_and_none_for_other_nos(artifacts: dict[str
     assert eos.render(untouched) == [], "nos: sonic renders nothing here"
 
 
-def test_renders_through_the_pipeline(spec: Path, artifacts: dict[str, bytes],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """As a registered target: no path clashes with other renderers, the artifact checks pass."""
-    monkeypatch.setitem(RENDERERS, "eos", eos.render)
+def test_renders_through_the_pipeline(spec: Path, artifacts: dict[str, bytes]) -> None:
+    """As a registered target (from its NOS data): no path clashes with other renderers, the artifact checks pass."""
+    assert TARGETS["eos"].render is eos.render
     rendered = {a.path: a.content for a in render_spec(compile_spec(spec))}
     assert {p: rendered[p] for p in artifacts} == artifacts
 
@@ -143,7 +142,7 @@ def test_deterministic_across_runs_and_hash_seeds(spec: Path, artifacts: dict[st
                                                   topology: Topology) -> None:
     assert {a.path: a.content for a in eos.render(topology)} == artifacts
     code = ("import hashlib, sys; from pathlib import Path; from fabricgen.pipeline import compile_spec; "
-            "from fabricgen.stages.render import eos; "
+            "from fabricgen.features.ethernet.nos import eos; "
             "arts = eos.render(compile_spec(Path(sys.argv[1])).topology); "
             "print(hashlib.sha256(b''.join(a.path.encode() + a.content for a in arts)).hexdigest())")
     local = hashlib.sha256(b"".join(p.encode() + c for p, c in artifacts.items())).hexdigest()

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from fabricgen.core.resources import data_dir
-from fabricgen.features.ethernet.headroom import (
+from fabricgen.features.ethernet.nos.sonic.headroom import (
     PRIVATE_HEADROOM,
     SHP_WHEN_ZERO,
     Headroom,

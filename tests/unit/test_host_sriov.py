@@ -19,6 +19,8 @@ from tests.fake_host import ScriptHost, write
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
+from fabricgen.core.errors import SpecIssue
+from fabricgen.core.issues import Issues
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.features.sriov import render as host_sriov
 from fabricgen.features.sriov.build import check_vf_guids, check_vf_ranges, vf_guids, vf_range
@@ -35,6 +37,14 @@ NODE = "gpu002"  # the second node: its VF addresses carry node index 1
 IB_PFS = ("ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0")
 ETH_PFS = ("enp170s0f0np0", "enp41s0f0np0")
 READ_ONLY = ("ip link show dev ", "ip -o link show dev ", "mstconfig -d ")
+
+
+
+def _vf_ranges(doc: Document, fabrics: list[Fabric], nodes: tuple[Node, ...]) -> list[SpecIssue]:
+    """check_vf_ranges' issues against ``doc``."""
+    issues = Issues(doc)
+    check_vf_ranges(issues, fabrics, nodes)
+    return issues.found
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +334,7 @@ def test_guid_ranges_of_two_fabrics_overlap_iff_reported(
     assert span is not None
     low, high = span
     overlap = base + low <= other_base + high and other_base + low <= base + high
-    issues = check_vf_ranges(doc, [first, second], nodes)
+    issues = _vf_ranges(doc, [first, second], nodes)
     assert bool(issues) == overlap
     if not overlap:
         guids = [s.guid_base + Sriov.offset(i, Sriov.slot(nic), vf)
@@ -416,7 +426,7 @@ def test_mac_range_is_refused_exactly_when_it_leaves_the_first_byte(
     span = vf_range(fabric, nodes)
     assert span is not None
     crosses = (0x02 << 40 | low) + span[1] >= 0x03 << 40
-    assert [bool("multicast" in i.message) for i in check_vf_ranges(doc, [fabric], nodes)] == [True] * crosses
+    assert [bool("multicast" in i.message) for i in _vf_ranges(doc, [fabric], nodes)] == [True] * crosses
 
 
 def test_mac_range_into_multicast_names_the_range_and_the_highest_base(
@@ -425,13 +435,13 @@ def test_mac_range_into_multicast_names_the_range_and_the_highest_base(
     fabric = _with_mac_base(storage, 0x02FFFFFF0000)
     span = vf_range(fabric, nodes)
     assert span is not None
-    (issue,) = check_vf_ranges(doc, [fabric], nodes)
+    (issue,) = _vf_ranges(doc, [fabric], nodes)
     highest = 0x02FFFFFFFFFF - span[1]
     assert issue.path == "fabrics.storage.sriov.mac_base"
     assert issue.message.startswith("the VF MACs run from 02:ff:ff:ff:00:00 to 03:")
     assert issue.hint == "use a base at most " + ":".join(f"{highest >> s & 0xff:02x}" for s in range(40, -8, -8))
-    assert check_vf_ranges(doc, [_with_mac_base(storage, highest)], nodes) == []
-    assert len(check_vf_ranges(doc, [_with_mac_base(storage, highest + 1)], nodes)) == 1
+    assert _vf_ranges(doc, [_with_mac_base(storage, highest)], nodes) == []
+    assert len(_vf_ranges(doc, [_with_mac_base(storage, highest + 1)], nodes)) == 1
 
 
 def test_vf_guids_clear_of_the_fabrics_own_guids(topology: Topology) -> None:

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 from tests.conftest import INVENTORIES, REPO
 
-from fabricgen.features.ethernet.headroom import asic_headroom
-from fabricgen.features.ethernet.nos import sonic
+from fabricgen.features.ethernet.nos.sonic import config_db as sonic
+from fabricgen.features.ethernet.nos.sonic.headroom import asic_headroom
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
 

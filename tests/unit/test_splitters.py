@@ -18,13 +18,14 @@ from tests.conftest import INVENTORIES
 
 from fabricgen.core.errors import Severity, SpecError
 from fabricgen.features.cabling import sheets as cable_sheets
+from fabricgen.features.cabling.checks import cable_plan
 from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
 from fabricgen.features.cabling.sheets import CABLE_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.spec.load import load_text
 from fabricgen.stages.build import build_cluster
-from fabricgen.stages.check import cable_plan, run_checks
+from fabricgen.stages.check import run_checks
 from fabricgen.stages.compile import compile_topology
 
 NDR200 = """

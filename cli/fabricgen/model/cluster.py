@@ -35,6 +35,27 @@ class FabricRole(StrEnum):
         return NicRole.BMC if self is FabricRole.OOB else NicRole(self.value)
 
 
+class FabricType(StrEnum):
+    INFINIBAND = "infiniband"
+    ROCE = "roce"  # Ethernet with a lossless class for RDMA
+    ETHERNET = "ethernet"
+
+    @property
+    def ethernet(self) -> bool:
+        """Ethernet links and switches (RoCE is Ethernet with a lossless class)."""
+        return self is not FabricType.INFINIBAND
+
+    @property
+    def link_type(self) -> str:
+        """The link type NIC ports and their VFs run on this fabric (mlx5's ``ib`` or ``eth``)."""
+        return "eth" if self.ethernet else "ib"
+
+    @property
+    def family(self) -> str:
+        """The catalog's word for the switches and speeds this fabric takes: ``infiniband`` or ``ethernet``."""
+        return "ethernet" if self.ethernet else "infiniband"
+
+
 class TopologyKind(StrEnum):
     RAIL_OPTIMIZED = "rail-optimized"
     FAT_TREE = "fat-tree"
@@ -70,7 +91,7 @@ class TierPlacement:
 class Fabric:
     name: str
     role: FabricRole
-    type: str
+    type: FabricType
     speed: Speed
     uplink_speed: Speed
     switches: Mapping[Tier, SwitchModel]

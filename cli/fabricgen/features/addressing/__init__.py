@@ -1,0 +1,16 @@
+"""Address plans: the ``addressing`` section of a fabric, the plan compile allocates from its pools (loopbacks,
+management, /31s, leaf or IPoIB rail subnets, ASNs), the check of ASNs shared across fabrics, and the
+``addressing`` target (the plan as CSV and NetBox imports)."""
+
+from __future__ import annotations
+
+from fabricgen.features.addressing import build, plan, render
+from fabricgen.features.feature import Feature, Target, per_fabric
+
+FEATURE = Feature(
+    "addressing",
+    build=per_fabric(build.build),
+    compile=plan.plan,
+    checks=(plan.asn_overlap,),
+    targets=(Target("addressing", render.render),),
+)

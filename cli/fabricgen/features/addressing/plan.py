@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 
 from netaddr import IPAddress, IPNetwork, IPSet
 
@@ -317,3 +318,16 @@ def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Map
 def _bits(addresses: int) -> int:
     """Host bits of the smallest block holding ``addresses`` (at least a /30)."""
     return max(2, math.ceil(math.log2(addresses)))
+
+
+def plan(topology: Topology) -> Topology:
+    """The topology with the address plans of the fabrics that have one; overlapping or exhausted pools and ASN
+    conflicts raise SpecError."""
+    cluster, fabrics = topology.cluster, topology.fabrics
+    pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
+    issues = check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft)]
+    if issues:
+        raise SpecError(issues)
+    order = {node.name: i for i, node in enumerate(cluster.nodes)}
+    plans = {ft.fabric.name: plan_addresses(ft, order) for ft in fabrics}
+    return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

@@ -1,0 +1,23 @@
+"""Cabling: the cable plan (one cable per link, located, measured and chosen from the catalog's media), its checks,
+and the handoff to the datacenter team: cable sheets and NetBox imports, the XLSX workbook, the fabric diagram."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fabricgen.features.cabling import checks, diagram, sheets, workbook
+from fabricgen.features.cabling.plan import plan_cables
+from fabricgen.features.feature import Feature, Target
+from fabricgen.model.topology import Topology
+
+
+def _plan(topology: Topology) -> Topology:
+    return replace(topology, cables=plan_cables(topology.cluster, topology.fabrics))
+
+
+FEATURE = Feature(
+    "cabling",
+    compile=_plan,
+    checks=(checks.cable_plan,),
+    targets=(Target("workbook", workbook.render), Target("cabling", sheets.render), Target("diagram", diagram.render)),
+)

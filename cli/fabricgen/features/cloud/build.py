@@ -9,21 +9,22 @@ a placement group next to a capacity block, and the VPC/subnet CIDRs (netaddr).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import cache
 from types import MappingProxyType
 from typing import Any
 
 from netaddr import IPAddress, IPNetwork, IPSet
 
-from fabricgen.core.document import Document, PathKey
-from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.document import PathKey
+from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import did_you_mean
+from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.core.resources import data_dir
+from fabricgen.features.feature import BuildContext
 from fabricgen.model.cloud import Cloud, CloudFileSystem, CloudInstanceType, CloudSubnet
-from fabricgen.model.cluster import Cluster, Metadata
-from fabricgen.model.nodes import Facility
+from fabricgen.model.cluster import Cluster
 from fabricgen.spec.load import load_file
 from fabricgen.spec.validate import schema_issues
 
@@ -31,7 +32,6 @@ CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
 ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "kubernetes")  # cloud: cloud.filesystems
 INTERFACE_SECTION = {"aws": "efa", "alicloud": "eri"}
 FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs"}
-NO_FACILITY = Facility(0, 0.0, 0.0, 0.0, 0.0, (), ())
 
 
 @cache
@@ -52,11 +52,12 @@ def instance_types(provider: str) -> dict[str, CloudInstanceType]:
             for name, e in entries.items()}
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Context:
-    doc: Document
+    """The ``cloud`` section and its provider's catalog facts; ``issues`` is at ``cloud``."""
+
+    issues: Issues
     spec: Mapping[str, Any]
-    issues: list[SpecIssue] = field(default_factory=list)
 
     @property
     def provider(self) -> str:
@@ -66,24 +67,21 @@ class _Context:
     def facts(self) -> Mapping[str, Any]:
         return catalog()[self.provider]  # type: ignore[no-any-return]
 
-    def error(self, where: PathKey, message: str, hint: str = "") -> None:
-        self.issues.append(self.doc.issue(("cloud", *where), message, hint))
-
 
 def _network(ctx: _Context, text: str, where: PathKey, limits: list[int], what: str) -> IPNetwork | None:
     """A CIDR with its host bits clear and a prefix length the provider accepts, else None (reported)."""
     try:
         network = IPNetwork(text)
     except Exception:  # netaddr raises several types for malformed input
-        ctx.error(where, f"{text!r} is not an IPv4 prefix", "an IPv4 prefix such as 10.50.0.0/16")
+        ctx.issues.error(where, f"{text!r} is not an IPv4 prefix", "an IPv4 prefix such as 10.50.0.0/16")
         return None
     if network.ip != network.network:
-        ctx.error(where, f"{text} has host bits set", f"did you mean {network.cidr}?")
+        ctx.issues.error(where, f"{text} has host bits set", f"did you mean {network.cidr}?")
         return None
     low, high = limits
     if not low <= network.prefixlen <= high:
-        ctx.error(where, f"a {what} of /{network.prefixlen} is not accepted by {ctx.provider}",
-                  f"use a prefix length from /{low} to /{high}")
+        ctx.issues.error(where, f"a {what} of /{network.prefixlen} is not accepted by {ctx.provider}",
+                         f"use a prefix length from /{low} to /{high}")
         return None
     return network
 
@@ -97,9 +95,10 @@ def _public_subnet(ctx: _Context, vpc: IPNetwork, taken: list[IPNetwork]) -> str
     prefix = int(ctx.facts["network"]["subnet_prefix"][1])
     free = [block for block in (IPSet([vpc]) - IPSet(taken)).iter_cidrs() if block.prefixlen <= prefix]
     if not free:
-        ctx.error(("network", "vpc", "cidr"), f"the VPC {vpc} has no free /{prefix} for the NAT gateway's subnet",
-                  f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new VPC egress, "
-                  "or reuse an existing VPC by id")
+        ctx.issues.error(("network", "vpc", "cidr"),
+                         f"the VPC {vpc} has no free /{prefix} for the NAT gateway's subnet",
+                         f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new VPC "
+                         "egress, or reuse an existing VPC by id")
         return ""
     last = free[-1]
     return str(IPNetwork(f"{IPAddress(last.last - 2 ** (32 - prefix) + 1)}/{prefix}"))
@@ -118,23 +117,23 @@ def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...], str]:
     for i, entry in enumerate(net["subnets"]):
         where: PathKey = ("network", "subnets", i)
         if "id" in entry and "cidr" in entry:
-            ctx.error(where, "a subnet is either existing (id) or new (cidr), not both", "remove id or cidr")
+            ctx.issues.error(where, "a subnet is either existing (id) or new (cidr), not both", "remove id or cidr")
         if "id" in entry and "id" not in vpc:
-            ctx.error((*where, "id"), "an existing subnet cannot be in the new VPC",
-                      "give network.vpc.id to reuse its VPC, or a cidr for a new subnet")
+            ctx.issues.error((*where, "id"), "an existing subnet cannot be in the new VPC",
+                             "give network.vpc.id to reuse its VPC, or a cidr for a new subnet")
         subnet_zone = entry.get("zone", zone)
         if subnet_zone != zone:
-            ctx.error((*where, "zone"), f"the subnet is in {subnet_zone} but the cluster is in {zone}",
-                      f"{kind} traffic does not cross zones: put every subnet in {zone}")
+            ctx.issues.error((*where, "zone"), f"the subnet is in {subnet_zone} but the cluster is in {zone}",
+                             f"{kind} traffic does not cross zones: put every subnet in {zone}")
         if "cidr" in entry:
             network = _network(ctx, entry["cidr"], (*where, "cidr"), limits["subnet_prefix"], "subnet")
             if network is not None and vpc_network is not None and network not in vpc_network:
-                ctx.error((*where, "cidr"), f"{network} is outside the VPC {vpc_network}",
-                          "a subnet's CIDR must lie inside its VPC's")
+                ctx.issues.error((*where, "cidr"), f"{network} is outside the VPC {vpc_network}",
+                                 "a subnet's CIDR must lie inside its VPC's")
             for j, other in taken:
                 if network is not None and IPSet([network]) & IPSet([other]):
-                    ctx.error((*where, "cidr"), f"{network} overlaps subnets[{j}] ({other})",
-                              "give every subnet its own range")
+                    ctx.issues.error((*where, "cidr"), f"{network} overlaps subnets[{j}] ({other})",
+                                     "give every subnet its own range")
             if network is not None:
                 taken.append((i, network))
         subnets.append(CloudSubnet(entry.get("id", ""), entry.get("cidr", ""), subnet_zone))
@@ -153,7 +152,7 @@ def _instance_type(ctx: _Context) -> CloudInstanceType | None:
     other = "alicloud" if ctx.provider == "aws" else "aws"
     hint = (f"{name} is an {other} type; set provider: {other}" if name in instance_types(other) else
             did_you_mean(name, known) or f"known {ctx.provider} types: {', '.join(sorted(known))}")
-    ctx.error(("instances", "type"), f"unknown {ctx.provider} instance type {name!r}", hint)
+    ctx.issues.error(("instances", "type"), f"unknown {ctx.provider} instance type {name!r}", hint)
     return None
 
 
@@ -161,14 +160,14 @@ def _interfaces(ctx: _Context, itype: CloudInstanceType | None) -> int:
     wanted = INTERFACE_SECTION[ctx.provider]
     for provider, section in INTERFACE_SECTION.items():
         if section in ctx.spec and section != wanted:
-            ctx.error((section,), f"{section} is for provider {provider}", f"use {wanted}: on {ctx.provider}")
+            ctx.issues.error((section,), f"{section} is for provider {provider}", f"use {wanted}: on {ctx.provider}")
     asked = ctx.spec.get(wanted, {}).get("interfaces", "max")
     if itype is None:
         return 0
     if asked != "max" and asked > itype.interfaces:
         kind = "EFA interfaces" if ctx.provider == "aws" else "ERIs"
-        ctx.error((wanted, "interfaces"), f"{itype.name} has at most {itype.interfaces} {kind}, not {asked}",
-                  f"use max or a number up to {itype.interfaces}")
+        ctx.issues.error((wanted, "interfaces"), f"{itype.name} has at most {itype.interfaces} {kind}, not {asked}",
+                         f"use max or a number up to {itype.interfaces}")
         return itype.interfaces
     return itype.interfaces if asked == "max" else int(asked)
 
@@ -179,17 +178,17 @@ def _names(ctx: _Context) -> tuple[str, ...]:
     where: PathKey = ("instances", "name")
     unknown = unknown_placeholders(pattern, {"n"})
     if unknown:
-        ctx.error(where, f"unknown placeholder {{{unknown[0]}}} in the instance name pattern",
-                  "only {n} is available, e.g. gpu{n:03d}")
+        ctx.issues.error(where, f"unknown placeholder {{{unknown[0]}}} in the instance name pattern",
+                         "only {n} is available, e.g. gpu{n:03d}")
         return ()
     if count > 1 and "n" not in placeholders(pattern):
-        ctx.error(where, f"{count} instances would all be named {pattern!r}", "add {n}, e.g. gpu{n:03d}")
+        ctx.issues.error(where, f"{count} instances would all be named {pattern!r}", "add {n}, e.g. gpu{n:03d}")
         return ()
     names = tuple(expand(pattern, {"n": n}) for n in range(1, count + 1))
     bad = next((n for n in names if not DEVICE_NAME.fullmatch(n)), None)
     if bad is not None:
-        ctx.error(where, f"instance name {bad!r} is not a valid host name",
-                  "lower-case letters, digits and '-', at most 63 characters")
+        ctx.issues.error(where, f"instance name {bad!r} is not a valid host name",
+                         "lower-case letters, digits and '-', at most 63 characters")
     return names
 
 
@@ -200,14 +199,14 @@ def _placement(ctx: _Context) -> tuple[bool, str, str]:
     if ctx.provider != "aws":
         for key in ("capacity", "placement_group"):
             if key in spec:
-                ctx.error(("instances", key), f"{key} is for provider aws",
-                          "Alibaba Cloud instances always join a LowLatency deployment set")
+                ctx.issues.error(("instances", key), f"{key} is for provider aws",
+                                 "Alibaba Cloud instances always join a LowLatency deployment set")
         if spec["group"] != "instances":
-            ctx.error(("instances", "group"), "auto-scaling is for provider aws", "use group: instances")
+            ctx.issues.error(("instances", "group"), "auto-scaling is for provider aws", "use group: instances")
         return False, "", ""
     if spec.get("placement_group") and block:
-        ctx.error(("instances", "placement_group"), "a placement group cannot be combined with a capacity block",
-                  "Capacity Blocks are already co-located; remove placement_group")
+        ctx.issues.error(("instances", "placement_group"), "a placement group cannot be combined with a capacity block",
+                         "Capacity Blocks are already co-located; remove placement_group")
     return spec.get("placement_group", not block), kind, capacity.get("id", "")
 
 
@@ -229,22 +228,22 @@ def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any], itype: CloudInst
     where: PathKey = ("filesystems", i)
     kind = spec["kind"]
     if kind != FILESYSTEM_KIND[ctx.provider]:
-        ctx.error((*where, "kind"), f"{kind} is not available on {ctx.provider}",
-                  f"use kind: {FILESYSTEM_KIND[ctx.provider]}")
+        ctx.issues.error((*where, "kind"), f"{kind} is not available on {ctx.provider}",
+                         f"use kind: {FILESYSTEM_KIND[ctx.provider]}")
         return None
     facts = ctx.facts["filesystems"][kind]
     if not _capacity_ok(spec["capacity_gib"], facts):
-        ctx.error((*where, "capacity_gib"), f"{kind} does not accept {spec['capacity_gib']} GiB",
-                  f"valid: {_capacity_values(facts)}")
+        ctx.issues.error((*where, "capacity_gib"), f"{kind} does not accept {spec['capacity_gib']} GiB",
+                         f"valid: {_capacity_values(facts)}")
     if kind == "fsx-lustre":
         return _fsx(ctx, where, spec, facts, itype)
     for key in ("efa", "metadata_iops"):
         if key in spec:
-            ctx.error((*where, key), f"{key} is for fsx-lustre", f"remove {key}")
+            ctx.issues.error((*where, key), f"{key} is for fsx-lustre", f"remove {key}")
     storage_types = facts["storage_types"]
     if str(spec["throughput"]) not in storage_types:
-        ctx.error((*where, "throughput"), f"CPFS has no {spec['throughput']} MB/s/TiB class",
-                  f"valid: {', '.join(sorted(storage_types))} MB/s/TiB")
+        ctx.issues.error((*where, "throughput"), f"CPFS has no {spec['throughput']} MB/s/TiB class",
+                         f"valid: {', '.join(sorted(storage_types))} MB/s/TiB")
     return CloudFileSystem(kind, spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
                            storage_type=storage_types.get(str(spec["throughput"]), ""))
 
@@ -254,16 +253,17 @@ def _fsx(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[
     """FSx values AWS accepts; EFA on by default where the instances can be its EFA clients (Nitro v4 or later)."""
     efa_client = itype is None or itype.fsx_efa_interfaces > 0
     if spec.get("efa") and itype is not None and not efa_client:
-        ctx.error((*where, "efa"), f"{itype.name} cannot be an EFA client of FSx for Lustre",
-                  "FSx EFA clients need Nitro v4 or later; set efa: false to reach the file system over TCP")
+        ctx.issues.error((*where, "efa"), f"{itype.name} cannot be an EFA client of FSx for Lustre",
+                         "FSx EFA clients need Nitro v4 or later; set efa: false to reach the file system over TCP")
     if spec["throughput"] not in facts["throughputs"]:
-        ctx.error((*where, "throughput"), f"{facts['deployment_type']} does not accept {spec['throughput']} MB/s/TiB",
-                  f"valid: {', '.join(map(str, facts['throughputs']))}")
+        ctx.issues.error((*where, "throughput"),
+                         f"{facts['deployment_type']} does not accept {spec['throughput']} MB/s/TiB",
+                         f"valid: {', '.join(map(str, facts['throughputs']))}")
     iops = spec.get("metadata_iops")
     if iops is not None and iops not in facts["metadata_iops_small"] and iops % facts["metadata_iops_step"]:
-        ctx.error((*where, "metadata_iops"), f"FSx does not accept {iops} metadata IOPS",
-                  f"valid: {', '.join(map(str, facts['metadata_iops_small']))} or a multiple of "
-                  f"{facts['metadata_iops_step']} up to 192000")
+        ctx.issues.error((*where, "metadata_iops"), f"FSx does not accept {iops} metadata IOPS",
+                         f"valid: {', '.join(map(str, facts['metadata_iops_small']))} or a multiple of "
+                         f"{facts['metadata_iops_step']} up to 192000")
     return CloudFileSystem(spec["kind"], spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
                            spec.get("efa", efa_client), iops)
 
@@ -274,8 +274,8 @@ def _filesystems(ctx: _Context, itype: CloudInstanceType | None) -> tuple[CloudF
     for i, spec in enumerate(ctx.spec["filesystems"]):
         for key in ("name", "mountpoint"):
             if (key, spec[key]) in seen:
-                ctx.error(("filesystems", i, key), f"{key} {spec[key]!r} is used twice",
-                          f"also used by filesystems[{seen[(key, spec[key])]}]")
+                ctx.issues.error(("filesystems", i, key), f"{key} {spec[key]!r} is used twice",
+                                 f"also used by filesystems[{seen[(key, spec[key])]}]")
             seen.setdefault((key, spec[key]), i)
         fs = _filesystem(ctx, i, spec, itype)
         if fs is not None:
@@ -289,24 +289,25 @@ def _alibaba_names(ctx: _Context, cluster: str, names: tuple[str, ...]) -> None:
     if ctx.provider != "alicloud":
         return
     if not cluster[:1].isalpha():
-        ctx.issues.append(ctx.doc.issue(("metadata", "name"), f"{cluster!r} cannot name Alibaba Cloud resources",
-                                        "Alibaba Cloud names start with a letter: rename the cluster"))
+        ctx.issues.root().error(("metadata", "name"), f"{cluster!r} cannot name Alibaba Cloud resources",
+                              "Alibaba Cloud names start with a letter: rename the cluster")
     bad = next((name for name in names if not name[:1].isalpha()), None)
     if bad is not None:
-        ctx.error(("instances", "name"), f"instance name {bad!r} cannot name an ECS instance",
-                  "Alibaba Cloud names start with a letter, e.g. gpu{n:03d}")
+        ctx.issues.error(("instances", "name"), f"instance name {bad!r} cannot name an ECS instance",
+                         "Alibaba Cloud names start with a letter, e.g. gpu{n:03d}")
 
 
-def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
-    """The Cluster of a cloud spec (no racks, nodes or fabrics); raise SpecError with every issue."""
-    ctx = _Context(doc, data["cloud"])
+def build(context: BuildContext, cluster: Cluster) -> Cluster:
+    """The cluster of a cloud spec: no racks, nodes or fabrics, one group of instances in one zone."""
+    data, top = context.data, context.issues
+    ctx = _Context(top.at("cloud"), data["cloud"])
     for section in ON_PREM_SECTIONS:
-        if section in doc.data:
-            ctx.issues.append(doc.issue((section,), f"a cloud cluster has no {section}",
-                                        f"remove {section}, or remove cloud for an on-premises cluster"))
+        if section in top.doc.data:
+            top.error((section,), f"a cloud cluster has no {section}",
+                      f"remove {section}, or remove cloud for an on-premises cluster")
     if not ctx.spec["zone"].startswith(ctx.spec["region"]):
-        ctx.error(("zone",), f"zone {ctx.spec['zone']} is not in region {ctx.spec['region']}",
-                  f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
+        ctx.issues.error(("zone",), f"zone {ctx.spec['zone']} is not in region {ctx.spec['region']}",
+                         f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
     vpc_id, vpc_cidr, subnets, public_subnet = _subnets(ctx)
     itype = _instance_type(ctx)
     interfaces = _interfaces(ctx, itype)
@@ -314,15 +315,12 @@ def build_cloud(doc: Document, data: Mapping[str, Any]) -> Cluster:
     _alibaba_names(ctx, data["metadata"]["name"], names)
     placement_group, capacity_kind, capacity_id = _placement(ctx)
     filesystems = _filesystems(ctx, itype)
-    if ctx.issues or itype is None:
-        raise SpecError(ctx.issues)
+    if itype is None:
+        return cluster
     spec, meta = ctx.spec, data["metadata"]
     instances = spec["instances"]
-    cloud = Cloud(ctx.provider, spec["region"], spec["zone"], vpc_id, vpc_cidr, subnets,
-                  tuple(spec["network"]["ssh_ingress"]), itype, names, instances["image"],
-                  instances.get("key_pair", ""), instances["group"], placement_group, capacity_kind, capacity_id,
-                  interfaces, filesystems,
-                  tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), doc.position(("cloud",)),
-                  public_subnet)
-    return Cluster(Metadata(meta["name"], meta["site"], meta.get("description", "")), NO_FACILITY,
-                   MappingProxyType({}), (), (), (), MappingProxyType({}), doc.digest, doc.source, cloud=cloud)
+    return replace(cluster, cloud=Cloud(
+        ctx.provider, spec["region"], spec["zone"], vpc_id, vpc_cidr, subnets, tuple(spec["network"]["ssh_ingress"]),
+        itype, names, instances["image"], instances.get("key_pair", ""), instances["group"], placement_group,
+        capacity_kind, capacity_id, interfaces, filesystems,
+        tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), ctx.issues.position(()), public_subnet))

@@ -1,0 +1,17 @@
+"""Ethernet and RoCE: the fabric's NOS, MTUs and lossless class, the switch configurations of every NOS in
+``nos/`` (one target each), the hosts' RoCE QoS, and the read-back of the lossless chain through hosts and
+switches."""
+
+from __future__ import annotations
+
+from fabricgen.features.ethernet import build, checks, host_roce, readback
+from fabricgen.features.ethernet.nos import systems
+from fabricgen.features.feature import Feature, Target, per_fabric
+
+FEATURE = Feature(
+    "ethernet",
+    build=per_fabric(build.build),
+    checks=(checks.shared_headroom_pool,),
+    targets=(Target("host-roce", host_roce.render), *(Target(name, nos.render) for name, nos in systems().items())),
+    readback=readback.readback,
+)

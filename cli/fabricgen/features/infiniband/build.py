@@ -5,16 +5,20 @@ the spec: engines the flavour has, ftree and LMC, pkeys, partition members, SM h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fabricgen.core.document import Document, PathKey
-from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.core.document import PathKey
+from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import did_you_mean
+from fabricgen.core.issues import Issues
+from fabricgen.features.feature import BuildContext
 from fabricgen.features.infiniband.guids import load_inventory
+from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.infiniband import GuidEntry, Ipoib, Partition, Qos, QosLevel, Secret, SubnetManager
-from fabricgen.model.nodes import Node
+from fabricgen.model.nodes import Node, rail_count
+from fabricgen.spec.validate import with_defaults
 
 # Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM/UFM adds the adaptive-routing ones.
 UPSTREAM_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
@@ -27,17 +31,15 @@ def parse_pkey(value: int | str) -> int:
     return (int(value, 16) if isinstance(value, str) else value) & 0x7FFF
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Context:
-    doc: Document
-    path: PathKey
+    """What a subnet manager section is checked against: the fabric's nodes and rails; ``issues`` is at the
+    section's path."""
+
+    issues: Issues
     nodes: Sequence[Node]
     attached_groups: tuple[str, ...]
     rails: int
-    issues: list[SpecIssue] = field(default_factory=list)
-
-    def error(self, where: PathKey, message: str, hint: str = "") -> None:
-        self.issues.append(self.doc.issue((*self.path, *where), message, hint))
 
 
 def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -51,10 +53,10 @@ def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
             where = ("routing_engine",) if len(engines) == 1 and isinstance(spec["routing_engine"], str) else (
                 "routing_engine", i)
             extra = " (it exists only in NVIDIA's OpenSM: use flavor: ufm)" if engine in UFM_ENGINES else ""
-            ctx.error(where, f"routing engine {engine!r} is not in {spec['flavor']}{extra}",
-                      did_you_mean(engine, known) or f"engines: {', '.join(known)}")
+            ctx.issues.error(where, f"routing engine {engine!r} is not in {spec['flavor']}{extra}",
+                             did_you_mean(engine, known) or f"engines: {', '.join(known)}")
     if "ftree" in engines and spec["lmc"] > 0:
-        ctx.error(("lmc",), f"ftree does not support lmc > 0 (lmc is {spec['lmc']})", "use lmc: 0 with ftree")
+        ctx.issues.error(("lmc",), f"ftree does not support lmc > 0 (lmc is {spec['lmc']})", "use lmc: 0 with ftree")
     return engines
 
 
@@ -65,11 +67,11 @@ def _hosts(ctx: _Context, spec: Mapping[str, Any]) -> tuple[tuple[str, int], ...
     for i, host in enumerate(spec["hosts"]):
         name, priority = host["name"], host["priority"]
         if name not in attached:
-            ctx.error(("hosts", i, "name"), f"SM host {name!r} is not a node attached to this fabric",
-                      did_you_mean(name, sorted(attached)) or "an SM host needs an HCA on the fabric")
+            ctx.issues.error(("hosts", i, "name"), f"SM host {name!r} is not a node attached to this fabric",
+                             did_you_mean(name, sorted(attached)) or "an SM host needs an HCA on the fabric")
         if priority in priorities:
-            ctx.error(("hosts", i, "priority"), f"priority {priority} is also used by {priorities[priority]}",
-                      "SM HA needs distinct priorities (the highest wins)")
+            ctx.issues.error(("hosts", i, "priority"), f"priority {priority} is also used by {priorities[priority]}",
+                             "SM HA needs distinct priorities (the highest wins)")
         priorities[priority] = name
         hosts.append((name, priority))
     return tuple(hosts)
@@ -86,13 +88,13 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
     where: PathKey = ("partitions", i)
     pkey = parse_pkey(spec["pkey"])
     if pkey == 0:
-        ctx.error((*where, "pkey"), "pkey 0x0000 is invalid", "use 0x0001..0x7ffe (0x7fff is Default)")
+        ctx.issues.error((*where, "pkey"), "pkey 0x0000 is invalid", "use 0x0001..0x7ffe (0x7fff is Default)")
         return None
     if pkey == DEFAULT_PKEY and spec["name"] != "Default":
-        ctx.error((*where, "pkey"), "pkey 0x7fff is the Default partition's", "name this partition Default")
+        ctx.issues.error((*where, "pkey"), "pkey 0x7fff is the Default partition's", "name this partition Default")
     if pkey in seen:
-        ctx.error((*where, "pkey"), f"pkey 0x{pkey:04x} is also used by partition {seen[pkey]!r}",
-                  "pkeys are unique; the top bit (0x8000) is membership, not part of the key")
+        ctx.issues.error((*where, "pkey"), f"pkey 0x{pkey:04x} is also used by partition {seen[pkey]!r}",
+                         "pkeys are unique; the top bit (0x8000) is membership, not part of the key")
     seen[pkey] = spec["name"]
     members = spec["members"]
     members_all = members == "all"
@@ -102,25 +104,26 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
     known_nodes = {n.name for n in ctx.nodes if n.group in ctx.attached_groups}
     for j, group in enumerate(groups):
         if group not in ctx.attached_groups:
-            ctx.error((*where, "members", "groups", j), f"node group {group!r} is not attached to this fabric",
-                      did_you_mean(group, ctx.attached_groups))
+            ctx.issues.error((*where, "members", "groups", j), f"node group {group!r} is not attached to this fabric",
+                             did_you_mean(group, ctx.attached_groups))
     for j, node in enumerate(nodes):
         if node not in known_nodes:
-            ctx.error((*where, "members", "nodes", j), f"node {node!r} is not attached to this fabric",
-                      did_you_mean(node, sorted(known_nodes)))
+            ctx.issues.error((*where, "members", "nodes", j), f"node {node!r} is not attached to this fabric",
+                             did_you_mean(node, sorted(known_nodes)))
     for j, rail in enumerate(rails or ()):
         if rail >= ctx.rails:
-            ctx.error((*where, "members", "rails", j), f"rail {rail} does not exist",
-                      f"the fabric has rails 0..{ctx.rails - 1}")
+            ctx.issues.error((*where, "members", "rails", j), f"rail {rail} does not exist",
+                             f"the fabric has rails 0..{ctx.rails - 1}")
     ipoib_spec = spec.get("ipoib")
     ipoib = Ipoib(ipoib_spec["mtu"], ipoib_spec.get("rate_gbps"), ipoib_spec["sl"]) if ipoib_spec else None
     if ipoib and not members_all:
         full = _member_count(ctx, groups, nodes, rails, False) if spec["membership"] != "limited" else 0
         if full < 2:
-            ctx.error((*where, "members"), f"an IPoIB partition needs at least two full members; this has {full}",
-                      "OpenSM refuses it (ERR AC05): add members or make them full")
+            ctx.issues.error((*where, "members"),
+                             f"an IPoIB partition needs at least two full members; this has {full}",
+                             "OpenSM refuses it (ERR AC05): add members or make them full")
     return Partition(spec["name"], pkey, members_all, groups, nodes, rails, spec["membership"], ipoib,
-                     ctx.doc.position((*ctx.path, *where)))
+                     ctx.issues.position(where))
 
 
 def _partitions(ctx: _Context, spec: Mapping[str, Any]) -> tuple[Partition, ...]:
@@ -129,8 +132,8 @@ def _partitions(ctx: _Context, spec: Mapping[str, Any]) -> tuple[Partition, ...]
     out = []
     for i, entry in enumerate(spec["partitions"]):
         if entry["name"] in names:
-            ctx.error(("partitions", i, "name"), f"partition {entry['name']!r} is listed twice",
-                      f"first as partitions[{names[entry['name']]}]")
+            ctx.issues.error(("partitions", i, "name"), f"partition {entry['name']!r} is listed twice",
+                             f"first as partitions[{names[entry['name']]}]")
             continue
         names[entry["name"]] = i
         partition = _partition(ctx, i, entry, seen)
@@ -146,9 +149,9 @@ def _qos(ctx: _Context, spec: Mapping[str, Any] | None, partitions: Sequence[Par
     levels = []
     for i, level in enumerate(spec.get("levels", [{"ulp": "default", "sl": 0}])):
         if "partition" in level and level["partition"] not in names:
-            ctx.error(("qos", "levels", i, "partition"), f"QoS rule names partition {level['partition']!r}, "
-                                                         "which does not exist",
-                      did_you_mean(level["partition"], names) or "OpenSM fails such a policy (ERR AC14)")
+            ctx.issues.error(("qos", "levels", i, "partition"), f"QoS rule names partition {level['partition']!r}, "
+                                                                "which does not exist",
+                             did_you_mean(level["partition"], names) or "OpenSM fails such a policy (ERR AC14)")
         levels.append(QosLevel(level["sl"], level.get("partition"), level.get("ulp")))
     return Qos(spec["max_vls"], spec["high_limit"], spec["vlarb_high"], spec["vlarb_low"], spec["sl2vl"],
                tuple(levels))
@@ -160,7 +163,7 @@ def _guids(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Gu
         return "unknown", {}
     if source == "simulated":
         return "simulated", {}
-    path = Path(ctx.doc.source).parent / source["file"]
+    path = Path(ctx.issues.doc.source).parent / source["file"]
     try:
         return "inventory", load_inventory(path)
     except SpecError as exc:
@@ -168,10 +171,25 @@ def _guids(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Gu
         return "unknown", {}
 
 
-def build_subnet_manager(doc: Document, path: PathKey, spec: Mapping[str, Any], nodes: Sequence[Node],
-                         attached_groups: tuple[str, ...], rails: int, issues: list[SpecIssue]) -> SubnetManager:
-    """The model of one fabric's subnet manager; problems are appended to ``issues``."""
-    ctx = _Context(doc, path, nodes, attached_groups, rails)
+def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:
+    """The fabric with its subnet manager: an InfiniBand fabric always has one (the schema's defaults when the
+    spec gives none); any other fabric may not."""
+    path, spec = context.fabric_spec(fabric)
+    if fabric.type is FabricType.INFINIBAND and "subnet_manager" not in spec:
+        spec = {**spec, "subnet_manager": with_defaults({}, "sections/subnet_manager.schema.json")}
+    if "subnet_manager" not in spec:
+        return fabric
+    if fabric.type is not FabricType.INFINIBAND:
+        context.issues.error((*path, "subnet_manager"), "only InfiniBand fabrics have a subnet manager",
+                             "remove subnet_manager or use type: infiniband")
+        return fabric
+    profiles = {g.pattern: cluster.profiles[g.profile] for g in cluster.groups if g.pattern in fabric.node_groups}
+    ctx = _Context(context.issues.at(*path, "subnet_manager"), cluster.nodes, fabric.node_groups,
+                   rail_count(profiles.values()))
+    return replace(fabric, subnet_manager=_subnet_manager(ctx, spec["subnet_manager"]))
+
+
+def _subnet_manager(ctx: _Context, spec: Mapping[str, Any]) -> SubnetManager:
     engines = _engines(ctx, spec)
     hosts = _hosts(ctx, spec)
     partitions = _partitions(ctx, spec)
@@ -179,7 +197,6 @@ def build_subnet_manager(doc: Document, path: PathKey, spec: Mapping[str, Any], 
     keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
                  for name, k in sorted(spec.get("keys", {}).items()))
     guids, inventory = _guids(ctx, spec)
-    issues.extend(ctx.issues)
     return SubnetManager(spec["flavor"], engines, spec["fallback_to_minhop"], hosts, spec["lmc"],
                          spec["sweep_interval"], spec["config_dir"], partitions, qos, keys, guids, inventory,
-                         doc.position(path))
+                         ctx.issues.position(()))

@@ -6,12 +6,14 @@ resource names of their own, and a workload profile that is attached and has the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from fabricgen.core.document import Document, PathKey
-from fabricgen.core.errors import SpecIssue
+from fabricgen.core.document import PathKey
 from fabricgen.core.hints import did_you_mean
-from fabricgen.model.cluster import Fabric, FabricRole
+from fabricgen.core.issues import Issues
+from fabricgen.features.feature import BuildContext
+from fabricgen.model.cluster import Cluster, Fabric, FabricRole, FabricType
 from fabricgen.model.kubernetes import Kubernetes, Workload
 from fabricgen.model.nodes import Nic, Node, NodeProfile
 from fabricgen.model.sriov import Sriov
@@ -42,7 +44,7 @@ def pod_network_name(fabric: Fabric, slot: int) -> str:
 
 def pod_resource(fabric: Fabric, slot: int) -> str:
     """The device plugin resource of a pod network: its name with '_' for '-', so fabrics ``a-b`` and ``a_b``
-    would share one (:func:`build_kubernetes` refuses that)."""
+    would share one (:func:`build` refuses that)."""
     return pod_network_name(fabric, slot).replace("-", "_")
 
 
@@ -51,38 +53,38 @@ def uses_vfs(spec: Mapping[str, Any]) -> bool:
     return bool(spec["operator"] != "none" or spec["cni"] == "sriov")
 
 
-def _fabrics(doc: Document, spec: Mapping[str, Any], fabrics: Sequence[Fabric], issues: list[SpecIssue]
+def _fabrics(spec: Mapping[str, Any], fabrics: Sequence[Fabric], issues: Issues
              ) -> tuple[str, ...]:
     by_name = {f.name: f for f in fabrics}
     if "fabrics" not in spec:
         chosen = tuple(f.name for f in fabrics if f.sriov is not None)
         if not chosen:
-            issues.append(doc.issue(("kubernetes",), "no fabric has sriov, so no rail becomes a pod network",
-                                    "add sriov to a fabric, or list fabrics (with cni: host-device)"))
+            issues.error(("kubernetes",), "no fabric has sriov, so no rail becomes a pod network",
+                         "add sriov to a fabric, or list fabrics (with cni: host-device)")
         return chosen
     for i, name in enumerate(spec["fabrics"]):
         where: PathKey = ("kubernetes", "fabrics", i)
         fabric = by_name.get(name)
         if fabric is None:
-            issues.append(doc.issue(where, f"unknown fabric {name!r}", did_you_mean(name, by_name)))
+            issues.error(where, f"unknown fabric {name!r}", did_you_mean(name, by_name))
         elif fabric.sriov is None and uses_vfs(spec):
-            issues.append(doc.issue(where, f"fabric {name!r} has no sriov section, so it has no VFs for pods",
-                                    "add fabrics.<name>.sriov, or use operator: none with cni: host-device"))
+            issues.error(where, f"fabric {name!r} has no sriov section, so it has no VFs for pods",
+                         "add fabrics.<name>.sriov, or use operator: none with cni: host-device")
     return tuple(name for name in spec["fabrics"] if name in by_name)
 
 
-def _addressing(doc: Document, chosen: Sequence[str], fabrics: Sequence[Fabric], issues: list[SpecIssue]) -> None:
+def _addressing(chosen: Sequence[str], fabrics: Sequence[Fabric], issues: Issues) -> None:
     """Pod addresses come from the fabric's address plan (whereabouts ranges): a fabric needs one."""
     for fabric in fabrics:
         if fabric.name in chosen and fabric.addressing is None:
-            kind = "IPoIB host addressing" if fabric.type == "infiniband" else "addressing"
-            issues.append(doc.issue(("fabrics", fabric.name), f"fabric {fabric.name!r} carries pod networks but has "
-                                                              "no address plan for their IP ranges",
-                                    f"add {kind} to the fabric"))
+            kind = "IPoIB host addressing" if fabric.type is FabricType.INFINIBAND else "addressing"
+            issues.error(("fabrics", fabric.name), f"fabric {fabric.name!r} carries pod networks but has "
+                                                   "no address plan for their IP ranges",
+                         f"add {kind} to the fabric")
 
 
-def _resources(doc: Document, chosen: Sequence[str], fabrics: Sequence[Fabric], nodes: Sequence[Node],
-               issues: list[SpecIssue]) -> None:
+def _resources(chosen: Sequence[str], fabrics: Sequence[Fabric], nodes: Sequence[Node],
+               issues: Issues) -> None:
     """Two pod networks with one resource name would hand pods each other's VFs (or PFs)."""
     owners: dict[str, str] = {}
     for fabric in fabrics:
@@ -93,14 +95,14 @@ def _resources(doc: Document, chosen: Sequence[str], fabrics: Sequence[Fabric], 
         for resource in (pod_resource(fabric, slot) for slot in slots):
             owner = owners.setdefault(resource, fabric.name)
             if owner != fabric.name:
-                issues.append(doc.issue(("fabrics", fabric.name), f"fabrics {owner!r} and {fabric.name!r} both map to "
-                                                                  f"the Kubernetes resource name {resource!r}",
-                                        "rename one of them: resource names replace '-' with '_'"))
+                issues.error(("fabrics", fabric.name), f"fabrics {owner!r} and {fabric.name!r} both map to "
+                                                       f"the Kubernetes resource name {resource!r}",
+                             "rename one of them: resource names replace '-' with '_'")
                 break
 
 
-def _workload(doc: Document, spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Sequence[Fabric],
-              nodes: Sequence[Node], issues: list[SpecIssue]) -> Workload | None:
+def _workload(spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Sequence[Fabric],
+              nodes: Sequence[Node], issues: Issues) -> Workload | None:
     if spec is None:
         return None
     groups = {g for f in fabrics if f.name in chosen for g in _pod_groups(f)}
@@ -109,21 +111,24 @@ def _workload(doc: Document, spec: Mapping[str, Any] | None, chosen: Sequence[st
     where: PathKey = ("kubernetes", "workload")
     if name not in profiles:
         if profiles or "profile" in spec:
-            issues.append(doc.issue((*where, "profile"), f"node profile {name!r} has no compute node on the pod "
-                                                         "networks' fabrics", did_you_mean(name, profiles)))
+            issues.error((*where, "profile"), f"node profile {name!r} has no compute node on the pod "
+                                              "networks' fabrics", did_you_mean(name, profiles))
         return None
     if spec["gpus"] > profiles[name].gpus:
-        issues.append(doc.issue((*where, "gpus"), f"the pod asks for {spec['gpus']} GPUs but a {name} node has "
-                                                  f"{profiles[name].gpus}", f"at most {profiles[name].gpus}"))
+        issues.error((*where, "gpus"), f"the pod asks for {spec['gpus']} GPUs but a {name} node has "
+                                       f"{profiles[name].gpus}", f"at most {profiles[name].gpus}")
     return Workload(spec["name"], spec["image"], spec["gpus"], name, spec["shm_size"], tuple(spec["command"]))
 
 
-def build_kubernetes(doc: Document, spec: Mapping[str, Any], fabrics: Sequence[Fabric], nodes: Sequence[Node],
-                     issues: list[SpecIssue]) -> Kubernetes:
-    """The model of the Kubernetes section; problems are appended to ``issues``."""
-    chosen = _fabrics(doc, spec, fabrics, issues)
-    _addressing(doc, chosen, fabrics, issues)
-    _resources(doc, chosen, fabrics, nodes, issues)
-    workload = _workload(doc, spec.get("workload"), chosen, fabrics, nodes, issues)
-    return Kubernetes(spec["namespace"], spec["operator"], spec["operator_namespace"], spec["cni"],
-                      spec["resource_prefix"], chosen, spec["rdma_hca_max"], workload, doc.position(("kubernetes",)))
+def build(context: BuildContext, cluster: Cluster) -> Cluster:
+    """The cluster with its Kubernetes section, when the spec has one."""
+    if "kubernetes" not in context.data:
+        return cluster
+    spec, issues, fabrics, nodes = context.data["kubernetes"], context.issues, cluster.fabrics, cluster.nodes
+    chosen = _fabrics(spec, fabrics, issues)
+    _addressing(chosen, fabrics, issues)
+    _resources(chosen, fabrics, nodes, issues)
+    workload = _workload(spec.get("workload"), chosen, fabrics, nodes, issues)
+    return replace(cluster, kubernetes=Kubernetes(
+        spec["namespace"], spec["operator"], spec["operator_namespace"], spec["cni"], spec["resource_prefix"], chosen,
+        spec["rdma_hca_max"], workload, issues.position(("kubernetes",))))

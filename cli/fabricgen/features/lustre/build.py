@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
 from netaddr import IPAddress, IPNetwork
 
-from fabricgen.core.document import Document, PathKey
-from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
+from fabricgen.core.document import PathKey
+from fabricgen.core.errors import Finding, Severity, SpecError
 from fabricgen.core.hints import did_you_mean
+from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
 from fabricgen.core.resources import data_dir
+from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster, Fabric
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
 from fabricgen.model.nodes import NicRole, NodeGroup, NodeProfile
@@ -126,24 +128,22 @@ def format_size(size: int) -> str:
 
 
 # -- build ------------------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class _Context:
-    doc: Document
+    """What the ``lustre`` section is checked against: the cluster's profiles, node groups and fabrics."""
+
+    issues: Issues
     profiles: Mapping[str, NodeProfile]
     groups: Mapping[str, NodeGroup]
     fabrics: Mapping[str, Fabric]
-    issues: list[SpecIssue] = field(default_factory=list)
-
-    def error(self, path: PathKey, message: str, hint: str = "") -> None:
-        self.issues.append(self.doc.issue(path, message, hint))
 
 
 def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> str:
     default = "tcp" if fabric.type == "ethernet" else "o2ib"
     network = canonical_network(spec.get("network", default))
     if network.startswith("o2ib") and fabric.type == "ethernet":
-        ctx.error((*path, "network"), f"LNet network {network} needs RDMA but fabric {fabric.name} is plain "
-                                      "Ethernet", "use tcp, or make the fabric type roce")
+        ctx.issues.error((*path, "network"), f"LNet network {network} needs RDMA but fabric {fabric.name} is plain "
+                                             "Ethernet", "use tcp, or make the fabric type roce")
     return network
 
 
@@ -161,7 +161,7 @@ def _mgs(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fa
             if nid is None:
                 continue
             if str(nid) in seen:
-                ctx.error(where, f"NID {nid} is listed twice", "each MGS NID belongs to one failover node")
+                ctx.issues.error(where, f"NID {nid} is listed twice", "each MGS NID belongs to one failover node")
             seen[str(nid)] = where
             nids.append(str(nid))
         nodes.append(tuple(nids))
@@ -171,19 +171,20 @@ def _mgs(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fa
 def _checked_nid(ctx: _Context, where: PathKey, text: str, network: str, fabric: Fabric,
                  pool: IPNetwork | None) -> Nid | None:
     if ":" in text or "," in text:
-        ctx.error(where, f"{text!r} holds several NIDs", "list failover MGS nodes as separate entries and the NIDs "
-                                                         "of one node as a list: mgs: [[a@o2ib, b@o2ib], c@o2ib]")
+        ctx.issues.error(where, f"{text!r} holds several NIDs",
+                         "list failover MGS nodes as separate entries and the NIDs of one node as a list: "
+                         "mgs: [[a@o2ib, b@o2ib], c@o2ib]")
         return None
     nid = parse_nid(text)
     if nid is None:
-        ctx.error(where, f"{text!r} is not a NID", "an IPv4 address, '@' and an LNet network: 10.20.255.1@o2ib")
+        ctx.issues.error(where, f"{text!r} is not a NID", "an IPv4 address, '@' and an LNet network: 10.20.255.1@o2ib")
         return None
     if nid.network != network:
-        ctx.error(where, f"NID {text} is on LNet network {nid.network}, not {network}",
-                  "the client reaches the MGS on the file system's network (no LNet routers are planned)")
+        ctx.issues.error(where, f"NID {text} is on LNet network {nid.network}, not {network}",
+                         "the client reaches the MGS on the file system's network (no LNet routers are planned)")
     if pool is not None and IPAddress(nid.ip) not in pool:
-        ctx.error(where, f"{nid.ip} is outside the host pool {pool.cidr} of fabric {fabric.name}",
-                  "the MGS must be reachable on that fabric: give it an address from addressing.hosts")
+        ctx.issues.error(where, f"{nid.ip} is outside the host pool {pool.cidr} of fabric {fabric.name}",
+                         "the MGS must be reachable on that fabric: give it an address from addressing.hosts")
     return nid
 
 
@@ -194,9 +195,9 @@ def _groups(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabri
     for i, pattern in enumerate(spec["nodes"]):
         if pattern not in fabric.node_groups:
             known = pattern in ctx.groups
-            ctx.error((*path, "nodes", i), f"node group {pattern!r} is not attached to fabric {fabric.name}"
-                      if known else f"unknown node group {pattern!r}",
-                      "attach it to the fabric" if known else did_you_mean(pattern, fabric.node_groups))
+            ctx.issues.error((*path, "nodes", i), f"node group {pattern!r} is not attached to fabric {fabric.name}"
+                             if known else f"unknown node group {pattern!r}",
+                             "attach it to the fabric" if known else did_you_mean(pattern, fabric.node_groups))
         else:
             chosen.append(pattern)
     return tuple(chosen)
@@ -207,26 +208,27 @@ def _interfaces(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: F
     on_fabric = [n.netdev for n in profile.nics(fabric.role.nic_role) if n.netdev]
     if "interfaces" not in spec:
         if not on_fabric:
-            ctx.error(path, f"node profile {profile.name} names no interface on fabric {fabric.name}",
-                      f"give its {fabric.role.nic_role.value} NICs a netdev, or list interfaces")
+            ctx.issues.error(path, f"node profile {profile.name} names no interface on fabric {fabric.name}",
+                             f"give its {fabric.role.nic_role.value} NICs a netdev, or list interfaces")
         return tuple(on_fabric)
     everywhere = {n.netdev: n.role for role in NicRole for n in profile.nics(role) if n.netdev}
     for i, netdev in enumerate(spec["interfaces"]):
         if netdev not in everywhere:
-            ctx.error((*path, "interfaces", i), f"node profile {profile.name} has no interface {netdev!r}",
-                      did_you_mean(netdev, on_fabric) or f"its interfaces on {fabric.name}: {', '.join(on_fabric)}")
+            ctx.issues.error((*path, "interfaces", i), f"node profile {profile.name} has no interface {netdev!r}",
+                             did_you_mean(netdev, on_fabric)
+                             or f"its interfaces on {fabric.name}: {', '.join(on_fabric)}")
         elif netdev not in on_fabric:
-            ctx.error((*path, "interfaces", i), f"{netdev} is one of node profile {profile.name}'s "
-                                                f"{everywhere[netdev].value} NICs, not attached to fabric "
-                                                f"{fabric.name}",
-                      f"its interfaces on {fabric.name}: {', '.join(on_fabric) or 'none'}")
+            ctx.issues.error((*path, "interfaces", i), f"{netdev} is one of node profile {profile.name}'s "
+                                                       f"{everywhere[netdev].value} NICs, not attached to fabric "
+                                                       f"{fabric.name}",
+                             f"its interfaces on {fabric.name}: {', '.join(on_fabric) or 'none'}")
     return tuple(spec["interfaces"])
 
 
 def _ram_mib(ctx: _Context, path: PathKey, profile: NodeProfile) -> int | None:
     if profile.memory_gb is None:
-        ctx.error(path, f"node profile {profile.name} mounts it but does not state its RAM",
-                  f"set node_profiles.{profile.name}.memory_gb: Lustre's client limits depend on it")
+        ctx.issues.error(path, f"node profile {profile.name} mounts it but does not state its RAM",
+                         f"set node_profiles.{profile.name}.memory_gb: Lustre's client limits depend on it")
         return None
     return profile.memory_gb * 1024
 
@@ -263,7 +265,7 @@ def _client(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fsname: str,
                                          f"(RAM/{round(1 / rule['ram_fraction'])})"))
         failed = next((why for ok, why in limits if not ok), None)
         if failed:
-            ctx.error(where, f"{name} {value} is out of range", failed)
+            ctx.issues.error(where, f"{name} {value} is out of range", failed)
         out.append(LustreTunable(name, rule["param"].replace("{fs}", fsname), value, rule["why"]))
     return tuple(out)
 
@@ -285,7 +287,7 @@ def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, f
     ]
     for name, value, ok, why in checks:
         if not ok:
-            ctx.error(_value_path(path, spec, name, "fabric"), f"{name} {value} is out of range", why)
+            ctx.issues.error(_value_path(path, spec, name, "fabric"), f"{name} {value} is out of range", why)
     common = (("peer_timeout", data["peer_timeout"]), ("peer_credits", pc), ("peer_buffer_credits", 0),
               ("credits", values["credits"]))
     lnd = "tcp" if network.startswith("tcp") else "o2ib"
@@ -309,29 +311,30 @@ def _components(ctx: _Context, where: PathKey, spec: Sequence[Mapping[str, Any]]
         stripe_size = parse_size(entry["stripe_size"]) if "stripe_size" in entry else None
         last = i == len(spec) - 1
         if end == -1 and not last:
-            ctx.error((*at, "end"), "only the last component may end at EOF (-1)", "components run in file order")
+            ctx.issues.error((*at, "end"), "only the last component may end at EOF (-1)",
+                             "components run in file order")
         elif end != -1 and end <= previous:
-            ctx.error((*at, "end"), f"component ends at {format_size(end)}, not after the previous end "
-                                    f"{format_size(previous)}", "component ends must grow")
+            ctx.issues.error((*at, "end"), f"component ends at {format_size(end)}, not after the previous end "
+                                           f"{format_size(previous)}", "component ends must grow")
         elif last and end != -1:
-            ctx.error((*at, "end"), f"the last component ends at {format_size(end)}, not at EOF",
-                      "end the layout with end: -1, or writes past it fail")
+            ctx.issues.error((*at, "end"), f"the last component ends at {format_size(end)}, not at EOF",
+                             "end the layout with end: -1, or writes past it fail")
         if entry["mdt"]:
             if i > 0:
-                ctx.error((*at, "mdt"), "only the first component can be on the MDT", "Data-on-MDT holds the "
-                                                                                      "start of a file")
+                ctx.issues.error((*at, "mdt"), "only the first component can be on the MDT", "Data-on-MDT holds the "
+                                                                                             "start of a file")
             if "stripe_count" in entry or stripe_size is not None:
-                ctx.error(at, "a Data-on-MDT component has no stripes", "remove stripe_count and stripe_size")
+                ctx.issues.error(at, "a Data-on-MDT component has no stripes", "remove stripe_count and stripe_size")
             if end == -1 or end > DOM_MAX:
-                ctx.error((*at, "end"), "a Data-on-MDT component must end at 1G or below",
-                          "lod.*.dom_stripesize is at most 1 GiB")
+                ctx.issues.error((*at, "end"), "a Data-on-MDT component must end at 1G or below",
+                                 "lod.*.dom_stripesize is at most 1 GiB")
         size = stripe_size or DEFAULT_STRIPE_SIZE
         if stripe_size is not None and stripe_size % STRIPE_ALIGN:
-            ctx.error((*at, "stripe_size"), f"stripe size {format_size(stripe_size)} is not a multiple of 64K",
-                      "Lustre stripes in multiples of 64 KiB")
+            ctx.issues.error((*at, "stripe_size"), f"stripe size {format_size(stripe_size)} is not a multiple of 64K",
+                             "Lustre stripes in multiples of 64 KiB")
         elif end > 0 and not entry["mdt"] and end % size:
-            ctx.error((*at, "end"), f"component end {format_size(end)} is not a multiple of its stripe size "
-                                    f"{format_size(size)}", "lfs refuses extents that split a stripe")
+            ctx.issues.error((*at, "end"), f"component end {format_size(end)} is not a multiple of its stripe size "
+                                           f"{format_size(size)}", "lfs refuses extents that split a stripe")
         previous = max(previous, end)
         out.append(LustreComponent(end, entry.get("stripe_count"), stripe_size, entry["mdt"]))
     return tuple(out)
@@ -342,8 +345,8 @@ def _layouts(ctx: _Context, path: PathKey, spec: Mapping[str, Any]) -> tuple[Lus
     out = []
     for i, layout in enumerate(spec["layouts"]):
         if layout["path"] in seen:
-            ctx.error((*path, "layouts", i, "path"), f"directory {layout['path']!r} has two layouts",
-                      f"first as layouts[{seen[layout['path']]}]")
+            ctx.issues.error((*path, "layouts", i, "path"), f"directory {layout['path']!r} has two layouts",
+                             f"first as layouts[{seen[layout['path']]}]")
             continue
         seen[layout["path"]] = i
         components = _components(ctx, (*path, "layouts", i, "components"), layout["components"])
@@ -356,8 +359,8 @@ def _volume(ctx: _Context, path: PathKey, name: str, spec: Mapping[str, Any]) ->
     if k8s is None:
         return None
     if not DNS_LABEL.fullmatch(volume_name(name)):
-        ctx.error((*path, "kubernetes"), f"the volume name {volume_name(name)!r} is not a DNS label",
-                  "name the file system so that lustre-<name> (with '_' as '-') ends in a letter or digit")
+        ctx.issues.error((*path, "kubernetes"), f"the volume name {volume_name(name)!r} is not a DNS label",
+                         "name the file system so that lustre-<name> (with '_' as '-') ends in a letter or digit")
     return LustreVolume(k8s["access"], k8s["capacity"], k8s["namespace"], k8s.get("mount_path", spec["mountpoint"]))
 
 
@@ -365,11 +368,12 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     path: PathKey = ("lustre", name)
     fabric = ctx.fabrics.get(spec["fabric"])
     if fabric is None:
-        ctx.error((*path, "fabric"), f"unknown fabric {spec['fabric']!r}", did_you_mean(spec["fabric"], ctx.fabrics))
+        ctx.issues.error((*path, "fabric"), f"unknown fabric {spec['fabric']!r}",
+                         did_you_mean(spec["fabric"], ctx.fabrics))
         return None
     if fabric.addressing is None:
-        ctx.error((*path, "fabric"), f"fabric {fabric.name} has no address plan",
-                  "LNet NIDs are IP addresses: give the fabric addressing.hosts")
+        ctx.issues.error((*path, "fabric"), f"fabric {fabric.name} has no address plan",
+                         "LNet NIDs are IP addresses: give the fabric addressing.hosts")
     network = _network(ctx, path, spec, fabric)
     mgs = _mgs(ctx, path, spec, network, fabric)
     groups = _groups(ctx, path, spec, fabric)
@@ -381,7 +385,7 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     options = (*(o for o in spec["mount_options"] if o != "_netdev"), "_netdev")
     return LustreFs(name, spec["fsname"], mgs, spec["mountpoint"], fabric.name, groups, interfaces, lnet, options,
                     spec["tuning"]["profile"], client, _layouts(ctx, path, spec), _volume(ctx, path, name, spec),
-                    ctx.doc.position(path))
+                    ctx.issues.position(path))
 
 
 def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
@@ -391,29 +395,27 @@ def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
         for fs in filesystems:
             value = getattr(fs, what)
             if value in owner:
-                ctx.error(("lustre", fs.name, what), f"{what} {value} is also used by {owner[value]}",
-                          f"each file system needs its own {what}")
+                ctx.issues.error(("lustre", fs.name, what), f"{what} {value} is also used by {owner[value]}",
+                                 f"each file system needs its own {what}")
             owner.setdefault(value, fs.name)
     lnet: dict[tuple[str, str], tuple[str, tuple[str, ...], LnetSettings]] = {}
     for fs in filesystems:
         for profile, netdevs in fs.interfaces.items():
             known = lnet.setdefault((profile, fs.lnet.network), (fs.name, netdevs, fs.lnet))
             if known[1:] != (netdevs, fs.lnet):
-                ctx.error(("lustre", fs.name, "tuning" if known[1] == netdevs else "interfaces"),
-                          f"node profile {profile} would configure LNet network {fs.lnet.network} differently for "
-                          f"{known[0]} and {fs.name}", "file systems on one network share its interfaces and LNet "
-                                                       "tunables")
+                ctx.issues.error(("lustre", fs.name, "tuning" if known[1] == netdevs else "interfaces"),
+                                 f"node profile {profile} would configure LNet network {fs.lnet.network} "
+                                 f"differently for {known[0]} and {fs.name}",
+                                 "file systems on one network share its interfaces and LNet tunables")
 
 
-def build_lustre(doc: Document, spec: Mapping[str, Any], profiles: Mapping[str, NodeProfile],
-                 groups: Sequence[NodeGroup], fabrics: Sequence[Fabric], issues: list[SpecIssue]
-                 ) -> tuple[LustreFs, ...]:
-    """The model of the ``lustre`` section; problems are appended to ``issues``."""
-    ctx = _Context(doc, profiles, {g.pattern: g for g in groups}, {f.name: f for f in fabrics})
-    built = [fs for name, entry in spec.items() if (fs := _filesystem(ctx, name, entry)) is not None]
+def build(context: BuildContext, cluster: Cluster) -> Cluster:
+    """The cluster with the file systems of the ``lustre`` section."""
+    ctx = _Context(context.issues, cluster.profiles, {g.pattern: g for g in cluster.groups},
+                   {f.name: f for f in cluster.fabrics})
+    built = [fs for name, entry in context.data["lustre"].items() if (fs := _filesystem(ctx, name, entry)) is not None]
     _shared(ctx, built)
-    issues.extend(ctx.issues)
-    return tuple(built)
+    return replace(cluster, lustre=tuple(built))
 
 
 # -- check over the compiled topology ---------------------------------------------------------------------------

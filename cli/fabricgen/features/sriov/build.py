@@ -1,6 +1,6 @@
-"""Build the ``sriov`` section of each fabric (and then the ``kubernetes`` section) into the model, with the
-checks a schema cannot express: the link type against the fabric type, VF counts against the NIC catalog, rails
-and devices that exist, per-link-type settings, and VF GUID/MAC ranges unique across the whole cluster.
+"""Build the ``sriov`` section of each fabric into the model, with the checks a schema cannot express: the link
+type against the fabric type, VF counts against the NIC catalog, rails and devices that exist, per-link-type
+settings, and VF GUID/MAC ranges unique across the whole cluster.
 
 VF addresses: VF ``v`` of port ``p`` (a compute port's rail, any other port's index) of the ``n``-th node of the
 cluster (0-based, spec order) gets ``base + n * 2^16 + p * 2^8 + v`` (:meth:`fabricgen.model.Sriov.offset`).
@@ -11,87 +11,75 @@ fabrics are checked not to overlap, so the whole cluster has distinct GUIDs (and
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from fabricgen.core.document import Document, PathKey
-from fabricgen.core.errors import Finding, Severity, SpecIssue
+from fabricgen.core.errors import Finding, Severity
 from fabricgen.core.hints import did_you_mean
+from fabricgen.core.issues import Issues
+from fabricgen.features.feature import BuildContext
 from fabricgen.features.infiniband.view import ib_fabric
-from fabricgen.features.kubernetes.build import build_kubernetes
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Cluster, Fabric
 from fabricgen.model.hardware import NicModel
-from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.nodes import Node, NodeProfile, rail_count
 from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
 
-LINK_TYPE = {"infiniband": "ib", "roce": "eth", "ethernet": "eth"}
 IPOIB_DATAGRAM_MTU = 4092  # enhanced IPoIB (mlx5, VFs included) runs datagram mode only: 4096 IB MTU - 4 B header
 ETHERNET_ONLY = ("mac_base", "trust", "spoofchk", "vlan", "qos", "min_tx_rate_mbps", "max_tx_rate_mbps")
 _MAX_VF_SLOT = 255
 
 
-@dataclass
-class _Context:
-    doc: Document
-    path: PathKey
-    issues: list[SpecIssue] = field(default_factory=list)
-
-    def error(self, where: PathKey, message: str, hint: str = "") -> None:
-        self.issues.append(self.doc.issue((*self.path, *where), message, hint))
-
-
-def _link_type(ctx: _Context, fabric: Fabric, spec: Mapping[str, Any]) -> str:
-    link_type = LINK_TYPE[fabric.type]
+def _link_type(issues: Issues, fabric: Fabric, spec: Mapping[str, Any]) -> str:
+    link_type = fabric.type.link_type
     stated = spec.get("link_type")
     if stated is not None and stated != link_type:
-        ctx.error(("link_type",), f"link_type {stated} contradicts the fabric type {fabric.type} (ports run "
-                                  f"{link_type})", "drop link_type: it follows the fabric type")
+        issues.error(("link_type",), f"link_type {stated} contradicts the fabric type {fabric.type} (ports run "
+                                     f"{link_type})", "drop link_type: it follows the fabric type")
     return link_type
 
 
-def _per_type_keys(ctx: _Context, link_type: str, spec: Mapping[str, Any]) -> None:
+def _per_type_keys(issues: Issues, link_type: str, spec: Mapping[str, Any]) -> None:
     if link_type == "ib":
         for key in ETHERNET_ONLY:
             if key in spec:
-                ctx.error((key,), f"{key} applies to Ethernet VFs only", "InfiniBand VFs take guid_base")
+                issues.error((key,), f"{key} applies to Ethernet VFs only", "InfiniBand VFs take guid_base")
         if "guid_base" not in spec:
-            ctx.error((), "InfiniBand VFs need guid_base", "e.g. guid_base: \"0x0002c90310000000\"; a VF with a zero "
-                                                           "GUID never links up")
+            issues.error((), "InfiniBand VFs need guid_base",
+                         "e.g. guid_base: \"0x0002c90310000000\"; a VF with a zero GUID never links up")
         return
     if "guid_base" in spec:
-        ctx.error(("guid_base",), "guid_base applies to InfiniBand VFs only", "Ethernet VFs take mac_base")
+        issues.error(("guid_base",), "guid_base applies to InfiniBand VFs only", "Ethernet VFs take mac_base")
     if spec.get("qos", 0) and not spec.get("vlan", 0):
-        ctx.error(("qos",), "qos is the priority of the VF's VLAN tag but no vlan is set", "set vlan or drop qos")
+        issues.error(("qos",), "qos is the priority of the VF's VLAN tag but no vlan is set", "set vlan or drop qos")
     low, high = spec.get("min_tx_rate_mbps", 0), spec.get("max_tx_rate_mbps", 0)
     if high and low > high:
-        ctx.error(("min_tx_rate_mbps",), f"min_tx_rate {low} Mb/s is above max_tx_rate {high} Mb/s",
-                  "the guaranteed rate cannot exceed the limit")
+        issues.error(("min_tx_rate_mbps",), f"min_tx_rate {low} Mb/s is above max_tx_rate {high} Mb/s",
+                     "the guaranteed rate cannot exceed the limit")
 
 
-def _mtu(ctx: _Context, fabric: Fabric, link_type: str, spec: Mapping[str, Any]) -> int:
+def _mtu(issues: Issues, fabric: Fabric, link_type: str, spec: Mapping[str, Any]) -> int:
     if link_type == "ib":
         mtu = int(spec.get("mtu", IPOIB_DATAGRAM_MTU))
         if mtu > IPOIB_DATAGRAM_MTU:
-            ctx.error(("mtu",), f"MTU {mtu} is above {IPOIB_DATAGRAM_MTU}, the most an IPoIB VF carries",
-                      "enhanced IPoIB VFs run datagram mode: at most 4092 with a 4K IB MTU")
+            issues.error(("mtu",), f"MTU {mtu} is above {IPOIB_DATAGRAM_MTU}, the most an IPoIB VF carries",
+                         "enhanced IPoIB VFs run datagram mode: at most 4092 with a 4K IB MTU")
         return mtu
     mtu = int(spec.get("mtu", fabric.host_mtu))
     if mtu > fabric.host_mtu:
-        ctx.error(("mtu",), f"VF MTU {mtu} is above the fabric's host_mtu {fabric.host_mtu}",
-                  "a VF's MTU cannot exceed its PF's")
+        issues.error(("mtu",), f"VF MTU {mtu} is above the fabric's host_mtu {fabric.host_mtu}",
+                     "a VF's MTU cannot exceed its PF's")
     return mtu
 
 
-def _groups(ctx: _Context, fabric: Fabric, spec: Mapping[str, Any]) -> tuple[str, ...]:
+def _groups(issues: Issues, fabric: Fabric, spec: Mapping[str, Any]) -> tuple[str, ...]:
     """The node groups that get VFs: the fabric's attached groups, or the listed subset of them."""
     if "nodes" not in spec:
         return fabric.node_groups
     for i, group in enumerate(spec["nodes"]):
         if group not in fabric.node_groups:
-            ctx.error(("nodes", i), f"node group {group!r} is not attached to this fabric",
-                      did_you_mean(group, fabric.node_groups) or f"groups: {', '.join(fabric.node_groups)}")
+            issues.error(("nodes", i), f"node group {group!r} is not attached to this fabric",
+                         did_you_mean(group, fabric.node_groups) or f"groups: {', '.join(fabric.node_groups)}")
     return tuple(g for g in fabric.node_groups if g in spec["nodes"])
 
 
@@ -100,69 +88,79 @@ def _profiles(groups: Sequence[str], nodes: Sequence[Node]) -> dict[str, NodePro
     return {n.profile.name: n.profile for n in nodes if n.group in chosen}
 
 
-def _selection(ctx: _Context, fabric: Fabric, sriov: Sriov, attached: Mapping[str, NodeProfile],
+def _selection(issues: Issues, fabric: Fabric, sriov: Sriov, attached: Mapping[str, NodeProfile],
                profiles: Mapping[str, NodeProfile]) -> None:
     """Rails and devices exist among the fabric's ports; the ports chosen on the nodes with VFs are usable."""
     role = fabric.role.nic_role
     if sriov.rails is not None:
         if fabric.role.value != "compute":
-            ctx.error(("rails",), "rails select compute NICs but this fabric attaches "
-                                  f"{role.value} NICs", "select ports with devices")
+            issues.error(("rails",), "rails select compute NICs but this fabric attaches "
+                                     f"{role.value} NICs", "select ports with devices")
         else:
             rails = rail_count(attached.values())
             for i, rail in enumerate(sriov.rails):
                 if rail >= rails:
-                    ctx.error(("rails", i), f"rail {rail} does not exist", f"the fabric has rails 0..{rails - 1}")
+                    issues.error(("rails", i), f"rail {rail} does not exist", f"the fabric has rails 0..{rails - 1}")
     known = sorted({nic.dev for p in attached.values() for nic in p.nics(role) if nic.dev})
     for i, dev in enumerate(sriov.devices or ()):
         if dev not in known:
-            ctx.error(("devices", i), f"no {role.value} NIC of this fabric has RDMA device {dev!r}",
-                      f"devices: {', '.join(known)}" if known else "the node profiles name no RDMA devices")
+            issues.error(("devices", i), f"no {role.value} NIC of this fabric has RDMA device {dev!r}",
+                         f"devices: {', '.join(known)}" if known else "the node profiles name no RDMA devices")
     ports = [(p, nic) for p in profiles.values() for nic in sriov.ports(p, role)]
     if profiles and not ports:
-        ctx.error((), "no NIC port of this fabric is selected", "check rails and devices")
+        issues.error((), "no NIC port of this fabric is selected", "check rails and devices")
     for profile, nic in ports:
         if not nic.netdev:
-            ctx.error((), f"NIC port {nic.port} of profile {profile.name} has no netdev",
-                      "name its netdev in the node profile: the setup script configures it by name")
+            issues.error((), f"NIC port {nic.port} of profile {profile.name} has no netdev",
+                         "name its netdev in the node profile: the setup script configures it by name")
         if Sriov.slot(nic) > _MAX_VF_SLOT:
-            ctx.error((), f"NIC port {nic.port} of profile {profile.name} is port {Sriov.slot(nic)}",
-                      "VF addresses number ports 0..255")
+            issues.error((), f"NIC port {nic.port} of profile {profile.name} is port {Sriov.slot(nic)}",
+                         "VF addresses number ports 0..255")
 
 
-def _vf_counts(ctx: _Context, fabric: Fabric, sriov: Sriov, profiles: Mapping[str, NodeProfile],
+def _vf_counts(issues: Issues, fabric: Fabric, sriov: Sriov, profiles: Mapping[str, NodeProfile],
                nic_models: Mapping[str, NicModel]) -> None:
     """The hardware limit: VFs per PF of every NIC model in use (the catalog's max_vfs, from NVIDIA's notes)."""
     if sriov.firmware_vfs < sriov.vfs_per_port:
-        ctx.error(("firmware_vfs",), f"firmware_vfs {sriov.firmware_vfs} is below vfs_per_port "
-                                     f"{sriov.vfs_per_port}", "the kernel cannot create more VFs than the firmware "
-                                                              "enables (sriov_totalvfs)")
+        issues.error(("firmware_vfs",), f"firmware_vfs {sriov.firmware_vfs} is below vfs_per_port "
+                                        f"{sriov.vfs_per_port}", "the kernel cannot create more VFs than the firmware "
+                                                                 "enables (sriov_totalvfs)")
     models = sorted({nic.model for p in profiles.values() for nic in sriov.ports(p, fabric.role.nic_role)})
     for name in models:
         model = nic_models.get(name)
         if model is None:
             continue  # reported with the profile
         if model.max_vfs is None:
-            ctx.error(("vfs_per_port",), f"the catalog gives no VF limit for NIC model {name}",
-                      f"add max_vfs to catalog.nics.{name} from the vendor's documentation")
+            issues.error(("vfs_per_port",), f"the catalog gives no VF limit for NIC model {name}",
+                         f"add max_vfs to catalog.nics.{name} from the vendor's documentation")
             continue
         for key, count in (("vfs_per_port", sriov.vfs_per_port), ("firmware_vfs", sriov.firmware_vfs)):
             if count > model.max_vfs:
-                ctx.error((key,), f"{count} VFs per port is more than a {name} allows ({model.max_vfs})",
-                          f"at most {model.max_vfs}")
+                issues.error((key,), f"{count} VFs per port is more than a {name} allows ({model.max_vfs})",
+                             f"at most {model.max_vfs}")
 
 
-def build_sriov(doc: Document, fabric: Fabric, spec: Mapping[str, Any], nodes: Sequence[Node],
-                nic_models: Mapping[str, NicModel], issues: list[SpecIssue]) -> Sriov:
-    """The model of one fabric's SR-IOV section; problems are appended to ``issues``."""
-    ctx = _Context(doc, ("fabrics", fabric.name, "sriov"))
-    link_type = _link_type(ctx, fabric, spec)
-    _per_type_keys(ctx, link_type, spec)
+def build(context: BuildContext, cluster: Cluster) -> Cluster:
+    """Every fabric with its SR-IOV section, then the VF address ranges checked across the cluster."""
+    fabrics = []
+    for fabric in cluster.fabrics:
+        path, spec = context.fabric_spec(fabric)
+        fabrics.append(fabric if "sriov" not in spec else replace(fabric, sriov=_sriov(
+            context.issues.at(*path, "sriov"), fabric, spec["sriov"], cluster.nodes, context.nic_models)))
+    check_vf_ranges(context.issues, fabrics, cluster.nodes)
+    return replace(cluster, fabrics=tuple(fabrics))
+
+
+def _sriov(issues: Issues, fabric: Fabric, spec: Mapping[str, Any], nodes: Sequence[Node],
+           nic_models: Mapping[str, NicModel]) -> Sriov:
+    """The model of one fabric's SR-IOV section."""
+    link_type = _link_type(issues, fabric, spec)
+    _per_type_keys(issues, link_type, spec)
     mac = spec.get("mac_base")
     mac_base = int(mac.replace(":", ""), 16) if mac else None
     if mac_base is not None and mac_base >> 40 & 1:
-        ctx.error(("mac_base",), f"{mac} is a multicast address", "VF MACs are unicast: clear bit 0 of the first "
-                                                                  "byte (02:... is locally administered unicast)")
+        issues.error(("mac_base",), f"{mac} is a multicast address", "VF MACs are unicast: clear bit 0 of the first "
+                                                                     "byte (02:... is locally administered unicast)")
     guid = spec.get("guid_base")
     sriov = Sriov(link_type, spec["vfs_per_port"], spec.get("firmware_vfs", spec["vfs_per_port"]),
                   tuple(spec["rails"]) if "rails" in spec else None,
@@ -170,11 +168,10 @@ def build_sriov(doc: Document, fabric: Fabric, spec: Mapping[str, Any], nodes: S
                   int(guid, 16) if guid and link_type == "ib" else None, mac_base if link_type == "eth" else None,
                   spec["link_state"], spec.get("trust", True), spec.get("spoofchk", True), spec.get("vlan", 0),
                   spec.get("qos", 0), spec.get("min_tx_rate_mbps", 0), spec.get("max_tx_rate_mbps", 0),
-                  _mtu(ctx, fabric, link_type, spec), doc.position(ctx.path), _groups(ctx, fabric, spec))
+                  _mtu(issues, fabric, link_type, spec), issues.position(()), _groups(issues, fabric, spec))
     profiles = _profiles(sriov.groups, nodes)
-    _selection(ctx, fabric, sriov, _profiles(fabric.node_groups, nodes), profiles)
-    _vf_counts(ctx, fabric, sriov, profiles, nic_models)
-    issues.extend(ctx.issues)
+    _selection(issues, fabric, sriov, _profiles(fabric.node_groups, nodes), profiles)
+    _vf_counts(issues, fabric, sriov, profiles, nic_models)
     return sriov
 
 
@@ -196,10 +193,9 @@ def colons(value: int, width: int) -> str:
     return ":".join(text[i:i + 2] for i in range(0, len(text), 2))
 
 
-def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> list[SpecIssue]:
+def check_vf_ranges(issues: Issues, fabrics: Sequence[Fabric], nodes: Sequence[Node]) -> None:
     """Every VF address of the cluster is distinct and valid: each range fits its width, no two ranges overlap,
     and a MAC range keeps its base's first byte (the multicast and locally administered bits live there)."""
-    issues: list[SpecIssue] = []
     spans: dict[str, list[tuple[int, int, str]]] = {"guid_base": [], "mac_base": []}
     for fabric in fabrics:
         sriov, span = fabric.sriov, vf_range(fabric, nodes)
@@ -211,22 +207,21 @@ def check_vf_ranges(doc: Document, fabrics: Sequence[Fabric], nodes: Sequence[No
             path = ("fabrics", fabric.name, "sriov", key)
             first, last = base + span[0], base + span[1]
             if base == 0:
-                issues.append(doc.issue(path, "a zero base gives VF 0 of the first node a zero address",
-                                        "zero GUIDs and MACs are invalid"))
+                issues.error(path, "a zero base gives VF 0 of the first node a zero address",
+                             "zero GUIDs and MACs are invalid")
             if last >= 1 << bits:
-                issues.append(doc.issue(path, f"the VFs need addresses up to {last:#x}, beyond {bits} bits",
-                                        f"use a base at most {(1 << bits) - 1 - span[1]:#x}"))
+                issues.error(path, f"the VFs need addresses up to {last:#x}, beyond {bits} bits",
+                             f"use a base at most {(1 << bits) - 1 - span[1]:#x}")
             elif key == "mac_base" and first >> 40 != last >> 40:  # the next first byte is odd: multicast
-                issues.append(doc.issue(path, f"the VF MACs run from {colons(first, 6)} to {colons(last, 6)}, "
-                                              "past the base's first byte into multicast addresses",
-                                        f"use a base at most {colons((first | (1 << 40) - 1) - span[1], 6)}"))
+                issues.error(path, f"the VF MACs run from {colons(first, 6)} to {colons(last, 6)}, past the base's "
+                                   "first byte into multicast addresses",
+                             f"use a base at most {colons((first | (1 << 40) - 1) - span[1], 6)}")
             for other_first, other_last, other in spans[key]:
                 if first <= other_last and other_first <= last:
-                    issues.append(doc.issue(path, f"VF addresses {first:#x}..{last:#x} overlap those of fabric "
-                                                  f"{other} ({other_first:#x}..{other_last:#x})",
-                                            "give each fabric a base outside the others' ranges"))
+                    issues.error(path, f"VF addresses {first:#x}..{last:#x} overlap those of fabric {other} "
+                                       f"({other_first:#x}..{other_last:#x})",
+                                 "give each fabric a base outside the others' ranges")
             spans[key].append((first, last, fabric.name))
-    return issues
 
 
 def vf_guids(fabric: Fabric, nodes: Sequence[Node]) -> dict[int, tuple[str, str, int]]:
@@ -257,17 +252,3 @@ def check_vf_guids(topology: Topology) -> Iterator[Finding]:
                           f"{clashes[0]:#018x}: {node} {pf} VF {vf} and {physical[clashes[0]]}",
                           "move guid_base out of the range of the fabric's own GUIDs",
                           ft.fabric.sriov.position if ft.fabric.sriov else None)
-
-
-def build_host_networking(doc: Document, data: Mapping[str, Any], fabrics: Sequence[Fabric], nodes: Sequence[Node],
-                          nic_models: Mapping[str, NicModel], issues: list[SpecIssue]
-                          ) -> tuple[tuple[Fabric, ...], Kubernetes | None]:
-    """Fabrics with their SR-IOV sections built, and the Kubernetes section; problems go to ``issues``."""
-    built = []
-    for fabric in fabrics:
-        spec = data["fabrics"][fabric.name].get("sriov")
-        built.append(fabric if spec is None else replace(
-            fabric, sriov=build_sriov(doc, fabric, spec, nodes, nic_models, issues)))
-    issues.extend(check_vf_ranges(doc, built, nodes))
-    kubernetes = build_kubernetes(doc, data["kubernetes"], built, nodes, issues) if "kubernetes" in data else None
-    return tuple(built), kubernetes

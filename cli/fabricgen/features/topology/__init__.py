@@ -1,0 +1,13 @@
+"""The compiled fabric itself: its structural checks (ports, rails, oversubscription, scalable units, rack units),
+the summary ``fabricgen explain`` prints and the ``topology`` target that writes it with every fabric's graph."""
+
+from __future__ import annotations
+
+from fabricgen.features.feature import Feature, Target
+from fabricgen.features.topology import checks, render
+
+FEATURE = Feature(
+    "topology",
+    checks=(checks.structure, checks.rack_collisions),
+    targets=(Target("topology", render.render),),
+)

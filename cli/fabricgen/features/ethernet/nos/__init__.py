@@ -1,0 +1,83 @@
+"""Network operating systems as data: each NOS is one module here (or a package, for SONiC) with its data file.
+
+A NOS module ``<name>.py`` (or package ``<name>/``) reads its ``<name>.yaml`` here with ``nos_data("<name>")``
+and exports ``NOS = Nos(data, render, readback)``. The data file says what the NOS can do (PFC watchdog actions,
+buffer models, the shared headroom pool), how it names ports and its management interface and VRF, and which
+artifact holds its configuration. Build, render and the cross-layer read-back read these records, never a NOS's
+name: a new NOS is its module, its data file, its templates, its tests and one value in the schema's ``nos`` enum.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Finding
+from fabricgen.core.naming import expand
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.topology import Topology
+from fabricgen.spec.load import load_file
+
+
+@dataclass(frozen=True)
+class NosData:
+    """What one NOS can do and how it names things, from its ``<name>.yaml`` (sources in the file)."""
+
+    name: str
+    title: str
+    pfc_watchdog_actions: Mapping[str, str]  # fabricgen's action -> the NOS's own keyword
+    buffer_models: tuple[str, ...]
+    shared_headroom_pool: bool
+    config: str  # the artifact under switches/<switch>/ that holds the configuration ("{switch}" filled in)
+    interfaces: Mapping[str, str]  # port name patterns by form: whole cage, split cage, ...
+    management_interface: str
+    management_vrf: str
+
+    def config_file(self, switch: str) -> str:
+        """The artifact (under ``switches/<switch>/``) that holds the switch's configuration."""
+        return expand(self.config, {"switch": switch})
+
+    def interface(self, form: str, **values: int | str) -> str:
+        """A port name in one of the NOS's forms (``whole`` cage, ``split`` cage ...)."""
+        return expand(self.interfaces[form], values)
+
+
+@cache
+def nos_data(name: str) -> NosData:
+    """The data file ``<name>.yaml`` of this package (read once)."""
+    data = load_file(Path(__file__).with_name(f"{name}.yaml")).data
+    management = data["management"]
+    return NosData(name, data["title"], MappingProxyType(dict(data["pfc_watchdog"]["actions"])),
+                   tuple(data["buffer_models"]), bool(data["shared_headroom_pool"]), data["config"],
+                   MappingProxyType(dict(data["interfaces"])), management["interface"], management["vrf"])
+
+
+@dataclass(frozen=True)
+class Nos:
+    """One NOS: its data and its module's renderer and read-back.
+
+    ``readback(switch, content, fabric)`` reads the switch's configuration artifact back as the switch would and
+    yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs).
+    """
+
+    data: NosData
+    render: Callable[[Topology], list[Artifact]]
+    readback: Callable[[str, bytes, Fabric], Iterable[Finding]]
+
+
+@cache
+def systems() -> Mapping[str, Nos]:
+    """Every NOS module of this package by name, in name order (imported once, on first use)."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        record = getattr(module, "NOS", None)
+        if isinstance(record, Nos):
+            found[record.data.name] = record
+    return MappingProxyType(found)

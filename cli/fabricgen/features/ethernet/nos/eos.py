@@ -27,31 +27,34 @@ queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from decimal import Decimal
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import PurePosixPath
 from typing import Any
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
+from fabricgen.features.ethernet.nos import Nos, nos_data
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
+from fabricgen.features.feature import mismatch
+from fabricgen.model.cluster import Fabric
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
 
-NOS = "eos"
+DATA = nos_data("eos")
+
 QOS_PROFILE = "ROCE-LOSSLESS"
 LOOPBACK = "Loopback0"
-MANAGEMENT, MANAGEMENT_VRF = "Management1", "MGMT"  # AVD's defaults for the out-of-band port
 MAX_ECMP = 64  # maximum-paths cap: what current EOS fixed-config platforms commonly support
 
 # Electrical lanes per cage. EOS names a breakout sub-port after its first lane (an 8-lane OSFP at 2 x 400G is
 # Ethernet1/1 and Ethernet1/5, "speed 400g-4"); single-lane cages (SFP, RJ45) have no lane suffix.
 _CAGE_LANES = {"OSFP": 8, "QSFP-DD": 8, "QSFP112": 4, "QSFP56": 4, "QSFP28": 4, "QSFP+": 4,
                "SFP112": 1, "SFP56": 1, "SFP28": 1, "SFP+": 1, "SFP": 1, "RJ45": 1}
-# fabricgen's PFC watchdog actions -> EOS ("forward", SONiC's "ignore PFC on the stuck queue", has no EOS form)
-_WATCHDOG_ACTIONS = {"drop": "drop", "alert": "notify-only"}
 
 
 def _lanes(model: SwitchModel, port: PortView) -> tuple[int, int, int]:
@@ -70,9 +73,9 @@ def interface_name(model: SwitchModel, port: PortView) -> str:
     """EOS name of a port: Ethernet<cage>/<first lane>, or Ethernet<cage> on a single-lane cage."""
     cage, cage_lanes, port_lanes = _lanes(model, port)
     if cage_lanes == 1:
-        return f"Ethernet{cage}"
+        return DATA.interface("whole", cage=cage)
     sub = int(port.name.split("/")[1]) if "/" in port.name else 1
-    return f"Ethernet{cage}/{(sub - 1) * port_lanes + 1}"
+    return DATA.interface("split", cage=cage, lane=(sub - 1) * port_lanes + 1)
 
 
 def interface_speed(model: SwitchModel, port: PortView) -> str:
@@ -100,10 +103,7 @@ def _description(port: PortView) -> str:
 
 def _qos(q: RoceQos) -> dict[str, Any]:
     """The global half of the lossless class: DSCP map, the service profile, the PFC watchdog."""
-    action = _WATCHDOG_ACTIONS.get(q.pfcwd_action)
-    if action is None:
-        raise ValueError(f"PFC watchdog action {q.pfcwd_action!r} has no EOS equivalent (EOS acts with drop, "
-                         f"errdisable or notify-only); use {' or '.join(sorted(_WATCHDOG_ACTIONS))} on EOS fabrics")
+    action = DATA.pfc_watchdog_actions[q.pfcwd_action]  # the build refused an action EOS lacks ("forward")
     polling_ms = min(q.pfcwd_detect_ms, q.pfcwd_restore_ms) // 2  # EOS: polling <= min(timeout, recovery) / 2
     return {
         "qos": {"map": {"dscp": [f"{q.lossless.dscp} to traffic-class {q.lossless.priority}",
@@ -152,13 +152,13 @@ def _management(view: SwitchView) -> dict[str, Any]:
     if not view.management or addressing is None or not addressing.management:
         return {}
     prefix = IPv4Network(addressing.management).prefixlen
-    interface = {"name": MANAGEMENT, "description": "out-of-band management", "shutdown": False,
-                 "vrf": MANAGEMENT_VRF, "ip_address": f"{view.management}/{prefix}", "type": "oob"}
-    config: dict[str, Any] = {"vrfs": [{"name": MANAGEMENT_VRF, "ip_routing": False}],
+    interface = {"name": DATA.management_interface, "description": "out-of-band management", "shutdown": False,
+                 "vrf": DATA.management_vrf, "ip_address": f"{view.management}/{prefix}", "type": "oob"}
+    config: dict[str, Any] = {"vrfs": [{"name": DATA.management_vrf, "ip_routing": False}],
                               "management_interfaces": [interface]}
     if addressing.management_gateway:
         interface["gateway"] = addressing.management_gateway
-        config["static_routes"] = [{"vrf": MANAGEMENT_VRF, "prefix": "0.0.0.0/0",
+        config["static_routes"] = [{"vrf": DATA.management_vrf, "prefix": "0.0.0.0/0",
                                     "next_hop": addressing.management_gateway}]
     return config
 
@@ -203,7 +203,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
 def eos_views(topology: Topology) -> list[SwitchView]:
     """Switches that run EOS, on every Ethernet or RoCE fabric with an address plan, in compile order."""
     return [v for ft in topology.fabrics if ft.fabric.type in ("ethernet", "roce")
-            for v in switch_views(topology, ft) if v.nos == NOS]
+            for v in switch_views(topology, ft) if v.nos == DATA.name]
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -214,10 +214,39 @@ def render(topology: Topology) -> list[Artifact]:
         config = structured_config(view)
         header = (f"# {view.name}: AVD eos_cli_config_gen structured config, fabric {view.fabric.name} "
                   f"({view.tier.value}). Generated by fabricgen from\n# {source}; do not edit. "
-                  f"{view.name}.cfg next to this file is the same configuration as EOS CLI.\n")
+                  f"{DATA.config_file(view.name)} next to this file is the same configuration as EOS CLI.\n")
         body = block_yaml.dump(config)
         out.append(Artifact(f"switches/{view.name}/avd-structured-config.yaml", (header + body).encode("utf-8")))
         cli = render_template("eos/switch.cfg.j2", c=config, fabric=view.fabric.name, tier=view.tier.value,
                               source=source)
-        out.append(Artifact(f"switches/{view.name}/{view.name}.cfg", cli))
+        out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", cli))
     return out
+
+
+def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
+    """The EOS CLI read back: the DSCP maps, a no-drop PFC priority on every PFC port, ECN and strict CNP in the
+    qos profile (RoCE fabrics; EOS ports take the fabric MTU as configured)."""
+    qos = fabric.qos
+    if qos is None:
+        return
+    text = content.decode()
+    host = "switch " + switch
+    maps = {int(d): int(tc) for ds, tc in re.findall(r"^qos map dscp ([\d ]+) to traffic-class (\d+)$", text, re.M)
+            for d in ds.split()}
+    lossless, cnp = qos.lossless, qos.cnp
+    if maps.get(lossless.dscp) != lossless.priority:
+        yield mismatch(host, f"DSCP {lossless.dscp} maps to traffic class {maps.get(lossless.dscp)} on the switch, "
+                             f"but hosts send it on priority {lossless.priority}", fabric)
+    no_drop = set(re.findall(r"^   priority-flow-control priority (\d) no-drop$", text, re.M))
+    if no_drop != {str(lossless.priority)}:
+        yield mismatch(host, f"no-drop PFC priorities are {sorted(no_drop) or 'none'}, hosts pause priority "
+                             f"{lossless.priority} only", fabric)
+    queues = dict(re.findall(r"^   uc-tx-queue (\d)\n((?:      .*\n)*)", text, re.M))
+    if "random-detect ecn" not in queues.get(str(lossless.priority), ""):
+        yield mismatch(host, f"uc-tx-queue {lossless.priority} has no ECN random-detect: ECN never marks", fabric)
+    if "priority strict" not in queues.get(str(maps.get(cnp.dscp, -1)), ""):
+        yield mismatch(host, f"CNP DSCP {cnp.dscp} lands in queue {maps.get(cnp.dscp)}, which is not strict "
+                             "priority", fabric)
+
+
+NOS = Nos(DATA, render, readback)

@@ -35,13 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
+import yaml
+
 from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
+from fabricgen.features.ethernet.nos import Nos, nos_data
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
+from fabricgen.features.feature import mismatch
+from fabricgen.model.cluster import Fabric
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
+
+DATA = nos_data("nvue")
 
 TARGET_RELEASE = "NVIDIA Cumulus Linux 5.9 (NVUE object model of 5.9 through 5.14)"
 BRIDGE = "br_default"
@@ -59,7 +67,6 @@ KB = 1024  # the spec's ECN KB, in bytes (the SONiC target's reading too)
 MTU_RANGE = (552, 9216)  # `nv set interface <if> link mtu`
 BREAKOUTS = (2, 4, 8)  # `link breakout 1x|2x|4x|8x`; 1x is an unsplit cage
 
-MANAGEMENT_VRF = "mgmt"  # Cumulus Linux puts eth0 in this VRF by default
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:/-]+$")  # command words need no shell or NVUE quoting
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
@@ -99,7 +106,7 @@ class Block:
 @dataclass(frozen=True)
 class NvPort:
     name: str            # swp1s0
-    parent: str          # swp1 (the cage), equal to name on an unsplit cage
+    cage: int            # 1, the cage the port is in (swp1 is the cage of a split port)
     breakout: int        # ports the cage is split into (1 = not split)
     port: PortView
 
@@ -111,12 +118,12 @@ def nv_port(model: SwitchModel, port: PortView) -> NvPort:
     if cage < 1:
         raise ValueError(f"port {port.name}: cages count from 1")
     if not lane_text:
-        return NvPort(f"swp{cage}", f"swp{cage}", 1, port)
+        return NvPort(DATA.interface("whole", cage=cage), cage, 1, port)
     lane, per_cage = int(lane_text), model.cage_group(cage).per_cage(port.speed)
     if per_cage not in BREAKOUTS or not 1 <= lane <= per_cage:
         raise ValueError(f"{model.name} port {port.name} at {port.speed}: no NVUE breakout gives lane {lane} "
                          f"of {per_cage}")
-    return NvPort(f"swp{cage}s{lane - 1}", f"swp{cage}", per_cage, port)
+    return NvPort(DATA.interface("split", cage=cage, sub=lane - 1), cage, per_cage, port)
 
 
 def _token(text: str, what: str) -> str:
@@ -149,7 +156,7 @@ def _qos_blocks(view: SwitchView, qos: RoceQos, ports: list[NvPort]) -> Iterator
     ll, cnp = qos.lossless, qos.cnp
     if ll.priority == cnp.priority:
         raise ValueError(f"{view.name}: lossless and CNP classes share priority {ll.priority}")
-    if qos.pfcwd_action != "drop":
+    if qos.pfcwd_action not in DATA.pfc_watchdog_actions:  # the build refuses it first (nvue.yaml)
         raise ValueError(f"{view.name}: PFC watchdog action {qos.pfcwd_action!r} has no NVUE equivalent (NVUE's "
                          "watchdog always drops on the stormed queue); use action: drop for NVUE switches")
     roce = Block([
@@ -252,14 +259,15 @@ def _management_block(view: SwitchView) -> Block | None:
     if not view.management or addressing is None or not addressing.management:
         return None
     address = ipaddress.ip_interface(f"{view.management}/{ipaddress.ip_network(addressing.management).prefixlen}")
-    block = Block([f"Management: eth0 {address} in VRF {MANAGEMENT_VRF}"
+    eth0, vrf = DATA.management_interface, DATA.management_vrf
+    block = Block([f"Management: {eth0} {address} in VRF {vrf}"
                    + (f", default route via {addressing.management_gateway}." if addressing.management_gateway
                       else ".")])
-    block.add("interface", "eth0", "type", value="eth")
-    block.add("interface", "eth0", "ip", "address", str(address))
+    block.add("interface", eth0, "type", value="eth")
+    block.add("interface", eth0, "ip", "address", str(address))
     if addressing.management_gateway:
-        block.add("interface", "eth0", "ip", "gateway", addressing.management_gateway)
-    block.add("interface", "eth0", "ip", "vrf", value=MANAGEMENT_VRF)
+        block.add("interface", eth0, "ip", "gateway", addressing.management_gateway)
+    block.add("interface", eth0, "ip", "vrf", value=vrf)
     return block
 
 
@@ -289,7 +297,7 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     if management is not None:
         blocks.append(management)
 
-    parents = sorted({(int(p.parent[3:]), p.breakout) for p in ports if p.breakout > 1})
+    parents = sorted({(p.cage, p.breakout) for p in ports if p.breakout > 1})
     if len({cage for cage, _ in parents}) != len(parents):
         raise ValueError(f"{view.name}: ports of one cage need different breakouts")
     if parents:
@@ -299,8 +307,8 @@ def switch_blocks(view: SwitchView) -> list[Block]:
             "default (cage width / n).",
         ])
         for cage, n in parents:
-            split.add("interface", f"swp{cage}", "type", value="swp")
-            split.add("interface", f"swp{cage}", "link", "breakout", f"{n}x")
+            split.add("interface", DATA.interface("whole", cage=cage), "type", value="swp")
+            split.add("interface", DATA.interface("whole", cage=cage), "link", "breakout", f"{n}x")
         blocks.append(split)
 
     for p in ports:
@@ -408,9 +416,52 @@ def render(topology: Topology) -> list[Artifact]:
         if ft.fabric.type not in ("ethernet", "roce"):
             continue
         for view in switch_views(topology, ft):
-            if view.nos != "nvue":
+            if view.nos != DATA.name:
                 continue
-            blocks = switch_blocks(view)
-            out.append(Artifact(f"switches/{view.name}/startup.yaml", startup_yaml(view, blocks, source)))
-            out.append(Artifact(f"switches/{view.name}/nv-commands.txt", commands_text(view, blocks, source)))
+            blocks, folder = switch_blocks(view), f"switches/{view.name}"
+            out.append(Artifact(f"{folder}/{DATA.config_file(view.name)}", startup_yaml(view, blocks, source)))
+            out.append(Artifact(f"{folder}/nv-commands.txt", commands_text(view, blocks, source)))
     return out
+
+
+def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
+    """NVUE startup.yaml: NVIDIA's RoCE lossless defaults (Cumulus Linux 5.9 RoCE page: DSCP d -> switch priority
+    d // 8, priority 3 -> TC 3 with PFC and ECN, 6 -> TC 6 strict) with the file's overrides applied."""
+    qos = fabric.qos
+    if qos is None:
+        return
+    tree = yaml.safe_load(content)[0]["set"]
+    host = "switch " + switch
+    q = tree.get("qos", {})
+    if q.get("roce", {}).get("mode") != "lossless":
+        yield mismatch(host, "qos roce is not in lossless mode", fabric)
+        return
+    dscp_to_sp = {d: d // 8 for d in range(64)}
+    mapping = q.get("mapping", {}).get("default-global", {}).get("dscp", {})
+    dscp_to_sp |= {int(d): int(v["switch-priority"]) for d, v in mapping.items()}
+    sp_to_tc = {sp: sp if sp in (3, 6) else 0 for sp in range(8)}
+    queues = q.get("egress-queue-mapping", {}).get("default-global", {}).get("switch-priority", {})
+    sp_to_tc |= {int(sp): int(v["traffic-class"]) for sp, v in queues.items()}
+    pfc = {int(sp) for sp in q.get("pfc", {}).get("default-global", {}).get("switch-priority", {})} or {3}
+    strict = {6}
+    for tc, v in q.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class", {}).items():
+        (strict.add if v.get("mode") == "strict" else strict.discard)(int(tc))
+    congestion = q.get("congestion-control", {}).get("default-global", {}).get("traffic-class", {})
+    ecn = ({3} | {int(tc) for tc, v in congestion.items() if v.get("ecn") == "enable"}) - {
+        int(tc) for tc, v in congestion.items() if v.get("ecn") == "disable"}
+    lossless, cnp = qos.lossless, qos.cnp
+    priority = dscp_to_sp[lossless.dscp]
+    if priority != lossless.priority:
+        yield mismatch(host, f"DSCP {lossless.dscp} maps to switch priority {priority}, but hosts send it on "
+                             f"priority {lossless.priority}", fabric)
+    if pfc != {lossless.priority}:
+        yield mismatch(host, f"PFC is on switch priorities {sorted(pfc)}, hosts pause priority {lossless.priority} "
+                             "only", fabric)
+    if sp_to_tc[priority] not in ecn:
+        yield mismatch(host, f"traffic class {sp_to_tc[priority]} of the lossless class does not mark ECN", fabric)
+    if sp_to_tc[dscp_to_sp[cnp.dscp]] not in strict:
+        yield mismatch(host, f"CNP DSCP {cnp.dscp} lands in traffic class {sp_to_tc[dscp_to_sp[cnp.dscp]]}, which "
+                             "is not strict priority", fabric)
+
+
+NOS = Nos(DATA, render, readback)

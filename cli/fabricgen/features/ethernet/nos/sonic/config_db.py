@@ -83,7 +83,8 @@ from typing import Any
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
-from fabricgen.features.ethernet.headroom import (
+from fabricgen.features.ethernet.nos import nos_data
+from fabricgen.features.ethernet.nos.sonic.headroom import (
     BufferPools,
     Headroom,
     SharedHeadroomPool,
@@ -98,7 +99,7 @@ from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
 
-NOS = "sonic"
+DATA = nos_data("sonic")
 QOS_MAP = "ROCE"                    # name of every QoS map fabricgen writes
 WRED_PROFILE = "ROCE_ECN"
 SCHEDULER_LOSSLESS = "scheduler.lossless"
@@ -197,8 +198,8 @@ def sonic_ports(view: SwitchView, sw: SonicSwitch) -> list[SonicPort]:
                              f"{per_cage or 'no'} x {port.speed} with this port at position {sub}")
         width = cage_lanes // per_cage
         first = base + (sub - 1) * width
-        alias = f"etp{cage}" + (chr(ord("a") + sub - 1) if per_cage > 1 else "")
-        out.append(SonicPort(port, f"Ethernet{first}", alias, cage, tuple(range(first, first + width)),
+        alias = DATA.interface("alias", cage=cage, sub=chr(ord("a") + sub - 1) if per_cage > 1 else "")
+        out.append(SonicPort(port, DATA.interface("port", lane=first), alias, cage, tuple(range(first, first + width)),
                              round(port.gbps * 1000), max(1, math.ceil(port.cable_m))))
     names = [p.name for p in out]
     if len(set(names)) != len(names):
@@ -299,7 +300,7 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
     lossy_pg, lossless_queue = {"profile": "ingress_lossy_profile"}, {"profile": "egress_lossless_profile"}
     lossy_queue, lossy_ranges = {"profile": "q_lossy_profile"}, list(_ranges(lossy_queues))
     ingress_list, egress_list = {"profile_list": "ingress_lossy_profile"}, {"profile_list": "egress_lossy_profile"}
-    watchdog = {"action": qos.pfcwd_action, "detection_time": str(qos.pfcwd_detect_ms),
+    watchdog = {"action": DATA.pfc_watchdog_actions[qos.pfcwd_action], "detection_time": str(qos.pfcwd_detect_ms),
                 "restoration_time": str(qos.pfcwd_restore_ms)}
     lossless_pg: dict[str, dict[str, str]] = {}
     computed_pg = {"profile": "NULL"}   # dynamic model: buffermgrd computes the headroom
@@ -389,8 +390,9 @@ def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, An
         db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{view.gateway}/{_prefixlen(view.host_subnet)}": {}}
     management = view.fabric.addressing.management if view.fabric.addressing else None
     if view.management and management and management_gateway:
-        db["MGMT_PORT"] = {"eth0": {"alias": "eth0", "admin_status": "up"}}
-        db["MGMT_INTERFACE"] = {f"eth0|{view.management}/{_prefixlen(management)}": {"gwaddr": management_gateway}}
+        eth0 = DATA.management_interface
+        db["MGMT_PORT"] = {eth0: {"alias": eth0, "admin_status": "up"}}
+        db["MGMT_INTERFACE"] = {f"{eth0}|{view.management}/{_prefixlen(management)}": {"gwaddr": management_gateway}}
     if view.qos is not None:
         db.update(_qos_tables(view, sw, ports, view.qos))
     return db
@@ -486,12 +488,12 @@ def render(topology: Topology) -> list[Artifact]:
         if ft.fabric.type not in ("ethernet", "roce"):
             continue
         for view in switch_views(topology, ft):
-            if view.nos != NOS:
+            if view.nos != DATA.name:
                 continue
             addressing = view.fabric.addressing
             gateway = addressing.management_gateway if addressing is not None else None
             content = dump_config_db(config_db(view, management_gateway=gateway or ""))
-            out.append(Artifact(f"switches/{view.name}/config_db.json", content.encode("utf-8")))
+            out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", content.encode("utf-8")))
             if view.qos is not None:
                 out.append(Artifact(f"switches/{view.name}/pfc-headroom.csv", headroom_csv(view)))
     return out

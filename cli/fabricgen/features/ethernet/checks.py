@@ -1,0 +1,30 @@
+"""Checks of an Ethernet fabric over the compiled topology (the rest of its rules are build-time spec checks)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from fabricgen.core.errors import Finding, Severity
+from fabricgen.model.topology import Topology
+
+
+def shared_headroom_pool(topology: Topology) -> Iterator[Finding]:
+    """over_subscribe_ratio at most the ports of each switch, all of them lossless (SONiC's bound: sonic-utilities
+    ``config buffer shared_headroom_pool over-subscribe-ratio`` takes 0..len(PORT)). A larger ratio sizes the pool
+    below one port's xoff: even one pausing port can overrun it and drop lossless traffic."""
+    for ft in topology.fabrics:
+        qos = ft.fabric.qos
+        if qos is None or not qos.over_subscribe_ratio:
+            continue
+        ports = Counter(end.device for link in ft.links for end in (link.a, link.z))
+        short = sorted((count, sw.name) for sw in ft.switches if (count := ports[sw.name]) < qos.over_subscribe_ratio)
+        if not short:
+            continue
+        fewest, name = short[0]
+        others = f" (and {len(short) - 1} more switches)" if len(short) > 1 else ""
+        yield Finding(Severity.ERROR, "shared-headroom-pool", name,
+                      f"over_subscribe_ratio {qos.over_subscribe_ratio} is above its {fewest} lossless ports{others}: "
+                      "the shared headroom pool would hold less than one port's xoff",
+                      f"use over_subscribe_ratio {fewest} or less: SONiC's own CLI takes at most the port count",
+                      qos.shared_headroom_pool_position or ft.fabric.position)

@@ -1,0 +1,39 @@
+"""The ordered tuple of features every stage iterates (build, compile, check, render, read-back).
+
+Order matters where a feature reads what another built, and only there:
+- build: infiniband, ethernet and addressing complete each fabric before sriov reads their types and MTUs;
+  kubernetes reads the fabrics' sriov and addressing; lustre reads their address plans and lossless class;
+- compile: cabling, then addressing (independent plans; the first that fails stops compile, so the cable plan's
+  problems are reported first);
+- render: the slowest target (the XLSX workbook) first, so a parallel render starts it first.
+Checks and read-backs are order-free: their findings are sorted or kept per artifact.
+"""
+
+from __future__ import annotations
+
+from fabricgen.features import (
+    addressing,
+    cabling,
+    cloud,
+    ethernet,
+    infiniband,
+    kubernetes,
+    lustre,
+    nccl,
+    sriov,
+    topology,
+)
+from fabricgen.features.feature import Feature
+
+FEATURES: tuple[Feature, ...] = (
+    cabling.FEATURE,
+    topology.FEATURE,
+    infiniband.FEATURE,
+    ethernet.FEATURE,
+    addressing.FEATURE,
+    sriov.FEATURE,
+    kubernetes.FEATURE,
+    lustre.FEATURE,
+    nccl.FEATURE,
+    cloud.FEATURE,
+)

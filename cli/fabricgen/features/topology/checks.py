@@ -1,0 +1,138 @@
+"""The compiled fabric's own checks: ports used once and within each switch's budget, every node port linked
+once, rails aligned to their leaves, the oversubscription achieved against the one asked for, partial scalable
+units, and rack units. Each is O(links)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+
+from fabricgen.core.errors import Finding, Severity
+from fabricgen.features.feature import fabric_error, fabric_warning
+from fabricgen.model.cluster import Tier, TopologyKind
+from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
+
+
+def port_budget(ft: FabricTopology) -> Iterator[Finding]:
+    """No switch port is used twice and no switch uses more ports than its model has."""
+    used: dict[str, set[int]] = {}
+    for link in ft.links:
+        for end in (link.a, link.z):
+            ports = used.setdefault(end.device, set())
+            if end.number in ports:
+                yield fabric_error(ft.fabric, "port-budget", end.device,
+                                   f"port {end.name} (#{end.number}) is used twice")
+            ports.add(end.number)
+    for sw in ft.switches:
+        speeds = (ft.fabric.speed.name, ft.fabric.uplink_speed.name) if sw.tier is Tier.LEAF else (
+            ft.fabric.uplink_speed.name,)
+        radix = sw.model.capacity(speeds)
+        count = len(used.get(sw.name, ()))
+        if count > radix:
+            yield fabric_error(ft.fabric, "port-budget", sw.name,
+                               f"uses {count} ports but a {sw.model.name} has {radix}")
+        if sw.down_ports + sw.up_ports > radix:
+            yield fabric_error(ft.fabric,
+                "port-budget",
+                sw.name,
+                f"plans {sw.down_ports} down + {sw.up_ports} up ports but a {sw.model.name} has {radix}",
+            )
+
+
+def oversubscription(ft: FabricTopology) -> Iterator[Finding]:
+    """Achieved leaf oversubscription (planned downlink bandwidth over uplink bandwidth) vs the request."""
+    if ft.tiers == 1:
+        return
+    asked = ft.fabric.topology.oversubscription
+    down_gbps, up_gbps = ft.fabric.speed.gbps, ft.fabric.uplink_speed.gbps
+    worst = max(
+        ((s.down_ports * down_gbps) / (s.up_ports * up_gbps), s.name)
+        for s in ft.switches_in(Tier.LEAF)
+        if s.up_ports
+    )
+    if worst[0] > asked + 1e-9:
+        yield fabric_warning(ft.fabric,
+            "oversubscription",
+            worst[1],
+            f"leaf oversubscription is {worst[0]:.2f}:1, above the requested {asked:g}:1",
+            "raise topology.uplinks or use a faster uplink_speed",
+        )
+
+
+def scalable_units(ft: FabricTopology) -> Iterator[Finding]:
+    """A partial last scalable unit works but leaves leaf ports idle: say so."""
+    if ft.fabric.topology.kind is not TopologyKind.RAIL_OPTIMIZED:
+        return
+    size = ft.fabric.topology.scalable_unit
+    nodes = len({link.a.device for link in ft.links if link.tier == NODE_LEAF})
+    last = nodes - (ft.scalable_units - 1) * size
+    if last < size:
+        yield fabric_warning(ft.fabric,
+            "partial-su",
+            f"SU {ft.scalable_units}",
+            f"holds {last} of {size} nodes",
+            "the SU's leaves are built and cabled upward in full, ready for the missing nodes",
+        )
+
+
+def rail_alignment(ft: FabricTopology) -> Iterator[Finding]:
+    """Rail r of every node lands on leaf r of its SU, and every node sits in exactly one SU."""
+    if ft.fabric.topology.kind is not TopologyKind.RAIL_OPTIMIZED:
+        return
+    leaves = {s.name: s for s in ft.switches_in(Tier.LEAF)}
+    node_su: dict[str, int | None] = {}
+    for link in ft.links:
+        if link.tier != NODE_LEAF:
+            continue
+        leaf = leaves[link.z.device]
+        rail = link.nic.rail if link.nic else None
+        if leaf.rail != rail:
+            yield fabric_error(ft.fabric,
+                "rail-alignment",
+                link.a.device,
+                f"rail {rail} ({link.a.name}) lands on {leaf.name}, a rail {leaf.rail} leaf",
+            )
+        if node_su.setdefault(link.a.device, leaf.su) != leaf.su:
+            yield fabric_error(ft.fabric,
+                "rail-alignment",
+                link.a.device,
+                f"rails land in SU {node_su[link.a.device]} and SU {leaf.su}",
+            )
+
+
+def host_attachment(ft: FabricTopology) -> Iterator[Finding]:
+    """Every attached node port has exactly one link."""
+    counts = Counter((link.a.device, link.a.number) for link in ft.links if link.tier == NODE_LEAF)
+    for (device, number), count in sorted(counts.items()):
+        if count > 1:
+            yield fabric_error(ft.fabric, "host-attachment", device, f"NIC port #{number} has {count} links")
+
+
+def structure(topology: Topology) -> Iterator[Finding]:
+    """The per-fabric checks above over every fabric."""
+    for ft in topology.fabrics:
+        for check in (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units):
+            yield from check(ft)
+
+
+def rack_collisions(topology: Topology) -> Iterator[Finding]:
+    """No two devices share a rack unit and every device lies inside its rack."""
+    top = topology.cluster.facility.rack_units
+    by_rack: dict[str, list[tuple[int, int, str]]] = {}
+    for node in topology.cluster.nodes:
+        by_rack.setdefault(node.rack.name, []).append((node.u, node.profile.height_u, node.name))
+    for ft in topology.fabrics:
+        for sw in ft.switches:
+            if sw.rack is not None and sw.u is not None:
+                by_rack.setdefault(sw.rack, []).append((sw.u, sw.model.height_u, sw.name))
+    for rack, devices in sorted(by_rack.items()):
+        devices.sort()
+        for (u, height, name), (next_u, _, next_name) in itertools.pairwise(devices):
+            if next_u < u + height:
+                yield Finding(Severity.ERROR, "rack-units", rack, f"{name} (U{u}, {height}U) overlaps {next_name} "
+                                                                  f"(U{next_u})")
+        for u, height, name in devices:
+            if u < 1 or u + height - 1 > top:
+                yield Finding(Severity.ERROR, "rack-units", rack, f"{name} at U{u} ({height}U) is outside the "
+                                                                  f"{top}U rack")
