@@ -32,6 +32,7 @@ from fabricgen.features.infiniband.verify import (
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.features.topology.explain import cluster_summary
+from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
@@ -461,11 +462,11 @@ def verify(
 
 
 def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
-    ib = [f for f in compiled.topology.fabrics if f.fabric.type == "infiniband"]
+    ib = [f for f in compiled.topology.fabrics if f.fabric.type is FabricType.INFINIBAND]
     names = ", ".join(f.fabric.name for f in ib)
     if name is not None:
         chosen = next((f for f in compiled.topology.fabrics if f.fabric.name == name), None)
-        if chosen is None or chosen.fabric.type != "infiniband":
+        if chosen is None or chosen.fabric.type is not FabricType.INFINIBAND:
             what = "is not InfiniBand" if chosen else "is not in the spec"
             raise VerifyError(f"fabric {name!r} {what}; InfiniBand fabrics: {names or 'none'}")
         return chosen

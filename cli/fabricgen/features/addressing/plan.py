@@ -31,7 +31,7 @@ from netaddr import IPAddress, IPNetwork, IPSet
 from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p
-from fabricgen.model.cluster import Tier
+from fabricgen.model.cluster import FabricType, Tier
 from fabricgen.model.topology import FabricTopology, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
@@ -119,7 +119,7 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int]) -> FabricA
         return None
     pools = _pools(a)
     management = _management(ft, a, pools)
-    if ft.fabric.type == "infiniband":
+    if ft.fabric.type is FabricType.INFINIBAND:
         return FabricAddresses({}, management, {}, (), _rail_subnets(ft, a, pools["hosts"], node_order))
     name = ft.fabric.name
     loop = _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True)
@@ -166,7 +166,7 @@ def check_asns(ft: FabricTopology) -> list[SpecIssue]:
     """The ASN errors that need switch names: pins of unknown leaves, derived ASNs out of range or reserved, and
     ASNs shared by two leaves or by a leaf and a spine or core."""
     a = ft.fabric.addressing
-    if a is None or ft.fabric.type == "infiniband":
+    if a is None or ft.fabric.type is FabricType.INFINIBAND:
         return []
     sources = _asn_sources(ft, a)
     return [*_unknown_pins(ft, a), *_unusable_asns(ft, a, sources), *_shared_asns(ft, a, sources)]

@@ -16,30 +16,27 @@ from netaddr import IPNetwork
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
+from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.ethernet.switch_view import HOST_VLAN
+from fabricgen.features.infiniband.view import MANAGEMENT_INTERFACE
 from fabricgen.model.addressing import FabricAddresses
-from fabricgen.model.cluster import Tier
+from fabricgen.model.cluster import FabricType, Tier
 from fabricgen.model.topology import FabricTopology, Topology
 
 PLAN_COLUMNS = ("fabric", "device", "interface", "address", "role", "network", "gateway", "peer", "peer_interface")
 NETBOX_IP_COLUMNS = ("address", "status", "role", "device", "interface", "description")
 NETBOX_INTERFACE_COLUMNS = ("device", "name", "type", "mgmt_only", "description")
-# Interface names of the loopback, the management port and the host-subnet gateway, by network OS
-# (InfiniBand switches: the MLNX-OS/UFM names). The gateway is a VLAN interface on SONiC, EOS and NVUE.
-_INTERFACE_NAMES = {
-    "sonic": ("Loopback0", "eth0", "Vlan{vlan}"),
-    "eos": ("Loopback0", "Management1", "Vlan{vlan}"),
-    "nvue": ("lo", "eth0", "vlan{vlan}"),
-    "infiniband": ("", "mgmt0", ""),
-}
 
 Row = tuple[str, ...]
 
 
 def _names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
-    nos = "infiniband" if ft.fabric.type == "infiniband" else ft.fabric.nos.get(tier, "sonic")
-    loopback, management, gateway = _INTERFACE_NAMES[nos]
-    return loopback, management, gateway.format(vlan=HOST_VLAN)
+    """Names of a switch's loopback, management port and host-subnet gateway (a VLAN interface), from its NOS's
+    data; an InfiniBand switch has only its management port."""
+    if ft.fabric.type is FabricType.INFINIBAND:
+        return "", MANAGEMENT_INTERFACE, ""
+    nos = systems()[ft.fabric.nos[tier]].data
+    return nos.interface("loopback"), nos.management_interface, nos.interface("vlan", vlan=HOST_VLAN)
 
 
 def _plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:

@@ -25,7 +25,7 @@ from netaddr import IPAddress, IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
 from fabricgen.core.templating import render_template
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.nodes import Node, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
 
@@ -95,7 +95,7 @@ class NetplanPort:
 
 def _qos_fabrics(topology: Topology) -> Iterator[FabricTopology]:
     """RoCE fabrics with a lossless class, in spec order."""
-    return (ft for ft in topology.fabrics if ft.fabric.type == "roce" and ft.fabric.qos is not None)
+    return (ft for ft in topology.fabrics if ft.fabric.type is FabricType.ROCE and ft.fabric.qos is not None)
 
 
 def _fabric_class(fabric: Fabric) -> FabricClass:

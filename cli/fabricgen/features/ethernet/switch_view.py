@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabricgen.model.addressing import FabricAddresses
-from fabricgen.model.cluster import Fabric, Tier
+from fabricgen.model.cluster import Fabric, FabricType, Tier
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
@@ -68,7 +68,7 @@ def switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ..
 
 def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ...]:
     plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
-    if plan is None or ft.fabric.type == "infiniband":  # IPoIB plans configure hosts, not switches
+    if plan is None or ft.fabric.type is FabricType.INFINIBAND:  # IPoIB plans configure hosts, not switches
         return ()
     fabric = ft.fabric
     lengths = {}

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.feature import fabric_error, fabric_warning
 from fabricgen.features.infiniband.view import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
+from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import Topology
 
 
@@ -15,7 +16,7 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
     """NodeDescriptions unique and within 64 bytes, routing-engine preconditions, GUIDs known and all used."""
     for ft in topology.fabrics:
         sm = ft.fabric.subnet_manager
-        if ft.fabric.type != "infiniband" or sm is None:
+        if ft.fabric.type is not FabricType.INFINIBAND or sm is None:
             continue
         ib = ib_fabric(topology, ft)
         seen: set[str] = set()

@@ -13,6 +13,7 @@ from netaddr import IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, NETDEV, checked
 from fabricgen.core.templating import render_template
+from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import Topology
 
 IPOIB_MTU = 4092  # the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header
@@ -31,7 +32,7 @@ def _ports(topology: Topology) -> dict[str, tuple[list[IpoibPort], list[str]]]:
     out: dict[str, tuple[list[IpoibPort], list[str]]] = {}
     for ft in topology.fabrics:
         plan = topology.addresses.get(ft.fabric.name)
-        if ft.fabric.type != "infiniband" or plan is None:
+        if ft.fabric.type is not FabricType.INFINIBAND or plan is None:
             continue
         for subnet in plan.hosts:
             prefix = IPNetwork(subnet.network).prefixlen

@@ -18,6 +18,7 @@ from fabricgen.core.resources import data_dir
 from fabricgen.core.templating import render_template
 from fabricgen.features.infiniband.build import DEFAULT_PKEY
 from fabricgen.features.infiniband.view import IbFabric, IbNode, ib_fabric, routing_engines
+from fabricgen.model.cluster import FabricType
 from fabricgen.model.infiniband import Partition, SubnetManager
 from fabricgen.model.topology import FabricTopology, Topology
 
@@ -259,5 +260,5 @@ def _fabric_artifacts(topology: Topology, ft: FabricTopology, source: str) -> li
 
 def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
-    return [a for ft in topology.fabrics if ft.fabric.type == "infiniband"
+    return [a for ft in topology.fabrics if ft.fabric.type is FabricType.INFINIBAND
             for a in _fabric_artifacts(topology, ft, source)]

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from fabricgen.model.cluster import Tier
+from fabricgen.model.cluster import FabricType, Tier
 from fabricgen.model.nodes import NicRole
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
+MANAGEMENT_INTERFACE = "mgmt0"  # an NVIDIA InfiniBand switch's out-of-band port (MLNX-OS, UFM's inventory)
 NODE_DESCRIPTION_BYTES = 64  # IBTA NodeDescription is a 64-byte string
 SIMULATED_BASE = 0x0002C90300000000  # NVIDIA/Mellanox OUI 00:02:c9, as ibsim and lab fabrics use
 
@@ -112,7 +113,7 @@ def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
     sm = ft.fabric.subnet_manager
     source = sm.guids if sm else "unknown"
     inventory = sm.inventory if sm else {}
-    index = [f.fabric.name for f in topology.fabrics if f.fabric.type == "infiniband"].index(ft.fabric.name)
+    index = [f.fabric.name for f in topology.fabrics if f.fabric.type is FabricType.INFINIBAND].index(ft.fabric.name)
     hca_ports = _hca_ports(topology, ft)
     nodes: list[IbNode] = []
     for i, sw in enumerate(ft.switches):

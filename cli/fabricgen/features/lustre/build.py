@@ -28,7 +28,7 @@ from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
 from fabricgen.core.resources import data_dir
 from fabricgen.features.feature import BuildContext
-from fabricgen.model.cluster import Cluster, Fabric
+from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
 from fabricgen.model.nodes import NicRole, NodeGroup, NodeProfile
 from fabricgen.model.topology import Topology
@@ -139,9 +139,9 @@ class _Context:
 
 
 def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> str:
-    default = "tcp" if fabric.type == "ethernet" else "o2ib"
+    default = "tcp" if fabric.type is FabricType.ETHERNET else "o2ib"
     network = canonical_network(spec.get("network", default))
-    if network.startswith("o2ib") and fabric.type == "ethernet":
+    if network.startswith("o2ib") and fabric.type is FabricType.ETHERNET:
         ctx.issues.error((*path, "network"), f"LNet network {network} needs RDMA but fabric {fabric.name} is plain "
                                              "Ethernet", "use tcp, or make the fabric type roce")
     return network

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
 from fabricgen.model.cloud import Cloud
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.nodes import NodeProfile
 from fabricgen.model.topology import Topology
 
@@ -60,7 +60,7 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "") -> list[S
     elif profile.inband is not None and profile.inband.netdev:
         settings.append(Setting("NCCL_SOCKET_IFNAME", f"={profile.inband.netdev}",
                                 "bootstrap and out-of-band exchange on the in-band interface, never on a rail"))
-    if fabric.type == "roce" and fabric.qos is not None:
+    if fabric.type is FabricType.ROCE and fabric.qos is not None:
         q = fabric.qos
         settings += [
             Setting("NCCL_IB_TC", str(q.nccl_tc), f"traffic class byte = DSCP {q.lossless.dscp} << 2 | ECT(0): the "
@@ -70,7 +70,7 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "") -> list[S
             Setting("NCCL_IB_ADDR_FAMILY", "AF_INET", "the IPv4 RoCE v2 GID, matching the fabric's IPv4 plan"),
         ]
     sm = fabric.subnet_manager
-    if fabric.type == "infiniband" and sm is not None and sm.qos is not None:
+    if fabric.type is FabricType.INFINIBAND and sm is not None and sm.qos is not None:
         default = next((level.sl for level in sm.qos.levels if level.ulp in (None, "default") and not level.partition),
                        0)
         settings.append(Setting("NCCL_IB_SL", str(default), "service level of the default QoS rule in the subnet "

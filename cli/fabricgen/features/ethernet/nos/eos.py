@@ -48,7 +48,6 @@ from fabricgen.model.topology import Topology
 DATA = nos_data("eos")
 
 QOS_PROFILE = "ROCE-LOSSLESS"
-LOOPBACK = "Loopback0"
 MAX_ECMP = 64  # maximum-paths cap: what current EOS fixed-config platforms commonly support
 
 # Electrical lanes per cage. EOS names a breakout sub-port after its first lane (an 8-lane OSFP at 2 x 400G is
@@ -172,14 +171,15 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
         "service_routing_protocols_model": "multi-agent",
         "ip_routing": True,
         "ethernet_interfaces": sorted((_ethernet(view, p) for p in view.ports), key=lambda i: _natural(i["name"])),
-        "loopback_interfaces": [{"name": LOOPBACK, "description": "router-id", "ip_address": f"{view.loopback}/32"}],
+        "loopback_interfaces": [{"name": DATA.interface("loopback"), "description": "router-id",
+                                 "ip_address": f"{view.loopback}/32"}],
     }
     networks = [f"{view.loopback}/32"]
     if host and view.host_subnet:
         prefix = IPv4Network(view.host_subnet).prefixlen
         config["vlans"] = [{"id": HOST_VLAN, "name": "HOSTS"}]
-        config["vlan_interfaces"] = [{"name": f"Vlan{HOST_VLAN}", "description": f"hosts {view.host_subnet}",
-                                      "shutdown": False, "mtu": view.mtu,
+        config["vlan_interfaces"] = [{"name": DATA.interface("vlan", vlan=HOST_VLAN),
+                                      "description": f"hosts {view.host_subnet}", "shutdown": False, "mtu": view.mtu,
                                       "ip_address": f"{view.gateway}/{prefix}"}]
         networks.append(view.host_subnet)
     if routed:
@@ -202,7 +202,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
 
 def eos_views(topology: Topology) -> list[SwitchView]:
     """Switches that run EOS, on every Ethernet or RoCE fabric with an address plan, in compile order."""
-    return [v for ft in topology.fabrics if ft.fabric.type in ("ethernet", "roce")
+    return [v for ft in topology.fabrics if ft.fabric.type.ethernet
             for v in switch_views(topology, ft) if v.nos == DATA.name]
 
 

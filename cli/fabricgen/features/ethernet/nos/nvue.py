@@ -44,7 +44,7 @@ from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.features.feature import mismatch
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
@@ -278,7 +278,7 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     ports = [nv_port(view.model, p) for p in view.ports]
     if len({p.name for p in ports}) != len(ports):
         raise ValueError(f"{view.name}: two ports map to the same NVUE interface")
-    lossless = view.fabric.type == "roce" and view.qos is not None
+    lossless = view.fabric.type is FabricType.ROCE and view.qos is not None
     if not MTU_RANGE[0] <= view.mtu <= MTU_RANGE[1]:
         raise ValueError(f"{view.name}: port MTU {view.mtu} is outside NVUE's {MTU_RANGE[0]}..{MTU_RANGE[1]}")
     blocks: list[Block] = []
@@ -290,8 +290,8 @@ def switch_blocks(view: SwitchView) -> list[Block]:
 
     loopback = ipaddress.ip_interface(f"{view.loopback}/32")
     lo = Block([f"Loopback {loopback}: BGP router-id and the address this switch is reached at."])
-    lo.add("interface", "lo", "type", value="loopback")
-    lo.add("interface", "lo", "ip", "address", str(loopback))
+    lo.add("interface", DATA.interface("loopback"), "type", value="loopback")
+    lo.add("interface", DATA.interface("loopback"), "ip", "address", str(loopback))
     blocks.append(lo)
     management = _management_block(view)
     if management is not None:
@@ -338,7 +338,7 @@ def switch_blocks(view: SwitchView) -> list[Block]:
             raise ValueError(f"{view.name}: host ports but no host subnet")
         subnet = ipaddress.ip_network(view.host_subnet)
         gateway = ipaddress.ip_interface(f"{view.gateway}/{subnet.prefixlen}")
-        svi = f"vlan{HOST_VLAN}"
+        svi = DATA.interface("vlan", vlan=HOST_VLAN)
         vlan = Block([f"Hosts: VLAN {HOST_VLAN} on the VLAN-aware bridge {BRIDGE}, {len(host_ports)} access ports;",
                       f"SVI {svi} {gateway} is the hosts' gateway on {subnet}."])
         vlan.add("bridge", "domain", BRIDGE, "vlan", str(HOST_VLAN))
@@ -413,7 +413,7 @@ def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = []
     for ft in topology.fabrics:
-        if ft.fabric.type not in ("ethernet", "roce"):
+        if not ft.fabric.type.ethernet:
             continue
         for view in switch_views(topology, ft):
             if view.nos != DATA.name:

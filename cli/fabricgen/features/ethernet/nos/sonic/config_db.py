@@ -356,7 +356,7 @@ def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, An
     low, high = PORT_MTU_RANGE
     if not low <= view.mtu <= high:
         raise ValueError(f"{view.name}: port MTU {view.mtu} is outside SONiC's {low}..{high}")
-    ports = sonic_ports(view, sw)
+    ports, loopback = sonic_ports(view, sw), DATA.interface("loopback")
     db: dict[str, Any] = {
         "DEVICE_METADATA": {"localhost": {
             "hostname": view.name, "platform": sw.platform, "hwsku": sw.hwsku_for({p.speed for p in view.ports}),
@@ -365,7 +365,7 @@ def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, An
             "docker_routing_config_mode": ROUTING_CONFIG_MODE,
         }},
         "PORT": {},
-        "LOOPBACK_INTERFACE": {"Loopback0": {}, f"Loopback0|{view.loopback}/32": {}},
+        "LOOPBACK_INTERFACE": {loopback: {}, f"{loopback}|{view.loopback}/32": {}},
     }
     for port in ports:
         pv = port.view
@@ -384,7 +384,7 @@ def config_db(view: SwitchView, *, management_gateway: str = "") -> dict[str, An
         }
     hosts = [p for p in ports if p.view.kind == "host"]
     if hosts and view.gateway:
-        vlan = f"Vlan{HOST_VLAN}"
+        vlan = DATA.interface("vlan", vlan=HOST_VLAN)
         db["VLAN"] = {vlan: {"vlanid": str(HOST_VLAN), "mtu": str(view.mtu), "admin_status": "up"}}
         db["VLAN_MEMBER"] = {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in hosts}
         db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{view.gateway}/{_prefixlen(view.host_subnet)}": {}}
@@ -485,7 +485,7 @@ def dump_config_db(db: dict[str, dict[str, Any]]) -> str:
 def render(topology: Topology) -> list[Artifact]:
     out = []
     for ft in topology.fabrics:
-        if ft.fabric.type not in ("ethernet", "roce"):
+        if not ft.fabric.type.ethernet:
             continue
         for view in switch_views(topology, ft):
             if view.nos != DATA.name:
