@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
-from fabricgen.outdir.apply import FLOCK_FILE, JOURNAL_FILE, apply_plan, recover
-from fabricgen.outdir.plan import LOCK_FILE, STATE_DIR, Action, Lock, Plan, compute_plan, plan_to_json
+from fabricgen.outdir.apply import apply_plan
+from fabricgen.outdir.journal import FLOCK_FILE, JOURNAL_FILE, recover
+from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, Lock
+from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 
 DIGEST = "sha256:" + "ab" * 32
 VERSION = "0.1.0"

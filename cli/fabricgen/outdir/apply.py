@@ -14,30 +14,27 @@ by every plan and apply, removes the residue or finishes the journal; every roll
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import json
-import os
-import re
-import shutil
-import stat
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from fabricgen.core.artifacts import is_safe_relative_path
 from fabricgen.core.errors import OutputError
-from fabricgen.outdir.plan import LOCK_FILE, STATE_DIR, LockEntry, Plan, parse_lock, plan_without_recovery
-
-FLOCK_FILE = "apply.lock"
-JOURNAL_FILE = "journal.json"
-JOURNAL_FORMAT = 1
-_STAGING_PREFIX = "staging-"
-_TMP_PREFIX = "tmp-"
-_STAGING_NAME = re.compile(r"^staging-[A-Za-z0-9_]+$")
+from fabricgen.outdir.journal import (
+    JOURNAL_FILE,
+    STAGING_PREFIX,
+    Journal,
+    discard_residue,
+    exclusive_lock,
+    finish,
+    fsync_dir,
+    recover,
+    recover_locked,
+    write_atomically,
+    write_file,
+)
+from fabricgen.outdir.lock import STATE_DIR, LockEntry
+from fabricgen.outdir.plan import Plan, plan_without_recovery
 
 
 @dataclass(frozen=True)
@@ -54,53 +51,6 @@ class ApplyResult:
         return bool(self.written or self.deleted or self.lock_written)
 
 
-@dataclass(frozen=True)
-class _Journal:
-    """Everything roll-forward needs, so that a later run can finish without the plan or the artifacts."""
-
-    staging: str
-    writes: tuple[LockEntry, ...]
-    deletions: tuple[str, ...]
-    lock_bytes: bytes
-
-    def to_bytes(self) -> bytes:
-        doc = {
-            "deletions": list(self.deletions),
-            "journal_version": JOURNAL_FORMAT,
-            "lock": self.lock_bytes.decode("ascii"),
-            "staging": self.staging,
-            "writes": [{"mode": f"{e.mode:04o}", "path": e.path, "sha256": e.sha256} for e in self.writes],
-        }
-        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("ascii")
-
-    @classmethod
-    def parse(cls, data: bytes, source: str) -> _Journal:
-        """Parse strictly: the journal names paths to replace and delete, so nothing outside OUT may pass."""
-        try:
-            journal = cls._from_json(json.loads(data.decode("utf-8")))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise OutputError(
-                f"{source}: corrupt apply journal ({exc}); the output directory may be half-applied: "
-                "delete the journal and run fabricgen apply again"
-            ) from exc
-        parse_lock(journal.lock_bytes, f"{source} (embedded lock)")
-        return journal
-
-    @classmethod
-    def _from_json(cls, doc: Any) -> _Journal:
-        if doc["journal_version"] != JOURNAL_FORMAT:
-            raise ValueError(f"unknown journal_version {doc['journal_version']!r}")
-        staging, lock = doc["staging"], doc["lock"]
-        if not isinstance(staging, str) or not _STAGING_NAME.fullmatch(staging) or not isinstance(lock, str):
-            raise TypeError("staging and lock must be strings, staging a staging directory name")
-        deletions = tuple(doc["deletions"])
-        writes = tuple(LockEntry(w["path"], w["sha256"], int(w["mode"], 8)) for w in doc["writes"])
-        for path in deletions + tuple(w.path for w in writes):
-            if not isinstance(path, str) or not is_safe_relative_path(path):
-                raise ValueError(f"unsafe path {path!r}")
-        return cls(staging=staging, writes=writes, deletions=deletions, lock_bytes=lock.encode("ascii"))
-
-
 def apply_plan(plan: Plan, *, force: bool = False) -> ApplyResult:
     """Write ``plan`` to disk atomically; with nothing to do, touch nothing at all.
 
@@ -114,8 +64,8 @@ def apply_plan(plan: Plan, *, force: bool = False) -> ApplyResult:
         return ApplyResult(plan)
     _refuse_unmanaged(plan, force)
     _make_state_dir(out_dir)
-    with _exclusive_lock(out_dir):
-        _recover_locked(out_dir)
+    with exclusive_lock(out_dir):
+        recover_locked(out_dir)
         fresh = plan_without_recovery(
             plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version
         )
@@ -123,24 +73,10 @@ def apply_plan(plan: Plan, *, force: bool = False) -> ApplyResult:
             return ApplyResult(fresh)
         _refuse_unmanaged(fresh, force)
         journal = _stage_and_commit(fresh)
-        lock_written = _finish(out_dir, journal)
+        lock_written = finish(out_dir, journal)
     return ApplyResult(
         fresh, written=tuple(a.path for a in fresh.writes), deleted=fresh.deletions, lock_written=lock_written
     )
-
-
-def recover(out_dir: Path) -> bool:
-    """Finish an apply that died after its commit point; drop residue of one that died before it.
-
-    Writes nothing (and takes no lock) when there is nothing to recover, so plans stay read-only.
-
-    Returns:
-        True when an interrupted apply was finished.
-    """
-    if not _has_leftovers(out_dir / STATE_DIR):
-        return False
-    with _exclusive_lock(out_dir):
-        return _recover_locked(out_dir)
 
 
 def _refuse_unmanaged(plan: Plan, force: bool) -> None:
@@ -158,81 +94,24 @@ def _make_state_dir(out_dir: Path) -> None:
         raise OutputError(f"cannot create {out_dir / STATE_DIR}: {exc}") from exc
 
 
-@contextmanager
-def _exclusive_lock(out_dir: Path) -> Iterator[None]:
-    """flock OUT/.fabricgen/apply.lock without waiting: a second apply fails fast instead of queueing behind
-    a first one whose outcome it has not planned for. The file is never deleted (that would race lockers)."""
-    path = out_dir / STATE_DIR / FLOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        raise OutputError(f"cannot open {path}: {exc}") from exc
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise OutputError(f"another fabricgen apply is running on {out_dir}") from exc
-        yield
-    finally:
-        os.close(fd)
-
-
-def _has_leftovers(state_dir: Path) -> bool:
-    try:
-        names = os.listdir(state_dir)  # noqa: PTH208 - one cheap call on the hot path of every plan
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return any(n == JOURNAL_FILE or n.startswith((_STAGING_PREFIX, _TMP_PREFIX)) for n in names)
-
-
-def _recover_locked(out_dir: Path) -> bool:
-    state_dir = out_dir / STATE_DIR
-    journal_path = state_dir / JOURNAL_FILE
-    try:
-        data: bytes | None = journal_path.read_bytes()
-    except FileNotFoundError:
-        data = None
-    except OSError as exc:
-        raise OutputError(f"cannot read {journal_path}: {exc}") from exc
-    if data is not None:
-        _finish(out_dir, _Journal.parse(data, str(journal_path)))
-    try:
-        _discard_residue(state_dir)
-    except OSError as exc:
-        raise OutputError(f"cannot clean up {state_dir}: {exc}") from exc
-    return data is not None
-
-
-def _discard_residue(state_dir: Path) -> None:
-    """Remove staging directories and temp files no journal refers to; the tree never saw them."""
-    with suppress(FileNotFoundError):
-        for child in state_dir.iterdir():
-            if not child.name.startswith((_STAGING_PREFIX, _TMP_PREFIX)):
-                continue
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-
-
-def _stage_and_commit(plan: Plan) -> _Journal:
+def _stage_and_commit(plan: Plan) -> Journal:
     """Steps 2 and 3. On failure before the journal exists, remove the staging so no residue is left."""
     state_dir = plan.out_dir / STATE_DIR
     journal_path = state_dir / JOURNAL_FILE
     try:
-        staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=state_dir))
-        journal = _Journal(
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=state_dir))
+        journal = Journal(
             staging=staging.name,
             writes=tuple(LockEntry(a.path, a.sha256, a.mode) for a in plan.writes),
             deletions=plan.deletions,
             lock_bytes=plan.lock.to_bytes(),
         )
         _stage(plan, staging)
-        _write_atomically(journal_path, journal.to_bytes(), state_dir)
+        write_atomically(journal_path, journal.to_bytes(), state_dir)
     except BaseException as exc:
         if not journal_path.exists():
             with suppress(OSError):
-                _discard_residue(state_dir)
+                discard_residue(state_dir)
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write to {plan.out_dir}: {exc}; nothing was changed") from exc
         raise
@@ -244,113 +123,9 @@ def _stage(plan: Plan, staging: Path) -> None:
     for artifact in plan.writes:
         target = staging / artifact.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write_file(target, artifact.content, artifact.mode)
+        write_file(target, artifact.content, artifact.mode)
         directories.update(p for p in target.parents if p.is_relative_to(staging))
     # New directory entries are durable only once their directory is synced; the journal must not outlive them
     for directory in sorted(directories, key=lambda p: len(p.parts), reverse=True):
-        _fsync_dir(directory)
-    _fsync_dir(staging.parent)
-
-
-def _write_file(path: Path, content: bytes, mode: int) -> None:
-    """Exclusive create, explicit chmod (the umask must not decide an artifact's mode), fsync."""
-    with path.open("xb") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fchmod(handle.fileno(), mode)
-        os.fsync(handle.fileno())
-
-
-def _write_atomically(path: Path, data: bytes, temp_dir: Path) -> None:
-    """Temp file in OUT/.fabricgen (same file system), fsync, os.replace, fsync the directory."""
-    fd, temp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=temp_dir)
-    temp = Path(temp_name)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fchmod(handle.fileno(), 0o644)
-        os.fsync(handle.fileno())
-    temp.replace(path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _finish(out_dir: Path, journal: _Journal) -> bool:
-    """Steps 4 and 5, safe to repeat from any point. Returns whether the lock file was (re)written."""
-    state_dir = out_dir / STATE_DIR
-    try:
-        lock_written = _roll_forward(out_dir, journal)
-        (state_dir / JOURNAL_FILE).unlink()
-        _fsync_dir(state_dir)
-        shutil.rmtree(state_dir / journal.staging, ignore_errors=True)
-    except OSError as exc:
-        raise OutputError(
-            f"apply to {out_dir} was interrupted after its commit point ({exc}); "
-            "the next fabricgen plan or apply finishes it"
-        ) from exc
-    return lock_written
-
-
-def _roll_forward(out_dir: Path, journal: _Journal) -> bool:
-    # Deletions first: a deleted file "a" may be where the directory of a new "a/b" goes, and deleting "a/b"
-    # may empty the directory "a" a new file replaces.
-    for rel in journal.deletions:
-        _delete(out_dir, rel)
-    staging = out_dir / STATE_DIR / journal.staging
-    touched = {out_dir}
-    for entry in journal.writes:
-        _move_into_place(staging, out_dir, entry.path)
-        touched.add((out_dir / entry.path).parent)
-    for directory in sorted(touched):
-        _fsync_dir(directory)
-    return _write_lock(out_dir, journal.lock_bytes)
-
-
-def _delete(out_dir: Path, rel: str) -> None:
-    """Unlink one lock-listed file if still there, then the directories that deletion emptied (never OUT)."""
-    target = out_dir / rel
-    try:
-        st = target.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        st = None
-    if st is not None and not stat.S_ISDIR(st.st_mode):
-        target.unlink()
-    parts = rel.split("/")
-    for depth in range(len(parts) - 1, 0, -1):
-        try:
-            (out_dir / "/".join(parts[:depth])).rmdir()
-        except FileNotFoundError:
-            continue  # removed by the run this one is finishing; its parents may still be left
-        except OSError as exc:
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-                break
-            raise
-
-
-def _move_into_place(staging: Path, out_dir: Path, rel: str) -> None:
-    """Rename a staged file over its target; a missing staged file means an earlier run already moved it."""
-    source, target = staging / rel, out_dir / rel
-    if source.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source.replace(target)
-    elif not target.exists():
-        raise OutputError(
-            f"cannot finish the interrupted apply of {out_dir}: the staged copy of {rel} is gone; "
-            f"delete {out_dir / STATE_DIR / JOURNAL_FILE} and run fabricgen apply again"
-        )
-
-
-def _write_lock(out_dir: Path, data: bytes) -> bool:
-    path = out_dir / LOCK_FILE
-    with suppress(FileNotFoundError):
-        if path.read_bytes() == data:
-            return False
-    _write_atomically(path, data, out_dir / STATE_DIR)
-    return True
+        fsync_dir(directory)
+    fsync_dir(staging.parent)

@@ -5,16 +5,14 @@ is never deleted; one sitting where an artifact must go is reported as unmanaged
 overwrite it unless forced. A lock-listed file whose bytes or mode no longer match the lock was edited by
 hand (drift).
 
-Planning only reads, except that it first lets `fabricgen.outdir.apply.recover` finish an apply that was killed after
-its commit point, so that a plan never diffs against a half-written tree.
+Planning only reads, except that it first lets :func:`fabricgen.outdir.journal.recover` finish an apply that was
+killed after its commit point, so that a plan never diffs against a half-written tree.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,18 +20,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from fabricgen.core.artifacts import Artifact, is_safe_relative_path
+from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
-
-TOOL_NAME = "fabricgen"
-LOCK_FILE = "fabricgen.lock.json"
-# Private state of apply (flock, staging, journal). Artifact paths cannot start with a dot, so never collide.
-STATE_DIR = ".fabricgen"
-LOCK_FORMAT = 1
-
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_MODE_TEXT = {0o644: "0644", 0o755: "0755"}
-_MODE_VALUE = {text: mode for mode, text in _MODE_TEXT.items()}
+from fabricgen.outdir.journal import recover
+from fabricgen.outdir.lock import (
+    LOCK_FILE,
+    Lock,
+    LockEntry,
+    parse_lock,
+    read_lock_bytes,
+)
 
 
 class Action(StrEnum):
@@ -54,43 +50,6 @@ class Change:
     reason: str
     drift: bool = False
     unmanaged: bool = False
-
-
-@dataclass(frozen=True, order=True)
-class LockEntry:
-    """What fabricgen wrote at one path: the bytes' sha256 and the permission bits."""
-
-    path: str
-    sha256: str
-    mode: int
-
-
-@dataclass(frozen=True)
-class Lock:
-    """The manifest in OUT/fabricgen.lock.json; deterministic bytes, so an unchanged lock is not rewritten."""
-
-    spec_digest: str
-    tool_version: str
-    entries: tuple[LockEntry, ...]
-    tool_name: str = TOOL_NAME
-
-    @classmethod
-    def for_artifacts(cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str) -> Lock:
-        entries = tuple(sorted(LockEntry(a.path, a.sha256, a.mode) for a in artifacts))
-        return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries)
-
-    def by_path(self) -> dict[str, LockEntry]:
-        return {e.path: e for e in self.entries}
-
-    def to_bytes(self) -> bytes:
-        """Sorted keys, indent 2, trailing newline, no timestamps: equal locks are equal bytes."""
-        doc = {
-            "files": {e.path: {"mode": _MODE_TEXT[e.mode], "sha256": e.sha256} for e in self.entries},
-            "lock_version": LOCK_FORMAT,
-            "spec_digest": self.spec_digest,
-            "tool": {"name": self.tool_name, "version": self.tool_version},
-        }
-        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("ascii")
 
 
 @dataclass(frozen=True)
@@ -159,9 +118,6 @@ def compute_plan(
         OutputError: the lock file is corrupt, an artifact cannot be placed (a directory, symlink or foreign
             file where a directory is needed), two artifacts clash, or another apply is mid-way.
     """
-    # apply imports this module; importing it here keeps that dependency one-way at import time.
-    from fabricgen.outdir.apply import recover
-
     recover(out_dir)
     return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version)
 
@@ -192,91 +148,6 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         ],
         "lock_changed": plan.lock_changed,
     }
-
-
-def read_lock(out_dir: Path) -> Lock | None:
-    """The lock of ``out_dir``, or None when there is none yet."""
-    data = _read_lock_bytes(out_dir)
-    return None if data is None else parse_lock(data, str(out_dir / LOCK_FILE))
-
-
-def parse_lock(data: bytes, source: str) -> Lock:
-    """Parse lock bytes strictly: a bad lock could otherwise make apply delete paths outside OUT."""
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _corrupt(source, f"not valid JSON ({exc})") from exc
-    _require(
-        isinstance(doc, dict) and set(doc) == {"files", "lock_version", "spec_digest", "tool"},
-        source,
-        "expected an object with exactly the keys files, lock_version, spec_digest, tool",
-    )
-    version = doc["lock_version"]
-    _require(type(version) is int, source, "lock_version is not an integer")
-    if version > LOCK_FORMAT:
-        raise _corrupt(source, f"lock_version {version} was written by a newer fabricgen")
-    _require(version == LOCK_FORMAT, source, f"unknown lock_version {version}")
-    tool = doc["tool"]
-    _require(
-        isinstance(tool, dict)
-        and set(tool) == {"name", "version"}
-        and all(isinstance(v, str) for v in tool.values()),
-        source,
-        "tool must be an object with string name and version",
-    )
-    _require(isinstance(doc["spec_digest"], str), source, "spec_digest is not a string")
-    return Lock(
-        spec_digest=doc["spec_digest"],
-        tool_version=tool["version"],
-        tool_name=tool["name"],
-        entries=_parse_lock_files(doc["files"], source),
-    )
-
-
-def _parse_lock_files(files: object, source: str) -> tuple[LockEntry, ...]:
-    if not isinstance(files, dict):
-        raise _corrupt(source, "files is not an object")
-    entries = []
-    for path, info in files.items():
-        _require(
-            isinstance(path, str) and is_safe_relative_path(path) and path != LOCK_FILE,
-            source,
-            f"unsafe or reserved path {path!r}",
-        )
-        _require(
-            isinstance(info, dict) and set(info) == {"mode", "sha256"},
-            source,
-            f"{path}: expected an object with exactly the keys mode, sha256",
-        )
-        _require(info["mode"] in _MODE_VALUE, source, f'{path}: mode must be "0644" or "0755"')
-        _require(
-            isinstance(info["sha256"], str) and bool(_SHA256.fullmatch(info["sha256"])),
-            source,
-            f"{path}: sha256 must be 64 lowercase hex digits",
-        )
-        entries.append(LockEntry(path, info["sha256"], _MODE_VALUE[info["mode"]]))
-    return tuple(sorted(entries))
-
-
-def _require(condition: bool, source: str, detail: str) -> None:
-    if not condition:
-        raise _corrupt(source, detail)
-
-
-def _corrupt(source: str, detail: str) -> OutputError:
-    return OutputError(
-        f"{source}: corrupt lock file: {detail}. Restore it (e.g. from version control) or delete it; "
-        "without a lock, files already in the output directory count as not created by fabricgen"
-    )
-
-
-def _read_lock_bytes(out_dir: Path) -> bytes | None:
-    try:
-        return (out_dir / LOCK_FILE).read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise OutputError(f"cannot read lock file {out_dir / LOCK_FILE}: {exc}") from exc
 
 
 def _checked_artifacts(artifacts: Sequence[Artifact]) -> tuple[Artifact, ...]:
@@ -353,7 +224,7 @@ class _Disk:
 def _diff(rendered: tuple[Artifact, ...], out_dir: Path, new_lock: Lock) -> Plan:
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"output directory {out_dir} exists and is not a directory")
-    previous_bytes = _read_lock_bytes(out_dir)
+    previous_bytes = read_lock_bytes(out_dir)
     previous = {}
     if previous_bytes is not None:
         previous = parse_lock(previous_bytes, str(out_dir / LOCK_FILE)).by_path()
