@@ -303,7 +303,7 @@ def to_dot(diagram: Diagram) -> bytes:
         for f in diagram.fabrics
     ]
     return render_template(
-        "cabling/topology.dot.j2",
+        "diagram/topology.dot.j2",
         source=diagram.source,
         graph_id=_quote(diagram.cluster),
         label=_quote(f"{diagram.title}\n{diagram.subtitle}"),

@@ -157,13 +157,13 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
 
 
 def _qos_script(name: str, entry: _ProfilePorts, source: str) -> bytes:
-    return render_template("hosts/roce-qos.sh.j2", profile=checked(IDENTIFIER, name, "profile name"), source=source,
+    return render_template("host-roce/roce-qos.sh.j2", profile=checked(IDENTIFIER, name, "profile name"), source=source,
                            classes=list(entry.fabrics.values()), ports=list(entry.ports.values()),
                            unnamed=entry.unnamed)
 
 
 def _firewall(name: str, entry: _ProfilePorts, source: str) -> bytes:
-    return render_template("hosts/roce-firewall.nft.j2", profile=checked(IDENTIFIER, name, "profile name"),
+    return render_template("host-roce/roce-firewall.nft.j2", profile=checked(IDENTIFIER, name, "profile name"),
                            source=source, port=ROCE_V2_PORT, ports=list(entry.ports.values()), unnamed=entry.unnamed)
 
 
@@ -223,6 +223,6 @@ def render(topology: Topology) -> list[Artifact]:
         if not ports:
             continue
         out.append(Artifact(f"hosts/{node}/netplan-roce.yaml", render_template(
-            "hosts/netplan-roce.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
+            "host-roce/netplan-roce.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
             table_base=TABLE_BASE)))
     return out

@@ -53,6 +53,6 @@ def render(topology: Topology) -> list[Artifact]:
     for node, (ports, unnamed) in sorted(_ports(topology).items()):
         if ports:
             out.append(Artifact(f"hosts/{checked(DEVICE_NAME, node, 'node name')}/netplan-ipoib.yaml", render_template(
-                "hosts/netplan-ipoib.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
+                "host-ipoib/netplan-ipoib.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
                 mtu=IPOIB_MTU)))
     return out

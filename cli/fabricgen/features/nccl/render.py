@@ -108,7 +108,7 @@ def cloud_settings(cloud: Cloud) -> list[Setting]:
 def _render_cloud(cloud: Cloud, source: str) -> list[Artifact]:
     itype = cloud.instance_type
     kind = f"{'AWS EFA' if cloud.provider == 'aws' else 'Alibaba Cloud eRDMA'}, {cloud.interfaces} per instance"
-    content = render_template("hosts/nccl.env.j2", profile=itype.name, fabric=cloud.interface_kind.lower(),
+    content = render_template("nccl/nccl.env.j2", profile=itype.name, fabric=cloud.interface_kind.lower(),
                               kind=kind, source=source, settings=cloud_settings(cloud))
     return [Artifact(f"hosts/{itype.name}/nccl.env", content)]
 
@@ -125,7 +125,7 @@ def render(topology: Topology) -> list[Artifact]:
         profiles = sorted({n.profile.name: n.profile for n in topology.cluster.nodes
                            if n.group in fabric.node_groups and n.profile.role == "compute"}.items())
         for name, profile in profiles:
-            content = render_template("hosts/nccl.env.j2", profile=name, fabric=fabric.name,
+            content = render_template("nccl/nccl.env.j2", profile=name, fabric=fabric.name,
                                       kind=f"{fabric.type} {fabric.speed.name}", source=source,
                                       settings=nccl_settings(profile, fabric))
             out.append(Artifact(f"hosts/{name}/nccl.env", content))

@@ -144,21 +144,21 @@ def render(topology: Topology) -> list[Artifact]:
         safe = checked(IDENTIFIER, name, "profile name")
         addresses = vf_addresses(topology, name)
         out.append(Artifact(f"hosts/{safe}/sriov-setup.sh", render_template(
-            "hosts/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
+            "host-sriov/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
             0o755))
         out.append(Artifact(f"hosts/{safe}/sriov-setup.service", render_template(
-            "hosts/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR,
+            "host-sriov/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR,
             devices=[f"sys-subsystem-net-devices-{p.netdev}.device" for p in ports])))  # netdevs need no escaping
         if addresses:
             out.append(Artifact(f"hosts/{safe}/sriov-vfs.tsv", render_template(
-                "hosts/sriov-vfs.tsv.j2", profile=safe, source=source, rows=addresses)))
+                "host-sriov/sriov-vfs.tsv.j2", profile=safe, source=source, rows=addresses)))
     compute = {n.profile.name: n.profile for ft in topology.fabrics if ft.fabric.role.value == "compute"
                for n in _attached(topology.cluster.nodes, ft.fabric) if n.profile.gpus}
     for name, profile in sorted(compute.items()):
         gpu_rails = rails(profile)
         if gpu_rails:
             out.append(Artifact(f"hosts/{checked(IDENTIFIER, name, 'profile name')}/host-preflight.sh",
-                                render_template("hosts/host-preflight.sh.j2", profile=name, source=source,
+                                render_template("host-sriov/host-preflight.sh.j2", profile=name, source=source,
                                                 rails=gpu_rails), 0o755))
     return out
 
