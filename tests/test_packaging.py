@@ -30,7 +30,8 @@ def test_wheel_ships_data_files(unpacked_wheel: Path) -> None:
     pkg = unpacked_wheel / "fabricgen"
     for rel in ("_shipped/schemas/fabricgen.schema.json", "_shipped/schemas/sections/fabrics.schema.json",
                 "_shipped/templates/topology/fabric.json.j2", "_shipped/inventories/h100-4su.yaml",
-                "data/catalog/switches.yaml", "data/catalog/node_profiles.yaml", "data/catalog/cloud_instances.yaml",
+                "data/catalog/switches.yaml", "data/catalog/node_profiles.yaml", "features/cloud/instances.yaml",
+                "features/ethernet/nos/sonic.yaml", "features/ethernet/nos/sonic/asics.yaml",
                 "_shipped/schemas/sections/cloud.schema.json", "_shipped/stacks/aws_efa/__main__.py",
                 "_shipped/stacks/alicloud_erdma/__main__.py", "_shipped/templates/pulumi/Pulumi.yaml.j2"):
         assert (pkg / rel).is_file(), rel

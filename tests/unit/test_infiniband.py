@@ -12,8 +12,8 @@ from tests.conftest import INVENTORIES, require_tool
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Severity
-from fabricgen.core.resources import data_dir
 from fabricgen.features.ethernet.switch_view import switch_views
+from fabricgen.features.infiniband import render as infiniband_render
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.pipeline import compile_spec, render_spec
 
@@ -35,7 +35,7 @@ def _text(artifacts: dict[str, Artifact], name: str) -> str:
 
 def test_opensm_conf_is_complete_and_explains_overrides(lab: dict[str, Artifact]) -> None:
     conf = _text(lab, "opensm.conf")
-    defaults = (data_dir() / "opensm" / "opensm-3.3.23.conf").read_text().splitlines()
+    defaults = (Path(infiniband_render.__file__).with_name("opensm-3.3.23.conf")).read_text().splitlines()
     settings = {line.split(" ", 1)[0] for line in defaults if line and not line.startswith("#")}
     lines = conf.splitlines()
     present = {line.split(" ", 1)[0] for line in lines if line and not line.startswith("#")}

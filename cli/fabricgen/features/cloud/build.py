@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -21,7 +22,6 @@ from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
-from fabricgen.core.resources import data_dir
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cloud import Cloud, CloudFileSystem, CloudInstanceType, CloudSubnet
 from fabricgen.model.cluster import Cluster
@@ -37,7 +37,7 @@ FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs"}
 @cache
 def catalog() -> Mapping[str, Any]:
     """The shipped cloud catalog, validated; a broken file is a packaging bug reported by file:line."""
-    document = load_file(data_dir() / "catalog" / "cloud_instances.yaml")
+    document = load_file(Path(__file__).with_name("instances.yaml"))
     issues = schema_issues(document, document.data, CATALOG_SCHEMA)
     if issues:
         raise SpecError(issues)

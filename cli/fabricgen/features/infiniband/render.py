@@ -1,6 +1,6 @@
 """Target ``infiniband``: per InfiniBand fabric, OpenSM's configuration and the expected topology.
 
-opensm.conf starts from upstream OpenSM's own defaults (data/opensm/opensm-3.3.23.conf, `opensm -c`) and
+opensm.conf starts from upstream OpenSM's own defaults (opensm-3.3.23.conf beside this module, `opensm -c`) and
 overrides only what fabricgen decides, each override preceded by a comment saying why. Keys never appear in
 any artifact: opensm-keys.sh reads them on the SM host at start.
 """
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import yaml
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.resources import data_dir
 from fabricgen.core.templating import render_template
 from fabricgen.features.infiniband.build import DEFAULT_PKEY
 from fabricgen.features.infiniband.view import IbFabric, IbNode, ib_fabric, routing_engines
@@ -28,12 +27,12 @@ KEY_FILES = ("sm_key", "sa_key", "m_key")
 
 @cache
 def _defaults() -> tuple[str, ...]:
-    return tuple((data_dir() / "opensm" / "opensm-3.3.23.conf").read_text(encoding="utf-8").splitlines())
+    return tuple((Path(__file__).with_name("opensm-3.3.23.conf")).read_text(encoding="utf-8").splitlines())
 
 
 @cache
 def _rate_codes() -> dict[float, int]:
-    data = yaml.safe_load((data_dir() / "opensm" / "rates.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((Path(__file__).with_name("rates.yaml")).read_text(encoding="utf-8"))
     return {float(k): int(v) for k, v in data["rates"].items()}
 
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -38,7 +38,6 @@ from netaddr import IPAddress, IPNetwork
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
-from fabricgen.core.resources import data_dir
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.features.lustre.build import pod_storage
 from fabricgen.features.nccl.render import POD_PFS, POD_VFS, nccl_settings
@@ -74,8 +73,8 @@ class PodNetwork:
 
 @cache
 def images() -> Mapping[str, Mapping[str, str]]:
-    """The component images of the NicClusterPolicy (data/kubernetes/images.yaml, each with its source)."""
-    with (data_dir() / "kubernetes" / "images.yaml").open(encoding="utf-8") as f:
+    """The component images of the NicClusterPolicy (images.yaml beside this module, each with its source)."""
+    with (Path(__file__).with_name("images.yaml")).open(encoding="utf-8") as f:
         data: dict[str, dict[str, dict[str, str]]] = yaml.safe_load(f)
     return data["images"]
 

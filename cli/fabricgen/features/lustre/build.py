@@ -8,7 +8,7 @@
 - PFL layouts whose components grow and end at EOF (-1), Data-on-MDT only first.
 
 Also the pure helpers the Lustre renderers share: NID parsing, systemd's path escaping, the volumes a training
-pod needs (:func:`pod_storage`). Facts and limits live in ``data/lustre/tuning.yaml`` with their sources.
+pod needs (:func:`pod_storage`). Facts and limits live in ``tuning.yaml`` beside this module with their sources.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from netaddr import IPAddress, IPNetwork
@@ -26,7 +27,6 @@ from fabricgen.core.errors import Finding, Severity, SpecError
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
-from fabricgen.core.resources import data_dir
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
@@ -52,7 +52,7 @@ _LNET_TUNABLES = ("peer_credits", "peer_credits_hiw", "credits", "concurrent_sen
 @cache
 def tuning_data() -> Mapping[str, Any]:
     """The shipped tuning file, validated against its schema (a broken file is a packaging bug)."""
-    document = load_file(data_dir() / "lustre" / "tuning.yaml")
+    document = load_file(Path(__file__).with_name("tuning.yaml"))
     issues = schema_issues(document, document.data, "sections/lustre.schema.json#/$defs/tuning_file")
     if issues:
         raise SpecError(issues)

@@ -15,7 +15,7 @@ For every switch of an Ethernet/RoCE fabric with an address plan and ``nos: soni
 Decisions, each one a failure seen in the field or a SONiC rule:
 
 - Port names follow SONiC's NVIDIA Spectrum convention: SerDes lanes are numbered from 0 across the cages in
-  front-panel order (``lanes_per_cage`` per model in data/catalog/asics.yaml); a port is ``Ethernet<N>`` with N
+  front-panel order (``lanes_per_cage`` per model in asics.yaml); a port is ``Ethernet<N>`` with N
   its FIRST lane, aliased ``etp<cage>`` (``etp<cage>a``/``b``/... when the cage is broken out), index = cage.
   SN5600 at 2 x 400G: cage 1 -> Ethernet0 (lanes 0-3, etp1a) and Ethernet4 (lanes 4-7, etp1b), cage 2 ->
   Ethernet8, as in the upstream Mellanox-SN5600-O128 port_config.ini. ``lanes`` is written out ("0,1,2,3"):
@@ -167,7 +167,7 @@ def sonic_switch(model: SwitchModel) -> SonicSwitch:
     cat = catalog()
     if model.name in cat.switches:
         return cat.switches[model.name]
-    why = cat.not_sonic.get(model.name, "it has no entry under sonic_switches in data/catalog/asics.yaml")
+    why = cat.not_sonic.get(model.name, "it has no entry under sonic_switches in asics.yaml")
     raise ValueError(f"switch model {model.name} is not a SONiC target: {why}")
 
 
@@ -260,7 +260,7 @@ def _qos_tables(view: SwitchView, sw: SonicSwitch, ports: list[SonicPort], qos: 
     pools = sw.asic.buffer_pools
     if pools is None:
         raise ValueError(f"{view.name}: no buffer pool sizes for {sw.asic.name} ({sw.model}) in "
-                         "data/catalog/asics.yaml, so no lossless class can be configured on it")
+                         "asics.yaml, so no lossless class can be configured on it")
     p, c = qos.lossless.priority, qos.cnp.priority
     dscp_to_tc = {str(d): "0" for d in range(64)}
     dscp_to_tc[str(qos.lossless.dscp)] = str(p)

@@ -31,7 +31,7 @@ The lua then adds the pool and the private headroom to the occupied buffer, so t
 model's pool sizes are the catalog's, as fixed as a SKU's buffers_defaults template.
 
 The ASIC constants (cell size, pipeline latency, mac/phy delay, peer response time) and the pause quanta per
-speed are data: ``data/catalog/asics.yaml``, with sources. SONiC runs the lua only in the dynamic buffer model.
+speed are data: ``asics.yaml``, with sources. SONiC runs the lua only in the dynamic buffer model.
 In the traditional model fabricgen puts these numbers into the BUFFER_PROFILE itself, so the switch gets the
 same headroom it would have computed; in the dynamic model they predict what buffermgrd will compute from the
 same inputs. Either way an engineer can audit every input (pfc-headroom.csv).
@@ -43,11 +43,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
-
-from fabricgen.core.resources import data_dir
 
 SPEED_OF_LIGHT = 198_000_000  # m/s in the cable, the lua's constant
 MINIMAL_PACKET_SIZE = 64      # bytes
@@ -125,8 +124,8 @@ def _asic(name: str, raw: Mapping[str, Any]) -> Asic:
 
 @cache
 def catalog() -> Catalog:
-    """The shipped ASIC catalog (data/catalog/asics.yaml)."""
-    path = data_dir() / "catalog" / "asics.yaml"
+    """The shipped ASIC catalog (asics.yaml)."""
+    path = Path(__file__).with_name("asics.yaml")
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     try:
         asics = {name: _asic(name, entry) for name, entry in raw["asics"].items()}
