@@ -26,6 +26,7 @@ plan: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check cli tests bench stacks
 	$(BIN)/python -m mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test

@@ -1,5 +1,10 @@
 """The command line: the only module that reads argv, prints to the console and chooses exit codes.
 
+Each command is a thin shell over the pipeline, the output directory or its feature's command module (verify:
+:mod:`fabricgen.features.infiniband.verify`, explain: :mod:`fabricgen.features.topology.explain`, apply --cloud:
+:mod:`fabricgen.features.cloud.deploy`). Its ~560 lines are the seven commands and the printers of their reports,
+kept in one module because only this module may touch the console.
+
 Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
 (plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
 """
@@ -21,14 +26,8 @@ from fabricgen import __version__
 from fabricgen.core.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
-from fabricgen.features.infiniband.verify import (
-    IbSpeed,
-    VerifyError,
-    compare,
-    parse_ibnetdiscover,
-    planned_rates,
-    report_to_json,
-)
+from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
+from fabricgen.features.infiniband.verify import IbSpeed, VerifyError, compare, planned_rates, report_to_json
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.features.topology.explain import cluster_summary

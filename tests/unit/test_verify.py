@@ -16,20 +16,22 @@ from tests.conftest import REPO
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
-from fabricgen.features.infiniband.verify import (
+from fabricgen.features.infiniband.discovery import (
     HCA,
     PORTS_FORM,
     SWITCH,
     TOPOLOGY_FORM,
     Discovered,
+    ParseError,
+    parse_ibnetdiscover,
+)
+from fabricgen.features.infiniband.verify import (
     End,
     Mismatch,
     MismatchKind,
-    ParseError,
     Report,
     compare,
     link_rate,
-    parse_ibnetdiscover,
     planned_rates,
     report_to_json,
 )
