@@ -9,12 +9,11 @@ import json
 import pkgutil
 from pathlib import Path
 
-from tests.conftest import REPO
-
 import fabricgen
 from fabricgen.features import registry
 from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.feature import Feature
+from tests.conftest import REPO
 
 PACKAGE = Path(fabricgen.__file__).parent
 

@@ -1,0 +1,241 @@
+"""The cloud instances' first boot (user-data.sh as the Pulumi program fills it): on AWS the Lustre client, LNet
+over EFA and FSx mounts; on Alibaba Cloud the CPFS-NFS client and CPFS mounts.
+
+The script comes out of the emitted project run under Pulumi's mocks (the launch template's or the instances'
+user data), then runs against a fake root with stub tools (tests/data/fake-cloud-host) that record each call.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, require_tool
+from tests.external.cloud.test_pulumi_stacks import ALI_SPEC, AWS_SPEC, emit, run
+from tests.helpers.fake_host import ScriptHost, write
+
+STUBS = REPO / "tests" / "data" / "fake-cloud-host"
+STACKS = REPO / "stacks"
+SOURCE = "fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"  # the mocks' FSx DNS name and mount name
+UNIT = "fabricgen-fsx-efa-lnet.service"
+# Real EFA device names: their name order is what AWS's selection (ls -1 /sys/class/infiniband) goes by.
+P5_DEVICES = [f"rdmap{bus}s0" for bus in (*range(79, 100), *range(100, 111))]
+
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")]
+CPFS_SOURCE = "cpfs-datasets-id.cn-wulanchabu.cpfs.aliyuncs.com:/share"  # the mocks' export domain, root export
+CPFS_OPTIONS = "vers=3,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
+
+
+def user_data(tmp_path: Path, edit: dict[str, str] | None = None) -> str:
+    mocks = run(emit(AWS_SPEC, tmp_path, edit))
+    return base64.b64decode(mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+
+
+def cpfs_user_data(tmp_path: Path) -> str:
+    mocks = run(emit(ALI_SPEC, tmp_path))
+    return base64.b64decode(mocks.of_type("alicloud:ecs/instance:Instance")[0].inputs["userData"]).decode()
+
+
+def host(tmp_path: Path, script: str, os_id: str = "ubuntu", modules: tuple[str, ...] = ("kefalnd",),
+         devices: list[str] = P5_DEVICES) -> ScriptHost:
+    root = tmp_path / "root"
+    write(root / "etc" / "os-release", f"ID={os_id}\nVERSION_CODENAME=jammy")
+    for device in devices:
+        (root / "sys" / "class" / "infiniband" / device).mkdir(parents=True)
+    (root / "state").mkdir()
+    (root / "state" / "modules").write_text("".join(f"{m}\n" for m in modules))
+    path = tmp_path / "user-data.sh"
+    path.write_text(script)
+    env = {**os.environ, "PATH": f"{root / 'state' / 'bin'}:{STUBS}:{os.environ['PATH']}",
+           "USER_DATA_ROOT": str(root),
+           "STUB_STATE": str(root / "state")}
+    return ScriptHost(root, path, env)
+
+
+def test_user_data_is_shellcheck_clean(tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    (tmp_path / "aws").mkdir()
+    (tmp_path / "ali").mkdir()
+    scripts = [tmp_path / "fsx.sh", tmp_path / "cpfs.sh"]
+    scripts[0].write_text(user_data(tmp_path / "aws"))
+    scripts[1].write_text(cpfs_user_data(tmp_path / "ali"))
+    done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), str(STUBS / "tool")], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_filled_words_reach_bash_unchanged() -> None:
+    """Mount sources and points come from cloud outputs and the spec: each must arrive as one word, as written."""
+    spec = importlib.util.spec_from_file_location("first_boot", STACKS / "first_boot.py")
+    assert spec is not None and spec.loader is not None
+    first_boot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_boot)
+    mounts = [("fs-1.example@tcp:/a b", "/mnt/it's $HOME"), ("x;rm -rf /tmp/y", "/mnt/`id`\nnext")]
+    script = first_boot.filled('FILESYSTEMS=()\nprintf "%s|" "${FILESYSTEMS[@]}"\n', mounts)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split("|")[:-1] == [word for mount in mounts for word in mount]
+    with pytest.raises(ValueError, match="exactly one"):
+        first_boot.filled("#!/bin/bash\n", mounts)
+
+
+def test_program_fills_the_file_systems(tmp_path: Path) -> None:
+    script = user_data(tmp_path)
+    assert f"\nFILESYSTEMS=({SOURCE} /fsx)\n" in script
+    assert "EFA_LNET_INTERFACES=8\nEFA_LNET_STRIDE=4\n" in script  # p5: 8 of 32 EFA devices, one in 4
+
+
+def test_first_boot_installs_the_client_the_lnet_service_and_mounts(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), modules=("kefalnd",))
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    calls = machine.calls
+    assert "apt-get install -y lustre-client-modules-6.8.0-1015-aws" in calls
+    repo = (machine.root / "etc/apt/sources.list.d/fsxlustreclientrepo.list").read_text()
+    assert repo == ("deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] "
+                    "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu jammy main\n")
+    assert (machine.root / "usr/share/keyrings/fsx-ubuntu-public-key.gpg").exists()
+    installed = machine.root / "usr/local/sbin/fabricgen-fsx-client"
+    assert installed.read_text() == machine.script.read_text() and os.access(installed, os.X_OK)
+    unit = (machine.root / "etc/systemd/system" / UNIT).read_text()
+    assert "ExecStart=/usr/local/sbin/fabricgen-fsx-client lnet\n" in unit and "Before=remote-fs-pre.target" in unit
+    reload = calls.index("systemctl daemon-reload")
+    assert calls[reload + 1:reload + 3] == [f"systemctl enable {UNIT}", f"systemctl start {UNIT}"]
+    assert (machine.root / "etc/fstab").read_text() == (
+        f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount,"
+        f"x-systemd.requires={UNIT},x-systemd.after={UNIT} 0 0\n")
+    assert calls[-1] == f"mount -t lustre -o relatime,flock {SOURCE} {machine.root}/fsx"
+    assert not [c for c in calls if c.startswith("lnetctl")], "LNet is the service's job, not first boot's"
+
+
+def test_first_boot_again_changes_nothing(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    assert machine.run().returncode == 0
+    before, calls = machine.snapshot(), len(machine.calls)
+    assert machine.run().returncode == 0
+    assert machine.snapshot() == before  # no file rewritten: the same content and modification time
+    again = machine.calls[calls:]
+    assert not [c for c in again if c.startswith(("apt-get", "dnf", "mount ", "systemctl daemon-reload",
+                                                  "systemctl enable"))]
+
+
+def test_lnet_takes_one_efa_device_in_four_then_is_idempotent(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    done = machine.run("lnet")
+    assert done.returncode == 0, done.stderr
+    chosen = sorted(P5_DEVICES)[::4]  # AWS: ls -1 /sys/class/infiniband | awk 'NR % 4 == 1'
+    assert [c for c in machine.calls if not c.startswith(("lnetctl net show", "lnetctl net del"))] == [
+        "ip -o -4 route show to default",
+        "modprobe lnet",
+        "modprobe kefalnd ipif_name=ens32",
+        "modprobe ksocklnd",
+        "lnetctl lnet configure",
+        "lnetctl net add --net tcp --if ens32",
+        *[f"lnetctl net add --net efa --if {device} --peer-credits 32" for device in chosen],
+        "lnetctl set discovery 1",
+        "lnetctl udsp add --src efa --priority 0",
+        "modprobe lustre",
+    ]
+    assert len(chosen) == 8
+    calls = len(machine.calls)
+    assert machine.run("lnet").returncode == 0
+    assert machine.calls[calls:] == ["lnetctl net show --net efa"]
+
+
+def test_lnet_reads_a_long_listing_whole(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    assert machine.run("lnet").returncode == 0
+    (machine.root / "state" / "verbose-lnetctl").touch()
+    calls = len(machine.calls)
+    done = machine.run("lnet")
+    assert done.returncode == 0, done.stderr
+    assert machine.calls[calls:] == ["lnetctl net show --net efa"]
+
+
+def test_a_failing_lnet_service_leaves_tcp_mounts(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path))
+    (machine.root / "state" / "unit-fails").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert f"{UNIT} failed (see journalctl -u {UNIT}): the file systems mount over TCP" in done.stderr
+    assert (machine.root / "etc/fstab").read_text() == (
+        f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0\n")
+    assert machine.calls[-1] == f"mount -t lustre -o relatime,flock {SOURCE} {machine.root}/fsx"
+
+
+def test_fewer_efa_devices_than_lnet_wants(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path, {"efa: {interfaces: max}": "efa: {interfaces: 4}"}),
+                   devices=P5_DEVICES[:4])
+    assert "EFA_LNET_INTERFACES=4\nEFA_LNET_STRIDE=1\n" in machine.script.read_text()
+    assert machine.run("lnet").returncode == 0
+    assert [c.split()[-3] for c in machine.calls if c.startswith("lnetctl net add --net efa")] == P5_DEVICES[:4]
+
+
+def test_without_the_efa_lnd_mounts_over_tcp(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), os_id="amzn", modules=())
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "dnf install -y lustre-client" in machine.calls
+    assert "no EFA LND (kefalnd) or no EFA device: the file systems mount over TCP" in done.stderr
+    assert not (machine.root / "etc/systemd/system" / UNIT).exists()
+    assert (machine.root / "etc/fstab").read_text() == (
+        f"{SOURCE} /fsx lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0\n")
+
+
+def test_nitro_v3_instances_reach_fsx_over_tcp(tmp_path: Path) -> None:
+    script = user_data(tmp_path, {"type: p5.48xlarge": "type: p4d.24xlarge"})
+    assert "EFA_LNET_INTERFACES=0\n" in script and "gives LNet" not in script
+    machine = host(tmp_path, script, modules=("lustre", "kefalnd"))
+    assert machine.run().returncode == 0
+    assert not [c for c in machine.calls if c.startswith(("systemctl", "apt-get"))]
+    assert "x-systemd.requires" not in (machine.root / "etc/fstab").read_text()
+
+
+def test_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), os_id="rocky", modules=())
+    done = machine.run()
+    assert done.returncode == 1
+    assert "no Lustre client install is known for rocky" in done.stderr
+    assert not (machine.root / "etc/fstab").exists()
+
+
+# --- Alibaba Cloud: CPFS over NFS ------------------------------------------------------------------------------
+
+def test_cpfs_first_boot_installs_the_client_and_mounts_once(tmp_path: Path) -> None:
+    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="alinux", modules=())
+    assert f"\nFILESYSTEMS=({CPFS_SOURCE} /cpfs)\n" in machine.script.read_text()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    package = "aliyun-alinas-utils-latest.al.noarch.rpm"
+    assert machine.calls == [
+        f"curl -fsSL -o /tmp/{package} https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/{package}",
+        f"yum install -y /tmp/{package}",
+        f"mountpoint -q {machine.root}/cpfs",
+        f"mount -t cpfs-nfs -o {CPFS_OPTIONS} {CPFS_SOURCE} {machine.root}/cpfs",
+    ]
+    assert (machine.root / "etc/fstab").read_text() == f"{CPFS_SOURCE} /cpfs cpfs-nfs {CPFS_OPTIONS},_netdev 0 0\n"
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert machine.calls[calls:] == [f"mountpoint -q {machine.root}/cpfs"]  # installed and mounted: nothing to do
+    assert (machine.root / "etc/fstab").read_text().count(CPFS_SOURCE) == 1
+
+
+def test_cpfs_client_on_ubuntu(tmp_path: Path) -> None:
+    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu", modules=())
+    assert machine.run().returncode == 0
+    assert machine.calls[:3] == [
+        "curl -fsSL -o /tmp/aliyun-alinas-utils-latest.deb "
+        "https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/aliyun-alinas-utils-latest.deb",
+        "apt-get update", "apt-get install -y /tmp/aliyun-alinas-utils-latest.deb"]
+
+
+def test_cpfs_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
+    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="arch", modules=())
+    done = machine.run()
+    assert done.returncode == 1 and "no CPFS-NFS client install is known for arch" in done.stderr
+    assert not [c for c in machine.calls if c.startswith("mount")]

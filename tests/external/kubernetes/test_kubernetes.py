@@ -1,0 +1,268 @@
+"""Kubernetes manifests: every custom resource validates against its CRD schema from ../shared/validators/k8s-crds
+made strict (unknown fields rejected), core objects against Kubernetes' own schemas (kubernetes-validate), and
+the JSON held in strings (CNI configs, IPAM, device plugin configs) parses and is checked on its own."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import ipaddress
+import json
+import os
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from fabricgen.features.kubernetes import render as kubernetes
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec, render_spec
+from tests.conftest import INVENTORIES, REPO
+
+CRDS = REPO.parent / "shared" / "validators" / "k8s-crds"
+K8S_VERSION = "1.37.0"  # the newest schemas kubernetes-validate 1.37 ships
+ROCE = REPO / "tests" / "data" / "kubernetes" / "roce-compute.yaml"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+CORE_KINDS = {"Namespace", "ConfigMap", "Pod"}
+MODES = {
+    "operator": "",
+    "multus-sriov": "  operator: none\n  cni: sriov\n",
+    "multus-host-device": "  operator: none\n  cni: host-device\n",
+}
+
+
+def require_crds() -> Path:
+    """The shared CRD schemas, or skip (locally) / fail (CI) when the checkout lacks them."""
+    if (CRDS / "crds").is_dir() and (CRDS / "device-plugin-schemas").is_dir():
+        return CRDS
+    problem = f"the Kubernetes CRD schemas are not at {CRDS} (../shared next to the repository)"
+    if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
+        pytest.fail(f"{problem}; required in CI (FABRICGEN_REQUIRE_EXTERNAL=1)")
+    pytest.skip(problem)
+
+
+def strict(schema: Any) -> Any:
+    """A copy where every object schema listing properties (and not preserving unknown fields) rejects others."""
+    if isinstance(schema, list):
+        return [strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict(v) for k, v in schema.items()}
+    if "properties" in out and "additionalProperties" not in out and not out.get(
+            "x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    return out
+
+
+@cache
+def crd_validators() -> dict[tuple[str, str], Draft202012Validator]:
+    """(apiVersion, kind) -> a validator of the strict openAPIV3Schema of every served CRD version."""
+    out = {}
+    for path in sorted((require_crds() / "crds").glob("*.yaml")):
+        for crd in yaml.safe_load_all(path.read_text()):
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+            for version in crd["spec"]["versions"]:
+                schema = strict(version["schema"]["openAPIV3Schema"])
+                out[(f"{group}/{version['name']}", kind)] = Draft202012Validator(schema)
+    return out
+
+
+def plugin_validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator(strict(json.loads((require_crds() / "device-plugin-schemas" / name).read_text())))
+
+
+def validate(doc: dict[str, Any]) -> list[str]:
+    """Every problem of one manifest: CRD schema or Kubernetes' own, plus metadata names."""
+    if doc["kind"] in CORE_KINDS:
+        import kubernetes_validate
+
+        try:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            return [str(exc)]
+        return []
+    validator = crd_validators()[(doc["apiVersion"], doc["kind"])]
+    problems = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+    meta = doc["metadata"]
+    problems += [f"metadata.{k}: {meta[k]!r}" for k in ("name", "namespace")
+                 if k in meta and not re.match(DNS_SUBDOMAIN, meta[k])]
+    return problems
+
+
+def documents(artifacts: dict[str, bytes]) -> list[dict[str, Any]]:
+    return [d for path, content in sorted(artifacts.items()) if path.startswith("kubernetes/")
+            for d in yaml.safe_load_all(content) if d is not None]
+
+
+def manifests(spec: Path, mode: str, tmp_path: Path) -> tuple[Topology, dict[str, bytes]]:
+    text = spec.read_text().replace("kubernetes:\n", "kubernetes:\n" + MODES[mode], 1)
+    path = tmp_path / spec.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    compiled = compile_spec(path)
+    return compiled.topology, {a.path: a.content for a in render_spec(compiled, ["kubernetes"])}
+
+
+def check_ipam(ipam: dict[str, Any], topology: Topology, fabric: str) -> None:
+    """Whereabouts: the fabric's host pool, excluding exactly the subnets of the planned host addresses and the
+    Lustre MGS addresses on the fabric (a pod holding an MGS address would cut the clients off their MGS)."""
+    assert ipam["type"] == "whereabouts"
+    pool = ipaddress.ip_network(ipam["range"])
+    excluded = [ipaddress.ip_network(e) for e in ipam["exclude"]]
+    plan = topology.addresses[fabric]
+    servers = {ipaddress.ip_network(nid.split("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric
+               for node in fs.mgs for nid in node}
+    assert excluded == [ipaddress.ip_network(s.network) for s in plan.hosts] + sorted(servers)
+    assert all(any(s.subnet_of(e) for e in excluded) for s in servers)  # type: ignore[arg-type]
+    for subnet in plan.hosts:
+        for _, _, ip in subnet.hosts:
+            assert ipaddress.ip_address(ip) in pool and any(ipaddress.ip_address(ip) in e for e in excluded)
+    assert all(e.subnet_of(pool) for e in excluded)  # type: ignore[arg-type]
+
+
+def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
+    """Strings holding JSON parse, and hold what their consumer expects."""
+    kind, spec = doc["kind"], doc.get("spec", {})
+    if kind in ("SriovNetwork", "SriovIBNetwork"):
+        check_ipam(json.loads(spec["ipam"]), topology, doc["metadata"]["name"].split("-")[0])
+        assert json.loads(spec["metaPlugins"]) == {"type": "rdma"}
+    elif kind == "NetworkAttachmentDefinition":
+        config = json.loads(spec["config"])
+        assert config["cniVersion"] == "0.3.1" and config["name"] == doc["metadata"]["name"]
+        main, *meta = config["plugins"]
+        assert main["type"] in ("sriov", "ib-sriov", "host-device")
+        # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
+        # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
+        assert meta == ([] if main["type"] == "host-device" else [{"type": "rdma"}])
+        check_ipam(main["ipam"], topology, config["name"].split("-")[0])
+        resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
+        assert resource.startswith("nvidia.com/")
+    elif kind == "NicClusterPolicy":
+        assert doc["metadata"]["name"] == "nic-cluster-policy"
+        rdma = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+        assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(rdma))
+        if "sriovDevicePlugin" in spec:
+            sriov = json.loads(spec["sriovDevicePlugin"]["config"])
+            assert not list(plugin_validator("sriov_network_device_plugin.json").iter_errors(sriov))
+    elif kind == "ConfigMap":
+        config = json.loads(doc["data"]["config.json"])
+        assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(config))
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
+    topology, artifacts = manifests(ROCE, mode, tmp_path)
+    docs = documents(artifacts)
+    kinds = sorted({d["kind"] for d in docs})
+    expected = {"operator": ["ConfigMap", "Namespace", "NicClusterPolicy", "Pod", "SriovNetwork",
+                             "SriovNetworkNodePolicy"]}.get(mode, ["ConfigMap", "Namespace",
+                                                                   "NetworkAttachmentDefinition", "NicClusterPolicy",
+                                                                   "Pod"])
+    assert kinds == expected
+    for doc in docs:
+        assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
+        check_embedded_json(doc, topology)
+    networks = [d for d in docs if d["kind"] in ("SriovNetwork", "NetworkAttachmentDefinition")]
+    assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
+    policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
+    assert ("sriovDevicePlugin" in policy["spec"]) == (mode == "multus-sriov")
+    # host-device moves the PF into one pod: its RDMA resource must not admit a second pod on the node
+    shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
+    assert {c["rdmaHcaMax"] for c in shared["configList"]} == ({1} if mode == "multus-host-device" else {63})
+    assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+
+
+def test_h100_example_manifests_validate(tmp_path: Path) -> None:
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes"])})
+    assert len(docs) == 8
+    for doc in docs:
+        assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
+        check_embedded_json(doc, compiled.topology)
+
+
+def test_workload_pod(tmp_path: Path) -> None:
+    _, artifacts = manifests(ROCE, "operator", tmp_path)
+    [pod] = yaml.safe_load_all(artifacts["kubernetes/network/workload-nccl-allreduce.yaml"])
+    container = pod["spec"]["containers"][0]
+    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    limits = container["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == 8 and all(limits[f"nvidia.com/compute_rail{r}"] == 1 for r in range(8))
+    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
+        f"compute-rail{r}" for r in range(8))
+    assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["NCCL_IB_TC"] == "106" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
+    host_device = documents(manifests(ROCE, "multus-host-device", tmp_path / "pf")[1])
+    pod_pf = next(d for d in host_device if d["kind"] == "Pod")["spec"]["containers"][0]
+    env_pf = {e["name"]: e["value"] for e in pod_pf["env"]}
+    assert env_pf["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{r}:1" for r in range(8)), "PFs keep their host names"
+    assert "nvidia.com/compute_rail0_shared" in pod_pf["resources"]["limits"]
+
+
+def test_strict_schemas_reject_misspelt_fields(tmp_path: Path) -> None:
+    """The upstream docs' misspellings (pfName, metaPluginsConfig) and a stray key must fail validation."""
+    _, artifacts = manifests(ROCE, "operator", tmp_path)
+    docs = documents(artifacts)
+    policy = copy.deepcopy(next(d for d in docs if d["kind"] == "SriovNetworkNodePolicy"))
+    policy["spec"]["nicSelector"]["pfName"] = policy["spec"]["nicSelector"].pop("pfNames")
+    assert any("pfName" in p for p in validate(policy))
+    network = copy.deepcopy(next(d for d in docs if d["kind"] == "SriovNetwork"))
+    network["spec"]["metaPluginsConfig"] = network["spec"].pop("metaPlugins")
+    assert any("metaPluginsConfig" in p for p in validate(network))
+    pod = copy.deepcopy(next(d for d in docs if d["kind"] == "Pod"))
+    pod["spec"]["containers"][0]["securityContexts"] = {}
+    assert validate(pod) != []
+
+
+def test_infiniband_pod_networks_over_the_ipoib_plan(tmp_path: Path) -> None:
+    """IB rails become SriovIBNetworks / ib-sriov attachments over the fabric's IPoIB address plan."""
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count("  fabrics: [storage]") == 1
+    spec = tmp_path / "ib-pods.yaml"
+    spec.write_text(text.replace("  fabrics: [storage]", "  fabrics: [compute]"))
+    topology = compile_spec(spec).topology
+    k8s = topology.cluster.kubernetes
+    assert k8s is not None and "compute" in topology.addresses
+    for operator, cni in (("sriov-network-operator", "sriov"), ("none", "sriov")):
+        changed = dataclasses.replace(topology, cluster=dataclasses.replace(
+            topology.cluster, kubernetes=dataclasses.replace(k8s, operator=operator, cni=cni)))
+        docs = documents({a.path: a.content for a in kubernetes.render(changed)})
+        networks = [d for d in docs if d["kind"] in ("SriovIBNetwork", "NetworkAttachmentDefinition")]
+        assert len(networks) == 8
+        for doc in docs:
+            assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
+            check_embedded_json(doc, changed)
+        if operator == "none":
+            assert all(json.loads(d["spec"]["config"])["plugins"][0]["type"] == "ib-sriov" for d in networks)
+        else:
+            policies = [d for d in docs if d["kind"] == "SriovNetworkNodePolicy"]
+            assert {p["spec"]["linkType"] for p in policies} == {"ib"} and len(policies) == 8, "DGX nodes only"
+
+
+def test_example_workload_mounts_the_three_storage_tiers() -> None:
+    """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the node's NVMe cache."""
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-storage"])})
+    pod = next(d for d in docs if d["kind"] == "Pod")
+    mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/cache"}
+    assert mounts["/data"]["readOnly"] is True and mounts["/lustre/ckpt"]["readOnly"] is False
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v}
+    pvcs = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"
+            and d["metadata"]["namespace"] == pod["metadata"]["namespace"]}
+    assert claims == pvcs and len(claims) == 2
+    assert validate(pod) == []
+
+
+def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
+    """The example's MGS pair sits in the storage pool outside the host subnets: whereabouts must not hand it out."""
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
+    assert ipam["exclude"][-2:] == ["10.20.255.1/32", "10.20.255.2/32"]
+    assert ipam["exclude"].count("10.20.255.1/32") == 1, "two file systems share the MGS: one exclusion"

@@ -1,0 +1,386 @@
+"""Arista EOS target: the AVD structured config and fabricgen's own EOS CLI, checked against pyavd.
+
+The spec is h100-4su with the RoCE storage fabric switched to ``nos: eos``. Without pyavd the pyavd tests skip;
+with FABRICGEN_REQUIRE_EXTERNAL=1 (CI) they fail instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import ipaddress
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from fabricgen.core.errors import SpecError
+from fabricgen.core.templating import render_template
+from fabricgen.features.ethernet.nos import eos
+from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, switch_views
+from fabricgen.model.hardware import PortGroup, SwitchModel
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec, render_spec
+from fabricgen.stages.render import TARGETS
+from tests.conftest import INVENTORIES, REPO
+
+STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
+
+
+def _spec(tmp: Path, replace: tuple[str, str] = ("", "")) -> Path:
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count("    nos: sonic\n") == 1
+    text = text.replace("    nos: sonic\n", "    nos: eos\n").replace(*replace)
+    spec = tmp / "h100-4su-eos.yaml"
+    spec.write_text(text)
+    return spec
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _spec(tmp_path_factory.mktemp("eos"))
+
+
+@pytest.fixture(scope="module")
+def topology(spec: Path) -> Topology:
+    return compile_spec(spec).topology
+
+
+@pytest.fixture(scope="module")
+def artifacts(topology: Topology) -> dict[str, bytes]:
+    return {a.path: a.content for a in eos.render(topology)}
+
+
+@pytest.fixture(scope="module")
+def configs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    """Structured config per switch, as a consumer reads the YAML artifact."""
+    return {name: yaml.safe_load(artifacts[f"switches/{name}/avd-structured-config.yaml"])
+            for name in STORAGE_SWITCHES}
+
+
+def _cli(artifacts: dict[str, bytes], name: str) -> str:
+    return artifacts[f"switches/{name}/{name}.cfg"].decode()
+
+
+def _blocks(cli: str) -> Iterator[tuple[str, list[str]]]:
+    """Top-level commands with their indented sub-commands (stripped), comments and '!' separators dropped."""
+    head = ""
+    body: list[str] = []
+    for line in cli.splitlines():
+        if not line.strip() or line.lstrip().startswith("!"):
+            continue
+        if line[0] != " ":
+            if head:
+                yield head, body
+            head, body = line, []
+        else:
+            body.append(line.strip())
+    if head:
+        yield head, body
+
+
+def _pairs(cli: str) -> list[tuple[str, str]]:
+    """(context, command) for every configuration line; a top-level command is its own context."""
+    out = []
+    for head, body in _blocks(cli):
+        out.append(("", head))
+        context = head
+        for line in body:
+            out.append((context, line))
+    return out
+
+
+def _section(context_or_command: str) -> str:
+    """Which part of the config a line belongs to, for a per-section comparison."""
+    words = context_or_command.split()
+    if words[0] == "interface":
+        return "interface " + "".join(c for c in words[1] if not c.isdigit() and c not in "/.")
+    if words[:2] in (["qos", "profile"], ["qos", "map"]):
+        return " ".join(words[:2])
+    return words[0]
+
+
+def _by_section(cli: str) -> dict[str, list[tuple[str, str]]]:
+    sections: dict[str, list[tuple[str, str]]] = {}
+    for context, command in _pairs(cli):
+        sections.setdefault(_section(context or command), []).append((context, command))
+    return sections
+
+
+# -- artifacts -----------------------------------------------------------------------------------------------------
+def test_two_artifacts_per_eos_switch_and_none_for_other_nos(artifacts: dict[str, bytes]) -> None:
+    expected = {f"switches/{n}/{f}" for n in STORAGE_SWITCHES for f in ("avd-structured-config.yaml", f"{n}.cfg")}
+    assert set(artifacts) == expected, "only the storage fabric runs EOS; inband/oob (no address plan) stay out"
+    untouched = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    assert eos.render(untouched) == [], "nos: sonic renders nothing here"
+
+
+def test_renders_through_the_pipeline(spec: Path, artifacts: dict[str, bytes]) -> None:
+    """As a registered target (from its NOS data): no path clashes with other renderers, the artifact checks pass."""
+    assert TARGETS["eos"].render is eos.render
+    rendered = {a.path: a.content for a in render_spec(compile_spec(spec))}
+    assert {p: rendered[p] for p in artifacts} == artifacts
+
+
+def test_structured_config_is_sorted_yaml_with_a_header(artifacts: dict[str, bytes],
+                                                        configs: dict[str, dict[str, Any]]) -> None:
+    text = artifacts["switches/storage-leaf001/avd-structured-config.yaml"].decode()
+    assert text.startswith("# storage-leaf001: AVD eos_cli_config_gen structured config")
+    body = "".join(line + "\n" for line in text.splitlines() if not line.startswith("#"))
+    assert yaml.safe_load(body) == configs["storage-leaf001"]
+    top_keys = [line.split(":")[0] for line in body.splitlines() if line[0].isalpha()]
+    assert top_keys == sorted(top_keys)
+
+
+def test_deterministic_across_runs_and_hash_seeds(spec: Path, artifacts: dict[str, bytes],
+                                                  topology: Topology) -> None:
+    assert {a.path: a.content for a in eos.render(topology)} == artifacts
+    code = ("import hashlib, sys; from pathlib import Path; from fabricgen.pipeline import compile_spec; "
+            "from fabricgen.features.ethernet.nos import eos; "
+            "arts = eos.render(compile_spec(Path(sys.argv[1])).topology); "
+            "print(hashlib.sha256(b''.join(a.path.encode() + a.content for a in arts)).hexdigest())")
+    local = hashlib.sha256(b"".join(p.encode() + c for p, c in artifacts.items())).hexdigest()
+    for seed in ("0", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code, str(spec)], env=env, cwd=REPO, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        assert out == local, f"output changed under PYTHONHASHSEED={seed}"
+
+
+# -- interfaces ----------------------------------------------------------------------------------------------------
+def _port(name: str, speed: str, gbps: float) -> PortView:
+    return PortView(1, name, speed, gbps, "peer", "p1", "uplink", 3.0)
+
+
+@pytest.mark.parametrize(("form_factor", "per_cage", "port", "speed", "gbps", "name", "eos_speed"), [
+    ("OSFP", {"800G": 1, "400G": 2, "200G": 4, "100G": 8}, "3/2", "400G", 400.0, "Ethernet3/5", "400g-4"),
+    ("OSFP", {"800G": 1, "400G": 2, "200G": 4, "100G": 8}, "3", "800G", 800.0, "Ethernet3/1", "800g-8"),
+    ("OSFP", {"800G": 1, "400G": 2, "200G": 4, "100G": 8}, "3/4", "200G", 200.0, "Ethernet3/7", "200g-2"),
+    ("OSFP", {"800G": 1, "400G": 2, "200G": 4, "100G": 8}, "3/8", "100G", 100.0, "Ethernet3/8", "100g-1"),
+    ("QSFP-DD", {"400G": 1, "200G": 2, "100G": 4}, "5", "400G", 400.0, "Ethernet5/1", "400g-8"),
+    ("QSFP-DD", {"400G": 1, "200G": 2, "100G": 4}, "5/2", "200G", 200.0, "Ethernet5/5", "200g-4"),
+    ("QSFP28", {"100G": 1}, "5", "100G", 100.0, "Ethernet5/1", "100g-4"),
+    ("RJ45", {"1G": 1}, "5", "1G", 1.0, "Ethernet5", "1g"),
+])
+def test_eos_interface_names_and_speeds(form_factor: str, per_cage: dict[str, int], port: str, speed: str,
+                                        gbps: float, name: str, eos_speed: str) -> None:
+    """EOS names a breakout sub-port after its first lane and states the lanes in the speed."""
+    model = SwitchModel("X", "Arista", "ethernet", 1,
+                        (PortGroup("main", 8, form_factor, tuple(per_cage.items())),))
+    assert eos.interface_name(model, _port(port, speed, gbps)) == name
+    assert eos.interface_speed(model, _port(port, speed, gbps)) == eos_speed
+
+
+def test_routed_and_host_ports(topology: Topology, configs: dict[str, dict[str, Any]]) -> None:
+    views = {v.name: v for ft in topology.fabrics for v in switch_views(topology, ft)}
+    for name, config in configs.items():
+        view = views[name]
+        interfaces = {i["name"]: i for i in config["ethernet_interfaces"]}
+        assert len(interfaces) == len(view.ports)
+        for port in view.ports:
+            iface = interfaces[eos.interface_name(view.model, port)]
+            assert f"port {port.name}," in iface["description"] and iface["description"].startswith(port.peer)
+            if port.kind == "host":
+                assert iface["switchport"] == {"enabled": True, "mode": "access", "access_vlan": HOST_VLAN}
+                assert "ip_address" not in iface
+            else:
+                assert iface["switchport"] == {"enabled": False}
+                assert iface["ip_address"] == port.address and port.address.endswith("/31")
+    leaf = configs["storage-leaf001"]
+    assert leaf["vlans"] == [{"id": HOST_VLAN, "name": "HOSTS"}]
+    assert leaf["vlan_interfaces"][0]["ip_address"] == "10.20.0.1/25", "SVI = the hosts' gateway"
+    assert leaf["loopback_interfaces"] == [{"name": "Loopback0", "description": "router-id",
+                                            "ip_address": "10.22.0.1/32"}]
+    assert "vlans" not in configs["storage-spine01"] and "vlan_interfaces" not in configs["storage-spine01"]
+
+
+def test_mtu_on_every_interface(configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
+    for name, config in configs.items():
+        l3 = config["ethernet_interfaces"] + config.get("vlan_interfaces", [])
+        assert {i["mtu"] for i in l3} == {9100}
+        assert _cli(artifacts, name).count("\n   mtu 9100\n") == len(l3)
+
+
+# -- BGP -----------------------------------------------------------------------------------------------------------
+def test_bgp_neighbors_are_the_routed_ports(topology: Topology, configs: dict[str, dict[str, Any]]) -> None:
+    views = {v.name: v for ft in topology.fabrics for v in switch_views(topology, ft)}
+    own_ips = {name: {i["ip_address"].split("/")[0]: name for i in c["ethernet_interfaces"] if "ip_address" in i}
+               for name, c in configs.items()}
+    owner = {ip: name for ips in own_ips.values() for ip, name in ips.items()}
+    for name, config in configs.items():
+        bgp = config["router_bgp"]
+        view = views[name]
+        assert bgp["as"] == str(view.asn) and bgp["router_id"] == view.loopback
+        neighbors = {n["ip_address"]: n for n in bgp["neighbors"]}
+        assert len(neighbors) == len(bgp["neighbors"]) == len(view.routed_ports)
+        for iface in config["ethernet_interfaces"]:
+            if "ip_address" not in iface:
+                continue
+            link = ipaddress.ip_interface(iface["ip_address"]).network
+            (peer_ip,) = [ip for ip in neighbors if ipaddress.ip_address(ip) in link]
+            peer = owner[peer_ip]
+            assert neighbors[peer_ip]["remote_as"] == configs[peer]["router_bgp"]["as"]
+            assert neighbors[peer_ip]["description"].startswith(peer + ":")
+            back = {n["ip_address"] for n in configs[peer]["router_bgp"]["neighbors"]}
+            assert iface["ip_address"].split("/")[0] in back, f"{peer} does not peer back with {name}"
+        networks = [n["prefix"] for n in bgp["address_family_ipv4"]["networks"]]
+        assert networks == sorted([f"{view.loopback}/32", *([view.host_subnet] if view.host_subnet else [])])
+    assert configs["storage-leaf001"]["router_bgp"]["maximum_paths"] == {"paths": 64, "ecmp": 64}
+
+
+# -- the lossless chain --------------------------------------------------------------------------------------------
+def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
+    """DSCP 26 -> TC 3 -> PFC priority 3 no-drop on every port -> ECN on uc-tx-queue 3; CNP DSCP 48 -> TC 6 strict."""
+    for name, config in configs.items():
+        assert config["qos"]["map"]["dscp"] == ["26 to traffic-class 3", "48 to traffic-class 6"]
+        (profile,) = config["qos_profiles"]
+        assert profile["name"] == eos.QOS_PROFILE and profile["trust"] == "dscp"
+        queues = {q["id"]: q for q in profile["uc_tx_queues"]}
+        assert queues[3]["random_detect"] == {"ecn": {"threshold": {"units": "kbytes", "min": 150, "max": 1500,
+                                                                    "max_probability": 20}}}
+        assert queues[3]["bandwidth_percent"] == 50
+        assert queues[6] == {"id": 6, "priority": "priority strict"}
+        for iface in config["ethernet_interfaces"]:
+            assert iface["service_profile"] == eos.QOS_PROFILE, iface["name"]
+            assert iface["priority_flow_control"] == {"enabled": True,
+                                                      "priorities": [{"priority": 3, "no_drop": True}]}, iface["name"]
+        assert config["priority_flow_control"]["watchdog"] == {"action": "drop", "timeout": "0.2",
+                                                               "recovery_time": "0.4", "polling_interval": "0.1"}
+        cli = _cli(artifacts, name)
+        blocks = dict(_blocks(cli))
+        ethernet = [body for head, body in blocks.items() if head.startswith("interface Ethernet")]
+        assert len(ethernet) == len(config["ethernet_interfaces"])
+        assert all({"service-profile ROCE-LOSSLESS", "priority-flow-control on",
+                    "priority-flow-control priority 3 no-drop"} <= set(body) for body in ethernet)
+        assert blocks["qos profile ROCE-LOSSLESS"] == [
+            "qos trust dscp", "uc-tx-queue 3", "bandwidth percent 50",
+            "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes max-mark-probability 20",
+            "uc-tx-queue 6", "priority strict"]
+        for line in ("qos map dscp 26 to traffic-class 3", "qos map dscp 48 to traffic-class 6",
+                     "priority-flow-control pause watchdog default timeout 0.2",
+                     "priority-flow-control pause watchdog default recovery-time 0.4",
+                     "priority-flow-control pause watchdog default polling-interval 0.1",
+                     "priority-flow-control pause watchdog action drop"):
+            assert line in blocks, line
+
+
+def test_watchdog_actions_map_to_eos(tmp_path: Path) -> None:
+    old = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}"
+    alert = compile_spec(_spec(tmp_path, (old, "pfc_watchdog: {detect_ms: 300, restore_ms: 150, action: alert}")))
+    config = eos.structured_config(eos.eos_views(alert.topology)[0])
+    assert config["priority_flow_control"]["watchdog"] == {
+        "action": "notify-only", "timeout": "0.3", "recovery_time": "0.15", "polling_interval": "0.075"}, \
+        "EOS needs polling <= min(timeout, recovery) / 2"
+    with pytest.raises(SpecError, match="eos has no PFC watchdog action 'forward'"):  # refused at build, with a line
+        compile_spec(_spec(tmp_path, (old, old.replace("drop", "forward"))))
+
+
+OOB_EOS = ("    topology: {kind: top-of-rack, uplinks: 2}\n",
+           "    topology: {kind: top-of-rack, uplinks: 2}\n    nos: {leaf: eos, spine: sonic}\n"
+           "    addressing: {hosts: 10.40.0.0/16, p2p: 10.41.0.0/20, loopbacks: 10.42.0.0/24}\n")
+
+
+@pytest.fixture(scope="module")
+def oob(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The out-of-band fabric (plain Ethernet, RJ45 host ports) with EOS leaves and SONiC aggregation switches."""
+    topology = compile_spec(_spec(tmp_path_factory.mktemp("oob"), OOB_EOS)).topology
+    return {v.name: eos.structured_config(v) for v in eos.eos_views(topology) if v.fabric.name == "oob"}
+
+
+def test_plain_ethernet_fabric_has_no_lossless_class(oob: dict[str, dict[str, Any]]) -> None:
+    assert oob and all(name.startswith("oob-") and not name.startswith("oob-agg") for name in oob), \
+        "per-tier nos: only the leaves run EOS"
+    for config in oob.values():
+        assert not {"qos", "qos_profiles", "priority_flow_control"} & set(config)
+        assert all("priority_flow_control" not in i and "service_profile" not in i
+                   for i in config["ethernet_interfaces"])
+    interfaces = {i["name"]: i for i in oob["oob-a01"]["ethernet_interfaces"]}
+    assert interfaces["Ethernet1"]["speed"] == "1g" and interfaces["Ethernet49/1"]["speed"] == "100g-4"
+
+
+# -- pyavd: the structured config is valid AVD and renders the same CLI ---------------------------------------------
+def require_pyavd() -> ModuleType:
+    """pyavd, or skip (locally) / fail (CI with FABRICGEN_REQUIRE_EXTERNAL=1) when it cannot be imported."""
+    try:
+        return importlib.import_module("pyavd")
+    except ImportError:
+        if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
+            pytest.fail("pyavd is required in CI (FABRICGEN_REQUIRE_EXTERNAL=1) but is not importable")
+        pytest.skip("pyavd not installed; install the test extra (pyavd==6.4.0)")
+
+
+_AVD_CLI: dict[str, str] = {}  # pyavd's rendering per switch, computed once per session
+
+
+def _avd_cli(configs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Validate every structured config with pyavd (zero violations, no deprecations), then render its CLI."""
+    pyavd = require_pyavd()
+    for name, config in configs.items():
+        if name in _AVD_CLI:
+            continue
+        result = pyavd.validate_structured_config(config)
+        violations = [(".".join(map(str, v.path)), v.message) for v in result.validation_result.violations]
+        assert violations == [], f"{name}: {violations}"
+        assert list(result.validation_result.deprecations) == [], name
+        assert result.validated_data is not None
+        _AVD_CLI[name] = pyavd.get_device_config(result.validated_data)
+    return _AVD_CLI
+
+
+@pytest.mark.external
+def test_pyavd_validates_with_zero_violations(configs: dict[str, dict[str, Any]]) -> None:
+    assert sorted(_avd_cli(configs)) == sorted(STORAGE_SWITCHES)
+
+
+@pytest.mark.external
+def test_pyavd_renders_the_same_sections(configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
+    """Section by section, in order, pyavd's get_device_config() equals fabricgen's own .cfg."""
+    for name, theirs in _avd_cli(configs).items():
+        ours = _by_section(_cli(artifacts, name))
+        expected = _by_section(theirs)
+        required = ["interface Ethernet", "interface Loopback", "interface Management", "vrf", "qos profile",
+                    "qos map", "priority-flow-control", "router", "hostname", "ip"]
+        required += ["interface Vlan", "vlan"] if "leaf" in name else []
+        for section in required:
+            assert section in ours, f"{name}: no {section} section"
+        assert sorted(ours) == sorted(expected), name
+        for section, lines in expected.items():
+            assert ours[section] == lines, f"{name}: section {section} differs"
+
+
+@pytest.mark.external
+def test_pyavd_output_is_byte_identical_but_for_our_header(configs: dict[str, dict[str, Any]],
+                                                           artifacts: dict[str, bytes]) -> None:
+    """Stronger than the section check: the files differ only in fabricgen's two '! ' header comment lines."""
+    for name, theirs in _avd_cli(configs).items():
+        ours = _cli(artifacts, name).splitlines(keepends=True)
+        assert all(line.startswith("! ") for line in ours[:2])
+        assert "".join(ours[2:]) == theirs, name
+
+
+@pytest.mark.external
+def test_pyavd_agrees_on_a_plain_ethernet_fabric(oob: dict[str, dict[str, Any]]) -> None:
+    pyavd = require_pyavd()
+    for name in (min(oob), max(oob)):
+        result = pyavd.validate_structured_config(oob[name])
+        assert list(result.validation_result.violations) == [], name
+        ours = render_template("eos/switch.cfg.j2", c=oob[name], fabric="oob", tier="leaf", source="x").decode()
+        assert "".join(ours.splitlines(keepends=True)[2:]) == pyavd.get_device_config(result.validated_data)
+
+
+def test_management_port_in_its_own_vrf_with_the_gateway(configs: dict[str, dict[str, Any]]) -> None:
+    """Management1 takes the switch's address from the management pool, in VRF MGMT, default route to the gateway."""
+    leaf = configs["storage-leaf001"]
+    assert leaf["management_interfaces"] == [{"name": "Management1", "description": "out-of-band management",
+                                              "shutdown": False, "vrf": "MGMT", "ip_address": "10.23.0.2/24",
+                                              "type": "oob", "gateway": "10.23.0.1"}]
+    assert leaf["static_routes"] == [{"vrf": "MGMT", "prefix": "0.0.0.0/0", "next_hop": "10.23.0.1"}]
+    assert leaf["vrfs"] == [{"name": "MGMT", "ip_routing": False}]
+    addresses = [c["management_interfaces"][0]["ip_address"] for c in configs.values()]
+    assert len(set(addresses)) == len(addresses)

@@ -1,0 +1,330 @@
+"""Host side of RoCE: roce-qos.sh runs idempotently against a fake /sys and stub tools, netplan and nftables
+snippets carry the address plan and the RoCE ports."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.features.ethernet import host_roce
+from fabricgen.model.ethernet import RoceQos, TrafficClass
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.helpers.fake_host import ScriptHost, write
+
+H100 = INVENTORIES / "h100-4su.yaml"
+LAB = INVENTORIES / "lab-1su.yaml"
+STUBS = REPO / "tests" / "data" / "fake-sys"
+PORTS = ("enp170s0f0np0", "enp41s0f0np0")  # DGX H100 storage ports: mlx5_7 (slot 1), mlx5_1 (slot 2)
+READ_ONLY = re.compile(r"^(mlnx_qos -i \S+|ip -o link show dev \S+)$")
+PFC3 = "0,0,0,1,0,0,0,0"
+
+
+@pytest.fixture(scope="module")
+def topology() -> Topology:
+    return compile_spec(H100).topology
+
+
+@pytest.fixture(scope="module")
+def h100(topology: Topology) -> dict[str, Artifact]:
+    return {a.path: a for a in host_roce.render(topology)}
+
+
+# --- the fake host: sysfs, procfs and the state behind the stub mlnx_qos and ip -------------------------------
+
+class FakeHost(ScriptHost):
+    def changing_calls(self, since: int = 0) -> list[str]:
+        return [c for c in self.calls[since:] if not READ_ONLY.match(c)]
+
+    def net(self, port: str) -> Path:
+        return self.root / "sys" / "class" / "net" / port
+
+
+def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
+    """Two mlx5 ports as a freshly booted DGX has them: trust PCP, no PFC, ECN off, CNP DSCP 0, MTU 1500.
+    The first port also has a stale DSCP map (26 and 48 -> priority 0) and the optional cnp_802p_prio file."""
+    for i, port in enumerate(PORTS):
+        ecn = tmp_path / "sys" / "class" / "net" / port / "ecn"
+        for point in ("roce_np", "roce_rp"):
+            for prio in range(8):
+                write(ecn / point / "enable" / str(prio), "0")
+        write(ecn / "roce_np" / "cnp_dscp", "0")
+        if i == 0:
+            write(ecn / "roce_np" / "cnp_802p_prio", "0")
+        conf = tmp_path / "proc" / "sys" / "net" / "ipv4" / "conf" / port
+        write(conf / "arp_ignore", "0")
+        write(conf / "arp_announce", "0")
+        state = tmp_path / "state" / port
+        write(state / "trust", "pcp")
+        write(state / "pfc", "0,0,0,0,0,0,0,0")
+        write(state / "mtu", "1500")
+        if i == 0:
+            write(state / "dscp2prio" / "26", "0")
+            write(state / "dscp2prio" / "48", "0")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("mlnx_qos", "ip"):
+        shutil.copy(STUBS / tool, bin_dir / tool)
+        (bin_dir / tool).chmod(0o755)
+    path = tmp_path / "roce-qos.sh"
+    path.write_bytes(script)
+    path.chmod(0o755)
+    env = {**os.environ, "SYSFS_ROOT": str(tmp_path / "sys"), "PROCFS_ROOT": str(tmp_path / "proc"),
+           "MLNX_QOS": str(bin_dir / "mlnx_qos"), "IP": str(bin_dir / "ip"), "STUB_STATE": str(tmp_path / "state")}
+    return FakeHost(tmp_path, path, env)
+
+
+@pytest.fixture
+def host(tmp_path: Path, h100: dict[str, Artifact]) -> FakeHost:
+    return fake_host(tmp_path, h100["hosts/dgx-h100/roce-qos.sh"].content)
+
+
+# --- roce-qos.sh ------------------------------------------------------------------------------------------------
+
+def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
+    netplans = sorted(p for p in h100 if p.endswith("/netplan-roce.yaml"))
+    gpus = sorted(n.name for n in topology.cluster.nodes if n.profile.name == "dgx-h100")
+    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in gpus] and len(gpus) == 127
+    assert set(h100) - set(netplans) == {"hosts/dgx-h100/roce-qos.sh", "hosts/dgx-h100/roce-firewall.nft"}, \
+        "the UFM appliance has no storage NICs: no artifacts"
+    assert h100["hosts/dgx-h100/roce-qos.sh"].mode == 0o755
+    assert h100["hosts/dgx-h100/roce-firewall.nft"].mode == 0o644
+
+
+def test_script_is_shellcheck_clean(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    script = tmp_path / "roce-qos.sh"
+    script.write_bytes(h100["hosts/dgx-h100/roce-qos.sh"].content)
+    stubs = [str(STUBS / "mlnx_qos"), str(STUBS / "ip")]
+    done = subprocess.run([shellcheck, "-S", "style", str(script), *stubs], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_script_documents_the_lossless_chain(h100: dict[str, Artifact]) -> None:
+    text = h100["hosts/dgx-h100/roce-qos.sh"].content.decode()
+    head = text.split("set -euo pipefail", 1)[0]
+    assert "fabric storage: DSCP 26 -> priority 3 (PFC 0,0,0,1,0,0,0,0, NCCL_IB_TC=106)" in head
+    assert "CNP DSCP 48 -> priority 6; host MTU 9000 (switch ports 9100)" in head
+    assert "#   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage" in head
+    assert "#   enp41s0f0np0 (mlx5_1, port Slot2P1), fabric storage" in head
+    assert "configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000'" in text
+
+
+def test_first_run_configures_everything_and_second_run_changes_nothing(host: FakeHost) -> None:
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    a, b = PORTS
+    assert host.changing_calls() == [
+        f"mlnx_qos -i {a} --trust dscp", f"mlnx_qos -i {a} --pfc {PFC3}",
+        f"mlnx_qos -i {a} --dscp2prio set,26,3", f"mlnx_qos -i {a} --dscp2prio set,48,6",
+        f"ip link set dev {a} mtu 9000",
+        # the second port keeps the default DSCP map (26 -> 3, 48 -> 6): no dscp2prio call
+        f"mlnx_qos -i {b} --trust dscp", f"mlnx_qos -i {b} --pfc {PFC3}",
+        f"ip link set dev {b} mtu 9000",
+    ]
+    for port in PORTS:
+        ecn = host.net(port) / "ecn"
+        for point in ("roce_np", "roce_rp"):
+            enabled = {p: (ecn / point / "enable" / str(p)).read_text().strip() for p in range(8)}
+            assert enabled == {p: "1" if p == 3 else "0" for p in range(8)}, (port, point)
+        assert (ecn / "roce_np" / "cnp_dscp").read_text() == "48\n"
+        conf = host.root / "proc" / "sys" / "net" / "ipv4" / "conf" / port
+        assert (conf / "arp_ignore").read_text() == "1\n" and (conf / "arp_announce").read_text() == "2\n"
+        assert (host.root / "state" / port / "mtu").read_text() == "9000\n"
+        assert (host.root / "state" / port / "trust").read_text() == "dscp\n"
+    assert (host.net(a) / "ecn" / "roce_np" / "cnp_802p_prio").read_text() == "6\n"
+    assert not (host.net(b) / "ecn" / "roce_np" / "cnp_802p_prio").exists(), "optional file is never created"
+    assert f"roce-qos: {a}: trust DSCP (was pcp)" in first.stdout
+    assert f"roce-qos: {a}: DSCP 26 -> priority 3 (was 0)" in first.stdout
+    assert first.stdout.rstrip().endswith("roce-qos: 19 changes made")
+
+    before, calls = host.snapshot(), len(host.calls)
+    second = host.run()
+    assert second.returncode == 0, second.stderr
+    assert host.calls[calls:], "the second run reads the state"
+    assert host.changing_calls(calls) == []
+    assert host.snapshot() == before, "the second run writes nothing"
+    assert second.stdout == "roce-qos: nothing to change: the RoCE ports of dgx-h100 are configured\n"
+
+
+def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
+    before = host.snapshot()
+    done = host.run("--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
+    would = [line for line in done.stdout.splitlines() if line.startswith("roce-qos: would ")]
+    assert len(would) == 19 and done.stdout.rstrip().endswith("dry run: 19 changes not made")
+    a, b = PORTS
+    text = done.stdout
+    assert f"would {a}: trust DSCP (was pcp): {host.env['MLNX_QOS']} -i {a} --trust dscp" in text
+    assert f"-i {b} --pfc {PFC3}" in text and f"-i {a} --dscp2prio set,48,6" in text
+    assert f"would {a}: ECN notification point on priority 3: write 1 to {host.net(a)}/ecn/roce_np/enable/3" in text
+    assert f"would {b}: ECN reaction point on priority 3: write 1 to {host.net(b)}/ecn/roce_rp/enable/3" in text
+    assert f"would {a}: CNP DSCP 48: write 48 to {host.net(a)}/ecn/roce_np/cnp_dscp (now 0)" in text
+    assert f"would {b}: MTU 9000 (was 1500): {host.env['IP']} link set dev {b} mtu 9000" in text
+
+
+def test_missing_interface_fails_before_any_change(host: FakeHost) -> None:
+    shutil.rmtree(host.net(PORTS[1]))  # the second port: the first would otherwise be configured already
+    before = host.snapshot()
+    done = host.run()
+    assert done.returncode == 1
+    assert f"interface {PORTS[1]} not found" in done.stderr and "nothing changed" in done.stderr
+    assert host.changing_calls() == [] and host.snapshot() == before
+
+
+def test_missing_ecn_controls_and_tools_fail_clearly(host: FakeHost) -> None:
+    (host.net(PORTS[0]) / "ecn" / "roce_rp" / "enable" / "3").unlink()
+    done = host.run()
+    assert done.returncode == 1 and f"{PORTS[0]}: " in done.stderr and "roce_rp/enable/3 is missing" in done.stderr
+    missing_tool = host.run(MLNX_QOS=str(host.root / "no-such-mlnx_qos"))
+    assert missing_tool.returncode == 1 and "no-such-mlnx_qos not found" in missing_tool.stderr
+    assert host.changing_calls() == []
+    bad = host.run("--force")
+    assert bad.returncode == 2 and "unknown argument: --force" in bad.stderr
+
+
+# --- netplan ----------------------------------------------------------------------------------------------------
+
+def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: Topology) -> None:
+    plan = topology.addresses["storage"]
+    leaf_of = {(node, port): (s, ip) for s in plan.hosts for node, port, ip in s.hosts}
+    seen: set[str] = set()
+    for path, artifact in h100.items():
+        if not path.endswith("/netplan-roce.yaml"):
+            continue
+        node = path.split("/")[1]
+        doc = yaml.safe_load(artifact.content)
+        assert set(doc) == {"network"} and doc["network"]["version"] == 2
+        ethernets = doc["network"]["ethernets"]
+        assert list(ethernets) == list(PORTS)
+        for index, cfg in enumerate(ethernets.values(), start=1):
+            subnet, ip = leaf_of[(node, index)]
+            network = ipaddress.ip_network(subnet.network)
+            assert cfg["mtu"] == 9000
+            [address] = cfg["addresses"]
+            interface = ipaddress.ip_interface(address)
+            assert str(interface.ip) == ip and interface.network == network
+            gateway = ipaddress.ip_address(subnet.gateway)
+            assert gateway in network and interface.ip != gateway
+            table = 100 + index
+            assert cfg["routes"] == [
+                {"to": "10.20.0.0/16", "via": subnet.gateway, "metric": table},
+                {"to": str(network), "scope": "link", "table": table},
+                {"to": "10.20.0.0/16", "via": subnet.gateway, "table": table},
+            ]
+            assert cfg["routing-policy"] == [{"from": ip, "table": table}]
+            assert all(r["to"] not in ("default", "0.0.0.0/0") for r in cfg["routes"]), "no default route"
+            assert ip not in seen
+            seen.add(ip)
+    assert len(seen) == 2 * 127
+
+
+def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    netplan = require_tool("netplan")
+    target = tmp_path / "etc" / "netplan" / "60-fabricgen-roce.yaml"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(h100["hosts/gpu001/netplan-roce.yaml"].content)
+    target.chmod(0o600)
+    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    network = (tmp_path / "run" / "systemd" / "network" / f"10-netplan-{PORTS[1]}.network").read_text()
+    assert "Address=10.20.0.3/25" in network and "MTUBytes=9000" in network
+    assert "[RoutingPolicyRule]\nFrom=10.20.0.3\nTable=102" in network
+
+
+# --- nftables ---------------------------------------------------------------------------------------------------
+
+def test_firewall_accepts_roce_v2_on_each_port(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    text = h100["hosts/dgx-h100/roce-firewall.nft"].content.decode()
+    assert "table inet fabricgen_roce {" in text and "policy accept;" in text
+    for port in PORTS:
+        assert f'iifname "{port}" udp dport 4791 accept' in text
+    assert 'define FABRICGEN_ROCE_PORTS = { "enp170s0f0np0", "enp41s0f0np0" }' in text
+    assert "include" in text and "drop in any of them is final" in text, "explains how to include it"
+    nft = require_tool("nft")
+    path = tmp_path / "roce-firewall.nft"
+    path.write_text(text)
+    done = subprocess.run([nft, "-c", "-f", str(path)], capture_output=True, text=True, timeout=60)
+    if "Operation not permitted" in done.stderr:
+        pytest.skip("nft --check needs CAP_NET_ADMIN")
+    assert done.returncode == 0, done.stderr
+
+
+# --- which fabrics and profiles, determinism, guards ------------------------------------------------------------
+
+def test_render_is_deterministic(h100: dict[str, Artifact]) -> None:
+    again = {a.path: a for a in host_roce.render(compile_spec(H100).topology)}
+    assert again == h100
+
+
+def test_every_roce_fabric_and_netplan_only_with_addressing(tmp_path: Path) -> None:
+    lab = {a.path: a.content.decode() for a in host_roce.render(compile_spec(LAB).topology)}
+    assert "configure 'ens1f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000'" in \
+        lab["hosts/hgx-8gpu-generic/roce-qos.sh"], "a RoCE fabric without a qos section gets the default class"
+    assert len([p for p in lab if p.endswith("netplan-roce.yaml")]) == 8
+    text = LAB.read_text()
+    assert "    nos: sonic\n    topology: {kind: leaf-spine}\n" in text
+    spec = tmp_path / "lab-qos.yaml"
+    spec.write_text(text.replace("    nos: sonic\n", "    nos: sonic\n    host_mtu: 4200\n"
+                                 "    qos: {lossless: {dscp: 24, priority: 4}}\n"))
+    artifacts = {a.path: a.content.decode() for a in host_roce.render(compile_spec(spec).topology)}
+    assert "configure 'ens1f0np0' '24' '4' '0,0,0,0,1,0,0,0' '48' '6' '4200'" in \
+        artifacts["hosts/hgx-8gpu-generic/roce-qos.sh"]
+    assert "mtu: 4200" in artifacts["hosts/hgx01/netplan-roce.yaml"]
+    no_plan = tmp_path / "lab-noaddr.yaml"
+    no_plan.write_text(spec.read_text().replace("    addressing: {hosts: 10.40.0.0/22, p2p: 10.41.0.0/24, "
+                                                "loopbacks: 10.42.0.0/26}\n", ""))
+    paths = sorted(a.path for a in host_roce.render(compile_spec(no_plan).topology))
+    assert paths == ["hosts/hgx-8gpu-generic/roce-firewall.nft", "hosts/hgx-8gpu-generic/roce-qos.sh"]
+    ethernet = spec.read_text().replace("    type: roce\n    speed: 200G", "    type: ethernet\n    speed: 200G")
+    assert ethernet != spec.read_text()
+    no_roce = tmp_path / "lab-ethernet.yaml"
+    no_roce.write_text(ethernet.replace("    qos: {lossless: {dscp: 24, priority: 4}}\n", ""))
+    assert host_roce.render(compile_spec(no_roce).topology) == [], "plain Ethernet fabrics get no RoCE host setup"
+
+
+def _with_profile_netdev(topology: Topology, netdev: str) -> Topology:
+    profile = next(n.profile for n in topology.cluster.nodes if n.profile.name == "dgx-h100")
+    bad = dataclasses.replace(profile, storage=(dataclasses.replace(profile.storage[0], netdev=netdev),
+                                                *profile.storage[1:]))
+    nodes = tuple(dataclasses.replace(n, profile=bad) if n.profile is profile else n for n in topology.cluster.nodes)
+    return dataclasses.replace(topology, cluster=dataclasses.replace(topology.cluster, nodes=nodes))
+
+
+def test_unsafe_netdev_never_reaches_a_script(topology: Topology) -> None:
+    with pytest.raises(ValueError, match="netdev"):
+        host_roce.render(_with_profile_netdev(topology, "eth0;reboot"))
+
+
+def test_ports_without_netdev_are_listed_not_configured(topology: Topology) -> None:
+    artifacts = {a.path: a.content.decode() for a in host_roce.render(_with_profile_netdev(topology, ""))}
+    script = artifacts["hosts/dgx-h100/roce-qos.sh"]
+    assert "no netdev in the node profile: Slot1P1 (storage)" in script
+    assert "configure 'enp41s0f0np0'" in script and "enp170s0f0np0" not in script
+    assert list(yaml.safe_load(artifacts["hosts/gpu001/netplan-roce.yaml"])["network"]["ethernets"]) == [PORTS[1]]
+
+
+def test_two_fabrics_with_different_classes_on_one_port_are_refused(topology: Topology) -> None:
+    storage = topology.fabric("storage")
+    qos = storage.fabric.qos
+    assert qos is not None
+    same = dataclasses.replace(storage, fabric=dataclasses.replace(storage.fabric, name="storage2"))
+    merged = {a.path: a.content.decode()
+              for a in host_roce.render(dataclasses.replace(topology, fabrics=(*topology.fabrics, same)))}
+    assert "#   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage, storage2" in merged["hosts/dgx-h100/roce-qos.sh"]
+    other: RoceQos = dataclasses.replace(qos, lossless=TrafficClass(24, 4))
+    clash = dataclasses.replace(storage, fabric=dataclasses.replace(storage.fabric, name="storage2", qos=other))
+    with pytest.raises(ValueError, match="two lossless classes"):
+        host_roce.render(dataclasses.replace(topology, fabrics=(*topology.fabrics, clash)))

@@ -1,0 +1,248 @@
+"""The cross-layer check catches every break in the lossless chain in the files as rendered, naming both sides."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import CheckError
+from fabricgen.pipeline import Compiled, compile_spec, render_spec
+from fabricgen.stages.readback import check_artifacts
+from fabricgen.stages.render import render
+from tests.conftest import INVENTORIES
+
+
+@pytest.fixture(scope="module")
+def h100() -> tuple[Compiled, tuple[Artifact, ...]]:
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    return compiled, render(compiled.topology)
+
+
+def _mutate(artifacts: tuple[Artifact, ...], suffix: str, change: Callable[[bytes], bytes]) -> tuple[Artifact, ...]:
+    first = next(a.path for a in artifacts if a.path.endswith(suffix))
+    return tuple(dataclasses.replace(a, content=change(a.content)) if a.path == first else a for a in artifacts)
+
+
+def _messages(compiled: Compiled, artifacts: tuple[Artifact, ...]) -> list[str]:
+    return [str(f) for f in check_artifacts(compiled.topology, artifacts)]
+
+
+def _sonic(change: Callable[[dict[str, dict[str, dict[str, str]]]], None]) -> Callable[[bytes], bytes]:
+    def apply(content: bytes) -> bytes:
+        db = json.loads(content)
+        change(db)
+        return json.dumps(db).encode()
+    return apply
+
+
+def test_rendered_examples_are_consistent(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+    assert _messages(compiled, artifacts) == []
+    assert any(a.path.endswith("config_db.json") for a in artifacts)
+    assert any(a.path.endswith("roce-qos.sh") for a in artifacts)
+
+
+def test_switch_sends_lossless_dscp_to_a_lossy_class(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+
+    def lossy(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        for table in db["DSCP_TO_TC_MAP"].values():
+            table["26"] = "1"  # SONiC's default template's trap: DSCP 26 on a lossy TC
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(lossy)))
+    assert found and all("DSCP 26 maps to TC 1 on the switch, but hosts send it on priority 3" in m for m in found)
+
+
+def test_pfc_and_ecn_and_cnp(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        port = sorted(db["PORT_QOS_MAP"])[0]
+        db["PORT_QOS_MAP"][port]["pfc_enable"] = "3,4"
+        db["QUEUE"][f"{port}|3"].pop("wred_profile", None)
+        db["QUEUE"][f"{port}|6"]["scheduler"] = next(k for k, v in db["SCHEDULER"].items() if v["type"] == "DWRR")
+
+    found = " ".join(_messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken))))
+    assert "pfc_enable is '3,4', hosts enable PFC on priority 3 only" in found
+    assert "lossless queue 3 has no ECN-marking WRED profile" in found
+    assert "CNP DSCP 48 lands in queue 6 scheduled DWRR, not strict priority" in found
+
+
+def test_host_disagrees_with_switches(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+    old, new = b"'26' '3' '0,0,0,1,0,0,0,0'", b"'24' '3' '0,0,0,1,0,0,0,0'"
+    found = _messages(compiled, _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(old, new)))
+    assert any("host DSCP is 24, the switches' lossless DSCP is 26" in m for m in found)
+
+
+def test_switch_mtu_below_host_mtu(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = h100
+
+    def small(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        for port in db["PORT"].values():
+            port["mtu"] = "4200"
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(small)))
+    assert any("switch MTU 4200 is below the host MTU 9000" in m for m in found)
+
+
+def test_nccl_traffic_class_must_carry_the_lossless_dscp(tmp_path: Path) -> None:
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    start, end = text.index("  compute:\n"), text.index("  storage:\n")
+    roce = ("  compute:\n    type: roce\n    speed: 200G\n    switch: SN4700\n"
+            "    topology: {kind: rail-optimized, scalable_unit: 8}\n"
+            "    addressing: {hosts: 10.60.0.0/20, p2p: 10.61.0.0/22, loopbacks: 10.62.0.0/26}\n")
+    spec = tmp_path / "roce.yaml"
+    spec.write_text(text[:start] + roce + text[end:])
+    compiled = compile_spec(spec)
+    artifacts = render_spec(compiled)  # consistent as generated
+    found = _messages(compiled, _mutate(artifacts, "nccl.env", lambda c: c.replace(b"NCCL_IB_TC=106", b"NCCL_IB_TC=0")))
+    assert any("NCCL_IB_TC 0 carries DSCP 0, but the switches treat DSCP 26 as lossless" in m for m in found)
+    assert any("ECN bits 00, not ECT(0)" in m for m in found)
+
+
+def test_render_spec_refuses_an_inconsistent_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fabricgen.pipeline as pipeline
+
+    original = pipeline.render
+
+    def sabotaged(topology: object, targets: object = None) -> tuple[Artifact, ...]:
+        artifacts = original(topology, targets)  # type: ignore[arg-type]
+        return _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(b"'9000'", b"'9216'"))
+
+    monkeypatch.setattr(pipeline, "render", sabotaged)
+    with pytest.raises(CheckError) as caught:
+        render_spec(compile_spec(INVENTORIES / "h100-4su.yaml"))
+    assert "host MTU is 9216, the fabric's host MTU is 9000" in str(caught.value)
+
+
+@pytest.mark.parametrize("nos", ["eos", "nvue"])
+def test_other_dialects_are_read_back(tmp_path: Path, nos: str) -> None:
+    spec = tmp_path / f"{nos}.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
+    compiled = compile_spec(spec)
+    artifacts = render(compiled.topology)
+    assert _messages(compiled, artifacts) == []
+    if nos == "eos":
+        old, new = b"qos map dscp 26 to traffic-class 3", b"qos map dscp 26 to traffic-class 1"
+        broken = _mutate(artifacts, "storage-leaf001.cfg", lambda c: c.replace(old, new))
+        expected = "DSCP 26 maps to traffic class 1 on the switch, but hosts send it on priority 3"
+    else:
+        broken = _mutate(artifacts, "storage-leaf001/startup.yaml",
+                         lambda c: c.replace(b"mode: lossless", b"mode: lossy"))
+        expected = "qos roce is not in lossless mode"
+    assert any(expected in m for m in _messages(compiled, broken))
+
+
+# -- lossless PG headroom, in both SONiC buffer models ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def dynamic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Compiled, tuple[Artifact, ...]]:
+    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+    spec = tmp_path_factory.mktemp("dynamic") / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(watchdog, watchdog +
+                                                                         "      buffer_model: dynamic\n"))
+    compiled = compile_spec(spec)
+    return compiled, render(compiled.topology)
+
+
+def test_dynamic_model_is_consistent_as_rendered(dynamic: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = dynamic
+    db = json.loads(next(a.content for a in artifacts if a.path.endswith("storage-leaf001/config_db.json")))
+    assert db["BUFFER_PG"]["Ethernet0|3"] == {"profile": "NULL"}, "a lossless PG without a static profile"
+    assert _messages(compiled, artifacts) == []
+
+
+def test_lossless_pg_without_headroom(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """Traditional model: a lossless PG dropped, pointed at a lossy profile, or left NULL has no headroom."""
+    compiled, artifacts = h100
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["BUFFER_PG"].pop("Ethernet0|3")
+        db["BUFFER_PG"]["Ethernet4|3"]["profile"] = "ingress_lossy_profile"
+        db["BUFFER_PG"]["Ethernet8|3"]["profile"] = "NULL"
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken)))
+    assert len(found) == 3, found
+    assert "storage-leaf001 Ethernet0: lossless priority group 3 has no BUFFER_PG entry: PFC pauses" in found[0]
+    assert "Ethernet4: lossless priority group 3 uses profile ingress_lossy_profile, which has no xoff" in found[1]
+    assert "Ethernet8: priority group 3 has profile NULL, which only the dynamic buffer model computes" in found[2]
+
+
+def test_dynamic_model_needs_its_inputs(dynamic: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """Dynamic model: buffermgrd computes headroom only from a cable length and the traffic-pattern tables."""
+    compiled, artifacts = dynamic
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        del db["LOSSLESS_TRAFFIC_PATTERN"]
+        db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] = {}
+        del db["CABLE_LENGTH"]["AZURE"]["Ethernet0"]
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken)))
+    assert len(found) == 3, found
+    assert "buffer_model is dynamic but LOSSLESS_TRAFFIC_PATTERN is empty" in found[0]
+    assert "buffer_model is dynamic but DEFAULT_LOSSLESS_BUFFER_PARAMETER is empty" in found[1]
+    assert "Ethernet0: priority group 3 leaves its headroom to buffermgrd, but CABLE_LENGTH has no length" in found[2]
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Compiled, tuple[Artifact, ...]]:
+    """Traditional model with a shared headroom pool: lossless profiles reserve xon only."""
+    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+    spec = tmp_path_factory.mktemp("shp") / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(
+        watchdog, watchdog + "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"))
+    compiled = compile_spec(spec)
+    return compiled, render(compiled.topology)
+
+
+def test_shared_headroom_pool_is_consistent_as_rendered(shared: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    compiled, artifacts = shared
+    db = json.loads(next(a.content for a in artifacts if a.path.endswith("storage-leaf001/config_db.json")))
+    profile = db["BUFFER_PROFILE"][db["BUFFER_PG"]["Ethernet0|3"]["profile"]]
+    assert profile["size"] == profile["xon"] != "0" and int(db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"]) > 0
+    assert _messages(compiled, artifacts) == []
+
+
+def test_xoff_left_to_a_shared_headroom_pool_that_is_not_there(shared: tuple[Compiled, tuple[Artifact, ...]],
+                                                               h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """size = xon leaves the xoff to the pool: with the pool's xoff at 0 the in-flight bytes after a pause drop.
+    Reserving the full xon + xoff is fine with or without the pool."""
+    compiled, artifacts = shared
+
+    def no_pool(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = "0"
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(no_pool)))
+    assert len(found) == 128 and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
+    assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_400000_15m_profile, " \
+           "whose size 19456 reserves less than xon 19456 + xoff 151552" in found[0]
+    compiled, artifacts = h100
+
+    def pool_only(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = "1048576"
+
+    assert _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(pool_only))) == []
+
+
+def test_dynamic_shared_headroom_pool_is_consistent(tmp_path: Path) -> None:
+    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(
+        watchdog, watchdog + "      buffer_model: dynamic\n      shared_headroom_pool: {over_subscribe_ratio: 4}\n"))
+    compiled = compile_spec(spec)
+    assert _messages(compiled, render(compiled.topology)) == []
+
+
+def test_lustre_tos_must_carry_the_lossless_dscp(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """lnet.conf's o2iblnd ToS on the RoCE storage fabric: DSCP 26 << 2 passes; another DSCP, or none, is refused."""
+    compiled, artifacts = h100
+    assert b"tos: 104" in next(a.content for a in artifacts if a.path.endswith("lustre/lnet.conf"))
+    wrong = _messages(compiled, _mutate(artifacts, "lustre/lnet.conf", lambda c: c.replace(b"tos: 104", b"tos: 0")))
+    assert wrong and all("LNet ToS 0 (DSCP 0) but fabric storage's lossless DSCP is 26" in m for m in wrong)
+    missing = _messages(compiled, _mutate(artifacts, "lustre/lnet.conf", lambda c: c.replace(b"tos: 104", b"x: 1")))
+    assert missing and all("LNet ToS None" in m for m in missing)

@@ -1,0 +1,217 @@
+"""OpenSM files for InfiniBand fabrics: complete opensm.conf, partitions, GUID files, keys kept out of artifacts."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Severity
+from fabricgen.features.ethernet.switch_view import switch_views
+from fabricgen.features.infiniband import render as infiniband_render
+from fabricgen.features.infiniband.view import ib_fabric
+from fabricgen.pipeline import compile_spec, render_spec
+from tests.conftest import INVENTORIES, require_tool
+
+LAB = INVENTORIES / "lab-1su.yaml"
+
+
+def _artifacts(spec: Path) -> dict[str, Artifact]:
+    return {a.path: a for a in render_spec(compile_spec(spec))}
+
+
+@pytest.fixture(scope="module")
+def lab() -> dict[str, Artifact]:
+    return _artifacts(LAB)
+
+
+def _text(artifacts: dict[str, Artifact], name: str) -> str:
+    return artifacts[f"infiniband/compute/{name}"].content.decode()
+
+
+def test_opensm_conf_is_complete_and_explains_overrides(lab: dict[str, Artifact]) -> None:
+    conf = _text(lab, "opensm.conf")
+    defaults = (Path(infiniband_render.__file__).with_name("opensm-3.3.23.conf")).read_text().splitlines()
+    settings = {line.split(" ", 1)[0] for line in defaults if line and not line.startswith("#")}
+    lines = conf.splitlines()
+    present = {line.split(" ", 1)[0] for line in lines if line and not line.startswith("#")}
+    assert present == settings, "every upstream setting appears exactly as a setting"
+    for i, line in enumerate(lines):
+        if line.startswith(("routing_engine ", "root_guid_file ", "cn_guid_file ", "qos ", "sm_key ", "lmc ")):
+            assert lines[i - 1].startswith("# fabricgen: "), line
+    assert "routing_engine ftree,no_fallback" in lines
+    assert "root_guid_file /etc/opensm/root-guids.conf" in lines
+    assert "lmc 0" in lines and "qos TRUE" in lines
+
+
+def test_guid_files(lab: dict[str, Artifact]) -> None:
+    compiled = compile_spec(LAB)
+    ib = ib_fabric(compiled.topology, compiled.topology.fabric("compute"))
+    roots = [line for line in _text(lab, "root-guids.conf").splitlines() if not line.startswith("#")]
+    assert roots == [f"0x{n.node_guid:016x}" for n in ib.roots] and len(roots) == 2
+    cns = [line for line in _text(lab, "cn-guids.conf").splitlines() if not line.startswith("#")]
+    assert len(cns) == 64 and len(set(cns)) == 64
+    names = _text(lab, "node-name-map").splitlines()
+    assert len(names) == len(ib.nodes) == 8 * 8 + 10
+    assert '"hgx01 mlx5_0"' in names[10]
+    guids = [n.node_guid for n in ib.nodes] + [n.port_guid for n in ib.hcas]
+    assert len(set(guids)) == len(guids), "simulated GUIDs are unique"
+
+
+def test_partitions(lab: dict[str, Artifact]) -> None:
+    text = _text(lab, "partitions.conf")
+    blocks = {b.split("=", 1)[0].split("\n")[-1]: b for b in text.split(";") if "=" in b}
+    assert "Default=0x7fff, defmember=limited" in text
+    training = next(b for b in blocks.values() if "training=0x0001, ipoib, mtu=5, sl=0, rate=21" in b)
+    assert training.count("=full") == 1 + 64 + 2  # defmember, 64 HCA ports, switches, SM
+    rails = next(b for b in blocks.values() if "rails01=0x0002" in b)
+    assert rails.count("0x0002c903") == 16, "rails 0 and 1 of 8 nodes"
+    assert "any, pkey 0x0001 : 1" in _text(lab, "qos-policy.conf")
+
+
+def test_topology_net_lists_each_link_from_both_ends(lab: dict[str, Artifact]) -> None:
+    net = _text(lab, "topology.net")
+    ports = [line for line in net.splitlines() if line.startswith("[")]
+    assert len(ports) == 2 * 128
+    assert 'Switch\t64 "S-compute-spine001"\t\t# "compute-spine001" base port 0 lid 0 lmc 0' in net
+    assert 'Ca\t1 "H-hgx01-mlx5_0"\t\t# "hgx01 mlx5_0"' in net
+    assert "switchguid=0x0002c90301000001" in net
+
+
+def test_keys_never_reach_artifacts(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "0x5ec12e7000000042"
+    monkeypatch.setenv("OPENSM_SM_KEY", secret)
+    for artifact in render_spec(compile_spec(LAB)):
+        assert secret.encode() not in artifact.content
+        assert b"5ec12e7" not in artifact.content
+
+
+def test_without_guids_files_say_they_are_incomplete(tmp_path: Path) -> None:
+    spec = tmp_path / "noguid.yaml"
+    spec.write_text(LAB.read_text().replace("routing_engine: ftree", "routing_engine: [ftree, updn]").replace(
+        "guids: simulated", "lmc: 0"))
+    compiled = compile_spec(spec)
+    warnings = [f for f in compiled.findings if f.severity is Severity.WARNING and f.check == "guids"]
+    assert len(warnings) == 1 and "GUIDs of 74 devices are unknown" in warnings[0].message
+    artifacts = {a.path: a.content.decode() for a in render_spec(compiled) if a.path.startswith("infiniband/")}
+    assert "INCOMPLETE" in artifacts["infiniband/compute/root-guids.conf"]
+    assert "# incomplete: 64 member port GUIDs unknown" in artifacts["infiniband/compute/partitions.conf"]
+    assert "\nswitchguid=" not in artifacts["infiniband/compute/topology.net"]
+    assert "routing_engine ftree,updn,no_fallback" in artifacts["infiniband/compute/opensm.conf"]
+    assert "root_guid_file (null)" in artifacts["infiniband/compute/opensm.conf"]
+
+
+def test_guid_inventory_is_used(tmp_path: Path) -> None:
+    compiled = compile_spec(LAB)
+    ib = ib_fabric(compiled.topology, compiled.topology.fabric("compute"))
+    rows = ["device,rdma_dev,node_guid,port_guid"]
+    for i, node in enumerate(ib.nodes):
+        device, _, dev = node.description.partition(" ")
+        rows.append(f"{device},{dev},0x{0xE41D2D0300000000 + 16 * i:016x},0x{0xE41D2D0300000000 + 16 * i + 1:016x}")
+    (tmp_path / "guids.csv").write_text("\n".join(rows) + "\n")
+    spec = tmp_path / "site.yaml"
+    spec.write_text(LAB.read_text().replace("guids: simulated", "guids: {file: guids.csv}"))
+    artifacts = {a.path: a.content.decode() for a in render_spec(compile_spec(spec))
+                 if a.path.startswith("infiniband/")}
+    assert "caguid=0xe41d2d0300000000" not in artifacts["infiniband/compute/topology.net"]  # switches come first
+    assert "switchguid=0xe41d2d0300000000" in artifacts["infiniband/compute/topology.net"]
+    assert "0xe41d2d03000000a1" in artifacts["infiniband/compute/cn-guids.conf"]
+
+
+def _keys_script(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    key_file = tmp_path / "m_key"
+    key_file.write_text("0x00000000000000aa\n")
+    spec = tmp_path / "keys.yaml"
+    spec.write_text(LAB.read_text().replace("/etc/opensm/m_key", str(key_file)))
+    artifacts = {a.path: a for a in render_spec(compile_spec(spec))}
+    script = tmp_path / "opensm-keys.sh"
+    script.write_bytes(artifacts["infiniband/compute/opensm-keys.sh"].content)
+    script.chmod(0o755)
+    conf = tmp_path / "opensm.conf"
+    conf.write_bytes(artifacts["infiniband/compute/opensm.conf"].content)
+    env = {**os.environ, "OPENSM_CONF_IN": str(conf), "OPENSM_CONF_OUT": str(tmp_path / "run" / "compute.conf"),
+           "OPENSM_SM_KEY": "0x00000000000000bb"}
+    return script, tmp_path / "run" / "compute.conf", env
+
+
+def test_keys_script_is_shellcheck_clean(lab: dict[str, Artifact], tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    script = tmp_path / "opensm-keys.sh"
+    script.write_bytes(lab["infiniband/compute/opensm-keys.sh"].content)
+    assert lab["infiniband/compute/opensm-keys.sh"].mode == 0o755
+    done = subprocess.run([shellcheck, "-S", "style", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_keys_script_substitutes_idempotently_and_never_prints_keys(tmp_path: Path) -> None:
+    script, out, env = _keys_script(tmp_path)
+    first = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=30)
+    assert first.returncode == 0, first.stderr
+    runtime = out.read_text()
+    assert "sm_key 0x00000000000000bb" in runtime and "m_key 0x00000000000000aa" in runtime
+    assert oct(out.stat().st_mode & 0o777) == oct(0o600)
+    mtime = out.stat().st_mtime_ns
+    again = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=30)
+    assert again.returncode == 0 and out.stat().st_mtime_ns == mtime, "second run writes nothing"
+    bad = subprocess.run([str(script)], env={**env, "OPENSM_SM_KEY": "secret-not-hex"}, capture_output=True,
+                         text=True, timeout=30)
+    assert bad.returncode == 1 and "sm_key is not a 64-bit hex key" in bad.stderr
+    assert "secret-not-hex" not in bad.stderr + bad.stdout
+    assert "0x00000000000000bb" not in first.stdout + first.stderr
+
+
+def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
+    """The IB check and the IB renderer share one computation of the same compiled fabric, held by the
+    topology; a recompiled topology (an equal but distinct object) or a replaced copy gets its own, and a
+    fabric of another topology is refused."""
+    topology = compile_spec(LAB).topology
+    ft = next(f for f in topology.fabrics if f.fabric.type == "infiniband")
+    assert ib_fabric(topology, ft) is ib_fabric(topology, ft)
+    again = compile_spec(LAB).topology
+    other = next(f for f in again.fabrics if f.fabric.type == "infiniband")
+    assert ib_fabric(again, other) is not ib_fabric(topology, ft)
+    assert ib_fabric(again, other) == ib_fabric(topology, ft)
+    copy = dataclasses.replace(topology)
+    assert copy == topology and ib_fabric(copy, ft) is not ib_fabric(topology, ft)
+    with pytest.raises(ValueError, match="not one of this topology's fabrics"):
+        ib_fabric(topology, other)
+
+
+def test_switch_views_are_computed_once_per_compiled_fabric() -> None:
+    """The SONiC, EOS and NVUE renderers share one computation of a fabric's switch views."""
+    topology = compile_spec(LAB).topology
+    ft = next(f for f in topology.fabrics if f.fabric.type == "roce")
+    assert switch_views(topology, ft) and switch_views(topology, ft) is switch_views(topology, ft)
+
+
+def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
+    """With IB VFs, UFM's opensm.conf turns virtualization on; upstream OpenSM (which has none) gets a warning."""
+    from fabricgen.pipeline import compile_spec, render_spec
+    from tests.conftest import INVENTORIES
+
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    ufm = compile_spec(INVENTORIES / "h100-4su.yaml")
+    conf = {a.path: a.content for a in render_spec(ufm, ["infiniband"])}["infiniband/compute/opensm.conf"].decode()
+    assert conf.rstrip().endswith("virt_enabled 2") and not [w for w in ufm.warnings if w.check == "sr-iov"]
+    spec = tmp_path / "upstream.yaml"
+    spec.write_text(text.replace("      flavor: ufm ", "      flavor: opensm "))
+    upstream = compile_spec(spec)
+    assert [w.check for w in upstream.warnings] == ["sr-iov"]
+    conf = {a.path: a.content for a in render_spec(upstream, ["infiniband"])}["infiniband/compute/opensm.conf"]
+    assert b"virt_enabled" not in conf
+
+
+def test_simulated_guids_are_unique_across_fabrics() -> None:
+    """The fabric index was once OR'd into the base's 0x03 byte, so fabrics 0-3 shared GUIDs."""
+    from fabricgen.features.infiniband.view import SIMULATED_BASE, _guid
+
+    guids = [_guid(fabric, kind, serial) for fabric in range(16) for kind in (1, 2) for serial in (1, 2, 0xFFFFFF)]
+    assert len(set(guids)) == len(guids)
+    assert all(g >> 32 == SIMULATED_BASE >> 32 for g in guids), "the OUI and the 0x03 byte stay"
+    assert _guid(0, 1, 5) == SIMULATED_BASE | 1 << 24 | 5, "a single fabric keeps its GUIDs"
+    with pytest.raises(ValueError):
+        _guid(16, 1, 1)
