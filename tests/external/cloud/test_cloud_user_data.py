@@ -8,7 +8,6 @@ user data), then runs against a fake root with stub tools (tests/data/fake-cloud
 from __future__ import annotations
 
 import base64
-import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -16,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, require_tool
-from tests.external.cloud.test_pulumi_stacks import ALI_SPEC, AWS_SPEC, emit, run
+from tests.helpers.cloud import ALI_SPEC, AWS_SPEC, emit
 from tests.helpers.fake_host import ScriptHost, write
+from tests.helpers.pulumi_mocks import run
 
 STUBS = REPO / "tests" / "data" / "fake-cloud-host"
-STACKS = REPO / "stacks"
 SOURCE = "fsx-scratch.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"  # the mocks' FSx DNS name and mount name
 UNIT = "fabricgen-fsx-efa-lnet.service"
 # Real EFA device names: their name order is what AWS's selection (ls -1 /sys/class/infiniband) goes by.
@@ -68,20 +67,6 @@ def test_user_data_is_shellcheck_clean(tmp_path: Path) -> None:
     done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), str(STUBS / "tool")], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout
-
-
-def test_filled_words_reach_bash_unchanged() -> None:
-    """Mount sources and points come from cloud outputs and the spec: each must arrive as one word, as written."""
-    spec = importlib.util.spec_from_file_location("first_boot", STACKS / "first_boot.py")
-    assert spec is not None and spec.loader is not None
-    first_boot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(first_boot)
-    mounts = [("fs-1.example@tcp:/a b", "/mnt/it's $HOME"), ("x;rm -rf /tmp/y", "/mnt/`id`\nnext")]
-    script = first_boot.filled('FILESYSTEMS=()\nprintf "%s|" "${FILESYSTEMS[@]}"\n', mounts)
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
-    assert done.stdout.split("|")[:-1] == [word for mount in mounts for word in mount]
-    with pytest.raises(ValueError, match="exactly one"):
-        first_boot.filled("#!/bin/bash\n", mounts)
 
 
 def test_program_fills_the_file_systems(tmp_path: Path) -> None:

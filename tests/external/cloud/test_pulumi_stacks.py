@@ -2,130 +2,26 @@
 
 Each test renders a spec, writes the pulumi/<stack>/ artifacts to a fresh directory, runs its __main__.py there
 with mocks that record every resource's inputs (camelCase, ints as floats), and checks what AWS or Alibaba Cloud
-would receive. Resources are built per test: a resource error would otherwise surface in the next test.
+would receive. Resources are built per test: a resource error would otherwise surface in the next test. The mocks are
+tests/helpers/pulumi_mocks.py; the project directory itself is checked in tests/unit/features/cloud/test_cloud.py.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import runpy
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
-import yaml
 
 from fabricgen.features.cloud.render import PINS
-from fabricgen.pipeline import compile_spec, render_spec
-from tests.conftest import INVENTORIES
+from tests.helpers.cloud import ALI_SPEC, AWS_SPEC, emit
+from tests.helpers.pulumi_mocks import DependencyMonitor, Recorder, run
 
 # The SDKs warn about their own deprecated resources when imported: noise, not about these programs.
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),
               pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")]
-AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
-ALI_SPEC = INVENTORIES / "alicloud-erdma.yaml"
-
-
-@dataclass(frozen=True)
-class Resource:
-    type: str
-    name: str
-    inputs: dict[str, Any]
-    id: str
-
-
-class Recorder(pulumi.runtime.Mocks):
-    """Records resources; answers with the inputs plus the outputs the programs read back."""
-
-    def __init__(self) -> None:
-        self.resources: list[Resource] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        state = dict(args.inputs)
-        if args.typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
-            state.update(dnsName=f"{args.name}.fsx.us-east-1.amazonaws.com", mountName="abcdefgh")
-        if args.typ in ("aws:ec2/instance:Instance", "alicloud:ecs/instance:Instance"):
-            state["privateIp"] = f"10.0.0.{len(self.resources)}"
-        if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
-            state["latestVersion"] = 1.0
-        if args.typ == "alicloud:ecs/eipAddress:EipAddress":
-            state["ipAddress"] = "203.0.113.10"
-        if args.typ == "alicloud:vpc/natGateway:NatGateway":
-            state["snatTableIds"] = f"stb-{args.name}"
-        if args.typ == "alicloud:nas/protocolService:ProtocolService":
-            state["protocolServiceId"] = f"ptc-{args.name}"
-        if args.typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
-            state["exportId"] = f"exp-{args.name}"
-        if args.typ == "pulumi-python:dynamic:Resource":  # the CPFS export's mount domain, read from the NAS API
-            state["domain"] = f"{args.inputs['file_system_id']}.cn-wulanchabu.cpfs.aliyuncs.com"
-        resource_id = f"{args.name}-id"
-        self.resources.append(Resource(args.typ, args.name, dict(args.inputs), resource_id))
-        return resource_id, state
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        raise AssertionError(f"the program made an unexpected provider call {args.token}")
-
-    def of_type(self, typ: str) -> list[Resource]:
-        return [r for r in self.resources if r.type == typ]
-
-    def one(self, typ: str) -> Resource:
-        found = self.of_type(typ)
-        assert len(found) == 1, f"expected one {typ}, got {len(found)}"
-        return found[0]
-
-    def named(self, typ: str, name: str) -> Resource:
-        (found,) = [r for r in self.of_type(typ) if r.name == name]
-        return found
-
-
-class DependencyMonitor(pulumi.runtime.mocks.MockMonitor):
-    """The mock monitor, also recording what each resource waits for: (type, name) of the resources it takes
-    inputs from or names in depends_on, by its own (type, name)."""
-
-    def __init__(self, mocks: Recorder) -> None:
-        super().__init__(mocks)
-        self.recorder = mocks
-        self.waits_for: dict[tuple[str, str], set[tuple[str, str]]] = {}
-
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
-        self.waits_for[(request.type, request.name)] = {
-            (urn.split("::")[-2].rsplit("$", 1)[-1], urn.split("::")[-1]) for urn in request.dependencies}
-        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
-
-
-def emit(spec: Path, tmp_path: Path, edit: dict[str, str] | None = None) -> Path:
-    """Render the spec (with text replacements) and write its Pulumi project; return the project directory."""
-    text = spec.read_text()
-    for old, new in (edit or {}).items():
-        assert old in text, old
-        text = text.replace(old, new)
-    path = tmp_path / spec.name
-    path.write_text(text)
-    artifacts = [a for a in render_spec(compile_spec(path)) if a.path.startswith("pulumi/")]
-    for artifact in artifacts:
-        target = tmp_path / "out" / artifact.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(artifact.content)
-    (project,) = {(tmp_path / "out" / a.path).parent for a in artifacts}
-    return project
-
-
-def run(project: Path, monitor: DependencyMonitor | None = None) -> Recorder:
-    """Run the project's program from its own directory under mocks, waiting for every resource."""
-    mocks = monitor.recorder if monitor else Recorder()
-    stack = next(p.name for p in project.glob("Pulumi.*.yaml") if p.name != "Pulumi.yaml")
-    pulumi.runtime.set_mocks(mocks, project=yaml.safe_load((project / "Pulumi.yaml").read_text())["name"],
-                             stack=stack.removeprefix("Pulumi.").removesuffix(".yaml"), preview=False,
-                             monitor=monitor)
-
-    @pulumi.runtime.test
-    def program() -> None:
-        runpy.run_path(str(project), run_name="__main__")  # the directory, as Pulumi runs it (first_boot.py beside)
-
-    program()
-    return mocks
 
 
 def cluster_subnet(mocks: Recorder) -> str:
@@ -461,20 +357,6 @@ def test_export_without_a_domain_fails_the_deployment(tmp_path: Path, monkeypatc
     with pytest.raises(RuntimeError, match="CPFS export exp-1 of cpfs-0 has no mount domain"):
         parts["export_domain"]({"region": "cn-wulanchabu", "file_system_id": "cpfs-0", "protocol_service_id": "p",
                                 "export_id": "exp-1"})
-
-
-def test_project_directory_is_complete(tmp_path: Path) -> None:
-    project = emit(AWS_SPEC, tmp_path)
-    assert sorted(p.name for p in project.iterdir()) == [
-        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "first_boot.py", "requirements.txt",
-        "user-data.sh"]
-    meta = yaml.safe_load((project / "Pulumi.yaml").read_text())
-    assert meta["name"] == "aws-p5-efa" and meta["runtime"]["name"] == "python"
-    assert yaml.safe_load((project / "Pulumi.aws-p5-efa.yaml").read_text()) == {
-        "config": {"aws:region": "us-east-1"}}
-    requirements = [line for line in (project / "requirements.txt").read_text().splitlines()
-                    if not line.startswith("#")]
-    assert requirements == ["pulumi==3.272.0", "pulumi-aws==7.51.1"]
 
 
 @pytest.mark.parametrize("provider", sorted(PINS))

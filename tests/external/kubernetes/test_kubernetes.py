@@ -22,17 +22,12 @@ from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
+from tests.helpers.kubernetes import MODES, ROCE, documents, manifests
 
 CRDS = REPO.parent / "shared" / "validators" / "k8s-crds"
 K8S_VERSION = "1.37.0"  # the newest schemas kubernetes-validate 1.37 ships
-ROCE = REPO / "tests" / "data" / "kubernetes" / "roce-compute.yaml"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 CORE_KINDS = {"Namespace", "ConfigMap", "Pod"}
-MODES = {
-    "operator": "",
-    "multus-sriov": "  operator: none\n  cni: sriov\n",
-    "multus-host-device": "  operator: none\n  cni: host-device\n",
-}
 
 
 def require_crds() -> Path:
@@ -91,20 +86,6 @@ def validate(doc: dict[str, Any]) -> list[str]:
     problems += [f"metadata.{k}: {meta[k]!r}" for k in ("name", "namespace")
                  if k in meta and not re.match(DNS_SUBDOMAIN, meta[k])]
     return problems
-
-
-def documents(artifacts: dict[str, bytes]) -> list[dict[str, Any]]:
-    return [d for path, content in sorted(artifacts.items()) if path.startswith("kubernetes/")
-            for d in yaml.safe_load_all(content) if d is not None]
-
-
-def manifests(spec: Path, mode: str, tmp_path: Path) -> tuple[Topology, dict[str, bytes]]:
-    text = spec.read_text().replace("kubernetes:\n", "kubernetes:\n" + MODES[mode], 1)
-    path = tmp_path / spec.name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    compiled = compile_spec(path)
-    return compiled.topology, {a.path: a.content for a in render_spec(compiled, ["kubernetes"])}
 
 
 def check_ipam(ipam: dict[str, Any], topology: Topology, fabric: str) -> None:
@@ -185,26 +166,6 @@ def test_h100_example_manifests_validate(tmp_path: Path) -> None:
         check_embedded_json(doc, compiled.topology)
 
 
-def test_workload_pod(tmp_path: Path) -> None:
-    _, artifacts = manifests(ROCE, "operator", tmp_path)
-    [pod] = yaml.safe_load_all(artifacts["kubernetes/network/workload-nccl-allreduce.yaml"])
-    container = pod["spec"]["containers"][0]
-    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
-    limits = container["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == 8 and all(limits[f"nvidia.com/compute_rail{r}"] == 1 for r in range(8))
-    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
-        f"compute-rail{r}" for r in range(8))
-    assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
-    assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert env["NCCL_IB_TC"] == "106" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
-    host_device = documents(manifests(ROCE, "multus-host-device", tmp_path / "pf")[1])
-    pod_pf = next(d for d in host_device if d["kind"] == "Pod")["spec"]["containers"][0]
-    env_pf = {e["name"]: e["value"] for e in pod_pf["env"]}
-    assert env_pf["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{r}:1" for r in range(8)), "PFs keep their host names"
-    assert "nvidia.com/compute_rail0_shared" in pod_pf["resources"]["limits"]
-
-
 def test_strict_schemas_reject_misspelt_fields(tmp_path: Path) -> None:
     """The upstream docs' misspellings (pfName, metaPluginsConfig) and a stray key must fail validation."""
     _, artifacts = manifests(ROCE, "operator", tmp_path)
@@ -258,11 +219,3 @@ def test_example_workload_mounts_the_three_storage_tiers() -> None:
             and d["metadata"]["namespace"] == pod["metadata"]["namespace"]}
     assert claims == pvcs and len(claims) == 2
     assert validate(pod) == []
-
-
-def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
-    """The example's MGS pair sits in the storage pool outside the host subnets: whereabouts must not hand it out."""
-    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
-    ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
-    assert ipam["exclude"][-2:] == ["10.20.255.1/32", "10.20.255.2/32"]
-    assert ipam["exclude"].count("10.20.255.1/32") == 1, "two file systems share the MGS: one exclusion"

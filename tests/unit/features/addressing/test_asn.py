@@ -1,8 +1,9 @@
 """Per-leaf eBGP ASNs (addressing.asn.leaves) end to end: the plan, the switch views and every NOS dialect.
 
 The spec is tests/data/asn/per-leaf.yaml: two leaves pinned (a 2-byte ASN and the largest 4-byte one), the
-others numbered from a 4-byte leaf_base, a 4-byte spine ASN. It is rendered as SONiC (checked against SONiC's
-YANG models), EOS (checked and re-rendered by pyavd) and NVUE (checked against the strict startup.yaml schema).
+others numbered from a 4-byte leaf_base, a 4-byte spine ASN. It is rendered as SONiC, EOS and NVUE (checked
+against the strict startup.yaml schema); SONiC's YANG models and pyavd check the same files in
+tests/external/ethernet (test_sonic_yang.py, test_pyavd.py).
 The errors are negative cases (tests/negative/asn-*.yaml); the cross-fabric warning is tested here.
 """
 
@@ -10,47 +11,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
 from fabricgen.core.errors import Severity
-from fabricgen.features.ethernet.nos import eos, nvue
-from fabricgen.features.ethernet.nos.sonic import config_db as sonic
-from fabricgen.features.ethernet.switch_view import SwitchView, switch_views
-from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.stages.check import run_checks
-from tests.conftest import REPO
-from tests.unit.features.ethernet.test_eos import require_pyavd
-from tests.unit.features.ethernet.test_nvue import SCHEMA as NVUE_SCHEMA
-from tests.unit.features.ethernet.test_sonic import _validate as validate_config_db
-from tests.unit.features.ethernet.test_sonic import require_sonic_yang
-
-SPEC = REPO / "tests" / "data" / "asn" / "per-leaf.yaml"
-SPINE = 4200000000
-EXPECTED = {"storage-l01": 4200000100, "storage-l02": 65102, "storage-l03": 4200000102, "storage-l04": 4294967294,
-            "storage-agg01": SPINE, "storage-agg02": SPINE}
-
-
-def _spec(tmp_path: Path, nos: str = "sonic", append: str = "") -> Path:
-    text = SPEC.read_text()
-    assert text.count("    nos: sonic\n") == 1
-    spec = tmp_path / f"per-leaf-{nos}.yaml"
-    spec.write_text(text.replace("    nos: sonic\n", f"    nos: {nos}\n") + append)
-    return spec
-
-
-def _render(tmp_path: Path, nos: str) -> tuple[tuple[SwitchView, ...], dict[str, bytes]]:
-    topology = compile_spec(_spec(tmp_path, nos)).topology
-    renderer = {"sonic": sonic, "eos": eos, "nvue": nvue}[nos]
-    return _views(topology), {a.path: a.content for a in renderer.render(topology)}
-
-
-def _views(topology: Topology) -> tuple[SwitchView, ...]:
-    return switch_views(topology, topology.fabric("storage"))
+from tests.helpers.addressing import EXPECTED_ASNS as EXPECTED
+from tests.helpers.addressing import PER_LEAF_SPEC as SPEC
+from tests.helpers.addressing import eos_bgp_lines as _eos_bgp_lines
+from tests.helpers.addressing import eos_per_leaf as _eos
+from tests.helpers.addressing import per_leaf_spec as _spec
+from tests.helpers.addressing import render_per_leaf as _render
+from tests.helpers.addressing import storage_views as _views
+from tests.helpers.ethernet import NVUE_SCHEMA
 
 
 def test_pinned_leaves_keep_their_asn_and_the_others_count_from_leaf_base() -> None:
@@ -84,29 +60,7 @@ def test_sonic_device_metadata_and_bgp_neighbors(tmp_path: Path) -> None:
         assert neighbors == {p.peer: str(EXPECTED[p.peer]) for p in view.routed_ports}
 
 
-@pytest.mark.external
-def test_sonic_config_db_with_4_byte_asns_validates_against_yang(tmp_path: Path) -> None:
-    validator = require_sonic_yang()
-    views, files = _render(tmp_path, "sonic")
-    for view in views:
-        path = tmp_path / f"{view.name}.json"
-        path.write_bytes(files[f"switches/{view.name}/config_db.json"])
-        validate_config_db(validator, path)
-
-
 # -- EOS ------------------------------------------------------------------------------------------------------------
-def _eos(tmp_path: Path) -> tuple[tuple[SwitchView, ...], dict[str, dict[str, Any]], dict[str, str]]:
-    views, files = _render(tmp_path, "eos")
-    configs = {v.name: yaml.safe_load(files[f"switches/{v.name}/avd-structured-config.yaml"]) for v in views}
-    cli = {v.name: files[f"switches/{v.name}/{v.name}.cfg"].decode() for v in views}
-    return views, configs, cli
-
-
-def _eos_bgp_lines(view: SwitchView) -> list[str]:
-    return [f"router bgp {EXPECTED[view.name]}"] + [
-        f"neighbor {p.peer_address} remote-as {EXPECTED[p.peer]}" for p in view.routed_ports]
-
-
 def test_eos_router_bgp_and_remote_as(tmp_path: Path) -> None:
     views, configs, cli = _eos(tmp_path)
     for view in views:
@@ -115,17 +69,6 @@ def test_eos_router_bgp_and_remote_as(tmp_path: Path) -> None:
         assert {n["ip_address"]: n["remote_as"] for n in bgp["neighbors"]} == {
             p.peer_address: str(EXPECTED[p.peer]) for p in view.routed_ports}
         lines = [line.strip() for line in cli[view.name].splitlines()]
-        assert all(line in lines for line in _eos_bgp_lines(view)), view.name
-
-
-@pytest.mark.external
-def test_pyavd_validates_and_renders_the_4_byte_asns(tmp_path: Path) -> None:
-    pyavd = require_pyavd()
-    views, configs, _ = _eos(tmp_path)
-    for view in views:
-        result = pyavd.validate_structured_config(configs[view.name])
-        assert [v.message for v in result.validation_result.violations] == [], view.name
-        lines = [line.strip() for line in pyavd.get_device_config(result.validated_data).splitlines()]
         assert all(line in lines for line in _eos_bgp_lines(view)), view.name
 
 

@@ -1,4 +1,5 @@
-"""The cable plan: geometry, media choice, one row per physical cable, BOM, NetBox files, placement checks."""
+"""The cable plan: geometry, media choice, one row per physical cable, BOM, NetBox files (switch placement is in
+tests/unit/stages/test_placement.py)."""
 
 from __future__ import annotations
 
@@ -19,35 +20,7 @@ from fabricgen.stages.build import build_cluster
 from fabricgen.stages.check import run_checks
 from fabricgen.stages.compile import compile_topology
 from tests.conftest import INVENTORIES
-
-LAB = """
-apiVersion: fabricgen/v1
-kind: Cluster
-metadata: {name: geo, site: s1}
-facility:
-  rack_units: 48
-  rack_width_m: 0.6
-  row_pitch_m: 2.4
-  tray_height_m: 0.5
-  slack_m: 1.0
-  rows:
-    - {name: A, racks: 4}
-    - {name: N, racks: 1, kind: network}
-nodes:
-  - {name: "hgx{n:02d}", count: 8, profile: hgx-8gpu-generic, placement: {rows: [A], per_rack: 2, start_u: 2}}
-fabrics:
-  compute:
-    type: infiniband
-    speed: NDR
-    switch: QM9700
-    topology: {kind: rail-optimized, scalable_unit: 8}
-  oob:
-    type: ethernet
-    speed: 1G
-    uplink_speed: 100G
-    switch: {leaf: SN2201, spine: SN4700}
-    topology: {kind: top-of-rack, uplinks: 2}
-"""
+from tests.helpers.cabling import GEOMETRY_SPEC as LAB
 
 
 def _topology(text: str) -> Topology:
@@ -168,42 +141,6 @@ def test_csv_and_netbox_columns() -> None:
         assert (row["side_b_device"], row["side_b_name"]) in interfaces
     racks = {r["name"] for r in _csv_rows(artifacts["cabling/netbox-racks.csv"])}
     assert {r["rack"] for r in _csv_rows(artifacts["cabling/netbox-devices.csv"])} <= racks
-
-
-def test_switches_are_placed_without_collisions() -> None:
-    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
-    for ft in topology.fabrics:
-        for sw in ft.switches:
-            assert sw.rack is not None and sw.u is not None
-            if ft.fabric.topology.kind.value == "top-of-rack" and sw.tier.value == "leaf":
-                assert sw.u == topology.cluster.facility.rack_units  # 1U SN2201 at the very top
-            else:
-                assert sw.rack.startswith("N")
-    per_rack = Counter(sw.rack for ft in topology.fabrics for sw in ft.switches if sw.rack and sw.rack.startswith("N"))
-    assert max(per_rack.values()) <= topology.cluster.facility.switches_per_network_rack
-
-
-def test_no_network_rack_is_an_error() -> None:
-    text = LAB.replace("    - {name: N, racks: 1, kind: network}\n", "")
-    with pytest.raises(SpecError) as caught:
-        _topology(text)
-    assert "add a row with kind: network" in str(caught.value)
-
-
-def test_full_rack_leaves_no_room_for_top_of_rack() -> None:
-    text = LAB.replace("per_rack: 2, start_u: 2", "per_rack: 6, start_u: 1").replace("count: 8", "count: 6")
-    with pytest.raises(SpecError) as caught:
-        _topology(text)
-    assert "has no free 1U at its top" in str(caught.value)
-
-
-def test_explicit_tier_placement() -> None:
-    text = LAB.replace("    topology: {kind: rail-optimized, scalable_unit: 8}\n",
-                       "    topology: {kind: rail-optimized, scalable_unit: 8}\n"
-                       "    placement: {spine: {racks: [A04], per_rack: 2, start_u: 40}}\n")
-    topology = _topology(text)
-    spines = [s for s in topology.fabric("compute").switches if s.tier.value == "spine"]
-    assert [(s.rack, s.u) for s in spines] == [("A04", 40), ("A04", 41)]
 
 
 def test_cable_render_is_deterministic(tmp_path: Path) -> None:

@@ -1,17 +1,16 @@
 """Topology diagram target: cabling/topology.dot (Graphviz source) and cabling/topology.svg (own layout).
 
 Checked on the three example specs, from lab size to 16k GPUs: both artifacts present, well-formed and bounded in
-size, byte-deterministic, link counts preserved by the summary, and the DOT accepted by Graphviz.
+size, byte-deterministic, link counts preserved by the summary (Graphviz renders the DOT in
+tests/external/cabling/test_diagram.py).
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from functools import cache
 
 import pytest
 
@@ -23,34 +22,17 @@ from fabricgen.features.cabling.diagram import (
     MAX_GROUPS,
     NODE,
     SPINE,
-    Box,
-    Diagram,
-    Edge,
-    FabricDiagram,
 )
 from fabricgen.model.cluster import Tier
-from fabricgen.model.topology import LINK_TIERS, Topology
+from fabricgen.model.topology import LINK_TIERS
 from fabricgen.pipeline import compile_spec
-from tests.conftest import REPO, require_tool
-
-SPECS = ("lab-1su", "h100-4su", "bench-16k")
-SVG_NS = "{http://www.w3.org/2000/svg}"
-DOT, SVG = "cabling/topology.dot", "cabling/topology.svg"
-EDGE_LINE = re.compile(r'^\s*".*" -> ".*" \[label=')  # drawn edges, not the invisible stacking ones
-
-
-@cache
-def topology(spec: str) -> Topology:
-    return compile_spec(REPO / "inventories" / f"{spec}.yaml").topology
-
-
-@cache
-def artifacts(spec: str) -> dict[str, bytes]:
-    return {a.path: a.content for a in diagram.render(topology(spec))}
-
-
-def dot_edges(dot: bytes) -> list[str]:
-    return [line for line in dot.decode().splitlines() if EDGE_LINE.match(line)]
+from tests.conftest import REPO
+from tests.helpers.cabling import DIAGRAM_SPECS as SPECS
+from tests.helpers.cabling import DOT_ARTIFACT as DOT
+from tests.helpers.cabling import SVG_ARTIFACT as SVG
+from tests.helpers.cabling import SVG_NS, TRICKY, dot_edges, tricky_diagram
+from tests.helpers.cabling import diagram_artifacts as artifacts
+from tests.helpers.cabling import diagram_topology as topology
 
 
 # -- presence, well-formedness, size ----------------------------------------------------------------------------
@@ -174,42 +156,7 @@ def test_bench_render_time() -> None:
 
 
 # -- escaping ---------------------------------------------------------------------------------------------------
-TRICKY = 'a"b\\c <&> -- d'
-
-
-def tricky_diagram() -> Diagram:
-    boxes = (Box(f'f/node/{TRICKY}', NODE, TRICKY, "x&y", 1), Box("f/leaf/1", LEAF, "leaf <1>", 'q"', 1))
-    fabric = FabricDiagram(TRICKY, TRICKY, False, ((boxes[0],), (boxes[1],), (), ()),
-                           (Edge("node-leaf", boxes[0].id, boxes[1].id, 3, "N<D>R"),), (0, 1, 0, 0), 1)
-    return Diagram(TRICKY, TRICKY, TRICKY, "spec--x.yaml", (fabric,))
-
-
 def test_svg_escapes_text() -> None:
     root = ET.fromstring(diagram.to_svg(tricky_diagram()))
     texts = [t.text for t in root.iter(f"{SVG_NS}text")]
     assert TRICKY in texts and "leaf <1>" in texts and "x&y" in texts
-
-
-@pytest.mark.external
-def test_dot_escapes_identifiers() -> None:
-    dot = require_tool("dot")
-    result = subprocess.run([dot, "-Tsvg"], input=diagram.to_dot(tricky_diagram()), capture_output=True,
-                            timeout=60, check=False)
-    assert result.returncode == 0, result.stderr.decode()
-    texts = [t.text for t in ET.fromstring(result.stdout).iter(f"{SVG_NS}text")]
-    assert TRICKY in texts and "3 x N<D>R" in texts
-
-
-# -- Graphviz accepts the DOT -----------------------------------------------------------------------------------
-@pytest.mark.external
-@pytest.mark.parametrize("spec", SPECS)
-def test_graphviz_accepts_dot(spec: str) -> None:
-    dot = require_tool("dot")
-    result = subprocess.run([dot, "-Tsvg"], input=artifacts(spec)[DOT], capture_output=True, timeout=300,
-                            check=False)
-    assert result.returncode == 0, result.stderr.decode()
-    assert not result.stderr, result.stderr.decode()  # no warnings either (syntax, unknown attributes)
-    root = ET.fromstring(result.stdout)
-    assert root.tag == f"{SVG_NS}svg"
-    drawn = sum(1 for g in root.iter(f"{SVG_NS}g") if g.get("class") == "edge")
-    assert drawn == len(dot_edges(artifacts(spec)[DOT]))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
@@ -20,6 +21,7 @@ from fabricgen.features.cloud.build import catalog, instance_types
 from fabricgen.features.cloud.render import interfaces
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
+from tests.helpers.cloud import emit
 
 AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
 runner = CliRunner()
@@ -225,3 +227,18 @@ def test_fabricgen_does_not_import_pulumi_without_cloud(tmp_path: Path) -> None:
             "assert not [m for m in sys.modules if m.split('.')[0] == 'pulumi'], 'pulumi was imported'")
     subprocess.run([sys.executable, "-c", code, str(AWS_SPEC), str(tmp_path / "out")], check=True, cwd=REPO,
                    env={"PYTHONPATH": str(REPO / "cli"), "PATH": "/usr/bin:/bin"})
+
+
+# -- the Pulumi project ------------------------------------------------------------------------------------------
+def test_project_directory_is_complete(tmp_path: Path) -> None:
+    project = emit(AWS_SPEC, tmp_path)
+    assert sorted(p.name for p in project.iterdir()) == [
+        "Pulumi.aws-p5-efa.yaml", "Pulumi.yaml", "__main__.py", "cluster.json", "first_boot.py", "requirements.txt",
+        "user-data.sh"]
+    meta = yaml.safe_load((project / "Pulumi.yaml").read_text())
+    assert meta["name"] == "aws-p5-efa" and meta["runtime"]["name"] == "python"
+    assert yaml.safe_load((project / "Pulumi.aws-p5-efa.yaml").read_text()) == {
+        "config": {"aws:region": "us-east-1"}}
+    requirements = [line for line in (project / "requirements.txt").read_text().splitlines()
+                    if not line.startswith("#")]
+    assert requirements == ["pulumi==3.272.0", "pulumi-aws==7.51.1"]

@@ -1,27 +1,23 @@
-"""Arista EOS target: the AVD structured config and fabricgen's own EOS CLI, checked against pyavd.
+"""Arista EOS target: the AVD structured config and fabricgen's own EOS CLI (interfaces, BGP, the lossless chain).
 
-The spec is h100-4su with the RoCE storage fabric switched to ``nos: eos``. Without pyavd the pyavd tests skip;
-with FABRICGEN_REQUIRE_EXTERNAL=1 (CI) they fail instead.
+The spec is h100-4su with the RoCE storage fabric switched to ``nos: eos``. The pyavd checks are in
+tests/external/ethernet/test_pyavd.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import ipaddress
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
 
 from fabricgen.core.errors import SpecError
-from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet.nos import eos
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, switch_views
 from fabricgen.model.hardware import PortGroup, SwitchModel
@@ -29,17 +25,10 @@ from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.stages.render import TARGETS
 from tests.conftest import INVENTORIES, REPO
-
-STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
-
-
-def _spec(tmp: Path, replace: tuple[str, str] = ("", "")) -> Path:
-    text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count("    nos: sonic\n") == 1
-    text = text.replace("    nos: sonic\n", "    nos: eos\n").replace(*replace)
-    spec = tmp / "h100-4su-eos.yaml"
-    spec.write_text(text)
-    return spec
+from tests.helpers.ethernet import OOB_EOS, STORAGE_SWITCHES
+from tests.helpers.ethernet import eos_blocks as _blocks
+from tests.helpers.ethernet import eos_cli as _cli
+from tests.helpers.ethernet import eos_spec as _spec
 
 
 @pytest.fixture(scope="module")
@@ -62,55 +51,6 @@ def configs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     """Structured config per switch, as a consumer reads the YAML artifact."""
     return {name: yaml.safe_load(artifacts[f"switches/{name}/avd-structured-config.yaml"])
             for name in STORAGE_SWITCHES}
-
-
-def _cli(artifacts: dict[str, bytes], name: str) -> str:
-    return artifacts[f"switches/{name}/{name}.cfg"].decode()
-
-
-def _blocks(cli: str) -> Iterator[tuple[str, list[str]]]:
-    """Top-level commands with their indented sub-commands (stripped), comments and '!' separators dropped."""
-    head = ""
-    body: list[str] = []
-    for line in cli.splitlines():
-        if not line.strip() or line.lstrip().startswith("!"):
-            continue
-        if line[0] != " ":
-            if head:
-                yield head, body
-            head, body = line, []
-        else:
-            body.append(line.strip())
-    if head:
-        yield head, body
-
-
-def _pairs(cli: str) -> list[tuple[str, str]]:
-    """(context, command) for every configuration line; a top-level command is its own context."""
-    out = []
-    for head, body in _blocks(cli):
-        out.append(("", head))
-        context = head
-        for line in body:
-            out.append((context, line))
-    return out
-
-
-def _section(context_or_command: str) -> str:
-    """Which part of the config a line belongs to, for a per-section comparison."""
-    words = context_or_command.split()
-    if words[0] == "interface":
-        return "interface " + "".join(c for c in words[1] if not c.isdigit() and c not in "/.")
-    if words[:2] in (["qos", "profile"], ["qos", "map"]):
-        return " ".join(words[:2])
-    return words[0]
-
-
-def _by_section(cli: str) -> dict[str, list[tuple[str, str]]]:
-    sections: dict[str, list[tuple[str, str]]] = {}
-    for context, command in _pairs(cli):
-        sections.setdefault(_section(context or command), []).append((context, command))
-    return sections
 
 
 # -- artifacts -----------------------------------------------------------------------------------------------------
@@ -281,11 +221,6 @@ def test_watchdog_actions_map_to_eos(tmp_path: Path) -> None:
         compile_spec(_spec(tmp_path, (old, old.replace("drop", "forward"))))
 
 
-OOB_EOS = ("    topology: {kind: top-of-rack, uplinks: 2}\n",
-           "    topology: {kind: top-of-rack, uplinks: 2}\n    nos: {leaf: eos, spine: sonic}\n"
-           "    addressing: {hosts: 10.40.0.0/16, p2p: 10.41.0.0/20, loopbacks: 10.42.0.0/24}\n")
-
-
 @pytest.fixture(scope="module")
 def oob(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """The out-of-band fabric (plain Ethernet, RJ45 host ports) with EOS leaves and SONiC aggregation switches."""
@@ -302,76 +237,6 @@ def test_plain_ethernet_fabric_has_no_lossless_class(oob: dict[str, dict[str, An
                    for i in config["ethernet_interfaces"])
     interfaces = {i["name"]: i for i in oob["oob-a01"]["ethernet_interfaces"]}
     assert interfaces["Ethernet1"]["speed"] == "1g" and interfaces["Ethernet49/1"]["speed"] == "100g-4"
-
-
-# -- pyavd: the structured config is valid AVD and renders the same CLI ---------------------------------------------
-def require_pyavd() -> ModuleType:
-    """pyavd, or skip (locally) / fail (CI with FABRICGEN_REQUIRE_EXTERNAL=1) when it cannot be imported."""
-    try:
-        return importlib.import_module("pyavd")
-    except ImportError:
-        if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
-            pytest.fail("pyavd is required in CI (FABRICGEN_REQUIRE_EXTERNAL=1) but is not importable")
-        pytest.skip("pyavd not installed; install the test extra (pyavd==6.4.0)")
-
-
-_AVD_CLI: dict[str, str] = {}  # pyavd's rendering per switch, computed once per session
-
-
-def _avd_cli(configs: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """Validate every structured config with pyavd (zero violations, no deprecations), then render its CLI."""
-    pyavd = require_pyavd()
-    for name, config in configs.items():
-        if name in _AVD_CLI:
-            continue
-        result = pyavd.validate_structured_config(config)
-        violations = [(".".join(map(str, v.path)), v.message) for v in result.validation_result.violations]
-        assert violations == [], f"{name}: {violations}"
-        assert list(result.validation_result.deprecations) == [], name
-        assert result.validated_data is not None
-        _AVD_CLI[name] = pyavd.get_device_config(result.validated_data)
-    return _AVD_CLI
-
-
-@pytest.mark.external
-def test_pyavd_validates_with_zero_violations(configs: dict[str, dict[str, Any]]) -> None:
-    assert sorted(_avd_cli(configs)) == sorted(STORAGE_SWITCHES)
-
-
-@pytest.mark.external
-def test_pyavd_renders_the_same_sections(configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
-    """Section by section, in order, pyavd's get_device_config() equals fabricgen's own .cfg."""
-    for name, theirs in _avd_cli(configs).items():
-        ours = _by_section(_cli(artifacts, name))
-        expected = _by_section(theirs)
-        required = ["interface Ethernet", "interface Loopback", "interface Management", "vrf", "qos profile",
-                    "qos map", "priority-flow-control", "router", "hostname", "ip"]
-        required += ["interface Vlan", "vlan"] if "leaf" in name else []
-        for section in required:
-            assert section in ours, f"{name}: no {section} section"
-        assert sorted(ours) == sorted(expected), name
-        for section, lines in expected.items():
-            assert ours[section] == lines, f"{name}: section {section} differs"
-
-
-@pytest.mark.external
-def test_pyavd_output_is_byte_identical_but_for_our_header(configs: dict[str, dict[str, Any]],
-                                                           artifacts: dict[str, bytes]) -> None:
-    """Stronger than the section check: the files differ only in fabricgen's two '! ' header comment lines."""
-    for name, theirs in _avd_cli(configs).items():
-        ours = _cli(artifacts, name).splitlines(keepends=True)
-        assert all(line.startswith("! ") for line in ours[:2])
-        assert "".join(ours[2:]) == theirs, name
-
-
-@pytest.mark.external
-def test_pyavd_agrees_on_a_plain_ethernet_fabric(oob: dict[str, dict[str, Any]]) -> None:
-    pyavd = require_pyavd()
-    for name in (min(oob), max(oob)):
-        result = pyavd.validate_structured_config(oob[name])
-        assert list(result.validation_result.violations) == [], name
-        ours = render_template("eos/switch.cfg.j2", c=oob[name], fabric="oob", tier="leaf", source="x").decode()
-        assert "".join(ours.splitlines(keepends=True)[2:]) == pyavd.get_device_config(result.validated_data)
 
 
 def test_management_port_in_its_own_vrf_with_the_gateway(configs: dict[str, dict[str, Any]]) -> None:

@@ -1,5 +1,6 @@
 """Host side of RoCE: roce-qos.sh runs idempotently against a fake /sys and stub tools, netplan and nftables
-snippets carry the address plan and the RoCE ports."""
+snippets carry the address plan and the RoCE ports (shellcheck, netplan and nft check them in
+tests/external/ethernet/test_host_roce.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import ipaddress
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,13 +19,13 @@ from fabricgen.features.ethernet import host_roce
 from fabricgen.model.ethernet import RoceQos, TrafficClass
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.conftest import INVENTORIES
+from tests.helpers.ethernet import ROCE_PORTS as PORTS
+from tests.helpers.ethernet import ROCE_STUBS as STUBS
 from tests.helpers.fake_host import ScriptHost, write
 
 H100 = INVENTORIES / "h100-4su.yaml"
 LAB = INVENTORIES / "lab-1su.yaml"
-STUBS = REPO / "tests" / "data" / "fake-sys"
-PORTS = ("enp170s0f0np0", "enp41s0f0np0")  # DGX H100 storage ports: mlx5_7 (slot 1), mlx5_1 (slot 2)
 READ_ONLY = re.compile(r"^(mlnx_qos -i \S+|ip -o link show dev \S+)$")
 PFC3 = "0,0,0,1,0,0,0,0"
 
@@ -99,15 +99,6 @@ def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
         "the UFM appliance has no storage NICs: no artifacts"
     assert h100["hosts/dgx-h100/roce-qos.sh"].mode == 0o755
     assert h100["hosts/dgx-h100/roce-firewall.nft"].mode == 0o644
-
-
-def test_script_is_shellcheck_clean(h100: dict[str, Artifact], tmp_path: Path) -> None:
-    shellcheck = require_tool("shellcheck")
-    script = tmp_path / "roce-qos.sh"
-    script.write_bytes(h100["hosts/dgx-h100/roce-qos.sh"].content)
-    stubs = [str(STUBS / "mlnx_qos"), str(STUBS / "ip")]
-    done = subprocess.run([shellcheck, "-S", "style", str(script), *stubs], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
 
 
 def test_script_documents_the_lossless_chain(h100: dict[str, Artifact]) -> None:
@@ -228,38 +219,6 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
             assert ip not in seen
             seen.add(ip)
     assert len(seen) == 2 * 127
-
-
-def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
-    netplan = require_tool("netplan")
-    target = tmp_path / "etc" / "netplan" / "60-fabricgen-roce.yaml"
-    target.parent.mkdir(parents=True)
-    target.write_bytes(h100["hosts/gpu001/netplan-roce.yaml"].content)
-    target.chmod(0o600)
-    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    network = (tmp_path / "run" / "systemd" / "network" / f"10-netplan-{PORTS[1]}.network").read_text()
-    assert "Address=10.20.0.3/25" in network and "MTUBytes=9000" in network
-    assert "[RoutingPolicyRule]\nFrom=10.20.0.3\nTable=102" in network
-
-
-# --- nftables ---------------------------------------------------------------------------------------------------
-
-def test_firewall_accepts_roce_v2_on_each_port(h100: dict[str, Artifact], tmp_path: Path) -> None:
-    text = h100["hosts/dgx-h100/roce-firewall.nft"].content.decode()
-    assert "table inet fabricgen_roce {" in text and "policy accept;" in text
-    for port in PORTS:
-        assert f'iifname "{port}" udp dport 4791 accept' in text
-    assert 'define FABRICGEN_ROCE_PORTS = { "enp170s0f0np0", "enp41s0f0np0" }' in text
-    assert "include" in text and "drop in any of them is final" in text, "explains how to include it"
-    nft = require_tool("nft")
-    path = tmp_path / "roce-firewall.nft"
-    path.write_text(text)
-    done = subprocess.run([nft, "-c", "-f", str(path)], capture_output=True, text=True, timeout=60)
-    if "Operation not permitted" in done.stderr:
-        pytest.skip("nft --check needs CAP_NET_ADMIN")
-    assert done.returncode == 0, done.stderr
 
 
 # --- which fabrics and profiles, determinism, guards ------------------------------------------------------------

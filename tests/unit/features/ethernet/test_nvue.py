@@ -21,9 +21,9 @@ from fabricgen.features.ethernet.nos import nvue
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.model.ethernet import RoceQos, TrafficClass
 from fabricgen.pipeline import Compiled, compile_spec
-from tests.conftest import INVENTORIES, REPO
+from tests.conftest import INVENTORIES
+from tests.helpers.ethernet import NVUE_SCHEMA as SCHEMA
 
-SCHEMA = REPO / "schemas" / "nvue" / "startup.schema.json"
 DEFAULT_QOS = ("      lossless: {dscp: 26, priority: 3}\n      cnp: {dscp: 48, priority: 6}\n"
                "      ecn: {min_kb: 150, max_kb: 1500, max_probability: 20}\n"
                "      pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n")

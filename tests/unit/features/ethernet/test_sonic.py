@@ -1,25 +1,17 @@
 """SONiC target: config_db.json per SONiC switch of h100-4su's RoCE storage fabric (SN5600, 2 x 400G per cage).
 
-Every file is validated against SONiC's own YANG models with the shared validator (libyang). Without libyang
-those tests skip; with FABRICGEN_REQUIRE_EXTERNAL=1 (CI) they fail instead. The validator's location:
-$FABRICGEN_SONIC_YANG, default ../shared/validators/sonic-yang next to the repository.
-
-The other tests check what the YANG does not: table names (a misspelled table passes the validator silently),
+Every file is validated against SONiC's own YANG models in tests/external/ethernet/test_sonic_yang.py. The tests
+here check what the YANG does not: table names (a misspelled table passes the validator silently),
 lane strings, values as strings, TC range, pool sizes present, the lossless chain end to end, headroom and
 cable length per port from the cabling plan, determinism; and the dynamic buffer model against the traditional
 one (only the buffer tables differ, lossless PGs NULL, the CSV predicts the traditional profiles' headroom).
 """
-
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +21,10 @@ from fabricgen.features.ethernet.nos.sonic import config_db as sonic
 from fabricgen.features.ethernet.nos.sonic.headroom import asic_headroom
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
-from tests.conftest import INVENTORIES, REPO
+from tests.conftest import INVENTORIES
+from tests.helpers.ethernet import SHP, STORAGE_SWITCHES, WATCHDOG
+from tests.helpers.ethernet import storage_spec as _storage_spec
 
-STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).
 ALLOWED_TABLES = {
     "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "VLAN", "VLAN_MEMBER", "VLAN_INTERFACE",
@@ -74,64 +67,6 @@ def _port_numbers(compiled: Compiled, switch: str) -> dict[str, int]:
     ft = compiled.topology.fabric("storage")
     view = next(v for v in switch_views(compiled.topology, ft) if v.name == switch)
     return {p.name: p.view.number for p in sonic.sonic_ports(view, sonic.sonic_switch(view.model))}
-
-
-# -- the shared YANG validator ----------------------------------------------------------------------------------
-def require_sonic_yang() -> Path:
-    """The validator directory, or skip (locally) / fail (CI) when it or libyang is missing."""
-    where = Path(os.environ.get("FABRICGEN_SONIC_YANG", REPO.parent / "shared" / "validators" / "sonic-yang"))
-    problem = ""
-    if not (where / "validate_config_db.py").is_file() or not (where / "models").is_dir():
-        problem = f"the SONiC YANG validator is not at {where} (set FABRICGEN_SONIC_YANG)"
-    elif importlib.util.find_spec("libyang") is None:
-        problem = "libyang is not importable (apt-get install libyang2-dev; pip install libyang==2.7.1)"
-    if problem:
-        if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
-            pytest.fail(f"{problem}; required in CI (FABRICGEN_REQUIRE_EXTERNAL=1)")
-        pytest.skip(problem)
-    return where
-
-
-def _validate(validator: Path, path: Path) -> str:
-    result = subprocess.run([sys.executable, str(validator / "validate_config_db.py"), str(validator / "models"),
-                             str(path)], capture_output=True, text=True, timeout=120, check=False)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0 and "VALID" in output and "INVALID" not in output, f"{path.name}: {output}"
-    assert "tables without YANG" not in output, output
-    return output
-
-
-@pytest.mark.external
-def test_every_config_db_validates_against_sonic_yang(artifacts: dict[str, bytes], tmp_path: Path) -> None:
-    validator = require_sonic_yang()
-    for switch in STORAGE_SWITCHES:
-        path = tmp_path / f"{switch}.json"
-        path.write_bytes(artifacts[f"switches/{switch}/config_db.json"])
-        _validate(validator, path)
-
-
-@pytest.mark.external
-def test_management_interface_with_a_gateway_validates(compiled: Compiled, tmp_path: Path) -> None:
-    validator = require_sonic_yang()
-    view = switch_views(compiled.topology, compiled.topology.fabric("storage"))[0]
-    db = sonic.config_db(view, management_gateway="10.23.0.254")
-    assert db["MGMT_INTERFACE"] == {f"eth0|{view.management}/24": {"gwaddr": "10.23.0.254"}}
-    path = tmp_path / "mgmt.json"
-    path.write_text(json.dumps(db, sort_keys=True, indent=2))
-    _validate(validator, path)
-
-
-@pytest.mark.external
-def test_the_validator_catches_a_broken_reference(artifacts: dict[str, bytes], tmp_path: Path) -> None:
-    """The validation above is not vacuous: a lossless PG pointing at a missing profile is INVALID."""
-    validator = require_sonic_yang()
-    db = json.loads(artifacts["switches/storage-leaf001/config_db.json"])
-    db["BUFFER_PG"]["Ethernet0|3"]["profile"] = "pg_lossless_400000_999m_profile"
-    path = tmp_path / "broken.json"
-    path.write_text(json.dumps(db))
-    result = subprocess.run([sys.executable, str(validator / "validate_config_db.py"), str(validator / "models"),
-                             str(path)], capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 1 and "INVALID" in result.stdout
 
 
 # -- what the YANG does not check -------------------------------------------------------------------------------
@@ -296,14 +231,6 @@ def test_output_is_deterministic(compiled: Compiled, artifacts: dict[str, bytes]
 
 
 # -- which switches, and refusals -------------------------------------------------------------------------------
-def _storage_spec(tmp: Path, old: str, new: str) -> Path:
-    text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count(old) == 1, old
-    spec = tmp / "spec.yaml"
-    spec.write_text(text.replace(old, new))
-    return spec
-
-
 def test_only_sonic_switches_are_rendered(tmp_path: Path) -> None:
     spec = _storage_spec(tmp_path, "    nos: sonic\n", "    nos: {leaf: sonic, spine: eos}\n")
     paths = {a.path for a in sonic.render(compile_spec(spec).topology)}
@@ -335,28 +262,8 @@ def test_sn4700_200g_breakout_names() -> None:
     assert profile["size"] == str(room.size)
 
 
-def test_the_chain_follows_the_spec_class(tmp_path: Path) -> None:
-    """A non-default class (DSCP 24, priority 4) moves every link of the chain, not just the DSCP map."""
-    spec = _storage_spec(tmp_path, "lossless: {dscp: 26, priority: 3}", "lossless: {dscp: 24, priority: 4}")
-    content = next(a.content for a in sonic.render(compile_spec(spec).topology)
-                   if a.path == "switches/storage-leaf001/config_db.json")
-    db = json.loads(content)
-    assert db["DSCP_TO_TC_MAP"]["ROCE"]["24"] == "4" and db["DSCP_TO_TC_MAP"]["ROCE"]["26"] == "0"
-    assert db["TC_TO_PRIORITY_GROUP_MAP"]["ROCE"]["4"] == "4" and db["TC_TO_PRIORITY_GROUP_MAP"]["ROCE"]["3"] == "0"
-    assert db["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "4"
-    assert db["QUEUE"]["Ethernet0|4"]["wred_profile"] == "ROCE_ECN" and "wred_profile" not in db["QUEUE"]["Ethernet0|3"]
-    assert {k for k in db["BUFFER_PG"] if k.startswith("Ethernet0|")} == {"Ethernet0|0", "Ethernet0|4"}
-    assert {k for k in db["BUFFER_QUEUE"] if k.startswith("Ethernet0|")} == {"Ethernet0|0-3", "Ethernet0|4",
-                                                                            "Ethernet0|5-7"}
-    if importlib.util.find_spec("libyang") is not None:
-        path = tmp_path / "prio4.json"
-        path.write_bytes(content)
-        _validate(require_sonic_yang(), path)
-
-
 # -- the dynamic buffer model -----------------------------------------------------------------------------------
 DYNAMIC_TABLES = {"DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN"}
-WATCHDOG = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
 
 
 @pytest.fixture(scope="module")
@@ -369,23 +276,6 @@ def dynamic_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, byt
 def dynamic_dbs(dynamic_artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     return {path.split("/")[1]: json.loads(content) for path, content in dynamic_artifacts.items()
             if path.endswith("/config_db.json")}
-
-
-@pytest.mark.external
-def test_every_dynamic_config_db_validates_against_sonic_yang(dynamic_artifacts: dict[str, bytes],
-                                                              tmp_path: Path) -> None:
-    validator = require_sonic_yang()
-    for switch in STORAGE_SWITCHES:
-        path = tmp_path / f"{switch}.json"
-        path.write_bytes(dynamic_artifacts[f"switches/{switch}/config_db.json"])
-        _validate(validator, path)
-    # not vacuous: a PG profile that is neither a BUFFER_PROFILE nor SONiC's "NULL" is refused
-    db = json.loads(dynamic_artifacts["switches/storage-leaf001/config_db.json"])
-    db["BUFFER_PG"]["Ethernet0|3"]["profile"] = "null"
-    path.write_text(json.dumps(db))
-    result = subprocess.run([sys.executable, str(validator / "validate_config_db.py"), str(validator / "models"),
-                             str(path)], capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 1 and "INVALID" in result.stdout
 
 
 def test_dynamic_model_changes_only_the_buffer_tables(dbs: dict[str, dict[str, Any]],
@@ -462,9 +352,6 @@ def test_dynamic_port_mtu_names_the_predicted_profile(tmp_path: Path) -> None:
 
 
 # -- the shared headroom pool -----------------------------------------------------------------------------------
-SHP = "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"
-
-
 @pytest.fixture(scope="module")
 def shp_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     spec = _storage_spec(tmp_path_factory.mktemp("shp"), WATCHDOG, WATCHDOG + SHP)
@@ -485,18 +372,6 @@ def _pool_by_hand(db: dict[str, Any], ratio: int) -> int:
     xoffs = [int(db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{port}|{LOSSLESS_PRIO}"]["profile"]]["xoff"])
              for port in db["PORT"]]
     return math.ceil((sum(xoffs) - 10 * 1024 * len(db["PORT"])) / ratio)
-
-
-@pytest.mark.external
-def test_every_shared_headroom_pool_config_db_validates(shp_artifacts: dict[str, bytes],
-                                                        dynamic_shp_artifacts: dict[str, bytes],
-                                                        tmp_path: Path) -> None:
-    validator = require_sonic_yang()
-    for name, rendered in (("traditional", shp_artifacts), ("dynamic", dynamic_shp_artifacts)):
-        for switch in STORAGE_SWITCHES:
-            path = tmp_path / f"{name}-{switch}.json"
-            path.write_bytes(rendered[f"switches/{switch}/config_db.json"])
-            _validate(validator, path)
 
 
 def test_shared_headroom_pool_moves_the_xoff_into_the_ingress_pool(dbs: dict[str, dict[str, Any]],

@@ -1,9 +1,7 @@
-"""IPoIB host addresses: one netplan file per node on an InfiniBand fabric with an IPoIB plan, accepted by netplan."""
+"""IPoIB host addresses: one netplan file per node on an InfiniBand fabric with an IPoIB plan (netplan accepts it
+in tests/external/infiniband/test_host_ipoib.py)."""
 
 from __future__ import annotations
-
-import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -12,7 +10,7 @@ from netaddr import IPNetwork
 from fabricgen.features.infiniband import ipoib as host_ipoib
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from tests.conftest import INVENTORIES, require_tool
+from tests.conftest import INVENTORIES
 
 
 @pytest.fixture(scope="module")
@@ -45,17 +43,3 @@ def test_every_node_on_the_fabric_gets_its_plan_addresses(topology: Topology, fi
 
 def test_no_ipoib_files_without_a_plan() -> None:
     assert host_ipoib.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology) == []
-
-
-def test_netplan_accepts_it(files: dict[str, bytes], tmp_path: Path) -> None:
-    netplan = require_tool("netplan")
-    target = tmp_path / "etc" / "netplan" / "61-fabricgen-ipoib.yaml"
-    target.parent.mkdir(parents=True)
-    target.write_bytes(files["hosts/gpu001/netplan-ipoib.yaml"])
-    target.chmod(0o600)
-    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    network = (tmp_path / "run" / "systemd" / "network" / "10-netplan-ibp24s0.network").read_text()
-    assert "Address=10.24.0.1/24" in network and "MTUBytes=4092" in network
-    assert "[IPoIB]\nMode=datagram" in network and "Gateway=" not in network

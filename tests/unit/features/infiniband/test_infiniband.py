@@ -11,11 +11,10 @@ import pytest
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Severity
-from fabricgen.features.ethernet.switch_view import switch_views
 from fabricgen.features.infiniband import render as infiniband_render
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.pipeline import compile_spec, render_spec
-from tests.conftest import INVENTORIES, require_tool
+from tests.conftest import INVENTORIES
 
 LAB = INVENTORIES / "lab-1su.yaml"
 
@@ -138,15 +137,6 @@ def _keys_script(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return script, tmp_path / "run" / "compute.conf", env
 
 
-def test_keys_script_is_shellcheck_clean(lab: dict[str, Artifact], tmp_path: Path) -> None:
-    shellcheck = require_tool("shellcheck")
-    script = tmp_path / "opensm-keys.sh"
-    script.write_bytes(lab["infiniband/compute/opensm-keys.sh"].content)
-    assert lab["infiniband/compute/opensm-keys.sh"].mode == 0o755
-    done = subprocess.run([shellcheck, "-S", "style", str(script)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
-
-
 def test_keys_script_substitutes_idempotently_and_never_prints_keys(tmp_path: Path) -> None:
     script, out, env = _keys_script(tmp_path)
     first = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=30)
@@ -179,13 +169,6 @@ def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
     assert copy == topology and ib_fabric(copy, ft) is not ib_fabric(topology, ft)
     with pytest.raises(ValueError, match="not one of this topology's fabrics"):
         ib_fabric(topology, other)
-
-
-def test_switch_views_are_computed_once_per_compiled_fabric() -> None:
-    """The SONiC, EOS and NVUE renderers share one computation of a fabric's switch views."""
-    topology = compile_spec(LAB).topology
-    ft = next(f for f in topology.fabrics if f.fabric.type == "roce")
-    assert switch_views(topology, ft) and switch_views(topology, ft) is switch_views(topology, ft)
 
 
 def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:

@@ -1,16 +1,14 @@
-"""Lustre client: the model of the example's file systems, lnet.conf read back as lnetctl reads it, mount units
-through systemd-analyze, the generated scripts against stub lctl/lfs (idempotent, --dry-run, NID check),
-the Kubernetes storage tiers through kubernetes-validate, and the helpers (NIDs, systemd path escaping, sizes)."""
+"""Lustre client: the model of the example's file systems, lnet.conf read back as lnetctl reads it, mount units and
+fstab, the generated scripts against stub lctl/lfs (idempotent, --dry-run, NID check), and the helpers (NIDs,
+systemd path escaping, sizes). systemd and shellcheck check the files in tests/external/lustre/test_lustre.py; the
+Kubernetes storage tiers are in tests/unit/features/kubernetes/test_storage.py."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 
@@ -18,7 +16,6 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.features.kubernetes import storage as k8s_storage
 from fabricgen.features.lustre import render as lustre
 from fabricgen.features.lustre.build import (
-    CACHE_STORAGE_CLASS,
     canonical_network,
     format_size,
     mount_unit_name,
@@ -32,12 +29,13 @@ from fabricgen.features.lustre.render import layout_options
 from fabricgen.model.lustre import LustreFs
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.spec.validate import schema_document
-from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.conftest import INVENTORIES
 from tests.helpers.fake_host import ScriptHost
+from tests.helpers.lustre import ESCAPE_PATHS as PATHS
+from tests.helpers.lustre import LUSTRE_STUBS as STUBS
+from tests.helpers.lustre import MOUNT_DIR as BASE
 
 H100 = INVENTORIES / "h100-4su.yaml"
-STUBS = REPO / "tests" / "data" / "fake-lustre"
-BASE = "hosts/dgx-h100/lustre"
 # What lnetctl import reads (lnet/utils/lnetconfig/liblnetconfig_lnd.c, liblnetconfig.c).
 NET_TUNABLES = {"peer_timeout", "peer_credits", "peer_buffer_credits", "credits"}
 O2IB_LND_TUNABLES = {"map_on_demand", "concurrent_sends", "fmr_pool_size", "fmr_flush_trigger", "fmr_cache", "ntx",
@@ -110,16 +108,6 @@ def test_parse_nid_refuses(text: str) -> None:
 def test_canonical_network() -> None:
     assert [canonical_network(n) for n in ("o2ib", "o2ib0", "o2ib1", "tcp0", "tcp10")] == [
         "o2ib", "o2ib", "o2ib1", "tcp", "tcp10"]
-
-
-PATHS = ["/lustre/ckpt", "/lustre/a-b", "//lustre//x/", "/", "/.hidden/x", "/data/ünï", "/a b/c:d", "/x_y.z"]
-
-
-@pytest.mark.parametrize("path", PATHS)
-def test_systemd_escape_matches_systemd(path: str) -> None:
-    tool = require_tool("systemd-escape")
-    done = subprocess.run([tool, "--path", path], capture_output=True, text=True, check=True)
-    assert systemd_escape_path(path) == done.stdout.strip()
 
 
 def test_systemd_escape_known_values() -> None:
@@ -201,48 +189,11 @@ def test_mount_unit_and_fstab_agree(files: dict[str, Artifact], compiled: Compil
         assert "_netdev" in keys["Options"].split(",") and "x-systemd.requires=lnet.service" in row[3]
 
 
-def test_mount_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp_path: Path) -> None:
-    tool = require_tool("systemd-analyze")
-    # lnet.service ships with the Lustre client packages: a stand-in lets verify resolve the dependency.
-    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
-                                           "ExecStart=/bin/true\nRemainAfterExit=yes\n")
-    units = [p for p in files if p.endswith(".mount")]
-    assert len(units) == 2
-    for path in units:
-        unit = tmp_path / Path(path).name
-        unit.write_bytes(files[path].content)
-        done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
-        assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), done.stderr
-
-
-def test_verify_catches_a_misnamed_unit(files: dict[str, Artifact], tmp_path: Path) -> None:
-    """The check above can fail: a unit whose name is not the escaped Where= is refused."""
-    tool = require_tool("systemd-analyze")
-    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nExecStart=/bin/true\n")
-    unit = tmp_path / "lustre-checkpoints.mount"
-    unit.write_bytes(files[f"{BASE}/lustre-ckpt.mount"].content)
-    done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode != 0 and "doesn't match unit name" in done.stderr
-
-
 def test_mount_params_files(files: dict[str, Artifact], compiled: Compiled) -> None:
     for fs in compiled.cluster.lustre:
         lines = files[f"{BASE}/mount.{fs.fsname}.params"].content.decode().splitlines()
         assert lines == [f"{t.param}={t.value}" for t in fs.client]
         assert all(fs.fsname in line for line in lines), "lctl set_param -C FSNAME requires the fsname in each"
-
-
-def test_scripts_are_shellcheck_clean(files: dict[str, Artifact], tmp_path: Path) -> None:
-    shellcheck = require_tool("shellcheck")
-    scripts = []
-    for path, artifact in files.items():
-        if path.endswith(".sh"):
-            scripts.append(tmp_path / path.replace("/", "_"))
-            scripts[-1].write_bytes(artifact.content)
-    assert len(scripts) == 5
-    done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), str(STUBS / "lctl"), str(STUBS / "lfs")],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
 
 
 # --- scripts against stub tools --------------------------------------------------------------------------------
@@ -367,82 +318,7 @@ def test_setstripe_script(tmp_path: Path, files: dict[str, Artifact]) -> None:
     assert stub.run(LUSTRE_ROOT=str(root)).returncode == 0, "a second run sets the same layout again"
 
 
-# --- Kubernetes ------------------------------------------------------------------------------------------------
-
-K8S_VERSION = "1.30.0"
-
-
-def _validate(doc: dict[str, Any]) -> None:
-    kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
-
-
-def _docs(artifact: Artifact) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(artifact.content) if d is not None]
-
-
-def test_manifests_validate_strictly(files: dict[str, Artifact]) -> None:
-    manifests = [a for p, a in files.items() if p.startswith("kubernetes/")]
-    docs = [d for a in manifests for d in _docs(a)]
-    assert len(docs) == 4 + 1 + 127
-    for doc in docs:
-        _validate(doc)
-
-
-def test_strict_validation_can_fail() -> None:
-    bad = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "x"},
-           "spec": {"capacity": {"storage": "1Gi"}, "accesModes": ["ReadWriteMany"]}}
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
-
-
-def test_lustre_volumes(files: dict[str, Artifact], compiled: Compiled) -> None:
-    for fs in compiled.cluster.lustre:
-        pv, pvc = _docs(files[f"kubernetes/storage/lustre-{fs.name}.yaml"])
-        assert pv["spec"]["csi"]["driver"] == "lustre-csi.hpe.com"
-        assert pv["spec"]["csi"]["volumeHandle"] == fs.mgs_spec and pv["spec"]["csi"]["fsType"] == "lustre"
-        assert pv["spec"]["claimRef"]["name"] == pvc["metadata"]["name"] and pvc["spec"]["volumeName"] == \
-            pv["metadata"]["name"]
-        assert pv["spec"]["claimRef"]["namespace"] == pvc["metadata"]["namespace"] == "ai-training"
-        assert pv["spec"]["storageClassName"] == pvc["spec"]["storageClassName"] == ""
-        assert pv["spec"]["mountOptions"] == ["flock", "noatime"]
-    ckpt, data = (_docs(files[f"kubernetes/storage/lustre-{n}.yaml"])[0] for n in ("checkpoints", "datasets"))
-    assert ckpt["spec"]["accessModes"] == ["ReadWriteMany"] and "readOnly" not in ckpt["spec"]["csi"]
-    assert data["spec"]["accessModes"] == ["ReadOnlyMany"] and data["spec"]["csi"]["readOnly"] is True
-
-
-def test_local_nvme_tier(files: dict[str, Artifact], compiled: Compiled) -> None:
-    sc, *pvs = _docs(files["kubernetes/storage/local-nvme.yaml"])
-    assert (sc["kind"], sc["provisioner"], sc["volumeBindingMode"]) == (
-        "StorageClass", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
-    gpus = [n.name for n in compiled.cluster.nodes if n.profile.name == "dgx-h100"]
-    assert [pv["metadata"]["name"] for pv in pvs] == [f"nvme-cache-{g}" for g in gpus]
-    for pv, gpu in zip(pvs, gpus, strict=True):
-        assert pv["spec"]["local"] == {"path": "/raid"} and pv["spec"]["storageClassName"] == CACHE_STORAGE_CLASS
-        term = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
-        assert term == {"key": "kubernetes.io/hostname", "operator": "In", "values": [gpu]}
-
-
-def test_pod_storage(compiled: Compiled, files: dict[str, Artifact]) -> None:
-    storage = pod_storage(compiled.cluster)
-    by_name = {v["name"]: v for v in storage.volumes}
-    mounts = {m["name"]: m for m in storage.volume_mounts}
-    assert set(by_name) == set(mounts) == {"lustre-checkpoints", "lustre-datasets", "nvme-cache"}
-    assert by_name["lustre-datasets"]["persistentVolumeClaim"] == {"claimName": "lustre-datasets", "readOnly": True}
-    assert mounts["lustre-datasets"] == {"name": "lustre-datasets", "mountPath": "/data", "readOnly": True}
-    assert mounts["lustre-checkpoints"]["mountPath"] == "/lustre/ckpt" and not mounts["lustre-checkpoints"]["readOnly"]
-    claims = {d["metadata"]["name"] for p, a in files.items() if p.startswith("kubernetes/storage/lustre-")
-              for d in _docs(a) if d["kind"] == "PersistentVolumeClaim"}
-    assert {v["persistentVolumeClaim"]["claimName"] for v in storage.volumes if "persistentVolumeClaim" in v} == claims
-    template = by_name["nvme-cache"]["ephemeral"]["volumeClaimTemplate"]["spec"]
-    request = template["resources"]["requests"]["storage"]
-    capacities = {pv["spec"]["capacity"]["storage"] for pv in _docs(files["kubernetes/storage/local-nvme.yaml"])[1:]}
-    assert template["storageClassName"] == CACHE_STORAGE_CLASS and capacities == {request}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "ai-training"},
-           "spec": {"containers": [{"name": "trainer", "image": "pytorch:latest",
-                                    "volumeMounts": list(storage.volume_mounts)}],
-                    "volumes": list(storage.volumes)}}
-    _validate(pod)
-
+# --- other file systems and networks ---------------------------------------------------------------------------
 
 def test_no_lustre_no_lustre_artifacts(tmp_path: Path) -> None:
     spec = tmp_path / "lab.yaml"

@@ -1,14 +1,12 @@
 """SR-IOV host side: sriov-setup.sh runs against a fake /sys with stub ip and mstconfig (0 then N, no write for
-the same count, nothing written above sriov_totalvfs, idempotent second run, GUIDs and MACs as planned), its
-systemd unit, and VF addresses unique across the cluster (a property test)."""
+the same count, nothing written above sriov_totalvfs, idempotent second run, GUIDs and MACs as planned), and VF
+addresses unique across the cluster (a property test). shellcheck, systemd-analyze and strace check the script and
+its unit in tests/external/sriov/test_host_sriov.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,16 +26,11 @@ from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.spec.load import load_file
-from tests.conftest import INVENTORIES, REPO, require_tool
-from tests.helpers.fake_host import ScriptHost, write
+from tests.conftest import INVENTORIES
+from tests.helpers.fake_host import write
+from tests.helpers.sriov import ETH_PFS, IB_PFS, NODE, READ_ONLY, FakeHost, fake_host
 
 H100 = INVENTORIES / "h100-4su.yaml"
-STUBS = REPO / "tests" / "data" / "fake-sriov"
-NODE = "gpu002"  # the second node: its VF addresses carry node index 1
-IB_PFS = ("ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0")
-ETH_PFS = ("enp170s0f0np0", "enp41s0f0np0")
-READ_ONLY = ("ip link show dev ", "ip -o link show dev ", "mstconfig -d ")
-
 
 
 def _vf_ranges(doc: Document, fabrics: list[Fabric], nodes: tuple[Node, ...]) -> list[SpecIssue]:
@@ -57,64 +50,6 @@ def h100(topology: Topology) -> dict[str, Artifact]:
     return {a.path: a for a in host_sriov.render(topology)}
 
 
-class FakeHost(ScriptHost):
-    def changing_calls(self) -> list[str]:
-        return [c for c in self.calls if not c.startswith(READ_ONLY) or " -y set " in c]
-
-    def pf(self, netdev: str) -> Path:
-        return (self.root / "sys" / "class" / "net" / netdev / "device").resolve()
-
-    def vf(self, pf: str, vf: int) -> Path:
-        return self.root / "state" / pf / f"vf{vf}"
-
-
-def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology) -> FakeHost:
-    """A DGX H100 after boot: firmware ready (SR-IOV on, 8 VFs, link types as planned), no VFs except 4 on the
-    first IB port, every VF netdev the kernel would create present, zero GUIDs, Ethernet VFs with spoof check off
-    and trust on, MTU 1500."""
-    profile = topology.cluster.profiles["dgx-h100"]
-    ports = {n.netdev: n for n in (*profile.compute, *profile.storage)}
-    sysfs = tmp_path / "sys"
-    for pf, nic in ports.items():
-        device = sysfs / "devices" / "pci0000:00" / nic.pci
-        write(device / "sriov_totalvfs", "16")
-        write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
-        (sysfs / "class" / "net" / pf).mkdir(parents=True)
-        (sysfs / "class" / "net" / pf / "device").symlink_to(device)
-        fw = tmp_path / "state" / "fw" / nic.pci
-        write(fw / "SRIOV_EN", "True(1)")
-        write(fw / "NUM_OF_VFS", "8")
-        write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
-        write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
-        for vf in range(8):
-            bus = int(nic.pci[5:7], 16)
-            vf_bdf = f"0000:{bus + 1:02x}:00.{vf}"
-            vf_dir = sysfs / "devices" / "pci0000:00" / vf_bdf
-            (vf_dir / "net" / f"{pf[:10]}v{vf}").mkdir(parents=True)
-            (device / f"virtfn{vf}").symlink_to(vf_dir)
-            state = tmp_path / "state" / pf / f"vf{vf}"
-            if pf in IB_PFS:
-                write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
-                write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
-                write(state / "link-state", "disable")
-            else:
-                write(state / "spoofchk", "off")
-                write(state / "trust", "on")
-            write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
-    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
-    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("ip", "mstconfig"):
-        shutil.copy(STUBS / tool, bin_dir / tool)
-    script = tmp_path / "etc" / "sriov-setup.sh"
-    write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
-    (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
-    env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
-           "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
-    return FakeHost(tmp_path, script, env)
-
-
 @pytest.fixture
 def host(tmp_path: Path, h100: dict[str, Artifact], topology: Topology) -> FakeHost:
     return fake_host(tmp_path, h100, topology)
@@ -129,35 +64,6 @@ def test_artifact_set(h100: dict[str, Artifact]) -> None:
         "hosts/dgx-h100/host-preflight.sh", "hosts/dgx-h100/sriov-setup.service", "hosts/dgx-h100/sriov-setup.sh",
         "hosts/dgx-h100/sriov-vfs.tsv"], "the UFM appliance is not in the compute fabric's sriov.nodes"
     assert h100["hosts/dgx-h100/sriov-setup.sh"].mode == 0o755 and h100["hosts/dgx-h100/sriov-vfs.tsv"].mode == 0o644
-
-
-def test_scripts_are_shellcheck_clean(h100: dict[str, Artifact], tmp_path: Path) -> None:
-    shellcheck = require_tool("shellcheck")
-    paths = []
-    for name in ("hosts/dgx-h100/sriov-setup.sh", "hosts/dgx-h100/host-preflight.sh"):
-        path = tmp_path / name.replace("/", "_")
-        path.write_bytes(h100[name].content)
-        paths.append(str(path))
-    stubs = [str(p) for p in sorted(STUBS.iterdir())]
-    done = subprocess.run([shellcheck, "-S", "style", *paths, *stubs], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
-
-
-def test_systemd_unit_is_valid(h100: dict[str, Artifact], tmp_path: Path) -> None:
-    analyze = require_tool("systemd-analyze")
-    unit = tmp_path / "sriov-setup.service"
-    text = h100["hosts/dgx-h100/sriov-setup.service"].content.decode()
-    script = tmp_path / "sriov-setup.sh"
-    script.write_bytes(h100["hosts/dgx-h100/sriov-setup.sh"].content)
-    script.chmod(0o755)
-    unit.write_text(text.replace("ExecStart=/etc/fabricgen/sriov-setup.sh", f"ExecStart={script}"))
-    done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "Before=network-pre.target" in text and "Type=oneshot" in text and "ExecStart=/etc/fabricgen/" in text
-    devices = {f"sys-subsystem-net-devices-{pf}.device" for pf in (*IB_PFS, *ETH_PFS)}
-    for key in ("After", "Wants"):
-        line = next(x for x in text.splitlines() if x.startswith(f"{key}="))
-        assert devices <= set(line.removeprefix(f"{key}=").split()), f"{key}= must name every PF's device unit"
 
 
 def test_first_run_creates_vfs_and_sets_planned_guids_then_second_run_changes_nothing(
@@ -364,42 +270,6 @@ def test_ethernet_vlan_qos_and_rates(tmp_path: Path) -> None:
     calls = len(host.calls)
     assert host.run().stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
     assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
-
-
-def _numvfs_writes(trace: str) -> dict[str, list[str]]:
-    """PF -> the values written to its sriov_numvfs, in order, from an strace of the script:
-    bash opens the file, moves it to stdout and writes the value before restoring stdout."""
-    writes: dict[str, list[str]] = {}
-    target = ""
-    for line in trace.splitlines():
-        match = re.search(r'openat\(AT_FDCWD, "([^"]*/sriov_numvfs)", O_WRONLY', line)
-        if match:
-            target = match.group(1)
-            continue
-        written = re.search(r'write\(1, "([^"]*)\\n", \d+\)', line)
-        if target and written:
-            writes.setdefault(Path(target).parent.parent.name, []).append(written.group(1))  # class/net/<PF>/device
-            target = ""
-    return writes
-
-
-def test_numvfs_system_calls_write_zero_then_the_new_count(host: FakeHost) -> None:
-    """The kernel refuses nonzero -> other nonzero (EBUSY): traced writes show 0 then 8 on the port that had 4 VFs,
-    one write on the ports that had none, and no write at all on a second run."""
-    strace = require_tool("strace")
-
-    def traced() -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]]]:
-        log = host.root / "trace"
-        done = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat,write", "-s", "256", "-o", str(log), "bash",
-                               str(host.script)], env=host.env, capture_output=True, text=True, timeout=300)
-        return done, _numvfs_writes(log.read_text())
-
-    done, writes = traced()
-    assert done.returncode == 0, done.stderr
-    assert writes == {IB_PFS[0]: ["0", "8"], **{pf: ["8"] for pf in IB_PFS[1:]}, **{pf: ["4"] for pf in ETH_PFS}}
-    again, writes = traced()
-    assert again.returncode == 0 and writes == {}
-
 
 
 @pytest.fixture(scope="module")

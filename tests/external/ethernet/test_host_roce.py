@@ -1,0 +1,75 @@
+"""Host side of RoCE through its real consumers: shellcheck passes roce-qos.sh, netplan generates the RoCE netplan,
+nft checks the RoCE firewall snippet. The script's runs against a fake /sys are in
+tests/unit/features/ethernet/test_host_roce.py."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.features.ethernet import host_roce
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES, require_tool
+from tests.helpers.ethernet import ROCE_PORTS as PORTS
+from tests.helpers.ethernet import ROCE_STUBS as STUBS
+
+H100 = INVENTORIES / "h100-4su.yaml"
+
+
+@pytest.fixture(scope="module")
+def topology() -> Topology:
+    return compile_spec(H100).topology
+
+
+@pytest.fixture(scope="module")
+def h100(topology: Topology) -> dict[str, Artifact]:
+    return {a.path: a for a in host_roce.render(topology)}
+
+
+# --- roce-qos.sh ------------------------------------------------------------------------------------------------
+
+def test_script_is_shellcheck_clean(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    script = tmp_path / "roce-qos.sh"
+    script.write_bytes(h100["hosts/dgx-h100/roce-qos.sh"].content)
+    stubs = [str(STUBS / "mlnx_qos"), str(STUBS / "ip")]
+    done = subprocess.run([shellcheck, "-S", "style", str(script), *stubs], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+# --- netplan ----------------------------------------------------------------------------------------------------
+
+def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    netplan = require_tool("netplan")
+    target = tmp_path / "etc" / "netplan" / "60-fabricgen-roce.yaml"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(h100["hosts/gpu001/netplan-roce.yaml"].content)
+    target.chmod(0o600)
+    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    network = (tmp_path / "run" / "systemd" / "network" / f"10-netplan-{PORTS[1]}.network").read_text()
+    assert "Address=10.20.0.3/25" in network and "MTUBytes=9000" in network
+    assert "[RoutingPolicyRule]\nFrom=10.20.0.3\nTable=102" in network
+
+
+# --- nftables ---------------------------------------------------------------------------------------------------
+
+def test_firewall_accepts_roce_v2_on_each_port(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    text = h100["hosts/dgx-h100/roce-firewall.nft"].content.decode()
+    assert "table inet fabricgen_roce {" in text and "policy accept;" in text
+    for port in PORTS:
+        assert f'iifname "{port}" udp dport 4791 accept' in text
+    assert 'define FABRICGEN_ROCE_PORTS = { "enp170s0f0np0", "enp41s0f0np0" }' in text
+    assert "include" in text and "drop in any of them is final" in text, "explains how to include it"
+    nft = require_tool("nft")
+    path = tmp_path / "roce-firewall.nft"
+    path.write_text(text)
+    done = subprocess.run([nft, "-c", "-f", str(path)], capture_output=True, text=True, timeout=60)
+    if "Operation not permitted" in done.stderr:
+        pytest.skip("nft --check needs CAP_NET_ADMIN")
+    assert done.returncode == 0, done.stderr

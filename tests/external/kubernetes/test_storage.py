@@ -1,0 +1,73 @@
+"""Target k8s-storage through kubernetes-validate (strict): the Lustre and local NVMe storage tiers, and a pod
+mounting them as pod_storage() says; strict validation can fail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.features.kubernetes import storage as k8s_storage
+from fabricgen.features.lustre import render as lustre
+from fabricgen.features.lustre.build import CACHE_STORAGE_CLASS, pod_storage
+from fabricgen.pipeline import Compiled, compile_spec
+from tests.conftest import INVENTORIES
+from tests.helpers.lustre import manifest_docs as _docs
+
+H100 = INVENTORIES / "h100-4su.yaml"
+
+
+@pytest.fixture(scope="module")
+def compiled() -> Compiled:
+    return compile_spec(H100)
+
+
+@pytest.fixture(scope="module")
+def files(compiled: Compiled) -> dict[str, Artifact]:
+    return {a.path: a for a in [*lustre.render(compiled.topology), *k8s_storage.render(compiled.topology)]}
+
+
+K8S_VERSION = "1.30.0"
+
+
+def _validate(doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_manifests_validate_strictly(files: dict[str, Artifact]) -> None:
+    manifests = [a for p, a in files.items() if p.startswith("kubernetes/")]
+    docs = [d for a in manifests for d in _docs(a)]
+    assert len(docs) == 4 + 1 + 127
+    for doc in docs:
+        _validate(doc)
+
+
+def test_strict_validation_can_fail() -> None:
+    bad = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "x"},
+           "spec": {"capacity": {"storage": "1Gi"}, "accesModes": ["ReadWriteMany"]}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
+
+
+def test_pod_storage(compiled: Compiled, files: dict[str, Artifact]) -> None:
+    storage = pod_storage(compiled.cluster)
+    by_name = {v["name"]: v for v in storage.volumes}
+    mounts = {m["name"]: m for m in storage.volume_mounts}
+    assert set(by_name) == set(mounts) == {"lustre-checkpoints", "lustre-datasets", "nvme-cache"}
+    assert by_name["lustre-datasets"]["persistentVolumeClaim"] == {"claimName": "lustre-datasets", "readOnly": True}
+    assert mounts["lustre-datasets"] == {"name": "lustre-datasets", "mountPath": "/data", "readOnly": True}
+    assert mounts["lustre-checkpoints"]["mountPath"] == "/lustre/ckpt" and not mounts["lustre-checkpoints"]["readOnly"]
+    claims = {d["metadata"]["name"] for p, a in files.items() if p.startswith("kubernetes/storage/lustre-")
+              for d in _docs(a) if d["kind"] == "PersistentVolumeClaim"}
+    assert {v["persistentVolumeClaim"]["claimName"] for v in storage.volumes if "persistentVolumeClaim" in v} == claims
+    template = by_name["nvme-cache"]["ephemeral"]["volumeClaimTemplate"]["spec"]
+    request = template["resources"]["requests"]["storage"]
+    capacities = {pv["spec"]["capacity"]["storage"] for pv in _docs(files["kubernetes/storage/local-nvme.yaml"])[1:]}
+    assert template["storageClassName"] == CACHE_STORAGE_CLASS and capacities == {request}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "ai-training"},
+           "spec": {"containers": [{"name": "trainer", "image": "pytorch:latest",
+                                    "volumeMounts": list(storage.volume_mounts)}],
+                    "volumes": list(storage.volumes)}}
+    _validate(pod)

@@ -1,0 +1,76 @@
+"""Lustre client files through their real consumers: systemd-escape names the mount units as fabricgen does,
+systemd-analyze verify accepts the mount units (and refuses a misnamed one), shellcheck passes the scripts. The
+model, lnet.conf and the scripts' runs against stub lctl/lfs are in tests/unit/features/lustre/test_lustre.py."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.features.kubernetes import storage as k8s_storage
+from fabricgen.features.lustre import render as lustre
+from fabricgen.features.lustre.build import systemd_escape_path
+from fabricgen.pipeline import Compiled, compile_spec
+from tests.conftest import INVENTORIES, require_tool
+from tests.helpers.lustre import ESCAPE_PATHS as PATHS
+from tests.helpers.lustre import LUSTRE_STUBS as STUBS
+from tests.helpers.lustre import MOUNT_DIR as BASE
+
+H100 = INVENTORIES / "h100-4su.yaml"
+
+
+@pytest.fixture(scope="module")
+def compiled() -> Compiled:
+    return compile_spec(H100)
+
+
+@pytest.fixture(scope="module")
+def files(compiled: Compiled) -> dict[str, Artifact]:
+    return {a.path: a for a in [*lustre.render(compiled.topology), *k8s_storage.render(compiled.topology)]}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_systemd_escape_matches_systemd(path: str) -> None:
+    tool = require_tool("systemd-escape")
+    done = subprocess.run([tool, "--path", path], capture_output=True, text=True, check=True)
+    assert systemd_escape_path(path) == done.stdout.strip()
+
+
+def test_mount_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp_path: Path) -> None:
+    tool = require_tool("systemd-analyze")
+    # lnet.service ships with the Lustre client packages: a stand-in lets verify resolve the dependency.
+    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
+                                           "ExecStart=/bin/true\nRemainAfterExit=yes\n")
+    units = [p for p in files if p.endswith(".mount")]
+    assert len(units) == 2
+    for path in units:
+        unit = tmp_path / Path(path).name
+        unit.write_bytes(files[path].content)
+        done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), done.stderr
+
+
+def test_verify_catches_a_misnamed_unit(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """The check above can fail: a unit whose name is not the escaped Where= is refused."""
+    tool = require_tool("systemd-analyze")
+    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nExecStart=/bin/true\n")
+    unit = tmp_path / "lustre-checkpoints.mount"
+    unit.write_bytes(files[f"{BASE}/lustre-ckpt.mount"].content)
+    done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode != 0 and "doesn't match unit name" in done.stderr
+
+
+def test_scripts_are_shellcheck_clean(files: dict[str, Artifact], tmp_path: Path) -> None:
+    shellcheck = require_tool("shellcheck")
+    scripts = []
+    for path, artifact in files.items():
+        if path.endswith(".sh"):
+            scripts.append(tmp_path / path.replace("/", "_"))
+            scripts[-1].write_bytes(artifact.content)
+    assert len(scripts) == 5
+    done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), str(STUBS / "lctl"), str(STUBS / "lfs")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout

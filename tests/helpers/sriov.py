@@ -1,0 +1,79 @@
+"""The fake DGX H100 that sriov-setup.sh runs against (tests/unit/features/sriov, tests/external/sriov): sysfs with
+the PFs and their VF netdevs, firmware state behind stub mstconfig, VF state behind stub ip."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.model.topology import Topology
+from tests.conftest import REPO
+from tests.helpers.fake_host import ScriptHost, write
+
+SRIOV_STUBS = REPO / "tests" / "data" / "fake-sriov"
+NODE = "gpu002"  # the second node: its VF addresses carry node index 1
+IB_PFS = ("ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0")
+ETH_PFS = ("enp170s0f0np0", "enp41s0f0np0")
+READ_ONLY = ("ip link show dev ", "ip -o link show dev ", "mstconfig -d ")
+
+
+class FakeHost(ScriptHost):
+    """The fake host of sriov-setup.sh: its changing calls, a PF's device directory, a VF's stub state."""
+
+    def changing_calls(self) -> list[str]:
+        return [c for c in self.calls if not c.startswith(READ_ONLY) or " -y set " in c]
+
+    def pf(self, netdev: str) -> Path:
+        return (self.root / "sys" / "class" / "net" / netdev / "device").resolve()
+
+    def vf(self, pf: str, vf: int) -> Path:
+        return self.root / "state" / pf / f"vf{vf}"
+
+
+def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology) -> FakeHost:
+    """A DGX H100 after boot: firmware ready (SR-IOV on, 8 VFs, link types as planned), no VFs except 4 on the
+    first IB port, every VF netdev the kernel would create present, zero GUIDs, Ethernet VFs with spoof check off
+    and trust on, MTU 1500."""
+    profile = topology.cluster.profiles["dgx-h100"]
+    ports = {n.netdev: n for n in (*profile.compute, *profile.storage)}
+    sysfs = tmp_path / "sys"
+    for pf, nic in ports.items():
+        device = sysfs / "devices" / "pci0000:00" / nic.pci
+        write(device / "sriov_totalvfs", "16")
+        write(device / "sriov_numvfs", "4" if pf == IB_PFS[0] else "0")
+        (sysfs / "class" / "net" / pf).mkdir(parents=True)
+        (sysfs / "class" / "net" / pf / "device").symlink_to(device)
+        fw = tmp_path / "state" / "fw" / nic.pci
+        write(fw / "SRIOV_EN", "True(1)")
+        write(fw / "NUM_OF_VFS", "8")
+        write(fw / f"LINK_TYPE_P{int(nic.pci[-1]) + 1}", "IB(1)" if pf in IB_PFS else "ETH(2)")
+        write(tmp_path / "state" / pf / "mtu", "4092" if pf in IB_PFS else "9000")
+        for vf in range(8):
+            bus = int(nic.pci[5:7], 16)
+            vf_bdf = f"0000:{bus + 1:02x}:00.{vf}"
+            vf_dir = sysfs / "devices" / "pci0000:00" / vf_bdf
+            (vf_dir / "net" / f"{pf[:10]}v{vf}").mkdir(parents=True)
+            (device / f"virtfn{vf}").symlink_to(vf_dir)
+            state = tmp_path / "state" / pf / f"vf{vf}"
+            if pf in IB_PFS:
+                write(state / "NODE_GUID", "00:00:00:00:00:00:00:00")
+                write(state / "PORT_GUID", "00:00:00:00:00:00:00:00")
+                write(state / "link-state", "disable")
+            else:
+                write(state / "spoofchk", "off")
+                write(state / "trust", "on")
+            write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
+    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
+    write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ip", "mstconfig"):
+        shutil.copy(SRIOV_STUBS / tool, bin_dir / tool)
+    script = tmp_path / "etc" / "sriov-setup.sh"
+    write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
+    (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
+    env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
+           "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
+    return FakeHost(tmp_path, script, env)

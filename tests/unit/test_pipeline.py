@@ -1,0 +1,26 @@
+"""The pipeline wires the cross-layer check into render_spec: an inconsistent plan is refused, not rendered."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import CheckError
+from fabricgen.pipeline import compile_spec, render_spec
+from tests.conftest import INVENTORIES
+from tests.helpers.readback import mutate as _mutate
+
+
+def test_render_spec_refuses_an_inconsistent_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fabricgen.pipeline as pipeline
+
+    original = pipeline.render
+
+    def sabotaged(topology: object, targets: object = None) -> tuple[Artifact, ...]:
+        artifacts = original(topology, targets)  # type: ignore[arg-type]
+        return _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(b"'9000'", b"'9216'"))
+
+    monkeypatch.setattr(pipeline, "render", sabotaged)
+    with pytest.raises(CheckError) as caught:
+        render_spec(compile_spec(INVENTORIES / "h100-4su.yaml"))
+    assert "host MTU is 9216, the fabric's host MTU is 9000" in str(caught.value)
