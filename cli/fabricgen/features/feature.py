@@ -92,7 +92,6 @@ def per_fabric(build: Callable[[BuildContext, Cluster, Fabric], Fabric]) -> Buil
     return step
 
 
-
 def fabric_error(fabric: Fabric, check: str, subject: str, message: str, hint: str = "") -> Finding:
     """An error finding about one fabric, positioned at its topology in the spec."""
     return Finding(Severity.ERROR, check, subject, message, hint, fabric.position)

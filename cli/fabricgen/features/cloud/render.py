@@ -20,7 +20,8 @@ from fabricgen.model.cloud import Cloud, CloudFileSystem
 from fabricgen.model.topology import Topology
 
 PROGRAMS = {"aws": "aws_efa", "alicloud": "alicloud_erdma"}
-# The SDK versions the stack tests run with (tests/unit/test_pulumi_stacks.py checks the installed ones match).
+# The SDK versions the stack tests run with (tests/external/cloud/test_pulumi_stacks.py checks the installed
+# ones match).
 PINS = {
     "aws": (("pulumi", "3.272.0"), ("pulumi-aws", "7.51.1")),
     # the NAS SDK reads each CPFS export's mount domain, which pulumi-alicloud does not output
