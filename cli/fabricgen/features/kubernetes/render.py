@@ -288,7 +288,7 @@ def render(topology: Topology) -> list[Artifact]:
         f"RDMA shared device plugin config: one resource per rail, by PF name. {generated}")))
     out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", _dump(
         [_nic_cluster_policy(nets, k8s)],
-        f"NVIDIA network operator components (images: data/kubernetes/images.yaml). {generated}")))
+        f"NVIDIA network operator components (images: fabricgen features/kubernetes/images.yaml). {generated}")))
     if k8s.workload is not None:
         out.append(Artifact(f"kubernetes/network/workload-{k8s.workload.name}.yaml", _dump(
             [_workload(topology, nets, k8s)],
