@@ -150,6 +150,34 @@ def test_h100_4su_inventory_is_the_reference(inventory: dict[str, Topology]) -> 
     assert len({link.a.device for link in ft.links_in(NODE_LEAF)}) == 128  # 127 DGX + 1 UFM
 
 
+def test_management_nodes_on_disjoint_rails_share_a_slot() -> None:
+    """Two UFM appliances on rails 0-1 and 2-3 share the last slot; on the same rails they take one each (and a
+    compute node never shares)."""
+    def ufm(rails: range) -> dict[str, Any]:
+        return {"role": "management", "height_u": 1, "nics": {"compute": [
+            {"port": f"P{i + 1}", "model": "ConnectX-7-OSFP", "rail": r} for i, r in enumerate(rails)]}}
+
+    def slots(second: range) -> tuple[int, dict[str, set[tuple[str, int]]]]:
+        nodes = [group("gpu{n:04d}", 31, "dgx-h100", ["A"], per_rack=4),
+                 group("ufma{n:02d}", 1, "ufm-a", ["M"], per_rack=1),
+                 group("ufmb{n:02d}", 1, "ufm-b", ["M"], per_rack=1)]
+        spec = cluster_spec(nodes, ib_compute(su=32), [{"name": "A", "racks": 8}, {"name": "M", "racks": 1}],
+                            {"ufm-a": ufm(range(2)), "ufm-b": ufm(second)})
+        ft = compile_spec(spec).fabric("compute")
+        ends: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        for link in ft.links_in(NODE_LEAF):
+            ends[link.a.device].add((link.z.device, link.z.number))
+        return ft.scalable_units, ends
+
+    sus, ends = slots(range(2, 4))
+    assert sus == 1
+    assert ends["ufma01"] == {(f"compute-su01-leaf{r}", 32) for r in (0, 1)}
+    assert ends["ufmb01"] == {(f"compute-su01-leaf{r}", 32) for r in (2, 3)}
+    sus, ends = slots(range(1, 3))  # rail 1 is taken: the next slot, in a second SU
+    assert sus == 2
+    assert ends["ufmb01"] == {(f"compute-su02-leaf{r}", 1) for r in (1, 2)}
+
+
 def test_b200_ra_like_16_su() -> None:
     """B200 RA at 16 SUs: 128 leaves, 128 spines, 64 core, 4096 cables per tier (a core tier appears)."""
     spec = cluster_spec([group("gpu{n:04d}", 512, "dgx-h200", ["A", "B"], per_rack=4)],
