@@ -147,7 +147,12 @@ def test_h100_superpod_reference_counts(sus: int) -> None:
 def test_h100_4su_inventory_is_the_reference(inventory: dict[str, Topology]) -> None:
     ft = inventory["h100-4su"].fabric("compute")
     assert counts(ft) == ([32, 16, 0], [1020, 1024, 0])
-    assert len({link.a.device for link in ft.links_in(NODE_LEAF)}) == 128  # 127 DGX + 1 UFM
+    assert len({link.a.device for link in ft.links_in(NODE_LEAF)}) == 129  # 127 DGX + the UFM HA pair
+    # the UFM pair shares the last slot (rails 0-1 and 2-3), as NVIDIA's RA reserves one slot for UFM
+    ufm = sorted((link.a.device, link.z.device, link.z.number) for link in ft.links_in(NODE_LEAF)
+                 if link.a.device.startswith("ufm"))
+    assert ufm == [("ufm01", f"compute-su04-leaf{r}", 32) for r in (0, 1)] + [
+        ("ufm02", f"compute-su04-leaf{r}", 32) for r in (2, 3)]
 
 
 def test_management_nodes_on_disjoint_rails_share_a_slot() -> None:
@@ -372,7 +377,7 @@ def test_top_of_rack_one_leaf_per_rack(inventory: dict[str, Topology]) -> None:
         assert link.speed == "1G" and 1 <= link.z.number <= 48 and link.z.name == str(link.z.number)
     per_leaf = Counter(link.z.device for link in ft.links_in(NODE_LEAF))
     assert all(per_leaf[s.name] == s.down_ports for s in leaves)
-    assert per_leaf["oob-d01"] == 4 + 1  # the last DGX rack also holds the UFM appliance
+    assert per_leaf["oob-d01"] == 4 + 2  # the last DGX rack also holds the UFM HA pair
     for link in ft.links_in(LEAF_SPINE):  # SN2201 uplinks: QSFP28 cages 49-52 at 100G
         assert link.speed == "100G" and link.a.name in {"49", "50"} and link.a.number in {49, 50}
     assert {s.up_ports for s in leaves} == {2}
