@@ -12,12 +12,15 @@ from fabricgen.core.errors import Finding, Severity, SourcePosition
 from fabricgen.features.feature import fabric_error, fabric_warning
 from fabricgen.features.infiniband.ipoib import child_interface
 from fabricgen.features.infiniband.view import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
-from fabricgen.model.cluster import Fabric, FabricType
+from fabricgen.model.cluster import Fabric, FabricRole, FabricType
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import FabricTopology, Topology
 
 IFNAMSIZ = 15  # the longest Linux interface name
+# Routing engines that choose each path's SL for deadlock freedom (their path_sl hook: osm_ucast_lash.c,
+# osm_ucast_dfsssp.c, osm_torus.c, osm_ucast_nue.c); the SA hands it out in path records, which NCCL never asks for.
+SL_ROUTING = ("lash", "dfsssp", "torus-2QoS", "nue")
 
 
 def _error(check: str, subject: str, message: str, hint: str, where: SourcePosition | None) -> Finding:
@@ -243,6 +246,12 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
             if key not in planned:
                 yield Finding(Severity.ERROR, "guids", key, "is in the GUID inventory but not in the plan",
                               "check the device name and RDMA device", entry.position)
+        sl_engines = [e for e in routing_engines(sm.engines, ft.tiers) if e in SL_ROUTING]
+        if sl_engines and ft.fabric.role is FabricRole.COMPUTE:
+            yield _error("ib-service-level", ft.fabric.name,
+                         f"routing engine {sl_engines[0]} picks each path's SL to avoid deadlocks, but NCCL never asks "
+                         "the SA for a path: it sends on NCCL_IB_SL, one SL for every peer",
+                         "use ftree (or updn/minhop) on the compute fabric", sm.position)
         yield from _compute(topology, ft.fabric, sm)
         yield from _ipoib(topology, ft.fabric, sm)
         yield from _empty(topology, ft.fabric, sm)
