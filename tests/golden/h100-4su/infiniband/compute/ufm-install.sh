@@ -4,8 +4,10 @@
 #
 # UFM runs its own OpenSM from /opt/ufm/files/conf/opensm/ and generates its partitions.conf itself (UFM user manual,
 # "Appendix - SM Default Files" and "Appendix - Partitioning"). Run this as root from the directory holding these
-# files, on ufm01 and ufm02; each step changes a file only when its content differs, so a second run
-# changes nothing:
+# files on the UFM server that is master (ufm01 or ufm02): UFM HA mounts its data file system (DRBD) and
+# runs ufm-enterprise on the master only, and replicates the files to the standby (UFM Enterprise Appliance
+# manual, `show ufm status`). Each step changes a file only when its content differs, so a second run changes
+# nothing:
 #   1. cn-guids.conf, ib-node-name-map, io-guids.conf, qos-policy.conf, root-guids.conf -> /opt/ufm/files/conf/opensm/
 #   2. partitions.conf.user_ext -> /opt/ufm/files/conf/partitions.conf.user_ext; when it changed,
 #      /opt/ufm/scripts/sync_partitions_conf.sh merges it into UFM's partitions.conf and starts a heavy sweep.
@@ -15,8 +17,8 @@
 # Usage: ufm-install.sh [--dry-run]
 #   --dry-run   print every change without making it (settings by name: key values are never printed)
 # Environment: UFM_ROOT (default empty: the real /opt/ufm; a prefix for tests), OPENSM_M_KEY (m_key), OPENSM_SA_KEY (sa_key), OPENSM_SM_KEY (sm_key).
-# Exit codes: 0 done, 1 error, 2 bad usage, 3 opensm.conf changed: restart UFM (on an HA pair the active server)
-#   so its SM reads the new settings.
+# Exit codes: 0 done, 1 error, 2 bad usage, 3 opensm.conf changed: restart UFM (ufm-enterprise on the master) so its
+#   SM reads the new settings.
 set -euo pipefail
 
 UFM_ROOT="${UFM_ROOT:-}"
