@@ -76,6 +76,7 @@ fabrics:
         - {{name: Default, pkey: "0x7fff", members: all, membership: limited}}
         - {{name: training, pkey: "0x8001", members: {{groups: ["hgx{{n:04d}}"]}},
            ipoib: {{mtu: 4096, rate_gbps: 400}}}}
+      traffic: {{compute: training}}
       qos:
         levels:
           - {{ulp: default, sl: 0}}

@@ -11,6 +11,13 @@ bench/opensm_bringup.py.
   writes the runtime config with the keys, exactly as ``ExecStartPre`` does on the SM host.
 - ``run_opensm``: ``opensm -F CONF -e -o -s 0 -f LOG`` (run once: one heavy sweep, then exit). ``-o`` exits 0
   even when the routing engine or the partition file failed, so callers read the log (``OpenSmRun``).
+- ``SubnetManager``: OpenSM as a daemon on one node of the simulated fabric (its own priority and port GUID, as a
+  unit on an SM host starts it), so the SA answers ``saquery`` and a second one can stand by; stopped by PID.
+- ``stage_ufm_config``: a stand-in UFM tree (upstream OpenSM's default opensm.conf where UFM keeps its own, and a
+  ``sync_partitions_conf.sh`` that writes partitions.conf as UFM's documentation describes: UFM's Default with every
+  port a full member, then partitions.conf.user_ext) into which the generated ufm-install.sh installs its files.
+- infiniband-diags parsers: ``ibnetdiscover -p`` CA ports, ``smpquery pkeys``, ``saquery -g`` multicast groups,
+  ``saquery PR`` path records, ``sminfo``.
 
 Every wait is bounded: each call takes a timeout (callers pass what is left of their own deadline).
 """
@@ -382,6 +389,14 @@ class StagedConfig:
     keys_output: str = ""  # stdout + stderr of opensm-keys.sh
 
 
+def _local_logs(text: str, logs: Path) -> str:
+    """OpenSM's log and dumps to a writable dir, the log flushed line by line (a daemon's log is read while it
+    runs; ``force_log_flush``)."""
+    text = re.sub(r"^log_file\s+\S+", f"log_file {logs}/opensm.log", text, flags=re.M)
+    text = re.sub(r"^force_log_flush\s+\S+", "force_log_flush TRUE", text, flags=re.M)
+    return re.sub(r"^dump_files_dir\s+\S+", f"dump_files_dir {logs}/", text, flags=re.M)
+
+
 def stage_opensm_config(fabric_dir: Path, workdir: Path) -> StagedConfig:
     """Copy fabricgen's OpenSM files to ``workdir/etc-opensm`` and point every absolute path in them there.
 
@@ -403,8 +418,7 @@ def stage_opensm_config(fabric_dir: Path, workdir: Path) -> StagedConfig:
 
     def rewrite(text: str) -> str:
         text = text.replace(f"{original}/", f"{cfg}/")
-        text = re.sub(r"^log_file\s+\S+", f"log_file {logs}/opensm.log", text, flags=re.M)
-        return re.sub(r"^dump_files_dir\s+\S+", f"dump_files_dir {logs}/", text, flags=re.M)
+        return _local_logs(text, logs)
 
     conf_in = cfg / "opensm.conf"
     conf_in.write_text(rewrite(conf))
@@ -450,3 +464,164 @@ def pkey_table(smpquery_pkeys: str) -> list[int]:
         if sep and head.strip().isdigit():
             keys.extend(int(tok, 16) for tok in rest.split() if tok.startswith("0x") and int(tok, 16))
     return keys
+
+
+# --- OpenSM as a daemon ------------------------------------------------------------------------------------------
+
+class SubnetManager:
+    """``opensm -F CONF -e -s 0 -f LOG [-p PRIORITY] [-g GUID]`` attached to ``host`` of a running simulator, as a
+    daemon: its SA answers queries and, with a lower priority, it stands by for another SM. Stopped by PID."""
+
+    def __init__(self, sim: IbSim, conf: Path, *, host: str, priority: int | None = None,
+                 guid: str | None = None) -> None:
+        self.sim = sim
+        self.conf = conf
+        self.host = host
+        self.priority = priority
+        self.guid = guid
+        self.log_path = sim.workdir / f"opensm-{host}-{uuid.uuid4().hex[:6]}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.seconds = 0.0
+
+    def start(self, *, timeout: float, until: Sequence[str] = ("SUBNET UP",)) -> SubnetManager:
+        """Start and wait until the log shows one of ``until`` (SUBNET UP for a master, STANDBY for a standby)."""
+        opensm = shutil.which("opensm")
+        if not opensm:
+            raise HarnessError("opensm is not installed")
+        argv = [opensm, "-F", str(self.conf), "-e", "-s", "0", "-f", str(self.log_path)]
+        argv += ["-p", str(self.priority)] if self.priority is not None else []
+        argv += ["-g", self.guid] if self.guid else []
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(argv, env=self.sim.env(self.host), cwd=self.sim.workdir,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        try:
+            while not any(word in self.log() for word in until):
+                if self.proc.poll() is not None:
+                    raise HarnessError(f"opensm on {self.host} exited with {self.proc.returncode}:\n"
+                                       f"{self.log()[-3000:]}")
+                if time.monotonic() - t0 > timeout:
+                    raise HarnessError(f"opensm on {self.host}: none of {list(until)} after {timeout:.0f} s:\n"
+                                       f"{self.log()[-3000:]}")
+                time.sleep(0.1)
+        except BaseException:
+            self.stop()
+            raise
+        self.seconds = time.monotonic() - t0
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def run(self) -> OpenSmRun:
+        """The log so far as an OpenSmRun, for the same checks as a one-shot run."""
+        return OpenSmRun(0, self.log(), "", self.seconds)
+
+    def stop(self) -> None:
+        """SIGTERM by PID, then SIGKILL if it lingers. Safe to call twice."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        except ProcessLookupError:
+            pass
+
+
+# --- UFM Enterprise stand-in -------------------------------------------------------------------------------------
+
+# UFM user manual, "Appendix - Partitioning": UFM generates partitions.conf with the SMs, switches and (by default)
+# every HCA port full members of Default, and merges partitions.conf.user_ext into it (sync_partitions_conf.sh).
+UFM_DEFAULT_RULE = "management=0x7fff, ipoib, defmember=full : ALL=full, ALL_SWITCHES=full, SELF=full ;"
+_SYNC_SCRIPT = """#!/usr/bin/env bash
+# Stand-in for UFM's /opt/ufm/scripts/sync_partitions_conf.sh: UFM's Default, then the user extension.
+set -euo pipefail
+conf="$(dirname "$0")/../files/conf"
+{{ printf '%s\\n' '{rule}'; cat "$conf/partitions.conf.user_ext"; }} > "$conf/opensm/partitions.conf"
+"""
+
+
+@dataclass
+class StagedUfm:
+    root: Path  # UFM_ROOT: holds opt/ufm/files/conf/...
+    conf: Path  # UFM's opensm.conf, as ufm-install.sh left it, /opt/ufm rewritten to root
+    install_output: str
+    install_code: int
+
+
+def stage_ufm_config(fabric_dir: Path, workdir: Path, key_env: Mapping[str, str], defaults: Path, *,
+                     timeout: float = 30.0) -> StagedUfm:
+    """A stand-in UFM tree, the generated ufm-install.sh run into it, and the SM's config made runnable here.
+
+    UFM's own opensm.conf is NVIDIA OpenSM's; here upstream OpenSM's default file (``defaults``) stands in for it,
+    so the settings ufm-install.sh merges are tested on a file of that format. The installed opensm.conf names
+    /opt/ufm paths; they are rewritten to the stand-in tree, and partition_config_file is set to UFM's
+    partitions.conf as UFM's own opensm.conf names it.
+    """
+    root = workdir / "ufm-root"
+    sm_dir = root / "opt/ufm/files/conf/opensm"
+    scripts = root / "opt/ufm/scripts"
+    sm_dir.mkdir(parents=True, exist_ok=True)
+    scripts.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(defaults, sm_dir / "opensm.conf")
+    sync = scripts / "sync_partitions_conf.sh"
+    sync.write_text(_SYNC_SCRIPT.format(rule=UFM_DEFAULT_RULE))
+    sync.chmod(0o755)
+    here = workdir / "ufm-files"
+    shutil.copytree(fabric_dir, here, dirs_exist_ok=True)
+    cp = subprocess.run(["bash", str(here / "ufm-install.sh")], env={**os.environ, **key_env, "UFM_ROOT": str(root)},
+                        capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    logs = workdir / "var-log"
+    logs.mkdir(exist_ok=True)
+    text = (sm_dir / "opensm.conf").read_text().replace("/opt/ufm/", f"{root}/opt/ufm/")
+    text = re.sub(r"^partition_config_file\s+\S+", f"partition_config_file {sm_dir}/partitions.conf", text,
+                  flags=re.M)
+    conf = workdir / "ufm-opensm.conf"
+    conf.write_text(_local_logs(text, logs))
+    return StagedUfm(root, conf, cp.stdout + cp.stderr, cp.returncode)
+
+
+# --- more infiniband-diags output --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class McGroup:
+    mgid: str
+    mlid: int
+    mtu: int  # MTU code (selector bits cleared)
+    rate: int  # rate code
+    pkey: int
+    sl: int
+
+
+def _records(text: str, title: str) -> list[dict[str, str]]:
+    """``saquery`` dumps: one dict per '<title> dump:' block, field name -> value ('....' leaders dropped)."""
+    out: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if line.strip() == f"{title} dump:":
+            out.append({})
+        elif out and (m := re.match(r"^\s*([A-Za-z_]+)\.+(\S.*)$", line)):
+            out[-1][m.group(1)] = m.group(2).strip()
+    return out
+
+
+def mc_groups(saquery_g: str) -> list[McGroup]:
+    """``saquery -g``: the multicast groups the SA holds."""
+    return [McGroup(r["MGID"], int(r["Mlid"], 16), int(r["Mtu"], 16) & 0x3F, int(r["Rate"], 16) & 0x3F,
+                    int(r["pkey"], 16), int(r["SL"], 16)) for r in _records(saquery_g, "MCMemberRecord group")]
+
+
+def path_records(saquery_pr: str) -> list[dict[str, int]]:
+    """``saquery PR``: slid, dlid, pkey and sl of every path record returned."""
+    return [{k: int(r[k], 0) for k in ("slid", "dlid", "pkey", "sl")} for r in _records(saquery_pr, "PathRecord")]
+
+
+def sm_state(sminfo: str) -> tuple[int, str]:
+    """``sminfo [lid]``: the SM's priority and state (SMINFO_MASTER, SMINFO_STANDBY ...)."""
+    m = re.search(r"priority (\d+) state \d+ (\S+)", sminfo)
+    if not m:
+        raise HarnessError(f"unexpected sminfo output: {sminfo!r}")
+    return int(m.group(1)), m.group(2)

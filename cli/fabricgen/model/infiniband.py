@@ -1,11 +1,28 @@
-"""An InfiniBand fabric's subnet manager: routing, partitions, QoS levels, keys (where to read them) and GUIDs."""
+"""An InfiniBand fabric's subnet manager: routing, partitions, QoS levels, keys (where to read them) and GUIDs.
+
+The partition model says who talks to whom, and the build resolves it once for every consumer (the OpenSM
+files, NCCL, IPoIB hosts, SR-IOV VFs, the checks):
+
+- ``traffic.compute`` names the partitions NCCL and UCX run on. Each compute HCA port is a full member of
+  exactly one of them, which OpenSM puts at P_Key index 0 of that port (``indx0``; Default sits there anyway), so
+  ``NCCL_IB_PKEY`` (an index) is 0 on every host and a pod's VF sees the same partition at its own index 0.
+- ``traffic.ipoib`` names the partitions carrying IPoIB addresses: on the parent interface when the port's
+  index-0 partition is its IPoIB partition (the kernel's parent uses index 0), else on a child interface created
+  with that P_Key.
+- Every partition has one service level: its QoS level (by partition, or the ``ipoib`` ULP rule for Default), else
+  the default level; qos-policy.conf, the IPoIB broadcast group (``sl=``) and ``NCCL_IB_SL`` all carry it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabricgen.core.errors import SourcePosition
+from fabricgen.model.nodes import Nic, NicRole, Node
+
+DEFAULT_PKEY = 0x7FFF
+FULL_MEMBER = 0x8000  # the membership bit of a P_Key table entry (and of the pkey an IPoIB child is created with)
 
 
 @dataclass(frozen=True)
@@ -18,14 +35,20 @@ class Secret:
 
 @dataclass(frozen=True)
 class Ipoib:
+    """The IPoIB broadcast group OpenSM creates for a partition (``ipoib`` flag): its MTU and rate."""
+
     mtu: int
     rate_gbps: float | None
-    sl: int
 
 
 @dataclass(frozen=True)
 class Partition:
-    """An InfiniBand partition; members are all HCAs, or node groups/nodes, optionally narrowed to rails."""
+    """An InfiniBand partition; members are all HCAs, or node groups/nodes, optionally narrowed to rails.
+
+    ``sl`` is the partition's one service level; ``index0``: it carries compute traffic, so OpenSM puts it at P_Key
+    index 0 of its members (partitions.conf ``indx0``). ``implicit``: fabricgen added it (Default, when the spec
+    names none).
+    """
 
     name: str
     pkey: int
@@ -36,6 +59,21 @@ class Partition:
     membership: str
     ipoib: Ipoib | None
     position: SourcePosition = field(compare=False)
+    sl: int = 0
+    index0: bool = False
+    implicit: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.pkey == DEFAULT_PKEY
+
+    def has_member(self, node: Node, nic: Nic) -> bool:
+        """Whether the port of ``nic`` on ``node`` is a member (full or limited)."""
+        chosen = self.members_all or node.group in self.groups or node.name in self.nodes
+        return chosen and (self.rails is None or nic.rail in self.rails)
+
+    def full_member(self, node: Node, nic: Nic) -> bool:
+        return self.membership != "limited" and self.has_member(node, nic)
 
 
 @dataclass(frozen=True)
@@ -79,3 +117,43 @@ class SubnetManager:
     guids: str  # "simulated", "inventory" or "unknown"
     inventory: Mapping[str, GuidEntry] = field(default_factory=dict, compare=False)
     position: SourcePosition | None = field(default=None, compare=False)
+    compute: tuple[str, ...] = ("Default",)  # traffic.compute: the partitions NCCL and UCX use
+    ipoib: tuple[str, ...] = ("Default",)  # traffic.ipoib: the partitions carrying IPoIB addresses
+    m_key_protection_level: int = 0
+    m_key_lease_period: int = 0
+
+    def partition(self, name: str) -> Partition:
+        return next(p for p in self.partitions if p.name == name)
+
+    def compute_partitions(self, node: Node, nic: Nic) -> tuple[Partition, ...]:
+        """The compute partitions the port is a full member of (the checks require exactly one)."""
+        return tuple(p for p in self.partitions if p.name in self.compute and p.full_member(node, nic))
+
+    def compute_partition(self, node: Node, nic: Nic) -> Partition | None:
+        """The partition NCCL and UCX use on this port (and the port's VFs, for their pods)."""
+        found = self.compute_partitions(node, nic)
+        return found[0] if found else None
+
+    def profile_partitions(self, nodes: Sequence[Node], groups: Sequence[str], role: NicRole, profile: str
+                           ) -> list[Partition]:
+        """The compute partitions the nodes of ``profile`` in ``groups`` run NCCL on, by pkey: one per tenant,
+        since a profile's NCCL settings are shared by all its nodes."""
+        found = {p.pkey: p for node in nodes if node.profile.name == profile and node.group in groups
+                 for nic in node.profile.nics(role) if (p := self.compute_partition(node, nic)) is not None}
+        return [found[k] for k in sorted(found)]
+
+    def ipoib_partitions(self, node: Node, nic: Nic) -> tuple[Partition, ...]:
+        return tuple(p for p in self.partitions if p.name in self.ipoib and p.full_member(node, nic))
+
+    def ipoib_partition(self, node: Node, nic: Nic) -> Partition | None:
+        """The partition the port's IPoIB address lives on."""
+        found = self.ipoib_partitions(node, nic)
+        return found[0] if found else None
+
+    def index0_partition(self, node: Node, nic: Nic) -> Partition | None:
+        """The partition OpenSM puts at P_Key index 0 of the port: an ``indx0`` partition it belongs to, else
+        Default (OpenSM keeps 0x7fff at index 0 unless another partition takes it; osm_pkey_mgr.c)."""
+        for p in self.partitions:
+            if p.index0 and p.has_member(node, nic):
+                return p
+        return next((p for p in self.partitions if p.is_default and p.has_member(node, nic)), None)

@@ -48,3 +48,10 @@ class Sriov:
     def offset(node_index: int, slot: int, vf: int) -> int:
         """VF address offset from the base: node << 16 | port << 8 | vf."""
         return node_index << VF_NODE_SHIFT | slot << VF_PORT_SHIFT | vf
+
+    def vf_guids(self, node_index: int, nic: Nic) -> tuple[int, ...]:
+        """The InfiniBand GUIDs (node and port GUID alike) of the VFs of ``nic`` on the ``node_index``-th node of the
+        cluster; none without a ``guid_base``."""
+        if self.guid_base is None:
+            return ()
+        return tuple(self.guid_base + self.offset(node_index, self.slot(nic), vf) for vf in range(self.vfs_per_port))

@@ -1,8 +1,9 @@
 """Stage 4, compile: Cluster -> Topology (switches, ports, links), pure, deterministic and O(links).
 
 Shape rules (documented in the README, "Topology rules"):
-- rail-optimized: nodes fill scalable units (SU) in spec order; one leaf per rail per SU; rail r of the node in
-  SU slot s lands on leaf (SU, r), port s+1. Leaves exist for every rail of every SU, even a partial one.
+- rail-optimized: nodes fill scalable units (SU) in spec order (consecutive management nodes on disjoint rails share
+  a slot); one leaf per rail per SU; rail r of the node in SU slot s lands on leaf (SU, r), port s+1. Leaves exist
+  for every rail of every SU, even a partial one.
 - fat-tree / leaf-spine: each node's ports of the fabric's role are packed on leaves in node order.
 - top-of-rack: one leaf per rack holding attached nodes; the rack's ports land on it in node order.
 - Leaf uplinks: ``topology.uplinks`` if given, else ceil(downlinks / oversubscription) (top-of-rack: 2).
@@ -161,17 +162,35 @@ class _FabricCompiler:
         size = self.spec.scalable_unit
         attached = self.attached()
         self.rails = 1 + max((nic.rail or 0) for _, nics in attached for nic in nics)
-        self.scalable_units = math.ceil(len(attached) / size)
+        slots = self.slots(attached)
+        self.scalable_units = math.ceil((slots[-1] + 1 if slots else 0) / size)
         leaves = [
             _Leaf(self.make_leaf(su * self.rails + rail + 1, size, su=su + 1, rail=rail), [])
             for su in range(self.scalable_units)
             for rail in range(self.rails)
         ]
-        for slot, (node, nics) in enumerate(attached):
+        for slot, (node, nics) in zip(slots, attached, strict=True):
             su = slot // size
             for nic in nics:
                 leaves[su * self.rails + (nic.rail or 0)].hosts.append((node, nic, slot % size))
         return leaves
+
+    @staticmethod
+    def slots(attached: list[tuple[Node, tuple[Nic, ...]]]) -> list[int]:
+        """Each node's SU slot, in spec order: the next one, except that a management node cabled to rails the
+        node before it (also a management node) leaves free shares its slot, as NVIDIA's RA puts the UFM HA pair
+        on the slot it reserves for UFM."""
+        out: list[int] = []
+        used: set[int] = set()
+        for i, (node, nics) in enumerate(attached):
+            rails = {nic.rail or 0 for nic in nics}
+            if i and node.profile.role == "management" == attached[i - 1][0].profile.role and not rails & used:
+                used |= rails
+                out.append(out[-1])
+            else:
+                used = rails
+                out.append(out[-1] + 1 if out else 0)
+        return out
 
     def packed_leaves(self) -> list[_Leaf]:
         model = self.fabric.switches[Tier.LEAF]

@@ -147,7 +147,40 @@ def test_h100_superpod_reference_counts(sus: int) -> None:
 def test_h100_4su_inventory_is_the_reference(inventory: dict[str, Topology]) -> None:
     ft = inventory["h100-4su"].fabric("compute")
     assert counts(ft) == ([32, 16, 0], [1020, 1024, 0])
-    assert len({link.a.device for link in ft.links_in(NODE_LEAF)}) == 128  # 127 DGX + 1 UFM
+    assert len({link.a.device for link in ft.links_in(NODE_LEAF)}) == 129  # 127 DGX + the UFM HA pair
+    # the UFM pair shares the last slot (rails 0-1 and 2-3), as NVIDIA's RA reserves one slot for UFM
+    ufm = sorted((link.a.device, link.z.device, link.z.number) for link in ft.links_in(NODE_LEAF)
+                 if link.a.device.startswith("ufm"))
+    assert ufm == [("ufm01", f"compute-su04-leaf{r}", 32) for r in (0, 1)] + [
+        ("ufm02", f"compute-su04-leaf{r}", 32) for r in (2, 3)]
+
+
+def test_management_nodes_on_disjoint_rails_share_a_slot() -> None:
+    """Two UFM appliances on rails 0-1 and 2-3 share the last slot; on the same rails they take one each (and a
+    compute node never shares)."""
+    def ufm(rails: range) -> dict[str, Any]:
+        return {"role": "management", "height_u": 1, "nics": {"compute": [
+            {"port": f"P{i + 1}", "model": "ConnectX-7-OSFP", "rail": r} for i, r in enumerate(rails)]}}
+
+    def slots(second: range) -> tuple[int, dict[str, set[tuple[str, int]]]]:
+        nodes = [group("gpu{n:04d}", 31, "dgx-h100", ["A"], per_rack=4),
+                 group("ufma{n:02d}", 1, "ufm-a", ["M"], per_rack=1),
+                 group("ufmb{n:02d}", 1, "ufm-b", ["M"], per_rack=1)]
+        spec = cluster_spec(nodes, ib_compute(su=32), [{"name": "A", "racks": 8}, {"name": "M", "racks": 1}],
+                            {"ufm-a": ufm(range(2)), "ufm-b": ufm(second)})
+        ft = compile_spec(spec).fabric("compute")
+        ends: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        for link in ft.links_in(NODE_LEAF):
+            ends[link.a.device].add((link.z.device, link.z.number))
+        return ft.scalable_units, ends
+
+    sus, ends = slots(range(2, 4))
+    assert sus == 1
+    assert ends["ufma01"] == {(f"compute-su01-leaf{r}", 32) for r in (0, 1)}
+    assert ends["ufmb01"] == {(f"compute-su01-leaf{r}", 32) for r in (2, 3)}
+    sus, ends = slots(range(1, 3))  # rail 1 is taken: the next slot, in a second SU
+    assert sus == 2
+    assert ends["ufmb01"] == {(f"compute-su02-leaf{r}", 1) for r in (1, 2)}
 
 
 def test_b200_ra_like_16_su() -> None:
@@ -344,7 +377,7 @@ def test_top_of_rack_one_leaf_per_rack(inventory: dict[str, Topology]) -> None:
         assert link.speed == "1G" and 1 <= link.z.number <= 48 and link.z.name == str(link.z.number)
     per_leaf = Counter(link.z.device for link in ft.links_in(NODE_LEAF))
     assert all(per_leaf[s.name] == s.down_ports for s in leaves)
-    assert per_leaf["oob-d01"] == 4 + 1  # the last DGX rack also holds the UFM appliance
+    assert per_leaf["oob-d01"] == 4 + 2  # the last DGX rack also holds the UFM HA pair
     for link in ft.links_in(LEAF_SPINE):  # SN2201 uplinks: QSFP28 cages 49-52 at 100G
         assert link.speed == "100G" and link.a.name in {"49", "50"} and link.a.number in {49, 50}
     assert {s.up_ports for s in leaves} == {2}

@@ -1,5 +1,7 @@
 """Build the ``subnet_manager`` section of an InfiniBand fabric into the model, with the checks that need only
-the spec: engines the flavour has, ftree and LMC, pkeys, partition members, SM hosts, QoS rules, keys, GUIDs.
+the spec: engines the flavour has, ftree and LMC, pkeys, partition members, which partitions carry compute and
+IPoIB traffic, one service level per partition (and a VL that carries it), SM hosts, QoS rules, keys and M_Key
+protection, GUIDs.
 """
 
 from __future__ import annotations
@@ -16,14 +18,26 @@ from fabricgen.core.issues import Issues
 from fabricgen.features.feature import BuildContext
 from fabricgen.features.infiniband.guids import load_inventory
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
-from fabricgen.model.infiniband import GuidEntry, Ipoib, Partition, Qos, QosLevel, Secret, SubnetManager
+from fabricgen.model.infiniband import (
+    DEFAULT_PKEY,
+    GuidEntry,
+    Ipoib,
+    Partition,
+    Qos,
+    QosLevel,
+    Secret,
+    SubnetManager,
+)
 from fabricgen.model.nodes import Node, rail_count
 from fabricgen.spec.validate import with_defaults
 
 # Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM/UFM adds the adaptive-routing ones.
 UPSTREAM_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
 UFM_ENGINES = (*UPSTREAM_ENGINES, "ar_updn", "ar_ftree", "ar_torus", "ar_dor", "pqft")
-DEFAULT_PKEY = 0x7FFF
+DROP_VL = 15  # an SL mapped to VL 15 in qos_sl2vl is dropped (man opensm, QoS)
+M_KEY_PROTECTION = 2  # with an M_Key: neither queries nor changes without it (level 0 hands the key to any query)
+M_KEY_LEASE_S = 60  # with an M_Key: a lost key is recoverable after a minute (UFM's default lease)
+UFM_HA_HOSTS = 2  # UFM Enterprise HA is an active/standby pair
 
 
 def parse_pkey(value: int | str) -> int:
@@ -115,7 +129,7 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
             ctx.issues.error((*where, "members", "rails", j), f"rail {rail} does not exist",
                              f"the fabric has rails 0..{ctx.rails - 1}")
     ipoib_spec = spec.get("ipoib")
-    ipoib = Ipoib(ipoib_spec["mtu"], ipoib_spec.get("rate_gbps"), ipoib_spec["sl"]) if ipoib_spec else None
+    ipoib = Ipoib(ipoib_spec["mtu"], ipoib_spec.get("rate_gbps")) if ipoib_spec else None
     if ipoib and not members_all:
         full = _member_count(ctx, groups, nodes, rails, False) if spec["membership"] != "limited" else 0
         if full < 2:
@@ -127,6 +141,8 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
 
 
 def _partitions(ctx: _Context, spec: Mapping[str, Any]) -> tuple[Partition, ...]:
+    """The spec's partitions, Default first: the spec's, or one fabricgen adds with every port a full member
+    (what OpenSM does without a partition file; with a file but no Default rule it would make them limited)."""
     seen: dict[int, str] = {}
     names: dict[str, int] = {}
     out = []
@@ -139,13 +155,16 @@ def _partitions(ctx: _Context, spec: Mapping[str, Any]) -> tuple[Partition, ...]
         partition = _partition(ctx, i, entry, seen)
         if partition is not None:
             out.append(partition)
-    return tuple(out)
+    if DEFAULT_PKEY not in seen:
+        out.insert(0, Partition("Default", DEFAULT_PKEY, True, (), (), None, "full", Ipoib(4096, None),
+                                ctx.issues.position(()), implicit=True))
+    return tuple(sorted(out, key=lambda p: not p.is_default))
 
 
 def _qos(ctx: _Context, spec: Mapping[str, Any] | None, partitions: Sequence[Partition]) -> Qos | None:
     if spec is None:
         return None
-    names = [p.name for p in partitions] + ["Default"]
+    names = [p.name for p in partitions]
     levels = []
     for i, level in enumerate(spec.get("levels", [{"ulp": "default", "sl": 0}])):
         if "partition" in level and level["partition"] not in names:
@@ -155,6 +174,134 @@ def _qos(ctx: _Context, spec: Mapping[str, Any] | None, partitions: Sequence[Par
         levels.append(QosLevel(level["sl"], level.get("partition"), level.get("ulp")))
     return Qos(spec["max_vls"], spec["high_limit"], spec["vlarb_high"], spec["vlarb_low"], spec["sl2vl"],
                tuple(levels))
+
+
+def partition_sl(qos: Qos | None, partition: Partition) -> int:
+    """The SL the SA gives the partition's paths: its first QoS rule (by partition; for Default also the ``ipoib``
+    rule, which matches pkey 0x7fff), else the default rule. Without QoS OpenSM forces SL 0 everywhere."""
+    if qos is None:
+        return 0
+    for level in qos.levels:
+        if level.partition == partition.name or (
+                partition.is_default and level.partition is None and level.ulp == "ipoib"):
+            return level.sl
+    return next((level.sl for level in qos.levels if level.partition is None and level.ulp in (None, "default")), 0)
+
+
+def _names(ctx: _Context, where: PathKey, value: str | Sequence[str] | None, known: Sequence[str],
+           fallback: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None:
+        return fallback
+    names = (value,) if isinstance(value, str) else tuple(value)
+    for j, name in enumerate(names):
+        if name not in known:
+            at = where if isinstance(value, str) else (*where, j)
+            ctx.issues.error(at, f"partition {name!r} does not exist",
+                             did_you_mean(name, known) or f"partitions: {', '.join(known)}")
+    return tuple(n for n in names if n in known)
+
+
+def _traffic(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partition]
+             ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Which partitions carry compute (NCCL, UCX) and IPoIB traffic: the spec's ``traffic``, by default Default
+    for compute and the compute partitions for IPoIB. A partition named for IPoIB needs the ``ipoib`` flag (its
+    broadcast group); when IPoIB follows compute by default, the check does that only where hosts run IPoIB."""
+    traffic = spec.get("traffic", {})
+    known = [p.name for p in partitions]
+    compute = _names(ctx, ("traffic", "compute"), traffic.get("compute"), known, ("Default",))
+    ipoib = _names(ctx, ("traffic", "ipoib"), traffic.get("ipoib"), known, compute)
+    if "ipoib" not in traffic:
+        return compute, ipoib
+    by_name = {p.name: p for p in partitions}
+    listed = isinstance(traffic["ipoib"], list)
+    for j, name in enumerate(traffic["ipoib"] if listed else [traffic["ipoib"]]):
+        if name in by_name and by_name[name].ipoib is None:
+            ctx.issues.error(("traffic", "ipoib", j) if listed else ("traffic", "ipoib"),
+                             f"IPoIB runs on partition {name!r}, which has no ipoib broadcast group",
+                             f"give partition {name} an ipoib section (OpenSM then creates its broadcast group)")
+    return compute, ipoib
+
+
+def _resolved(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partition], qos: Qos | None,
+              compute: Sequence[str]) -> tuple[Partition, ...]:
+    """Each partition with its one SL and ``index0`` (a compute partition other than Default, which OpenSM keeps at
+    index 0 anyway); an ``ipoib.sl`` in the spec may only repeat the partition's SL."""
+    index = {entry["name"]: i for i, entry in enumerate(spec["partitions"])}
+    out = []
+    for p in partitions:
+        sl = partition_sl(qos, p)
+        stated = spec["partitions"][index[p.name]].get("ipoib", {}).get("sl") if p.name in index else None
+        if stated is not None and stated != sl:
+            source = "QoS is off (OpenSM forces SL 0)" if qos is None else f"its QoS level gives SL {sl}"
+            ctx.issues.error(("partitions", index[p.name], "ipoib", "sl"),
+                             f"the broadcast group's SL {stated} disagrees with partition {p.name}'s SL: {source}",
+                             "IPoIB multicast and unicast (path records) would run on different SLs: drop ipoib.sl "
+                             "or set the partition's QoS level")
+        out.append(replace(p, sl=sl, index0=p.name in compute and not p.is_default))
+    return tuple(out)
+
+
+def _weights(table: str) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for pair in table.split(","):
+        vl, weight = pair.split(":")
+        out[int(vl)] = out.get(int(vl), 0) + int(weight)
+    return out
+
+
+def _virtual_lanes(ctx: _Context, qos: Qos | None, partitions: Sequence[Partition], used: Sequence[str]) -> None:
+    """Every SL that compute or IPoIB traffic uses reaches a VL that exists and gets a turn in VL arbitration."""
+    if qos is None:
+        return
+    sl2vl = [int(v) for v in qos.sl2vl.split(",")]
+    weights = _weights(qos.vlarb_high), _weights(qos.vlarb_low)
+    for p in partitions:
+        if p.name not in used:
+            continue
+        vl = sl2vl[p.sl]
+        if vl == DROP_VL:
+            ctx.issues.error(("qos", "sl2vl"), f"partition {p.name}'s SL {p.sl} maps to VL 15: its packets are dropped",
+                             "OpenSM refuses such paths (ERR 1F24); map the SL to a data VL")
+        elif vl >= qos.max_vls:
+            ctx.issues.error(("qos", "sl2vl"), f"partition {p.name}'s SL {p.sl} maps to VL {vl}, but max_vls is "
+                                               f"{qos.max_vls}", f"map it below VL {qos.max_vls} or raise max_vls")
+        elif not any(table.get(vl, 0) for table in weights):
+            ctx.issues.error(("qos", "vlarb_low"), f"partition {p.name}'s SL {p.sl} maps to VL {vl}, which has weight "
+                                                   "0 in both VL arbitration tables: it never gets to send",
+                             f"give VL {vl} a weight in vlarb_low (or vlarb_high)")
+
+
+def _m_key(ctx: _Context, spec: Mapping[str, Any]) -> tuple[int, int]:
+    """M_Key protection level and lease: protected by default once an M_Key is set, and only then."""
+    has_key = "m_key" in spec.get("keys", {})
+    level = spec.get("m_key_protection_level", M_KEY_PROTECTION if has_key else 0)
+    lease = spec.get("m_key_lease_period", M_KEY_LEASE_S if has_key else 0)
+    if not has_key:
+        for key in ("m_key_protection_level", "m_key_lease_period"):
+            if spec.get(key):
+                ctx.issues.error((key,), f"{key} without keys.m_key protects nothing (M_Key 0 turns protection off)",
+                                 "set keys.m_key, or drop it")
+        return 0, 0
+    if level and lease and lease <= spec["sweep_interval"]:
+        ctx.issues.error(("m_key_lease_period",), f"an M_Key lease of {lease} s is not longer than sweep_interval "
+                                                  f"{spec['sweep_interval']} s",
+                         "OpenSM raises it to sweep_interval + 1 on its own; set it above sweep_interval")
+    return level, lease
+
+
+def _flavor(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partition],
+            hosts: Sequence[tuple[str, int]]) -> None:
+    """What UFM decides itself: Default's membership (every HCA a full member) and an HA pair of two servers."""
+    if spec["flavor"] != "ufm":
+        return
+    for i, entry in enumerate(spec["partitions"]):
+        if entry["name"] == "Default" and entry["membership"] != "full":
+            ctx.issues.error(("partitions", i, "membership"), "UFM makes every HCA port a full member of Default "
+                                                              "itself; it cannot be limited here",
+                             "drop the Default entry (UFM user manual, Appendix - Partitioning), or use flavor: opensm")
+    if len(hosts) > UFM_HA_HOSTS:
+        ctx.issues.error(("hosts",), f"UFM runs one SM, failing over within an HA pair; {len(hosts)} hosts are listed",
+                         "list the two UFM servers of the HA pair")
 
 
 def _guids(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, Mapping[str, GuidEntry]]:
@@ -194,9 +341,14 @@ def _subnet_manager(ctx: _Context, spec: Mapping[str, Any]) -> SubnetManager:
     hosts = _hosts(ctx, spec)
     partitions = _partitions(ctx, spec)
     qos = _qos(ctx, spec.get("qos"), partitions)
+    compute, ipoib = _traffic(ctx, spec, partitions)
+    partitions = _resolved(ctx, spec, partitions, qos, compute)
+    _virtual_lanes(ctx, qos, partitions, (*compute, *ipoib))
+    _flavor(ctx, spec, partitions, hosts)
+    protection, lease = _m_key(ctx, spec)
     keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
                  for name, k in sorted(spec.get("keys", {}).items()))
     guids, inventory = _guids(ctx, spec)
     return SubnetManager(spec["flavor"], engines, spec["fallback_to_minhop"], hosts, spec["lmc"],
                          spec["sweep_interval"], spec["config_dir"], partitions, qos, keys, guids, inventory,
-                         ctx.issues.position(()))
+                         ctx.issues.position(()), compute, ipoib, protection, lease)

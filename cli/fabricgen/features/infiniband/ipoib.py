@@ -1,6 +1,15 @@
-"""Target ``host-ipoib``: ``hosts/<node>/netplan-ipoib.yaml`` for every node on an InfiniBand fabric whose spec
-gives an IPoIB address plan (``addressing.hosts``): each port's address on its rail's subnet, datagram mode,
-the IPoIB MTU. Lustre NIDs over o2ib and the IB pod networks use these addresses.
+"""Target ``host-ipoib``: each node's IPoIB addresses on an InfiniBand fabric whose spec gives an IPoIB address plan
+(``addressing.hosts``), on the interface that carries the port's IPoIB partition.
+
+The kernel's parent interface (``ibp24s0``) runs on the partition at P_Key index 0 of its port (Linux
+Documentation/infiniband/ipoib.rst); a port whose IPoIB partition sits elsewhere needs a child interface created
+with that P_Key (``ibp24s0.8002``, the full-member P_Key in its name, as ``create_child`` names it).
+- parent: ``hosts/<node>/netplan-ipoib.yaml``: datagram mode, the partition's IPoIB MTU, the address, no gateway.
+- child: systemd-networkd files in ``hosts/<node>/systemd-network/`` (netplan 0.106 cannot create IPoIB children):
+  the parent's .network (no address, ``IPoIB=`` names the child), the child's .netdev (``Kind=ipoib``,
+  ``PartitionKey``) and its .network (the address).
+Ports of nodes that are full members of no IPoIB partition (management nodes; compute nodes are refused by the
+check) are left unconfigured and listed. Lustre NIDs over o2ib and the IB pod networks use these addresses.
 """
 
 from __future__ import annotations
@@ -14,45 +23,84 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, NETDEV, checked
 from fabricgen.core.templating import render_template
 from fabricgen.model.cluster import FabricType
+from fabricgen.model.infiniband import FULL_MEMBER, SubnetManager
+from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import Topology
 
-IPOIB_MTU = 4092  # the 4096-byte IB MTU less the 4-byte IPoIB encapsulation header
+IPOIB_HEADER = 4  # bytes of IPoIB encapsulation: datagram-mode MTU = the broadcast group's IB MTU - 4
+DEFAULT_IB_MTU = 4096
+
+
+def child_interface(sm: SubnetManager, node: Node, nic: Nic) -> str:
+    """The IPoIB child interface the port needs ("" when the parent carries its IPoIB partition, or it has none)."""
+    partition = sm.ipoib_partition(node, nic)
+    if partition is None or partition == sm.index0_partition(node, nic):
+        return ""
+    return f"{nic.netdev}.{partition.pkey | FULL_MEMBER:04x}"
 
 
 @dataclass(frozen=True)
 class IpoibPort:
-    netdev: str
-    address: str   # "10.24.0.1/24"
+    netdev: str  # the interface holding the address: the parent, or its child
+    parent: str
+    pkey: str  # the child's PartitionKey (full member), "" on the parent
+    address: str  # "10.24.0.1/24"
+    mtu: int
     comment: str
 
 
-def _ports(topology: Topology) -> dict[str, tuple[list[IpoibPort], list[str]]]:
-    """Per node: its IPoIB ports with a netdev, and the ports it cannot configure for want of one."""
+def ipoib_ports(topology: Topology) -> dict[str, tuple[list[IpoibPort], list[str]]]:
+    """Per node: its addressed IPoIB ports, and the ports it leaves unconfigured (with why)."""
     nodes = {n.name: n for n in topology.cluster.nodes}
     out: dict[str, tuple[list[IpoibPort], list[str]]] = {}
     for ft in topology.fabrics:
         plan = topology.addresses.get(ft.fabric.name)
-        if ft.fabric.type is not FabricType.INFINIBAND or plan is None:
+        sm = ft.fabric.subnet_manager
+        if ft.fabric.type is not FabricType.INFINIBAND or plan is None or sm is None:
             continue
         for subnet in plan.hosts:
             prefix = IPNetwork(subnet.network).prefixlen
-            for node, nic_port, ip in subnet.hosts:
-                nic = next(n for n in nodes[node].profile.nics(ft.fabric.role.nic_role) if n.index + 1 == nic_port)
-                ports, unnamed = out.setdefault(node, ([], []))
+            for name, nic_port, ip in subnet.hosts:
+                node = nodes[name]
+                nic = next(n for n in node.profile.nics(ft.fabric.role.nic_role) if n.index + 1 == nic_port)
+                ports, unconfigured = out.setdefault(name, ([], []))
+                partition = sm.ipoib_partition(node, nic)
                 if not nic.netdev:
-                    unnamed.append(nic.port)
+                    unconfigured.append(f"{nic.port} (no netdev in the node profile)")
                     continue
-                comment = f"{ft.fabric.name} rail {subnet.rail} ({nic.port}, {nic.dev or 'no RDMA device'})"
-                ports.append(IpoibPort(checked(NETDEV, nic.netdev, "netdev"), f"{ip}/{prefix}", comment))
+                if partition is None:
+                    unconfigured.append(f"{nic.netdev} (a full member of no IPoIB partition: "
+                                        f"{', '.join(sm.ipoib)})")
+                    continue
+                parent = checked(NETDEV, nic.netdev, "netdev")
+                child = child_interface(sm, node, nic)
+                mtu = (partition.ipoib.mtu if partition.ipoib else DEFAULT_IB_MTU) - IPOIB_HEADER
+                index0 = sm.index0_partition(node, nic)
+                where = "at P_Key index 0, on the parent" if not child else (
+                    f"on a child (index 0 holds {index0.name if index0 else 'no partition'})")
+                comment = (f"{ft.fabric.name} rail {subnet.rail} ({nic.port}, {nic.dev or 'no RDMA device'}), "
+                           f"partition {partition.name} (0x{partition.pkey:04x}) {where}")
+                pkey = f"0x{partition.pkey | FULL_MEMBER:04x}" if child else ""
+                ports.append(IpoibPort(child or parent, parent, pkey, f"{ip}/{prefix}", mtu, comment))
     return out
 
 
 def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = []
-    for node, (ports, unnamed) in sorted(_ports(topology).items()):
-        if ports:
-            out.append(Artifact(f"hosts/{checked(DEVICE_NAME, node, 'node name')}/netplan-ipoib.yaml", render_template(
-                "host-ipoib/netplan-ipoib.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
-                mtu=IPOIB_MTU)))
+    for node, (ports, unconfigured) in sorted(ipoib_ports(topology).items()):
+        host = f"hosts/{checked(DEVICE_NAME, node, 'node name')}"
+        parents = [p for p in ports if not p.pkey]
+        children = [p for p in ports if p.pkey]
+        if parents:
+            out.append(Artifact(f"{host}/netplan-ipoib.yaml", render_template(
+                "host-ipoib/netplan-ipoib.yaml.j2", node=node, source=source, ports=parents,
+                unconfigured=unconfigured)))
+        for port in children:
+            names = {"parent": port.parent, "child": port.netdev}
+            for template, target in (("ipoib-parent.network.j2", f"61-fabricgen-{port.parent}.network"),
+                                     ("ipoib-child.netdev.j2", f"61-fabricgen-{port.netdev}.netdev"),
+                                     ("ipoib-child.network.j2", f"61-fabricgen-{port.netdev}.network")):
+                out.append(Artifact(f"{host}/systemd-network/{target}", render_template(
+                    f"host-ipoib/{template}", node=node, source=source, port=port, **names)))
     return out

@@ -29,6 +29,7 @@ class IbNode:
     node_guid: int | None
     port_guid: int | None  # switch: = node GUID; HCA: its port 1
     tier: Tier | None = None
+    role: str = ""  # HCA: its node profile's role (compute, or management for UFM/SM hosts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,17 @@ class IbFabric:
     @property
     def roots(self) -> tuple[IbNode, ...]:
         return tuple(n for n in self.switches if n.tier is self.top_tier)
+
+    @property
+    def compute_hcas(self) -> tuple[IbNode, ...]:
+        """HCAs of compute nodes: ftree's compute nodes (cn_guid_file)."""
+        return tuple(n for n in self.hcas if n.role != "management")
+
+    @property
+    def io_hcas(self) -> tuple[IbNode, ...]:
+        """HCAs of management nodes (UFM appliances, SM hosts): ftree's I/O nodes (io_guid_file), which it does
+        not balance routes for as it does for compute nodes."""
+        return tuple(n for n in self.hcas if n.role == "management")
 
     @property
     def missing_guids(self) -> tuple[str, ...]:
@@ -122,6 +134,7 @@ def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
         nodes.append(IbNode(sw.name, "switch", sw.model.logical_ports(ft.fabric.uplink_speed.name) or
                             sw.model.logical_ports(ft.fabric.speed.name), guid, guid, sw.tier))
     port_count: Counter[str] = Counter(desc for desc, _ in hca_ports.values())
+    roles = {n.name: n.profile.role for n in topology.cluster.nodes}
     for j, desc in enumerate(dict.fromkeys(desc for desc, _ in hca_ports.values())):
         if source == "simulated":
             node_guid: int | None = _guid(index, 2, (j + 1) << 4)
@@ -129,7 +142,7 @@ def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
         else:
             entry = inventory.get(desc)
             node_guid, port_guid = (entry.node_guid, entry.port_guid) if entry else (None, None)
-        nodes.append(IbNode(desc, "hca", port_count[desc], node_guid, port_guid))
+        nodes.append(IbNode(desc, "hca", port_count[desc], node_guid, port_guid, role=roles[desc.split(" ")[0]]))
     cables = {(c.a.device, c.a.port_number, c.z.device, c.z.port_number): c for c in topology.cables
               if c.fabric == ft.fabric.name}
     links = []

@@ -40,7 +40,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.features.lustre.build import pod_storage
-from fabricgen.features.nccl.render import POD_PFS, POD_VFS, nccl_settings
+from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.sriov import Sriov
@@ -232,8 +232,9 @@ def _workload(topology: Topology, nets: Sequence[PodNetwork], k8s: Kubernetes) -
         raise ValueError(f"profile {workload.profile} has no port on the pod networks")
     nccl_net = next((n for n in mine if n.fabric.role.value == "compute"), mine[0])
     vfs = _vfs(k8s)
+    partitions = compute_partitions(nccl_net.fabric, topology.cluster.nodes, profile)
     env = [{"name": s.name, "value": s.value}
-           for s in nccl_settings(profile, nccl_net.fabric, POD_VFS if vfs else POD_PFS)]
+           for s in nccl_settings(profile, nccl_net.fabric, POD_VFS if vfs else POD_PFS, partitions)]
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in mine}
     storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
     limits = {"nvidia.com/gpu": workload.gpus, **resources}

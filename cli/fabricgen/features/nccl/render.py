@@ -1,6 +1,7 @@
 """Target ``nccl``: NCCL environment per node profile on the compute fabric, each value with why.
 
-Shared by every fabric type: InfiniBand (HCA order, service level) and RoCE (traffic class of the lossless
+Shared by every fabric type: InfiniBand (HCA order, the compute partition's P_Key index, P_Key and service level, for
+NCCL and UCX) and RoCE (traffic class of the lossless
 class, RoCE v2 over IPv4); the bootstrap socket runs on the in-band interface. A cloud cluster gets one file for
 its instance type: AWS EFA through aws-ofi-nccl, or Alibaba Cloud eRDMA.
 """
@@ -8,14 +9,16 @@ its instance type: AWS EFA through aws-ofi-nccl, or Alibaba Cloud eRDMA.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
 from fabricgen.model.cloud import Cloud
 from fabricgen.model.cluster import Fabric, FabricType
-from fabricgen.model.nodes import NodeProfile
+from fabricgen.model.infiniband import Partition, SubnetManager
+from fabricgen.model.nodes import Node, NodeProfile
 from fabricgen.model.topology import Topology
 
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,.\-]+$")  # env-file values stay unquoted: nothing to escape
@@ -46,9 +49,11 @@ def _hca(profile: NodeProfile, fabric: Fabric, pod: str) -> Setting:
                    "from its GPU halves bandwidth); '=' matches these exact devices")
 
 
-def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "") -> list[Setting]:
+def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "", partitions: Sequence[Partition] = ()
+                  ) -> list[Setting]:
     """NCCL settings of a profile's nodes on a fabric: on the host (``pod`` empty), or in a pod that holds the
-    fabric's VFs (:data:`POD_VFS`) or its PFs (:data:`POD_PFS`, moved in by host-device, names kept)."""
+    fabric's VFs (:data:`POD_VFS`) or its PFs (:data:`POD_PFS`, moved in by host-device, names kept). On
+    InfiniBand, ``partitions`` are the profile's compute partitions (:func:`compute_partitions`)."""
     settings = [
         _hca(profile, fabric, pod),
         Setting("NCCL_NET_GDR_LEVEL", "PXB", "GPUDirect RDMA when GPU and NIC share a PCIe switch, as the rail map "
@@ -69,13 +74,40 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "") -> list[S
                                                      "GID, so no fixed NCCL_IB_GID_INDEX is set"),
             Setting("NCCL_IB_ADDR_FAMILY", "AF_INET", "the IPv4 RoCE v2 GID, matching the fabric's IPv4 plan"),
         ]
-    sm = fabric.subnet_manager
-    if fabric.type is FabricType.INFINIBAND and sm is not None and sm.qos is not None:
-        default = next((level.sl for level in sm.qos.levels if level.ulp in (None, "default") and not level.partition),
-                       0)
-        settings.append(Setting("NCCL_IB_SL", str(default), "service level of the default QoS rule in the subnet "
-                                                            "manager's policy"))
+    if fabric.type is FabricType.INFINIBAND and fabric.subnet_manager is not None:
+        settings += _partition_settings(fabric.subnet_manager, partitions)
     return _checked(settings)
+
+
+def compute_partitions(fabric: Fabric, nodes: Sequence[Node], profile: NodeProfile) -> list[Partition]:
+    """The compute partitions the profile's nodes run NCCL on (one per tenant), by pkey."""
+    sm = fabric.subnet_manager
+    return sm.profile_partitions(nodes, fabric.node_groups, fabric.role.nic_role, profile.name) if sm else []
+
+
+def _partition_settings(sm: SubnetManager, partitions: Sequence[Partition]) -> list[Setting]:
+    """P_Key index, P_Key and SL of the compute partition. NCCL never asks the SA: it takes the P_Key *index* and
+    the SL from its environment (defaults 0), so both must match what the subnet manager programmed."""
+    if not partitions:
+        return []
+    names = ", ".join(f"{p.name} (0x{p.pkey:04x})" for p in partitions)
+    where = "Default, which OpenSM keeps at P_Key index 0" if partitions[0].is_default else (
+        f"{names}, which the subnet manager puts at P_Key index 0 of every member port (indx0)")
+    settings = [Setting("NCCL_IB_PKEY", "0", f"P_Key index of the compute partition: {where}; a pod's VF sees it "
+                                             "at its own index 0")]
+    if len(partitions) == 1:
+        settings.append(Setting("UCX_IB_PKEY", f"0x{partitions[0].pkey:04x}", f"UCX takes the P_Key value: "
+                                                                              f"{partitions[0].name}'s"))
+    else:
+        settings[0] = replace(settings[0], why=settings[0].why + "; UCX_IB_PKEY stays unset: these nodes sit in "
+                                                                 "several tenants, and UCX's default (auto: the first "
+                                                                 "full-member P_Key) is each one's index 0")
+    sl = partitions[0].sl
+    origin = "its QoS level in qos-policy.conf and sl= in partitions.conf" if sm.qos is not None else (
+        "QoS is off: OpenSM runs every path on SL 0")
+    settings += [Setting("NCCL_IB_SL", str(sl), f"service level of the compute partition ({origin})"),
+                 Setting("UCX_IB_SL", str(sl), "the same service level for UCX")]
+    return settings
 
 
 def _checked(settings: list[Setting]) -> list[Setting]:
@@ -125,8 +157,9 @@ def render(topology: Topology) -> list[Artifact]:
         profiles = sorted({n.profile.name: n.profile for n in topology.cluster.nodes
                            if n.group in fabric.node_groups and n.profile.role == "compute"}.items())
         for name, profile in profiles:
+            partitions = compute_partitions(fabric, topology.cluster.nodes, profile)
             content = render_template("nccl/nccl.env.j2", profile=name, fabric=fabric.name,
                                       kind=f"{fabric.type} {fabric.speed.name}", source=source,
-                                      settings=nccl_settings(profile, fabric))
+                                      settings=nccl_settings(profile, fabric, partitions=partitions))
             out.append(Artifact(f"hosts/{name}/nccl.env", content))
     return out

@@ -230,9 +230,8 @@ def vf_guids(fabric: Fabric, nodes: Sequence[Node]) -> dict[int, tuple[str, str,
     if sriov is None or sriov.guid_base is None:
         return {}
     groups, role = set(sriov.groups), fabric.role.nic_role
-    return {sriov.guid_base + Sriov.offset(i, Sriov.slot(nic), vf): (node.name, nic.netdev, vf)
-            for i, node in enumerate(nodes) if node.group in groups
-            for nic in sriov.ports(node.profile, role) for vf in range(sriov.vfs_per_port)}
+    return {guid: (node.name, nic.netdev, vf) for i, node in enumerate(nodes) if node.group in groups
+            for nic in sriov.ports(node.profile, role) for vf, guid in enumerate(sriov.vf_guids(i, nic))}
 
 
 def check_vf_guids(topology: Topology) -> Iterator[Finding]:

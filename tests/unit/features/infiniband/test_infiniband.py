@@ -64,12 +64,34 @@ def test_guid_files(lab: dict[str, Artifact]) -> None:
 def test_partitions(lab: dict[str, Artifact]) -> None:
     text = _text(lab, "partitions.conf")
     blocks = {b.split("=", 1)[0].split("\n")[-1]: b for b in text.split(";") if "=" in b}
-    assert "Default=0x7fff, defmember=limited" in text
-    training = next(b for b in blocks.values() if "training=0x0001, ipoib, mtu=5, sl=0, rate=21" in b)
+    assert "Default=0x7fff, sl=0, defmember=limited" in text
+    # training carries NCCL: at P_Key index 0 (indx0), its one SL (1) for paths and the broadcast group alike
+    training = next(b for b in blocks.values() if "training=0x0001, indx0, ipoib, mtu=5, rate=21, sl=1" in b)
     assert training.count("=full") == 1 + 64 + 2  # defmember, 64 HCA ports, switches, SM
-    rails = next(b for b in blocks.values() if "rails01=0x0002" in b)
+    rails = next(b for b in blocks.values() if "rails01=0x0002, sl=0, defmember=full" in b)
     assert rails.count("0x0002c903") == 16, "rails 0 and 1 of 8 nodes"
     assert "any, pkey 0x0001 : 1" in _text(lab, "qos-policy.conf")
+
+
+def test_opensm_conf_qos_and_m_key(lab: dict[str, Artifact]) -> None:
+    """QoS with a high limit of 0 (OpenSM's default: the high table cannot starve the low VLs); an M_Key protected
+    at level 2 with a lease longer than the sweep."""
+    conf = _text(lab, "opensm.conf").splitlines()
+    for line in ("qos_high_limit 0", "m_key_protection_level 2", "m_key_lease_period 60", "sweep_interval 10"):
+        assert line in conf
+
+
+def test_ha_pair_units(lab: dict[str, Artifact]) -> None:
+    """Each SM host of the pair gets its unit with its priority, bound to its first HCA port."""
+    units = {p: a.content.decode() for p, a in lab.items() if p.endswith("opensm.service.d/fabricgen.conf")}
+    assert set(units) == {f"infiniband/compute/hosts/{h}/opensm.service.d/fabricgen.conf" for h in ("hgx01", "hgx08")}
+    compiled = compile_spec(LAB)
+    ib = ib_fabric(compiled.topology, compiled.topology.fabric("compute"))
+    first = {h: next(n.port_guid for n in ib.hcas if n.description == f"{h} mlx5_0") for h in ("hgx01", "hgx08")}
+    for host, priority in (("hgx01", 15), ("hgx08", 14)):
+        text = units[f"infiniband/compute/hosts/{host}/opensm.service.d/fabricgen.conf"]
+        assert f"--priority {priority} --guid 0x{first[host]:016x}" in text
+        assert "High availability" in text
 
 
 def test_topology_net_lists_each_link_from_both_ends(lab: dict[str, Artifact]) -> None:
@@ -172,14 +194,12 @@ def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
 
 
 def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
-    """With IB VFs, UFM's opensm.conf turns virtualization on; upstream OpenSM (which has none) gets a warning."""
-    from fabricgen.pipeline import compile_spec, render_spec
-    from tests.conftest import INVENTORIES
-
+    """With IB VFs, UFM's settings turn virtualization on; upstream OpenSM (which has none) gets a warning."""
     text = (INVENTORIES / "h100-4su.yaml").read_text()
     ufm = compile_spec(INVENTORIES / "h100-4su.yaml")
-    conf = {a.path: a.content for a in render_spec(ufm, ["infiniband"])}["infiniband/compute/opensm.conf"].decode()
-    assert conf.rstrip().endswith("virt_enabled 2") and not [w for w in ufm.warnings if w.check == "sr-iov"]
+    files = {a.path: a.content for a in render_spec(ufm, ["infiniband"])}
+    settings = files["infiniband/compute/opensm-settings.conf"].decode()
+    assert settings.rstrip().endswith("virt_enabled 2") and not [w for w in ufm.warnings if w.check == "sr-iov"]
     spec = tmp_path / "upstream.yaml"
     spec.write_text(text.replace("      flavor: ufm ", "      flavor: opensm "))
     upstream = compile_spec(spec)

@@ -8,8 +8,9 @@ set -euo pipefail
 CONF_IN="${OPENSM_CONF_IN:-/etc/opensm/opensm.conf}"
 CONF_OUT="${OPENSM_CONF_OUT:-/run/opensm/compute.conf}"
 
+# read_key NAME ENV_VAR FILE: print the key from the variable, else the file; fail if neither has one. Values are
+# checked but never printed.
 read_key() {
-  # read_key NAME ENV_VAR FILE: print the key from the variable, else the file; fail if neither has one.
   local name="$1" var="$2" file="$3" value=""
   if [[ -n "$var" && -n "${!var:-}" ]]; then
     value="${!var}"
@@ -26,15 +27,27 @@ read_key() {
   printf '%s\n' "$value"
 }
 
+# set_setting FILE KEY: set KEY's line of the opensm.conf-style FILE to "$SETTING_VALUE" (appended when absent,
+# later duplicates dropped). The value travels in the environment, so a key never shows in a process's arguments.
+set_setting() {
+  local tmp
+  tmp="$(mktemp "$1.XXXXXX")"
+  SETTING_KEY="$2" awk '
+    $1 == ENVIRON["SETTING_KEY"] { if (!done) print ENVIRON["SETTING_KEY"], ENVIRON["SETTING_VALUE"]; done = 1; next }
+    { print }
+    END { if (!done) print ENVIRON["SETTING_KEY"], ENVIRON["SETTING_VALUE"] }' "$1" >"$tmp"
+  mv "$tmp" "$1"
+}
+
 umask 077
 mkdir -p "$(dirname "$CONF_OUT")"
 tmp="$(mktemp "${CONF_OUT}.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 cp "$CONF_IN" "$tmp"
 value="$(read_key m_key '' '/etc/opensm/m_key')"
-sed -i "s/^m_key .*/m_key ${value}/" "$tmp"
+SETTING_VALUE="$value" set_setting "$tmp" m_key
 value="$(read_key sm_key 'OPENSM_SM_KEY' '')"
-sed -i "s/^sm_key .*/sm_key ${value}/" "$tmp"
+SETTING_VALUE="$value" set_setting "$tmp" sm_key
 if [[ -f "$CONF_OUT" ]] && cmp -s "$tmp" "$CONF_OUT"; then
   exit 0
 fi
