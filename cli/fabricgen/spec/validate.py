@@ -185,9 +185,32 @@ def _plain_text(validator: Validator, plain: bool, instance: Any, schema: Any) -
         yield ValidationError(f"holds the control character U+{ord(found.group()):04X}")
 
 
+def _same(instance: Any, expected: Any) -> bool:
+    """JSON equality with the integer rule above: -1.0 is not the const -1 (jsonschema compares 1.0 == 1)."""
+    if isinstance(instance, dict) and isinstance(expected, dict):
+        return instance.keys() == expected.keys() and all(_same(instance[k], expected[k]) for k in instance)
+    if isinstance(instance, list) and isinstance(expected, list):
+        return len(instance) == len(expected) and all(_same(a, b) for a, b in zip(instance, expected, strict=True))
+    if isinstance(instance, bool | float) or isinstance(expected, bool | float):
+        return type(instance) is type(expected) and instance == expected
+    return bool(instance == expected)
+
+
+def _const(validator: Validator, const: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not _same(instance, const):
+        yield ValidationError(f"{const!r} was expected")
+
+
+def _enum(validator: Validator, enums: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not any(_same(instance, choice) for choice in enums):
+        yield ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
 _TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
 _StrictValidator = extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, {"pattern": _pattern, "x-plain-text": _plain_text}, type_checker=_TYPES
+    Draft202012Validator,
+    {"pattern": _pattern, "x-plain-text": _plain_text, "const": _const, "enum": _enum},
+    type_checker=_TYPES,
 )
 
 
@@ -255,6 +278,13 @@ def _type_name(value: Any) -> str:
     return {int: "integer", float: "number", str: "string"}.get(type(value), type(value).__name__)
 
 
+_SIZES = {
+    "maxItems": ("entries", "at most"), "minItems": ("entries", "at least"),
+    "maxProperties": ("keys", "at most"), "minProperties": ("keys", "at least"),
+    "maxLength": ("characters", "at most"), "minLength": ("characters", "at least"),
+}
+
+
 def _type_message(instance: Any, expected: Any, hint: str, describe: Callable[[Any], str]) -> tuple[str, str]:
     """``expected an integer, got number 8.0`` and a hint for the two mistakes YAML makes easy."""
     types = [str(t) for t in expected] if isinstance(expected, list) else [str(expected)]
@@ -303,11 +333,23 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
                 f"{guess} {allowed_values}" if guess else allowed_values,
             )
         ]
+    if kind in _SIZES:
+        what, bound = _SIZES[kind]
+        size = len(error.instance) if isinstance(error.instance, str | list | dict) else 0
+        subject = f"{describe(error.instance)} is {size} characters long" if what == "characters" else \
+            f"holds {size} {what}"
+        return [doc.issue(path, f"{subject}; {bound} {value} allowed", hint)]
+    if kind == "uniqueItems":
+        return [doc.issue(path, "lists the same entry twice", hint or "list each entry once")]
+    if kind == "not":
+        return [doc.issue(path, f"{describe(error.instance)} is not allowed here", hint)]
     if kind == "x-plain-text":
         return [doc.issue(path, f"{describe(error.instance)} {error.message}",
                           "one line of text: no newlines, tabs or other control characters")]
     if kind == "const":
-        return [doc.issue(path, f"{describe(error.instance)} must be {error.validator_value!r}", hint)]
+        if isinstance(error.instance, float) and isinstance(value, int) and error.instance == value:
+            hint = f"write {value} without a decimal point"
+        return [doc.issue(path, f"{describe(error.instance)} must be {value!r}", hint)]
     if kind == "type":
         return [doc.issue(path, *_type_message(error.instance, value, hint, describe))]
     if kind == "pattern":
