@@ -111,7 +111,7 @@ def test_symlinked_apply_lock_is_refused(tmp_path: Path) -> None:
     (out / STATE_DIR).mkdir(parents=True)
     outside = decoy(tmp_path, {})
     (out / STATE_DIR / FLOCK_FILE).symlink_to(outside / "created-through-the-link")
-    with pytest.raises(OutputError, match="apply.lock"):
+    with pytest.raises(OutputError, match=r"apply\.lock"):
         apply_all(NEW, out)
     assert listing(outside) == {}
 
@@ -171,7 +171,7 @@ def test_a_staging_dir_swapped_for_a_symlink_is_never_moved_from(committed: Path
     staging.rename(tmp_path / "staging.moved")
     staging.symlink_to(outside)
 
-    with pytest.raises(OutputError, match="staged copy of .* is gone"):
+    with pytest.raises(OutputError, match=r"staged copy of .* is gone"):
         recover(out)
 
     assert listing(outside) == before
