@@ -7,8 +7,10 @@ shared with the exhaustive adversarial pass (bench/adversarial.py), which also t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from referencing._core import Resolver
 
+from fabricgen.core.errors import FabricgenError
+from fabricgen.pipeline import compile_spec
 from fabricgen.spec.validate import ROOT_SCHEMA, _registry
 from tests.conftest import INVENTORIES
 from tests.helpers.hostile import EXTREMES, HOSTILE_STRINGS, dump, leaves, mutations, replaced, run_case
@@ -135,3 +139,41 @@ def test_a_secret_never_reaches_a_report(key: str, secret: int | str, form: str)
 @pytest.mark.parametrize("value", [math.nan, math.inf, 8.0, "8", True])
 def test_count_as_another_type_is_a_report(value: Any) -> None:
     _check(dump(replaced(_example("lab-1su"), ("nodes", 0, "count"), value)))
+
+
+# -- no float reaches the model where an integer is meant ------------------------------------------------------
+def _mistyped(obj: Any, path: str, seen: set[int]) -> Iterator[str]:
+    """Fields annotated int (or int | None) that hold anything but an int, anywhere in the model."""
+    if id(obj) in seen or isinstance(obj, str | bytes | int | float | bool | None):
+        return
+    seen.add(id(obj))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for field in dataclasses.fields(obj):
+            value = getattr(obj, field.name)
+            if field.type in ("int", "int | None") and value is not None and type(value) is not int:
+                yield f"{path}.{field.name} = {value!r}"
+            yield from _mistyped(value, f"{path}.{field.name}", seen)
+    elif isinstance(obj, Mapping):
+        for key, value in obj.items():
+            yield from _mistyped(value, f"{path}[{key!r}]", seen)
+    elif isinstance(obj, tuple | list):
+        for index, value in enumerate(obj):
+            yield from _mistyped(value, f"{path}[{index}]", seen)
+
+
+@FUZZ
+@given(mutated_examples())
+def test_an_accepted_spec_holds_ints_where_ints_are_meant(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.yaml"
+        spec.write_text(text, encoding="utf-8")
+        try:
+            cluster = compile_spec(spec).cluster
+        except FabricgenError:
+            return
+    assert list(_mistyped(cluster, "cluster", set())) == []
+
+
+def test_the_examples_hold_ints_where_ints_are_meant() -> None:
+    for name in (*FAST_EXAMPLES, "h100-4su"):
+        assert list(_mistyped(compile_spec(INVENTORIES / f"{name}.yaml").cluster, name, set())) == []
