@@ -23,7 +23,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from fabricgen import __version__
-from fabricgen.core.errors import CheckError, FabricgenError, Finding, OutputError, Severity, SpecError, SpecIssue
+from fabricgen.core.errors import (
+    CheckError,
+    FabricgenError,
+    Finding,
+    OutputError,
+    Severity,
+    SpecError,
+    SpecIssue,
+    printable,
+)
+from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
 from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
@@ -46,8 +56,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Turn one AI-cluster spec into every artifact its fabric needs.",
 )
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+# Every text from a spec or the disk is printed verbatim: markup in it is escaped, and emoji codes stay text (with
+# emoji on, an error at line 100 printed as "spec.yaml💯5:" and a value ":pile_of_poo:" as a pile of poo).
+out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, emoji=False)
 
 
 class OutputFormat(StrEnum):
@@ -60,6 +72,12 @@ SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_defau
 OutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].")
 ]
+
+
+def _safe(text: str) -> str:
+    """Text from a spec, the disk or a discovered fabric as the console prints it: verbatim, control characters
+    written as escapes (no line or cursor move of its own), markup escaped (emoji codes are off on both consoles)."""
+    return escape(printable(text))
 
 
 def _fail(code: int) -> NoReturn:
@@ -118,9 +136,12 @@ def _github_line(problem: dict[str, Any]) -> str:
     def esc(text: str) -> str:
         return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
+    def esc_property(text: str) -> str:  # a property value also ends at ',' and '::'
+        return esc(text).replace(":", "%3A").replace(",", "%2C")
+
     level = "warning" if problem["severity"] == "warning" else "error"
     where = (
-        f"file={esc(problem['file'])},line={problem['line']},col={problem['column']},"
+        f"file={esc_property(problem['file'])},line={problem['line']},col={problem['column']},"
         if problem["file"]
         else ""
     )
@@ -134,14 +155,14 @@ def _print_error(exc: FabricgenError) -> None:
             f"[bold red]error:[/] the spec has {len(exc.issues)} problem{'s' if len(exc.issues) > 1 else ''}"
         )
         for issue in exc.issues:
-            err.print(f"  {escape(str(issue))}", soft_wrap=True)
+            err.print(f"  {_safe(str(issue))}", soft_wrap=True)
     elif isinstance(exc, CheckError):
         errors = [f for f in exc.findings if f.severity is Severity.ERROR]
         err.print(f"[bold red]error:[/] {len(errors)} check{'s' if len(errors) > 1 else ''} failed")
         for finding in exc.findings:
-            err.print(f"  {escape(str(finding))}", soft_wrap=True)
+            err.print(f"  {_safe(str(finding))}", soft_wrap=True)
     else:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
     if isinstance(exc, deploy.DeployError) and exc.after_apply:
         err.print("the artifacts were written; the cloud deployment did not finish")
         return
@@ -150,13 +171,13 @@ def _print_error(exc: FabricgenError) -> None:
 
 def _print_warnings(compiled: Compiled) -> None:
     for finding in compiled.warnings:
-        err.print(f"[yellow]{escape(str(finding))}[/]", soft_wrap=True)
+        err.print(f"[yellow]{_safe(str(finding))}[/]", soft_wrap=True)
 
 
 def _compile(spec: Path) -> Compiled:
     """Run the pipeline up to checks; show a spinner only on a terminal (large specs take a moment)."""
     if err.is_terminal:
-        with err.status(f"compiling {spec}", spinner="dots"):
+        with err.status(f"compiling {_safe(str(spec))}", spinner="dots"):
             return compile_spec(spec)
     return compile_spec(spec)
 
@@ -186,8 +207,8 @@ def _print_plan(plan: Plan) -> None:
             continue
         sign, colour = _STYLE[change.action]
         notes = [change.reason] if change.reason else []
-        note = f"  [dim]({escape('; '.join(notes))})[/]" if notes else ""
-        out.print(f"[{colour}]{sign} {escape(change.path)}[/]{note}", soft_wrap=True)
+        note = f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
+        out.print(f"[{colour}]{sign} {_safe(change.path)}[/]{note}", soft_wrap=True)
     c = plan.counts
     summary = (
         f"Plan for {plan.out_dir}: {c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
@@ -195,7 +216,7 @@ def _print_plan(plan: Plan) -> None:
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
-    out.print(f"[bold]{escape(summary)}[/]", soft_wrap=True)
+    out.print(f"[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.unmanaged:
         out.print(
             f"[red]{len(plan.unmanaged)} path(s) hold files fabricgen did not create; apply needs --force "
@@ -241,12 +262,12 @@ def validate(
     else:
         for result in results:
             status = "[green]valid[/]" if result["valid"] else "[red]invalid[/]"
-            out.print(f"{escape(result['file'])}: {status}")
+            out.print(f"{_safe(result['file'])}: {status}")
             for p in result["problems"]:
                 where = f"{p['file']}:{p['line']}:{p['column']}: " if p["file"] else ""
                 hint = f" (hint: {p['hint']})" if p["hint"] else ""
                 out.print(
-                    f"  {escape(where + p['severity'] + ': ' + p['path'] + ': ' + p['message'] + hint)}",
+                    f"  {_safe(where + p['severity'] + ': ' + p['path'] + ': ' + p['message'] + hint)}",
                     soft_wrap=True,
                 )
     _fail(EXIT_OK if all(r["valid"] for r in results) else EXIT_ERROR)
@@ -322,7 +343,7 @@ def _write(current: Plan, yes: bool, force: bool) -> bool:
     result = apply_plan(current, force=force)
     out.print(
         f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "
-        f"{escape(str(result.plan.out_dir))}"
+        f"{_safe(str(result.plan.out_dir))}"
     )
     return True
 
@@ -332,12 +353,12 @@ def _deploy(target: deploy.Project) -> int:
     if deploy.pulumi_cli() is None:
         out.print("[yellow]pulumi is not on PATH: the project is written but not deployed. Run:[/]")
         for command in target.commands():
-            out.print(f"  {escape(command)}", soft_wrap=True)
+            out.print(f"  {_safe(command)}", soft_wrap=True)
         return EXIT_CHANGES
-    outputs = deploy.up(target, on_output=lambda line: out.print(escape(line.rstrip("\n")), soft_wrap=True))
-    out.print(f"[bold green]Deployed:[/] stack {escape(target.stack)}")
+    outputs = deploy.up(target, on_output=lambda line: out.print(_safe(line.rstrip("\n")), soft_wrap=True))
+    out.print(f"[bold green]Deployed:[/] stack {_safe(target.stack)}")
     for name, value in sorted(outputs.items()):
-        out.print(f"  {escape(name)}: {escape(json.dumps(value, sort_keys=True))}", soft_wrap=True)
+        out.print(f"  {_safe(name)}: {_safe(json.dumps(value, sort_keys=True))}", soft_wrap=True)
     return EXIT_OK
 
 
@@ -362,13 +383,13 @@ def explain(
 
 def _print_summary(s: dict[str, Any]) -> None:
     out.print(
-        f"[bold]{escape(s['cluster'])}[/] at {escape(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
+        f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
         f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links"
     )
     if "cloud" in s:
         c = s["cloud"]
-        out.print(f"{escape(c['provider'])} {escape(c['zone'])}: {s['nodes']} x {escape(c['instance_type'])}, "
-                  f"{c['interfaces']} {escape(c['interface_kind'])} interfaces each")
+        out.print(f"{_safe(c['provider'])} {_safe(c['zone'])}: {s['nodes']} x {_safe(c['instance_type'])}, "
+                  f"{c['interfaces']} {_safe(c['interface_kind'])} interfaces each")
         return
     table = Table(title="Fabrics", show_lines=False)
     for column in (
@@ -389,7 +410,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         table.add_column(column, justify="left" if column in ("fabric", "kind", "speed") else "right")
     for f in s["fabrics"]:
         table.add_row(
-            f["name"],
+            _safe(f["name"]),
             f["kind"],
             f["speed"] + ("" if f["uplink_speed"] == f["speed"] else f"/{f['uplink_speed']}"),
             str(f["tiers"]),
@@ -404,7 +425,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     bom.add_column("model")
     bom.add_column("count", justify="right")
     for model, count in s["switch_bom"].items():
-        bom.add_row(model, str(count))
+        bom.add_row(_safe(model), str(count))
     out.print(bom)
 
 
@@ -476,13 +497,23 @@ def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
     return ib[0]
 
 
+MAX_DISCOVERY_BYTES = 512 * 1024 * 1024  # ibnetdiscover of a 64k-GPU fabric is ~100 MB
+
+
 def _read_discovery(path: Path) -> str:
+    """The saved discovery, from a file or stdin, read to a hard limit whatever the file is."""
     try:
         if str(path) == "-":
-            return sys.stdin.read()
-        return path.read_bytes().decode("utf-8", errors="replace")
+            data = sys.stdin.buffer.read(MAX_DISCOVERY_BYTES + 1)
+            if len(data) > MAX_DISCOVERY_BYTES:
+                raise TooLargeError(MAX_DISCOVERY_BYTES, None)
+        else:
+            data = read_bounded(path, MAX_DISCOVERY_BYTES)
+    except TooLargeError as exc:
+        raise VerifyError(exc.describe(f"the ibnetdiscover output {path}")) from exc
     except OSError as exc:
         raise VerifyError(f"cannot read the ibnetdiscover output {path}: {exc.strerror or exc}") from exc
+    return data.decode("utf-8", errors="replace")
 
 
 def _print_verify(report: VerifyReport, rate: str) -> None:
@@ -491,17 +522,17 @@ def _print_verify(report: VerifyReport, rate: str) -> None:
         for column in ("kind", "cable", "planned", "found"):
             table.add_column(column, overflow="fold")
         for f in report.findings:
-            table.add_row(f.kind.value, escape(f.label or f.cable or "-"), escape(f.planned_text), escape(f.found_text))
+            table.add_row(f.kind.value, _safe(f.label or f.cable or "-"), _safe(f.planned_text), _safe(f.found_text))
         out.print(table)
     summary = (
         f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
         f"{report.matched_links} between the planned ports"
     )
     if report.clean:
-        out.print(f"[bold green]{escape(summary)}: the fabric matches the plan.[/]", soft_wrap=True)
+        out.print(f"[bold green]{_safe(summary)}: the fabric matches the plan.[/]", soft_wrap=True)
         return
     counts = ", ".join(f"{n} {kind}" for kind, n in report.counts().items())
-    out.print(f"[bold red]{escape(summary)}; {len(report.findings)} differences: {escape(counts)}.[/]",
+    out.print(f"[bold red]{_safe(summary)}; {len(report.findings)} differences: {_safe(counts)}.[/]",
               soft_wrap=True)
 
 
@@ -525,20 +556,20 @@ def init(
     """Print a starter spec from a preset (see --preset); refuse to overwrite an existing file."""
     presets = _presets()
     if preset not in presets:
-        err.print(f"[red]error:[/] unknown preset {escape(preset)!r}; presets: {', '.join(presets)}")
+        err.print(f"[red]error:[/] unknown preset {_safe(repr(preset))}; presets: {_safe(', '.join(presets))}")
         _fail(EXIT_ERROR)
     text = presets[preset].read_text(encoding="utf-8")
     if output is None:
         sys.stdout.write(text)
         return
     if output.exists():
-        err.print(f"[red]error:[/] {escape(str(output))} exists; not overwriting it")
+        err.print(f"[red]error:[/] {_safe(str(output))} exists; not overwriting it")
         _fail(EXIT_ERROR)
     output.write_text(
         text.replace("../schemas/fabricgen.schema.json", "fabricgen.schema.json"), encoding="utf-8"
     )
     err.print(
-        f"wrote {escape(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
+        f"wrote {_safe(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
     )
 
 

@@ -6,11 +6,12 @@ message carries the file:line:col of the spec node at fault.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricgen.core.errors import SourcePosition, SpecIssue
+from fabricgen.core.errors import SourcePosition, SpecIssue, printable
 
 PathKey = tuple[str | int, ...]
 
@@ -22,19 +23,51 @@ def format_path(path: PathKey) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else part
+            out += f".{printable(part)}" if out else printable(part)
     return out
+
+
+REDACTED = "<redacted>"
+
+
+def is_secret(path: PathKey, secret_keys: frozenset[str]) -> bool:
+    """Whether a path lies at or under a key the schema marks secret (``x-secret``: SM keys and their holder)."""
+    return any(isinstance(part, str) and part in secret_keys for part in path)
+
+
+def secret_forms(value: Any) -> set[str]:
+    """Every way a message could spell a secret value or a scalar inside it (text, repr, JSON, decimal, hex)."""
+    if isinstance(value, dict):
+        return {form for v in value.values() for form in secret_forms(v)}
+    if isinstance(value, list):
+        return {form for v in value for form in secret_forms(v)}
+    if value is None or isinstance(value, bool):
+        return set()
+    forms = {str(value), repr(value), json.dumps(value)}
+    if isinstance(value, int):
+        forms |= {hex(value), f"0x{value:016x}", f"{value:x}"}
+    return {f for f in forms if len(f) >= 4}  # shorter is no key material, and would blank out line numbers
+
+
+def redact(text: str, forms: set[str]) -> str:
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, REDACTED)
+    return text
 
 
 @dataclass(frozen=True)
 class Document:
-    """A loaded spec: its data, its source name, a digest of its bytes, and positions for every path."""
+    """A loaded spec: its data, its source name, a digest of its bytes, and positions for every path.
+
+    Values at ``secret_keys`` never reach a message: :meth:`issue` scrubs them from every issue it makes there.
+    """
 
     data: Any
     source: str
     digest: str
     value_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
     key_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
+    secret_keys: frozenset[str] = frozenset()
 
     def position(self, path: PathKey) -> SourcePosition:
         """Best position for a path: the key's line, else the value's, else the nearest ancestor's."""
@@ -49,5 +82,23 @@ class Document:
         """Position of the value itself (for a mapping: its first key), falling back to :meth:`position`."""
         return self.value_positions.get(path) or self.position(path)
 
+    def is_secret(self, path: PathKey) -> bool:
+        return is_secret(path, self.secret_keys)
+
+    def secret_value(self, path: PathKey) -> Any:
+        """The value at the outermost secret key on ``path`` (None when there is none)."""
+        node = self.data
+        for part in path:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+            if isinstance(part, str) and part in self.secret_keys:
+                return node
+        return None
+
     def issue(self, path: PathKey, message: str, hint: str = "") -> SpecIssue:
+        if self.is_secret(path):
+            forms = secret_forms(self.secret_value(path))
+            message, hint = redact(message, forms), redact(hint, forms)
         return SpecIssue(self.position(path), format_path(path), message, hint)

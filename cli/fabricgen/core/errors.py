@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (newline, escape, U+2028...) written as a Python escape: a file
+    name or key from the spec must not start a line of its own in a report, or move the cursor of a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True, order=True)
 class SourcePosition:
     """Where a YAML node starts: 1-based line and column in a named file."""
@@ -16,7 +24,7 @@ class SourcePosition:
     column: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
+        return f"{printable(self.file)}:{self.line}:{self.column}"
 
 
 @dataclass(frozen=True)

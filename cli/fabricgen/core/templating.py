@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
@@ -30,10 +31,39 @@ def render_template(name: str, **context: Any) -> bytes:
     return environment().get_template(name).render(**context).encode("utf-8")
 
 
+# A spreadsheet reads a CSV cell starting with one of these as a formula (=HYPERLINK(...), =cmd|' /C calc'!A0).
+FORMULA_START = frozenset("=+-@\t\r\n")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# A cell that could start with one: at a line start or after a separator, quoted or not (may over-match).
+_MAYBE_FORMULA = re.compile(r'(?:^|,)"?[=+\-@\t\r\n]', re.MULTILINE)
+
+
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet would take this text cell for a formula: it starts with ``= + - @``, a tab or a line
+    break (OWASP, "CSV Injection") and is not a plain number (``-1`` stays a number)."""
+    return text[:1] in FORMULA_START and not _PLAIN_NUMBER.fullmatch(text)
+
+
+def spreadsheet_text(text: str) -> str:
+    """OWASP's neutralisation of a formula-like text cell: a leading ``'``, which spreadsheets show as text."""
+    return "'" + text if formula_like(text) else text
+
+
 def csv_bytes(header: Iterable[object], rows: Iterable[Iterable[object]]) -> bytes:
-    """A CSV artifact: a header row, then the rows, Unix line ends, UTF-8."""
+    """A CSV artifact: a header row, then the rows, Unix line ends, UTF-8; formula-like text cells neutralised.
+
+    Names and parts reach CSVs only after strict patterns that cannot start a formula, so the neutralisation is a
+    safety net that never changes a NetBox import (NetBox stores a leading ``'`` as part of the value). It costs one
+    regex scan of the written text; cells are rewritten one by one only when the scan finds a candidate.
+    """
+    table = [list(header), *(list(row) for row in rows)]
+    text = _csv_text(table)
+    if _MAYBE_FORMULA.search(text):
+        text = _csv_text([[spreadsheet_text(c) if isinstance(c, str) else c for c in row] for row in table])
+    return text.encode("utf-8")
+
+
+def _csv_text(table: Iterable[Iterable[object]]) -> str:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue().encode("utf-8")
+    csv.writer(buffer, lineterminator="\n").writerows(table)
+    return buffer.getvalue()

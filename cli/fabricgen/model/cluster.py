@@ -126,7 +126,7 @@ class Cluster:
     fabrics: tuple[Fabric, ...]
     nic_models: Mapping[str, NicModel]
     spec_digest: str
-    source: str
+    source: str  # the spec's file name made safe for any artifact (core.naming.source_label), never a path
     media: tuple[Medium, ...] = ()
     cloud: Cloud | None = None
     lustre: tuple[LustreFs, ...] = ()

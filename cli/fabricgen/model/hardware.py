@@ -3,7 +3,10 @@ and optics."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import accumulate
 
 
 @dataclass(frozen=True)
@@ -60,13 +63,17 @@ class SwitchModel:
         """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""
         return sum(g.cages * max(g.per_cage(s) for s in speeds) for g in self.port_groups)
 
+    @cached_property
+    def _last_cages(self) -> tuple[int, ...]:
+        """The 1-based number of each port group's last cage."""
+        return tuple(accumulate(g.cages for g in self.port_groups))
+
     def cage_group(self, cage: int) -> PortGroup:
-        """The port group of a 1-based cage number counted across port groups."""
-        for group in self.port_groups:
-            if cage <= group.cages:
-                return group
-            cage -= group.cages
-        raise ValueError(f"{self.name} has no cage {cage}")
+        """The port group of a 1-based cage number counted across port groups (by bisection: called per link)."""
+        index = bisect_left(self._last_cages, cage)
+        if cage < 1 or index == len(self.port_groups):
+            raise ValueError(f"{self.name} has no cage {cage}")
+        return self.port_groups[index]
 
     def cage_form_factor(self, cage: int) -> str:
         """Form factor of a 1-based cage number counted across port groups."""

@@ -10,30 +10,31 @@ The protocol has one commit point and rolls forward, in this order (each step de
   5. remove the journal, then the staging directory.
 Dying before 3 leaves the old tree plus staging residue; dying after it leaves a journal. `recover`, run first
 by every plan and apply, removes the residue or finishes the journal; every roll-forward step is idempotent.
+Every step works on descriptors of OUT and OUT/.fabricgen (:mod:`fabricgen.outdir.fs`), never through a symlink.
 """
 
 from __future__ import annotations
 
-import tempfile
+import os
 from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
 
 from fabricgen.core.errors import OutputError
+from fabricgen.outdir.fs import new_name, tree, write_atomically, write_new
 from fabricgen.outdir.journal import (
     JOURNAL_FILE,
     STAGING_PREFIX,
+    TMP_PREFIX,
     Journal,
+    State,
     discard_residue,
     exclusive_lock,
     finish,
-    fsync_dir,
+    opened_state,
     recover,
     recover_locked,
-    write_atomically,
-    write_file,
 )
-from fabricgen.outdir.lock import STATE_DIR, LockEntry
+from fabricgen.outdir.lock import LockEntry
 from fabricgen.outdir.plan import Plan, plan_without_recovery
 
 
@@ -56,27 +57,35 @@ def apply_plan(plan: Plan, *, force: bool = False) -> ApplyResult:
 
     Raises:
         OutputError: another apply holds the lock, unmanaged files are in the way and ``force`` is false, the
-            re-plan fails, or an I/O error occurs (after the commit point the next run finishes the apply).
+            re-plan fails, OUT/.fabricgen is a symlink or a file, or an I/O error occurs (after the commit point
+            the next run finishes the apply).
     """
     out_dir = plan.out_dir
     recover(out_dir)
     if not plan.needs_apply:
         return ApplyResult(plan)
     _refuse_unmanaged(plan, force)
-    _make_state_dir(out_dir)
-    with exclusive_lock(out_dir):
-        recover_locked(out_dir)
-        fresh = plan_without_recovery(
-            plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version
-        )
-        if not fresh.needs_apply:
-            return ApplyResult(fresh)
-        _refuse_unmanaged(fresh, force)
-        journal = _stage_and_commit(fresh)
-        lock_written = finish(out_dir, journal)
+    with opened_state(out_dir, create=True) as opened:
+        state = _made(opened)
+        with exclusive_lock(state):
+            recover_locked(state)
+            fresh = plan_without_recovery(
+                plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version
+            )
+            if not fresh.needs_apply:
+                return ApplyResult(fresh)
+            _refuse_unmanaged(fresh, force)
+            journal = _stage_and_commit(fresh, state)
+            lock_written = finish(state, journal)
     return ApplyResult(
         fresh, written=tuple(a.path for a in fresh.writes), deleted=fresh.deletions, lock_written=lock_written
     )
+
+
+def _made(state: State | None) -> State:
+    if state is None:  # opened_state(create=True) makes both directories or raises
+        raise OutputError("the output directory could not be created")
+    return state
 
 
 def _refuse_unmanaged(plan: Plan, force: bool) -> None:
@@ -87,45 +96,48 @@ def _refuse_unmanaged(plan: Plan, force: bool) -> None:
         )
 
 
-def _make_state_dir(out_dir: Path) -> None:
-    try:
-        (out_dir / STATE_DIR).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create {out_dir / STATE_DIR}: {exc}") from exc
-
-
-def _stage_and_commit(plan: Plan) -> Journal:
+def _stage_and_commit(plan: Plan, state: State) -> Journal:
     """Steps 2 and 3. On failure before the journal exists, remove the staging so no residue is left."""
-    state_dir = plan.out_dir / STATE_DIR
-    journal_path = state_dir / JOURNAL_FILE
     try:
-        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=state_dir))
+        staging = new_name(state.state_fd, STAGING_PREFIX, directory=True)
         journal = Journal(
-            staging=staging.name,
+            staging=staging,
             writes=tuple(LockEntry(a.path, a.sha256, a.mode) for a in plan.writes),
             deletions=plan.deletions,
             lock_bytes=plan.lock.to_bytes(),
         )
-        _stage(plan, staging)
-        write_atomically(journal_path, journal.to_bytes(), state_dir)
+        _stage(plan, state, staging)
+        write_atomically(state.state_fd, JOURNAL_FILE, journal.to_bytes(), state.state_fd, TMP_PREFIX)
     except BaseException as exc:
-        if not journal_path.exists():
+        if not _committed(state):
             with suppress(OSError):
-                discard_residue(state_dir)
+                discard_residue(state)
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write to {plan.out_dir}: {exc}; nothing was changed") from exc
         raise
     return journal
 
 
-def _stage(plan: Plan, staging: Path) -> None:
-    directories = {staging}
-    for artifact in plan.writes:
-        target = staging / artifact.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_file(target, artifact.content, artifact.mode)
-        directories.update(p for p in target.parents if p.is_relative_to(staging))
-    # New directory entries are durable only once their directory is synced; the journal must not outlive them
-    for directory in sorted(directories, key=lambda p: len(p.parts), reverse=True):
-        fsync_dir(directory)
-    fsync_dir(staging.parent)
+def _committed(state: State) -> bool:
+    try:
+        os.stat(JOURNAL_FILE, dir_fd=state.state_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _stage(plan: Plan, state: State, staging: str) -> None:
+    """Every new file into the private staging directory, made by this run (0700), each directory opened without
+    following a symlink."""
+    with tree(state.state_fd) as private:
+        for artifact in plan.writes:
+            parent_rel, _, name = artifact.path.rpartition("/")
+            directory = private.get(f"{staging}/{parent_rel}" if parent_rel else staging, create=True)
+            assert directory is not None
+            write_new(directory, name, artifact.content, artifact.mode)
+        # New directory entries are durable only once their directory is synced; the journal must not outlive them
+        for rel, fd in sorted(private.opened().items(), key=lambda item: item[0].count("/"), reverse=True):
+            if rel:
+                os.fsync(fd)
+        os.fsync(state.state_fd)
+

@@ -1,7 +1,8 @@
 """The crash-safe half of apply: the journal written at its commit point, the exclusive apply lock, and
 recovery, which every plan and apply runs first: it finishes an apply that died after the commit point
 (roll-forward: deletions, renames, the lock file last) or drops the staging residue of one that died before.
-Every roll-forward step is idempotent.
+Every roll-forward step is idempotent, and works on descriptors relative to OUT (:mod:`fabricgen.outdir.fs`): a
+symlink planted after the commit point is replaced or refused, never followed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -22,13 +22,23 @@ from typing import Any
 
 from fabricgen.core.artifacts import is_safe_relative_path
 from fabricgen.core.errors import OutputError
+from fabricgen.outdir.fs import (
+    NOT_A_DIRECTORY,
+    Tree,
+    exists,
+    open_out,
+    open_state,
+    read_own_file,
+    tree,
+    write_atomically,
+)
 from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, LockEntry, parse_lock
 
 FLOCK_FILE = "apply.lock"
 JOURNAL_FILE = "journal.json"
 JOURNAL_FORMAT = 1
 STAGING_PREFIX = "staging-"
-_TMP_PREFIX = "tmp-"
+TMP_PREFIX = "tmp-"
 _STAGING_NAME = re.compile(r"^staging-[A-Za-z0-9_]+$")
 
 
@@ -79,6 +89,40 @@ class Journal:
         return cls(staging=staging, writes=writes, deletions=deletions, lock_bytes=lock.encode("ascii"))
 
 
+@dataclass(frozen=True)
+class State:
+    """OUT and its state directory, both open: every step below works relative to these descriptors."""
+
+    out_dir: Path
+    out_fd: int
+    state_fd: int
+
+    @property
+    def state_dir(self) -> Path:
+        return self.out_dir / STATE_DIR
+
+
+@contextmanager
+def opened_state(out_dir: Path, *, create: bool) -> Iterator[State | None]:
+    """OUT and OUT/.fabricgen opened (made when ``create``); None when either is missing. A state directory that is
+    a symlink or a file is an OutputError, before anything is read, locked, written or deleted in it."""
+    out_fd = open_out(out_dir, create=create)
+    if out_fd is None:
+        yield None
+        return
+    try:
+        state_fd = open_state(out_fd, out_dir, STATE_DIR, create=create)
+        if state_fd is None:
+            yield None
+            return
+        try:
+            yield State(out_dir, out_fd, state_fd)
+        finally:
+            os.close(state_fd)
+    finally:
+        os.close(out_fd)
+
+
 def recover(out_dir: Path) -> bool:
     """Finish an apply that died after its commit point; drop residue of one that died before it.
 
@@ -87,168 +131,168 @@ def recover(out_dir: Path) -> bool:
     Returns:
         True when an interrupted apply was finished.
     """
-    if not _has_leftovers(out_dir / STATE_DIR):
-        return False
-    with exclusive_lock(out_dir):
-        return recover_locked(out_dir)
+    with opened_state(out_dir, create=False) as state:
+        if state is None or not _has_leftovers(state):
+            return False
+        with exclusive_lock(state):
+            return recover_locked(state)
 
 
 @contextmanager
-def exclusive_lock(out_dir: Path) -> Iterator[None]:
+def exclusive_lock(state: State) -> Iterator[None]:
     """flock OUT/.fabricgen/apply.lock without waiting: a second apply fails fast instead of queueing behind
     a first one whose outcome it has not planned for. The file is never deleted (that would race lockers)."""
-    path = out_dir / STATE_DIR / FLOCK_FILE
+    path = state.state_dir / FLOCK_FILE
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(FLOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=state.state_fd)
     except OSError as exc:
         raise OutputError(f"cannot open {path}: {exc}") from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise OutputError(f"another fabricgen apply is running on {out_dir}") from exc
+            raise OutputError(f"another fabricgen apply is running on {state.out_dir}") from exc
         yield
     finally:
         os.close(fd)
 
 
-def _has_leftovers(state_dir: Path) -> bool:
-    try:
-        names = os.listdir(state_dir)  # noqa: PTH208 - one cheap call on the hot path of every plan
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return any(n == JOURNAL_FILE or n.startswith((STAGING_PREFIX, _TMP_PREFIX)) for n in names)
+def _has_leftovers(state: State) -> bool:
+    names = os.listdir(state.state_fd)  # noqa: PTH208 - by descriptor; one cheap call on the hot path of every plan
+    return any(n == JOURNAL_FILE or n.startswith((STAGING_PREFIX, TMP_PREFIX)) for n in names)
 
 
-def recover_locked(out_dir: Path) -> bool:
-    state_dir = out_dir / STATE_DIR
-    journal_path = state_dir / JOURNAL_FILE
-    try:
-        data: bytes | None = journal_path.read_bytes()
-    except FileNotFoundError:
-        data = None
-    except OSError as exc:
-        raise OutputError(f"cannot read {journal_path}: {exc}") from exc
+def recover_locked(state: State) -> bool:
+    journal_path = state.state_dir / JOURNAL_FILE
+    data = read_own_file(state.state_fd, JOURNAL_FILE, journal_path)
     if data is not None:
-        finish(out_dir, Journal.parse(data, str(journal_path)))
+        finish(state, Journal.parse(data, str(journal_path)))
     try:
-        discard_residue(state_dir)
+        discard_residue(state)
     except OSError as exc:
-        raise OutputError(f"cannot clean up {state_dir}: {exc}") from exc
+        raise OutputError(f"cannot clean up {state.state_dir}: {exc}") from exc
     return data is not None
 
 
-def discard_residue(state_dir: Path) -> None:
+def discard_residue(state: State) -> None:
     """Remove staging directories and temp files no journal refers to; the tree never saw them."""
-    with suppress(FileNotFoundError):
-        for child in state_dir.iterdir():
-            if not child.name.startswith((STAGING_PREFIX, _TMP_PREFIX)):
-                continue
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+    for entry in os.scandir(state.state_fd):
+        if not entry.name.startswith((STAGING_PREFIX, TMP_PREFIX)):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.name, dir_fd=state.state_fd)
+        else:
+            os.unlink(entry.name, dir_fd=state.state_fd)
 
 
-def write_file(path: Path, content: bytes, mode: int) -> None:
-    """Exclusive create, explicit chmod (the umask must not decide an artifact's mode), fsync."""
-    with path.open("xb") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fchmod(handle.fileno(), mode)
-        os.fsync(handle.fileno())
-
-
-def write_atomically(path: Path, data: bytes, temp_dir: Path) -> None:
-    """Temp file in OUT/.fabricgen (same file system), fsync, os.replace, fsync the directory."""
-    fd, temp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=temp_dir)
-    temp = Path(temp_name)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fchmod(handle.fileno(), 0o644)
-        os.fsync(handle.fileno())
-    temp.replace(path)
-    fsync_dir(path.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def finish(out_dir: Path, journal: Journal) -> bool:
+def finish(state: State, journal: Journal) -> bool:
     """Steps 4 and 5, safe to repeat from any point. Returns whether the lock file was (re)written."""
-    state_dir = out_dir / STATE_DIR
     try:
-        lock_written = _roll_forward(out_dir, journal)
-        (state_dir / JOURNAL_FILE).unlink()
-        fsync_dir(state_dir)
-        shutil.rmtree(state_dir / journal.staging, ignore_errors=True)
+        lock_written = _roll_forward(state, journal)
+        os.unlink(JOURNAL_FILE, dir_fd=state.state_fd)
+        os.fsync(state.state_fd)
+        shutil.rmtree(journal.staging, ignore_errors=True, dir_fd=state.state_fd)
     except OSError as exc:
         raise OutputError(
-            f"apply to {out_dir} was interrupted after its commit point ({exc}); "
+            f"apply to {state.out_dir} was interrupted after its commit point ({exc}); "
             "the next fabricgen plan or apply finishes it"
         ) from exc
     return lock_written
 
 
-def _roll_forward(out_dir: Path, journal: Journal) -> bool:
-    # Deletions first: a deleted file "a" may be where the directory of a new "a/b" goes, and deleting "a/b"
-    # may empty the directory "a" a new file replaces.
-    for rel in journal.deletions:
-        _delete(out_dir, rel)
-    staging = out_dir / STATE_DIR / journal.staging
-    touched = {out_dir}
-    for entry in journal.writes:
-        _move_into_place(staging, out_dir, entry.path)
-        touched.add((out_dir / entry.path).parent)
-    for directory in sorted(touched):
-        fsync_dir(directory)
-    return _write_lock(out_dir, journal.lock_bytes)
+def _roll_forward(state: State, journal: Journal) -> bool:
+    with tree(state.out_fd) as out, tree(state.state_fd) as private:
+        # Deletions first: a deleted file "a" may be where the directory of a new "a/b" goes, and deleting "a/b"
+        # may empty the directory "a" a new file replaces.
+        for rel in journal.deletions:
+            _delete(out, rel)
+        touched = {""}
+        for entry in journal.writes:
+            _move_into_place(private, out, journal.staging, entry.path, state)
+            touched.add(entry.path.rpartition("/")[0])
+        opened = out.opened()
+        for rel_dir in sorted(touched):
+            os.fsync(opened[rel_dir])
+    return _write_lock(state, journal.lock_bytes)
 
 
-def _delete(out_dir: Path, rel: str) -> None:
-    """Unlink one lock-listed file if still there, then the directories that deletion emptied (never OUT)."""
-    target = out_dir / rel
+def _delete(out: Tree, rel: str) -> None:
+    """Unlink one lock-listed file if still there, then the directories that deletion emptied (never OUT). A path
+    that now leads through a symlink or a file holds nothing of fabricgen's inside OUT: it is left alone."""
+    parent_rel, _, name = rel.rpartition("/")
     try:
-        st = target.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        st = None
-    if st is not None and not stat.S_ISDIR(st.st_mode):
-        target.unlink()
+        parent = out.get(parent_rel)
+    except OSError as exc:
+        if exc.errno in NOT_A_DIRECTORY:
+            return
+        raise
+    if parent is not None:
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=parent)  # a symlink here is unlinked itself, never what it points to
     parts = rel.split("/")
     for depth in range(len(parts) - 1, 0, -1):
+        directory = "/".join(parts[:depth])
+        up_rel, _, dir_name = directory.rpartition("/")
         try:
-            (out_dir / "/".join(parts[:depth])).rmdir()
-        except FileNotFoundError:
+            up = out.get(up_rel)
+        except OSError as exc:
+            if exc.errno in NOT_A_DIRECTORY:
+                break
+            raise
+        if up is None:
             continue  # removed by the run this one is finishing; its parents may still be left
+        try:
+            os.rmdir(dir_name, dir_fd=up)
+        except FileNotFoundError:
+            continue
         except OSError as exc:
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
                 break
             raise
+        out.forget(directory)
 
 
-def _move_into_place(staging: Path, out_dir: Path, rel: str) -> None:
-    """Rename a staged file over its target; a missing staged file means an earlier run already moved it."""
-    source, target = staging / rel, out_dir / rel
-    if source.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source.replace(target)
-    elif not target.exists():
+def _move_into_place(private: Tree, out: Tree, staging: str, rel: str, state: State) -> None:
+    """Rename a staged file over its target; a missing staged file means an earlier run already moved it. The
+    target's directories are opened (or made) without following a symlink: one planted there is refused."""
+    parent_rel, _, name = rel.rpartition("/")
+    staged_dir = f"{staging}/{parent_rel}" if parent_rel else staging
+    try:
+        source = private.get(staged_dir)
+    except OSError as exc:
+        if exc.errno not in NOT_A_DIRECTORY:
+            raise
+        source = None
+    if source is not None and exists(source, name):
+        try:
+            target = out.get(parent_rel, create=True)
+        except OSError as exc:
+            if exc.errno in NOT_A_DIRECTORY:
+                raise OutputError(
+                    f"cannot finish the apply of {state.out_dir}: a path on the way to {rel} is a symlink or a file, "
+                    "and fabricgen never writes through one; move it away and run fabricgen apply again") from exc
+            raise
+        assert target is not None
+        os.replace(name, name, src_dir_fd=source, dst_dir_fd=target)
+        return
+    try:
+        target = out.get(parent_rel)
+    except OSError:
+        target = None
+    if target is None or not exists(target, name):
         raise OutputError(
-            f"cannot finish the interrupted apply of {out_dir}: the staged copy of {rel} is gone; "
-            f"delete {out_dir / STATE_DIR / JOURNAL_FILE} and run fabricgen apply again"
+            f"cannot finish the interrupted apply of {state.out_dir}: the staged copy of {rel} is gone; "
+            f"delete {state.state_dir / JOURNAL_FILE} and run fabricgen apply again"
         )
 
 
-def _write_lock(out_dir: Path, data: bytes) -> bool:
-    path = out_dir / LOCK_FILE
-    with suppress(FileNotFoundError):
-        if path.read_bytes() == data:
+def _write_lock(state: State, data: bytes) -> bool:
+    with suppress(OutputError):  # a lock that is a symlink, or unreadable, is replaced below
+        if read_own_file(state.out_fd, LOCK_FILE, state.out_dir / LOCK_FILE) == data:
             return False
-    write_atomically(path, data, out_dir / STATE_DIR)
+    write_atomically(state.out_fd, LOCK_FILE, data, state.state_fd, TMP_PREFIX)
     return True

@@ -6,6 +6,7 @@ since its paths are deleted and replaced.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from fabricgen.core.artifacts import Artifact, is_safe_relative_path
 from fabricgen.core.errors import OutputError
+from fabricgen.outdir.fs import open_out, read_own_file
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 TOOL_NAME = "fabricgen"
@@ -138,9 +140,11 @@ def _corrupt(source: str, detail: str) -> OutputError:
 
 
 def read_lock_bytes(out_dir: Path) -> bytes | None:
-    try:
-        return (out_dir / LOCK_FILE).read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
+    """The lock file's bytes (None without OUT or lock); bounded, and refused when it is a symlink."""
+    out_fd = open_out(out_dir)
+    if out_fd is None:
         return None
-    except OSError as exc:
-        raise OutputError(f"cannot read lock file {out_dir / LOCK_FILE}: {exc}") from exc
+    try:
+        return read_own_file(out_fd, LOCK_FILE, out_dir / LOCK_FILE)
+    finally:
+        os.close(out_fd)

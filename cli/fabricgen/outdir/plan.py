@@ -11,7 +11,7 @@ killed after its commit point, so that a plan never diffs against a half-written
 
 from __future__ import annotations
 
-import hashlib
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -22,6 +22,7 @@ from typing import Literal
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
+from fabricgen.outdir.fs import file_digest
 from fabricgen.outdir.journal import recover
 from fabricgen.outdir.lock import (
     LOCK_FILE,
@@ -217,7 +218,14 @@ class _Disk:
             return _OnDisk("dir")
         if not stat.S_ISREG(st.st_mode):
             return _OnDisk("other")
-        digest = hashlib.sha256((self.out_dir / rel).read_bytes()).hexdigest()
+        try:
+            digest = file_digest(self.out_dir / rel)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            digest = None  # replaced by a symlink since the lstat above
+        if digest is None:
+            return _OnDisk("other")
         return _OnDisk("file", digest, stat.S_IMODE(st.st_mode) & 0o777)
 
 

@@ -1,7 +1,10 @@
 """Stage 1, load: YAML text -> plain data plus the source position of every node.
 
-Loading is deliberately strict: one document, string keys, no duplicate keys, no custom tags, no merge keys,
-a size limit and a bound on alias expansion (so a billion-laughs file fails in milliseconds, not minutes).
+Loading is deliberately strict: one document, string keys, no duplicate keys, no custom tags, no merge keys, a
+size limit enforced by the reader itself (devices and pipes too), a bound on the number of YAML nodes counted before
+anything is built (an 8M-element list fails in about a second), and a bound on alias expansion (so a
+billion-laughs file fails in milliseconds, not minutes). A scalar its tag cannot construct (``!!int "eight"``) is an
+issue at its line. Values under keys the schema marks secret never appear in an issue.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from typing import Any
 
 import yaml
 
-from fabricgen.core.document import Document, PathKey, format_path
+from fabricgen.core.document import REDACTED, Document, PathKey, format_path, is_secret
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
+from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.spec.validate import secret_keys
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
+# YAML nodes (scalars, lists, mappings) one document may hold, counted on the parser's events before any node is
+# composed: a 64k-GPU spec has a few thousand; an inventory file of 100k rows about a million.
+MAX_NODES = 2_000_000
 # Expanded nodes may exceed distinct nodes by this factor (plus a small allowance) before aliases count as a bomb.
 ALIAS_EXPANSION_FACTOR = 4
 ALIAS_EXPANSION_ALLOWANCE = 10_000
@@ -41,7 +49,7 @@ _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _Converter:
     """Turns a composed node graph into plain Python data, recording positions and bounding alias growth."""
 
-    def __init__(self, source: str, distinct_nodes: int) -> None:
+    def __init__(self, source: str, distinct_nodes: int, secrets: frozenset[str]) -> None:
         self.source = source
         self.budget = distinct_nodes * ALIAS_EXPANSION_FACTOR + ALIAS_EXPANSION_ALLOWANCE
         self.expanded = 0
@@ -49,6 +57,7 @@ class _Converter:
         self.keys: dict[PathKey, SourcePosition] = {}
         self.issues: list[SpecIssue] = []
         self.constructor = yaml.constructor.SafeConstructor()
+        self.secrets = secrets
 
     def mark(self, node: yaml.Node) -> SourcePosition:
         return SourcePosition(self.source, node.start_mark.line + 1, node.start_mark.column + 1)
@@ -89,7 +98,14 @@ class _Converter:
                 node, path, f"tag {node.tag!r} is not allowed", "plain YAML scalars only; remove the tag"
             )
             return None
-        return self.constructor.construct_object(node)
+        try:
+            return self.constructor.construct_object(node)
+        except (ValueError, KeyError, TypeError, yaml.YAMLError):  # !!int "eight", !!bool "maybe", 5000 digits
+            kind = node.tag.rsplit(":", 1)[-1]
+            shown = REDACTED if is_secret(path, self.secrets) else _short(str(node.value))
+            self.fail(node, path, f"{shown} is not a valid {_KINDS.get(kind, kind)}",
+                      f"remove the !!{kind} tag, quote the text or write a plain {_KINDS.get(kind, kind)}")
+            return None
 
     def convert_mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
         if node.tag != _MAP_TAG:
@@ -121,6 +137,28 @@ class _Converter:
             self.keys[child] = self.mark(key_node)
             out[key] = self.convert(value_node, child)
         return out
+
+
+_KINDS = {"int": "integer", "float": "number", "bool": "boolean", "null": "null", "str": "string"}
+
+
+def _short(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _count_events(text: str, source: str) -> None:
+    """Refuse a document of more than MAX_NODES nodes while parsing, before composing builds any of them."""
+    nodes = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.NodeEvent) and not isinstance(event, yaml.AliasEvent):
+            nodes += 1
+            if nodes > MAX_NODES:
+                mark = event.start_mark
+                line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+                raise SpecError([SpecIssue(SourcePosition(source, line, column), "",
+                                           f"the file holds more than {MAX_NODES} YAML values",
+                                           "split node lists into counted groups")])
 
 
 def _count_distinct(node: yaml.Node) -> int:
@@ -192,6 +230,7 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
         raise SpecError([SpecIssue(where, "", f"spec is not UTF-8: {exc.reason} (byte 0x{raw[exc.start]:02x})",
                                    "save the file as UTF-8")]) from exc
     try:
+        _count_events(decoded, source)
         nodes = list(yaml.compose_all(decoded, Loader=_Loader))
     except yaml.YAMLError as exc:
         raise SpecError([_yaml_issue(source, decoded, exc)]) from exc
@@ -199,30 +238,21 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
     if len(nodes) != 1:
         what = "is empty" if not nodes else f"holds {len(nodes)} YAML documents"
         raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one", "one cluster per file")])
-    converter = _Converter(source, _count_distinct(nodes[0]))
+    secrets = secret_keys()
+    converter = _Converter(source, _count_distinct(nodes[0]), secrets)
     data = converter.convert(nodes[0], ())
     if converter.issues:
         raise SpecError(converter.issues)
-    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys)
+    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys, secrets)
 
 
 def load_file(path: Path) -> Document:
-    """Read and load a spec file; unreadable files become a :class:`SpecError` too."""
+    """Read (bounded, whatever the file is) and load a spec file; unreadable files become a :class:`SpecError`."""
+    origin = SourcePosition(str(path), 1, 1)
     try:
-        size = path.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(
-                [
-                    SpecIssue(
-                        SourcePosition(str(path), 1, 1),
-                        "",
-                        f"spec is {size} bytes, above the {MAX_SPEC_BYTES} byte limit",
-                    )
-                ]
-            )
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_SPEC_BYTES)
+    except TooLargeError as exc:
+        raise SpecError([SpecIssue(origin, "", exc.describe("spec"))]) from exc
     except OSError as exc:
-        raise SpecError(
-            [SpecIssue(SourcePosition(str(path), 0, 0), "", f"cannot read spec: {exc.strerror}")]
-        ) from exc
+        raise SpecError([SpecIssue(origin, "", f"cannot read spec: {exc.strerror or exc}")]) from exc
     return load_text(raw, str(path))

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
@@ -21,13 +23,66 @@ from jsonschema.validators import extend
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from fabricgen.core.document import Document, PathKey, format_path
+from fabricgen.core.document import REDACTED, Document, PathKey, format_path
 from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.resources import shipped_dir
 
 ROOT_SCHEMA = "fabricgen.schema.json"
 _BASE_URI = "https://fabricgen.dev/schemas/"
+
+# Bounds every value of a spec (and of the catalog files) gets where its schema sets none, so no field is
+# unbounded, today's or one added later: the work a spec can ask for stays proportional to what it describes.
+# Fields set tighter bounds of their own (a node group's count, a catalog vendor's 64 characters).
+DEFAULT_LIMITS: dict[str, dict[str, Any]] = {
+    "string": {"maxLength": 1024, "x-plain-text": True},
+    "array": {"maxItems": 65_536},
+    "object": {"maxProperties": 65_536},
+    "integer": {"minimum": -(2**63), "maximum": 2**63 - 1},
+    "number": {"minimum": -1e12, "maximum": 1e12},
+}
+# Keywords that already set a default's bound: every pattern of the schemas is a strict character class, stricter
+# than plain text.
+_SET_BY = {"minimum": ("minimum", "exclusiveMinimum"), "maximum": ("maximum", "exclusiveMaximum"),
+           "x-plain-text": ("x-plain-text", "pattern")}
+_SUBSCHEMA = ("items", "additionalProperties", "propertyNames", "not", "if", "then", "else", "contains")
+_SUBSCHEMAS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+
+
+def _with_limits(schema: Any) -> Any:
+    """``schema`` with :data:`DEFAULT_LIMITS` filled into every typed subschema that lacks them."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    types = out.get("type", [])
+    for kind in types if isinstance(types, list) else [types]:
+        if "enum" in out or "const" in out:
+            break
+        for key, bound in DEFAULT_LIMITS.get(kind, {}).items():
+            if not any(k in out for k in _SET_BY.get(key, (key,))):
+                out[key] = bound
+    for key in _SUBSCHEMA:
+        if key in out:
+            out[key] = _with_limits(out[key])
+    for key in _SUBSCHEMAS:
+        if isinstance(out.get(key), list):
+            out[key] = [_with_limits(s) for s in out[key]]
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _with_limits(s) for name, s in out[key].items()}
+    return out
+
+
+def _schema_files() -> list[tuple[Path, dict[str, Any]]]:
+    """The spec's schema files with :data:`DEFAULT_LIMITS` applied (the NVUE schema, for fabricgen's own output in
+    tests, as it is)."""
+    root = shipped_dir("schemas")
+    files = []
+    for path in sorted(root.rglob("*.schema.json")):
+        contents = json.loads(path.read_text(encoding="utf-8"))
+        files.append((path, contents if path.parent.name == "nvue" else _with_limits(contents)))
+    return files
 
 
 @cache
@@ -37,14 +92,48 @@ def _registry(for_extended: bool = False) -> Registry:
     The registry of the extended validators drops ``$schema``: jsonschema picks the validator class of a
     referenced resource from its ``$schema``, which would silently swap an extended class for the stock one.
     """
-    root = shipped_dir("schemas")
     resources = []
-    for path in sorted(root.rglob("*.schema.json")):
-        contents = json.loads(path.read_text(encoding="utf-8"))
+    for _, contents in _schema_files():
         if for_extended:
             contents.pop("$schema", None)
         resources.append((contents["$id"], DRAFT202012.create_resource(contents)))
     return Registry().with_resources(resources)
+
+
+@cache
+def secret_keys() -> frozenset[str]:
+    """Property names whose schema (or the definition it refers to) says ``"x-secret": true``: their values are
+    key material and never appear in a report."""
+    registry = _registry()
+
+    def secret(schema: Any, base: str) -> bool:
+        if not isinstance(schema, dict):
+            return False
+        if schema.get("x-secret") is True:
+            return True
+        ref = schema.get("$ref")
+        if not isinstance(ref, str):
+            return False
+        uri, _, pointer = (ref if "#" in ref else ref + "#").partition("#")
+        target: Any = registry.contents(urljoin(base, uri))
+        for part in filter(None, pointer.split("/")):
+            target = target[part]
+        return isinstance(target, dict) and target.get("x-secret") is True
+
+    names: set[str] = set()
+    for _, contents in _schema_files():
+        base = contents["$id"]
+        stack = [contents]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                props = node.get("properties")
+                if isinstance(props, dict):
+                    names.update(name for name, sub in props.items() if secret(sub, base))
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+    return frozenset(names)
 
 
 def schema_document(name: str = ROOT_SCHEMA) -> dict[str, Any]:
@@ -55,12 +144,9 @@ def schema_document(name: str = ROOT_SCHEMA) -> dict[str, Any]:
 
 def bundled_schema() -> dict[str, Any]:
     """The root schema with every section inlined under $defs, for `fabricgen schema` and editors."""
-    root = shipped_dir("schemas")
     bundle = schema_document()
-    bundle["$defs"] = {
-        path.stem.removesuffix(".schema"): json.loads(path.read_text(encoding="utf-8"))
-        for path in sorted((root / "sections").glob("*.schema.json"))
-    }
+    bundle["$defs"] = {path.stem.removesuffix(".schema"): contents
+                       for path, contents in _schema_files() if path.parent.name == "sections"}
     return bundle
 
 
@@ -77,7 +163,55 @@ def _pattern(validator: Validator, pattern: str, instance: Any, schema: Any) -> 
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_StrictValidator = extend(Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+def _is_integer(checker: object, instance: Any) -> bool:
+    """``integer`` is an int, never a float: JSON Schema counts 8.0 as an integer, and a float that passes goes on to
+    crash ``range()`` or to print as ``mtu: 9000.0`` in an artifact."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker: object, instance: Any) -> bool:
+    """``number`` is an int or a finite float: ``.nan`` passes every bound (all comparisons are false) and ``.inf``
+    reaches ``int()``."""
+    return _is_integer(checker, instance) or (isinstance(instance, float) and math.isfinite(instance))
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _plain_text(validator: Validator, plain: bool, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """``x-plain-text``: one line, no control characters. Text reaches comments, CSV cells and configs; a newline
+    in it would start a line of its own there (a shell command in a script's header)."""
+    if plain and isinstance(instance, str) and (found := _CONTROL.search(instance)):
+        yield ValidationError(f"holds the control character U+{ord(found.group()):04X}")
+
+
+def _same(instance: Any, expected: Any) -> bool:
+    """JSON equality with the integer rule above: -1.0 is not the const -1 (jsonschema compares 1.0 == 1)."""
+    if isinstance(instance, dict) and isinstance(expected, dict):
+        return instance.keys() == expected.keys() and all(_same(instance[k], expected[k]) for k in instance)
+    if isinstance(instance, list) and isinstance(expected, list):
+        return len(instance) == len(expected) and all(_same(a, b) for a, b in zip(instance, expected, strict=True))
+    if isinstance(instance, bool | float) or isinstance(expected, bool | float):
+        return type(instance) is type(expected) and instance == expected
+    return bool(instance == expected)
+
+
+def _const(validator: Validator, const: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not _same(instance, const):
+        yield ValidationError(f"{const!r} was expected")
+
+
+def _enum(validator: Validator, enums: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not any(_same(instance, choice) for choice in enums):
+        yield ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
+_TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
+_StrictValidator = extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    {"pattern": _pattern, "x-plain-text": _plain_text, "const": _const, "enum": _enum},
+    type_checker=_TYPES,
+)
 
 
 @cache
@@ -96,17 +230,29 @@ def _set_defaults(
     yield from Draft202012Validator.VALIDATORS["properties"](validator, properties, instance, schema)
 
 
-_DefaultFiller = extend(Draft202012Validator, {"properties": _set_defaults})  # type: ignore[no-untyped-call]
+_DefaultFiller = extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"properties": _set_defaults}, type_checker=_TYPES
+)
+
+
+_NON_FINITE = {"nan": ".nan", "inf": ".inf", "-inf": "-.inf"}  # YAML's spellings
 
 
 def _describe(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[str(value)]
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _shown(value: Any) -> str:
+def _hidden(value: Any) -> str:
+    """How a value under a secret key is described: not at all."""
+    return REDACTED
+
+
+def _shown(value: Any, describe: Callable[[Any], str] = _describe) -> str:
     """The value after its type name, except for null and whole sections whose dump would not help."""
-    return "" if value is None or isinstance(value, dict | list) else f" {_describe(value)}"
+    return "" if value is None or isinstance(value, dict | list) else f" {describe(value)}"
 
 
 _JSON_TYPES = {
@@ -132,6 +278,24 @@ def _type_name(value: Any) -> str:
     return {int: "integer", float: "number", str: "string"}.get(type(value), type(value).__name__)
 
 
+_SIZES = {
+    "maxItems": ("entries", "at most"), "minItems": ("entries", "at least"),
+    "maxProperties": ("keys", "at most"), "minProperties": ("keys", "at least"),
+    "maxLength": ("characters", "at most"), "minLength": ("characters", "at least"),
+}
+
+
+def _type_message(instance: Any, expected: Any, hint: str, describe: Callable[[Any], str]) -> tuple[str, str]:
+    """``expected an integer, got number 8.0`` and a hint for the two mistakes YAML makes easy."""
+    types = [str(t) for t in expected] if isinstance(expected, list) else [str(expected)]
+    want = " or ".join(_JSON_TYPES.get(t, t) for t in types)
+    if isinstance(instance, float) and not math.isfinite(instance):
+        return f"expected {want}, got {describe(instance)}", hint or "write a finite number"
+    if isinstance(instance, float) and instance.is_integer() and "integer" in types and describe is _describe:
+        return f"expected {want}, got number {describe(instance)}", f"write {int(instance)} without a decimal point"
+    return f"expected {want}, got {_type_name(instance)}{_shown(instance, describe)}", hint
+
+
 def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[SpecIssue]:
     """One jsonschema error -> one or more issues (an unknown-keys error names each key)."""
     path: PathKey = (*prefix, *error.absolute_path)
@@ -139,6 +303,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
     hint = schema.get("x-hint", "")
     kind = str(error.validator)
     value: Any = error.validator_value
+    describe = _hidden if doc.is_secret(path) else _describe
     if kind in {"oneOf", "anyOf"}:
         return _alternatives_issues(error, doc, prefix, path, hint or str(schema.get("description", "")))
     if kind == "additionalProperties" and isinstance(error.instance, dict):
@@ -164,25 +329,34 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
         return [
             doc.issue(
                 path,
-                f"{_describe(error.instance)} is not an allowed value",
+                f"{describe(error.instance)} is not an allowed value",
                 f"{guess} {allowed_values}" if guess else allowed_values,
             )
         ]
+    if kind in _SIZES:
+        what, bound = _SIZES[kind]
+        size = len(error.instance) if isinstance(error.instance, str | list | dict) else 0
+        subject = f"{describe(error.instance)} is {size} characters long" if what == "characters" else \
+            f"holds {size} {what}"
+        return [doc.issue(path, f"{subject}; {bound} {value} allowed", hint)]
+    if kind == "uniqueItems":
+        return [doc.issue(path, "lists the same entry twice", hint or "list each entry once")]
+    if kind == "not":
+        return [doc.issue(path, f"{describe(error.instance)} is not allowed here", hint)]
+    if kind == "x-plain-text":
+        return [doc.issue(path, f"{describe(error.instance)} {error.message}",
+                          "one line of text: no newlines, tabs or other control characters")]
     if kind == "const":
-        return [doc.issue(path, f"{_describe(error.instance)} must be {error.validator_value!r}", hint)]
+        if isinstance(error.instance, float) and isinstance(value, int) and error.instance == value:
+            hint = f"write {value} without a decimal point"
+        return [doc.issue(path, f"{describe(error.instance)} must be {value!r}", hint)]
     if kind == "type":
-        expected = [str(t) for t in value] if isinstance(value, list) else [str(value)]
-        want = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
-        return [
-            doc.issue(
-                path, f"expected {want}, got {_type_name(error.instance)}{_shown(error.instance)}", hint
-            )
-        ]
+        return [doc.issue(path, *_type_message(error.instance, value, hint, describe))]
     if kind == "pattern":
         return [
             doc.issue(
                 path,
-                f"{_describe(error.instance)} is not a valid name here",
+                f"{describe(error.instance)} is not a valid name here",
                 hint or f"must match {error.validator_value}",
             )
         ]
@@ -217,8 +391,14 @@ def _context_hint(error: ValidationError) -> str:
 
 def schema_issues(doc: Document, data: Any, ref: str = ROOT_SCHEMA, prefix: PathKey = ()) -> list[SpecIssue]:
     """Every schema violation of ``data`` (found at ``prefix`` inside ``doc``) against schema file ``ref``."""
+    errors = list(_validator(ref).iter_errors(data))
+    # A value of the wrong type also fails the bounds meant for the right one (.inf: "above the maximum"): say only
+    # that its type is wrong.
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     issues: list[SpecIssue] = []
-    for error in _validator(ref).iter_errors(data):
+    for error in errors:
+        if error.validator != "type" and tuple(error.absolute_path) in mistyped:
+            continue
         issues.extend(_issues_for(error, doc, prefix))
     return sorted(set(issues), key=SpecIssue.sort_key)
 

@@ -19,7 +19,7 @@ from fabricgen.core.document import Document, PathKey
 from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import choices_hint
 from fabricgen.core.issues import Issues
-from fabricgen.core.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, unknown_placeholders
+from fabricgen.core.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, source_label, unknown_placeholders
 from fabricgen.features.feature import BuildContext
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Cluster, Metadata
@@ -44,7 +44,16 @@ class _Site:
 
     # -- catalog -------------------------------------------------------------------------------------------
     def switch_models(self) -> dict[str, SwitchModel]:
-        entries = catalog.merged("switches", self.data.get("catalog", {}).get("switches"))
+        overrides = self.data.get("catalog", {}).get("switches") or {}
+        for name, entry in overrides.items():
+            first: dict[str, int] = {}
+            for i, group in enumerate(entry["port_groups"]):
+                if group["name"] in first:
+                    self.issues.error(("catalog", "switches", name, "port_groups", i, "name"),
+                                      f"port group {group['name']!r} is listed twice",
+                                      f"first as port_groups[{first[group['name']]}]; cages are counted group by group")
+                first.setdefault(group["name"], i)
+        entries = catalog.merged("switches", overrides)
         return {name: catalog.switch_model(name, e) for name, e in entries.items()}
 
     def nic_models(self) -> dict[str, NicModel]:
@@ -316,7 +325,7 @@ def _cluster(doc: Document, data: Mapping[str, Any], facility: Facility) -> Clus
     """A cluster of the spec's metadata and nothing else yet."""
     meta = data["metadata"]
     return Cluster(Metadata(meta["name"], meta["site"], meta.get("description", "")), facility, MappingProxyType({}),
-                   (), (), (), MappingProxyType({}), doc.digest, doc.source)
+                   (), (), (), MappingProxyType({}), doc.digest, source_label(doc.source))
 
 
 def _site(site: _Site, context: BuildContext, doc: Document) -> Cluster:
@@ -336,6 +345,6 @@ def _site(site: _Site, context: BuildContext, doc: Document) -> Cluster:
         fabrics,
         MappingProxyType(dict(context.nic_models)),
         doc.digest,
-        doc.source,
+        source_label(doc.source),
         catalog.media(context.data.get("catalog", {}).get("media")),
     )

@@ -208,24 +208,33 @@ class _FabricCompiler:
         """Most host ports a leaf takes while keeping the requested uplinks or oversubscription.
 
         An even uplink count is preferred (it spreads over 2, 4, ... spines; an odd prime count such as 11 would
-        force 11 spines), unless the uplink count was given explicitly.
+        force 11 spines), unless the uplink count was given explicitly. Fewer host ports never need more uplinks
+        and leave the uplinks more cages, so the largest count that fits is found by bisection: a few port layouts,
+        not one per candidate (which made the layout quadratic in the switch's ports).
         """
-        fallback = 0
-        for down in range(model.logical_ports(self.fabric.speed.name), 0, -1):
-            up = self.uplinks_for(down)
+        speed, uplink = self.fabric.speed.name, self.fabric.uplink_speed.name
+
+        def fits(down: int) -> bool:
             try:
-                port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up)
+                port_layout(model, speed, down, uplink, self.uplinks_for(down))
             except _InfeasibleError:
-                continue
-            if up % 2 == 0 or up == 1 or self.spec.uplinks is not None:
+                return False
+            return True
+
+        low, high = 0, model.logical_ports(speed)  # fits(low) unless low is 0; nothing above high fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle - 1)
+        if not low:
+            raise _InfeasibleError(
+                f"{model.name} has no room for a host port plus its uplinks",
+                "lower the uplink count or pick a larger switch",
+            )
+        for down in range(low, 0, -1):  # the parity of ceil(down / oversubscription) flips within 17 steps
+            up = self.uplinks_for(down)
+            if (up % 2 == 0 or up == 1 or self.spec.uplinks is not None) and fits(down):
                 return down
-            fallback = fallback or down
-        if fallback:
-            return fallback
-        raise _InfeasibleError(
-            f"{model.name} has no room for a host port plus its uplinks",
-            "lower the uplink count or pick a larger switch",
-        )
+        return low
 
     def rack_leaves(self) -> list[_Leaf]:
         by_rack: dict[str, list[tuple[Node, Nic]]] = {}

@@ -118,3 +118,22 @@ def test_odd_but_valid_sheet_name_is_quoted() -> None:
     wb = _load(write_workbook([Sheet(name="Rack's & <x>", header=("a",), rows=[("v",)])]))
     assert wb.sheetnames == ["Rack's & <x>"]
     assert wb["Rack's & <x>"].print_title_rows == "$1:$1"
+
+
+def test_formula_like_text_stays_text_and_numbers_stay_numbers() -> None:
+    """OWASP's CSV injection as XLSX has it: a text cell such as '=HYPERLINK(...)' is an inline string with
+    quotePrefix (Excel's own mark of a typed '=...), its fill kept; a negative number is still a number."""
+    rows = [("=HYPERLINK(\"http://x.example\")", -3, "-2+3", "plain"), ("@SUM(A1)", -1.5, "-1", "x")]
+    book = write_workbook([Sheet(name="S", header=("a", "b", "c", "d"), rows=rows, fills=[0, None])],
+                          palette=PALETTE)
+    ws = _load(book)["S"]
+    assert [[c.value for c in row] for row in ws.iter_rows(min_row=2)] == [list(r) for r in rows]
+    assert [ws[f"A{r}"].quotePrefix for r in (2, 3)] == [True, True]
+    assert (ws["C2"].quotePrefix, ws["C3"].quotePrefix, ws["D2"].quotePrefix) == (True, False, False)
+    assert ws["A2"].data_type == "s" and ws["B2"].data_type == "n" and ws["B3"].value == -1.5
+    assert ws["A2"].fill.patternType == "solid" and ws["A3"].fill.patternType is None
+
+
+def test_a_workbook_without_formula_like_text_has_no_quoted_styles() -> None:
+    with zipfile.ZipFile(BytesIO(_book())) as zf:
+        assert b"quotePrefix" not in zf.read("xl/styles.xml")

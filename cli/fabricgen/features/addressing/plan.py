@@ -16,8 +16,8 @@ InfiniBand fabrics route no IP between switches: their plan has management addre
 only, one subnet per rail (a port group sharing a Linux interface role across nodes, so the kernel picks the
 rail's interface for its peers), sized for the nodes on that rail, nodes in cluster order, no gateway.
 
-Overlapping pools (within the fabric or with another fabric's) and exhausted pools are SpecErrors naming the
-pools involved.
+Overlapping pools (within the fabric or with another fabric's), pools reaching into a range no interface may use
+(loopback, link-local, multicast, reserved) and exhausted pools are SpecErrors naming the pools involved.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
-from netaddr import IPAddress, IPNetwork, IPSet
+from netaddr import IPAddress, IPNetwork, IPRange, IPSet
+from netaddr.ip import IPV4_LINK_LOCAL, IPV4_LOOPBACK, IPV4_MULTICAST, IPV4_RESERVED
 
 from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
@@ -37,6 +38,19 @@ from fabricgen.model.topology import FabricTopology, Topology
 POOLS = ("hosts", "p2p", "loopbacks", "management")
 ASN_MAX = 4294967294  # 4294967295 is reserved (RFC 7300)
 RESERVED_ASNS = {23456: "AS_TRANS (RFC 6793), which stands in for 4-byte ASNs", 65535: "reserved (RFC 7300)"}
+# IPv4 ranges no interface of a fabric may be numbered from (netaddr's tables of the IANA special-purpose registry),
+# the first that applies named in the report.
+_RESERVED_NAMES = {
+    "0.0.0.0/8": "'this network' (RFC 791)", "192.0.2.0/24": "documentation (RFC 5737)",
+    "198.51.100.0/24": "documentation (RFC 5737)", "203.0.113.0/24": "documentation (RFC 5737)",
+    "240.0.0.0/4": "reserved for future use (RFC 1112)", "192.88.99.0/24": "the 6to4 relay anycast (RFC 7526)",
+}
+UNUSABLE: tuple[tuple[IPNetwork | IPRange, str], ...] = (
+    (IPV4_LOOPBACK, "loopback (RFC 1122)"),
+    (IPV4_LINK_LOCAL, "link-local (RFC 3927)"),
+    (IPV4_MULTICAST, "multicast (RFC 5771)"),
+    *((block, _RESERVED_NAMES.get(str(block), "reserved (IANA special-purpose registry)")) for block in IPV4_RESERVED),
+)
 
 
 def _pools(a: Addressing) -> dict[str, IPNetwork]:
@@ -58,7 +72,20 @@ def _bad_prefixes(fabric: str, a: Addressing) -> list[SpecIssue]:
         if network.ip != network.network:
             issues.append(SpecIssue(a.position, f"fabrics.{fabric}.addressing.{name}",
                                     f"{text} has host bits set", f"did you mean {network.cidr}?"))
+            continue
+        unusable = next(((r, kind) for r, kind in UNUSABLE if IPSet([network]) & IPSet(r)), None)
+        if unusable is not None:
+            issues.append(SpecIssue(a.position, f"fabrics.{fabric}.addressing.{name}",
+                                    f"{network} reaches into {_range_text(unusable[0])}, {unusable[1]}",
+                                    "hosts and switch interfaces cannot use it; take a private range: 10.0.0.0/8, "
+                                    "172.16.0.0/12, 192.168.0.0/16 (or the shared 100.64.0.0/10)"))
     return issues
+
+
+def _range_text(block: IPNetwork | IPRange) -> str:
+    """A range as a prefix where it is one (netaddr prints an IPRange as first-last)."""
+    cidrs = block.cidrs() if isinstance(block, IPRange) else [block]
+    return str(cidrs[0]) if len(cidrs) == 1 else str(block)
 
 
 def _bad_gateway(fabric: str, a: Addressing) -> list[SpecIssue]:

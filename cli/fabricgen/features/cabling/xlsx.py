@@ -13,11 +13,13 @@ import math
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import BytesIO
 from itertools import chain, islice
 from typing import IO
 from xml.sax.saxutils import escape, quoteattr
+
+from fabricgen.core.templating import formula_like
 
 Value = str | int | float | None
 
@@ -105,21 +107,32 @@ def _widths(sheet: Sheet, sample: list[tuple[Value, ...]]) -> list[float]:
     return [min(_MAX_WIDTH, float(n)) for n in longest]
 
 
+_QUOTED = "\0"  # marks the tail of a formula-like text; no cell text holds it (_ILLEGAL_XML strips it)
+
+
+def _data_text(value: str) -> str:
+    """Tail of a data cell; a formula-like text (``=...``, ``-x``: OWASP's CSV injection) is marked for a style with
+    ``quotePrefix``, Excel's own mark of a cell typed as ``'=...``, so editing it keeps it text. An inline string is
+    never evaluated as it stands; numbers are numeric cells and keep their sign."""
+    tail = _text(value)
+    return _QUOTED + tail if formula_like(value) else tail
+
+
 class _Texts(dict[str, str]):
     """String -> cell tail. Cabling sheets repeat names, ports and types, so each is cleaned and escaped once."""
 
     def __missing__(self, value: str) -> str:  # bounded: unique strings (cable IDs) would only grow it
-        return self.setdefault(value, _text(value)) if len(self) < _CACHE_MAX else _text(value)
+        return self.setdefault(value, _data_text(value)) if len(self) < _CACHE_MAX else _data_text(value)
 
 
-def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str], styles: dict[object, str]
+def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str], styles: _Styles
               ) -> Iterator[tuple[str, int]]:
     """Yield (xml chunk, data rows so far). This loop is the writer's whole cost, hence one comprehension per row."""
     fill_iter = iter(sheet.fills) if sheet.fills is not None else None
     end, width, texts, parts, n = object(), len(letters), _Texts(), list[str](), 0
     for row in rows:
         fill = next(fill_iter, end) if fill_iter is not None else None
-        st = styles.get(fill)
+        st = styles.fills.get(fill)
         if st is None:
             why = "fills is shorter than rows" if fill is end else f"fill {fill!r} is not a palette index"
             raise ValueError(f"sheet {sheet.name!r}: data row {n}: {why}")
@@ -131,6 +144,8 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
         opening = "<c" + st
         cells = "".join([opening + (texts[v] if type(v) is str else "/>" if v is None
                                      else f"><v>{v}</v></c>" if type(v) is int else _other(v)) for v in row])
+        if _QUOTED in cells:  # rare: one scan of the row, not a check per cell
+            cells = cells.replace(opening + _QUOTED, "<c" + styles.quoted(fill))
         parts.append(f'<row r="{n + 1}">{cells}</row>')
         if n % _CHUNK_ROWS == 0:  # one write per chunk: bounded memory without per-row call overhead
             yield "".join(parts), n
@@ -142,7 +157,7 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
     yield "".join(parts), n
 
 
-def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: dict[object, str]) -> tuple[str, int]:
+def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: _Styles) -> tuple[str, int]:
     """Stream one worksheet part; return (last column, last row): with a generator, known only at its end."""
     if not 0 < len(sheet.header) <= _MAX_COLS:
         raise ValueError(f"sheet {sheet.name!r}: header needs 1 to {_MAX_COLS} columns")
@@ -174,19 +189,41 @@ def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: dict[object,
     return letters[-1], n + 1
 
 
-def _styles(palette: list[str]) -> str:
-    """cellXfs: 0 default, 1 header (bold on grey), 2+i fill palette[i]; fills 0 and 1 are the two Excel requires."""
+@dataclass
+class _Styles:
+    """Cell style attributes by row fill; the quotePrefix variants are written only if a cell used one."""
+
+    palette: int
+    used_quoted: bool = False
+    fills: dict[object, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fills = {None: "", **{i: f' s="{i + 2}"' for i in range(self.palette)}}
+
+    def quoted(self, fill: object) -> str:
+        self.used_quoted = True
+        return f' s="{2 + self.palette + (fill + 1 if isinstance(fill, int) else 0)}"'
+
+
+def _styles(palette: list[str], quoted: bool) -> str:
+    """cellXfs: 0 default, 1 header (bold on grey), 2+i fill palette[i], then (when ``quoted``) the same default and
+    fills with quotePrefix; fills 0 and 1 are the two Excel requires."""
     fills = "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="FF{c}"/><bgColor indexed="64"/>'
                     "</patternFill></fill>" for c in ["D9D9D9", *palette])
     xfs = "".join(f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="0" xfId="0" applyFill="1"/>'
                   for i in range(len(palette)))
+    if quoted:
+        xfs += '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>' + "".join(
+            f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="0" xfId="0" applyFill="1" quotePrefix="1"/>'
+            for i in range(len(palette)))
     font = '<sz val="11"/><name val="Calibri"/><family val="2"/></font>'
     return (f'{_XML}<styleSheet xmlns="{_MAIN}"><fonts count="2"><font>{font}<font><b/>{font}</fonts>'
             f'<fills count="{3 + len(palette)}"><fill><patternFill patternType="none"/></fill>'
             f'<fill><patternFill patternType="gray125"/></fill>{fills}</fills>'
             '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
             '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-            f'<cellXfs count="{2 + len(palette)}"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
+            f'<cellXfs count="{2 + len(palette) + (1 + len(palette) if quoted else 0)}">'
+            '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
             f'<xf numFmtId="0" fontId="1" fillId="2" borderId="0" xfId="0" applyFont="1" applyFill="1"/>{xfs}'
             '</cellXfs><cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
             '<dxfs count="0"/><tableStyles count="0"/></styleSheet>')
@@ -217,7 +254,7 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = ()) -> byte
         _check_name(sheet.name, seen)
     if not all(isinstance(c, str) and _HEX6.fullmatch(c) for c in palette):
         raise ValueError(f"palette entries must be 'RRGGBB' hex strings, got {list(palette)!r}")
-    styles: dict[object, str] = {None: "", **{i: f' s="{i + 2}"' for i in range(len(palette))}}
+    styles = _Styles(len(palette))
     numbers = range(1, len(sheets) + 1)
     types = [("/xl/workbook.xml", "officedocument.spreadsheetml.sheet.main+xml"),
              *((f"/xl/worksheets/sheet{i}.xml", "officedocument.spreadsheetml.worksheet+xml") for i in numbers),
@@ -237,7 +274,6 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = ()) -> byte
             "<Application>fabricgen</Application></Properties>",
             "docProps/core.xml": f'{_XML}<cp:coreProperties xmlns:cp="{_PKG}/metadata/core-properties"'
             ' xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:creator>fabricgen</dc:creator></cp:coreProperties>',
-            "xl/styles.xml": _styles([c.upper() for c in palette]),
         })
         for i, sheet in enumerate(sheets):
             with zf.open(f"xl/worksheets/sheet{i + 1}.xml", "w") as out:
@@ -247,7 +283,8 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = ()) -> byte
                          f"{quoted}!$A$1:${col}${last}</definedName>"
                          f'<definedName name="_xlnm.Print_Titles" localSheetId="{i}">{quoted}!$1:$1</definedName>')
             entries.append(f'<sheet name={quoteattr(sheet.name)} sheetId="{i + 1}" r:id="rId{i + 1}"/>')
-        _put(zf, {
+        _put(zf, {  # styles after the sheets: whether they need the quotePrefix styles is known only now
+            "xl/styles.xml": _styles([c.upper() for c in palette], styles.used_quoted),
             "xl/_rels/workbook.xml.rels": _rels(
                 *((f"{_OD}/relationships/worksheet", f"worksheets/sheet{i}.xml") for i in numbers),
                 (f"{_OD}/relationships/styles", "styles.xml")),

@@ -50,6 +50,10 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:
 def _roce_qos(issues: Issues, q: Mapping[str, Any], used: Sequence[NosData]) -> RoceQos:
     lossless = TrafficClass(q["lossless"]["dscp"], q["lossless"]["priority"])
     cnp = TrafficClass(q["cnp"]["dscp"], q["cnp"]["priority"])
+    if lossless.priority == 0:
+        issues.error(("lossless", "priority"), "the lossless class cannot be priority 0",
+                     "priority 0 carries all unclassified traffic (priority group 0 on SONiC), which PFC would then "
+                     "pause too; NVIDIA's default is 3")
     if lossless.priority == cnp.priority:
         issues.error(("cnp", "priority"), f"CNP shares priority {cnp.priority} with the lossless class",
                      "CNPs need their own strict-priority queue (NVIDIA's default: 6)")

@@ -15,20 +15,26 @@ from pathlib import Path
 from typing import Any
 
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
+from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.model.infiniband import GuidEntry
 from fabricgen.spec.load import load_file
 
 GUID = re.compile(r"^0x[0-9a-fA-F]{16}$")
 COLUMNS = ("device", "rdma_dev", "node_guid", "port_guid")
+MAX_INVENTORY_BYTES = 64 * 1024 * 1024  # ~600,000 rows: every HCA of a 256k-GPU site
 
 
 def _rows(path: Path) -> list[tuple[SourcePosition, dict[str, Any]]]:
     if path.suffix == ".csv":
+        where = SourcePosition(str(path), 1, 1)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            where = SourcePosition(str(path), 1, 1)
-            raise SpecError([SpecIssue(where, "", f"cannot read GUID inventory: {exc}")]) from exc
+            text = read_bounded(path, MAX_INVENTORY_BYTES).decode("utf-8")
+        except TooLargeError as exc:
+            raise SpecError([SpecIssue(where, "", exc.describe("GUID inventory"))]) from exc
+        except OSError as exc:
+            raise SpecError([SpecIssue(where, "", f"cannot read GUID inventory: {exc.strerror or exc}")]) from exc
+        except UnicodeDecodeError as exc:
+            raise SpecError([SpecIssue(where, "", f"GUID inventory is not UTF-8: {exc.reason}")]) from exc
         reader = csv.DictReader(io.StringIO(text))
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
         if missing:

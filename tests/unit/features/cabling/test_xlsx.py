@@ -27,8 +27,9 @@ def test_deterministic_bytes_and_zip_metadata() -> None:
     assert first == second
     infos = zipfile.ZipFile(BytesIO(first)).infolist()
     assert [i.filename for i in infos] == [
-        "[Content_Types].xml", "_rels/.rels", "docProps/app.xml", "docProps/core.xml", "xl/styles.xml",
-        "xl/worksheets/sheet1.xml", "xl/worksheets/sheet2.xml", "xl/_rels/workbook.xml.rels", "xl/workbook.xml"]
+        "[Content_Types].xml", "_rels/.rels", "docProps/app.xml", "docProps/core.xml",
+        "xl/worksheets/sheet1.xml", "xl/worksheets/sheet2.xml", "xl/styles.xml", "xl/_rels/workbook.xml.rels",
+        "xl/workbook.xml"]
     assert {(i.date_time, i.create_system, i.compress_type) for i in infos} == {
         ((1980, 1, 1, 0, 0, 0), 0, zipfile.ZIP_DEFLATED)}
 
