@@ -61,7 +61,9 @@ config: "{switch}.toy.json"
 pfc_watchdog:
   actions: {drop: drop}
 buffer_models: [traditional]
-shared_headroom_pool: false
+shared_headroom_pool: []
+switches:
+  vendors: [NVIDIA]
 interfaces:
   whole: "port{cage}"
   loopback: lo0

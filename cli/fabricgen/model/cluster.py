@@ -101,7 +101,8 @@ class Fabric:
     position: SourcePosition = field(compare=False)
     placement: Mapping[Tier, TierPlacement] = field(default_factory=dict, compare=False)
     subnet_manager: SubnetManager | None = None
-    nos: Mapping[Tier, str] = field(default_factory=dict, compare=False)
+    nos: Mapping[Tier, str] = field(default_factory=dict, compare=False)  # empty: fabricgen configures no switch
+    software: Mapping[str, str] = field(default_factory=dict, compare=False)  # NOS -> the release it runs
     mtu: int = 9100
     host_mtu: int = 9000
     qos: RoceQos | None = None

@@ -41,6 +41,7 @@ class SwitchView:
     tier: Tier
     model: SwitchModel
     nos: str
+    release: str  # the NOS's software release ("" for a NOS without releases)
     site: str
     asn: int
     loopback: str
@@ -68,8 +69,8 @@ def switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ..
 
 def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ...]:
     plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
-    if plan is None or ft.fabric.type is FabricType.INFINIBAND:  # IPoIB plans configure hosts, not switches
-        return ()
+    if plan is None or ft.fabric.type is FabricType.INFINIBAND or not ft.fabric.nos:
+        return ()  # IPoIB plans configure hosts, not switches; a fabric without nos gets no switch configs
     fabric = ft.fabric
     lengths = {}
     for cable in topology.cables:
@@ -95,7 +96,8 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
     views = []
     for sw in ft.switches:
         subnet = subnets.get(sw.name)
-        views.append(SwitchView(sw.name, fabric, sw.tier, sw.model, fabric.nos.get(sw.tier, "sonic"),
+        nos = fabric.nos[sw.tier]
+        views.append(SwitchView(sw.name, fabric, sw.tier, sw.model, nos, fabric.software.get(nos, ""),
                                 topology.cluster.metadata.site, plan.asn[sw.name], plan.loopbacks[sw.name],
                                 plan.management.get(sw.name, ""), fabric.mtu, fabric.qos,
                                 tuple(sorted(ports[sw.name], key=lambda p: p.number)),

@@ -244,7 +244,7 @@ def test_every_roce_fabric_and_netplan_only_with_addressing(tmp_path: Path) -> N
     assert "mtu: 4200" in artifacts["hosts/hgx01/netplan-roce.yaml"]
     no_plan = tmp_path / "lab-noaddr.yaml"
     no_plan.write_text(spec.read_text().replace("    addressing: {hosts: 10.40.0.0/22, p2p: 10.41.0.0/24, "
-                                                "loopbacks: 10.42.0.0/26}\n", ""))
+                                                "loopbacks: 10.42.0.0/26}\n", "").replace("    nos: sonic\n", ""))
     paths = sorted(a.path for a in host_roce.render(compile_spec(no_plan).topology))
     assert paths == ["hosts/hgx-8gpu-generic/roce-firewall.nft", "hosts/hgx-8gpu-generic/roce-qos.sh"]
     ethernet = spec.read_text().replace("    type: roce\n    speed: 200G", "    type: ethernet\n    speed: 200G")

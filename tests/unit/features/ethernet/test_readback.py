@@ -14,6 +14,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.stages.render import render
 from tests.conftest import INVENTORIES
+from tests.helpers.ethernet import eos_spec
 from tests.helpers.readback import messages as _messages
 from tests.helpers.readback import mutate as _mutate
 
@@ -86,7 +87,10 @@ def test_switch_mtu_below_host_mtu(h100: tuple[Compiled, tuple[Artifact, ...]]) 
 @pytest.mark.parametrize("nos", ["eos", "nvue"])
 def test_other_dialects_are_read_back(tmp_path: Path, nos: str) -> None:
     spec = tmp_path / f"{nos}.yaml"
-    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
+    if nos == "eos":
+        spec = eos_spec(tmp_path)
+    else:
+        spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
     compiled = compile_spec(spec)
     artifacts = render(compiled.topology)
     assert _messages(compiled, artifacts) == []

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from fabricgen.core.errors import SpecError
 from fabricgen.features.ethernet.nos.sonic import config_db as sonic
 from fabricgen.features.ethernet.nos.sonic.headroom import asic_headroom
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, switch_views
@@ -232,15 +233,18 @@ def test_output_is_deterministic(compiled: Compiled, artifacts: dict[str, bytes]
 
 # -- which switches, and refusals -------------------------------------------------------------------------------
 def test_only_sonic_switches_are_rendered(tmp_path: Path) -> None:
-    spec = _storage_spec(tmp_path, "    nos: sonic\n", "    nos: {leaf: sonic, spine: eos}\n")
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         "    switch: {leaf: SN5600, spine: 7060X6-64PE}\n    nos: {leaf: sonic, spine: eos}\n")
     paths = {a.path for a in sonic.render(compile_spec(spec).topology)}
     assert {p.split("/")[1] for p in paths} == set(STORAGE_SWITCHES[:4])
 
 
 def test_arista_is_not_a_sonic_target(tmp_path: Path) -> None:
+    """Refused at build, at the nos line, with the NOS that does run there (nos/sonic.yaml switches.models)."""
     spec = _storage_spec(tmp_path, "    switch: SN5600\n", "    switch: 7060X6-64PE\n")
-    with pytest.raises(ValueError, match=r"7060X6-64PE is not a SONiC target.*eos"):
-        sonic.render(compile_spec(spec).topology)
+    with pytest.raises(SpecError, match=r"fabrics\.storage\.nos: SONiC does not run on the leaf switch 7060X6-64PE "
+                                        r"\(Arista\).*nos: eos runs on 7060X6-64PE"):
+        compile_spec(spec)
 
 
 def test_lossless_priority_zero_is_refused(tmp_path: Path) -> None:
