@@ -53,8 +53,8 @@ def _unzipped(content: bytes) -> dict[str, bytes]:
 
 
 # The example's storage fabric in the other two switch dialects (EOS on Arista switches), and on SONiC with the
-# dynamic buffer model or with a shared headroom pool (traditional model): only the switch configs are kept as
-# goldens. Each case is one
+# dynamic buffer model, without and with a shared headroom pool (the traditional model runs each SKU's own
+# buffers): only the switch configs are kept as goldens. Each case is one
 # edit of the example: (text, replacement).
 WATCHDOG = "action: drop}\n"
 DIALECTS = {
@@ -62,7 +62,8 @@ DIALECTS = {
                      "    nos: eos\n"),
     "h100-4su-nvue": ("    nos: sonic\n", "    nos: nvue\n"),
     "h100-4su-sonic-dynamic": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"),
-    "h100-4su-sonic-shp": (WATCHDOG, f"{WATCHDOG}      shared_headroom_pool: {{over_subscribe_ratio: 2}}\n"),
+    "h100-4su-sonic-shp": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"
+                                     "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"),
 }
 
 

@@ -156,13 +156,10 @@ def test_dynamic_model_needs_its_inputs(dynamic: tuple[Compiled, tuple[Artifact,
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Compiled, tuple[Artifact, ...]]:
-    """Traditional model with a shared headroom pool: lossless profiles reserve xon only."""
-    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
-    spec = tmp_path_factory.mktemp("shp") / "h100-4su.yaml"
-    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(
-        watchdog, watchdog + "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"))
-    compiled = compile_spec(spec)
+def shared() -> tuple[Compiled, tuple[Artifact, ...]]:
+    """lab-1su: SN4700 at 2 x 200G is Mellanox-SN4700-V64, whose traditional buffers pool the xoff (its
+    pg_profile_lookup.ini has size = xon, its ingress_lossless_pool an xoff)."""
+    compiled = compile_spec(INVENTORIES / "lab-1su.yaml")
     return compiled, render(compiled.topology)
 
 
@@ -184,9 +181,11 @@ def test_xoff_left_to_a_shared_headroom_pool_that_is_not_there(shared: tuple[Com
         db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = "0"
 
     found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(no_pool)))
-    assert len(found) == 128 and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
-    assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_400000_15m_profile, " \
-           "whose size 19456 reserves less than xon 19456 + xoff 151552" in found[0]
+    ports = len(json.loads(next(a.content for a in artifacts
+                                if a.path.endswith("storage-leaf001/config_db.json")))["PORT"])
+    assert len(found) == ports and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
+    assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_200000_40m_profile, " \
+           "whose size 19456 reserves less than xon 19456 + xoff 51200" in found[0]
     compiled, artifacts = h100
 
     def pool_only(db: dict[str, dict[str, dict[str, str]]]) -> None:

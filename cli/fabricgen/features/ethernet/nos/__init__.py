@@ -79,15 +79,17 @@ def nos_data(name: str) -> NosData:
 
 @dataclass(frozen=True)
 class Nos:
-    """One NOS: its data and its module's renderer and read-back.
+    """One NOS: its data and its module's renderer, read-back and checks.
 
     ``readback(switch, content, fabric)`` reads the switch's configuration artifact back as the switch would and
-    yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs).
+    yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs); ``checks`` find,
+    over the compiled topology, what would keep one of its switches from running as planned (before render).
     """
 
     data: NosData
     render: Callable[[Topology], list[Artifact]]
     readback: Callable[[str, bytes, Fabric], Iterable[Finding]]
+    checks: tuple[Callable[[Topology], Iterable[Finding]], ...] = ()
 
 
 @cache
