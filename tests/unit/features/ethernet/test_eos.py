@@ -185,8 +185,12 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
         queues = {q["id"]: q for q in profile["uc_tx_queues"]}
         assert queues[3]["random_detect"] == {"ecn": {"threshold": {"units": "kbytes", "min": 150, "max": 1500,
                                                                     "max_probability": 20}}}
-        assert queues[3]["bandwidth_percent"] == 50
+        assert (queues[3]["priority"], queues[3]["bandwidth_percent"]) == ("no priority", 50), \
+            "EOS queues are strict until `no priority`: a strict lossless queue starves queue 0"
         assert queues[6] == {"id": 6, "priority": "priority strict"}
+        assert profile["priority_flow_control"] == {"watchdog": {
+            "enabled": True, "action": "drop",
+            "timer": {"timeout": "0.2", "polling_interval": "0.1", "recovery_time": "0.4"}}}, "on every port"
         for iface in config["ethernet_interfaces"]:
             assert iface["service_profile"] == eos.QOS_PROFILE, iface["name"]
             assert iface["priority_flow_control"] == {"enabled": True,
@@ -200,7 +204,10 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
         assert all({"service-profile ROCE-LOSSLESS", "priority-flow-control on",
                     "priority-flow-control priority 3 no-drop"} <= set(body) for body in ethernet)
         assert blocks["qos profile ROCE-LOSSLESS"] == [
-            "qos trust dscp", "uc-tx-queue 3", "bandwidth percent 50",
+            "qos trust dscp", "priority-flow-control pause watchdog",
+            "priority-flow-control pause watchdog port timer timeout 0.2 polling-interval 0.1 recovery-time 0.4",
+            "priority-flow-control pause watchdog port action drop",
+            "uc-tx-queue 3", "no priority", "bandwidth percent 50",
             "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes max-mark-probability 20",
             "uc-tx-queue 6", "priority strict"]
         for line in ("qos map dscp 26 to traffic-class 3", "qos map dscp 48 to traffic-class 6",

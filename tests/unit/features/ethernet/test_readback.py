@@ -201,3 +201,15 @@ def test_dynamic_shared_headroom_pool_is_consistent(tmp_path: Path) -> None:
         watchdog, watchdog + "      buffer_model: dynamic\n      shared_headroom_pool: {over_subscribe_ratio: 4}\n"))
     compiled = compile_spec(spec)
     assert _messages(compiled, render(compiled.topology)) == []
+
+
+def test_eos_lossless_queue_left_strict_or_without_a_port_watchdog(tmp_path: Path) -> None:
+    """EOS queues are strict priority until `no priority`: a bandwidth share on a strict lossless queue starves the
+    lossy ones; a qos profile without the per-port watchdog never breaks a pause storm."""
+    compiled = compile_spec(eos_spec(tmp_path))
+    artifacts = render(compiled.topology)
+    strict = _mutate(artifacts, "storage-leaf001.cfg", lambda c: c.replace(b"      no priority\n", b""))
+    assert any("uc-tx-queue 3 has a bandwidth share but no `no priority`" in m for m in _messages(compiled, strict))
+    blind = _mutate(artifacts, "storage-leaf001.cfg",
+                    lambda c: c.replace(b"   priority-flow-control pause watchdog port action drop\n", b""))
+    assert any("enables no per-port PFC watchdog" in m for m in _messages(compiled, blind))

@@ -18,10 +18,14 @@ The lossless class on a RoCE fabric (REFERENCE "RoCE v2 lossless Ethernet"): ``q
 traffic-class <priority>`` and the CNP DSCP to its own class; one ``qos profile`` applied to every port as a
 ``service-profile`` that trusts DSCP, gives the lossless unicast queue its DWRR share and ECN marking
 (``random-detect ecn`` in kbytes) and makes the CNP queue strict priority; ``priority-flow-control on`` with the
-lossless priority ``no-drop`` on every port; the global PFC pause watchdog (seconds; polling interval half the
-shorter of timeout and recovery time, as EOS requires). Other DSCPs keep EOS's default map and the other
-queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable and notify-only: fabricgen's
-``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is refused.
+lossless priority ``no-drop`` on every port; the PFC pause watchdog on every port through the same profile
+(``priority-flow-control pause watchdog port timer ...`` / ``port action``) and as the global default (seconds;
+polling interval half the shorter of timeout and recovery time, as EOS requires). The lossless queue is set
+``no priority`` before its ``bandwidth percent``: EOS queues are strict priority by default, and a strict queue's
+bandwidth share is not a DWRR weight (AVD's reference configs write it the same way). Other DSCPs keep EOS's
+default map and the other queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable and
+notify-only: fabricgen's ``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is
+refused.
 """
 
 from __future__ import annotations
@@ -110,13 +114,22 @@ def _qos(q: RoceQos) -> dict[str, Any]:
         "qos_profiles": [{
             "name": QOS_PROFILE,
             "trust": "dscp",
+            # "no priority" first: an EOS tx-queue is strict priority until told otherwise, and a bandwidth
+            # share on a strict queue is ignored (it would starve the lossy queues); AVD's reference configs
+            # always write it before "bandwidth percent"
             "uc_tx_queues": sorted([
-                {"id": q.lossless.priority, "bandwidth_percent": q.lossless_weight,
+                {"id": q.lossless.priority, "priority": "no priority", "bandwidth_percent": q.lossless_weight,
                  "random_detect": {"ecn": {"threshold": {"units": "kbytes", "min": q.ecn_min_kb,
                                                          "max": q.ecn_max_kb,
                                                          "max_probability": q.ecn_max_probability}}}},
                 {"id": q.cnp.priority, "priority": "priority strict"},
             ], key=lambda t: t["id"]),
+            # the pause watchdog on every port the profile is applied to, with the spec's times and action (EOS's
+            # default action is errdisable)
+            "priority_flow_control": {"watchdog": {
+                "enabled": True, "action": action,
+                "timer": {"timeout": _seconds(q.pfcwd_detect_ms), "polling_interval": _seconds(polling_ms),
+                          "recovery_time": _seconds(q.pfcwd_restore_ms)}}},
         }],
         "priority_flow_control": {"watchdog": {"action": action, "timeout": _seconds(q.pfcwd_detect_ms),
                                                "recovery_time": _seconds(q.pfcwd_restore_ms),
@@ -242,8 +255,15 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
         yield mismatch(host, f"no-drop PFC priorities are {sorted(no_drop) or 'none'}, hosts pause priority "
                              f"{lossless.priority} only", fabric)
     queues = dict(re.findall(r"^   uc-tx-queue (\d)\n((?:      .*\n)*)", text, re.M))
-    if "random-detect ecn" not in queues.get(str(lossless.priority), ""):
+    lossless_queue = queues.get(str(lossless.priority), "")
+    if "random-detect ecn" not in lossless_queue:
         yield mismatch(host, f"uc-tx-queue {lossless.priority} has no ECN random-detect: ECN never marks", fabric)
+    if "bandwidth percent" in lossless_queue and "      no priority\n" not in lossless_queue:
+        yield mismatch(host, f"uc-tx-queue {lossless.priority} has a bandwidth share but no `no priority`: it stays "
+                             "strict priority and starves the lossy queues", fabric)
+    if not re.search(r"^   priority-flow-control pause watchdog port action ", text, re.M):
+        yield mismatch(host, "the qos profile enables no per-port PFC watchdog: a pause storm on a port is never "
+                             "broken", fabric)
     if "priority strict" not in queues.get(str(maps.get(cnp.dscp, -1)), ""):
         yield mismatch(host, f"CNP DSCP {cnp.dscp} lands in queue {maps.get(cnp.dscp)}, which is not strict "
                              "priority", fabric)
