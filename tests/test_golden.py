@@ -60,7 +60,7 @@ WATCHDOG = "action: drop}\n"
 DIALECTS = {
     "h100-4su-eos": ("    switch: SN5600\n    nos: sonic\n", "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n"
                      "    nos: eos\n"),
-    "h100-4su-nvue": ("    nos: sonic\n", "    nos: nvue\n"),
+    "h100-4su-nvue": ("    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: nvue\n"),
     "h100-4su-sonic-dynamic": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"),
     "h100-4su-sonic-shp": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"
                                      "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"),

@@ -76,10 +76,8 @@ def eos_blocks(cli: str) -> Iterator[tuple[str, list[str]]]:
 # The out-of-band fabric with EOS leaves and SONiC aggregation switches (and an address plan). EOS runs on Arista
 # switches only, so the leaves are an Arista-like 48 x RJ45 + 4 x QSFP28 model that the spec adds to its catalog
 # (TEST DATA, shaped like the SN2201 it replaces; no such entry ships in the catalog).
-OOB_EOS = ("    switch: {leaf: SN2201, spine: SN4700}\n    topology: {kind: top-of-rack, uplinks: 2}\n",
-           "    switch: {leaf: test-arista-rj45, spine: SN4700}\n    topology: {kind: top-of-rack, uplinks: 2}\n"
-           "    nos: {leaf: eos, spine: sonic}\n"
-           "    addressing: {hosts: 10.40.0.0/16, p2p: 10.41.0.0/20, loopbacks: 10.42.0.0/24}\n")
+OOB_EOS = ("    switch: {leaf: SN2201, spine: SN4700}\n    nos: sonic\n",
+           "    switch: {leaf: test-arista-rj45, spine: SN4700}\n    nos: {leaf: eos, spine: sonic}\n")
 ARISTA_RJ45_CATALOG = """catalog:
   switches:
     test-arista-rj45:

@@ -92,6 +92,31 @@ def test_every_config_db_validates_against_sonic_yang(artifacts: dict[str, bytes
 
 
 @pytest.mark.external
+def test_in_band_and_out_of_band_config_dbs_validate(artifacts: dict[str, bytes], tmp_path: Path) -> None:
+    """Every SKU and role the example's plain Ethernet fabrics use: SN2201 ToR (1G RJ45 ports, ACS-SN2201),
+    SN4700 aggregation (Mellanox-SN4700-C128), SN4700 in-band leaf and spine (Mellanox-SN4700-V64)."""
+    validator = require_sonic_yang()
+    for switch in ("oob-a01", "oob-agg01", "inband-leaf001", "inband-spine01"):
+        path = tmp_path / f"{switch}.json"
+        path.write_bytes(artifacts[f"switches/{switch}/config_db.json"])
+        _validate(validator, path)
+
+
+@pytest.mark.external
+@pytest.mark.parametrize("release", ["202311", "202405", "202411"])
+def test_every_release_validates(release: str, tmp_path: Path) -> None:
+    """The releases whose facts differ from the default's (no subport, the older lua's defaults)."""
+    validator = require_sonic_yang()
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         f'    switch: SN5600\n    nos: sonic\n    software: {{sonic: "{release}"}}\n')
+    content = next(a.content for a in sonic.render(compile_spec(spec).topology)
+                   if a.path == "switches/storage-leaf001/config_db.json")
+    path = tmp_path / f"{release}.json"
+    path.write_bytes(content)
+    _validate(validator, path)
+
+
+@pytest.mark.external
 def test_management_interface_with_a_gateway_validates(compiled: Compiled, tmp_path: Path) -> None:
     validator = require_sonic_yang()
     view = switch_views(compiled.topology, compiled.topology.fabric("storage"))[0]

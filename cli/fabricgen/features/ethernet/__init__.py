@@ -11,7 +11,8 @@ from fabricgen.features.feature import Feature, Target, per_fabric
 FEATURE = Feature(
     "ethernet",
     build=per_fabric(build.build),
-    checks=(checks.shared_headroom_pool, *(check for nos in systems().values() for check in nos.checks)),
+    checks=(checks.unconfigured_switches, checks.shared_headroom_pool,
+            *(check for nos in systems().values() for check in nos.checks)),
     targets=(Target("host-roce", host_roce.render), *(Target(name, nos.render) for name, nos in systems().items())),
     readback=readback.readback,
 )

@@ -90,7 +90,8 @@ def test_other_dialects_are_read_back(tmp_path: Path, nos: str) -> None:
     if nos == "eos":
         spec = eos_spec(tmp_path)
     else:
-        spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
+        spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    switch: SN5600\n    nos: sonic\n",
+                                                                             f"    switch: SN5600\n    nos: {nos}\n"))
     compiled = compile_spec(spec)
     artifacts = render(compiled.topology)
     assert _messages(compiled, artifacts) == []

@@ -135,7 +135,8 @@ def test_subport_follows_the_release(tmp_path: Path, dbs: dict[str, dict[str, An
     ports = dbs["storage-leaf001"]["PORT"]
     assert (ports["Ethernet0"]["subport"], ports["Ethernet4"]["subport"]) == ("1", "2")
     assert all("subport" in p for db in dbs.values() for p in db["PORT"].values())
-    spec = _storage_spec(tmp_path, "    nos: sonic\n", '    nos: sonic\n    software: {sonic: "202411"}\n')
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         '    switch: SN5600\n    nos: sonic\n    software: {sonic: "202411"}\n')
     older = {a.path: json.loads(a.content) for a in sonic.render(compile_spec(spec).topology)
              if a.path.endswith("storage-leaf001/config_db.json")}
     assert not any("subport" in p for db in older.values() for p in db["PORT"].values())
@@ -354,7 +355,8 @@ DYNAMIC_TABLES = {"DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN
 def _dynamic(tmp: Path, release: str = "", extra: str = "") -> dict[str, bytes]:
     software = f'    software: {{sonic: "{release}"}}\n' if release else ""
     spec = _storage_spec(tmp, WATCHDOG, WATCHDOG + "      buffer_model: dynamic\n" + extra)
-    spec.write_text(spec.read_text().replace("    nos: sonic\n", "    nos: sonic\n" + software))
+    spec.write_text(spec.read_text().replace("    switch: SN5600\n    nos: sonic\n",
+                                                "    switch: SN5600\n    nos: sonic\n" + software))
     return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
 
 
@@ -467,3 +469,40 @@ def test_dynamic_shared_headroom_pool_is_left_to_buffermgrd(tmp_path: Path,
         pooled = sum(int(r["predicted_xoff"]) for r in rows) - 10_240 * len(rows)
         assert {r["predicted_shared_headroom_pool_size"] for r in rows} == {str(math.ceil(pooled / 2))}
         assert {(r["over_subscribe_ratio"], r["private_headroom"]) for r in rows} == {("2", str(10_240 * len(rows)))}
+
+
+# -- in-band and out-of-band fabrics ----------------------------------------------------------------------------
+def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled, artifacts: dict[str, bytes]) -> None:
+    """h100-4su's in-band (SN4700, 200G, routed leaves under two spines) and out-of-band (an SN2201 per rack, 1G
+    BMC ports, SN4700 aggregation) fabrics: L2 access VLAN for the hosts, routed /31 uplinks with eBGP, the SKU's
+    lossy buffers, no lossless class."""
+    fabrics = {ft.fabric.name: ft for ft in compiled.topology.fabrics}
+    for name in ("inband", "oob"):
+        switches = {sw.name for sw in fabrics[name].switches}
+        assert {p.split("/")[1] for p in artifacts if p.endswith("config_db.json")} >= switches
+        assert not any(f"switches/{s}/pfc-headroom.csv" in artifacts for s in switches), "no lossless class"
+    oob = json.loads(artifacts["switches/oob-a01/config_db.json"])
+    assert (oob["DEVICE_METADATA"]["localhost"]["hwsku"], oob["DEVICE_METADATA"]["localhost"]["type"]) == (
+        "ACS-SN2201", "ToRRouter")
+    # ACS-SN2201/port_config.ini: "Ethernet1  4  etp2  2  1000", "Ethernet52  196,197,198,199  etp50  50  100000"
+    assert (oob["PORT"]["Ethernet1"]["lanes"], oob["PORT"]["Ethernet1"]["alias"], oob["PORT"]["Ethernet1"]["speed"],
+            oob["PORT"]["Ethernet1"]["fec"]) == ("4", "etp2", "1000", "none")
+    assert oob["PORT"]["Ethernet52"]["lanes"] == "196,197,198,199"
+    assert {k.split("|")[0] for k in oob["VLAN_MEMBER"]} == {"Vlan100"} and len(oob["BGP_NEIGHBOR"]) == 2
+    assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "CABLE_LENGTH", "PFC_WD"} & set(oob)
+    assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in _sku("ACS-SN2201").pools["t0"].items()}
+    agg = json.loads(artifacts["switches/oob-agg01/config_db.json"])
+    assert (agg["DEVICE_METADATA"]["localhost"]["hwsku"], agg["DEVICE_METADATA"]["localhost"]["type"]) == (
+        "Mellanox-SN4700-C128", "LeafRouter")
+    inband = json.loads(artifacts["switches/inband-leaf001/config_db.json"])
+    assert inband["DEVICE_METADATA"]["localhost"]["hwsku"] == "Mellanox-SN4700-V64"
+    assert inband["MGMT_VRF_CONFIG"] == {"vrf_global": {"mgmtVrfEnabled": "true"}}
+
+
+def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
+    spec = _storage_spec(tmp_path, "    switch: SN4700\n    nos: sonic\n    topology: {kind: leaf-spine, oversub",
+                         "    switch: SN4700\n    topology: {kind: leaf-spine, oversub")
+    compiled = compile_spec(spec)
+    (found,) = [f for f in compiled.findings if f.check == "no-switch-configs"]
+    assert found.subject == "inband" and "no switch configs" in found.message and "6 switches" in found.message
+    assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))
