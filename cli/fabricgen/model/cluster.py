@@ -14,7 +14,7 @@ from enum import StrEnum
 from fabricgen.core.errors import SourcePosition
 from fabricgen.model.addressing import Addressing
 from fabricgen.model.cloud import Cloud
-from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.ethernet import RoceQos, SwitchManagement
 from fabricgen.model.hardware import Medium, NicModel, Speed, SwitchModel
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.kubernetes import Kubernetes
@@ -132,3 +132,4 @@ class Cluster:
     cloud: Cloud | None = None
     lustre: tuple[LustreFs, ...] = ()
     kubernetes: Kubernetes | None = None
+    management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)

@@ -10,7 +10,8 @@ from fabricgen.core.errors import SourcePosition
 
 @dataclass(frozen=True)
 class Secret:
-    """Where a key is read on the SM host at start: an environment variable or a file, never the value."""
+    """Where a secret is read where it is used (the SM host at start, a switch at deploy time): an environment
+    variable or a file, never the value."""
 
     env: str = ""
     file: str = ""

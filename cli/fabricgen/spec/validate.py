@@ -173,11 +173,8 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
     if kind == "type":
         expected = [str(t) for t in value] if isinstance(value, list) else [str(value)]
         want = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
-        return [
-            doc.issue(
-                path, f"expected {want}, got {_type_name(error.instance)}{_shown(error.instance)}", hint
-            )
-        ]
+        shown = "" if schema.get("x-secret") else _shown(error.instance)
+        return [doc.issue(path, f"expected {want}, got {_type_name(error.instance)}{shown}", hint)]
     if kind == "pattern":
         return [
             doc.issue(

@@ -12,14 +12,39 @@ from typing import Any
 
 from fabricgen.core.issues import Issues
 from fabricgen.features.ethernet.nos import NosData, systems
-from fabricgen.features.feature import BuildContext
+from fabricgen.features.feature import BuildContext, per_fabric
 from fabricgen.model.cluster import Cluster, Fabric, FabricType, Tier
-from fabricgen.model.ethernet import RoceQos, TrafficClass
+from fabricgen.model.ethernet import RoceQos, SwitchManagement, TrafficClass
 from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.infiniband import Secret
 from fabricgen.spec.validate import with_defaults
 
 ETHERNET_ONLY = ("nos", "software", "mtu", "host_mtu", "qos")
 QOS_SCHEMA = "sections/ethernet.schema.json#/$defs/qos"
+MANAGEMENT_SCHEMA = "sections/management.schema.json"
+
+
+def build_sections(context: BuildContext, cluster: Cluster) -> Cluster:
+    """Each Ethernet fabric's sections (:func:`build`), then the switches' management baseline."""
+    return management(context, per_fabric(build)(context, cluster))
+
+
+def management(context: BuildContext, cluster: Cluster) -> Cluster:
+    """The spec's ``management`` section: the baseline every configured switch gets (schema-validated)."""
+    spec = context.data.get("management")
+    if spec is None:
+        return cluster
+    m = with_defaults(spec, MANAGEMENT_SCHEMA)
+
+    def secret(entry: Mapping[str, str] | None) -> Secret | None:
+        return Secret(entry.get("env", ""), entry.get("file", "")) if entry is not None else None
+
+    dns, snmp, tacacs = m.get("dns", {}), m.get("snmp", {}), m.get("tacacs", {})
+    return replace(cluster, management=SwitchManagement(
+        tuple(m.get("ntp", ())), tuple(dns.get("servers", ())), dns.get("domain", ""),
+        tuple((s["server"], s["port"]) for s in m.get("syslog", ())), secret(snmp.get("community")),
+        snmp.get("location", ""), snmp.get("contact", ""), tuple(tacacs.get("servers", ())),
+        secret(tacacs.get("key")), tacacs.get("timeout", 5)))
 
 
 def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:

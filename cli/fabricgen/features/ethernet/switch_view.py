@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fabricgen.model.addressing import FabricAddresses
 from fabricgen.model.cluster import Fabric, FabricType, Tier
-from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.ethernet import RoceQos, SwitchManagement
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -51,6 +51,7 @@ class SwitchView:
     ports: tuple[PortView, ...]
     host_subnet: str = ""   # leaf only: "10.20.0.0/25"
     gateway: str = ""       # leaf only: "10.20.0.1"
+    baseline: SwitchManagement | None = None  # the spec's management section: NTP, DNS, syslog, SNMP, TACACS+
 
     @property
     def routed_ports(self) -> tuple[PortView, ...]:
@@ -101,5 +102,6 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
                                 topology.cluster.metadata.site, plan.asn[sw.name], plan.loopbacks[sw.name],
                                 plan.management.get(sw.name, ""), fabric.mtu, fabric.qos,
                                 tuple(sorted(ports[sw.name], key=lambda p: p.number)),
-                                subnet.network if subnet else "", subnet.gateway if subnet else ""))
+                                subnet.network if subnet else "", subnet.gateway if subnet else "",
+                                topology.cluster.management))
     return tuple(views)

@@ -54,9 +54,10 @@ def configs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
 
 
 # -- artifacts -----------------------------------------------------------------------------------------------------
-def test_two_artifacts_per_eos_switch_and_none_for_other_nos(artifacts: dict[str, bytes]) -> None:
-    expected = {f"switches/{n}/{f}" for n in EOS_SWITCHES for f in ("avd-structured-config.yaml", f"{n}.cfg")}
-    assert set(artifacts) == expected, "only the storage fabric runs EOS; inband/oob (no address plan) stay out"
+def test_three_artifacts_per_eos_switch_and_none_for_other_nos(artifacts: dict[str, bytes]) -> None:
+    expected = {f"switches/{n}/{f}" for n in EOS_SWITCHES
+                for f in ("avd-structured-config.yaml", f"{n}.cfg", "management-secrets.sh")}
+    assert set(artifacts) == expected, "only the storage fabric runs EOS; inband/oob run SONiC"
     untouched = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     assert eos.render(untouched) == [], "nos: sonic renders nothing here"
 

@@ -83,8 +83,9 @@ def _leaves(tree: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 def test_every_nvue_switch_gets_startup_yaml_and_commands(h100: Rendered) -> None:
     names = [v.name for v in h100.views]
     assert len(names) == 6 and all(v.nos == "nvue" for v in h100.views)
-    expected = {f"switches/{n}/{f}" for n in names for f in ("startup.yaml", "nv-commands.txt")}
-    assert set(h100.files) == expected, "nothing for the InfiniBand compute fabric or fabrics without a plan"
+    files = ("startup.yaml", "nv-commands.txt", "management-secrets.sh")
+    expected = {f"switches/{n}/{f}" for n in names for f in files}
+    assert set(h100.files) == expected, "nothing for the InfiniBand compute fabric or the SONiC fabrics"
     assert all(is_safe_relative_path(p) for p in h100.files)
     for name in names:
         assert h100.yaml(name)["system"]["hostname"] == name

@@ -35,7 +35,8 @@ ALLOWED_TABLES = {
     "TC_TO_QUEUE_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PORT_QOS_MAP", "SCHEDULER", "QUEUE", "WRED_PROFILE",
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
     "BUFFER_PORT_EGRESS_PROFILE_LIST", "CABLE_LENGTH", "PFC_WD", "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
-    "LOSSLESS_TRAFFIC_PATTERN",
+    "LOSSLESS_TRAFFIC_PATTERN", "NTP", "NTP_SERVER", "DNS_NAMESERVER", "SYSLOG_SERVER", "SNMP",
+    "SNMP_AGENT_ADDRESS_CONFIG", "TACPLUS", "TACPLUS_SERVER",
 }
 LOSSLESS_DSCP, LOSSLESS_PRIO, CNP_DSCP, CNP_PRIO = 26, 3, 48, 6
 # NVIDIA's rows, copied from sonic-buildimage device/mellanox/x86_64-nvidia_sn5600-r0/ACS-SN5600/
@@ -81,7 +82,7 @@ def _csv(content: bytes) -> list[dict[str, str]]:
 def test_artifact_paths(artifacts: dict[str, bytes]) -> None:
     storage = {p for p in artifacts if p.split("/")[1].startswith("storage-")}
     assert sorted(storage) == sorted(f"switches/{s}/{f}" for s in STORAGE_SWITCHES
-                                     for f in ("config_db.json", "pfc-headroom.csv"))
+                                     for f in ("config_db.json", "pfc-headroom.csv", "management-secrets.sh"))
 
 
 def _strings_only(value: Any, where: str) -> None:

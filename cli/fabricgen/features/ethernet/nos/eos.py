@@ -42,6 +42,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric
@@ -175,6 +176,48 @@ def _management(view: SwitchView) -> dict[str, Any]:
     return config
 
 
+TACACS_GROUP = "TACACS"  # the aaa group server management-secrets.sh logs in through
+
+
+def _baseline(view: SwitchView) -> dict[str, Any]:
+    """NTP, DNS, syslog, SNMP and the TACACS+ servers in AVD's keys, in VRF MGMT from Management1 when the switch
+    has a management address, else in the default VRF from Loopback0. The key, the community and AAA login are
+    management-secrets.sh's."""
+    m = view.baseline
+    if m is None:
+        return {}
+    in_vrf = bool(view.management and view.fabric.addressing and view.fabric.addressing.management)
+    vrf = DATA.management_vrf if in_vrf else "default"
+    source = DATA.management_interface if in_vrf else DATA.interface("loopback")
+    config: dict[str, Any] = {}
+    if m.ntp:
+        config["ntp"] = {"local_interface": {"name": source, "vrf": vrf}, "servers": [
+            {"name": server, "iburst": True} for server in m.ntp]}
+        if in_vrf:
+            config["ntp"]["vrf"] = vrf
+    if m.dns_servers:
+        config["ip_name_server"] = {"vrfs": [{"name": vrf, "servers": [{"ip_address": s} for s in m.dns_servers]}]}
+        config["ip_domain_lookup"] = {"source_interfaces": [{"name": source, "vrf": vrf}]}
+    if m.dns_domain:
+        config["dns_domain"] = m.dns_domain
+    if m.syslog:
+        config["logging"] = {"vrfs": [{"name": vrf, "source_interface": source, "hosts": [
+            {"name": server, "protocol": "udp", "ports": [port]} for server, port in m.syslog]}]}
+    if m.snmp_community is not None:
+        snmp: dict[str, Any] = {"local_interfaces": [{"name": source, "vrf": vrf}], "vrfs": [{"name": vrf,
+                                                                                            "enable": True}]}
+        snmp |= {k: v for k, v in (("contact", m.snmp_contact), ("location", m.snmp_location)) if v}
+        config["snmp_server"] = snmp
+    if m.tacacs_servers:
+        config["tacacs_servers"] = {"timeout": m.tacacs_timeout,
+                                    "hosts": [{"host": server, "vrf": vrf} for server in m.tacacs_servers]}
+        config["ip_tacacs"] = ({"vrfs": [{"name": vrf, "source_interface": source}]} if in_vrf
+                               else {"source_interface": source})
+        config["aaa_server_groups"] = [{"name": TACACS_GROUP, "type": "tacacs+", "servers": [
+            {"server": server, "vrf": vrf} for server in m.tacacs_servers]}]
+    return config
+
+
 def structured_config(view: SwitchView) -> dict[str, Any]:
     """The switch as an AVD eos_cli_config_gen structured config (plain data, deterministic)."""
     routed = view.routed_ports
@@ -207,6 +250,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
             "address_family_ipv4": {"networks": [{"prefix": n} for n in sorted(networks, key=_natural)]},
         }
     config.update(_management(view))
+    config.update(_baseline(view))
     if view.qos is not None:
         config.update(_qos(view.qos))
     config["config_end"] = True
@@ -233,6 +277,7 @@ def render(topology: Topology) -> list[Artifact]:
         cli = render_template("eos/switch.cfg.j2", c=config, fabric=view.fabric.name, tier=view.tier.value,
                               source=source)
         out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", cli))
+        out.extend(management_secrets(view, source, group=TACACS_GROUP))
     return out
 
 

@@ -42,6 +42,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric, FabricType
@@ -67,7 +68,7 @@ KB = 1024  # the spec's ECN KB, in bytes (the SONiC target's reading too)
 MTU_RANGE = (552, 9216)  # `nv set interface <if> link mtu`
 BREAKOUTS = (2, 4, 8)  # `link breakout 1x|2x|4x|8x`; 1x is an unsplit cage
 
-_TOKEN = re.compile(r"^[A-Za-z0-9_.:/-]+$")  # command words need no shell or NVUE quoting
+_TOKEN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")  # command words need no shell or NVUE quoting
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 Value = int | str
@@ -271,6 +272,40 @@ def _management_block(view: SwitchView) -> Block | None:
     return block
 
 
+def _baseline_block(view: SwitchView) -> Block | None:
+    """NTP, DNS, syslog, SNMP and the TACACS+ servers, in VRF mgmt when eth0 has a management address, else in the
+    default VRF (Cumulus Linux 5.9 NTP, DNS, Syslog, SNMP and TACACS pages; ``service ntp|dns|syslog <vrf>`` through
+    5.14). The TACACS+ secret, the SNMP community, TACACS+ `enable on` and the authentication order are
+    management-secrets.sh's: TACACS+ login waits for its key."""
+    m = view.baseline
+    if m is None:
+        return None
+    in_vrf = bool(view.management and view.fabric.addressing and view.fabric.addressing.management)
+    vrf = DATA.management_vrf if in_vrf else "default"
+    block = Block([f"Management baseline in VRF {vrf}: NTP, DNS, syslog, SNMP v2c, TACACS+ servers. The TACACS+",
+                   "secret, the SNMP community and TACACS+ login come from management-secrets.sh, on the switch."])
+    for server in m.ntp:
+        block.add("service", "ntp", vrf, "server", server, "iburst", value=ON)
+    for server in m.dns_servers:
+        block.add("service", "dns", vrf, "server", server)
+    for server, port in m.syslog:
+        block.add("service", "syslog", vrf, "server", server, "port", value=port)
+    if m.snmp_community is not None:
+        block.add("service", "snmp-server", "enable", value=ON)
+        listen = view.management if in_vrf else view.loopback
+        block.add("service", "snmp-server", "listening-address", listen, "vrf", value=vrf)
+        if m.snmp_contact:
+            block.add("service", "snmp-server", "system-contact", value=_token(m.snmp_contact, "SNMP contact"))
+        if m.snmp_location:
+            block.add("service", "snmp-server", "system-location", value=_token(m.snmp_location, "SNMP location"))
+    if m.tacacs_servers:
+        for priority, server in enumerate(m.tacacs_servers, start=1):  # lower first (NVIDIA's TACACS page)
+            block.add("system", "aaa", "tacacs", "server", priority, "host", value=server)
+        block.add("system", "aaa", "tacacs", "vrf", value=vrf)
+        block.add("system", "aaa", "tacacs", "timeout", value=m.tacacs_timeout)
+    return block
+
+
 def switch_blocks(view: SwitchView) -> list[Block]:
     """Every setting of one switch, grouped and explained, in apply order."""
     if not _HOSTNAME.fullmatch(view.name):
@@ -296,6 +331,9 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     management = _management_block(view)
     if management is not None:
         blocks.append(management)
+    baseline = _baseline_block(view)
+    if baseline is not None:
+        blocks.append(baseline)
 
     parents = sorted({(p.cage, p.breakout) for p in ports if p.breakout > 1})
     if len({cage for cage, _ in parents}) != len(parents):
@@ -421,6 +459,7 @@ def render(topology: Topology) -> list[Artifact]:
             blocks, folder = switch_blocks(view), f"switches/{view.name}"
             out.append(Artifact(f"{folder}/{DATA.config_file(view.name)}", startup_yaml(view, blocks, source)))
             out.append(Artifact(f"{folder}/nv-commands.txt", commands_text(view, blocks, source)))
+            out.extend(management_secrets(view, source))
     return out
 
 

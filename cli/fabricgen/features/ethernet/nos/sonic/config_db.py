@@ -53,12 +53,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.features.ethernet.nos.sonic.headroom import catalog
 from fabricgen.features.ethernet.nos.sonic.layout import DATA, SonicLayout, sonic_layout
 from fabricgen.features.ethernet.nos.sonic.sheet import headroom_csv
+from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, SwitchView, switch_views
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.topology import Topology
@@ -199,6 +201,36 @@ def _qos_tables(layout: SonicLayout, qos: RoceQos) -> dict[str, Any]:
     return tables
 
 
+def _baseline(view: SwitchView, in_vrf: bool) -> dict[str, Any]:
+    """NTP, DNS, syslog, SNMP and TACACS+ (sonic-ntp/-dns/-syslog/-snmp/-system-tacacs.yang), in the management VRF
+    when the switch has one, else in the default VRF with the SNMP agent on its loopback. The TACACS+ passkey, the
+    SNMP community and TACACS+ login (which the YANG refuses without the passkey) are management-secrets.sh's."""
+    m = view.baseline
+    assert m is not None
+    vrf = DATA.management_vrf if in_vrf else "default"
+    tables: dict[str, Any] = {}
+    if m.ntp:
+        tables["NTP"] = {"global": {"vrf": vrf}}
+        tables["NTP_SERVER"] = {server: {"association_type": "server", "iburst": "on"} for server in m.ntp}
+    if m.dns_servers:
+        tables["DNS_NAMESERVER"] = {server: {} for server in m.dns_servers}
+    if m.syslog:
+        tables["SYSLOG_SERVER"] = {server: {"port": str(port), "vrf": vrf} for server, port in m.syslog}
+    if m.snmp_community is not None:
+        agent = view.management if in_vrf else view.loopback
+        # key agent_ip|port|vrf, as `config snmpagentaddress add <ip> [-v mgmt]` writes it: no port = snmpd's 161
+        tables["SNMP_AGENT_ADDRESS_CONFIG"] = {f"{agent}||{DATA.management_vrf if in_vrf else ''}": {}}
+        about = {"LOCATION": {"Location": m.snmp_location}, "CONTACT": {"Contact": m.snmp_contact}}
+        if m.snmp_location or m.snmp_contact:
+            tables["SNMP"] = {key: entry for key, entry in about.items() if next(iter(entry.values()))}
+    if m.tacacs_servers:
+        tables["TACPLUS"] = {"global": {"auth_type": "pap", "timeout": str(m.tacacs_timeout)}}
+        tables["TACPLUS_SERVER"] = {server: {"priority": str(len(m.tacacs_servers) - i), "tcp_port": "49",
+                                             "timeout": str(m.tacacs_timeout), "vrf": vrf}
+                                    for i, server in enumerate(m.tacacs_servers)}
+    return tables
+
+
 def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str, Any]:
     """The switch's config_db.json content (module doc); MGMT_INTERFACE only with a management gateway."""
     view, sku = layout.view, layout.sku
@@ -241,11 +273,15 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
         db["VLAN_MEMBER"] = {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in hosts}
         db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{view.gateway}/{_prefixlen(view.host_subnet)}": {}}
     management = view.fabric.addressing.management if view.fabric.addressing else None
-    if view.management and management and management_gateway:
+    in_vrf = bool(view.management and management and management_gateway)
+    if in_vrf:
         eth0 = DATA.management_interface
         db["MGMT_PORT"] = {eth0: {"alias": eth0, "admin_status": "up"}}
-        db["MGMT_INTERFACE"] = {f"{eth0}|{view.management}/{_prefixlen(management)}": {"gwaddr": management_gateway}}
+        address = f"{view.management}/{_prefixlen(management or '')}"
+        db["MGMT_INTERFACE"] = {f"{eth0}|{address}": {"gwaddr": management_gateway}}
         db["MGMT_VRF_CONFIG"] = {"vrf_global": {"mgmtVrfEnabled": "true"}}
+    if view.baseline is not None:
+        db.update(_baseline(view, in_vrf))
     db.update(_buffer_tables(layout))
     if view.qos is not None:
         db.update(_qos_tables(layout, view.qos))
@@ -291,6 +327,7 @@ def dump_config_db(db: dict[str, dict[str, Any]]) -> str:
 
 
 def render(topology: Topology) -> list[Artifact]:
+    source = PurePosixPath(topology.cluster.source).name
     out = []
     for ft in topology.fabrics:
         if not ft.fabric.type.ethernet:
@@ -305,4 +342,5 @@ def render(topology: Topology) -> list[Artifact]:
             out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", content.encode("utf-8")))
             if view.qos is not None:
                 out.append(Artifact(f"switches/{view.name}/pfc-headroom.csv", headroom_csv(layout)))
+            out.extend(management_secrets(view, source))
     return out
