@@ -109,9 +109,12 @@ def switch_config_times(spec: Path) -> dict[str, float]:
     topology = compile_spec(spec).topology
     switches = sum(len(ft.switches) for ft in topology.fabrics if ft.fabric.type == "roce")
     times: dict[str, float] = {"switches": switches}
+    # EOS runs on Arista switches: the 7060X6-64PE has the SN5600's radix (64 OSFP cages, 2 x 400G each)
+    models = {"sonic": "SN5600", "eos": "7060X6-64PE", "nvue": "SN5600"}
     for nos in ("sonic", "eos", "nvue"):
         variant = spec.with_name(f"roce-{nos}.yaml")
-        variant.write_text(spec.read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
+        variant.write_text(spec.read_text().replace("    switch: SN5600\n    nos: sonic\n",
+                                                    f"    switch: {models[nos]}\n    nos: {nos}\n"))
         topo = compile_spec(variant).topology
         start = time.perf_counter()
         render(topo, [nos])  # the pipeline's path: one target, the collector paused as in every render

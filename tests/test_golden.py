@@ -52,15 +52,18 @@ def _unzipped(content: bytes) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-# The example's storage fabric in the other two switch dialects, and on SONiC with the dynamic buffer model or
-# with a shared headroom pool (traditional model): only the switch configs are kept as goldens. Each case is one
+# The example's storage fabric in the other two switch dialects (EOS on Arista switches), and on SONiC with the
+# dynamic buffer model, without and with a shared headroom pool (the traditional model runs each SKU's own
+# buffers): only the switch configs are kept as goldens. Each case is one
 # edit of the example: (text, replacement).
 WATCHDOG = "action: drop}\n"
 DIALECTS = {
-    "h100-4su-eos": ("    nos: sonic\n", "    nos: eos\n"),
-    "h100-4su-nvue": ("    nos: sonic\n", "    nos: nvue\n"),
+    "h100-4su-eos": ("    switch: SN5600\n    nos: sonic\n", "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n"
+                     "    nos: eos\n"),
+    "h100-4su-nvue": ("    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: nvue\n"),
     "h100-4su-sonic-dynamic": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"),
-    "h100-4su-sonic-shp": (WATCHDOG, f"{WATCHDOG}      shared_headroom_pool: {{over_subscribe_ratio: 2}}\n"),
+    "h100-4su-sonic-shp": (WATCHDOG, f"{WATCHDOG}      buffer_model: dynamic\n"
+                                     "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"),
 }
 
 

@@ -61,7 +61,9 @@ config: "{switch}.toy.json"
 pfc_watchdog:
   actions: {drop: drop}
 buffer_models: [traditional]
-shared_headroom_pool: false
+shared_headroom_pool: []
+switches:
+  vendors: [NVIDIA]
 interfaces:
   whole: "port{cage}"
   loopback: lo0
@@ -112,8 +114,8 @@ def test_a_new_nos_is_its_module_data_template_and_one_enum_value(tmp_path: Path
     schema.write_text(json.dumps(doc, indent=2) + "\n")
     spec = root / "toy.yaml"
     text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count("    nos: sonic\n") == 1
-    spec.write_text(text.replace("    nos: sonic\n", "    nos: toynos\n"))
+    assert text.count("    switch: SN5600\n    nos: sonic\n") == 1
+    spec.write_text(text.replace("    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: toynos\n"))
 
     assert _changed_files(root) == ["cli/fabricgen/features/ethernet/nos/toynos.py",
                                     "cli/fabricgen/features/ethernet/nos/toynos.yaml",

@@ -22,12 +22,17 @@ EXPECTED_ASNS = {"storage-l01": 4200000100, "storage-l02": 65102, "storage-l03":
                  "storage-l04": 4294967294, "storage-agg01": SPINE, "storage-agg02": SPINE}
 
 
+# The switch model each NOS runs the storage fabric on (EOS runs on Arista switches only).
+SWITCH = {"sonic": "SN4700", "nvue": "SN4700", "eos": "7060DX5-64S"}
+
+
 def per_leaf_spec(tmp_path: Path, nos: str = "sonic", append: str = "") -> Path:
     """per-leaf.yaml with its storage fabric on ``nos`` (and ``append`` added at the end)."""
     text = PER_LEAF_SPEC.read_text()
-    assert text.count("    nos: sonic\n") == 1
+    old = "    switch: SN4700\n    nos: sonic\n"
+    assert text.count(old) == 1
     spec = tmp_path / f"per-leaf-{nos}.yaml"
-    spec.write_text(text.replace("    nos: sonic\n", f"    nos: {nos}\n") + append)
+    spec.write_text(text.replace(old, f"    switch: {SWITCH[nos]}\n    nos: {nos}\n") + append)
     return spec
 
 

@@ -29,13 +29,25 @@ SHP = "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"
 
 
 # -- EOS --------------------------------------------------------------------------------------------------------
-def eos_spec(tmp: Path, replace: tuple[str, str] = ("", "")) -> Path:
-    """h100-4su with the storage fabric on EOS (and one more text replaced)."""
+# The storage fabric on Arista switches: 7060DX5-64S leaves (QSFP-DD), 7060X6-64PE spines (OSFP, 2 x 400G a cage).
+SONIC_STORAGE = "    switch: SN5600\n    nos: sonic\n"
+EOS_STORAGE = "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n    nos: eos\n"
+
+
+# 254 host ports at 400G on 64-port leaves: eight leaves, two spines.
+EOS_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 9)] + ["storage-spine01", "storage-spine02"]
+
+
+def eos_spec(tmp: Path, *replacements: tuple[str, str], extra: str = "") -> Path:
+    """h100-4su with the storage fabric on EOS on Arista switches (more texts replaced, ``extra`` appended)."""
     text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count("    nos: sonic\n") == 1
-    text = text.replace("    nos: sonic\n", "    nos: eos\n").replace(*replace)
+    assert text.count(SONIC_STORAGE) == 1
+    text = text.replace(SONIC_STORAGE, EOS_STORAGE)
+    for old, new in replacements:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
     spec = tmp / "h100-4su-eos.yaml"
-    spec.write_text(text)
+    spec.write_text(text + extra)
     return spec
 
 
@@ -61,10 +73,23 @@ def eos_blocks(cli: str) -> Iterator[tuple[str, list[str]]]:
         yield head, body
 
 
-# The out-of-band fabric with EOS leaves and SONiC aggregation switches (and an address plan).
-OOB_EOS = ("    topology: {kind: top-of-rack, uplinks: 2}\n",
-           "    topology: {kind: top-of-rack, uplinks: 2}\n    nos: {leaf: eos, spine: sonic}\n"
-           "    addressing: {hosts: 10.40.0.0/16, p2p: 10.41.0.0/20, loopbacks: 10.42.0.0/24}\n")
+# The out-of-band fabric with EOS leaves and SONiC aggregation switches (and an address plan). EOS runs on Arista
+# switches only, so the leaves are an Arista-like 48 x RJ45 + 4 x QSFP28 model that the spec adds to its catalog
+# (TEST DATA, shaped like the SN2201 it replaces; no such entry ships in the catalog).
+OOB_EOS = ("    switch: {leaf: SN2201, spine: SN4700}\n    nos: sonic\n",
+           "    switch: {leaf: test-arista-rj45, spine: SN4700}\n    nos: {leaf: eos, spine: sonic}\n")
+ARISTA_RJ45_CATALOG = """catalog:
+  switches:
+    test-arista-rj45:
+      vendor: Arista
+      fabric_type: ethernet
+      height_u: 1
+      description: test data, an Arista-like 48 x 1G RJ45 + 4 x 100G QSFP28 switch
+      port_groups:
+        - {name: access, cages: 48, form_factor: RJ45, ports_per_cage: {1G: 1}}
+        - {name: uplink, cages: 4, form_factor: QSFP28, ports_per_cage: {100G: 1}}
+      source: tests/helpers/ethernet.py (test data)
+"""
 
 
 # -- host RoCE --------------------------------------------------------------------------------------------------

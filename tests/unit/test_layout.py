@@ -54,3 +54,13 @@ def test_schema_nos_enum_is_the_nos_modules() -> None:
     assert sorted(schema["$defs"]["nos_name"]["enum"]) == sorted(systems())
     targets = {t.name for f in registry.FEATURES for t in f.targets}
     assert set(systems()) <= targets
+
+
+def test_schema_software_releases_are_the_nos_data_releases() -> None:
+    """The releases the schema offers per NOS are exactly those its data file has facts for, default included."""
+    schema = json.loads((REPO / "schemas" / "sections" / "ethernet.schema.json").read_text(encoding="utf-8"))
+    offered = {name: entry["enum"] for name, entry in schema["$defs"]["software"]["properties"].items()}
+    known = {name: list(nos.data.releases) for name, nos in systems().items() if nos.data.releases}
+    assert offered == known
+    for nos in systems().values():
+        assert not nos.data.releases or nos.data.default_release in nos.data.releases, nos.data.name

@@ -20,6 +20,7 @@ class CableEnd:
     gpu: int | None = None
     rdma_dev: str = ""
     netdev: str = ""
+    form_factor: str = ""  # the switch cage's form factor (empty at a node end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +52,8 @@ class Cable:
 
     @property
     def a_optic(self) -> Optic | None:
-        return self.medium.host_optic if self.tier == "node-leaf" else self.medium.switch_optic
+        return self.medium.host_optic if self.tier == "node-leaf" else self.medium.switch_optic_for(self.a.form_factor)
 
     @property
     def z_optic(self) -> Optic | None:
-        return self.medium.switch_optic
+        return self.medium.switch_optic_for(self.z.form_factor)

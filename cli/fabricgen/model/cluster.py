@@ -14,7 +14,7 @@ from enum import StrEnum
 from fabricgen.core.errors import SourcePosition
 from fabricgen.model.addressing import Addressing
 from fabricgen.model.cloud import Cloud
-from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.ethernet import RoceQos, SwitchManagement
 from fabricgen.model.hardware import Medium, NicModel, Speed, SwitchModel
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.kubernetes import Kubernetes
@@ -101,7 +101,8 @@ class Fabric:
     position: SourcePosition = field(compare=False)
     placement: Mapping[Tier, TierPlacement] = field(default_factory=dict, compare=False)
     subnet_manager: SubnetManager | None = None
-    nos: Mapping[Tier, str] = field(default_factory=dict, compare=False)
+    nos: Mapping[Tier, str] = field(default_factory=dict, compare=False)  # empty: fabricgen configures no switch
+    software: Mapping[str, str] = field(default_factory=dict, compare=False)  # NOS -> the release it runs
     mtu: int = 9100
     host_mtu: int = 9000
     qos: RoceQos | None = None
@@ -131,3 +132,4 @@ class Cluster:
     cloud: Cloud | None = None
     lustre: tuple[LustreFs, ...] = ()
     kubernetes: Kubernetes | None = None
+    management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)

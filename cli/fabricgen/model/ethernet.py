@@ -1,10 +1,12 @@
-"""The lossless RoCE class of an Ethernet fabric: traffic classes, ECN, PFC watchdog and SONiC buffer choices."""
+"""The lossless RoCE class of an Ethernet fabric (traffic classes, ECN, PFC watchdog, SONiC buffer choices) and the
+management baseline of the switches fabricgen configures."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from fabricgen.core.errors import SourcePosition
+from fabricgen.model.infiniband import Secret
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,25 @@ class RoceQos:
     def nccl_tc(self) -> int:
         """NCCL_IB_TC: the traffic class byte, DSCP in the top six bits and ECT(0) in the ECN bits."""
         return self.lossless.dscp << 2 | 0b10
+
+
+@dataclass(frozen=True)
+class SwitchManagement:
+    """NTP, DNS, syslog, SNMP and TACACS+ of every configured switch; secrets only as where to read them."""
+
+    ntp: tuple[str, ...] = ()
+    dns_servers: tuple[str, ...] = ()
+    dns_domain: str = ""
+    syslog: tuple[tuple[str, int], ...] = ()  # (server, UDP port)
+    snmp_community: Secret | None = None
+    snmp_location: str = ""
+    snmp_contact: str = ""
+    tacacs_servers: tuple[str, ...] = ()      # in priority order
+    tacacs_key: Secret | None = None
+    tacacs_timeout: int = 5
+
+    @property
+    def secrets(self) -> tuple[tuple[str, Secret], ...]:
+        """The secrets a switch applies at deploy time, by what they are."""
+        found = (("tacacs_key", self.tacacs_key), ("snmp_community", self.snmp_community))
+        return tuple((name, secret) for name, secret in found if secret is not None)

@@ -125,6 +125,13 @@ class Medium:
     switch_form_factors: tuple[str, ...] = ()
     host_form_factors: tuple[str, ...] = ()
     legs: int = 1  # a splitter: one switch-side connector serving ``legs`` logical switch ports and host ports
+    # a cable between cages of two form factors (QSFP-DD to OSFP): the switch transceiver of each, by cage form
+    # factor; a cage not listed takes switch_optic
+    switch_optics: tuple[tuple[str, Optic], ...] = ()
+
+    def switch_optic_for(self, form_factor: str) -> Optic | None:
+        """The transceiver a switch cage of ``form_factor`` takes for this medium."""
+        return next((optic for ff, optic in self.switch_optics if ff == form_factor), self.switch_optic)
 
     def fits(self, switch_form_factors: tuple[str, ...], host_form_factor: str | None) -> bool:
         """Whether the parts plug into these cages (an empty constraint accepts any cage)."""

@@ -27,7 +27,8 @@ FULL_MEMBER = 0x8000  # the membership bit of a P_Key table entry (and of the pk
 
 @dataclass(frozen=True)
 class Secret:
-    """Where a key is read on the SM host at start: an environment variable or a file, never the value."""
+    """Where a secret is read where it is used (the SM host at start, a switch at deploy time): an environment
+    variable or a file, never the value."""
 
     env: str = ""
     file: str = ""

@@ -95,7 +95,9 @@ def medium(entry: Mapping[str, Any]) -> Medium:
     return Medium(entry["name"], tuple(entry["speeds"]), tuple(entry["ends"]), entry["kind"], entry.get("fiber", ""),
                   float(entry["reach_m"]), cables, _optic(entry.get("host_optic")), _optic(entry.get("switch_optic")),
                   entry["netbox_type"], entry.get("color", ""), tuple(entry.get("switch_form_factors", ())),
-                  tuple(entry.get("host_form_factors", ())), int(entry.get("legs", 1)))
+                  tuple(entry.get("host_form_factors", ())), int(entry.get("legs", 1)),
+                  tuple((ff, optic) for ff, raw in sorted(entry.get("switch_optics", {}).items())
+                        if (optic := _optic(raw)) is not None))
 
 
 def media(overrides: Sequence[Mapping[str, Any]] | None) -> tuple[Medium, ...]:

@@ -22,7 +22,7 @@ from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from tests.helpers.addressing import eos_bgp_lines as _eos_bgp_lines
 from tests.helpers.addressing import eos_per_leaf as _eos
-from tests.helpers.ethernet import OOB_EOS, STORAGE_SWITCHES
+from tests.helpers.ethernet import ARISTA_RJ45_CATALOG, EOS_SWITCHES, OOB_EOS
 from tests.helpers.ethernet import eos_blocks as _blocks
 from tests.helpers.ethernet import eos_cli as _cli
 from tests.helpers.ethernet import eos_spec as _spec
@@ -47,13 +47,13 @@ def artifacts(topology: Topology) -> dict[str, bytes]:
 def configs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     """Structured config per switch, as a consumer reads the YAML artifact."""
     return {name: yaml.safe_load(artifacts[f"switches/{name}/avd-structured-config.yaml"])
-            for name in STORAGE_SWITCHES}
+            for name in EOS_SWITCHES}
 
 
 @pytest.fixture(scope="module")
 def oob(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """The out-of-band fabric (plain Ethernet, RJ45 host ports) with EOS leaves and SONiC aggregation switches."""
-    topology = compile_spec(_spec(tmp_path_factory.mktemp("oob"), OOB_EOS)).topology
+    topology = compile_spec(_spec(tmp_path_factory.mktemp("oob"), OOB_EOS, extra=ARISTA_RJ45_CATALOG)).topology
     return {v.name: eos.structured_config(v) for v in eos.eos_views(topology) if v.fabric.name == "oob"}
 
 
@@ -117,7 +117,7 @@ def _avd_cli(configs: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 @pytest.mark.external
 def test_pyavd_validates_with_zero_violations(configs: dict[str, dict[str, Any]]) -> None:
-    assert sorted(_avd_cli(configs)) == sorted(STORAGE_SWITCHES)
+    assert sorted(_avd_cli(configs)) == sorted(EOS_SWITCHES)
 
 
 @pytest.mark.external

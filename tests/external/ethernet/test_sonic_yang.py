@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from fabricgen.features.ethernet.nos.sonic import config_db as sonic
+from fabricgen.features.ethernet.nos.sonic.layout import sonic_layout
 from fabricgen.features.ethernet.switch_view import switch_views
 from fabricgen.pipeline import Compiled, compile_spec
 from tests.conftest import INVENTORIES, REPO
 from tests.helpers.addressing import render_per_leaf as _render
-from tests.helpers.ethernet import SHP, STORAGE_SWITCHES, WATCHDOG
+from tests.helpers.ethernet import STORAGE_SWITCHES, WATCHDOG
 from tests.helpers.ethernet import storage_spec as _storage_spec
 
 
@@ -43,9 +44,9 @@ def dynamic_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, byt
 
 
 @pytest.fixture(scope="module")
-def shp_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    spec = _storage_spec(tmp_path_factory.mktemp("shp"), WATCHDOG, WATCHDOG + SHP)
-    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+def shp_artifacts() -> dict[str, bytes]:
+    """lab-1su: Mellanox-SN4700-V64, whose traditional buffers carry a shared headroom pool (pool xoff)."""
+    return {a.path: a.content for a in sonic.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology)}
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +92,35 @@ def test_every_config_db_validates_against_sonic_yang(artifacts: dict[str, bytes
 
 
 @pytest.mark.external
+def test_in_band_and_out_of_band_config_dbs_validate(artifacts: dict[str, bytes], tmp_path: Path) -> None:
+    """Every SKU and role the example's plain Ethernet fabrics use: SN2201 ToR (1G RJ45 ports, ACS-SN2201),
+    SN4700 aggregation (Mellanox-SN4700-C128), SN4700 in-band leaf and spine (Mellanox-SN4700-V64)."""
+    validator = require_sonic_yang()
+    for switch in ("oob-a01", "oob-agg01", "inband-leaf001", "inband-spine01"):
+        path = tmp_path / f"{switch}.json"
+        path.write_bytes(artifacts[f"switches/{switch}/config_db.json"])
+        _validate(validator, path)
+
+
+@pytest.mark.external
+@pytest.mark.parametrize("release", ["202311", "202405", "202411"])
+def test_every_release_validates(release: str, tmp_path: Path) -> None:
+    """The releases whose facts differ from the default's (no subport, the older lua's defaults)."""
+    validator = require_sonic_yang()
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         f'    switch: SN5600\n    nos: sonic\n    software: {{sonic: "{release}"}}\n')
+    content = next(a.content for a in sonic.render(compile_spec(spec).topology)
+                   if a.path == "switches/storage-leaf001/config_db.json")
+    path = tmp_path / f"{release}.json"
+    path.write_bytes(content)
+    _validate(validator, path)
+
+
+@pytest.mark.external
 def test_management_interface_with_a_gateway_validates(compiled: Compiled, tmp_path: Path) -> None:
     validator = require_sonic_yang()
     view = switch_views(compiled.topology, compiled.topology.fabric("storage"))[0]
-    db = sonic.config_db(view, management_gateway="10.23.0.254")
+    db = sonic.config_db(sonic_layout(view), management_gateway="10.23.0.254")
     assert db["MGMT_INTERFACE"] == {f"eth0|{view.management}/24": {"gwaddr": "10.23.0.254"}}
     path = tmp_path / "mgmt.json"
     path.write_text(json.dumps(db, sort_keys=True, indent=2))
@@ -156,10 +182,11 @@ def test_every_shared_headroom_pool_config_db_validates(shp_artifacts: dict[str,
                                                         tmp_path: Path) -> None:
     validator = require_sonic_yang()
     for name, rendered in (("traditional", shp_artifacts), ("dynamic", dynamic_shp_artifacts)):
-        for switch in STORAGE_SWITCHES:
-            path = tmp_path / f"{name}-{switch}.json"
-            path.write_bytes(rendered[f"switches/{switch}/config_db.json"])
-            _validate(validator, path)
+        for path_in, content in rendered.items():
+            if path_in.endswith("config_db.json") and "/storage-" in path_in:
+                path = tmp_path / f"{name}-{path_in.split('/')[1]}.json"
+                path.write_bytes(content)
+                _validate(validator, path)
 
 
 # -- per-leaf 4-byte ASNs (tests/data/asn/per-leaf.yaml) --------------------------------------------------------

@@ -58,8 +58,8 @@ def test_patterns_are_strict_character_classes() -> None:
         assert not re.search(strict, "\n") and not re.search(strict, "a\nb"), pattern
 
 
-def test_secret_keys_are_the_subnet_manager_keys() -> None:
-    assert secret_keys() == {"keys", "sm_key", "sa_key", "m_key"}
+def test_secret_keys_are_the_key_material() -> None:
+    assert secret_keys() == {"keys", "sm_key", "sa_key", "m_key", "key", "community"}  # SM keys, TACACS+, SNMP
 
 
 @pytest.mark.parametrize(("value", "message"), [

@@ -28,13 +28,17 @@ NETBOX_IP_COLUMNS = ("address", "status", "role", "device", "interface", "descri
 NETBOX_INTERFACE_COLUMNS = ("device", "name", "type", "mgmt_only", "description")
 
 Row = tuple[str, ...]
+UNCONFIGURED = ("loopback", "management", f"vlan{HOST_VLAN}")  # interface names on a switch without nos
 
 
 def _names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
     """Names of a switch's loopback, management port and host-subnet gateway (a VLAN interface), from its NOS's
-    data; an InfiniBand switch has only its management port."""
+    data; an InfiniBand switch has only its management port, a switch fabricgen does not configure (no nos)
+    generic names."""
     if ft.fabric.type is FabricType.INFINIBAND:
         return "", MANAGEMENT_INTERFACE, ""
+    if not ft.fabric.nos:
+        return UNCONFIGURED
     nos = systems()[ft.fabric.nos[tier]].data
     return nos.interface("loopback"), nos.management_interface, nos.interface("vlan", vlan=HOST_VLAN)
 

@@ -86,8 +86,9 @@ def _places(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> dict[str, _P
 
 def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
     nic = link.nic if lower else None
+    cage = _cage_form_factor(place, port) if place.switch is not None else ""
     return CableEnd(place.rack.row, place.rack.name, place.u, port.device, port.name, port.number,
-                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "")
+                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "", cage)
 
 
 def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
@@ -321,7 +322,7 @@ def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
         if host_optic is not None and cable.tier == "node-leaf":
             totals[host_optic.part] += 1
     for cable in physical_cables(cables):
-        a_optic, z_optic = cable.a_optic, cable.medium.switch_optic
+        a_optic, z_optic = cable.a_optic, cable.z_optic
         if a_optic is not None and cable.tier != "node-leaf":
             per_cage[(cable.a.device, switch_cage(cable.a.port), a_optic)] += 1
         if z_optic is not None:

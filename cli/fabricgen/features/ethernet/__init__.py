@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from fabricgen.features.ethernet import build, checks, host_roce, readback
 from fabricgen.features.ethernet.nos import systems
-from fabricgen.features.feature import Feature, Target, per_fabric
+from fabricgen.features.feature import Feature, Target
 
 FEATURE = Feature(
     "ethernet",
-    build=per_fabric(build.build),
-    checks=(checks.shared_headroom_pool,),
+    build=build.build_sections,
+    checks=(checks.unconfigured_switches, checks.shared_headroom_pool,
+            *(check for nos in systems().values() for check in nos.checks)),
     targets=(Target("host-roce", host_roce.render), *(Target(name, nos.render) for name, nos in systems().items())),
     readback=readback.readback,
 )

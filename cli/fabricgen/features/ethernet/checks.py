@@ -6,7 +6,18 @@ from collections import Counter
 from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
+from fabricgen.features.feature import fabric_warning
 from fabricgen.model.topology import Topology
+
+
+def unconfigured_switches(topology: Topology) -> Iterator[Finding]:
+    """An Ethernet fabric without ``nos`` gets no switch configuration: say so in the plan, not by silence."""
+    for ft in topology.fabrics:
+        if ft.fabric.type.ethernet and not ft.fabric.nos and ft.switches:
+            yield fabric_warning(ft.fabric, "no-switch-configs", ft.fabric.name,
+                                 f"no switch configs: fabric {ft.fabric.name} has no nos, so its {len(ft.switches)} "
+                                 "switches get no configuration", "set nos: sonic, nvue or eos (with an addressing "
+                                 "plan) to configure them")
 
 
 def shared_headroom_pool(topology: Topology) -> Iterator[Finding]:

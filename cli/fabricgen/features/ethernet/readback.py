@@ -53,7 +53,7 @@ def readback(topology: Topology, artifacts: Mapping[str, Artifact]) -> Iterator[
     """Every host port's RoCE settings, then every switch's configuration, in path order."""
     roce = {ft.fabric.name: ft.fabric for ft in topology.fabrics if ft.fabric.qos is not None}
     switches = {sw.name: (ft.fabric, systems()[ft.fabric.nos[sw.tier]]) for ft in topology.fabrics
-                if ft.fabric.type.ethernet for sw in ft.switches}
+                if ft.fabric.type.ethernet and ft.fabric.nos for sw in ft.switches}
     for path in sorted(artifacts):
         folder, _, name = path.rpartition("/")
         if name == "roce-qos.sh":

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fabricgen.model.addressing import FabricAddresses
 from fabricgen.model.cluster import Fabric, FabricType, Tier
-from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.ethernet import RoceQos, SwitchManagement
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -41,6 +41,7 @@ class SwitchView:
     tier: Tier
     model: SwitchModel
     nos: str
+    release: str  # the NOS's software release ("" for a NOS without releases)
     site: str
     asn: int
     loopback: str
@@ -50,6 +51,7 @@ class SwitchView:
     ports: tuple[PortView, ...]
     host_subnet: str = ""   # leaf only: "10.20.0.0/25"
     gateway: str = ""       # leaf only: "10.20.0.1"
+    baseline: SwitchManagement | None = None  # the spec's management section: NTP, DNS, syslog, SNMP, TACACS+
 
     @property
     def routed_ports(self) -> tuple[PortView, ...]:
@@ -68,8 +70,8 @@ def switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ..
 
 def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ...]:
     plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
-    if plan is None or ft.fabric.type is FabricType.INFINIBAND:  # IPoIB plans configure hosts, not switches
-        return ()
+    if plan is None or ft.fabric.type is FabricType.INFINIBAND or not ft.fabric.nos:
+        return ()  # IPoIB plans configure hosts, not switches; a fabric without nos gets no switch configs
     fabric = ft.fabric
     lengths = {}
     for cable in topology.cables:
@@ -95,9 +97,11 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
     views = []
     for sw in ft.switches:
         subnet = subnets.get(sw.name)
-        views.append(SwitchView(sw.name, fabric, sw.tier, sw.model, fabric.nos.get(sw.tier, "sonic"),
+        nos = fabric.nos[sw.tier]
+        views.append(SwitchView(sw.name, fabric, sw.tier, sw.model, nos, fabric.software.get(nos, ""),
                                 topology.cluster.metadata.site, plan.asn[sw.name], plan.loopbacks[sw.name],
                                 plan.management.get(sw.name, ""), fabric.mtu, fabric.qos,
                                 tuple(sorted(ports[sw.name], key=lambda p: p.number)),
-                                subnet.network if subnet else "", subnet.gateway if subnet else ""))
+                                subnet.network if subnet else "", subnet.gateway if subnet else "",
+                                topology.cluster.management))
     return tuple(views)

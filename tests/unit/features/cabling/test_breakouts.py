@@ -16,7 +16,7 @@ import pytest
 from fabricgen.core.errors import Severity, SpecError
 from fabricgen.features.cabling.checks import cable_plan
 from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
-from fabricgen.features.ethernet.nos.sonic.headroom import catalog as sonic_catalog
+from fabricgen.features.ethernet.nos.sonic.skus import skus as sonic_skus
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.spec.catalog import shipped
@@ -196,15 +196,20 @@ def test_breakout_rows_come_before_the_straight_rows_of_their_speeds(name: str) 
 
 
 def test_switch_lanes_agree_with_the_sonic_lane_map() -> None:
-    """switches.yaml lanes (the lane-width check) and asics.yaml lanes_per_cage (SONiC lane numbering) agree."""
+    """switches.yaml lanes (the lane-width check) and NVIDIA's SKUs (skus/*.yaml, the SONiC port rows) agree: every
+    cage of every SKU has the lanes its port group declares, split evenly among its ports."""
     switches = shipped("switches").entries
     checked = 0
-    for model, sonic in sonic_catalog().switches.items():
-        for group in switches[model]["port_groups"]:
-            if "lanes" in group:
-                assert group["lanes"] == sonic.lanes(group["name"]), (model, group["name"])
-                checked += 1
-    assert checked >= 2
+    for model, found in sonic_skus().items():
+        groups = switches[model]["port_groups"]
+        for sku in found:
+            for cage, rows in sku.ports.items():
+                group = next(g for i, g in enumerate(groups) if cage <= sum(x["cages"] for x in groups[:i + 1]))
+                if "lanes" in group:
+                    assert sum(r.lane_count for r in rows) == group["lanes"], (sku.hwsku, cage)
+                    assert len({r.lane_count for r in rows}) == 1, (sku.hwsku, cage)
+                    checked += 1
+    assert checked >= 64 + 32
 
 
 @pytest.mark.parametrize(("speed", "leaf", "ok"), [

@@ -25,7 +25,7 @@ from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.stages.render import TARGETS
 from tests.conftest import INVENTORIES, REPO
-from tests.helpers.ethernet import OOB_EOS, STORAGE_SWITCHES
+from tests.helpers.ethernet import ARISTA_RJ45_CATALOG, EOS_SWITCHES, OOB_EOS
 from tests.helpers.ethernet import eos_blocks as _blocks
 from tests.helpers.ethernet import eos_cli as _cli
 from tests.helpers.ethernet import eos_spec as _spec
@@ -50,13 +50,14 @@ def artifacts(topology: Topology) -> dict[str, bytes]:
 def configs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     """Structured config per switch, as a consumer reads the YAML artifact."""
     return {name: yaml.safe_load(artifacts[f"switches/{name}/avd-structured-config.yaml"])
-            for name in STORAGE_SWITCHES}
+            for name in EOS_SWITCHES}
 
 
 # -- artifacts -----------------------------------------------------------------------------------------------------
-def test_two_artifacts_per_eos_switch_and_none_for_other_nos(artifacts: dict[str, bytes]) -> None:
-    expected = {f"switches/{n}/{f}" for n in STORAGE_SWITCHES for f in ("avd-structured-config.yaml", f"{n}.cfg")}
-    assert set(artifacts) == expected, "only the storage fabric runs EOS; inband/oob (no address plan) stay out"
+def test_three_artifacts_per_eos_switch_and_none_for_other_nos(artifacts: dict[str, bytes]) -> None:
+    expected = {f"switches/{n}/{f}" for n in EOS_SWITCHES
+                for f in ("avd-structured-config.yaml", f"{n}.cfg", "management-secrets.sh")}
+    assert set(artifacts) == expected, "only the storage fabric runs EOS; inband/oob run SONiC"
     untouched = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     assert eos.render(untouched) == [], "nos: sonic renders nothing here"
 
@@ -134,7 +135,7 @@ def test_routed_and_host_ports(topology: Topology, configs: dict[str, dict[str, 
                 assert iface["ip_address"] == port.address and port.address.endswith("/31")
     leaf = configs["storage-leaf001"]
     assert leaf["vlans"] == [{"id": HOST_VLAN, "name": "HOSTS"}]
-    assert leaf["vlan_interfaces"][0]["ip_address"] == "10.20.0.1/25", "SVI = the hosts' gateway"
+    assert leaf["vlan_interfaces"][0]["ip_address"] == "10.20.0.1/26", "SVI = the hosts' gateway (32 host ports)"
     assert leaf["loopback_interfaces"] == [{"name": "Loopback0", "description": "router-id",
                                             "ip_address": "10.22.0.1/32"}]
     assert "vlans" not in configs["storage-spine01"] and "vlan_interfaces" not in configs["storage-spine01"]
@@ -171,7 +172,8 @@ def test_bgp_neighbors_are_the_routed_ports(topology: Topology, configs: dict[st
             assert iface["ip_address"].split("/")[0] in back, f"{peer} does not peer back with {name}"
         networks = [n["prefix"] for n in bgp["address_family_ipv4"]["networks"]]
         assert networks == sorted([f"{view.loopback}/32", *([view.host_subnet] if view.host_subnet else [])])
-    assert configs["storage-leaf001"]["router_bgp"]["maximum_paths"] == {"paths": 64, "ecmp": 64}
+    assert configs["storage-leaf001"]["router_bgp"]["maximum_paths"] == {"paths": 32, "ecmp": 32}  # 32 uplinks
+    assert configs["storage-spine01"]["router_bgp"]["maximum_paths"] == {"paths": 64, "ecmp": 64}, "capped at 64"
 
 
 # -- the lossless chain --------------------------------------------------------------------------------------------
@@ -184,8 +186,12 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
         queues = {q["id"]: q for q in profile["uc_tx_queues"]}
         assert queues[3]["random_detect"] == {"ecn": {"threshold": {"units": "kbytes", "min": 150, "max": 1500,
                                                                     "max_probability": 20}}}
-        assert queues[3]["bandwidth_percent"] == 50
+        assert (queues[3]["priority"], queues[3]["bandwidth_percent"]) == ("no priority", 50), \
+            "EOS queues are strict until `no priority`: a strict lossless queue starves queue 0"
         assert queues[6] == {"id": 6, "priority": "priority strict"}
+        assert profile["priority_flow_control"] == {"watchdog": {
+            "enabled": True, "action": "drop",
+            "timer": {"timeout": "0.2", "polling_interval": "0.1", "recovery_time": "0.4"}}}, "on every port"
         for iface in config["ethernet_interfaces"]:
             assert iface["service_profile"] == eos.QOS_PROFILE, iface["name"]
             assert iface["priority_flow_control"] == {"enabled": True,
@@ -199,7 +205,10 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
         assert all({"service-profile ROCE-LOSSLESS", "priority-flow-control on",
                     "priority-flow-control priority 3 no-drop"} <= set(body) for body in ethernet)
         assert blocks["qos profile ROCE-LOSSLESS"] == [
-            "qos trust dscp", "uc-tx-queue 3", "bandwidth percent 50",
+            "qos trust dscp", "priority-flow-control pause watchdog",
+            "priority-flow-control pause watchdog port timer timeout 0.2 polling-interval 0.1 recovery-time 0.4",
+            "priority-flow-control pause watchdog port action drop",
+            "uc-tx-queue 3", "no priority", "bandwidth percent 50",
             "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes max-mark-probability 20",
             "uc-tx-queue 6", "priority strict"]
         for line in ("qos map dscp 26 to traffic-class 3", "qos map dscp 48 to traffic-class 6",
@@ -224,7 +233,7 @@ def test_watchdog_actions_map_to_eos(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def oob(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """The out-of-band fabric (plain Ethernet, RJ45 host ports) with EOS leaves and SONiC aggregation switches."""
-    topology = compile_spec(_spec(tmp_path_factory.mktemp("oob"), OOB_EOS)).topology
+    topology = compile_spec(_spec(tmp_path_factory.mktemp("oob"), OOB_EOS, extra=ARISTA_RJ45_CATALOG)).topology
     return {v.name: eos.structured_config(v) for v in eos.eos_views(topology) if v.fabric.name == "oob"}
 
 

@@ -1,8 +1,10 @@
-"""PFC headroom: fabricgen.features.ethernet.headroom reproduces sonic-swss buffer_headroom_mellanox.lua, step by
-step, and the shared headroom pool of buffer_pool_mellanox.lua.
+"""PFC headroom: fabricgen.features.ethernet.nos.sonic.headroom reproduces both versions of sonic-swss
+buffer_headroom_mellanox.lua that SONiC's releases run, step by step, and the shared headroom pool of
+buffer_pool_mellanox.lua.
 
-Expected values were derived by hand from the luas (headroom: commits ba1d1d30 / 18913fa3; pool: 1469e8d2) with
-the ASIC constants of sonic-buildimage platform/mellanox/asic_table.j2 (4a9bf641).
+Expected values were derived by hand from the luas (headroom: 4957df86d on 202311, 3943093d4 on 202405 and later;
+pool: 1469e8d2) with the ASIC constants of sonic-buildimage platform/mellanox/asic_table.j2 (4a9bf641). The newer
+lua is also held against NVIDIA's own numbers: the SN5600's pg_profile_lookup.ini.
 
 Why REFERENCE.md's worked example (Spectrum-3, 400G 8-lane, 5 m -> xoff 90,112 / size 138,240; 100 m -> xoff
 149,504 / size 197,632, "occupancy 1.235") is NOT reproduced here: it is a summary, not the lua.
@@ -24,9 +26,8 @@ import math
 from collections.abc import Mapping
 
 import pytest
-import yaml
 
-from fabricgen.core.resources import data_dir
+from fabricgen.features.ethernet.nos import nos_data
 from fabricgen.features.ethernet.nos.sonic.headroom import (
     PRIVATE_HEADROOM,
     SHP_WHEN_ZERO,
@@ -36,17 +37,27 @@ from fabricgen.features.ethernet.nos.sonic.headroom import (
     headroom,
     shared_headroom_pool,
 )
+from fabricgen.features.ethernet.nos.sonic.skus import skus
+
+OLD, NEW = "4957df86", "3943093d"  # the lua on 202311, and on 202405 and later
 
 
 def _spc3(*, speed_gbps: float, lanes: int, cable_m: float, port_mtu: int = 9100, small_packet_percentage: float = 50,
           pause_quanta: Mapping[int, int] | None = None, gearbox_delay: float = 0,
-          shared_headroom_pool: bool = False) -> Headroom:
+          shared_headroom_pool: bool = False, formula: str = OLD) -> Headroom:
     """headroom() with Spectrum-3's constants spelled out (asic_table.j2: cell 144, 19 / 0.8 / 3.8 KiB)."""
     return headroom(speed_gbps=speed_gbps, lanes=lanes, cable_m=cable_m, port_mtu=port_mtu, lossless_mtu=1024,
                     small_packet_percentage=small_packet_percentage, cell_size=144, pipeline_latency_kb=19,
                     mac_phy_delay_kb=0.8, peer_response_time_kb=3.8,
                     pause_quanta=catalog().pause_quanta if pause_quanta is None else pause_quanta,
-                    gearbox_delay=gearbox_delay, shared_headroom_pool=shared_headroom_pool)
+                    gearbox_delay=gearbox_delay, shared_headroom_pool=shared_headroom_pool, formula=formula)
+
+
+def _asic(asic: str, *, speed_gbps: float, lanes: int, cable_m: float, small_packet_percentage: float = 50,
+          formula: str = OLD, port_mtu: int = 9100, shared_headroom_pool: bool = False) -> Headroom:
+    return asic_headroom(asic, speed_gbps=speed_gbps, lanes=lanes, cable_m=cable_m, port_mtu=port_mtu,
+                         formula=formula, small_packet_percentage=small_packet_percentage,
+                         shared_headroom_pool=shared_headroom_pool)
 
 
 def _spc3_400g(cable_m: float, spp: float) -> Headroom:
@@ -62,8 +73,8 @@ def _spc3_400g(cable_m: float, spp: float) -> Headroom:
 def test_spectrum3_400g_8lane_matches_the_lua(cable_m: float, spp: float, xoff: int, size: int) -> None:
     room = _spc3_400g(cable_m, spp)
     assert (room.xoff, room.xon, room.size) == (xoff, 37_888, size)
-    assert room == asic_headroom("spectrum-3", speed_gbps=400, lanes=8, cable_m=cable_m, port_mtu=9100,
-                                 small_packet_percentage=spp), "catalog constants = asic_table.j2's"
+    assert room == _asic("spectrum-3", speed_gbps=400, lanes=8, cable_m=cable_m, small_packet_percentage=spp), \
+        "catalog constants = asic_table.j2's"
 
 
 def test_intermediate_values_of_the_lua() -> None:
@@ -90,20 +101,20 @@ def test_reference_example_is_not_the_lua() -> None:
 
 
 def test_other_asics_and_speeds() -> None:
-    spc4 = asic_headroom("spectrum-4", speed_gbps=400, lanes=8, cable_m=5, port_mtu=9100, small_packet_percentage=50)
+    spc4 = _asic("spectrum-4", speed_gbps=400, lanes=8, cable_m=5)
     assert spc4.cell_occupancy == 2.0 and (spc4.xoff, spc4.size) == (142_336, 189_440)
-    spc3 = asic_headroom("spectrum-3", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100, small_packet_percentage=50)
+    spc3 = _asic("spectrum-3", speed_gbps=100, lanes=4, cable_m=5)
     assert spc3.peer_response_time == 394 * 64 == 25_216
     assert spc3.bytes_on_cable == pytest.approx(616.5167, abs=1e-4)
     assert (spc3.xoff, spc3.xon, spc3.size) == (59_392, 19_456, 78_848)
     assert not spc3.eight_lane and spc3.speed_overhead == 0, "4-lane ports: no 8-lane adjustment"
-    spc1 = asic_headroom("spectrum-1", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100)
+    spc1 = _asic("spectrum-1", speed_gbps=100, lanes=4, cable_m=5)
     assert spc1.worst_case_factor == pytest.approx(2 * 96 / 97), "cells <= 128 bytes: 2 x cell / (1 + cell)"
 
 
 def test_sn5600_2x400g_is_not_an_8_lane_port() -> None:
     """2 x 400G per OSFP cage = 4 lanes per port: plain pipeline latency, no port MTU in the size."""
-    room = asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=15, port_mtu=9100)
+    room = _asic("spectrum-4", speed_gbps=400, lanes=4, cable_m=15)
     assert not room.eight_lane and room.xon == 19_456
     assert room.size == room.xoff + room.xon
 
@@ -112,7 +123,7 @@ def test_speed_without_pause_quanta_falls_back_to_the_asic_peer_response_time() 
     older_swss = {k: v for k, v in catalog().pause_quanta.items() if k != 800_000}  # swss ba1d1d30
     room = _spc3(speed_gbps=800, lanes=8, cable_m=5, pause_quanta=older_swss)
     assert room.pause_quanta is None and room.peer_response_time == pytest.approx(3.8 * 1024)
-    assert asic_headroom("spectrum-4", speed_gbps=800, lanes=8, cable_m=5, port_mtu=9100).pause_quanta == 905
+    assert _asic("spectrum-4", speed_gbps=800, lanes=8, cable_m=5).pause_quanta == 905
 
 
 def test_shared_headroom_pool_and_gearbox() -> None:
@@ -120,11 +131,11 @@ def test_shared_headroom_pool_and_gearbox() -> None:
     assert shared.size == shared.xon, "with a shared headroom pool the xoff lives in the pool"
     geared = _spc3(speed_gbps=100, lanes=4, cable_m=5, gearbox_delay=2.0)
     assert geared.bytes_on_gearbox == pytest.approx(100_000 * 2.0 / 8192)
-    assert geared.xoff >= asic_headroom("spectrum-3", speed_gbps=100, lanes=4, cable_m=5, port_mtu=9100).xoff
+    assert geared.xoff >= _asic("spectrum-3", speed_gbps=100, lanes=4, cable_m=5).xoff
 
 
 # -- the shared headroom pool (buffer_pool_mellanox.lua) ---------------------------------------------------------
-# Spectrum-4, 400G on 4 lanes, port MTU 9100, SONiC's default traffic pattern (lossless MTU 1024, spp 50), by hand:
+# Spectrum-4, 400G on 4 lanes, port MTU 9100, lossless MTU 1024, spp 50, the 202311 lua, by hand:
 #   worst_case_factor = 192 / 64 = 3 (cell > 128), cell_occupancy = (100 - 50 + 50 x 3) / 100 = 2
 #   peer_response_time = 905 x 512 / 8 = 57,920; mac_phy_delay = 0.8 x 1024 = 819.2
 #   bytes_on_cable = 2 x L x 400,000 x 1e9 / 198,000,000 / 8192 = 493.2134 x L
@@ -136,8 +147,7 @@ SPC4_XOFF = {3: 140_288, 7: 144_384, 10: 147_456, 15: 151_552}
 
 
 def _spc4_400g(cable_m: int, shared: bool = True) -> Headroom:
-    return asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=cable_m, port_mtu=9100,
-                         shared_headroom_pool=shared)
+    return _asic("spectrum-4", speed_gbps=400, lanes=4, cable_m=cable_m, shared_headroom_pool=shared)
 
 
 def test_spectrum4_xoff_by_hand() -> None:
@@ -189,8 +199,9 @@ def test_shared_headroom_pool_refuses_bad_inputs(ports: int, ratio: int) -> None
 
 
 def test_headroom_grows_with_cable_length() -> None:
-    sizes = [asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=m, port_mtu=9100).xoff for m in range(0, 300)]
-    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
+    for formula in (OLD, NEW):
+        sizes = [_asic("spectrum-4", speed_gbps=400, lanes=4, cable_m=m, formula=formula).xoff for m in range(0, 300)]
+        assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
 
 
 @pytest.mark.parametrize("bad", [{"speed_gbps": 0}, {"lanes": 0}, {"cable_m": -1}, {"small_packet_percentage": 101}])
@@ -202,27 +213,69 @@ def test_bad_inputs_are_refused(bad: dict[str, float]) -> None:
               port_mtu=int(args["port_mtu"]), small_packet_percentage=args["small_packet_percentage"])
 
 
+# -- the lua of 202405 and later (3943093d) ---------------------------------------------------------------------------
+# Spectrum-4, 400G on 4 lanes, port MTU 9100, lossless MTU 1024, by hand from the lua (module doc of headroom.py):
+#   worst_case_factor = ceil(192 / 64) = 3
+#   spp 50 by byte = 100 x 64 / ((50 x 64 + 50 x 1024) / 100) = 6400 / 544 = 11.7647; occupancy = 1.235294
+#   spp 100 by byte = 100; occupancy = 3
+#   kb_on_tile = 400 x 120 / 8 = 6,000 (Spectrum-4); bytes_on_cable = 2 x L x 400,000 x 1e9 / 1.98e8 / 8000
+#   15 m: cable 7,575.7576; propagation = 9100 + 7,575.7576 + 819.2 + 57,920 + 6,000 = 81,414.9576
+#     spp 50:  1024 + 81,414.9576 x 1.235294 = 101,594.94 -> 100 KiB = 102,400
+#     spp 100: 1024 + 81,414.9576 x 3       = 245,268.87 -> 240 KiB = 245,760
+def test_new_lua_by_hand() -> None:
+    spp50 = _asic("spectrum-4", speed_gbps=400, lanes=4, cable_m=15, formula=NEW, small_packet_percentage=50)
+    assert spp50.worst_case_factor == 3 and spp50.kb_on_tile == 6000
+    assert spp50.small_packet_percentage_by_byte == pytest.approx(6400 / 544)
+    assert spp50.bytes_on_cable == pytest.approx(7_575.7576, abs=1e-4)
+    assert spp50.propagation_delay == pytest.approx(81_414.9576, abs=1e-4)
+    assert (spp50.xoff, spp50.xon, spp50.size) == (102_400, 19_456, 121_856)
+    spp100 = _asic("spectrum-4", speed_gbps=400, lanes=4, cable_m=15, formula=NEW, small_packet_percentage=100)
+    assert spp100.cell_occupancy == 3 and spp100.xoff == 245_760
+    old = _asic("spectrum-4", speed_gbps=400, lanes=4, cable_m=15)
+    assert old.xoff == 151_552 and old.kb_on_tile == 0 and old.worst_case_factor == 3.0
+
+
+def test_new_lua_8_lane_xon_has_no_rebate_and_tile_only_on_spectrum_4_and_5() -> None:
+    eight = _asic("spectrum-3", speed_gbps=400, lanes=8, cable_m=5, formula=NEW)
+    assert eight.xon == 2 * 19 * 1024 == 38_912 and eight.kb_on_tile == 0, "Spectrum-3: no kb_on_tile"
+    assert _asic("spectrum-3", speed_gbps=400, lanes=8, cable_m=5).xon == 37_888
+    assert _asic("spectrum-1", speed_gbps=100, lanes=4, cable_m=5, formula=NEW).worst_case_factor == 2, \
+        "ceil(2 x 96 / 97)"
+    assert catalog().asics["spectrum-5"].spectrum_4_or_5 and not catalog().asics["spectrum-6"].spectrum_4_or_5
+
+
+# The SN5600's pg_profile_lookup.ini (sonic-buildimage device/mellanox/x86_64-nvidia_sn5600-r0/ACS-SN5600/,
+# the table Mellanox-SN5600-O128 links to; skus/Mellanox-SN5600-O128.yaml) is the new lua's result at
+# small-packet percentage 100 and port MTU 9216, 4 lanes below 800G, except three rows NVIDIA wrote otherwise:
+# 40G 5m has size 75,776 < xon + xoff 76,800, and the 800G (8-lane) rows add 8 KiB, not the port MTU, to the size.
+NVIDIA_OTHERWISE = {"40000 5m 75776 19456 57344 0": (19_456, 57_344, 76_800),
+                    "800000 5m 304128 38912 257024 0": (38_912, 257_024, 305_152),
+                    "800000 300m 1198080 38912 1150976 0": (38_912, 1_150_976, 1_199_104)}
+
+
+def test_new_lua_reproduces_nvidias_sn5600_table() -> None:
+    sku = next(s for s in skus()["SN5600"] if s.hwsku == "Mellanox-SN5600-O128")
+    assert len(sku.lookup_rows) == 24
+    for row in sku.lookup_rows:
+        room = _asic("spectrum-4", speed_gbps=row.speed / 1000, lanes=8 if row.speed == 800_000 else 4,
+                     cable_m=int(row.cable[:-1]), port_mtu=9216, formula=NEW, small_packet_percentage=100)
+        assert (room.xon, room.xoff, room.size) == NVIDIA_OTHERWISE.get(row.text, (row.xon, row.xoff, row.size)), \
+            row.text
+    # the issue's example: the table's 40m row NVIDIA ships for a 15 m cable holds more than the lua needs at 15 m
+    assert sku.lookup(400_000, 15) is not None and sku.lookup(400_000, 15).xoff == 283_648 > 245_760  # type: ignore[union-attr]
+
+
 # -- the catalog ------------------------------------------------------------------------------------------------
 def test_switch_models_map_to_their_asics() -> None:
     cat = catalog()
     assert {m: s.asic.name for m, s in cat.switches.items()} == {
         "SN5600": "spectrum-4", "SN4700": "spectrum-3", "SN2201": "spectrum-1"}
     assert cat.switches["SN5600"].platform == "x86_64-nvidia_sn5600-r0"
-    assert cat.switches["SN5600"].hwsku_for({"400G"}) == "Mellanox-SN5600-O128"
-    assert cat.switches["SN5600"].hwsku_for({"800G"}) == "ACS-SN5600"
-    assert cat.lossless_mtu == 1024 and cat.small_packet_percentage == 50
-    assert cat.asics["spectrum-4"].buffer_pools is not None and cat.asics["spectrum-4"].buffer_pools.verified
-    assert "7060X6-64PE" in cat.not_sonic and "eos" in cat.not_sonic["7060X6-64PE"]
+    assert cat.lossless_mtu == 1024
 
 
-def test_every_catalog_switch_is_either_a_sonic_target_or_says_why_not() -> None:
-    switches = yaml.safe_load((data_dir() / "catalog" / "switches.yaml").read_text())["switches"]
-    cat = catalog()
-    for model, entry in switches.items():
-        assert (model in cat.switches) != (model in cat.not_sonic), model
-        if model in cat.switches:
-            groups = {g["name"] for g in entry["port_groups"]}
-            assert groups == {g for g, _ in cat.switches[model].lanes_per_cage}, f"{model}: lanes per port group"
-            for group in entry["port_groups"]:
-                lanes = cat.switches[model].lanes(group["name"])
-                assert all(lanes % n == 0 for n in group["ports_per_cage"].values()), f"{model} {group['name']}"
+def test_sonic_models_are_the_models_with_skus() -> None:
+    """nos/sonic.yaml's switches.models (the build's vendor check), asics.yaml's models and the SKU files agree."""
+    assert set(nos_data("sonic").models) == set(catalog().switches) == set(skus())
+    for model, found in skus().items():
+        assert {s.platform for s in found} == {catalog().switches[model].platform}, model

@@ -234,17 +234,19 @@ def test_every_roce_fabric_and_netplan_only_with_addressing(tmp_path: Path) -> N
         lab["hosts/hgx-8gpu-generic/roce-qos.sh"], "a RoCE fabric without a qos section gets the default class"
     assert len([p for p in lab if p.endswith("netplan-roce.yaml")]) == 8
     text = LAB.read_text()
-    assert "    nos: sonic\n    topology: {kind: leaf-spine}\n" in text
+    storage = "    switch: SN4700\n    nos: sonic\n    topology: {kind: leaf-spine}\n"
+    assert storage in text
     spec = tmp_path / "lab-qos.yaml"
-    spec.write_text(text.replace("    nos: sonic\n", "    nos: sonic\n    host_mtu: 4200\n"
-                                 "    qos: {lossless: {dscp: 24, priority: 4}}\n"))
+    spec.write_text(text.replace(storage, "    switch: SN4700\n    nos: sonic\n    host_mtu: 4200\n"
+                                 "    qos: {lossless: {dscp: 24, priority: 4}}\n    topology: {kind: leaf-spine}\n"))
     artifacts = {a.path: a.content.decode() for a in host_roce.render(compile_spec(spec).topology)}
     assert "configure 'ens1f0np0' '24' '4' '0,0,0,0,1,0,0,0' '48' '6' '4200'" in \
         artifacts["hosts/hgx-8gpu-generic/roce-qos.sh"]
     assert "mtu: 4200" in artifacts["hosts/hgx01/netplan-roce.yaml"]
     no_plan = tmp_path / "lab-noaddr.yaml"
-    no_plan.write_text(spec.read_text().replace("    addressing: {hosts: 10.40.0.0/22, p2p: 10.41.0.0/24, "
-                                                "loopbacks: 10.42.0.0/26}\n", ""))
+    unplanned = spec.read_text().replace("    addressing: {hosts: 10.40.0.0/22, p2p: 10.41.0.0/24, "
+                                         "loopbacks: 10.42.0.0/26}\n", "")
+    no_plan.write_text(unplanned.replace("    switch: SN4700\n    nos: sonic\n", "    switch: SN4700\n"))
     paths = sorted(a.path for a in host_roce.render(compile_spec(no_plan).topology))
     assert paths == ["hosts/hgx-8gpu-generic/roce-firewall.nft", "hosts/hgx-8gpu-generic/roce-qos.sh"]
     ethernet = spec.read_text().replace("    type: roce\n    speed: 200G", "    type: ethernet\n    speed: 200G")

@@ -32,9 +32,10 @@ DEFAULT_QOS = ("      lossless: {dscp: 26, priority: 3}\n      cnp: {dscp: 48, p
 def _spec(tmp_path: Path, nos: str = "nvue", qos: str = DEFAULT_QOS) -> Path:
     """h100-4su with the storage fabric's `nos: sonic` changed (and optionally its QoS block replaced)."""
     text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count("    nos: sonic\n") == 1 and text.count(DEFAULT_QOS) == 1
+    storage = "    switch: SN5600\n    nos: sonic\n"
+    assert text.count(storage) == 1 and text.count(DEFAULT_QOS) == 1
     spec = tmp_path / "nvue.yaml"
-    spec.write_text(text.replace("    nos: sonic\n", f"    nos: {nos}\n").replace(DEFAULT_QOS, qos))
+    spec.write_text(text.replace(storage, f"    switch: SN5600\n    nos: {nos}\n").replace(DEFAULT_QOS, qos))
     return spec
 
 
@@ -82,8 +83,9 @@ def _leaves(tree: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 def test_every_nvue_switch_gets_startup_yaml_and_commands(h100: Rendered) -> None:
     names = [v.name for v in h100.views]
     assert len(names) == 6 and all(v.nos == "nvue" for v in h100.views)
-    expected = {f"switches/{n}/{f}" for n in names for f in ("startup.yaml", "nv-commands.txt")}
-    assert set(h100.files) == expected, "nothing for the InfiniBand compute fabric or fabrics without a plan"
+    files = ("startup.yaml", "nv-commands.txt", "management-secrets.sh")
+    expected = {f"switches/{n}/{f}" for n in names for f in files}
+    assert set(h100.files) == expected, "nothing for the InfiniBand compute fabric or the SONiC fabrics"
     assert all(is_safe_relative_path(p) for p in h100.files)
     for name in names:
         assert h100.yaml(name)["system"]["hostname"] == name
@@ -289,11 +291,10 @@ def test_one_bgp_neighbor_per_routed_port(h100: Rendered) -> None:
 
 def test_plain_ethernet_fabric_has_no_qos(tmp_path: Path) -> None:
     text = (INVENTORIES / "h100-4su.yaml").read_text()
-    inband = "    topology: {kind: leaf-spine, oversubscription: 2}\n"
+    inband = "    switch: SN4700\n    nos: sonic\n    topology: {kind: leaf-spine, oversubscription: 2}\n"
     assert text.count(inband) == 1
     spec = tmp_path / "eth.yaml"
-    spec.write_text(text.replace(inband, inband + "    nos: nvue\n    addressing: {hosts: 10.30.0.0/16, "
-                                                  "p2p: 10.31.0.0/20, loopbacks: 10.32.0.0/24}\n"))
+    spec.write_text(text.replace(inband, inband.replace("nos: sonic", "nos: nvue")))
     compiled = compile_spec(spec)
     files = {a.path: a.content for a in nvue.render(compiled.topology)}
     inband_switches = {s.name for s in compiled.topology.fabric("inband").switches}

@@ -14,6 +14,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.pipeline import Compiled, compile_spec
 from fabricgen.stages.render import render
 from tests.conftest import INVENTORIES
+from tests.helpers.ethernet import eos_spec
 from tests.helpers.readback import messages as _messages
 from tests.helpers.readback import mutate as _mutate
 
@@ -86,7 +87,11 @@ def test_switch_mtu_below_host_mtu(h100: tuple[Compiled, tuple[Artifact, ...]]) 
 @pytest.mark.parametrize("nos", ["eos", "nvue"])
 def test_other_dialects_are_read_back(tmp_path: Path, nos: str) -> None:
     spec = tmp_path / f"{nos}.yaml"
-    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    nos: sonic\n", f"    nos: {nos}\n"))
+    if nos == "eos":
+        spec = eos_spec(tmp_path)
+    else:
+        spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("    switch: SN5600\n    nos: sonic\n",
+                                                                             f"    switch: SN5600\n    nos: {nos}\n"))
     compiled = compile_spec(spec)
     artifacts = render(compiled.topology)
     assert _messages(compiled, artifacts) == []
@@ -152,13 +157,10 @@ def test_dynamic_model_needs_its_inputs(dynamic: tuple[Compiled, tuple[Artifact,
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Compiled, tuple[Artifact, ...]]:
-    """Traditional model with a shared headroom pool: lossless profiles reserve xon only."""
-    watchdog = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
-    spec = tmp_path_factory.mktemp("shp") / "h100-4su.yaml"
-    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(
-        watchdog, watchdog + "      shared_headroom_pool: {over_subscribe_ratio: 2}\n"))
-    compiled = compile_spec(spec)
+def shared() -> tuple[Compiled, tuple[Artifact, ...]]:
+    """lab-1su: SN4700 at 2 x 200G is Mellanox-SN4700-V64, whose traditional buffers pool the xoff (its
+    pg_profile_lookup.ini has size = xon, its ingress_lossless_pool an xoff)."""
+    compiled = compile_spec(INVENTORIES / "lab-1su.yaml")
     return compiled, render(compiled.topology)
 
 
@@ -180,9 +182,11 @@ def test_xoff_left_to_a_shared_headroom_pool_that_is_not_there(shared: tuple[Com
         db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = "0"
 
     found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(no_pool)))
-    assert len(found) == 128 and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
-    assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_400000_15m_profile, " \
-           "whose size 19456 reserves less than xon 19456 + xoff 151552" in found[0]
+    ports = len(json.loads(next(a.content for a in artifacts
+                                if a.path.endswith("storage-leaf001/config_db.json")))["PORT"])
+    assert len(found) == ports and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
+    assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_200000_40m_profile, " \
+           "whose size 19456 reserves less than xon 19456 + xoff 51200" in found[0]
     compiled, artifacts = h100
 
     def pool_only(db: dict[str, dict[str, dict[str, str]]]) -> None:
@@ -198,3 +202,15 @@ def test_dynamic_shared_headroom_pool_is_consistent(tmp_path: Path) -> None:
         watchdog, watchdog + "      buffer_model: dynamic\n      shared_headroom_pool: {over_subscribe_ratio: 4}\n"))
     compiled = compile_spec(spec)
     assert _messages(compiled, render(compiled.topology)) == []
+
+
+def test_eos_lossless_queue_left_strict_or_without_a_port_watchdog(tmp_path: Path) -> None:
+    """EOS queues are strict priority until `no priority`: a bandwidth share on a strict lossless queue starves the
+    lossy ones; a qos profile without the per-port watchdog never breaks a pause storm."""
+    compiled = compile_spec(eos_spec(tmp_path))
+    artifacts = render(compiled.topology)
+    strict = _mutate(artifacts, "storage-leaf001.cfg", lambda c: c.replace(b"      no priority\n", b""))
+    assert any("uc-tx-queue 3 has a bandwidth share but no `no priority`" in m for m in _messages(compiled, strict))
+    blind = _mutate(artifacts, "storage-leaf001.cfg",
+                    lambda c: c.replace(b"   priority-flow-control pause watchdog port action drop\n", b""))
+    assert any("enables no per-port PFC watchdog" in m for m in _messages(compiled, blind))

@@ -1,26 +1,28 @@
-"""SONiC target: config_db.json per SONiC switch of h100-4su's RoCE storage fabric (SN5600, 2 x 400G per cage).
+"""SONiC target: config_db.json per SONiC switch of h100-4su's RoCE storage fabric (SN5600, 2 x 400G per cage, SONiC
+202505 by default), held against NVIDIA's own SKU data (skus/Mellanox-SN5600-O128.yaml, read from sonic-buildimage)
+and, where the test says so, against vendor rows copied here verbatim.
 
 Every file is validated against SONiC's own YANG models in tests/external/ethernet/test_sonic_yang.py. The tests
-here check what the YANG does not: table names (a misspelled table passes the validator silently),
-lane strings, values as strings, TC range, pool sizes present, the lossless chain end to end, headroom and
-cable length per port from the cabling plan, determinism; and the dynamic buffer model against the traditional
-one (only the buffer tables differ, lossless PGs NULL, the CSV predicts the traditional profiles' headroom).
+here check what the YANG does not: table names (a misspelled table passes the validator silently), the SKU's port
+rows, pools and profiles, the lookup rows of the traditional model, values as strings, the lossless chain end to
+end, determinism; and the dynamic buffer model against the traditional one.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fabricgen.core.errors import SpecError
+from fabricgen.core.errors import CheckError, SpecError
 from fabricgen.features.ethernet.nos.sonic import config_db as sonic
-from fabricgen.features.ethernet.nos.sonic.headroom import asic_headroom
-from fabricgen.features.ethernet.switch_view import HOST_VLAN, switch_views
+from fabricgen.features.ethernet.nos.sonic.layout import SonicLayoutError, sonic_layout
+from fabricgen.features.ethernet.nos.sonic.sheet import LUA_FIELDS, TRADITIONAL_FIELDS
+from fabricgen.features.ethernet.nos.sonic.skus import Sku, skus
+from fabricgen.features.ethernet.switch_view import HOST_VLAN, SwitchView, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
 from tests.conftest import INVENTORIES
 from tests.helpers.ethernet import SHP, STORAGE_SWITCHES, WATCHDOG
@@ -29,17 +31,30 @@ from tests.helpers.ethernet import storage_spec as _storage_spec
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).
 ALLOWED_TABLES = {
     "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "VLAN", "VLAN_MEMBER", "VLAN_INTERFACE",
-    "BGP_NEIGHBOR", "MGMT_PORT", "MGMT_INTERFACE", "DSCP_TO_TC_MAP", "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP",
-    "MAP_PFC_PRIORITY_TO_QUEUE", "PORT_QOS_MAP", "SCHEDULER", "QUEUE", "WRED_PROFILE", "BUFFER_POOL",
-    "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
-    "BUFFER_PORT_EGRESS_PROFILE_LIST", "CABLE_LENGTH", "PFC_WD",
+    "BGP_NEIGHBOR", "MGMT_PORT", "MGMT_INTERFACE", "MGMT_VRF_CONFIG", "DSCP_TO_TC_MAP", "TC_TO_PRIORITY_GROUP_MAP",
+    "TC_TO_QUEUE_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PORT_QOS_MAP", "SCHEDULER", "QUEUE", "WRED_PROFILE",
+    "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
+    "BUFFER_PORT_EGRESS_PROFILE_LIST", "CABLE_LENGTH", "PFC_WD", "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
+    "LOSSLESS_TRAFFIC_PATTERN", "NTP", "NTP_SERVER", "DNS_NAMESERVER", "SYSLOG_SERVER", "SNMP",
+    "SNMP_AGENT_ADDRESS_CONFIG", "TACPLUS", "TACPLUS_SERVER",
 }
 LOSSLESS_DSCP, LOSSLESS_PRIO, CNP_DSCP, CNP_PRIO = 26, 3, 48, 6
+# NVIDIA's rows, copied from sonic-buildimage device/mellanox/x86_64-nvidia_sn5600-r0/ACS-SN5600/
+# pg_profile_lookup.ini (blob d67d2d7a16): speed cable size xon xoff threshold
+SN5600_ROWS = {"5m": ("250880", "19456", "231424", "0"), "40m": ("303104", "19456", "283648", "0")}
+# ... and from device/mellanox/x86_64-mlnx_msn4700-r0/Mellanox-SN4700-O8C48/pg_profile_lookup.ini (9fbb8eacf9),
+# the table Mellanox-SN4700-V64 links to: 200G rows, size = xon (its shared headroom pool holds the xoff)
+SN4700_200G_ROWS = {"5m": ("19456", "19456", "43008", "0"), "40m": ("19456", "19456", "51200", "0")}
 
 
 @pytest.fixture(scope="module")
 def compiled() -> Compiled:
     return compile_spec(INVENTORIES / "h100-4su.yaml")
+
+
+@pytest.fixture(scope="module")
+def views(compiled: Compiled) -> dict[str, SwitchView]:
+    return {v.name: v for v in switch_views(compiled.topology, compiled.topology.fabric("storage"))}
 
 
 @pytest.fixture(scope="module")
@@ -50,30 +65,24 @@ def artifacts(compiled: Compiled) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def dbs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     return {path.split("/")[1]: json.loads(content) for path, content in artifacts.items()
-            if path.endswith("/config_db.json")}
+            if path.endswith("/config_db.json") and path.split("/")[1].startswith("storage-")}
 
 
-def _cable_lengths(compiled: Compiled, switch: str) -> dict[int, float]:
-    """Logical port number -> cable length of that port, straight from the cabling plan."""
-    out = {}
-    for cable in compiled.topology.cables:
-        for end in (cable.a, cable.z):
-            if end.device == switch:
-                out[end.port_number] = cable.length_m
-    return out
+def _sku(name: str) -> Sku:
+    return next(s for found in skus().values() for s in found if s.hwsku == name)
 
 
-def _port_numbers(compiled: Compiled, switch: str) -> dict[str, int]:
-    """SONiC port name -> logical port number of the topology."""
-    ft = compiled.topology.fabric("storage")
-    view = next(v for v in switch_views(compiled.topology, ft) if v.name == switch)
-    return {p.name: p.view.number for p in sonic.sonic_ports(view, sonic.sonic_switch(view.model))}
+def _csv(content: bytes) -> list[dict[str, str]]:
+    lines = content.decode().splitlines()
+    header = lines[0].split(",")
+    return [dict(zip(header, line.split(","), strict=True)) for line in lines[1:]]
 
 
 # -- what the YANG does not check -------------------------------------------------------------------------------
 def test_artifact_paths(artifacts: dict[str, bytes]) -> None:
-    assert sorted(artifacts) == sorted(f"switches/{s}/{f}" for s in STORAGE_SWITCHES
-                                       for f in ("config_db.json", "pfc-headroom.csv"))
+    storage = {p for p in artifacts if p.split("/")[1].startswith("storage-")}
+    assert sorted(storage) == sorted(f"switches/{s}/{f}" for s in STORAGE_SWITCHES
+                                     for f in ("config_db.json", "pfc-headroom.csv", "management-secrets.sh"))
 
 
 def _strings_only(value: Any, where: str) -> None:
@@ -91,43 +100,53 @@ def test_tables_values_and_device_metadata(dbs: dict[str, dict[str, Any]]) -> No
         _strings_only(db, switch)
         meta = db["DEVICE_METADATA"]["localhost"]
         assert meta["hostname"] == switch
-        assert meta["type"] == ("LeafRouter" if "leaf" in switch else "SpineRouter")
+        assert meta["type"] == ("ToRRouter" if "leaf" in switch else "LeafRouter"), "SONiC's T0 / T1 roles"
         assert (meta["platform"], meta["hwsku"]) == ("x86_64-nvidia_sn5600-r0", "Mellanox-SN5600-O128")
         assert meta["buffer_model"] == "traditional"
         assert meta["docker_routing_config_mode"] == "separated", "split: FRR would ignore BGP_NEIGHBOR"
         assert meta["bgp_asn"] == ("65000" if "spine" in switch else str(65100 + int(switch[-3:]) - 1))
-        # h100-4su gives management 10.23.0.0/24 with gateway 10.23.0.1: each switch gets eth0 with it
+        # h100-4su gives management 10.23.0.0/24 with gateway 10.23.0.1: eth0 with it, in SONiC's management VRF
         (key, value), = db["MGMT_INTERFACE"].items()
         assert key.startswith("eth0|10.23.0.") and key != "eth0|10.23.0.1/24" and value == {"gwaddr": "10.23.0.1"}
+        assert db["MGMT_VRF_CONFIG"] == {"vrf_global": {"mgmtVrfEnabled": "true"}}
 
 
-def test_ports_lanes_and_names(compiled: Compiled, dbs: dict[str, dict[str, Any]]) -> None:
+def test_ports_are_the_skus_port_config_rows(views: dict[str, SwitchView], dbs: dict[str, dict[str, Any]]) -> None:
+    """fabricgen port <cage>/<n> is the n-th port_config.ini row of index <cage>: name, lanes, alias as NVIDIA's."""
+    sku = _sku("Mellanox-SN5600-O128")
     for switch, db in dbs.items():
-        ports = db["PORT"]
-        assert set(ports) == set(_port_numbers(compiled, switch)), "one PORT entry per used port"
-        seen: set[int] = set()
-        for name, port in ports.items():
-            assert re.fullmatch(r"\d+(,\d+)*", port["lanes"]), f"{switch} {name}: lanes {port['lanes']!r}"
-            lanes = [int(x) for x in port["lanes"].split(",")]
-            assert lanes == list(range(lanes[0], lanes[0] + 4)), "2 x 400G per 8-lane OSFP cage: 4 lanes each"
-            assert name == f"Ethernet{lanes[0]}", "SONiC names a port after its first lane"
-            assert not seen & set(lanes)
-            seen |= set(lanes)
-            cage, half = divmod(lanes[0], 8)
-            assert port["index"] == str(cage + 1) and port["alias"] == f"etp{cage + 1}{'ab'[half // 4]}"
+        expected = {}
+        for pv in views[switch].ports:
+            cage, _, n = pv.name.partition("/")
+            row = sku.ports[int(cage)][int(n) - 1]
+            expected[row.name] = {"lanes": row.lanes, "alias": row.alias, "index": cage}
+        assert {n: {k: p[k] for k in ("lanes", "alias", "index")} for n, p in db["PORT"].items()} == expected
+        for port in db["PORT"].values():
             assert (port["speed"], port["mtu"], port["fec"], port["admin_status"]) == ("400000", "9100", "rs", "up")
-            assert re.fullmatch(r"[\w-]+:[\w/-]+", port["description"]), port["description"]
-    # upstream Mellanox-SN5600-O128/port_config.ini: "Ethernet4  4,5,6,7  etp1b  1  400000"
+    # upstream Mellanox-SN5600-O128/port_config.ini, verbatim: "Ethernet4  4,5,6,7  etp1b  1  400000"
     first = dbs["storage-leaf001"]["PORT"]
-    assert first["Ethernet0"]["lanes"] == "0,1,2,3" and first["Ethernet0"]["alias"] == "etp1a"
-    assert first["Ethernet4"]["lanes"] == "4,5,6,7" and first["Ethernet4"]["alias"] == "etp1b"
-    assert first["Ethernet8"]["alias"] == "etp2a" and first["Ethernet0"]["description"] == "gpu001:Slot1P1"
+    assert (first["Ethernet4"]["lanes"], first["Ethernet4"]["alias"], first["Ethernet4"]["index"]) == (
+        "4,5,6,7", "etp1b", "1")
+    assert first["Ethernet0"]["description"] == "gpu001:Slot1P1"
 
 
-def test_routing_vlan_and_bgp(compiled: Compiled, dbs: dict[str, dict[str, Any]]) -> None:
-    for view in switch_views(compiled.topology, compiled.topology.fabric("storage")):
+def test_subport_follows_the_release(tmp_path: Path, dbs: dict[str, dict[str, Any]]) -> None:
+    """202505's Mellanox-SN5600-O128 runs CMIS host management: each port of a broken-out cage carries its subport
+    (hwsku.json b7049aa37a: Ethernet0 "1", Ethernet4 "2"); 202411's hwsku.json has none, nor does its PORT."""
+    ports = dbs["storage-leaf001"]["PORT"]
+    assert (ports["Ethernet0"]["subport"], ports["Ethernet4"]["subport"]) == ("1", "2")
+    assert all("subport" in p for db in dbs.values() for p in db["PORT"].values())
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         '    switch: SN5600\n    nos: sonic\n    software: {sonic: "202411"}\n')
+    older = {a.path: json.loads(a.content) for a in sonic.render(compile_spec(spec).topology)
+             if a.path.endswith("storage-leaf001/config_db.json")}
+    assert not any("subport" in p for db in older.values() for p in db["PORT"].values())
+
+
+def test_routing_vlan_and_bgp(views: dict[str, SwitchView], dbs: dict[str, dict[str, Any]]) -> None:
+    for view in views.values():
         db = dbs[view.name]
-        ports = {p.view.number: p.name for p in sonic.sonic_ports(view, sonic.sonic_switch(view.model))}
+        ports = {p.view.number: p.name for p in sonic_layout(view).ports}
         assert db["LOOPBACK_INTERFACE"] == {"Loopback0": {}, f"Loopback0|{view.loopback}/32": {}}
         for pv in view.routed_ports:
             name = ports[pv.number]
@@ -155,10 +174,30 @@ def test_qos_maps_cover_every_dscp_and_valid_tcs(dbs: dict[str, dict[str, Any]])
         assert {d for d, tc in dscp.items() if tc != "0"} == {str(LOSSLESS_DSCP), str(CNP_DSCP)}
         assert db["TC_TO_QUEUE_MAP"]["ROCE"] == {str(t): str(t) for t in range(8)}
         assert db["MAP_PFC_PRIORITY_TO_QUEUE"]["ROCE"] == {str(t): str(t) for t in range(8)}
-        pools = db["BUFFER_POOL"]
-        assert set(pools) == {"ingress_lossless_pool", "egress_lossless_pool", "egress_lossy_pool"}
-        assert all(int(pool["size"]) > 0 for pool in pools.values()), "pool sizes present (the YANG allows none)"
-        assert pools["ingress_lossless_pool"]["xoff"] == "0", "no shared headroom pool: size = xoff + xon"
+
+
+def test_buffers_are_the_skus(dbs: dict[str, dict[str, Any]]) -> None:
+    """Pools as NVIDIA's buffers_defaults_t0.j2 (leaves, ToRRouter) and _t1.j2 (spines, LeafRouter) size them,
+    O128's separate ingress lossy pool and its lossy profile (dynamic_th 3), both profile lists as its template."""
+    sku = _sku("Mellanox-SN5600-O128")
+    for switch, db in dbs.items():
+        pools = sku.pools["t0" if "leaf" in switch else "t1"]
+        assert db["BUFFER_POOL"] == {name: dict(fields) for name, fields in pools.items()}
+        assert db["BUFFER_POOL"]["ingress_lossy_pool"]["size"] == ("67737959" if "leaf" in switch else "52161690")
+        assert {n: p for n, p in db["BUFFER_PROFILE"].items() if not n.startswith("pg_lossless_")} == {
+            n: dict(p) for n, p in sku.profiles.items()}
+        assert db["BUFFER_PROFILE"]["ingress_lossy_profile"] == {"pool": "ingress_lossy_pool", "size": "0",
+                                                                  "dynamic_th": "3"}
+        for port in db["PORT"]:
+            assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"][port] == {
+                "profile_list": "ingress_lossless_profile,ingress_lossy_profile"}
+            assert db["BUFFER_PORT_EGRESS_PROFILE_LIST"][port] == {
+                "profile_list": "egress_lossless_profile,egress_lossy_profile"}
+            assert db["BUFFER_PG"][f"{port}|0"] == {"profile": "ingress_lossy_profile"}
+            lossless = db["BUFFER_QUEUE"][f"{port}|{LOSSLESS_PRIO}"]
+            assert lossless == {"profile": "egress_lossless_profile"}
+            assert {k: v for k, v in db["BUFFER_QUEUE"].items() if k.startswith(f"{port}|") and v != lossless} == {
+                f"{port}|0-2": {"profile": "q_lossy_profile"}, f"{port}|4-7": {"profile": "q_lossy_profile"}}
 
 
 def test_lossless_chain_end_to_end(dbs: dict[str, dict[str, Any]]) -> None:
@@ -177,7 +216,6 @@ def test_lossless_chain_end_to_end(dbs: dict[str, dict[str, Any]]) -> None:
                             "green_max_threshold": str(1500 * 1024), "green_drop_probability": "20"}, where
             assert db["SCHEDULER"][entry["scheduler"]] == {"type": "DWRR", "weight": "50"}
             assert db["BUFFER_PG"][f"{port}|{pg}"]["profile"].startswith("pg_lossless_"), where
-            assert db["BUFFER_QUEUE"][f"{port}|{queue}"]["profile"] == "egress_lossless_profile"
             cnp_tc = db["DSCP_TO_TC_MAP"][qmap["dscp_to_tc_map"]][str(CNP_DSCP)]
             assert cnp_tc == str(CNP_PRIO)
             cnp_queue = db["QUEUE"][f"{port}|{db['TC_TO_QUEUE_MAP']['ROCE'][cnp_tc]}"]
@@ -188,39 +226,43 @@ def test_lossless_chain_end_to_end(dbs: dict[str, dict[str, Any]]) -> None:
         assert set(db["PORT_QOS_MAP"]) == set(db["PORT"])
 
 
-def test_headroom_and_cable_length_per_port_from_the_cabling_plan(compiled: Compiled,
-                                                                  dbs: dict[str, dict[str, Any]]) -> None:
+def test_traditional_headroom_is_the_lookup_row_at_or_above_the_cable(views: dict[str, SwitchView],
+                                                                     dbs: dict[str, dict[str, Any]]) -> None:
+    """CABLE_LENGTH is a length the SKU's table lists (3/7/10/15 m cables -> 5m or 40m), and the profile carries
+    that row's values exactly, under buffermgrd's own name."""
+    seen = set()
     for switch, db in dbs.items():
-        numbers = _port_numbers(compiled, switch)
-        lengths = _cable_lengths(compiled, switch)
+        lengths = {p.name: p.view.cable_m for p in sonic_layout(views[switch]).ports}
         assert set(db["CABLE_LENGTH"]["AZURE"]) == set(db["PORT"])
-        for port, number in numbers.items():
-            metres = math.ceil(lengths[number])
-            assert db["CABLE_LENGTH"]["AZURE"][port] == f"{metres}m"
+        for port, metres in lengths.items():
+            cable = db["CABLE_LENGTH"]["AZURE"][port]
+            assert cable == ("5m" if metres <= 5 else "40m"), f"{switch} {port}: {metres} m"
             name = db["BUFFER_PG"][f"{port}|{LOSSLESS_PRIO}"]["profile"]
-            assert name == f"pg_lossless_400000_{metres}m_profile", "buffermgrd's own name, so it reuses ours"
+            assert name == f"pg_lossless_400000_{cable}_profile", "buffermgrd's own name, so it reuses ours"
             profile = db["BUFFER_PROFILE"][name]
-            room = asic_headroom("spectrum-4", speed_gbps=400, lanes=4, cable_m=metres, port_mtu=9100)
-            assert (profile["xoff"], profile["xon"], profile["size"]) == (str(room.xoff), str(room.xon),
-                                                                          str(room.size)), f"{switch} {port}"
+            assert (profile["size"], profile["xon"], profile["xoff"], profile["dynamic_th"]) == SN5600_ROWS[cable]
             assert profile["pool"] == "ingress_lossless_pool"
-    # the storage fabric's cables: 3, 7, 10 and 15 m -> four lossless profiles across the fabric
-    names = {n for db in dbs.values() for n in db["BUFFER_PROFILE"] if n.startswith("pg_lossless_")}
-    assert names == {f"pg_lossless_400000_{m}m_profile" for m in (3, 7, 10, 15)}
+            seen.add(cable)
+    assert seen == {"5m", "40m"}
 
 
-def test_headroom_csv_matches_the_profiles(artifacts: dict[str, bytes], dbs: dict[str, dict[str, Any]]) -> None:
+def test_headroom_csv_keeps_the_real_length(views: dict[str, SwitchView], artifacts: dict[str, bytes],
+                                            dbs: dict[str, dict[str, Any]]) -> None:
     for switch, db in dbs.items():
-        lines = artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
-        header = lines[0].split(",")
-        assert header == list(sonic.CSV_FIELDS)
-        rows = [dict(zip(header, line.split(","), strict=True)) for line in lines[1:]]
+        content = artifacts[f"switches/{switch}/pfc-headroom.csv"]
+        assert content.decode().splitlines()[0].split(",") == list(TRADITIONAL_FIELDS)
+        rows = _csv(content)
+        planned = {p.name: p.view.cable_m for p in sonic_layout(views[switch]).ports}
         assert {r["port"] for r in rows} == set(db["PORT"])
         for row in rows:
             profile = db["BUFFER_PROFILE"][row["profile"]]
             assert (row["xoff"], row["xon"], row["size"]) == (profile["xoff"], profile["xon"], profile["size"])
             assert row["cable_length"] == db["CABLE_LENGTH"]["AZURE"][row["port"]]
-            assert (row["asic"], row["cell_size"], row["small_packet_percentage"]) == ("spectrum-4", "192", "50")
+            assert float(row["plan_cable_m"]) == planned[row["port"]]
+            assert row["lookup_row"] == f"400000 {row['cable_length']} {row['size']} {row['xon']} {row['xoff']} 0"
+            assert (row["hwsku"], row["lua"], row["shared_headroom_pool_xoff"]) == (
+                "Mellanox-SN5600-O128", "3943093d", "")
+            assert int(row["lua_xoff_at_plan_cable"]) <= int(row["xoff"]), "NVIDIA's row covers the real cable"
 
 
 def test_output_is_deterministic(compiled: Compiled, artifacts: dict[str, bytes]) -> None:
@@ -228,20 +270,23 @@ def test_output_is_deterministic(compiled: Compiled, artifacts: dict[str, bytes]
     assert again == artifacts
     for path, content in artifacts.items():
         if path.endswith(".json"):
-                assert content.decode() == sonic.dump_config_db(json.loads(content)), "canonical layout"
+            assert content.decode() == sonic.dump_config_db(json.loads(content)), "canonical layout"
 
 
-# -- which switches, and refusals -------------------------------------------------------------------------------
+# -- which switches, which SKU, and refusals --------------------------------------------------------------------
 def test_only_sonic_switches_are_rendered(tmp_path: Path) -> None:
-    spec = _storage_spec(tmp_path, "    nos: sonic\n", "    nos: {leaf: sonic, spine: eos}\n")
-    paths = {a.path for a in sonic.render(compile_spec(spec).topology)}
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         "    switch: {leaf: SN5600, spine: 7060X6-64PE}\n    nos: {leaf: sonic, spine: eos}\n")
+    paths = {a.path for a in sonic.render(compile_spec(spec).topology) if "/storage-" in a.path}
     assert {p.split("/")[1] for p in paths} == set(STORAGE_SWITCHES[:4])
 
 
 def test_arista_is_not_a_sonic_target(tmp_path: Path) -> None:
+    """Refused at build, at the nos line, with the NOS that does run there (nos/sonic.yaml switches.models)."""
     spec = _storage_spec(tmp_path, "    switch: SN5600\n", "    switch: 7060X6-64PE\n")
-    with pytest.raises(ValueError, match=r"7060X6-64PE is not a SONiC target.*eos"):
-        sonic.render(compile_spec(spec).topology)
+    with pytest.raises(SpecError, match=r"fabrics\.storage\.nos: SONiC does not run on the leaf switch 7060X6-64PE "
+                                        r"\(Arista\).*nos: eos runs on 7060X6-64PE"):
+        compile_spec(spec)
 
 
 def test_lossless_priority_zero_is_refused(tmp_path: Path) -> None:
@@ -251,90 +296,136 @@ def test_lossless_priority_zero_is_refused(tmp_path: Path) -> None:
         compile_spec(spec)
 
 
-def test_sn4700_200g_breakout_names() -> None:
-    """lab-1su: SN4700 (8-lane QSFP-DD) at 2 x 200G: 4 lanes per port, Spectrum-3 headroom."""
-    db = json.loads(next(a.content for a in sonic.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology)
-                         if a.path.endswith("config_db.json")))
-    assert db["DEVICE_METADATA"]["localhost"]["hwsku"] == "ACS-MSN4700"
+def test_a_port_layout_no_sku_runs_is_a_check_error(tmp_path: Path) -> None:
+    """400G hosts (2 a cage) under 800G uplinks (1 a cage) on one SN5600: O128 and ACS-SN5600 each run one of them."""
+    spec = _storage_spec(tmp_path, "    speed: 400G\n    switch: SN5600\n",
+                         "    speed: 400G\n    uplink_speed: 800G\n    switch: SN5600\n")
+    with pytest.raises(CheckError, match=r"storage-leaf001: no SONiC SKU of the SN5600 runs its ports as planned "
+                                         r"\(1 x 800G a cage and 2 x 400G a cage\).*Mellanox-SN5600-O128 "
+                                         r"\(2 x 400G a cage\).*ACS-SN5600 \(1 x 800G a cage\)"):
+        compile_spec(spec)
+
+
+def test_a_cable_beyond_the_table_is_refused(views: dict[str, SwitchView]) -> None:
+    view = views["storage-leaf001"]
+    far = dataclasses.replace(view, ports=(dataclasses.replace(view.ports[0], cable_m=301), *view.ports[1:]))
+    with pytest.raises(SonicLayoutError, match=r"301 m cable at 400G is longer than the 300 m Mellanox-SN5600-O128's "
+                                               r"pg_profile_lookup\.ini covers") as refused:
+        sonic_layout(far)
+    assert "buffer_model: dynamic" in refused.value.hint
+
+
+def test_sn4700_200g_runs_v64_with_its_shared_headroom_pool() -> None:
+    """lab-1su: SN4700 at 2 x 200G is NVIDIA's Mellanox-SN4700-V64: its port rows, its pools with the ingress pool's
+    shared headroom xoff (3,637,248 on a T0), its one-profile ingress list and its table's size = xon rows."""
+    out = {a.path: a.content for a in sonic.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology)}
+    db = json.loads(out["switches/storage-leaf001/config_db.json"])
+    assert db["DEVICE_METADATA"]["localhost"]["hwsku"] == "Mellanox-SN4700-V64"
     assert (db["PORT"]["Ethernet4"]["lanes"], db["PORT"]["Ethernet4"]["alias"]) == ("4,5,6,7", "etp1b")
-    assert db["PORT"]["Ethernet4"]["speed"] == "200000"
+    assert (db["PORT"]["Ethernet4"]["speed"], db["PORT"]["Ethernet4"]["subport"]) == ("200000", "2")
+    assert db["BUFFER_POOL"]["ingress_lossless_pool"] == {"mode": "dynamic", "size": "49971200", "type": "ingress",
+                                                          "xoff": "3637248"}
+    assert "ingress_lossy_pool" not in db["BUFFER_POOL"]
+    assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"]["Ethernet4"] == {"profile_list": "ingress_lossless_profile"}
+    cable = db["CABLE_LENGTH"]["AZURE"]["Ethernet4"]
     profile = db["BUFFER_PROFILE"][db["BUFFER_PG"]["Ethernet4|3"]["profile"]]
-    metres = int(db["CABLE_LENGTH"]["AZURE"]["Ethernet4"].rstrip("m"))
-    room = asic_headroom("spectrum-3", speed_gbps=200, lanes=4, cable_m=metres, port_mtu=9100)
-    assert profile["size"] == str(room.size)
+    assert (profile["size"], profile["xon"], profile["xoff"], profile["dynamic_th"]) == SN4700_200G_ROWS[cable]
+    sheet = _csv(out["switches/storage-leaf001/pfc-headroom.csv"])
+    assert {r["shared_headroom_pool_xoff"] for r in sheet} == {"3637248"}
+
+
+def test_sku_choice_follows_the_port_layout(views: dict[str, SwitchView]) -> None:
+    """The SN5600's SKUs by breakout: 2 x 400G a cage O128, 1 x 800G ACS-SN5600, 4 x 200G or 100G V256."""
+    view = views["storage-spine01"]
+    cages = sorted({int(p.name.split("/")[0]) for p in view.ports})
+    for speed, per_cage, hwsku in (("400G", 2, "Mellanox-SN5600-O128"), ("800G", 1, "ACS-SN5600"),
+                                   ("200G", 4, "Mellanox-SN5600-V256"), ("100G", 4, "Mellanox-SN5600-V256")):
+        names = [str(c) if per_cage == 1 else f"{c}/{n}" for c in cages for n in range(1, per_cage + 1)]
+        ports = tuple(dataclasses.replace(view.ports[0], number=i, name=name, speed=speed, gbps=float(speed[:-1]))
+                      for i, name in enumerate(names, start=1))
+        layout = sonic_layout(dataclasses.replace(view, ports=ports))
+        assert layout.sku.hwsku == hwsku, speed
+        rows = {r.name: r for rows in layout.sku.ports.values() for r in rows}
+        assert all(p.sku_port == rows[p.name] for p in layout.ports)
+        assert {p.speed_mbps for p in layout.ports} == {int(speed[:-1]) * 1000}
 
 
 # -- the dynamic buffer model -----------------------------------------------------------------------------------
 DYNAMIC_TABLES = {"DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN"}
 
 
+def _dynamic(tmp: Path, release: str = "", extra: str = "") -> dict[str, bytes]:
+    software = f'    software: {{sonic: "{release}"}}\n' if release else ""
+    spec = _storage_spec(tmp, WATCHDOG, WATCHDOG + "      buffer_model: dynamic\n" + extra)
+    spec.write_text(spec.read_text().replace("    switch: SN5600\n    nos: sonic\n",
+                                                "    switch: SN5600\n    nos: sonic\n" + software))
+    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+
+
 @pytest.fixture(scope="module")
 def dynamic_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    spec = _storage_spec(tmp_path_factory.mktemp("dynamic"), WATCHDOG, WATCHDOG + "      buffer_model: dynamic\n")
-    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+    return _dynamic(tmp_path_factory.mktemp("dynamic"))
 
 
 @pytest.fixture(scope="module")
 def dynamic_dbs(dynamic_artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     return {path.split("/")[1]: json.loads(content) for path, content in dynamic_artifacts.items()
-            if path.endswith("/config_db.json")}
+            if path.endswith("/config_db.json") and "/storage-" in path}
 
 
-def test_dynamic_model_changes_only_the_buffer_tables(dbs: dict[str, dict[str, Any]],
-                                                      dynamic_dbs: dict[str, dict[str, Any]]) -> None:
-    """Same ports, maps, queues, cable lengths and lossy buffers; the lossless headroom is left to buffermgrd."""
+def test_dynamic_model_is_the_skus_dynamic_template(views: dict[str, SwitchView], dbs: dict[str, dict[str, Any]],
+                                                    dynamic_dbs: dict[str, dict[str, Any]]) -> None:
+    """Same ports, maps and queues; the pools as buffers_dynamic.json.j2 writes them (no sizes but the egress
+    lossless pool's), lossless PGs NULL, CABLE_LENGTH the cable in whole metres, and the release's tables."""
+    sku = _sku("Mellanox-SN5600-O128")
     assert set(dynamic_dbs) == set(dbs)
     for switch, db in dynamic_dbs.items():
         static = dbs[switch]
         assert set(db) == set(static) | DYNAMIC_TABLES, switch
-        for table in set(static) - {"DEVICE_METADATA", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG"}:
+        for table in set(static) - {"DEVICE_METADATA", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "CABLE_LENGTH"}:
             assert db[table] == static[table], f"{switch} {table}"
         assert db["DEVICE_METADATA"]["localhost"] == static["DEVICE_METADATA"]["localhost"] | {
             "buffer_model": "dynamic"}
-        assert db["BUFFER_PROFILE"] == {name: profile for name, profile in static["BUFFER_PROFILE"].items()
-                                        if not name.startswith("pg_lossless_")}, "no static lossless profile"
+        assert db["BUFFER_POOL"] == {n: dict(p) for n, p in sku.dynamic_pools.items()}
+        assert db["BUFFER_PROFILE"] == {n: dict(p) for n, p in sku.profiles.items()}, "no static lossless profile"
         for key, entry in db["BUFFER_PG"].items():
             lossless = key.endswith(f"|{LOSSLESS_PRIO}")
             assert entry == ({"profile": "NULL"} if lossless else static["BUFFER_PG"][key]), f"{switch} {key}"
-        assert set(db["BUFFER_PG"]) == set(static["BUFFER_PG"])
-        pools = db["BUFFER_POOL"]
-        assert pools["ingress_lossless_pool"] == {"type": "ingress", "mode": "dynamic"}, "sized by buffermgrd, no SHP"
-        assert pools["egress_lossy_pool"] == {"type": "egress", "mode": "dynamic"}
-        assert pools["egress_lossless_pool"] == static["BUFFER_POOL"]["egress_lossless_pool"]
+        assert db["CABLE_LENGTH"]["AZURE"] == {p.name: f"{math.ceil(p.view.cable_m)}m"
+                                               for p in sonic_layout(views[switch]).ports}
         assert db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] == {"AZURE": {"default_dynamic_th": "0"}}
-        assert {p["dynamic_th"] for n, p in static["BUFFER_PROFILE"].items() if n.startswith("pg_lossless_")} == {"0"}
-        # sonic-buildimage buffers_config.j2's dynamic-mode defaults, which the catalog carries
+        # files/build_templates/buffers_config.j2 of 202505 (small_packet_percentage 50 since 3bf26956f1)
         assert db["LOSSLESS_TRAFFIC_PATTERN"] == {"AZURE": {"mtu": "1024", "small_packet_percentage": "50"}}
 
 
-def test_dynamic_headroom_csv_predicts_what_buffermgrd_computes(artifacts: dict[str, bytes],
-                                                               dynamic_artifacts: dict[str, bytes],
-                                                               dbs: dict[str, dict[str, Any]]) -> None:
-    """The prediction is the headroom the traditional model writes for the same port, under buffermgrd's name."""
-    for switch, db in dbs.items():
-        lines = dynamic_artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
-        header = lines[0].split(",")
-        assert header == [f"predicted_{f}" if f in ("xoff", "xon", "size", "profile") else f
-                          for f in sonic.CSV_FIELDS]
-        static = artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
-        assert [line.split(",")[:-4] for line in lines[1:]] == [line.split(",")[:-4] for line in static[1:]]
-        for line in lines[1:]:
-            row = dict(zip(header, line.split(","), strict=True))
-            profile = db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{row['port']}|{LOSSLESS_PRIO}"]["profile"]]
-            assert (row["predicted_xoff"], row["predicted_xon"], row["predicted_size"]) == (
-                profile["xoff"], profile["xon"], profile["size"])
+def test_dynamic_headroom_csv_predicts_with_the_releases_lua(tmp_path: Path, dynamic_artifacts: dict[str, bytes],
+                                                            dynamic_dbs: dict[str, dict[str, Any]]) -> None:
+    """202505 runs the 3943093d lua at small-packet percentage 50; 202405 the same lua at 100; 202311 the older
+    lua: the prediction follows the release, under buffermgrd's profile name."""
+    for switch, db in dynamic_dbs.items():
+        content = dynamic_artifacts[f"switches/{switch}/pfc-headroom.csv"]
+        header = content.decode().splitlines()[0].split(",")
+        assert header == [f"predicted_{f}" if f in ("xoff", "xon", "size", "profile") else f for f in LUA_FIELDS]
+        for row in _csv(content):
+            assert (row["formula"], row["small_packet_percentage"], row["kb_on_tile"]) == ("3943093d", "50", "6000")
+            assert row["cable_length"] == db["CABLE_LENGTH"]["AZURE"][row["port"]]
             assert row["predicted_profile"] == f"pg_lossless_400000_{row['cable_length']}_profile"
+    rows = {r["port"]: r for r in _csv(dynamic_artifacts["switches/storage-leaf001/pfc-headroom.csv"])}
+    assert (rows["Ethernet0"]["cable_length"], rows["Ethernet0"]["predicted_xoff"]) == ("15m", "102400")
+    older = {r["port"]: r for r in _csv(_dynamic(tmp_path, "202405")["switches/storage-leaf001/pfc-headroom.csv"])}
+    assert (older["Ethernet0"]["small_packet_percentage"], older["Ethernet0"]["predicted_xoff"]) == ("100", "245760")
+    oldest = {r["port"]: r for r in _csv(_dynamic(tmp_path, "202311")["switches/storage-leaf001/pfc-headroom.csv"])}
+    assert (oldest["Ethernet0"]["formula"], oldest["Ethernet0"]["predicted_xoff"]) == ("4957df86", "227328")
 
 
-def test_dynamic_profile_names_follow_buffermgrdyn(compiled: Compiled) -> None:
+def test_dynamic_profile_names_follow_buffermgrdyn(views: dict[str, SwitchView]) -> None:
     """getDynamicProfileName: "_mtu<mtu>" off 9100; "_8lane" on 8-lane ports below the family's full speed."""
-    view = switch_views(compiled.topology, compiled.topology.fabric("storage"))[0]
-    port = sonic.sonic_ports(view, sonic.sonic_switch(view.model))[0]
+    port = sonic_layout(views["storage-leaf001"]).ports[0]
     sn5600, sn4700 = "x86_64-nvidia_sn5600-r0", "x86_64-mlnx_msn4700-r0"
     cable = f"{port.cable_length_m}m"
     assert port.dynamic_profile(9100, sn5600) == f"pg_lossless_400000_{cable}_profile"
     assert port.dynamic_profile(4200, sn5600) == f"pg_lossless_400000_{cable}_mtu4200_profile"
-    eight = dataclasses.replace(port, lanes=tuple(range(8)))
+    eight = dataclasses.replace(port, sku_port=dataclasses.replace(port.sku_port, lanes="0,1,2,3,4,5,6,7"))
     assert eight.dynamic_profile(9100, sn5600) == f"pg_lossless_400000_{cable}_8lane_profile"
     assert eight.dynamic_profile(9100, sn4700) == f"pg_lossless_400000_{cable}_profile", "SN4xxx: 400G is full"
     assert dataclasses.replace(eight, speed_mbps=800_000).dynamic_profile(9000, sn5600) == (
@@ -349,77 +440,71 @@ def test_dynamic_port_mtu_names_the_predicted_profile(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace("    mtu: 9100\n", "    mtu: 9216\n"))
     content = next(a.content for a in sonic.render(compile_spec(spec).topology)
                    if a.path == "switches/storage-leaf001/pfc-headroom.csv")
-    rows = [line.split(",") for line in content.decode().splitlines()[1:]]
-    assert rows and all(row[-1].endswith("_mtu9216_profile") and row[7] == "9216" for row in rows)
+    rows = _csv(content)
+    assert rows and all(r["predicted_profile"].endswith("_mtu9216_profile") and r["port_mtu"] == "9216" for r in rows)
 
 
 # -- the shared headroom pool -----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def shp_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    spec = _storage_spec(tmp_path_factory.mktemp("shp"), WATCHDOG, WATCHDOG + SHP)
-    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+def test_traditional_model_takes_no_shared_headroom_pool_from_the_spec(tmp_path: Path) -> None:
+    """The traditional model runs each SKU's own buffers (pooled xoff or not): a pool of the spec's size is the
+    dynamic model's (sonic-utilities `config buffer shared_headroom_pool` is dynamic-only)."""
+    spec = _storage_spec(tmp_path, WATCHDOG, WATCHDOG + SHP)
+    with pytest.raises(SpecError, match=r"qos\.shared_headroom_pool: SONiC takes a shared headroom pool of the spec's "
+                                        r"size only in the dynamic buffer model, not traditional"):
+        compile_spec(spec)
 
 
-@pytest.fixture(scope="module")
-def dynamic_shp_artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The dynamic model with the pool at its default ratio (``{}``: 2)."""
-    spec = _storage_spec(tmp_path_factory.mktemp("dynamic-shp"), WATCHDOG,
-                         WATCHDOG + "      buffer_model: dynamic\n      shared_headroom_pool: {}\n")
-    return {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
-
-
-def _pool_by_hand(db: dict[str, Any], ratio: int) -> int:
-    """buffer_pool_mellanox.lua read back from the file: ceil((sum of the lossless PGs' xoff - 10 KiB per lossless
-    port) / ratio), each PG's xoff from the profile it references."""
-    xoffs = [int(db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{port}|{LOSSLESS_PRIO}"]["profile"]]["xoff"])
-             for port in db["PORT"]]
-    return math.ceil((sum(xoffs) - 10 * 1024 * len(db["PORT"])) / ratio)
-
-
-def test_shared_headroom_pool_moves_the_xoff_into_the_ingress_pool(dbs: dict[str, dict[str, Any]],
-                                                                   shp_artifacts: dict[str, bytes]) -> None:
-    """Traditional model: only the ingress pool's xoff and the lossless profiles' sizes change (size = xon)."""
-    for switch, static in dbs.items():
-        db = json.loads(shp_artifacts[f"switches/{switch}/config_db.json"])
-        assert set(db) == set(static)
-        for table in set(static) - {"BUFFER_POOL", "BUFFER_PROFILE"}:
-            assert db[table] == static[table], f"{switch} {table}"
-        pool = db["BUFFER_POOL"]["ingress_lossless_pool"]
-        assert pool == static["BUFFER_POOL"]["ingress_lossless_pool"] | {"xoff": str(_pool_by_hand(db, 2))}
-        assert 8_000_000 < int(pool["xoff"]) < int(pool["size"]), "~128 ports x ~145 KiB xoff, halved"
-        for name, profile in db["BUFFER_PROFILE"].items():
-            before = static["BUFFER_PROFILE"][name]
-            expected = before | {"size": before["xon"]} if name.startswith("pg_lossless_") else before
-            assert profile == expected, f"{switch} {name}: xon and xoff kept, size = xon"
-
-
-def test_shared_headroom_pool_csv(shp_artifacts: dict[str, bytes], dynamic_shp_artifacts: dict[str, bytes]) -> None:
-    """Both models: the pool and its inputs on every row; the dynamic model predicts what buffermgrd will size."""
-    for switch in STORAGE_SWITCHES:
-        db = json.loads(shp_artifacts[f"switches/{switch}/config_db.json"])
-        traditional = shp_artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
-        dynamic = dynamic_shp_artifacts[f"switches/{switch}/pfc-headroom.csv"].decode().splitlines()
-        assert traditional[0].split(",") == [*sonic.CSV_FIELDS, *sonic.SHP_CSV_FIELDS]
-        assert dynamic[0].split(",")[-1] == "predicted_shared_headroom_pool_size"
-        for t_line, d_line in zip(traditional[1:], dynamic[1:], strict=True):
-            row = dict(zip(traditional[0].split(","), t_line.split(","), strict=True))
-            assert row["shared_headroom_pool"] == "true" and row["size"] == row["xon"]
-            ports = len(traditional) - 1  # one lossless PG per port
-            assert (row["over_subscribe_ratio"], row["private_headroom"]) == ("2", str(ports * 10_240))
-            pooled = int(row["accumulative_xoff"]) - int(row["private_headroom"])
-            assert row["shared_headroom_pool_size"] == str(-(-pooled // 2))  # the CSV shows its own arithmetic
-            assert row["shared_headroom_pool_size"] == db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"]
-            assert d_line.split(",")[:-5] + d_line.split(",")[-4:] == t_line.split(",")[:-5] + t_line.split(",")[-4:], (
-                "the same lua, the same inputs: only the profile name may differ")
-
-
-def test_dynamic_shared_headroom_pool_is_left_to_buffermgrd(dynamic_dbs: dict[str, dict[str, Any]],
-                                                            dynamic_shp_artifacts: dict[str, bytes]) -> None:
-    """Dynamic model: only DEFAULT_LOSSLESS_BUFFER_PARAMETER changes; no pool xoff (it would override the ratio)."""
+def test_dynamic_shared_headroom_pool_is_left_to_buffermgrd(tmp_path: Path,
+                                                            dynamic_dbs: dict[str, dict[str, Any]]) -> None:
+    """Only DEFAULT_LOSSLESS_BUFFER_PARAMETER changes (no pool xoff: it would override the ratio); the CSV predicts
+    the pool the lua sizes: ceil((sum of the PGs' xoff - 10 KiB a port) / ratio)."""
+    out = _dynamic(tmp_path, extra="      shared_headroom_pool: {}\n")
     for switch, plain in dynamic_dbs.items():
-        db = json.loads(dynamic_shp_artifacts[f"switches/{switch}/config_db.json"])
+        db = json.loads(out[f"switches/{switch}/config_db.json"])
         assert {t: v for t, v in db.items() if t != "DEFAULT_LOSSLESS_BUFFER_PARAMETER"} == {
             t: v for t, v in plain.items() if t != "DEFAULT_LOSSLESS_BUFFER_PARAMETER"}
         assert db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] == {"AZURE": {"default_dynamic_th": "0",
                                                                      "over_subscribe_ratio": "2"}}
         assert "xoff" not in db["BUFFER_POOL"]["ingress_lossless_pool"]
+        rows = _csv(out[f"switches/{switch}/pfc-headroom.csv"])
+        assert all(r["shared_headroom_pool"] == "true" and r["predicted_size"] == r["predicted_xon"] for r in rows)
+        pooled = sum(int(r["predicted_xoff"]) for r in rows) - 10_240 * len(rows)
+        assert {r["predicted_shared_headroom_pool_size"] for r in rows} == {str(math.ceil(pooled / 2))}
+        assert {(r["over_subscribe_ratio"], r["private_headroom"]) for r in rows} == {("2", str(10_240 * len(rows)))}
+
+
+# -- in-band and out-of-band fabrics ----------------------------------------------------------------------------
+def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled, artifacts: dict[str, bytes]) -> None:
+    """h100-4su's in-band (SN4700, 200G, routed leaves under two spines) and out-of-band (an SN2201 per rack, 1G
+    BMC ports, SN4700 aggregation) fabrics: L2 access VLAN for the hosts, routed /31 uplinks with eBGP, the SKU's
+    lossy buffers, no lossless class."""
+    fabrics = {ft.fabric.name: ft for ft in compiled.topology.fabrics}
+    for name in ("inband", "oob"):
+        switches = {sw.name for sw in fabrics[name].switches}
+        assert {p.split("/")[1] for p in artifacts if p.endswith("config_db.json")} >= switches
+        assert not any(f"switches/{s}/pfc-headroom.csv" in artifacts for s in switches), "no lossless class"
+    oob = json.loads(artifacts["switches/oob-a01/config_db.json"])
+    assert (oob["DEVICE_METADATA"]["localhost"]["hwsku"], oob["DEVICE_METADATA"]["localhost"]["type"]) == (
+        "ACS-SN2201", "ToRRouter")
+    # ACS-SN2201/port_config.ini: "Ethernet1  4  etp2  2  1000", "Ethernet52  196,197,198,199  etp50  50  100000"
+    assert (oob["PORT"]["Ethernet1"]["lanes"], oob["PORT"]["Ethernet1"]["alias"], oob["PORT"]["Ethernet1"]["speed"],
+            oob["PORT"]["Ethernet1"]["fec"]) == ("4", "etp2", "1000", "none")
+    assert oob["PORT"]["Ethernet52"]["lanes"] == "196,197,198,199"
+    assert {k.split("|")[0] for k in oob["VLAN_MEMBER"]} == {"Vlan100"} and len(oob["BGP_NEIGHBOR"]) == 2
+    assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "CABLE_LENGTH", "PFC_WD"} & set(oob)
+    assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in _sku("ACS-SN2201").pools["t0"].items()}
+    agg = json.loads(artifacts["switches/oob-agg01/config_db.json"])
+    assert (agg["DEVICE_METADATA"]["localhost"]["hwsku"], agg["DEVICE_METADATA"]["localhost"]["type"]) == (
+        "Mellanox-SN4700-C128", "LeafRouter")
+    inband = json.loads(artifacts["switches/inband-leaf001/config_db.json"])
+    assert inband["DEVICE_METADATA"]["localhost"]["hwsku"] == "Mellanox-SN4700-V64"
+    assert inband["MGMT_VRF_CONFIG"] == {"vrf_global": {"mgmtVrfEnabled": "true"}}
+
+
+def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
+    spec = _storage_spec(tmp_path, "    switch: SN4700\n    nos: sonic\n    topology: {kind: leaf-spine, oversub",
+                         "    switch: SN4700\n    topology: {kind: leaf-spine, oversub")
+    compiled = compile_spec(spec)
+    (found,) = [f for f in compiled.findings if f.check == "no-switch-configs"]
+    assert found.subject == "inband" and "no switch configs" in found.message and "6 switches" in found.message
+    assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))

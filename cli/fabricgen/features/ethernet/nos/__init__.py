@@ -1,10 +1,12 @@
 """Network operating systems as data: each NOS is one module here (or a package, for SONiC) with its data file.
 
 A NOS module ``<name>.py`` (or package ``<name>/``) reads its ``<name>.yaml`` here with ``nos_data("<name>")``
-and exports ``NOS = Nos(data, render, readback)``. The data file says what the NOS can do (PFC watchdog actions,
-buffer models, the shared headroom pool), how it names ports and its management interface and VRF, and which
-artifact holds its configuration. Build, render and the cross-layer read-back read these records, never a NOS's
-name: a new NOS is its module, its data file, its templates, its tests and one value in the schema's ``nos`` enum.
+and exports ``NOS = Nos(data, render, readback)``. The data file says which switches the NOS runs on (vendors or
+models), which software releases fabricgen writes for (each with the facts that differ between them), what the
+NOS can do (PFC watchdog actions, buffer models, the shared headroom pool), how it names ports and its
+management interface and VRF, and which artifact holds its configuration. Build, render and the cross-layer
+read-back read these records, never a NOS's name: a new NOS is its module, its data file, its templates, its tests
+and one value in the schema's ``nos`` enum (and its releases in the schema's ``software``, if it has any).
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding
 from fabricgen.core.naming import expand
 from fabricgen.model.cluster import Fabric
+from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_file
 
@@ -33,11 +37,23 @@ class NosData:
     title: str
     pfc_watchdog_actions: Mapping[str, str]  # fabricgen's action -> the NOS's own keyword
     buffer_models: tuple[str, ...]
-    shared_headroom_pool: bool
+    shared_headroom_pool: tuple[str, ...]  # the buffer models in which it takes a shared headroom pool
     config: str  # the artifact under switches/<switch>/ that holds the configuration ("{switch}" filled in)
     interfaces: Mapping[str, str]  # port name patterns by form: whole cage, split cage, ...
     management_interface: str
     management_vrf: str
+    vendors: tuple[str, ...] = ()  # it runs on every switch of these vendors ...
+    models: tuple[str, ...] = ()   # ... and on these models
+    default_release: str = ""
+    releases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # release -> the facts it decides
+
+    def runs_on(self, model: SwitchModel) -> bool:
+        """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
+        return model.vendor in self.vendors or model.name in self.models
+
+    def release(self, chosen: str | None) -> Mapping[str, Any]:
+        """The facts of a release (the default one when none is chosen); empty for a NOS without releases."""
+        return self.releases.get(chosen or self.default_release, MappingProxyType({}))
 
     def config_file(self, switch: str) -> str:
         """The artifact (under ``switches/<switch>/``) that holds the switch's configuration."""
@@ -52,23 +68,28 @@ class NosData:
 def nos_data(name: str) -> NosData:
     """The data file ``<name>.yaml`` of this package (read once)."""
     data = load_file(Path(__file__).with_name(f"{name}.yaml")).data
-    management = data["management"]
+    management, switches, software = data["management"], data["switches"], data.get("software", {})
+    releases = {str(r): MappingProxyType(dict(facts or {})) for r, facts in software.get("releases", {}).items()}
     return NosData(name, data["title"], MappingProxyType(dict(data["pfc_watchdog"]["actions"])),
-                   tuple(data["buffer_models"]), bool(data["shared_headroom_pool"]), data["config"],
-                   MappingProxyType(dict(data["interfaces"])), management["interface"], management["vrf"])
+                   tuple(data["buffer_models"]), tuple(data["shared_headroom_pool"]), data["config"],
+                   MappingProxyType(dict(data["interfaces"])), management["interface"], management["vrf"],
+                   tuple(switches.get("vendors", ())), tuple(switches.get("models", ())),
+                   str(software.get("default", "")), MappingProxyType(releases))
 
 
 @dataclass(frozen=True)
 class Nos:
-    """One NOS: its data and its module's renderer and read-back.
+    """One NOS: its data and its module's renderer, read-back and checks.
 
     ``readback(switch, content, fabric)`` reads the switch's configuration artifact back as the switch would and
-    yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs).
+    yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs); ``checks`` find,
+    over the compiled topology, what would keep one of its switches from running as planned (before render).
     """
 
     data: NosData
     render: Callable[[Topology], list[Artifact]]
     readback: Callable[[str, bytes, Fabric], Iterable[Finding]]
+    checks: tuple[Callable[[Topology], Iterable[Finding]], ...] = ()
 
 
 @cache

@@ -18,10 +18,14 @@ The lossless class on a RoCE fabric (REFERENCE "RoCE v2 lossless Ethernet"): ``q
 traffic-class <priority>`` and the CNP DSCP to its own class; one ``qos profile`` applied to every port as a
 ``service-profile`` that trusts DSCP, gives the lossless unicast queue its DWRR share and ECN marking
 (``random-detect ecn`` in kbytes) and makes the CNP queue strict priority; ``priority-flow-control on`` with the
-lossless priority ``no-drop`` on every port; the global PFC pause watchdog (seconds; polling interval half the
-shorter of timeout and recovery time, as EOS requires). Other DSCPs keep EOS's default map and the other
-queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable and notify-only: fabricgen's
-``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is refused.
+lossless priority ``no-drop`` on every port; the PFC pause watchdog on every port through the same profile
+(``priority-flow-control pause watchdog port timer ...`` / ``port action``) and as the global default (seconds;
+polling interval half the shorter of timeout and recovery time, as EOS requires). The lossless queue is set
+``no priority`` before its ``bandwidth percent``: EOS queues are strict priority by default, and a strict queue's
+bandwidth share is not a DWRR weight (AVD's reference configs write it the same way). Other DSCPs keep EOS's
+default map and the other queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable and
+notify-only: fabricgen's ``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is
+refused.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric
@@ -110,13 +115,22 @@ def _qos(q: RoceQos) -> dict[str, Any]:
         "qos_profiles": [{
             "name": QOS_PROFILE,
             "trust": "dscp",
+            # "no priority" first: an EOS tx-queue is strict priority until told otherwise, and a bandwidth
+            # share on a strict queue is ignored (it would starve the lossy queues); AVD's reference configs
+            # always write it before "bandwidth percent"
             "uc_tx_queues": sorted([
-                {"id": q.lossless.priority, "bandwidth_percent": q.lossless_weight,
+                {"id": q.lossless.priority, "priority": "no priority", "bandwidth_percent": q.lossless_weight,
                  "random_detect": {"ecn": {"threshold": {"units": "kbytes", "min": q.ecn_min_kb,
                                                          "max": q.ecn_max_kb,
                                                          "max_probability": q.ecn_max_probability}}}},
                 {"id": q.cnp.priority, "priority": "priority strict"},
             ], key=lambda t: t["id"]),
+            # the pause watchdog on every port the profile is applied to, with the spec's times and action (EOS's
+            # default action is errdisable)
+            "priority_flow_control": {"watchdog": {
+                "enabled": True, "action": action,
+                "timer": {"timeout": _seconds(q.pfcwd_detect_ms), "polling_interval": _seconds(polling_ms),
+                          "recovery_time": _seconds(q.pfcwd_restore_ms)}}},
         }],
         "priority_flow_control": {"watchdog": {"action": action, "timeout": _seconds(q.pfcwd_detect_ms),
                                                "recovery_time": _seconds(q.pfcwd_restore_ms),
@@ -162,6 +176,48 @@ def _management(view: SwitchView) -> dict[str, Any]:
     return config
 
 
+TACACS_GROUP = "TACACS"  # the aaa group server management-secrets.sh logs in through
+
+
+def _baseline(view: SwitchView) -> dict[str, Any]:
+    """NTP, DNS, syslog, SNMP and the TACACS+ servers in AVD's keys, in VRF MGMT from Management1 when the switch
+    has a management address, else in the default VRF from Loopback0. The key, the community and AAA login are
+    management-secrets.sh's."""
+    m = view.baseline
+    if m is None:
+        return {}
+    in_vrf = bool(view.management and view.fabric.addressing and view.fabric.addressing.management)
+    vrf = DATA.management_vrf if in_vrf else "default"
+    source = DATA.management_interface if in_vrf else DATA.interface("loopback")
+    config: dict[str, Any] = {}
+    if m.ntp:
+        config["ntp"] = {"local_interface": {"name": source, "vrf": vrf}, "servers": [
+            {"name": server, "iburst": True} for server in m.ntp]}
+        if in_vrf:
+            config["ntp"]["vrf"] = vrf
+    if m.dns_servers:
+        config["ip_name_server"] = {"vrfs": [{"name": vrf, "servers": [{"ip_address": s} for s in m.dns_servers]}]}
+        config["ip_domain_lookup"] = {"source_interfaces": [{"name": source, "vrf": vrf}]}
+    if m.dns_domain:
+        config["dns_domain"] = m.dns_domain
+    if m.syslog:
+        config["logging"] = {"vrfs": [{"name": vrf, "source_interface": source, "hosts": [
+            {"name": server, "protocol": "udp", "ports": [port]} for server, port in m.syslog]}]}
+    if m.snmp_community is not None:
+        snmp: dict[str, Any] = {"local_interfaces": [{"name": source, "vrf": vrf}], "vrfs": [{"name": vrf,
+                                                                                            "enable": True}]}
+        snmp |= {k: v for k, v in (("contact", m.snmp_contact), ("location", m.snmp_location)) if v}
+        config["snmp_server"] = snmp
+    if m.tacacs_servers:
+        config["tacacs_servers"] = {"timeout": m.tacacs_timeout,
+                                    "hosts": [{"host": server, "vrf": vrf} for server in m.tacacs_servers]}
+        config["ip_tacacs"] = ({"vrfs": [{"name": vrf, "source_interface": source}]} if in_vrf
+                               else {"source_interface": source})
+        config["aaa_server_groups"] = [{"name": TACACS_GROUP, "type": "tacacs+", "servers": [
+            {"server": server, "vrf": vrf} for server in m.tacacs_servers]}]
+    return config
+
+
 def structured_config(view: SwitchView) -> dict[str, Any]:
     """The switch as an AVD eos_cli_config_gen structured config (plain data, deterministic)."""
     routed = view.routed_ports
@@ -194,6 +250,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
             "address_family_ipv4": {"networks": [{"prefix": n} for n in sorted(networks, key=_natural)]},
         }
     config.update(_management(view))
+    config.update(_baseline(view))
     if view.qos is not None:
         config.update(_qos(view.qos))
     config["config_end"] = True
@@ -220,6 +277,7 @@ def render(topology: Topology) -> list[Artifact]:
         cli = render_template("eos/switch.cfg.j2", c=config, fabric=view.fabric.name, tier=view.tier.value,
                               source=source)
         out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", cli))
+        out.extend(management_secrets(view, source, group=TACACS_GROUP))
     return out
 
 
@@ -242,8 +300,15 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
         yield mismatch(host, f"no-drop PFC priorities are {sorted(no_drop) or 'none'}, hosts pause priority "
                              f"{lossless.priority} only", fabric)
     queues = dict(re.findall(r"^   uc-tx-queue (\d)\n((?:      .*\n)*)", text, re.M))
-    if "random-detect ecn" not in queues.get(str(lossless.priority), ""):
+    lossless_queue = queues.get(str(lossless.priority), "")
+    if "random-detect ecn" not in lossless_queue:
         yield mismatch(host, f"uc-tx-queue {lossless.priority} has no ECN random-detect: ECN never marks", fabric)
+    if "bandwidth percent" in lossless_queue and "      no priority\n" not in lossless_queue:
+        yield mismatch(host, f"uc-tx-queue {lossless.priority} has a bandwidth share but no `no priority`: it stays "
+                             "strict priority and starves the lossy queues", fabric)
+    if not re.search(r"^   priority-flow-control pause watchdog port action ", text, re.M):
+        yield mismatch(host, "the qos profile enables no per-port PFC watchdog: a pause storm on a port is never "
+                             "broken", fabric)
     if "priority strict" not in queues.get(str(maps.get(cnp.dscp, -1)), ""):
         yield mismatch(host, f"CNP DSCP {cnp.dscp} lands in queue {maps.get(cnp.dscp)}, which is not strict "
                              "priority", fabric)
