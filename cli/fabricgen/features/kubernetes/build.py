@@ -14,7 +14,7 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster, Fabric, FabricRole, FabricType
-from fabricgen.model.kubernetes import Kubernetes, Workload
+from fabricgen.model.kubernetes import EXCLUSIVE, SHARED, Kubernetes, Workload
 from fabricgen.model.nodes import Nic, Node, NodeProfile
 from fabricgen.model.sriov import Sriov
 
@@ -101,6 +101,24 @@ def _resources(chosen: Sequence[str], fabrics: Sequence[Fabric], nodes: Sequence
                 break
 
 
+def _rdma_mode(spec: Mapping[str, Any], chosen: Sequence[str], issues: Issues) -> str:
+    """The RDMA namespace mode the pod networks need. The rdma meta plugin moves a VF's RDMA device into the pod and
+    refuses to run unless the node is in exclusive mode; the RDMA shared device plugin hands one PF's RDMA device to
+    many pods, which only shared mode lets them see. The mode is one per node, so a PF never serves both."""
+    vfs = uses_vfs(spec)
+    asked = spec.get("rdma_shared_device_plugin", not vfs)
+    where: PathKey = ("kubernetes", "rdma_shared_device_plugin")
+    if vfs and asked:
+        issues.error(where, "the RDMA shared device plugin needs the nodes in shared RDMA namespace mode, but the rdma "
+                            f"meta plugin of the VF pod networks on {', '.join(chosen)} needs exclusive mode, on the "
+                            "same ports", "drop rdma_shared_device_plugin (pods get their VF's own RDMA device), or use "
+                                     "operator: none with cni: host-device")
+    elif not vfs and not asked:
+        issues.error(where, "host-device pods reach their PF's RDMA device only through the RDMA shared device plugin",
+                     "drop rdma_shared_device_plugin: false, or use cni: sriov")
+    return EXCLUSIVE if vfs else SHARED
+
+
 def _workload(spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Sequence[Fabric],
               nodes: Sequence[Node], issues: Issues) -> Workload | None:
     if spec is None:
@@ -129,6 +147,7 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     _addressing(chosen, fabrics, issues)
     _resources(chosen, fabrics, nodes, issues)
     workload = _workload(spec.get("workload"), chosen, fabrics, nodes, issues)
+    rdma_mode = _rdma_mode(spec, chosen, issues)
     return replace(cluster, kubernetes=Kubernetes(
         spec["namespace"], spec["operator"], spec["operator_namespace"], spec["cni"], spec["resource_prefix"], chosen,
-        spec["rdma_hca_max"], workload, issues.position(("kubernetes",))))
+        spec["rdma_hca_max"], workload, rdma_mode, issues.position(("kubernetes",))))
