@@ -25,9 +25,11 @@ from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import MODES, ROCE, documents, manifests
 
 CRDS = REPO.parent / "shared" / "validators" / "k8s-crds"
+# CRDs the shared validators lack, kept here with their sources (tests/data/kubernetes/crds/README.md)
+MORE_CRDS = REPO / "tests" / "data" / "kubernetes" / "crds"
 K8S_VERSION = "1.37.0"  # the newest schemas kubernetes-validate 1.37 ships
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-CORE_KINDS = {"Namespace", "ConfigMap", "Pod"}
+CORE_KINDS = {"Namespace", "ConfigMap", "Pod", "DaemonSet"}
 
 
 def require_crds() -> Path:
@@ -57,7 +59,7 @@ def strict(schema: Any) -> Any:
 def crd_validators() -> dict[tuple[str, str], Draft202012Validator]:
     """(apiVersion, kind) -> a validator of the strict openAPIV3Schema of every served CRD version."""
     out = {}
-    for path in sorted((require_crds() / "crds").glob("*.yaml")):
+    for path in sorted([*(require_crds() / "crds").glob("*.yaml"), *MORE_CRDS.glob("*.yaml")]):
         for crd in yaml.safe_load_all(path.read_text()):
             group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
             for version in crd["spec"]["versions"]:
@@ -124,8 +126,9 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
         assert resource.startswith("nvidia.com/")
     elif kind == "NicClusterPolicy":
         assert doc["metadata"]["name"] == "nic-cluster-policy"
-        rdma = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
-        assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(rdma))
+        if "rdmaSharedDevicePlugin" in spec:
+            rdma = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+            assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(rdma))
         if "sriovDevicePlugin" in spec:
             sriov = json.loads(spec["sriovDevicePlugin"]["config"])
             assert not list(plugin_validator("sriov_network_device_plugin.json").iter_errors(sriov))
@@ -139,10 +142,12 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     topology, artifacts = manifests(ROCE, mode, tmp_path)
     docs = documents(artifacts)
     kinds = sorted({d["kind"] for d in docs})
-    expected = {"operator": ["ConfigMap", "Namespace", "NicClusterPolicy", "Pod", "SriovNetwork",
-                             "SriovNetworkNodePolicy"]}.get(mode, ["ConfigMap", "Namespace",
-                                                                   "NetworkAttachmentDefinition", "NicClusterPolicy",
-                                                                   "Pod"])
+    expected = {
+        "operator": ["Namespace", "NicClusterPolicy", "Pod", "SriovNetwork", "SriovNetworkNodePolicy",
+                     "SriovNetworkPoolConfig"],
+        "multus-sriov": ["DaemonSet", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod"],
+        "multus-host-device": ["ConfigMap", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod"],
+    }[mode]
     assert kinds == expected
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
@@ -151,10 +156,27 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
     policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
     assert ("sriovDevicePlugin" in policy["spec"]) == (mode == "multus-sriov")
-    # host-device moves the PF into one pod: its RDMA resource must not admit a second pod on the node
-    shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
-    assert {c["rdmaHcaMax"] for c in shared["configList"]} == ({1} if mode == "multus-host-device" else {63})
-    assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    # one RDMA namespace mode per node: the shared device plugin only where no VF takes the rdma meta plugin
+    assert ("rdmaSharedDevicePlugin" in policy["spec"]) == (mode == "multus-host-device")
+    if mode == "multus-host-device":  # host-device moves the PF into one pod: one pod per node may hold it
+        shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
+        assert {c["rdmaHcaMax"] for c in shared["configList"]} == {1}
+        assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    plugins = {json.loads(d["spec"]["config"])["plugins"][i]["type"] for d in networks
+               if d["kind"] == "NetworkAttachmentDefinition" for i in (0, -1)}
+    if mode == "multus-sriov":  # every CNI binary the attachments name is installed by the daemon set
+        daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+        copied = [c["image"].split("/")[-1].split(":")[0] for c in daemon["initContainers"]]
+        assert plugins == {"sriov", "rdma"} and copied == ["sriov-cni", "rdma-cni"]
+        assert all(c["args"] == ["--no-sleep"] for c in daemon["initContainers"])
+        assert daemon["volumes"] == [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]
+    if mode == "operator":
+        pool = next(d for d in docs if d["kind"] == "SriovNetworkPoolConfig")
+        assert pool["spec"]["rdmaMode"] == "exclusive"
+        assert pool["spec"]["nodeSelector"] == {"matchExpressions": [
+            {"key": "fabricgen.dev/node-profile", "operator": "In", "values": ["hgx-8gpu-generic"]}]}
+        assert {p["spec"]["nodeSelector"]["fabricgen.dev/node-profile"] for p in docs
+                if p["kind"] == "SriovNetworkNodePolicy"} == {"hgx-8gpu-generic"}
 
 
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:

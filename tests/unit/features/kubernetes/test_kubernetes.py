@@ -10,7 +10,7 @@ import yaml
 
 from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.pipeline import compile_spec
-from tests.conftest import INVENTORIES
+from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import ROCE, documents, manifests
 
 
@@ -40,3 +40,18 @@ def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
     ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
     assert ipam["exclude"][-2:] == ["10.20.255.1/32", "10.20.255.2/32"]
     assert ipam["exclude"].count("10.20.255.1/32") == 1, "two file systems share the MGS: one exclusion"
+
+
+def test_every_image_is_the_network_operator_releases() -> None:
+    """images.yaml names one network operator release, and every image is what that release's manifest lists
+    (tests/data/kubernetes/network-operator-v26.4.1-release.yaml, the tag's hack/release.yaml verbatim)."""
+    manifest = yaml.safe_load((REPO / "tests" / "data" / "kubernetes" /
+                               f"{kubernetes.images_release()}-release.yaml").read_text())
+    keys = {"rdma_shared_device_plugin": "RdmaSharedDevicePlugin", "sriov_device_plugin": "SriovDevicePlugin",
+            "multus": "Multus", "cni_plugins": "CniPlugins", "sriov_cni": "SriovCni", "ib_sriov_cni": "SriovIbCni",
+            "rdma_cni": "rdmaCni"}
+    assert set(kubernetes.images()) == set(keys)
+    for name, entry in kubernetes.images().items():
+        listed = manifest[keys[name]]
+        assert dict(entry) == {k: listed[k] for k in ("image", "repository", "version")}, name
+        assert entry["version"] == kubernetes.images_release()
