@@ -79,7 +79,8 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
     write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
     (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
     env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
-           "RDMA": str(bin_dir / "rdma"), "UDEVADM": str(bin_dir / "udevadm"), "MODPROBE_DIR": str(tmp_path / "modprobe.d"),
+           "RDMA": str(bin_dir / "rdma"), "UDEVADM": str(bin_dir / "udevadm"),
+           "MODPROBE_DIR": str(tmp_path / "modprobe.d"),
            "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
     return FakeHost(tmp_path, script, env)
 

@@ -111,8 +111,9 @@ def _rdma_mode(spec: Mapping[str, Any], chosen: Sequence[str], issues: Issues) -
     if vfs and asked:
         issues.error(where, "the RDMA shared device plugin needs the nodes in shared RDMA namespace mode, but the rdma "
                             f"meta plugin of the VF pod networks on {', '.join(chosen)} needs exclusive mode, on the "
-                            "same ports", "drop rdma_shared_device_plugin (pods get their VF's own RDMA device), or use "
-                                     "operator: none with cni: host-device")
+                            "same ports",
+                     "drop rdma_shared_device_plugin (pods get their VF's own RDMA device), or use operator: none "
+                     "with cni: host-device")
     elif not vfs and not asked:
         issues.error(where, "host-device pods reach their PF's RDMA device only through the RDMA shared device plugin",
                      "drop rdma_shared_device_plugin: false, or use cni: sriov")

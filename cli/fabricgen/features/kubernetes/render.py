@@ -45,6 +45,7 @@ from netaddr import IPAddress, IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
+from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, profile_affinity
 from fabricgen.features.lustre.build import pod_storage
 from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
 from fabricgen.model.cluster import Fabric
@@ -54,7 +55,6 @@ from fabricgen.model.topology import Topology
 
 CNI_VERSION = "0.3.1"
 MELLANOX_VENDOR = "15b3"
-PROFILE_LABEL = "fabricgen.dev/node-profile"  # nodes carry their node profile's name under this label
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
 RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$")  # device plugin resource names
@@ -255,13 +255,12 @@ def cni_binaries(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
 
     profiles = sorted({profile for net in nets for profile, _, _ in net.pfs})
     labels = {"app.kubernetes.io/name": "fabricgen-cni-binaries"}
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": PROFILE_LABEL, "operator": "In", "values": profiles}]}]}}}
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": _metadata("fabricgen-cni-binaries", k8s.operator_namespace, labels=labels),
             "spec": {"selector": {"matchLabels": labels}, "updateStrategy": {"type": "RollingUpdate"},
                      "template": {"metadata": {"labels": labels}, "spec": {
-                         "affinity": affinity, "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
+                         "affinity": profile_affinity(profiles),
+                         "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
                          "initContainers": [container(p, ["--no-sleep"]) for p in plugins],
                          "containers": [container("rdma_cni", [])],
                          "volumes": [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]}}}}
@@ -350,8 +349,9 @@ def render(topology: Topology) -> list[Artifact]:
     if k8s.operator == "none" and k8s.uses_vfs:
         out.append(Artifact("kubernetes/network/cni-binaries.yaml", _dump(
             [cni_binaries(nets, k8s)],
-            f"The CNI binaries the pod networks' NetworkAttachmentDefinitions name (sriov or ib-sriov, and rdma), copied "
-            f"into /opt/cni/bin of every node\nwith pod networks, from the images of {images_release()}. {generated}")))
+            f"The CNI binaries the pod networks' NetworkAttachmentDefinitions name (sriov or ib-sriov, and rdma), "
+            f"copied into /opt/cni/bin of every node\nwith pod networks, from the images of {images_release()}. "
+            f"{generated}")))
     elif k8s.rdma_mode != SHARED:
         out.append(Artifact("kubernetes/network/rdma-pool-config.yaml", _dump(
             [rdma_pool_config(nets, k8s)],
@@ -360,8 +360,8 @@ def render(topology: Topology) -> list[Artifact]:
             f"reboots the nodes one at a time. {generated}")))
     out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", _dump(
         [_nic_cluster_policy(nets, k8s)],
-        f"NVIDIA network operator components, images of {images_release()} (fabricgen features/kubernetes/images.yaml). "
-        f"{generated}")))
+        f"NVIDIA network operator components, images of {images_release()} (fabricgen "
+        f"features/kubernetes/images.yaml). {generated}")))
     if k8s.workload is not None:
         out.append(Artifact(f"kubernetes/network/workload-{k8s.workload.name}.yaml", _dump(
             [_workload(topology, nets, k8s)],
