@@ -9,7 +9,8 @@ from fabricgen.core.errors import SourcePosition
 
 @dataclass(frozen=True)
 class Workload:
-    """The example training pod: image, GPUs, the profile whose NCCL settings it carries, /dev/shm size."""
+    """The training workload (a PyTorchJob and the same pod as a bare Pod): image, GPUs per pod, the profile whose
+    nodes run it (and NCCL settings it carries), /dev/shm size, nodes (one pod each), restarts before it fails."""
 
     name: str
     image: str
@@ -17,6 +18,8 @@ class Workload:
     profile: str
     shm_size: str
     command: tuple[str, ...]
+    nodes: int = 2
+    restarts: int = 3
 
 
 EXCLUSIVE = "exclusive"  # RDMA devices live in one network namespace: what the rdma meta plugin needs for VFs

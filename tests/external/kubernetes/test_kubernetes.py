@@ -84,6 +84,11 @@ def validate(doc: dict[str, Any]) -> list[str]:
         return []
     validator = crd_validators()[(doc["apiVersion"], doc["kind"])]
     problems = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+    if doc["kind"] == "PyTorchJob":  # its pod templates are Pods as Kubernetes itself checks them
+        problems += [f"{role}: {p}" for role, replica in doc["spec"]["pytorchReplicaSpecs"].items()
+                     for p in validate({"apiVersion": "v1", "kind": "Pod",
+                                        "metadata": {"name": "replica", **replica["template"]["metadata"]},
+                                        "spec": replica["template"]["spec"]})]
     meta = doc["metadata"]
     problems += [f"metadata.{k}: {meta[k]!r}" for k in ("name", "namespace")
                  if k in meta and not re.match(DNS_SUBDOMAIN, meta[k])]
@@ -143,10 +148,12 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     docs = documents(artifacts)
     kinds = sorted({d["kind"] for d in docs})
     expected = {
-        "operator": ["Namespace", "NicClusterPolicy", "Pod", "SriovNetwork", "SriovNetworkNodePolicy",
+        "operator": ["Namespace", "NicClusterPolicy", "Pod", "PyTorchJob", "SriovNetwork", "SriovNetworkNodePolicy",
                      "SriovNetworkPoolConfig"],
-        "multus-sriov": ["DaemonSet", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod"],
-        "multus-host-device": ["ConfigMap", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod"],
+        "multus-sriov": ["DaemonSet", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
+                         "PyTorchJob"],
+        "multus-host-device": ["ConfigMap", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
+                               "PyTorchJob"],
     }[mode]
     assert kinds == expected
     for doc in docs:
@@ -181,8 +188,9 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
 
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes"])})
-    assert len(docs) == 8
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-workloads"])})
+    assert len(docs) == 2 * (8 + 2) + 5  # networks and policies of 8 rails and 2 storage ports; namespace, pool
+    # config, NicClusterPolicy, Pod, PyTorchJob
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
         check_embedded_json(doc, compiled.topology)
@@ -205,33 +213,61 @@ def test_strict_schemas_reject_misspelt_fields(tmp_path: Path) -> None:
 
 def test_infiniband_pod_networks_over_the_ipoib_plan(tmp_path: Path) -> None:
     """IB rails become SriovIBNetworks / ib-sriov attachments over the fabric's IPoIB address plan."""
-    text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count("  fabrics: [storage]") == 1
-    spec = tmp_path / "ib-pods.yaml"
-    spec.write_text(text.replace("  fabrics: [storage]", "  fabrics: [compute]"))
-    topology = compile_spec(spec).topology
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     k8s = topology.cluster.kubernetes
-    assert k8s is not None and "compute" in topology.addresses
+    assert k8s is not None and k8s.fabrics == ("compute", "storage") and "compute" in topology.addresses
     for operator, cni in (("sriov-network-operator", "sriov"), ("none", "sriov")):
         changed = dataclasses.replace(topology, cluster=dataclasses.replace(
             topology.cluster, kubernetes=dataclasses.replace(k8s, operator=operator, cni=cni)))
         docs = documents({a.path: a.content for a in kubernetes.render(changed)})
-        networks = [d for d in docs if d["kind"] in ("SriovIBNetwork", "NetworkAttachmentDefinition")]
+        networks = [d for d in docs if d["kind"] in ("SriovIBNetwork", "NetworkAttachmentDefinition")
+                    and d["metadata"]["name"].startswith("compute-")]
         assert len(networks) == 8
         for doc in docs:
             assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
             check_embedded_json(doc, changed)
         if operator == "none":
             assert all(json.loads(d["spec"]["config"])["plugins"][0]["type"] == "ib-sriov" for d in networks)
+            daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+            assert [c["name"] for c in daemon["initContainers"]] == ["sriov-cni", "ib-sriov-cni", "rdma-cni"]
         else:
-            policies = [d for d in docs if d["kind"] == "SriovNetworkNodePolicy"]
-            assert {p["spec"]["linkType"] for p in policies} == {"ib"} and len(policies) == 8, "DGX nodes only"
+            policies = [d for d in docs if d["kind"] == "SriovNetworkNodePolicy" and d["spec"]["linkType"] == "ib"]
+            assert len(policies) == 8, "DGX nodes only"
+
+
+def test_pytorchjob_runs_nccl_on_the_gpu_near_vfs() -> None:
+    """The job's pods attach only the compute rails' VFs (the storage ports are not PCIe-near the GPUs), one pod a
+    node, Master plus Workers, the resume init container on the checkpoint claim; the strict CRD accepts it and
+    rejects a misspelt field."""
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    (job,) = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads"])
+                        if a.path.startswith("kubernetes/workloads/")})
+    assert validate(job) == []
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"], job["spec"]["nprocPerNode"]) == (1, 3, "8")
+    template = replicas["Worker"]["template"]
+    assert template["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
+        f"compute-rail{r}" for r in range(8))
+    pod = template["spec"]
+    (trainer,) = pod["containers"]
+    assert trainer["name"] == "pytorch" and not any("storage" in r for r in trainer["resources"]["limits"])
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env["NCCL_NET_GDR_LEVEL"] == "PXB" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_IB_PKEY"] == "0"
+    assert env["CHECKPOINT_DIR"] == "/lustre/ckpt/nccl-allreduce"
+    (resume,) = pod["initContainers"]
+    assert {m["name"] for m in resume["volumeMounts"]} == {"lustre-checkpoints", "resume"}
+    assert {m["mountPath"] for m in trainer["volumeMounts"]} >= {"/dev/shm", "/cache", "/lustre/ckpt", "/data"}
+    term = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    bad = copy.deepcopy(job)
+    bad["spec"]["pytorchReplicaSpecs"]["Worker"]["restartpolicy"] = "OnFailure"
+    assert any("restartpolicy" in p for p in validate(bad))
 
 
 def test_example_workload_mounts_the_three_storage_tiers() -> None:
     """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the node's NVMe cache."""
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-storage"])})
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads", "k8s-storage"])})
     pod = next(d for d in docs if d["kind"] == "Pod")
     mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
     assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/cache"}

@@ -122,21 +122,35 @@ def _rdma_mode(spec: Mapping[str, Any], chosen: Sequence[str], issues: Issues) -
 
 def _workload(spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Sequence[Fabric],
               nodes: Sequence[Node], issues: Issues) -> Workload | None:
+    """The training workload: it runs NCCL on the compute fabric's rails, whose NICs sit next to the GPUs (the
+    storage ports do not: GPUDirect at PXB would not hold), so that fabric must carry pod networks."""
     if spec is None:
         return None
-    groups = {g for f in fabrics if f.name in chosen for g in _pod_groups(f)}
+    where: PathKey = ("kubernetes", "workload")
+    compute = [f for f in fabrics if f.name in chosen and f.role is FabricRole.COMPUTE]
+    if not compute:
+        named = [f.name for f in fabrics if f.role is FabricRole.COMPUTE]
+        issues.error(where, "the workload's NCCL needs the compute fabric's rails as pod networks: the other ports "
+                            "are not PCIe-near the GPUs", f"add {named[0] if named else 'the compute fabric'} to "
+                                                          "kubernetes.fabrics (with sriov)")
+        return None
+    groups = set(_pod_groups(compute[0]))
     profiles = {n.profile.name: n.profile for n in nodes if n.group in groups and n.profile.role == "compute"}
     name = spec.get("profile") or next(iter(profiles), "")
-    where: PathKey = ("kubernetes", "workload")
     if name not in profiles:
         if profiles or "profile" in spec:
-            issues.error((*where, "profile"), f"node profile {name!r} has no compute node on the pod "
-                                              "networks' fabrics", did_you_mean(name, profiles))
+            issues.error((*where, "profile"), f"node profile {name!r} has no compute node on the pod networks of "
+                                              f"fabric {compute[0].name}", did_you_mean(name, profiles))
         return None
     if spec["gpus"] > profiles[name].gpus:
         issues.error((*where, "gpus"), f"the pod asks for {spec['gpus']} GPUs but a {name} node has "
                                        f"{profiles[name].gpus}", f"at most {profiles[name].gpus}")
-    return Workload(spec["name"], spec["image"], spec["gpus"], name, spec["shm_size"], tuple(spec["command"]))
+    count = sum(1 for n in nodes if n.group in groups and n.profile.name == name)
+    if spec["nodes"] > count:
+        issues.error((*where, "nodes"), f"the job asks for {spec['nodes']} nodes, one pod each, but {count} {name} "
+                                        "nodes carry the pod networks", f"at most {count}")
+    return Workload(spec["name"], spec["image"], spec["gpus"], name, spec["shm_size"], tuple(spec["command"]),
+                    spec["nodes"], spec["restarts"])
 
 
 def build(context: BuildContext, cluster: Cluster) -> Cluster:
