@@ -42,13 +42,15 @@ def cpfs_user_data(tmp_path: Path) -> str:
 
 
 def host(tmp_path: Path, script: str, os_id: str = "ubuntu", modules: tuple[str, ...] = ("kefalnd",),
-         devices: list[str] = P5_DEVICES) -> ScriptHost:
+         devices: list[str] = P5_DEVICES, efa_driver: str = "2.13.0") -> ScriptHost:
     root = tmp_path / "root"
     write(root / "etc" / "os-release", f"ID={os_id}\nVERSION_CODENAME=jammy")
     for device in devices:
         (root / "sys" / "class" / "infiniband" / device).mkdir(parents=True)
     (root / "state").mkdir()
     (root / "state" / "modules").write_text("".join(f"{m}\n" for m in modules))
+    if efa_driver:
+        (root / "state" / "efa-version").write_text(efa_driver + "\n")
     path = tmp_path / "user-data.sh"
     path.write_text(script)
     env = {**os.environ, "PATH": f"{root / 'state' / 'bin'}:{STUBS}:{os.environ['PATH']}",
@@ -96,6 +98,36 @@ def test_first_boot_installs_the_client_the_lnet_service_and_mounts(tmp_path: Pa
         f"x-systemd.requires={UNIT},x-systemd.after={UNIT} 0 0\n")
     assert calls[-1] == f"mount -t lustre -o relatime,flock {SOURCE} {machine.root}/fsx"
     assert not [c for c in calls if c.startswith("lnetctl")], "LNet is the service's job, not first boot's"
+
+
+@pytest.mark.parametrize("driver", ["2.10.0g", ""])
+def test_an_old_or_missing_efa_driver_is_updated_before_lnet(tmp_path: Path, driver: str) -> None:
+    """FSx for Lustre EFA clients need the EFA driver 2.12.1 or later (AWS's EKS FSx EFA guide checks modinfo's
+    version): an older one is replaced by AWS's EFA installer and reloaded before the LNet service starts."""
+    machine = host(tmp_path, user_data(tmp_path), efa_driver=driver)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    calls = machine.calls
+    assert "curl -fsSL -o" in next(c for c in calls if "aws-efa-installer-latest.tar.gz" in c)
+    installer = calls.index("efa_installer.sh -y")
+    assert calls[installer + 1:installer + 4] == ["modinfo -F version efa", "modprobe -r efa", "modprobe efa"]
+    assert installer < calls.index(f"systemctl start {UNIT}")
+    assert "is older than 2.12.1, which FSx for Lustre EFA clients need" in done.stderr
+
+
+def test_an_efa_driver_the_installer_cannot_update_mounts_over_tcp(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path).replace("EFA_MIN_DRIVER=2.12.1", "EFA_MIN_DRIVER=9.0.0"))
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "the EFA driver is still older than 9.0.0: the file systems mount over TCP" in done.stderr
+    assert not [c for c in machine.calls if c.startswith("systemctl")]
+    assert "x-systemd.requires" not in (machine.root / "etc/fstab").read_text()
+
+
+def test_a_current_efa_driver_is_left_alone(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), efa_driver="2.12.1")
+    assert machine.run().returncode == 0
+    assert not [c for c in machine.calls if "efa-installer" in c or c.startswith("modprobe -r")]
 
 
 def test_first_boot_again_changes_nothing(tmp_path: Path) -> None:
