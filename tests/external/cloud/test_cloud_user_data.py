@@ -223,13 +223,60 @@ def test_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
 
 # --- Alibaba Cloud: CPFS over NFS ------------------------------------------------------------------------------
 
+def ali_host(tmp_path: Path, script: str, os_id: str = "alinux", erdma: bool = True) -> ScriptHost:
+    """An ECS instance with two ERIs (eth0, eth1) at MTU 1500; with ``erdma`` the eRDMA stack is installed."""
+    machine = host(tmp_path, script, os_id=os_id, modules=("erdma",) if erdma else (), devices=[])
+    for eth in ("eth0", "eth1"):
+        write(machine.root / "sys" / "class" / "net" / eth / "mtu", "1500")
+        (machine.root / "sys" / "class" / "net" / eth / "device").mkdir()
+    write(machine.root / "sys" / "class" / "net" / "lo" / "mtu", "65536")  # virtual: no device, left alone
+    if erdma:
+        write(machine.root / "state" / "bin" / "ibv_devinfo", "#!/bin/sh")
+        (machine.root / "state" / "bin" / "ibv_devinfo").chmod(0o755)
+    return machine
+
+
+def cpfs_calls(machine: ScriptHost) -> list[str]:
+    return [c for c in machine.calls if c.split()[0] in ("curl", "yum", "apt-get", "mountpoint", "mount")]
+
+
+def test_erdma_stack_and_eri_mtu_at_first_boot(tmp_path: Path) -> None:
+    """Without the eRDMA stack, Alibaba's installer (env_setup.sh --egs) runs; every ERI gets Alibaba's MTU (1400
+    without jumbo frames) now and, through the installed service, at every boot; a second run changes nothing."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), erdma=False)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "curl -fsSL -o" in next(c for c in machine.calls if c.endswith("/erdma/env_setup.sh"))
+    assert "env_setup.sh --egs" in machine.calls
+    net = machine.root / "sys" / "class" / "net"
+    assert [(net / e / "mtu").read_text() for e in ("eth0", "eth1", "lo")] == ["1400\n", "1400\n", "65536\n"]
+    unit = (machine.root / "etc/systemd/system/fabricgen-eri-mtu.service").read_text()
+    assert "ExecStart=/usr/local/sbin/fabricgen-erdma-node mtu\n" in unit
+    assert "systemctl enable fabricgen-eri-mtu.service" in machine.calls
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert not [c for c in machine.calls[calls:] if c.startswith(("ip link", "env_setup", "curl"))]
+
+
+def test_jumbo_frames_take_mtu_8500(tmp_path: Path) -> None:
+    jumbo = {"  eri: {interfaces: max}\n": "  eri: {interfaces: max, jumbo_frames: true}\n"}
+    mocks = run(emit(ALI_SPEC, tmp_path, jumbo))
+    instance = mocks.of_type("alicloud:ecs/instance:Instance")[0].inputs
+    assert instance["enableJumboFrame"] is True
+    assert (instance["systemDiskSize"], instance["systemDiskCategory"]) == (200, "cloud_essd")
+    script = base64.b64decode(instance["userData"]).decode()
+    machine = ali_host(tmp_path / "host", script)
+    assert machine.run().returncode == 0
+    assert (machine.root / "sys/class/net/eth0/mtu").read_text() == "8500\n"
+
+
 def test_cpfs_first_boot_installs_the_client_and_mounts_once(tmp_path: Path) -> None:
-    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="alinux", modules=())
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path))
     assert f"\nFILESYSTEMS=({CPFS_SOURCE} /cpfs)\n" in machine.script.read_text()
     done = machine.run()
     assert done.returncode == 0, done.stderr
     package = "aliyun-alinas-utils-latest.al.noarch.rpm"
-    assert machine.calls == [
+    assert cpfs_calls(machine) == [
         f"curl -fsSL -o /tmp/{package} https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/{package}",
         f"yum install -y /tmp/{package}",
         f"mountpoint -q {machine.root}/cpfs",
@@ -238,21 +285,22 @@ def test_cpfs_first_boot_installs_the_client_and_mounts_once(tmp_path: Path) -> 
     assert (machine.root / "etc/fstab").read_text() == f"{CPFS_SOURCE} /cpfs cpfs-nfs {CPFS_OPTIONS},_netdev 0 0\n"
     calls = len(machine.calls)
     assert machine.run().returncode == 0
-    assert machine.calls[calls:] == [f"mountpoint -q {machine.root}/cpfs"]  # installed and mounted: nothing to do
+    again = [c for c in machine.calls[calls:] if c.split()[0] in ("curl", "yum", "apt-get", "mountpoint", "mount")]
+    assert again == [f"mountpoint -q {machine.root}/cpfs"]  # installed and mounted: nothing to do
     assert (machine.root / "etc/fstab").read_text().count(CPFS_SOURCE) == 1
 
 
 def test_cpfs_client_on_ubuntu(tmp_path: Path) -> None:
-    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu", modules=())
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu")
     assert machine.run().returncode == 0
-    assert machine.calls[:3] == [
+    assert cpfs_calls(machine)[:3] == [
         "curl -fsSL -o /tmp/aliyun-alinas-utils-latest.deb "
         "https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/aliyun-alinas-utils-latest.deb",
         "apt-get update", "apt-get install -y /tmp/aliyun-alinas-utils-latest.deb"]
 
 
 def test_cpfs_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
-    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="arch", modules=())
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), os_id="arch")
     done = machine.run()
     assert done.returncode == 1 and "no CPFS-NFS client install is known for arch" in done.stderr
     assert not [c for c in machine.calls if c.startswith("mount")]

@@ -86,5 +86,6 @@ def test_workload_needs_the_compute_rails(tmp_path: Path) -> None:
                                                                         "fabrics: [storage]"))
     with pytest.raises(SpecError) as info:
         compile_spec(spec)
-    assert "kubernetes.workload: the workload's NCCL needs the compute fabric's rails as pod networks" in str(info.value)
-    assert "hint: add compute to kubernetes.fabrics" in str(info.value)
+    report = str(info.value)
+    assert "kubernetes.workload: the workload's NCCL needs the compute fabric's rails as pod networks" in report
+    assert "hint: add compute to kubernetes.fabrics" in report
