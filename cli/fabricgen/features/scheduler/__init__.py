@@ -1,0 +1,14 @@
+"""Schedulers: the ``scheduler`` section and the fabric's switch tree as Slurm reads it (``slurm``: topology.conf
+for the tree and block plugins, topology.yaml)."""
+
+from __future__ import annotations
+
+from fabricgen.features.feature import Feature, Target
+from fabricgen.features.scheduler import build, checks, slurm
+
+FEATURE = Feature(
+    "scheduler",
+    build=build.build,
+    checks=(checks.check,),
+    targets=(Target("slurm", slurm.render),),
+)
