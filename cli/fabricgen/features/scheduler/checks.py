@@ -1,4 +1,5 @@
-"""Checks of the schedulers' view: a fabric with nodes to place, names Slurm can tell apart, and block sizes Slurm
+"""Checks of the schedulers' view: a fabric with nodes to place, names Slurm can tell apart, racks that are
+Kubernetes label values, and block sizes Slurm
 accepts (``src/plugins/topology/block/block_record.c``: each a power-of-two multiple of the first, the first at
 most the smallest block's nodes, at most 16 levels)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity, SourcePosition
+from fabricgen.features.scheduler.kubernetes import LABEL_VALUE, RACK
 from fabricgen.features.scheduler.plan import scheduled_fabric, scheduling_tree
 from fabricgen.features.scheduler.slurm import aggregation_limit, blocks
 from fabricgen.model.topology import Topology
@@ -32,6 +34,12 @@ def check(topology: Topology) -> Iterator[Finding]:
     for name in sorted({n for n in names if names.count(n) > 1 or n in nodes}):
         yield Finding(Severity.ERROR, CHECK, name, "two switches of the scheduler's tree, or a switch and a node, "
                       "share this name", "rename the switch in the fabric's naming patterns", where)
+    for node in topology.cluster.nodes:
+        if node.name in nodes and (len(node.rack.name) > 63 or not LABEL_VALUE.fullmatch(node.rack.name)):
+            yield Finding(Severity.ERROR, CHECK, node.rack.name, "this rack name is no Kubernetes label value "
+                          f"({RACK} of {node.name})", "rack names of at most 63 letters, digits, '-', '_' or '.', "
+                          "starting and ending with a letter or digit", where)
+            break
     yield from _block_sizes(scheduler.block_sizes, min(len(b.nodes) for b in blocks(tree)),
                             aggregation_limit(tree), scheduler.block_sizes_position)
 
