@@ -20,6 +20,7 @@ from fabricgen.features import (
     kubernetes,
     lustre,
     nccl,
+    scheduler,
     sriov,
     topology,
 )
@@ -35,5 +36,6 @@ FEATURES: tuple[Feature, ...] = (
     kubernetes.FEATURE,
     lustre.FEATURE,
     nccl.FEATURE,
+    scheduler.FEATURE,
     cloud.FEATURE,
 )

@@ -20,6 +20,7 @@ from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.lustre import LustreFs
 from fabricgen.model.nodes import Facility, NicRole, Node, NodeGroup, NodeProfile, Rack
+from fabricgen.model.scheduler import Scheduler
 from fabricgen.model.sriov import Sriov
 
 
@@ -133,3 +134,4 @@ class Cluster:
     lustre: tuple[LustreFs, ...] = ()
     kubernetes: Kubernetes | None = None
     management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)
+    scheduler: Scheduler | None = None  # the schedulers' view of the fabric (scheduler feature)
