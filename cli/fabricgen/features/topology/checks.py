@@ -1,6 +1,6 @@
 """The compiled fabric's own checks: ports used once and within each switch's budget, every node port linked
-once, rails aligned to their leaves, the oversubscription achieved against the one asked for, partial scalable
-units, and rack units. Each is O(links)."""
+once, rails aligned to their leaves, dual-homed nodes on both leaves of their pair, the oversubscription achieved
+against the one asked for, partial scalable units, and rack units. Each is O(links)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.feature import fabric_error, fabric_warning
-from fabricgen.model.cluster import Tier, TopologyKind
+from fabricgen.model.cluster import Attachment, Tier, TopologyKind
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 
@@ -109,10 +109,26 @@ def host_attachment(ft: FabricTopology) -> Iterator[Finding]:
             yield fabric_error(ft.fabric, "host-attachment", device, f"NIC port #{number} has {count} links")
 
 
+def dual_homing(ft: FabricTopology) -> Iterator[Finding]:
+    """On a dual-homed fabric no node with two or more ports has them all on one leaf (one leaf failure would cut
+    it off)."""
+    if ft.fabric.topology.attachment is not Attachment.DUAL_HOMED:
+        return
+    leaves: dict[str, set[str]] = {}
+    for link in ft.links:
+        if link.tier == NODE_LEAF:
+            leaves.setdefault(link.a.device, set()).add(link.z.device)
+    ports = Counter(link.a.device for link in ft.links if link.tier == NODE_LEAF)
+    for node, on in sorted(leaves.items()):
+        if ports[node] > 1 and len(on) == 1:
+            yield fabric_error(ft.fabric, "dual-homing", node, f"all {ports[node]} ports land on {next(iter(on))}",
+                               "a dual-homed node needs its ports on both leaves of its pair")
+
+
 def structure(topology: Topology) -> Iterator[Finding]:
     """The per-fabric checks above over every fabric."""
     for ft in topology.fabrics:
-        for check in (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units):
+        for check in (port_budget, host_attachment, rail_alignment, dual_homing, oversubscription, scalable_units):
             yield from check(ft)
 
 

@@ -26,6 +26,7 @@ from tests.helpers.fake_host import ScriptHost, write
 
 H100 = INVENTORIES / "h100-4su.yaml"
 LAB = INVENTORIES / "lab-1su.yaml"
+SERVER_PORTS = ("enp65s0f0np0", "enp65s0f1np1")  # h100-4su's Lustre servers
 READ_ONLY = re.compile(r"^(mlnx_qos -i \S+|ip -o link show dev \S+)$")
 PFC3 = "0,0,0,1,0,0,0,0"
 
@@ -93,10 +94,11 @@ def host(tmp_path: Path, h100: dict[str, Artifact]) -> FakeHost:
 
 def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
     netplans = sorted(p for p in h100 if p.endswith("/netplan-roce.yaml"))
-    gpus = sorted(n.name for n in topology.cluster.nodes if n.profile.name == "dgx-h100")
-    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in gpus] and len(gpus) == 127
-    assert set(h100) - set(netplans) == {"hosts/dgx-h100/roce-qos.sh", "hosts/dgx-h100/roce-firewall.nft"}, \
-        "the UFM appliance has no storage NICs: no artifacts"
+    hosts = sorted(n.name for n in topology.cluster.nodes if n.profile.name in ("dgx-h100", "lustre-server"))
+    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in hosts] and len(hosts) == 127 + 6
+    assert set(h100) - set(netplans) == {f"hosts/{p}/{f}" for p in ("dgx-h100", "lustre-server")
+                                         for f in ("roce-qos.sh", "roce-firewall.nft")}, \
+        "the storage servers carry the lossless class too; the UFM appliance has no storage NICs: no artifacts"
     assert h100["hosts/dgx-h100/roce-qos.sh"].mode == 0o755
     assert h100["hosts/dgx-h100/roce-firewall.nft"].mode == 0o644
 
@@ -198,7 +200,8 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
         doc = yaml.safe_load(artifact.content)
         assert set(doc) == {"network"} and doc["network"]["version"] == 2
         ethernets = doc["network"]["ethernets"]
-        assert list(ethernets) == list(PORTS)
+        assert list(ethernets) == list(PORTS if node.startswith("gpu") else SERVER_PORTS)
+        assert len({leaf_of[(node, i)][0].leaf for i in (1, 2)}) == 2, "dual-homed: one subnet per leaf"
         for index, cfg in enumerate(ethernets.values(), start=1):
             subnet, ip = leaf_of[(node, index)]
             network = ipaddress.ip_network(subnet.network)
@@ -218,7 +221,7 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
             assert all(r["to"] not in ("default", "0.0.0.0/0") for r in cfg["routes"]), "no default route"
             assert ip not in seen
             seen.add(ip)
-    assert len(seen) == 2 * 127
+    assert len(seen) == 2 * (127 + 6)  # DGX nodes and Lustre servers
 
 
 # --- which fabrics and profiles, determinism, guards ------------------------------------------------------------

@@ -25,7 +25,7 @@ from fabricgen.features.ethernet.nos.sonic.skus import Sku, skus
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, SwitchView, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
 from tests.conftest import INVENTORIES
-from tests.helpers.ethernet import SHP, STORAGE_SWITCHES, WATCHDOG
+from tests.helpers.ethernet import SHP, STORAGE_LEAVES, STORAGE_SWITCHES, WATCHDOG
 from tests.helpers.ethernet import storage_spec as _storage_spec
 
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).
@@ -278,7 +278,7 @@ def test_only_sonic_switches_are_rendered(tmp_path: Path) -> None:
     spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
                          "    switch: {leaf: SN5600, spine: 7060X6-64PE}\n    nos: {leaf: sonic, spine: eos}\n")
     paths = {a.path for a in sonic.render(compile_spec(spec).topology) if "/storage-" in a.path}
-    assert {p.split("/")[1] for p in paths} == set(STORAGE_SWITCHES[:4])
+    assert {p.split("/")[1] for p in paths} == set(STORAGE_LEAVES)
 
 
 def test_arista_is_not_a_sonic_target(tmp_path: Path) -> None:
