@@ -320,16 +320,17 @@ def test_oversubscription_odd_su_rounds_up() -> None:
 
 
 def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
-    """h100-4su inband: SN4700 (64 x 200G) at 2:1 takes 40 hosts + 20 uplinks (42 would need an odd 21)."""
+    """h100-4su inband: SN4700 (64 x 200G) at 2:1 takes 40 hosts + 20 uplinks (42 would need an odd 21); each DGX
+    has two in-band ports (its bond), consecutive on one leaf."""
     topo = inventory["h100-4su"]
     ft = topo.fabric("inband")
     leaves = ft.switches_in(Tier.LEAF)
-    assert counts(ft) == ([4, 2, 0], [127, 80, 0])
+    assert counts(ft) == ([7, 4, 0], [254, 140, 0])
     assert {(s.down_ports, s.up_ports) for s in leaves} == {(40, 20)}
-    order = [n.name for n in topo.cluster.nodes if n.profile.nics(ft.fabric.role.nic_role)]
+    order = [(n.name, nic.index + 1) for n in topo.cluster.nodes for nic in n.profile.nics(ft.fabric.role.nic_role)]
     index = {s.name: s.index for s in leaves}
     for link in ft.links_in(NODE_LEAF):
-        i = order.index(link.a.device)
+        i = order.index((link.a.device, link.a.number))
         assert (index[link.z.device], link.z.number) == (i // 40 + 1, i % 40 + 1)
     assert_even_spread(ft)
 

@@ -247,7 +247,7 @@ def _groups(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabri
 
 def _interfaces(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric, profile: NodeProfile
                 ) -> tuple[str, ...]:
-    on_fabric = [n.netdev for n in profile.nics(fabric.role.nic_role) if n.netdev]
+    on_fabric = list(dict.fromkeys(profile.interface(n) for n in profile.nics(fabric.role.nic_role) if n.netdev))
     if "interfaces" not in spec:
         if not on_fabric:
             ctx.issues.error(path, f"node profile {profile.name} names no interface on fabric {fabric.name}",

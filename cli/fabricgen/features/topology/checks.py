@@ -125,6 +125,26 @@ def dual_homing(ft: FabricTopology) -> Iterator[Finding]:
                                "a dual-homed node needs its ports on both leaves of its pair")
 
 
+def bond_members(topology: Topology) -> Iterator[Finding]:
+    """An active-backup bond's members share one leaf: the backup takes over the primary's address, which only
+    its own leaf's subnet (VLAN) carries."""
+    profiles = {node.name: node.profile for node in topology.cluster.nodes}
+    for ft in topology.fabrics:
+        leaves: dict[tuple[str, str], set[str]] = {}
+        for link in ft.links:
+            if link.tier != NODE_LEAF or link.nic is None or not link.nic.netdev:
+                continue
+            bond = profiles[link.a.device].bond_of(link.nic.netdev)
+            if bond is not None:
+                leaves.setdefault((link.a.device, bond.name), set()).add(link.z.device)
+        for (node, bond_name), on in sorted(leaves.items()):
+            if len(on) > 1:
+                yield fabric_error(ft.fabric, "bond-members", node, f"the members of {bond_name} land on leaves "
+                                   f"{' and '.join(sorted(on))}: the backup could not carry the primary's address",
+                                   "use attachment: single with an even number of host ports per leaf, or do not "
+                                   "bond a dual-homed node's ports (each routes in its own leaf's subnet)")
+
+
 def structure(topology: Topology) -> Iterator[Finding]:
     """The per-fabric checks above over every fabric."""
     for ft in topology.fabrics:

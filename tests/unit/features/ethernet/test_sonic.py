@@ -506,5 +506,6 @@ def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
                          "    switch: SN4700\n    topology: {kind: leaf-spine, oversub")
     compiled = compile_spec(spec)
     (found,) = [f for f in compiled.findings if f.check == "no-switch-configs"]
-    assert found.subject == "inband" and "no switch configs" in found.message and "6 switches" in found.message
+    # 7 leaves (the DGX in-band bond: two ports a node) and 4 spines
+    assert found.subject == "inband" and "no switch configs" in found.message and "11 switches" in found.message
     assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))
