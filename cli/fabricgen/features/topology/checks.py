@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.feature import fabric_error, fabric_warning
-from fabricgen.model.cluster import Attachment, Tier, TopologyKind
+from fabricgen.model.cluster import Attachment, FabricType, Tier, TopologyKind
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 
@@ -137,6 +137,13 @@ def bond_members(topology: Topology) -> Iterator[Finding]:
             bond = profiles[link.a.device].bond_of(link.nic.netdev)
             if bond is not None:
                 leaves.setdefault((link.a.device, bond.name), set()).add(link.z.device)
+        if leaves and ft.fabric.type is FabricType.ROCE:
+            (node, bond_name), _ = min(leaves.items())
+            yield fabric_error(ft.fabric, "bond-members", node, f"{bond_name} bonds RoCE ports of fabric "
+                               f"{ft.fabric.name}: RDMA over a Linux bond needs RoCE LAG (both members on one "
+                               "ConnectX card), which fabricgen does not plan",
+                               "leave RoCE ports unbonded: LNet and NCCL run multi-rail over each port")
+            continue
         for (node, bond_name), on in sorted(leaves.items()):
             if len(on) > 1:
                 yield fabric_error(ft.fabric, "bond-members", node, f"the members of {bond_name} land on leaves "
