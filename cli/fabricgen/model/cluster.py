@@ -70,6 +70,11 @@ class Tier(StrEnum):
     CORE = "core"
 
 
+class Attachment(StrEnum):
+    SINGLE = "single"
+    DUAL_HOMED = "dual-homed"  # leaves in pairs, a node's ports alternating between the two
+
+
 @dataclass(frozen=True)
 class FabricTopologySpec:
     kind: TopologyKind
@@ -77,6 +82,7 @@ class FabricTopologySpec:
     tiers: str
     oversubscription: float
     uplinks: int | None
+    attachment: Attachment = Attachment.SINGLE
 
 
 @dataclass(frozen=True)

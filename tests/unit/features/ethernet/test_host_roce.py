@@ -26,6 +26,7 @@ from tests.helpers.fake_host import ScriptHost, write
 
 H100 = INVENTORIES / "h100-4su.yaml"
 LAB = INVENTORIES / "lab-1su.yaml"
+SERVER_PORTS = ("enp65s0f0np0", "enp65s0f1np1")  # h100-4su's Lustre servers
 READ_ONLY = re.compile(r"^(mlnx_qos -i \S+|ip -o link show dev \S+)$")
 PFC3 = "0,0,0,1,0,0,0,0"
 
@@ -93,10 +94,13 @@ def host(tmp_path: Path, h100: dict[str, Artifact]) -> FakeHost:
 
 def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
     netplans = sorted(p for p in h100 if p.endswith("/netplan-roce.yaml"))
-    gpus = sorted(n.name for n in topology.cluster.nodes if n.profile.name == "dgx-h100")
-    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in gpus] and len(gpus) == 127
-    assert set(h100) - set(netplans) == {"hosts/dgx-h100/roce-qos.sh", "hosts/dgx-h100/roce-firewall.nft"}, \
-        "the UFM appliance has no storage NICs: no artifacts"
+    hosts = sorted(n.name for n in topology.cluster.nodes if n.profile.name in ("dgx-h100", "lustre-server"))
+    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in hosts] and len(hosts) == 127 + 6
+    inband = sorted(p for p in h100 if p.endswith("/netplan-inband.yaml"))
+    assert inband == [f"hosts/{g}/netplan-inband.yaml" for g in hosts if g.startswith("gpu")], "DGX in-band bonds"
+    assert set(h100) - set(netplans) - set(inband) == {f"hosts/{p}/{f}" for p in ("dgx-h100", "lustre-server")
+                                                       for f in ("roce-qos.sh", "roce-firewall.nft")}, \
+        "the storage servers carry the lossless class too; the UFM appliance has no storage NICs: no artifacts"
     assert h100["hosts/dgx-h100/roce-qos.sh"].mode == 0o755
     assert h100["hosts/dgx-h100/roce-firewall.nft"].mode == 0o644
 
@@ -198,7 +202,8 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
         doc = yaml.safe_load(artifact.content)
         assert set(doc) == {"network"} and doc["network"]["version"] == 2
         ethernets = doc["network"]["ethernets"]
-        assert list(ethernets) == list(PORTS)
+        assert list(ethernets) == list(PORTS if node.startswith("gpu") else SERVER_PORTS)
+        assert len({leaf_of[(node, i)][0].leaf for i in (1, 2)}) == 2, "dual-homed: one subnet per leaf"
         for index, cfg in enumerate(ethernets.values(), start=1):
             subnet, ip = leaf_of[(node, index)]
             network = ipaddress.ip_network(subnet.network)
@@ -218,7 +223,7 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
             assert all(r["to"] not in ("default", "0.0.0.0/0") for r in cfg["routes"]), "no default route"
             assert ip not in seen
             seen.add(ip)
-    assert len(seen) == 2 * 127
+    assert len(seen) == 2 * (127 + 6)  # DGX nodes and Lustre servers
 
 
 # --- which fabrics and profiles, determinism, guards ------------------------------------------------------------
@@ -289,3 +294,19 @@ def test_two_fabrics_with_different_classes_on_one_port_are_refused(topology: To
     clash = dataclasses.replace(storage, fabric=dataclasses.replace(storage.fabric, name="storage2", qos=other))
     with pytest.raises(ValueError, match="two lossless classes"):
         host_roce.render(dataclasses.replace(topology, fabrics=(*topology.fabrics, clash)))
+
+
+def test_inband_bond_takes_the_primary_members_address(h100: dict[str, Artifact], topology: Topology) -> None:
+    """Every DGX bonds its two in-band ports (bond0, active-backup): the bond carries the plan's address of the primary
+    member, both members sit on one leaf, and the members get no address of their own."""
+    plan = topology.addresses["inband"]
+    address = {(node, port): (subnet, ip) for subnet in plan.hosts for node, port, ip in subnet.hosts}
+    gpus = [n.name for n in topology.cluster.nodes if n.profile.name == "dgx-h100"]
+    for node in gpus:
+        doc = yaml.safe_load(h100[f"hosts/{node}/netplan-inband.yaml"].content)["network"]
+        assert doc["ethernets"] == {m: {"mtu": 9000} for m in ("enp170s0f1np1", "enp41s0f1np1")}
+        bond = doc["bonds"]["bond0"]
+        subnet, ip = address[(node, 1)]
+        assert address[(node, 2)][0] is subnet, "both members on one leaf"
+        assert bond["addresses"] == [f"{ip}/{ipaddress.ip_network(subnet.network).prefixlen}"]
+        assert bond["parameters"] == {"mode": "active-backup", "primary": "enp170s0f1np1", "mii-monitor-interval": 100}

@@ -82,7 +82,7 @@ def _leaves(tree: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 # -- files and names -------------------------------------------------------------------------------------------
 def test_every_nvue_switch_gets_startup_yaml_and_commands(h100: Rendered) -> None:
     names = [v.name for v in h100.views]
-    assert len(names) == 6 and all(v.nos == "nvue" for v in h100.views)
+    assert len(names) == 6 + 4 and all(v.nos == "nvue" for v in h100.views)
     files = ("startup.yaml", "nv-commands.txt", "management-secrets.sh")
     expected = {f"switches/{n}/{f}" for n in names for f in files}
     assert set(h100.files) == expected, "nothing for the InfiniBand compute fabric or the SONiC fabrics"

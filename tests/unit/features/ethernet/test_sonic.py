@@ -25,7 +25,7 @@ from fabricgen.features.ethernet.nos.sonic.skus import Sku, skus
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, SwitchView, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
 from tests.conftest import INVENTORIES
-from tests.helpers.ethernet import SHP, STORAGE_SWITCHES, WATCHDOG
+from tests.helpers.ethernet import SHP, STORAGE_LEAVES, STORAGE_SWITCHES, WATCHDOG
 from tests.helpers.ethernet import storage_spec as _storage_spec
 
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).
@@ -278,7 +278,7 @@ def test_only_sonic_switches_are_rendered(tmp_path: Path) -> None:
     spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
                          "    switch: {leaf: SN5600, spine: 7060X6-64PE}\n    nos: {leaf: sonic, spine: eos}\n")
     paths = {a.path for a in sonic.render(compile_spec(spec).topology) if "/storage-" in a.path}
-    assert {p.split("/")[1] for p in paths} == set(STORAGE_SWITCHES[:4])
+    assert {p.split("/")[1] for p in paths} == set(STORAGE_LEAVES)
 
 
 def test_arista_is_not_a_sonic_target(tmp_path: Path) -> None:
@@ -506,5 +506,6 @@ def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
                          "    switch: SN4700\n    topology: {kind: leaf-spine, oversub")
     compiled = compile_spec(spec)
     (found,) = [f for f in compiled.findings if f.check == "no-switch-configs"]
-    assert found.subject == "inband" and "no switch configs" in found.message and "6 switches" in found.message
+    # 7 leaves (the DGX in-band bond: two ports a node) and 4 spines
+    assert found.subject == "inband" and "no switch configs" in found.message and "11 switches" in found.message
     assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))
