@@ -36,7 +36,7 @@ ALLOWED_TABLES = {
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
     "BUFFER_PORT_EGRESS_PROFILE_LIST", "CABLE_LENGTH", "PFC_WD", "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
     "LOSSLESS_TRAFFIC_PATTERN", "NTP", "NTP_SERVER", "DNS_NAMESERVER", "SYSLOG_SERVER", "SNMP",
-    "SNMP_AGENT_ADDRESS_CONFIG", "TACPLUS", "TACPLUS_SERVER",
+    "SNMP_AGENT_ADDRESS_CONFIG", "TACPLUS", "TACPLUS_SERVER", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "VERSIONS",
 }
 LOSSLESS_DSCP, LOSSLESS_PRIO, CNP_DSCP, CNP_PRIO = 26, 3, 48, 6
 # NVIDIA's rows, copied from sonic-buildimage device/mellanox/x86_64-nvidia_sn5600-r0/ACS-SN5600/
@@ -130,6 +130,17 @@ def test_ports_are_the_skus_port_config_rows(views: dict[str, SwitchView], dbs: 
     assert first["Ethernet0"]["description"] == "gpu001:Slot1P1"
 
 
+def test_versions_is_the_releases_db_schema(tmp_path: Path, dbs: dict[str, dict[str, Any]]) -> None:
+    """VERSIONS|DATABASE as the release's db_migrator writes it (sonic-utilities scripts/db_migrator.py
+    CURRENT_VERSION on the 202505 and 202311 branches)."""
+    assert {db["VERSIONS"]["DATABASE"]["VERSION"] for db in dbs.values()} == {"version_202505_01"}
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         '    switch: SN5600\n    nos: sonic\n    software: {sonic: "202311"}\n')
+    old = {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+    db = json.loads(old["switches/storage-leaf001/config_db.json"])
+    assert db["VERSIONS"] == {"DATABASE": {"VERSION": "version_202311_03"}}
+
+
 def test_subport_follows_the_release(tmp_path: Path, dbs: dict[str, dict[str, Any]]) -> None:
     """202505's Mellanox-SN5600-O128 runs CMIS host management: each port of a broken-out cage carries its subport
     (hwsku.json b7049aa37a: Ethernet0 "1", Ethernet4 "2"); 202411's hwsku.json has none, nor does its PORT."""
@@ -152,7 +163,8 @@ def test_routing_vlan_and_bgp(views: dict[str, SwitchView], dbs: dict[str, dict[
             name = ports[pv.number]
             assert db["INTERFACE"][name] == {} and f"{name}|{pv.address}" in db["INTERFACE"]
             assert db["BGP_NEIGHBOR"][pv.peer_address] == db["BGP_NEIGHBOR"][pv.peer_address] | {
-                "asn": str(pv.peer_asn), "name": pv.peer, "local_addr": pv.address.split("/")[0]}
+                "asn": str(pv.peer_asn), "name": pv.peer, "local_addr": pv.address.split("/")[0],
+                "keepalive": "3", "holdtime": "9"}  # bgpcfgd writes `timers 3 9` (not 60/180, its skipped default)
         assert len(db["BGP_NEIGHBOR"]) == len(view.routed_ports)
         hosts = [ports[pv.number] for pv in view.host_ports]
         if not hosts:
@@ -208,12 +220,13 @@ def test_lossless_chain_end_to_end(dbs: dict[str, dict[str, Any]]) -> None:
             tc = db["DSCP_TO_TC_MAP"][qmap["dscp_to_tc_map"]][str(LOSSLESS_DSCP)]
             assert tc == str(LOSSLESS_PRIO), where
             pg = db["TC_TO_PRIORITY_GROUP_MAP"][qmap["tc_to_pg_map"]][tc]
+            assert db["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"][qmap["pfc_to_pg_map"]] == {str(LOSSLESS_PRIO): pg}, where
             assert pg == str(LOSSLESS_PRIO) and qmap["pfc_enable"] == pg and qmap["pfcwd_sw_enable"] == pg, where
             queue = db["TC_TO_QUEUE_MAP"][qmap["tc_to_queue_map"]][tc]
             entry = db["QUEUE"][f"{port}|{queue}"]
             wred = db["WRED_PROFILE"][entry["wred_profile"]]
             assert wred == {"ecn": "ecn_all", "wred_green_enable": "true", "green_min_threshold": str(150 * 1024),
-                            "green_max_threshold": str(1500 * 1024), "green_drop_probability": "20"}, where
+                            "green_max_threshold": str(1500 * 1024), "green_drop_probability": "100"}, where
             assert db["SCHEDULER"][entry["scheduler"]] == {"type": "DWRR", "weight": "50"}
             assert db["BUFFER_PG"][f"{port}|{pg}"]["profile"].startswith("pg_lossless_"), where
             cnp_tc = db["DSCP_TO_TC_MAP"][qmap["dscp_to_tc_map"]][str(CNP_DSCP)]
@@ -491,7 +504,9 @@ def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled
             oob["PORT"]["Ethernet1"]["fec"]) == ("4", "etp2", "1000", "none")
     assert oob["PORT"]["Ethernet52"]["lanes"] == "196,197,198,199"
     assert {k.split("|")[0] for k in oob["VLAN_MEMBER"]} == {"Vlan100"} and len(oob["BGP_NEIGHBOR"]) == 2
-    assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "CABLE_LENGTH", "PFC_WD"} & set(oob)
+    assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "PFC_WD"} & set(oob)
+    # every port has a CABLE_LENGTH, "0m" (no lossless PG): buffermgrd retries a port without one forever
+    assert oob["CABLE_LENGTH"] == {"AZURE": {port: "0m" for port in oob["PORT"]}}
     assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in _sku("ACS-SN2201").pools["t0"].items()}
     agg = json.loads(artifacts["switches/oob-agg01/config_db.json"])
     assert (agg["DEVICE_METADATA"]["localhost"]["hwsku"], agg["DEVICE_METADATA"]["localhost"]["type"]) == (
