@@ -506,7 +506,7 @@ def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled
     assert {k.split("|")[0] for k in oob["VLAN_MEMBER"]} == {"Vlan100"} and len(oob["BGP_NEIGHBOR"]) == 2
     assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "PFC_WD"} & set(oob)
     # every port has a CABLE_LENGTH, "0m" (no lossless PG): buffermgrd retries a port without one forever
-    assert oob["CABLE_LENGTH"] == {"AZURE": {port: "0m" for port in oob["PORT"]}}
+    assert oob["CABLE_LENGTH"] == {"AZURE": dict.fromkeys(oob["PORT"], "0m")}
     assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in _sku("ACS-SN2201").pools["t0"].items()}
     agg = json.loads(artifacts["switches/oob-agg01/config_db.json"])
     assert (agg["DEVICE_METADATA"]["localhost"]["hwsku"], agg["DEVICE_METADATA"]["localhost"]["type"]) == (

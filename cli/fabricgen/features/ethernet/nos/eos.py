@@ -25,9 +25,9 @@ polling interval half the shorter of timeout and recovery time, as EOS requires)
 bandwidth share is not a DWRR weight (AVD's reference configs write it the same way). Every other DSCP
 goes to traffic class 0 in one ``qos map dscp`` line (the form EOS's own ``show qos map`` prints, e.g. DISA's Arista
 EOS router STIG ARST-RT-000320): EOS's default map would put DSCP 24-31 in the lossless class and 32-63 in classes
-4-7, whose queues stay strict priority above the lossless queue; so the three dialects classify alike. EOS's pause-watchdog actions are drop, errdisable and
-notify-only: fabricgen's ``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is
-refused.
+4-7, whose queues stay strict priority above the lossless queue; so the three dialects classify alike. EOS's
+pause-watchdog actions are drop, errdisable and notify-only: fabricgen's ``alert`` becomes notify-only and
+``forward`` (SONiC's "ignore PFC on the stuck queue") is refused.
 """
 
 from __future__ import annotations
