@@ -31,6 +31,9 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   which priority instead of relying on its default mapping.
 - CABLE_LENGTH on every port, as buffers_config.j2 writes it: on a switch without a lossless class "0m", which
   buffermgrd takes as "no lossless PG here" (without a length it retries every port forever).
+- Traditional pool sizes are the SKU's, but never more than sonic-swss's buffer_pool_mellanox.lua leaves each
+  shared pool after this switch's PGs, queues and reserves (:mod:`.pools`): NVIDIA's templates assume their default
+  cable on every port, and an SN5600-O128 ToR with 40m lossless rows would otherwise be given ~20 MB more than it has.
 - Buffer model ``traditional``: buffermgrd takes the pfc_enable priorities as lossless PG numbers and looks the
   profile up in the SKU's pg_profile_lookup.ini by speed and CABLE_LENGTH. CABLE_LENGTH is therefore the table's
   length at or above the port's cable (15 m -> 40m on an SN5600), and the lossless profile
@@ -66,6 +69,7 @@ from typing import Any
 from fabricgen.core.artifacts import Artifact
 from fabricgen.features.ethernet.nos.sonic.headroom import catalog
 from fabricgen.features.ethernet.nos.sonic.layout import DATA, SonicLayout, sonic_layout
+from fabricgen.features.ethernet.nos.sonic.pools import pool_budget
 from fabricgen.features.ethernet.nos.sonic.sheet import headroom_csv
 from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import BGP_HOLD_S, BGP_KEEPALIVE_S, HOST_VLAN, SwitchView, switch_views
@@ -158,6 +162,8 @@ def _buffer_tables(layout: SonicLayout) -> dict[str, Any]:
             lossless_pgs[port.profile] = {"profile": port.profile}
         per_port["BUFFER_PG"][f"{n}|{lossless}"] = lossless_pgs[port.profile]
     tables.update(per_port)
+    if not dynamic:
+        _fit_pools(layout, tables)
     if cables:
         tables["CABLE_LENGTH"] = {"AZURE": cables}
     if dynamic and qos is not None:
@@ -169,6 +175,22 @@ def _buffer_tables(layout: SonicLayout) -> dict[str, Any]:
                    "small_packet_percentage": str(layout.facts["small_packet_percentage"])}
         tables["LOSSLESS_TRAFFIC_PATTERN"] = {"AZURE": pattern}
     return tables
+
+
+def _fit_pools(layout: SonicLayout, tables: dict[str, Any]) -> None:
+    """Traditional model: each pool the SKU's dynamic template leaves to buffermgrd's pool plugin gets at most what
+    that plugin's arithmetic leaves it (:mod:`.pools`) once this switch's PGs, queues and reserves are taken. The
+    SKU's size is kept where it fits; a switch whose lossless PGs reserve more than the template assumed (longer
+    cables than its default) gets the smaller size instead of pools the ASIC cannot hold."""
+    sku, asic = layout.sku, layout.switch.asic
+    shared = [name for name, pool in sku.dynamic_pools.items() if "size" not in pool]
+    ingress = sum(1 for name in shared if sku.dynamic_pools[name].get("type") == "ingress")
+    ports = {p.name: {"lanes": p.sku_port.lanes, "admin_status": "up"} for p in layout.ports}
+    budget = pool_budget({**tables, "PORT": ports}, asic.cell_size, asic.pipeline_latency_kb, ingress)
+    for name in shared:
+        pool = tables["BUFFER_POOL"][name]
+        if int(pool["size"]) > budget.pool_size:
+            pool["size"] = str(budget.pool_size)
 
 
 def _qos_tables(layout: SonicLayout, qos: RoceQos) -> dict[str, Any]:
