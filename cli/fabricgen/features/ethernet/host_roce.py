@@ -4,6 +4,8 @@
   port: trust DSCP, PFC on the lossless priority only, DSCP -> priority for the lossless and CNP DSCPs, ECN
   (DCQCN) on the lossless priority, the CNP DSCP and priority, ARP settings for several ports on one host, and
   the host MTU. Idempotent, ``--dry-run``, ``SYSFS_ROOT``/``PROCFS_ROOT`` and ``MLNX_QOS``/``IP`` overrides.
+  A BlueField port must run in NIC mode: the script reads INTERNAL_CPU_OFFLOAD_ENGINE with mstconfig (its current
+  value) and refuses, changing nothing, a port in DPU mode, where host-side mlnx_qos is undefined.
 - ``hosts/<node>/netplan-roce.yaml``: per node of a fabric with ``addressing``: each RoCE port's address from the
   plan, the host MTU, a route to the fabric's host pool via the port's leaf (no default route) and a per-port
   routing table chosen by source address, so traffic from a port's address leaves through that port.
@@ -33,6 +35,10 @@ from fabricgen.model.nodes import Bond, Node, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
 
 ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port
+# NVIDIA's DPU family: in DPU mode (embedded CPU function ownership, the DPU's default) the Arm owns the port and
+# "using mlnx_qos on both the host and Arm will result with undefined behavior. Users must only use mlnx_qos from
+# the Arm" (BlueField BSP 4.5.4, QoS Configuration); roce-qos.sh refuses such a port and configures NIC mode only
+BLUEFIELD = "BlueField"
 TABLE_BASE = 100  # per-port routing tables (and main-table route metrics) are TABLE_BASE + 1, + 2, ... per node
 
 
@@ -50,6 +56,7 @@ class RocePort:
     cnp_priority: int
     mtu: int
     switch_mtu: int
+    bluefield: bool = False  # a BlueField port: configured from the host in NIC mode only (module doc)
 
     @property
     def pfc(self) -> str:
@@ -152,7 +159,7 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
                 netdev = checked(NETDEV, nic.netdev, f"profile {name}: netdev")
                 port = RocePort(netdev, checked(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
                                 (fabric.name,), cls.dscp, cls.priority, cls.cnp_dscp, cls.cnp_priority, cls.mtu,
-                                cls.switch_mtu)
+                                cls.switch_mtu, nic.model.startswith(BLUEFIELD))
                 known = entry.ports.get(netdev)
                 if known is None:
                     entry.ports[netdev] = port

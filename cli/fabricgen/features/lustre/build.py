@@ -333,7 +333,7 @@ def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, f
     common = (("peer_timeout", data["peer_timeout"]), ("peer_credits", pc), ("peer_buffer_credits", 0),
               ("credits", values["credits"]))
     lnd = "tcp" if network.startswith("tcp") else "o2ib"
-    tos = fabric.qos.lossless.dscp << 2 if fabric.qos is not None else None  # RDMA CM ToS byte = DSCP << 2
+    tos = fabric.qos.nccl_tc if fabric.qos is not None else None  # RDMA CM ToS = DSCP << 2 | ECT(0), as NCCL_IB_TC
     if lnd == "tcp":
         per_ni: tuple[tuple[str, int], ...] = (("conns_per_peer", values["conns_per_peer"]),)
         return LnetSettings(network, lnd, common, per_ni + ((("tos", tos),) if tos is not None else ()), ())

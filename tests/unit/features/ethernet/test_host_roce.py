@@ -51,10 +51,10 @@ class FakeHost(ScriptHost):
         return self.root / "sys" / "class" / "net" / port
 
 
-def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
+def fake_host(tmp_path: Path, script: bytes, ports: tuple[str, ...] = PORTS) -> FakeHost:
     """Two mlx5 ports as a freshly booted DGX has them: trust PCP, no PFC, ECN off, CNP DSCP 0, MTU 1500.
     The first port also has a stale DSCP map (26 and 48 -> priority 0) and the optional cnp_802p_prio file."""
-    for i, port in enumerate(PORTS):
+    for i, port in enumerate(ports):
         ecn = tmp_path / "sys" / "class" / "net" / port / "ecn"
         for point in ("roce_np", "roce_rp"):
             for prio in range(8):
@@ -74,14 +74,15 @@ def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
             write(state / "dscp2prio" / "48", "0")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("mlnx_qos", "ip"):
+    for tool in ("mlnx_qos", "ip", "mstconfig"):
         shutil.copy(STUBS / tool, bin_dir / tool)
         (bin_dir / tool).chmod(0o755)
     path = tmp_path / "roce-qos.sh"
     path.write_bytes(script)
     path.chmod(0o755)
     env = {**os.environ, "SYSFS_ROOT": str(tmp_path / "sys"), "PROCFS_ROOT": str(tmp_path / "proc"),
-           "MLNX_QOS": str(bin_dir / "mlnx_qos"), "IP": str(bin_dir / "ip"), "STUB_STATE": str(tmp_path / "state")}
+           "MLNX_QOS": str(bin_dir / "mlnx_qos"), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
+           "STUB_STATE": str(tmp_path / "state")}
     return FakeHost(tmp_path, path, env)
 
 
@@ -113,6 +114,7 @@ def test_script_documents_the_lossless_chain(h100: dict[str, Artifact]) -> None:
     assert "#   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage" in head
     assert "#   enp41s0f0np0 (mlx5_1, port Slot2P1), fabric storage" in head
     assert "configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000'" in text
+    assert "check_nic_mode" not in text and "MSTCONFIG" not in text, "ConnectX-7 ports have no DPU mode"
 
 
 def test_first_run_configures_everything_and_second_run_changes_nothing(host: FakeHost) -> None:
@@ -187,6 +189,36 @@ def test_missing_ecn_controls_and_tools_fail_clearly(host: FakeHost) -> None:
     assert host.changing_calls() == []
     bad = host.run("--force")
     assert bad.returncode == 2 and "unknown argument: --force" in bad.stderr
+
+
+def test_bluefield_in_dpu_mode_is_refused(tmp_path: Path) -> None:
+    """lab-1su's storage port is a BlueField-3 B3220, a DPU: in DPU mode its Arm owns the port and host mlnx_qos is
+    undefined (NVIDIA BlueField BSP, QoS Configuration), so the script refuses it and changes nothing; in NIC mode
+    (INTERNAL_CPU_OFFLOAD_ENGINE DISABLED(1), read as its current value) it configures the port."""
+    artifacts = {a.path: a for a in host_roce.render(compile_spec(LAB).topology)}
+    script = artifacts["hosts/hgx-8gpu-generic/roce-qos.sh"].content
+    assert b"check_nic_mode 'ens1f0np0'" in script
+    host = fake_host(tmp_path, script, ports=("ens1f0np0",))
+    bdf = "0000:17:00.0"
+    device = tmp_path / "sys" / "devices" / "pci0000:16" / bdf
+    device.mkdir(parents=True)
+    host.net("ens1f0np0").joinpath("device").symlink_to(device)
+    mode = host.root / "state" / "fw" / bdf / "INTERNAL_CPU_OFFLOAD_ENGINE"
+    # the current value decides: NIC mode set for the next boot but not yet power-cycled is still DPU mode
+    write(mode, "ENABLED(0) ENABLED(0) DISABLED(1)")
+    before = host.snapshot()
+    dpu = host.run()
+    assert dpu.returncode == 1 and "nothing changed" in dpu.stderr
+    assert (f"ens1f0np0: the BlueField at {bdf} runs in DPU mode (INTERNAL_CPU_OFFLOAD_ENGINE ENABLED(0)): its Arm "
+            "owns the port and host mlnx_qos is undefined") in dpu.stderr
+    assert host.changing_calls() == [f"mstconfig -e -d {bdf} query INTERNAL_CPU_OFFLOAD_ENGINE"]
+    assert host.snapshot() == before
+    unknown = host.run(MSTCONFIG=str(tmp_path / "no-such-mstconfig"))
+    assert unknown.returncode == 1 and "no-such-mstconfig (mstflint) is missing" in unknown.stderr
+    write(mode, "ENABLED(0) DISABLED(1) DISABLED(1)")
+    nic = host.run()
+    assert nic.returncode == 0, nic.stderr
+    assert "mlnx_qos -i ens1f0np0 --trust dscp" in host.calls
 
 
 # --- netplan ----------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from tests.conftest import INVENTORIES
 from tests.helpers.ethernet import NVUE_SCHEMA as SCHEMA
 
 DEFAULT_QOS = ("      lossless: {dscp: 26, priority: 3}\n      cnp: {dscp: 48, priority: 6}\n"
-               "      ecn: {min_kb: 150, max_kb: 1500, max_probability: 20}\n"
+               "      ecn: {min_kb: 150, max_kb: 1500, max_probability: 100}\n"
                "      pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n")
 
 

@@ -79,7 +79,7 @@ def test_example_file_systems(compiled: Compiled) -> None:
         "max_read_ahead_per_file_mb"]
     assert {t.param for t in ckpt.client} >= {"osc.ckpt-OST*.max_dirty_mb", "llite.ckpt-*.max_read_ahead_mb"}
     lnd = dict(ckpt.lnet.lnd_tunables)
-    assert lnd["tos"] == 26 << 2, "RDMA CM ToS carries the storage fabric's lossless DSCP"
+    assert lnd["tos"] == 26 << 2 | 0b10, "RDMA CM ToS carries the storage fabric's lossless DSCP and ECT(0)"
     assert dict(ckpt.lnet.tunables)["peer_credits"] == 64, "400G row of the tuning data"
 
 
