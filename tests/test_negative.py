@@ -110,7 +110,10 @@ def test_cli_validate_json_exit_codes() -> None:
     assert json.loads(bad.stdout) == [{"file": spec, "valid": False, "problems": [problem]}]
     good = runner.invoke(app, ["validate", "--format", "json", "inventories/lab-1su.yaml"])
     assert good.exit_code == 0, good.output
-    assert json.loads(good.stdout) == [{"file": "inventories/lab-1su.yaml", "valid": True, "problems": []}]
+    (report,) = json.loads(good.stdout)
+    # valid with warnings only: lab-1su's split SN4700 cages (cage-plugs, README "Not yet implemented")
+    assert (report["file"], report["valid"]) == ("inventories/lab-1su.yaml", True)
+    assert {(p["severity"], p["check"]) for p in report["problems"]} == {("warning", "cage-plugs")}
     both = runner.invoke(app, ["validate", "--format", "json", "inventories/lab-1su.yaml",
                                "tests/negative/rack-overflow.yaml"])
     assert both.exit_code == 1, both.output
@@ -146,4 +149,5 @@ def test_cli_github_annotations() -> None:
     )
     clean = runner.invoke(app, ["validate", "--format", "github", "inventories/lab-1su.yaml"])
     assert clean.exit_code == 0, clean.output
-    assert clean.stdout == ""
+    assert clean.stdout and all(line.startswith("::warning file=inventories/lab-1su.yaml,")
+                                for line in clean.stdout.splitlines()), "warnings only: exit 0"

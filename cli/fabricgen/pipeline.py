@@ -45,7 +45,7 @@ def compile_spec(path: Path) -> Compiled:
     findings = run_checks(topology)
     if any(f.severity is Severity.ERROR for f in findings):
         raise CheckError(findings)
-    return Compiled(document, cluster, topology, findings)
+    return Compiled(document, topology.cluster, topology, findings)  # compile completes the model (server NIDs)
 
 
 def render_spec(compiled: Compiled, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:

@@ -559,8 +559,9 @@ def stage_ufm_config(fabric_dir: Path, workdir: Path, key_env: Mapping[str, str]
 
     UFM's own opensm.conf is NVIDIA OpenSM's; here upstream OpenSM's default file (``defaults``) stands in for it,
     so the settings ufm-install.sh merges are tested on a file of that format. The installed opensm.conf names
-    /opt/ufm paths; they are rewritten to the stand-in tree, and partition_config_file is set to UFM's
-    partitions.conf as UFM's own opensm.conf names it.
+    /opt/ufm paths; they are rewritten to the stand-in tree, partition_config_file is set to UFM's partitions.conf
+    as UFM's own opensm.conf names it, and NVIDIA's adaptive-routing engines (ar_ftree, ar_updn) become the upstream
+    engines they extend (ftree, updn); upstream ignores NVIDIA-only settings (virt_enabled, m_key_per_port).
     """
     root = workdir / "ufm-root"
     sm_dir = root / "opt/ufm/files/conf/opensm"
@@ -578,6 +579,9 @@ def stage_ufm_config(fabric_dir: Path, workdir: Path, key_env: Mapping[str, str]
     logs = workdir / "var-log"
     logs.mkdir(exist_ok=True)
     text = (sm_dir / "opensm.conf").read_text().replace("/opt/ufm/", f"{root}/opt/ufm/")
+    # Upstream has no adaptive routing: NVIDIA's ar_ftree/ar_updn run here as the static engines they extend.
+    text = re.sub(r"^(routing_engine\s+.*)$", lambda m: re.sub(r"\bar_(ftree|updn)\b", r"\1", m.group(1)), text,
+                  flags=re.M)
     text = re.sub(r"^partition_config_file\s+\S+", f"partition_config_file {sm_dir}/partitions.conf", text,
                   flags=re.M)
     conf = workdir / "ufm-opensm.conf"

@@ -10,7 +10,8 @@ from pathlib import Path
 from tests.conftest import INVENTORIES, REPO
 
 # The RoCE storage fabric of h100-4su.
-STORAGE_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 5)] + ["storage-spine01", "storage-spine02"]
+STORAGE_LEAVES = [f"storage-leaf{n:03d}" for n in range(1, 7)]  # three dual-homed pairs
+STORAGE_SWITCHES = STORAGE_LEAVES + [f"storage-spine{n:02d}" for n in range(1, 5)]
 
 
 def storage_spec(tmp: Path, old: str, new: str) -> Path:
@@ -35,7 +36,7 @@ EOS_STORAGE = "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n    nos: eos
 
 
 # 254 host ports at 400G on 64-port leaves: eight leaves, two spines.
-EOS_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 9)] + ["storage-spine01", "storage-spine02"]
+EOS_SWITCHES = [f"storage-leaf{n:03d}" for n in range(1, 11)] + [f"storage-spine{n:02d}" for n in range(1, 5)]
 
 
 def eos_spec(tmp: Path, *replacements: tuple[str, str], extra: str = "") -> Path:

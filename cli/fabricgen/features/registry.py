@@ -4,7 +4,7 @@ Order matters where a feature reads what another built, and only there:
 - build: infiniband, ethernet and addressing complete each fabric before sriov reads their types and MTUs;
   kubernetes reads the fabrics' sriov and addressing; lustre reads their address plans and lossless class;
 - compile: cabling, then addressing (independent plans; the first that fails stops compile, so the cable plan's
-  problems are reported first);
+  problems are reported first), then lustre (its named storage servers' NIDs come from the address plan);
 - render: the slowest target (the XLSX workbook) first, so a parallel render starts it first.
 Checks and read-backs are order-free: their findings are sorted or kept per artifact.
 """
@@ -20,6 +20,7 @@ from fabricgen.features import (
     kubernetes,
     lustre,
     nccl,
+    scheduler,
     sriov,
     topology,
 )
@@ -35,5 +36,6 @@ FEATURES: tuple[Feature, ...] = (
     kubernetes.FEATURE,
     lustre.FEATURE,
     nccl.FEATURE,
+    scheduler.FEATURE,
     cloud.FEATURE,
 )

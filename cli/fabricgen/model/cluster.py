@@ -20,6 +20,7 @@ from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.lustre import LustreFs
 from fabricgen.model.nodes import Facility, NicRole, Node, NodeGroup, NodeProfile, Rack
+from fabricgen.model.scheduler import Scheduler
 from fabricgen.model.sriov import Sriov
 
 
@@ -69,6 +70,11 @@ class Tier(StrEnum):
     CORE = "core"
 
 
+class Attachment(StrEnum):
+    SINGLE = "single"
+    DUAL_HOMED = "dual-homed"  # leaves in pairs, a node's ports alternating between the two
+
+
 @dataclass(frozen=True)
 class FabricTopologySpec:
     kind: TopologyKind
@@ -76,6 +82,7 @@ class FabricTopologySpec:
     tiers: str
     oversubscription: float
     uplinks: int | None
+    attachment: Attachment = Attachment.SINGLE
 
 
 @dataclass(frozen=True)
@@ -133,3 +140,4 @@ class Cluster:
     lustre: tuple[LustreFs, ...] = ()
     kubernetes: Kubernetes | None = None
     management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)
+    scheduler: Scheduler | None = None  # the schedulers' view of the fabric (scheduler feature)

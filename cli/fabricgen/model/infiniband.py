@@ -43,12 +43,27 @@ class Ipoib:
 
 
 @dataclass(frozen=True)
+class Members:
+    """Ports chosen by node groups and nodes, optionally narrowed to rails."""
+
+    groups: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    rails: tuple[int, ...] | None = None
+
+    def has(self, node: Node, nic: Nic) -> bool:
+        chosen = node.group in self.groups or node.name in self.nodes
+        return chosen and (self.rails is None or nic.rail in self.rails)
+
+
+@dataclass(frozen=True)
 class Partition:
     """An InfiniBand partition; members are all HCAs, or node groups/nodes, optionally narrowed to rails.
 
-    ``sl`` is the partition's one service level; ``index0``: it carries compute traffic, so OpenSM puts it at P_Key
-    index 0 of its members (partitions.conf ``indx0``). ``implicit``: fabricgen added it (Default, when the spec
-    names none).
+    ``limited`` chooses ports that are limited members whatever ``membership`` says (a shared services partition:
+    tenants limited, the service nodes full, so tenants reach the services but not each other); ``joins_tenants``:
+    the spec accepts that full members of two compute partitions meet here. ``sl`` is the partition's one service
+    level; ``index0``: it carries compute traffic, so OpenSM puts it at P_Key index 0 of its members (partitions.conf
+    ``indx0``). ``implicit``: fabricgen added it (Default, when the spec names none).
     """
 
     name: str
@@ -63,18 +78,26 @@ class Partition:
     sl: int = 0
     index0: bool = False
     implicit: bool = False
+    limited: Members | None = None
+    joins_tenants: bool = False
 
     @property
     def is_default(self) -> bool:
         return self.pkey == DEFAULT_PKEY
 
+    def _chosen(self, node: Node, nic: Nic) -> bool:
+        return self.members_all or Members(self.groups, self.nodes, self.rails).has(node, nic)
+
     def has_member(self, node: Node, nic: Nic) -> bool:
         """Whether the port of ``nic`` on ``node`` is a member (full or limited)."""
-        chosen = self.members_all or node.group in self.groups or node.name in self.nodes
-        return chosen and (self.rails is None or nic.rail in self.rails)
+        return self._chosen(node, nic) or (self.limited is not None and self.limited.has(node, nic))
+
+    def membership_of(self, node: Node, nic: Nic) -> str:
+        """The port's membership as partitions.conf writes it (``limited_members`` win over ``members``)."""
+        return "limited" if self.limited is not None and self.limited.has(node, nic) else self.membership
 
     def full_member(self, node: Node, nic: Nic) -> bool:
-        return self.membership != "limited" and self.has_member(node, nic)
+        return self.has_member(node, nic) and self.membership_of(node, nic) != "limited"
 
 
 @dataclass(frozen=True)
@@ -92,6 +115,7 @@ class Qos:
     vlarb_low: str
     sl2vl: str
     levels: tuple[QosLevel, ...]
+    stated: frozenset[str] = frozenset()  # the settings the spec gives (the others are fabricgen's defaults)
 
 
 @dataclass(frozen=True)
@@ -122,6 +146,7 @@ class SubnetManager:
     ipoib: tuple[str, ...] = ("Default",)  # traffic.ipoib: the partitions carrying IPoIB addresses
     m_key_protection_level: int = 0
     m_key_lease_period: int = 0
+    opensm_version: str = ""  # flavor opensm: the OpenSM release on the SM hosts, when the spec states it
 
     def partition(self, name: str) -> Partition:
         return next(p for p in self.partitions if p.name == name)

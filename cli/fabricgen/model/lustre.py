@@ -62,7 +62,7 @@ class LustreFs:
 
     name: str
     fsname: str
-    mgs: tuple[tuple[str, ...], ...]  # failover nodes, each with its NIDs
+    mgs: tuple[tuple[str, ...], ...]  # failover nodes, each with its NIDs (a named server's: from the address plan)
     mountpoint: str
     fabric: str
     groups: tuple[str, ...]
@@ -74,6 +74,8 @@ class LustreFs:
     layouts: tuple[LustreLayout, ...]
     volume: LustreVolume | None
     position: SourcePosition = field(compare=False)
+    mgs_servers: tuple[str, ...] = ()  # per MGS entry: the storage node it names, or "" for explicit NIDs
+    mgs_positions: tuple[SourcePosition, ...] = field(default=(), compare=False)  # per MGS entry
 
     @property
     def mgs_spec(self) -> str:

@@ -42,6 +42,17 @@ class LocalVolume:
 
 
 @dataclass(frozen=True)
+class Bond:
+    """A Linux bond over NIC ports of one role (by netdev, primary first); it carries the first member's address."""
+
+    name: str
+    role: NicRole
+    members: tuple[str, ...]
+    mode: str = "active-backup"
+    mii_monitor_ms: int = 100
+
+
+@dataclass(frozen=True)
 class NodeProfile:
     name: str
     role: str
@@ -49,11 +60,21 @@ class NodeProfile:
     gpus: int
     compute: tuple[Nic, ...]
     storage: tuple[Nic, ...]
-    inband: Nic | None
+    inband: tuple[Nic, ...]
     bmc: Nic | None
     position: SourcePosition | None = field(default=None, compare=False)
     memory_gb: int | None = None
     local_nvme: LocalVolume | None = None
+    bonds: tuple[Bond, ...] = ()
+
+    def bond_of(self, netdev: str) -> Bond | None:
+        """The bond ``netdev`` is a member of, if any."""
+        return next((b for b in self.bonds if netdev in b.members), None)
+
+    def interface(self, nic: Nic) -> str:
+        """The interface that carries ``nic``'s address: its bond, else its own netdev ("" without one)."""
+        bond = self.bond_of(nic.netdev) if nic.netdev else None
+        return bond.name if bond is not None else nic.netdev
 
     @property
     def rails(self) -> frozenset[int]:
@@ -72,8 +93,9 @@ class NodeProfile:
             return self.compute
         if role is NicRole.STORAGE:
             return self.storage
-        single = self.inband if role is NicRole.INBAND else self.bmc
-        return (single,) if single is not None else ()
+        if role is NicRole.INBAND:
+            return self.inband
+        return (self.bmc,) if self.bmc is not None else ()
 
 
 def rail_count(profiles: Iterable[NodeProfile]) -> int:

@@ -24,7 +24,7 @@ from fabricgen.features.feature import BuildContext
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Cluster, Metadata
 from fabricgen.model.hardware import NicModel, SwitchModel
-from fabricgen.model.nodes import Facility, LocalVolume, Nic, NicRole, Node, NodeGroup, NodeProfile, Rack
+from fabricgen.model.nodes import Bond, Facility, LocalVolume, Nic, NicRole, Node, NodeGroup, NodeProfile, Rack
 from fabricgen.spec import catalog
 from fabricgen.spec.validate import validate_document
 from fabricgen.stages.fabrics import FabricBuilder
@@ -161,12 +161,15 @@ class _Site:
             nic(NicRole.STORAGE, i, e, (*path, "nics", "storage", i))
             for i, e in enumerate(nics.get("storage", []))
         )
+        inband_spec = nics.get("inband", [])
         inband = (
-            nic(NicRole.INBAND, 0, nics["inband"], (*path, "nics", "inband")) if "inband" in nics else None
+            (nic(NicRole.INBAND, 0, inband_spec, (*path, "nics", "inband")),) if isinstance(inband_spec, Mapping)
+            else tuple(nic(NicRole.INBAND, i, e, (*path, "nics", "inband", i)) for i, e in enumerate(inband_spec))
         )
         bmc = nic(NicRole.BMC, 0, nics["bmc"], (*path, "nics", "bmc")) if "bmc" in nics else None
         gpus = int(entry.get("gpus", 0))
         self.profile_consistency(issues, path, compute, storage, inband, bmc, gpus)
+        bonds = self.bonds(issues, path, entry.get("bonds", {}), (*compute, *storage, *inband))
         if issues.since(before) and issues.doc is not self.issues.doc:
             raise SpecError(issues.found[before:])  # a broken shipped profile is a packaging bug
         return NodeProfile(
@@ -182,7 +185,42 @@ class _Site:
             entry.get("memory_gb"),
             LocalVolume(entry["local_nvme"]["path"], entry["local_nvme"]["capacity_gib"]) if "local_nvme" in entry
             else None,
+            bonds,
         )
+
+    @staticmethod
+    def bonds(issues: Issues, path: PathKey, spec: Mapping[str, Any], nics: tuple[Nic, ...]) -> tuple[Bond, ...]:
+        """Bonds over the profile's in-band or storage ports: members are netdevs of one role, each in one bond,
+        and no bond takes a NIC's own name."""
+        by_netdev = {n.netdev: n for n in nics if n.netdev}
+        owner: dict[str, str] = {}
+        out = []
+        for name, bond in spec.items():
+            where = (*path, "bonds", name)
+            if name in by_netdev:
+                issues.error(where, f"{name} is also a NIC's netdev", "give the bond a name of its own")
+            roles = set()
+            for i, member in enumerate(bond["members"]):
+                nic = by_netdev.get(member)
+                if nic is None:
+                    issues.error((*where, "members", i), f"no NIC of this profile has netdev {member!r}",
+                                 choices_hint(member, by_netdev))
+                elif nic.role not in (NicRole.INBAND, NicRole.STORAGE):
+                    issues.error((*where, "members", i), f"{member} is a {nic.role.value} port",
+                                 "bond in-band or storage ports; compute ports are rails, one NIC each")
+                elif member in owner:
+                    issues.error((*where, "members", i), f"{member} is already a member of {owner[member]}",
+                                 "a port joins one bond")
+                else:
+                    roles.add(nic.role)
+                    owner[member] = name
+            if len(roles) > 1:
+                issues.error((*where, "members"), "the members mix in-band and storage ports",
+                             "a bond's members attach to one fabric")
+            if len(roles) == 1:
+                out.append(Bond(name, roles.pop(), tuple(bond["members"]), bond.get("mode", "active-backup"),
+                                bond.get("mii_monitor_ms", 100)))
+        return tuple(out)
 
     def profile_consistency(
         self,
@@ -190,7 +228,7 @@ class _Site:
         path: PathKey,
         compute: tuple[Nic, ...],
         storage: tuple[Nic, ...],
-        inband: Nic | None,
+        inband: tuple[Nic, ...],
         bmc: Nic | None,
         gpus: int,
     ) -> None:
@@ -212,11 +250,11 @@ class _Site:
                     f"the profile has {gpus} GPUs (0..{gpus - 1})" if gpus else "the profile has no GPUs; set gpus",
                 )
         seen: dict[tuple[str, str], str] = {}
-        all_nics = [*compute, *storage, *(n for n in (inband, bmc) if n)]
+        all_nics = [*compute, *storage, *inband, *(n for n in (bmc,) if n)]
         for nic in all_nics:
             where = (
                 (*path, "nics", nic.role.value, nic.index)
-                if nic.role in (NicRole.COMPUTE, NicRole.STORAGE)
+                if nic.role in (NicRole.COMPUTE, NicRole.STORAGE) or (len(inband) > 1 and nic.role is NicRole.INBAND)
                 else (*path, "nics", nic.role.value)
             )
             for kind, value in (("port", nic.port), ("netdev", nic.netdev), ("dev", nic.dev)):

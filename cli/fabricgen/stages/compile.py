@@ -4,7 +4,8 @@ Shape rules (documented in the README, "Topology rules"):
 - rail-optimized: nodes fill scalable units (SU) in spec order (consecutive management nodes on disjoint rails share
   a slot); one leaf per rail per SU; rail r of the node in SU slot s lands on leaf (SU, r), port s+1. Leaves exist
   for every rail of every SU, even a partial one.
-- fat-tree / leaf-spine: each node's ports of the fabric's role are packed on leaves in node order.
+- fat-tree / leaf-spine: each node's ports of the fabric's role are packed on leaves in node order; dual-homed
+  (the storage default): leaves in pairs, a node's ports alternating between the two leaves of its pair.
 - top-of-rack: one leaf per rack holding attached nodes; the rack's ports land on it in node order.
 - Leaf uplinks: ``topology.uplinks`` if given, else ceil(downlinks / oversubscription) (top-of-rack: 2).
 - Two tiers: the fewest spines (at least 2 when there are 2+ leaves) such that every leaf sends the same number
@@ -29,7 +30,7 @@ from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.core.gcpause import without_gc
 from fabricgen.core.naming import DEVICE_NAME, expand
 from fabricgen.features.registry import FEATURES
-from fabricgen.model.cluster import Cluster, Fabric, Tier, TopologyKind
+from fabricgen.model.cluster import Attachment, Cluster, Fabric, Tier, TopologyKind
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import (
@@ -194,8 +195,10 @@ class _FabricCompiler:
 
     def packed_leaves(self) -> list[_Leaf]:
         model = self.fabric.switches[Tier.LEAF]
-        ports = [(node, nic) for node, nics in self.attached() for nic in nics]
         per_leaf = self.hosts_per_leaf(model)
+        if self.spec.attachment is Attachment.DUAL_HOMED:
+            return self.paired_leaves(per_leaf)
+        ports = [(node, nic) for node, nics in self.attached() for nic in nics]
         leaves = []
         for i in range(math.ceil(len(ports) / per_leaf)):
             chunk = ports[i * per_leaf : (i + 1) * per_leaf]
@@ -203,6 +206,27 @@ class _FabricCompiler:
                 _Leaf(self.make_leaf(i + 1, per_leaf), [(n, c, s) for s, (n, c) in enumerate(chunk)])
             )
         return leaves
+
+    def paired_leaves(self, per_leaf: int) -> list[_Leaf]:
+        """Dual-homed: leaves in pairs (2p+1, 2p+2); a node's ports alternate between the two sides of its pair,
+        starting on the emptier one, so a node with two ports has one on each leaf; a node that does not fit the
+        current pair starts the next one."""
+        pairs: list[tuple[list[tuple[Node, Nic]], list[tuple[Node, Nic]]]] = []
+        for node, nics in self.attached():
+            if not nics:
+                continue
+            if len(nics) > 2 * per_leaf:
+                raise _InfeasibleError(f"node {node.name} has {len(nics)} ports but a leaf pair takes "
+                                       f"{2 * per_leaf} hosts ports", "pick a larger leaf switch")
+            first = 0 if not pairs or len(pairs[-1][0]) <= len(pairs[-1][1]) else 1
+            wanted = ((len(nics) + 1) // 2, len(nics) // 2)
+            if not pairs or any(len(pairs[-1][(first + k) % 2]) + wanted[k] > per_leaf for k in (0, 1)):
+                pairs.append(([], []))
+                first = 0
+            for i, nic in enumerate(nics):
+                pairs[-1][(first + i) % 2].append((node, nic))
+        return [_Leaf(self.make_leaf(2 * p + side + 1, per_leaf), [(n, c, s) for s, (n, c) in enumerate(ports)])
+                for p, pair in enumerate(pairs) for side, ports in enumerate(pair)]
 
     def hosts_per_leaf(self, model: SwitchModel) -> int:
         """Most host ports a leaf takes while keeping the requested uplinks or oversubscription.

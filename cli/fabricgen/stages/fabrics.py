@@ -15,6 +15,7 @@ from fabricgen.core.hints import choices_hint
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import unknown_placeholders
 from fabricgen.model.cluster import (
+    Attachment,
     Fabric,
     FabricRole,
     FabricTopologySpec,
@@ -152,6 +153,7 @@ class FabricBuilder:
             str(topo["tiers"]),
             float(topo["oversubscription"]),
             topo.get("uplinks"),
+            self.attachment(path, topo, kind, role),
         )
         placement = self.fabric_placement(path, spec.get("placement", {}), kind)
         return Fabric(
@@ -167,6 +169,21 @@ class FabricBuilder:
             self.issues.position((*path, "topology")),
             MappingProxyType(placement),
         )
+
+    def attachment(self, path: PathKey, topo: Mapping[str, Any], kind: TopologyKind, role: FabricRole) -> Attachment:
+        """Dual-homed by default where NVIDIA's reference architectures cable it so (storage) and the leaves are
+        packed; rail-optimized and top-of-rack leaves are fixed by rail and rack, so they take single only."""
+        packed = kind in (TopologyKind.FAT_TREE, TopologyKind.LEAF_SPINE)
+        if "attachment" not in topo:
+            return Attachment.DUAL_HOMED if packed and role is FabricRole.STORAGE else Attachment.SINGLE
+        asked = Attachment(topo["attachment"])
+        if asked is Attachment.DUAL_HOMED and not packed:
+            self.issues.error((*path, "topology", "attachment"),
+                              f"{kind.value} leaves are fixed by "
+                              f"{'rail' if kind is TopologyKind.RAIL_OPTIMIZED else 'rack'}, so a node's ports "
+                              "cannot alternate between a leaf pair",
+                              "use kind: leaf-spine or fat-tree for dual-homed nodes, or attachment: single")
+        return asked
 
     def fabric_placement(self, path: PathKey, spec: Mapping[str, Any], kind: TopologyKind
                          ) -> dict[Tier, TierPlacement]:

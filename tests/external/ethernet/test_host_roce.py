@@ -53,8 +53,30 @@ def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Pat
                           timeout=60)
     assert done.returncode == 0, done.stderr
     network = (tmp_path / "run" / "systemd" / "network" / f"10-netplan-{PORTS[1]}.network").read_text()
-    assert "Address=10.20.0.3/25" in network and "MTUBytes=9000" in network
-    assert "[RoutingPolicyRule]\nFrom=10.20.0.3\nTable=102" in network
+    assert "Address=10.20.0.130/25" in network and "MTUBytes=9000" in network, "dual-homed: leaf002's subnet"
+    assert "[RoutingPolicyRule]\nFrom=10.20.0.130\nTable=102" in network
+
+
+def test_inband_bond_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    """The DGX in-band bond (BasePOD: port 2 of both slots): netplan makes bond0 an active-backup bond with the
+    primary's planned address, and both members enslaved to it without an address."""
+    netplan = require_tool("netplan")
+    target = tmp_path / "etc" / "netplan" / "60-fabricgen-inband.yaml"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(h100["hosts/gpu001/netplan-inband.yaml"].content)
+    target.chmod(0o600)
+    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    networkd = tmp_path / "run" / "systemd" / "network"
+    netdev = (networkd / "10-netplan-bond0.netdev").read_text()
+    assert "Kind=bond" in netdev and "Mode=active-backup" in netdev and "MIIMonitorSec=100ms" in netdev
+    bond = (networkd / "10-netplan-bond0.network").read_text()
+    assert "Address=10.30.0.2/26" in bond and "MTUBytes=9000" in bond
+    for member in ("enp170s0f1np1", "enp41s0f1np1"):
+        text = (networkd / f"10-netplan-{member}.network").read_text()
+        assert "Bond=bond0" in text and "Address=" not in text
+    assert "PrimarySlave=true" in (networkd / "10-netplan-enp170s0f1np1.network").read_text()
 
 
 # --- nftables ---------------------------------------------------------------------------------------------------

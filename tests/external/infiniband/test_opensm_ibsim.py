@@ -3,9 +3,10 @@ real diagnostics.
 
 Three fabrics, from `fabricgen apply` output only: lab-1su (OpenSM, 64 HCAs, an SM pair on two lab nodes),
 h100-4su (UFM, 1020 HCAs: 127 DGX x 8 rails + the UFM HA pair's 4 ports) and tests/data/infiniband/multi-tenant.yaml
-(OpenSM, two tenants, Default limited, IPoIB on a shared services partition over child interfaces, an SM pair on
-two management nodes). The SMs run as daemons started as the generated units start them (priority, port GUID), so
-the SA answers queries while the tests run:
+(OpenSM, two tenants, Default limited, each tenant's IPoIB on a partition of its own over child interfaces, a shared
+services partition where the tenants are limited members, an SM pair on two management nodes). The SMs run as
+daemons started as the generated units start them (priority, port GUID), so the SA answers queries while the tests
+run:
 
 1. the keys: opensm-keys.sh (ExecStartPre on an SM host) or ufm-install.sh writes the config with the key values
    from the sources the spec names; they appear there and in no generated artifact, even with them in apply's env;
@@ -15,11 +16,15 @@ the SA answers queries while the tests run:
 3. partitions and QoS policy load without an error, and on every compute HCA the P_Key at the index NCCL uses
    (NCCL_IB_PKEY of its nccl.env, per `smpquery pkeys`) is a full member of the partition UCX_IB_PKEY names, shared
    by every compute HCA of its tenant and by no other tenant's HCA; Default stays limited where the spec says so;
+   the switches' port 0 and the master SM's port keep 0x7fff at index 0 (the indx0 partitions list them in a second
+   definition without indx0), unless the SM's host is itself a member;
 4. every IPoIB partition has its broadcast group (`saquery -g`: OpenSM creates it itself for a partition with the
    ipoib flag, before any IPoIB driver joins) with the MTU, rate and SL of partitions.conf; the hosts' IPoIB
    interfaces sit on that P_Key (the parent where it is at index 0, else a child created with it) with its MTU - 4;
 5. the SL the SA gives a compute partition's path records (`saquery PR --pkey`) is NCCL_IB_SL and UCX_IB_SL of
-   nccl.env, and an IPoIB partition's is its broadcast group's; no path joins two tenants or two limited members;
+   nccl.env, and an IPoIB partition's is its broadcast group's; no path joins two tenants on any P_Key of the
+   fabric (the shared services partition included, where each tenant reaches the service nodes) or two limited
+   members;
 6. the real `ibnetdiscover` / `ibnetdiscover -p` of the fabric passes `fabricgen verify`, and after two HCA-leaf
    cables on different leaves are swapped in a copy of the net file, verify reports exactly those two cables (by
    cable id) as miswired while OpenSM still routes the miswired tree without a word.
@@ -136,9 +141,14 @@ CASES = (
          swap=("gpu002 mlx5_0", "gpu040 mlx5_5")),
     Case("multi-tenant", REPO / "tests/data/infiniband/multi-tenant.yaml", "compute",
          pkeys={
-             "alpha01 mlx5_0": {0x0011: 0x8011, 0x0012: None, 0x0020: 0x8020, 0x7FFF: 0x7FFF},
-             "beta03 mlx5_7": {0x0011: None, 0x0012: 0x8012, 0x0020: 0x8020, 0x7FFF: 0x7FFF},
-             "sm02 mlx5_0": {0x0011: None, 0x0012: None, 0x0020: None, 0x7FFF: 0x7FFF},  # the standby SM host
+             # its tenant (NCCL) and its tenant's IPoIB partition full, the shared services limited
+             "alpha01 mlx5_0": {0x0011: 0x8011, 0x0012: None, 0x0021: 0x8021, 0x0022: None, 0x0020: 0x0020,
+                                0x7FFF: 0x7FFF},
+             "beta03 mlx5_7": {0x0011: None, 0x0012: 0x8012, 0x0021: None, 0x0022: 0x8022, 0x0020: 0x0020,
+                               0x7FFF: 0x7FFF},
+             # the standby SM host: a service node, full in services and in no tenant's partition
+             "sm02 mlx5_0": {0x0011: None, 0x0012: None, 0x0021: None, 0x0022: None, 0x0020: 0x8020,
+                             0x7FFF: 0x7FFF},
          },
          swap=("alpha02 mlx5_0", "beta02 mlx5_3")),
 )
@@ -229,7 +239,7 @@ class SmHost:
 
 
 def sm_hosts(fabric_dir: Path, net: NetFile, sm: SmModel) -> list[SmHost]:
-    """The SMs as the generated files start them: each drop-in's --priority and --guid (OpenSM), or UFM's one SM on
+    """The SMs as the generated files start them: each unit's --priority and --guid (OpenSM), or UFM's one SM on
     the first host's port; the port GUID names the HCA the SM attaches to (node-name-map: node GUID = port - 1)."""
     names = {}
     for line in (fabric_dir / ("ib-node-name-map" if sm.flavor == "ufm" else "node-name-map")).read_text().splitlines():
@@ -240,12 +250,12 @@ def sm_hosts(fabric_dir: Path, net: NetFile, sm: SmModel) -> list[SmHost]:
         host = sm.hosts[0][0]
         desc = next(d for d in names.values() if d.split(" ")[0] == host)
         return [SmHost(host, net.by_description(desc).id, None, None)]
-    for unit in sorted(fabric_dir.glob("hosts/*/opensm.service.d/fabricgen.conf")):
+    for unit in sorted(fabric_dir.glob("hosts/*/opensm-*.service")):
         start = next(line for line in unit.read_text().splitlines() if line.startswith("ExecStart=/"))
         priority = int(re.search(r"--priority (\d+)", start).group(1))  # type: ignore[union-attr]
         guid = re.search(r"--guid (0x[0-9a-f]+)", start).group(1)  # type: ignore[union-attr]
         desc = names[int(guid, 16) - 1]
-        out.append(SmHost(unit.parts[-3], net.by_description(desc).id, priority, guid))
+        out.append(SmHost(unit.parts[-2], net.by_description(desc).id, priority, guid))
     return sorted(out, key=lambda h: -(h.priority or 0))
 
 
@@ -518,6 +528,19 @@ def test_default_membership(fabric: Booted) -> None:
         assert [k for k in fabric.tables[desc] if k & 0x7FFF == DEFAULT_PKEY] == [want], desc
 
 
+def visible_groups(fabric: Booted, saquery: str, budget: Deadline) -> dict[int, Any]:
+    """The multicast groups (``saquery -g``) asked from the SM's host and from one HCA of each tenant, by P_Key: the
+    SA lists a group only to a requester sharing its partition, and OpenSM 3.3.23's SA leaves some out even for
+    the SM's own port (multi-tenant: 0x8022 from sm01, which is its SELF member), so each tenant asks for its own."""
+    askers = {None} | {fabric.net.by_description(d).id for d in
+                       {tenant(fabric, d): d for d in sorted(compute_hcas(fabric, but_sm=True))}.values()}
+    groups = {}
+    for host in sorted(askers, key=str):
+        out = fabric.sim.run([saquery, "-g"], timeout=budget.left(30), host=host).stdout
+        groups |= {g.pkey: g for g in mc_groups(out)}
+    return groups
+
+
 # --- 4. IPoIB -----------------------------------------------------------------------------------------------
 
 
@@ -525,7 +548,7 @@ def test_ipoib_partitions_have_their_broadcast_group(fabric: Booted, tools: dict
                                                       budget: Deadline) -> None:
     """OpenSM creates a broadcast group for every partition with the ipoib flag, with its mtu, rate and sl; one
     without the flag has none (no IPoIB driver runs on ibsim to create one by joining)."""
-    groups = {g.pkey: g for g in mc_groups(fabric.sim.run([tools["saquery"], "-g"], timeout=budget.left(30)).stdout)}
+    groups = visible_groups(fabric, tools["saquery"], budget)
     heads = {int(m.group(2), 16) & 0x7FFF: m.group(3) for m in re.finditer(
         r"^([A-Za-z][\w-]*)=(0x[0-9a-f]+)([^:]*):", fabric.partitions(), re.M)}
     ipoib = {pkey for pkey, flags in heads.items() if ", ipoib" in flags}
@@ -555,7 +578,7 @@ def test_ipoib_interfaces_sit_on_the_ipoib_partition(fabric: Booted, tools: dict
     """Each host's IPoIB address is on the interface carrying the IPoIB partition: the parent when the partition is
     at the port's index 0 (as the SM programmed it), else a child created with the full-member P_Key the port holds;
     the MTU is the broadcast group's minus the 4-byte IPoIB header."""
-    groups = {g.pkey: g for g in mc_groups(fabric.sim.run([tools["saquery"], "-g"], timeout=budget.left(30)).stdout)}
+    groups = visible_groups(fabric, tools["saquery"], budget)
     mtu_bytes = {code: size for size, code in MTU_CODES.items()}
     checked = 0
     for node in sorted({n.name for n in fabric.cluster.nodes}):
@@ -607,8 +630,7 @@ def test_service_levels_match_across_sa_partitions_and_nccl(fabric: Booted, tool
         paths = _paths(fabric, tools["saquery"], members[0], members[-1], pkey, budget.left(20))
         assert paths and {p["sl"] for p in paths} == {int(env["NCCL_IB_SL"])} == {int(env["UCX_IB_SL"])}, paths
         assert {p["pkey"] for p in paths} == {FULL | pkey}
-    groups = mc_groups(fabric.sim.run([tools["saquery"], "-g"], timeout=budget.left(30)).stdout)
-    for group in groups:
+    for group in visible_groups(fabric, tools["saquery"], budget).values():
         pkey = group.pkey & 0x7FFF
         members = [d for d in sorted(hcas) if group.pkey in fabric.tables[d]]
         if pkey == DEFAULT_PKEY and fabric.flavor == "ufm":
@@ -624,16 +646,42 @@ def test_service_levels_match_across_sa_partitions_and_nccl(fabric: Booted, tool
 
 def test_no_path_joins_tenants_or_limited_members(fabric: Booted, tools: dict[str, str], budget: Deadline) -> None:
     """Isolation as the SA enforces it: two compute HCAs that are only limited members of Default get no path on
-    it; HCAs of two tenants get none on either tenant's partition."""
+    it; HCAs of two tenants get none on any P_Key of the fabric, the shared services partition included, where
+    each tenant does reach the service nodes (limited to full)."""
     hcas = sorted(compute_hcas(fabric, but_sm=True))
     if fabric.flavor != "ufm":
         assert _paths(fabric, tools["saquery"], hcas[0], hcas[-1], DEFAULT_PKEY, budget.left(20)) == []
     tenants: dict[int, str] = {}
     for desc in hcas:
         tenants.setdefault(tenant(fabric, desc), desc)
-    for (pa, a), (pb, b) in zip(sorted(tenants.items()), sorted(tenants.items())[1:], strict=False):
-        for pkey in (pa, pb):
+    pkeys = sorted(partitions_read(fabric.partitions()))
+    for (_, a), (_, b) in zip(sorted(tenants.items()), sorted(tenants.items())[1:], strict=False):
+        shared = [k for k in pkeys if any(e & 0x7FFF == k for e in fabric.tables[a])
+                  and any(e & 0x7FFF == k for e in fabric.tables[b])]
+        assert shared or fabric.flavor == "ufm", (a, b)
+        for pkey in pkeys:
             assert _paths(fabric, tools["saquery"], a, b, pkey, budget.left(20)) == [], (a, b, hex(pkey))
+    if fabric.case.name == "multi-tenant":
+        service = next(d for d in fabric.ports if d.startswith("sm02 "))
+        for desc in tenants.values():  # limited tenant ports reach the full service node on services, nothing else
+            assert _paths(fabric, tools["saquery"], desc, service, 0x0020, budget.left(20)), desc
+            assert [e for e in fabric.tables[desc] if e & 0x7FFF == 0x0020] == [0x0020], "limited in services"
+
+
+def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict[str, str],
+                                                      budget: Deadline) -> None:
+    """An indx0 partition would also take P_Key index 0 of every switch port 0 and of the SM's port (OpenSM passes
+    indx0 for ALL_SWITCHES and SELF): the second definition without indx0 leaves them 0x7fff (UFM's management
+    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there)."""
+    switch = fabric.net.switches[0].id
+    lid = next(int(m.group(1)) for m in re.finditer(r"^Switch\s+\d+\s+\S+\s+.*?lid (\d+)", fabric.sim.run(
+        [tools["ibnetdiscover"]], timeout=budget.left(30)).stdout, re.M) if m)
+    table = pkey_table(fabric.sim.run([tools["smpquery"], "pkeys", str(lid)], timeout=budget.left(20)).stdout)
+    assert table[0] == FULL | DEFAULT_PKEY, (switch, [hex(k) for k in table])
+    master = fabric.net.nodes[fabric.hosts[0].net_id].description
+    index0 = fabric.tables[master][0]
+    member_host = fabric.case.name == "lab-1su"
+    assert (index0 & 0x7FFF != DEFAULT_PKEY) == member_host, (master, hex(index0))
 
 
 # --- 6. discovery against the plan -----------------------------------------------------------------------

@@ -320,16 +320,17 @@ def test_oversubscription_odd_su_rounds_up() -> None:
 
 
 def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
-    """h100-4su inband: SN4700 (64 x 200G) at 2:1 takes 40 hosts + 20 uplinks (42 would need an odd 21)."""
+    """h100-4su inband: SN4700 (64 x 200G) at 2:1 takes 40 hosts + 20 uplinks (42 would need an odd 21); each DGX
+    has two in-band ports (its bond), consecutive on one leaf."""
     topo = inventory["h100-4su"]
     ft = topo.fabric("inband")
     leaves = ft.switches_in(Tier.LEAF)
-    assert counts(ft) == ([4, 2, 0], [127, 80, 0])
+    assert counts(ft) == ([7, 4, 0], [254, 140, 0])
     assert {(s.down_ports, s.up_ports) for s in leaves} == {(40, 20)}
-    order = [n.name for n in topo.cluster.nodes if n.profile.nics(ft.fabric.role.nic_role)]
+    order = [(n.name, nic.index + 1) for n in topo.cluster.nodes for nic in n.profile.nics(ft.fabric.role.nic_role)]
     index = {s.name: s.index for s in leaves}
     for link in ft.links_in(NODE_LEAF):
-        i = order.index(link.a.device)
+        i = order.index((link.a.device, link.a.number))
         assert (index[link.z.device], link.z.number) == (i // 40 + 1, i % 40 + 1)
     assert_even_spread(ft)
 
@@ -350,6 +351,63 @@ def test_fat_tree_packs_node_ports_in_order() -> None:
     assert errors(topo) == []
 
 
+def roce_storage(**topology: Any) -> dict[str, Any]:
+    return {"storage": {"type": "roce", "speed": "400G", "switch": "SN5600",
+                        "topology": {"kind": "leaf-spine", **topology}}}
+
+
+def test_storage_is_dual_homed_by_default(inventory: dict[str, Topology]) -> None:
+    """h100-4su storage: leaves in pairs, both storage ports of every DGX and server on the two leaves of one pair
+    (NVIDIA's RAs cable storage to two switches); each port is addressed in its own leaf's subnet."""
+    topo = inventory["h100-4su"]
+    ft = topo.fabric("storage")
+    assert ft.fabric.topology.attachment.value == "dual-homed"
+    leaves = {s.name: s.index for s in ft.switches_in(Tier.LEAF)}
+    assert len(leaves) % 2 == 0
+    by_node: dict[str, list[str]] = defaultdict(list)
+    for link in ft.links_in(NODE_LEAF):
+        by_node[link.a.device].append(link.z.device)
+    assert len(by_node) == 127 + 6
+    for node, on in by_node.items():
+        pair = {(leaves[leaf] - 1) // 2 for leaf in on}
+        assert len(on) == 2 and len(set(on)) == 2 and len(pair) == 1, f"{node}: {on}"
+    subnets = {(host[0], host[1]): subnet.leaf for subnet in topo.addresses["storage"].hosts for host in subnet.hosts}
+    assert subnets[("gpu001", 1)] != subnets[("gpu001", 2)]
+    assert errors(topo) == []
+
+
+def test_dual_homed_odd_ports_start_on_the_emptier_leaf() -> None:
+    """One-port nodes alternate sides; a three-port node puts two ports on the emptier leaf; a node that does not
+    fit its pair starts the next one."""
+    one = {"role": "storage", "height_u": 1,
+           "nics": {"storage": [{"port": "P1", "model": "ConnectX-7-QSFP112-2P", "netdev": "enp1s0f0np0"}]}}
+    three = {"role": "storage", "height_u": 1,
+             "nics": {"storage": [{"port": f"P{i}", "model": "ConnectX-7-QSFP112-2P"} for i in range(3)]}}
+    spec = cluster_spec([group("a{n:02d}", 3, "one", ["A"], per_rack=8), group("b{n:02d}", 1, "three", ["A"],
+                                                                            per_rack=8, start_u=20)],
+                        roce_storage(), [{"name": "A", "racks": 1}], {"one": one, "three": three})
+    ft = compile_spec(spec).fabric("storage")
+    placed = sorted((link.a.device, link.a.number, link.z.device) for link in ft.links_in(NODE_LEAF))
+    assert placed == [("a01", 1, "storage-leaf001"), ("a02", 1, "storage-leaf002"), ("a03", 1, "storage-leaf001"),
+                      ("b01", 1, "storage-leaf002"), ("b01", 2, "storage-leaf001"), ("b01", 3, "storage-leaf002")]
+
+
+def test_single_attachment_packs_a_node_on_one_leaf() -> None:
+    spec = cluster_spec([group("g{n:02d}", 4, "dgx-h100", ["A"], per_rack=4)], roce_storage(attachment="single"),
+                        [{"name": "A", "racks": 1}])
+    ft = compile_spec(spec).fabric("storage")
+    assert counts(ft)[0] == [1, 0, 0] and {link.z.device for link in ft.links_in(NODE_LEAF)} == {"storage-leaf001"}
+
+
+def test_dual_homed_needs_packed_leaves() -> None:
+    spec = cluster_spec([group("g{n:02d}", 4, "dgx-h100", ["A"], per_rack=4)],
+                        {"storage": {**roce_storage()["storage"], "topology": {"kind": "top-of-rack",
+                                                                                "attachment": "dual-homed"}}},
+                        [{"name": "A", "racks": 1}])
+    with pytest.raises(SpecError, match="top-of-rack leaves are fixed by rack"):
+        compile_spec(spec)
+
+
 def test_leaf_spine_never_grows_a_third_tier() -> None:
     spec = cluster_spec([group("h{n:03d}", 300, "hgx-8gpu-generic", ["A"], per_rack=4)],
                         ib_compute(kind="leaf-spine"), [{"name": "A", "racks": 75}])
@@ -367,7 +425,8 @@ def test_top_of_rack_one_leaf_per_rack(inventory: dict[str, Topology]) -> None:
     ft = topo.fabric("oob")
     leaves = ft.switches_in(Tier.LEAF)
     racks = {n.rack.name for n in topo.cluster.nodes}
-    assert {s.rack for s in leaves} == racks and len(leaves) == len(racks) == 32
+    # the DGX racks, then D09 and D10 of the storage servers
+    assert {s.rack for s in leaves} == racks and len(leaves) == len(racks) == 32 + 2
     assert all(s.model.name == "SN2201" and s.name == f"oob-{s.rack.lower()}" for s in leaves if s.rack)
     rack_of = {n.name: n.rack.name for n in topo.cluster.nodes}
     by_leaf = {s.name: s for s in leaves}
@@ -381,7 +440,7 @@ def test_top_of_rack_one_leaf_per_rack(inventory: dict[str, Topology]) -> None:
     for link in ft.links_in(LEAF_SPINE):  # SN2201 uplinks: QSFP28 cages 49-52 at 100G
         assert link.speed == "100G" and link.a.name in {"49", "50"} and link.a.number in {49, 50}
     assert {s.up_ports for s in leaves} == {2}
-    assert len(ft.links_in(LEAF_SPINE)) == 64
+    assert len(ft.links_in(LEAF_SPINE)) == 2 * 34
     assert_even_spread(ft)
 
 
@@ -400,8 +459,8 @@ def test_top_of_rack_skips_empty_racks() -> None:
 
 
 def test_single_leaf_auto_has_one_tier(inventory: dict[str, Topology]) -> None:
-    storage = inventory["lab-1su"].fabric("storage")
-    assert storage.tiers == 1 and counts(storage) == ([1, 0, 0], [8, 0, 0])
+    storage = inventory["lab-1su"].fabric("storage")  # dual-homed: the pair of leaves needs spines
+    assert storage.tiers == 2 and counts(storage)[0] == [2, 2, 0]
     profile = {"one-rail": {"height_u": 1, "nics": {"compute": [{"port": "P1", "model": "ConnectX-7-OSFP"}]}}}
     spec = cluster_spec([group("n{n:02d}", 20, "one-rail", ["A"], per_rack=20)], ib_compute(su=32),
                         [{"name": "A", "racks": 1}], profile)

@@ -1,5 +1,6 @@
-"""The cable plan against the compiled links: a cable per link and per port, lengths within reach, and splitters
-that are one object (one medium, connector and length for all legs; a cable-plug splitter alone in its cage)."""
+"""The cable plan against the compiled links: a cable per link and per port, lengths within reach, splitters
+that are one object (one medium, connector and length for all legs; a cable-plug splitter alone in its cage), and
+no switch cage with more plugs than it takes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.cabling.plan import switch_cage, switch_connector
-from fabricgen.features.feature import fabric_error
+from fabricgen.features.feature import fabric_error, fabric_warning
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
@@ -47,6 +48,44 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
         yield from _splitter(physical, legs)
     if plugs:
         yield from _shared_plug_cages(topology.cables, plugs)
+    yield from cage_plugs(topology)
+
+
+CAGE_EXAMPLES = 3  # cages named in a cage-plugs finding; the rest are counted
+
+
+def cage_plugs(topology: Topology) -> Iterator[Finding]:
+    """One plug per switch cage (two for a twin-port transceiver, one per connector): a cage split into logical
+    ports (SN4700 QSFP-DD at 2 x 200G or 4 x 100G) cabled with a straight QSFP56/QSFP28 cable per port has no room
+    for the second plug, and a QSFP56/QSFP28 plug drives lanes 0-3 only, so the cage's other ports never link.
+    A warning per fabric (naming the first cages), not an error, while fabricgen has no medium for those cages
+    (README "Not yet implemented")."""
+    plugs: dict[tuple[str, str], set[str]] = {}
+    room: dict[tuple[str, str], int] = {}
+    fabric_of: dict[tuple[str, str], str] = {}
+    for cable in topology.cables:
+        ends = ((cable.z, cable.z_optic),) if cable.tier == "node-leaf" else ((cable.a, cable.a_optic),
+                                                                               (cable.z, cable.z_optic))
+        for end, optic in ends:
+            cage = (end.device, switch_cage(end.port))
+            plugs.setdefault(cage, set()).add(cable.physical)
+            room[cage] = max(room.get(cage, 1), optic.connections if optic is not None else 1)
+            fabric_of[cage] = cable.fabric
+    full: dict[str, list[str]] = {}
+    for cage, physical in sorted(plugs.items(), key=lambda item: (item[0][0], int(item[0][1]) if item[0][1].isdigit()
+                                                                    else 0, item[0][1])):
+        if len(physical) > room[cage]:
+            full.setdefault(fabric_of[cage], []).append(f"{cage[0]} cage {cage[1]} ({len(physical)} cables)")
+    for ft in topology.fabrics:
+        cages = full.get(ft.fabric.name)
+        if cages:
+            more = f" and {len(cages) - CAGE_EXAMPLES} more" if len(cages) > CAGE_EXAMPLES else ""
+            yield fabric_warning(
+                ft.fabric, "cage-plugs", ft.fabric.name,
+                f"{len(cages)} switch cages get more plugs than they take: {', '.join(cages[:CAGE_EXAMPLES])}{more}; "
+                "one straight cable per logical port of a split cage cannot be plugged, and only the first port of "
+                "each would link", "run those cages unsplit, or cable them with a splitter or breakout the catalog "
+                "lists (catalog.media); see README \"Not yet implemented\"")
 
 
 def _shared_plug_cages(cables: Iterable[Cable], plugs: dict[tuple[str, str], str]) -> Iterator[Finding]:

@@ -20,6 +20,35 @@ def unconfigured_switches(topology: Topology) -> Iterator[Finding]:
                                  "plan) to configure them")
 
 
+def unrouted_management(topology: Topology) -> Iterator[Finding]:
+    """The management baseline needs a path to its servers. With a management pool and gateway the switches use
+    their management port in the management VRF; without them the services run in the default VRF, whose only
+    routes are the fabric's own eBGP (no border, no default route fabricgen writes): they can reach no server
+    outside the fabric. Say so at plan instead of rendering services that cannot work."""
+    m = topology.cluster.management
+    if m is None:
+        return
+    servers = sorted({*m.ntp, *m.dns_servers, *(server for server, _ in m.syslog), *m.tacacs_servers})
+    if not servers:
+        return
+    for ft in topology.fabrics:
+        fabric, addressing = ft.fabric, ft.fabric.addressing
+        if not (fabric.type.ethernet and fabric.nos and ft.switches and addressing is not None):
+            continue
+        if addressing.management and addressing.management_gateway:
+            continue
+        missing = "management_gateway" if addressing.management else "management pool"
+        shown = ", ".join(servers[:4]) + (f" and {len(servers) - 4} more" if len(servers) > 4 else "")
+        yield fabric_warning(fabric, "management-unrouted", fabric.name,
+                             f"the management services of fabric {fabric.name}'s {len(ft.switches)} switches "
+                             f"({shown}) run in the default VRF, but the fabric has no {missing} and fabricgen "
+                             "writes no border or default route there: NTP never syncs, syslog and TACACS+ are "
+                             "unreachable (login falls back to local accounts)",
+                             "give the fabric addressing.management and management_gateway (the switches' "
+                             "management ports on the site's OOB network), or route its loopbacks to those "
+                             "servers outside fabricgen")
+
+
 def shared_headroom_pool(topology: Topology) -> Iterator[Finding]:
     """over_subscribe_ratio at most the ports of each switch, all of them lossless (SONiC's bound: sonic-utilities
     ``config buffer shared_headroom_pool over-subscribe-ratio`` takes 0..len(PORT)). A larger ratio sizes the pool

@@ -4,9 +4,14 @@
   port: trust DSCP, PFC on the lossless priority only, DSCP -> priority for the lossless and CNP DSCPs, ECN
   (DCQCN) on the lossless priority, the CNP DSCP and priority, ARP settings for several ports on one host, and
   the host MTU. Idempotent, ``--dry-run``, ``SYSFS_ROOT``/``PROCFS_ROOT`` and ``MLNX_QOS``/``IP`` overrides.
+  A BlueField port must run in NIC mode: the script reads INTERNAL_CPU_OFFLOAD_ENGINE with mstconfig (its current
+  value) and refuses, changing nothing, a port in DPU mode, where host-side mlnx_qos is undefined.
 - ``hosts/<node>/netplan-roce.yaml``: per node of a fabric with ``addressing``: each RoCE port's address from the
   plan, the host MTU, a route to the fabric's host pool via the port's leaf (no default route) and a per-port
   routing table chosen by source address, so traffic from a port's address leaves through that port.
+- ``hosts/<node>/netplan-inband.yaml``: the same for the in-band fabric (its ports, or the bond over them).
+  A bond (``bonds`` of the profile) takes the address the plan gives its primary member; the other members join
+  it without one.
 - ``hosts/<profile>/roce-firewall.nft``: an nftables table accepting RoCE v2 (UDP 4791) on the RoCE ports.
 
 A profile attached to several RoCE fabrics gets one script covering all its RoCE ports; a port that would get
@@ -16,7 +21,7 @@ artifacts list them in a comment.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
@@ -25,11 +30,15 @@ from netaddr import IPAddress, IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
 from fabricgen.core.templating import render_template
-from fabricgen.model.cluster import Fabric, FabricType
-from fabricgen.model.nodes import Node, NodeProfile
+from fabricgen.model.cluster import Fabric, FabricRole, FabricType
+from fabricgen.model.nodes import Bond, Node, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
 
 ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port
+# NVIDIA's DPU family: in DPU mode (embedded CPU function ownership, the DPU's default) the Arm owns the port and
+# "using mlnx_qos on both the host and Arm will result with undefined behavior. Users must only use mlnx_qos from
+# the Arm" (BlueField BSP 4.5.4, QoS Configuration); roce-qos.sh refuses such a port and configures NIC mode only
+BLUEFIELD = "BlueField"
 TABLE_BASE = 100  # per-port routing tables (and main-table route metrics) are TABLE_BASE + 1, + 2, ... per node
 
 
@@ -48,6 +57,7 @@ class RocePort:
     mtu: int
     switch_mtu: int
     hca_port: int = 1  # the RDMA device's port number (rdma_cm's configfs ports/<n>)
+    bluefield: bool = False  # a BlueField port: configured from the host in NIC mode only (module doc)
 
     @property
     def tos(self) -> int:
@@ -97,6 +107,12 @@ class NetplanPort:
     source: str
     table: int
     routes: tuple[Route, ...]
+    bond: Bond | None = None  # a bond (netdev = its name) over these members, carrying the primary's address
+
+
+def _inband_fabrics(topology: Topology) -> Iterator[FabricTopology]:
+    """Ethernet fabrics of the in-band role, whose hosts get their in-band interfaces (bonds included)."""
+    return (ft for ft in topology.fabrics if ft.fabric.type.ethernet and ft.fabric.role is FabricRole.INBAND)
 
 
 def _qos_fabrics(topology: Topology) -> Iterator[FabricTopology]:
@@ -149,7 +165,7 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
                 netdev = checked(NETDEV, nic.netdev, f"profile {name}: netdev")
                 port = RocePort(netdev, checked(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
                                 (fabric.name,), cls.dscp, cls.priority, cls.cnp_dscp, cls.cnp_priority, cls.mtu,
-                                cls.switch_mtu, profile.hca_port(nic))
+                                cls.switch_mtu, profile.hca_port(nic), nic.model.startswith(BLUEFIELD))
                 known = entry.ports.get(netdev)
                 if known is None:
                     entry.ports[netdev] = port
@@ -173,10 +189,12 @@ def _firewall(name: str, entry: _ProfilePorts, source: str) -> bytes:
                            source=source, port=ROCE_V2_PORT, ports=list(entry.ports.values()), unnamed=entry.unnamed)
 
 
-def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], list[str]]]:
-    """Per node with an address on a RoCE fabric with qos: its netplan ports and its ports without a netdev."""
+def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology]
+                   ) -> dict[str, tuple[list[NetplanPort], list[str]]]:
+    """Per node with an address on one of ``fabrics``: its netplan ports (a bond in place of its members) and its
+    ports without a netdev."""
     per_node: dict[str, list[tuple[Fabric, int, IPNetwork, str, str, str]]] = {}
-    for ft in _qos_fabrics(topology):
+    for ft in fabrics:
         plan = topology.addresses.get(ft.fabric.name)
         if ft.fabric.addressing is None or plan is None:
             continue
@@ -197,7 +215,10 @@ def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], lis
             if not nic.netdev:
                 unnamed.append(f"{checked(LABEL, nic.port, 'port label')} ({fabric.name})")
                 continue
-            netdev = checked(NETDEV, nic.netdev, f"profile {profile.name}: netdev")
+            bond = profile.bond_of(nic.netdev)
+            if bond is not None and bond.members[0] != nic.netdev:
+                continue  # a backup member: the bond carries the primary's address
+            netdev = checked(NETDEV, bond.name if bond else nic.netdev, f"profile {profile.name}: netdev")
             if str(IPAddress(ip)) != ip or IPAddress(ip) not in network:
                 raise ValueError(f"{node_name} {netdev}: address {ip} is not in its leaf subnet {network}")
             assert fabric.addressing is not None
@@ -208,8 +229,10 @@ def _netplan_ports(topology: Topology) -> dict[str, tuple[list[NetplanPort], lis
                       Route(pool, gateway, table=table))
             comment = (f"{nic.dev + ', ' if nic.dev else ''}port {checked(LABEL, nic.port, 'port label')}, fabric "
                        f"{fabric.name}, leaf {checked(DEVICE_NAME, leaf, 'leaf name')} ({cidr}, gateway {gateway})")
+            if bond is not None:
+                comment = f"bond {bond.name} ({bond.mode}) over {', '.join(bond.members)}: {comment}"
             ports.append(NetplanPort(netdev, comment, fabric.host_mtu, f"{ip}/{network.prefixlen}", ip, table,
-                                     routes))
+                                     routes, bond))
         if len({p.netdev for p in ports}) != len(ports):
             raise ValueError(f"{node_name}: a RoCE port has two addresses")
         out[node_name] = (ports, unnamed)
@@ -225,10 +248,11 @@ def render(topology: Topology) -> list[Artifact]:
             continue  # no RoCE port of this profile has a netdev: nothing a script could configure
         out.append(Artifact(f"hosts/{name}/roce-qos.sh", _qos_script(name, entry, source), 0o755))
         out.append(Artifact(f"hosts/{name}/roce-firewall.nft", _firewall(name, entry, source)))
-    for node, (ports, unnamed) in _netplan_ports(topology).items():
-        if not ports:
-            continue
-        out.append(Artifact(f"hosts/{node}/netplan-roce.yaml", render_template(
-            "host-roce/netplan-roce.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
-            table_base=TABLE_BASE)))
+    for plane, fabrics in (("roce", _qos_fabrics), ("inband", _inband_fabrics)):
+        for node, (ports, unnamed) in _netplan_ports(topology, fabrics(topology)).items():
+            if not ports:
+                continue
+            out.append(Artifact(f"hosts/{node}/netplan-{plane}.yaml", render_template(
+                f"host-roce/netplan-{plane}.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
+                table_base=TABLE_BASE)))
     return out

@@ -17,6 +17,10 @@ from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 HOST_VLAN = 100  # one access VLAN per leaf: its host subnet
+# eBGP keepalive and hold time (s) on every session, in every dialect: Cumulus Linux's own defaults (3/9, NVUE
+# writes none), where SONiC and EOS default to 60/180: a gray failure (a link up that passes no traffic)
+# black-holes its share of a leaf's traffic for the hold time.
+BGP_KEEPALIVE_S, BGP_HOLD_S = 3, 9
 
 
 @dataclass(frozen=True, slots=True)

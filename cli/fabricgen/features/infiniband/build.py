@@ -17,11 +17,13 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.features.feature import BuildContext
 from fabricgen.features.infiniband.guids import load_inventory
+from fabricgen.features.infiniband.view import FTREE_ENGINES
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.infiniband import (
     DEFAULT_PKEY,
     GuidEntry,
     Ipoib,
+    Members,
     Partition,
     Qos,
     QosLevel,
@@ -69,7 +71,7 @@ def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
             extra = " (it exists only in NVIDIA's OpenSM: use flavor: ufm)" if engine in UFM_ENGINES else ""
             ctx.issues.error(where, f"routing engine {engine!r} is not in {spec['flavor']}{extra}",
                              did_you_mean(engine, known) or f"engines: {', '.join(known)}")
-    if "ftree" in engines and spec["lmc"] > 0:
+    if any(e in FTREE_ENGINES for e in engines) and spec["lmc"] > 0:
         ctx.issues.error(("lmc",), f"ftree does not support lmc > 0 (lmc is {spec['lmc']})", "use lmc: 0 with ftree")
     return engines
 
@@ -91,13 +93,6 @@ def _hosts(ctx: _Context, spec: Mapping[str, Any]) -> tuple[tuple[str, int], ...
     return tuple(hosts)
 
 
-def _member_count(ctx: _Context, groups: Sequence[str], nodes: Sequence[str], rails: Sequence[int] | None,
-                  members_all: bool) -> int:
-    chosen = [n for n in ctx.nodes if n.group in ctx.attached_groups and (
-        members_all or n.group in groups or n.name in nodes)]
-    return sum(1 for n in chosen for nic in n.profile.compute if rails is None or nic.rail in rails)
-
-
 def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, str]) -> Partition | None:
     where: PathKey = ("partitions", i)
     pkey = parse_pkey(spec["pkey"])
@@ -110,34 +105,44 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
         ctx.issues.error((*where, "pkey"), f"pkey 0x{pkey:04x} is also used by partition {seen[pkey]!r}",
                          "pkeys are unique; the top bit (0x8000) is membership, not part of the key")
     seen[pkey] = spec["name"]
-    members = spec["members"]
-    members_all = members == "all"
-    groups = tuple(members.get("groups", ())) if isinstance(members, dict) else ()
-    nodes = tuple(members.get("nodes", ())) if isinstance(members, dict) else ()
-    rails = tuple(members["rails"]) if isinstance(members, dict) and "rails" in members else None
-    known_nodes = {n.name for n in ctx.nodes if n.group in ctx.attached_groups}
-    for j, group in enumerate(groups):
-        if group not in ctx.attached_groups:
-            ctx.issues.error((*where, "members", "groups", j), f"node group {group!r} is not attached to this fabric",
-                             did_you_mean(group, ctx.attached_groups))
-    for j, node in enumerate(nodes):
-        if node not in known_nodes:
-            ctx.issues.error((*where, "members", "nodes", j), f"node {node!r} is not attached to this fabric",
-                             did_you_mean(node, sorted(known_nodes)))
-    for j, rail in enumerate(rails or ()):
-        if rail >= ctx.rails:
-            ctx.issues.error((*where, "members", "rails", j), f"rail {rail} does not exist",
-                             f"the fabric has rails 0..{ctx.rails - 1}")
+    members_all = spec["members"] == "all"
+    chosen = _members(ctx, (*where, "members"), {} if members_all else spec["members"])
+    limited = _members(ctx, (*where, "limited_members"), spec["limited_members"]) if "limited_members" in spec \
+        else None
     ipoib_spec = spec.get("ipoib")
     ipoib = Ipoib(ipoib_spec["mtu"], ipoib_spec.get("rate_gbps")) if ipoib_spec else None
+    partition = Partition(spec["name"], pkey, members_all, chosen.groups, chosen.nodes, chosen.rails,
+                          spec["membership"], ipoib, ctx.issues.position(where), limited=limited,
+                          joins_tenants=spec["joins_tenants"])
     if ipoib and not members_all:
-        full = _member_count(ctx, groups, nodes, rails, False) if spec["membership"] != "limited" else 0
+        full = sum(1 for n in ctx.nodes if n.group in ctx.attached_groups for nic in n.profile.compute
+                   if partition.full_member(n, nic))
         if full < 2:
             ctx.issues.error((*where, "members"),
                              f"an IPoIB partition needs at least two full members; this has {full}",
                              "OpenSM refuses it (ERR AC05): add members or make them full")
-    return Partition(spec["name"], pkey, members_all, groups, nodes, rails, spec["membership"], ipoib,
-                     ctx.issues.position(where))
+    return partition
+
+
+def _members(ctx: _Context, where: PathKey, spec: Mapping[str, Any]) -> Members:
+    """Node groups, nodes and rails of a member list, each checked against the fabric."""
+    groups = tuple(spec.get("groups", ()))
+    nodes = tuple(spec.get("nodes", ()))
+    rails = tuple(spec["rails"]) if "rails" in spec else None
+    known_nodes = {n.name for n in ctx.nodes if n.group in ctx.attached_groups}
+    for j, group in enumerate(groups):
+        if group not in ctx.attached_groups:
+            ctx.issues.error((*where, "groups", j), f"node group {group!r} is not attached to this fabric",
+                             did_you_mean(group, ctx.attached_groups))
+    for j, node in enumerate(nodes):
+        if node not in known_nodes:
+            ctx.issues.error((*where, "nodes", j), f"node {node!r} is not attached to this fabric",
+                             did_you_mean(node, sorted(known_nodes)))
+    for j, rail in enumerate(rails or ()):
+        if rail >= ctx.rails:
+            ctx.issues.error((*where, "rails", j), f"rail {rail} does not exist",
+                             f"the fabric has rails 0..{ctx.rails - 1}")
+    return Members(groups, nodes, rails)
 
 
 def _partitions(ctx: _Context, spec: Mapping[str, Any]) -> tuple[Partition, ...]:
@@ -172,8 +177,9 @@ def _qos(ctx: _Context, spec: Mapping[str, Any] | None, partitions: Sequence[Par
                                                                 "which does not exist",
                              did_you_mean(level["partition"], names) or "OpenSM fails such a policy (ERR AC14)")
         levels.append(QosLevel(level["sl"], level.get("partition"), level.get("ulp")))
+    stated = frozenset(k for k in spec if (*ctx.issues.prefix, "qos", k) in ctx.issues.doc.key_positions)
     return Qos(spec["max_vls"], spec["high_limit"], spec["vlarb_high"], spec["vlarb_low"], spec["sl2vl"],
-               tuple(levels))
+               tuple(levels), stated)
 
 
 def partition_sl(qos: Qos | None, partition: Partition) -> int:
@@ -271,9 +277,16 @@ def _virtual_lanes(ctx: _Context, qos: Qos | None, partitions: Sequence[Partitio
                              f"give VL {vl} a weight in vlarb_low (or vlarb_high)")
 
 
-def _m_key(ctx: _Context, spec: Mapping[str, Any]) -> tuple[int, int]:
-    """M_Key protection level and lease: protected by default once an M_Key is set, and only then."""
+def _m_key(ctx: _Context, spec: Mapping[str, Any], compute: Sequence[str]) -> tuple[int, int]:
+    """M_Key protection level and lease: protected by default once an M_Key is set, and only then. Two compute
+    tenants need one: without it root on any host may SubnSet its own port's P_Key table (or a switch's) into the
+    other tenant's partition (man opensm: an M_Key of 0 disables protection)."""
     has_key = "m_key" in spec.get("keys", {})
+    if len(compute) > 1 and not has_key:
+        ctx.issues.error(("traffic", "compute"), f"{len(compute)} compute tenants ({', '.join(compute)}) share the "
+                                                 "fabric without an M_Key: root on any host can rewrite its port's "
+                                                 "P_Key table and join the other tenant",
+                         "set keys.m_key ({env: ...} or {file: ...}); fabricgen then protects it at level 2")
     level = spec.get("m_key_protection_level", M_KEY_PROTECTION if has_key else 0)
     lease = spec.get("m_key_lease_period", M_KEY_LEASE_S if has_key else 0)
     if not has_key:
@@ -287,6 +300,60 @@ def _m_key(ctx: _Context, spec: Mapping[str, Any]) -> tuple[int, int]:
                                                   f"{spec['sweep_interval']} s",
                          "OpenSM raises it to sweep_interval + 1 on its own; set it above sweep_interval")
     return level, lease
+
+
+def _tenants_apart(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partition],
+                   compute: Sequence[str]) -> None:
+    """No partition besides their own makes ports of two compute tenants full members: two full members of one
+    P_Key talk (the HCAs pass the packets, the SA gives paths). A shared partition names the tenants in
+    limited_members (limited reach full, never each other) or says joins_tenants. UFM's Default is UFM's own."""
+    tenants = [p for p in partitions if p.name in compute]
+    index = {entry["name"]: i for i, entry in enumerate(spec["partitions"])}
+    nodes = [n for n in ctx.nodes if n.group in ctx.attached_groups]
+    for p in partitions:
+        if p.name in compute or p.joins_tenants or (p.is_default and spec["flavor"] == "ufm"):
+            continue
+        met = sorted({t.name for n in nodes for nic in n.profile.compute if p.full_member(n, nic)
+                      for t in tenants if t.full_member(n, nic)})
+        if len(met) > 1:
+            where: PathKey = ("partitions", index[p.name], "members") if p.name in index else ("partitions",)
+            what = "fabricgen's Default (every port full, the spec names none)" if p.implicit else f"partition {p.name}"
+            ctx.issues.error(where, f"{what} makes ports of tenants {', '.join(met)} full members of one P_Key "
+                                    f"(0x{p.pkey:04x}): they can reach each other through it",
+                             "list the tenants' nodes in limited_members and only the shared services' nodes in "
+                             "members (limited members reach full members, never each other)" if not p.is_default
+                             else "add Default with membership: limited")
+
+
+def opensm_needed(speed: str) -> tuple[tuple[int, ...], str] | None:
+    """The first OpenSM release that rates ports of this speed, and why, when 3.3.23 cannot: upstream computes an
+    NDR port's rate only from 3.3.24 on (bf850acd "Support NDR devices"), so 3.3.23 rates it at most 40 Gb/s
+    (LinkSpeedActive, 4x QDR), refuses every join to a faster IPoIB group and hands every rdma_cm user a 40 Gb/s
+    static rate; upstream has no XDR rate at all (3.3.24 is its last release), so XDR needs NVIDIA's OpenSM (5.x)."""
+    if speed.startswith("NDR"):
+        return (3, 3, 24), ("before 3.3.24 OpenSM rates NDR ports at most 40 Gb/s: IPoIB joins to a faster broadcast "
+                            "group fail and rdma_cm paths are throttled to 40 Gb/s")
+    if speed.startswith("XDR"):
+        return (5,), "upstream OpenSM (3.3.24, its last release) has no XDR rate: it takes NVIDIA's OpenSM (5.x)"
+    return None
+
+
+def _version(ctx: _Context, spec: Mapping[str, Any], speed: str) -> str:
+    """The OpenSM release the spec states (flavor opensm only), refused when it cannot rate the fabric's links; an
+    unstated one is a plan warning (the check)."""
+    stated: str = spec.get("opensm_version", "")
+    if not stated:
+        return ""
+    if spec["flavor"] != "opensm":
+        ctx.issues.error(("opensm_version",), "opensm_version is for flavor: opensm",
+                         "UFM runs NVIDIA's OpenSM of its own release: drop opensm_version")
+        return ""
+    needed = opensm_needed(speed)
+    if needed is not None and tuple(int(x) for x in stated.split(".")) < needed[0]:
+        ctx.issues.error(("opensm_version",), f"OpenSM {stated} cannot run this {speed} fabric: {needed[1]}",
+                         "install OpenSM >= 3.3.24 (NDR) or NVIDIA's OpenSM from DOCA-OFED/MLNX_OFED (5.x; XDR) on "
+                         "the SM hosts and state that release, or use flavor: ufm")
+    return stated
 
 
 def _flavor(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partition],
@@ -333,10 +400,10 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:
     profiles = {g.pattern: cluster.profiles[g.profile] for g in cluster.groups if g.pattern in fabric.node_groups}
     ctx = _Context(context.issues.at(*path, "subnet_manager"), cluster.nodes, fabric.node_groups,
                    rail_count(profiles.values()))
-    return replace(fabric, subnet_manager=_subnet_manager(ctx, spec["subnet_manager"]))
+    return replace(fabric, subnet_manager=_subnet_manager(ctx, spec["subnet_manager"], fabric.speed.name))
 
 
-def _subnet_manager(ctx: _Context, spec: Mapping[str, Any]) -> SubnetManager:
+def _subnet_manager(ctx: _Context, spec: Mapping[str, Any], speed: str) -> SubnetManager:
     engines = _engines(ctx, spec)
     hosts = _hosts(ctx, spec)
     partitions = _partitions(ctx, spec)
@@ -344,11 +411,13 @@ def _subnet_manager(ctx: _Context, spec: Mapping[str, Any]) -> SubnetManager:
     compute, ipoib = _traffic(ctx, spec, partitions)
     partitions = _resolved(ctx, spec, partitions, qos, compute)
     _virtual_lanes(ctx, qos, partitions, (*compute, *ipoib))
+    _tenants_apart(ctx, spec, partitions, compute)
     _flavor(ctx, spec, partitions, hosts)
-    protection, lease = _m_key(ctx, spec)
+    version = _version(ctx, spec, speed)
+    protection, lease = _m_key(ctx, spec, compute)
     keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
                  for name, k in sorted(spec.get("keys", {}).items()))
     guids, inventory = _guids(ctx, spec)
     return SubnetManager(spec["flavor"], engines, spec["fallback_to_minhop"], hosts, spec["lmc"],
                          spec["sweep_interval"], spec["config_dir"], partitions, qos, keys, guids, inventory,
-                         ctx.issues.position(()), compute, ipoib, protection, lease)
+                         ctx.issues.position(()), compute, ipoib, protection, lease, version)

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity, SourcePosition
 from fabricgen.features.feature import fabric_error, fabric_warning
+from fabricgen.features.infiniband.build import opensm_needed
 from fabricgen.features.infiniband.ipoib import child_interface
-from fabricgen.features.infiniband.view import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines
+from fabricgen.features.infiniband.view import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines, uses_ftree
 from fabricgen.model.cluster import Fabric, FabricRole, FabricType
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.nodes import Nic, Node
@@ -226,7 +227,8 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
             if node.description in seen:
                 yield fabric_error(ft.fabric, "node-description", node.description, "is not unique on the fabric")
             seen.add(node.description)
-        if "ftree" in routing_engines(sm.engines, ft.tiers) and ft.tiers < 2:
+        engines = routing_engines(sm, ft.tiers, ft.fabric.speed.name)
+        if uses_ftree(engines) and ft.tiers < 2:
             yield fabric_error(ft.fabric, "routing-engine", ft.fabric.name,
                                "ftree needs at least two switch tiers; this fabric has one switch",
                                "use routing_engine: minhop for a single switch")
@@ -235,6 +237,13 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
                                  f"GUIDs of {len(ib.missing_guids)} devices are unknown (e.g. {ib.missing_guids[0]}): "
                                  "root-guids.conf, cn-guids.conf, node-name-map and partition members are incomplete",
                                  "set subnet_manager.guids to the site inventory file (or simulated for a lab)")
+        needed = opensm_needed(ft.fabric.speed.name)
+        if sm.flavor == "opensm" and needed is not None and not sm.opensm_version:
+            yield fabric_warning(ft.fabric, "opensm-version", ft.fabric.name,
+                                 f"runs {ft.fabric.speed.name} on an OpenSM of unstated release (Debian 12 ships "
+                                 f"3.3.23): {needed[1]}",
+                                 "state the release on the SM hosts in subnet_manager.opensm_version (3.3.24 or later "
+                                 "for NDR, NVIDIA's 5.x for XDR), or use flavor: ufm")
         if ft.fabric.sriov is not None and sm.flavor == "opensm":
             yield fabric_warning(ft.fabric, "sr-iov", ft.fabric.name,
                                  "carries InfiniBand VFs, which need a subnet manager with virtualization "
@@ -246,7 +255,7 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
             if key not in planned:
                 yield Finding(Severity.ERROR, "guids", key, "is in the GUID inventory but not in the plan",
                               "check the device name and RDMA device", entry.position)
-        sl_engines = [e for e in routing_engines(sm.engines, ft.tiers) if e in SL_ROUTING]
+        sl_engines = [e for e in engines if e in SL_ROUTING]
         if sl_engines and ft.fabric.role is FabricRole.COMPUTE:
             yield _error("ib-service-level", ft.fabric.name,
                          f"routing engine {sl_engines[0]} picks each path's SL to avoid deadlocks, but NCCL never asks "

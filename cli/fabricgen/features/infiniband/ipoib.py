@@ -8,6 +8,10 @@ with that P_Key (``ibp24s0.8002``, the full-member P_Key in its name, as ``creat
 - child: systemd-networkd files in ``hosts/<node>/systemd-network/`` (netplan 0.106 cannot create IPoIB children):
   the parent's .network (no address, ``IPoIB=`` names the child), the child's .netdev (``Kind=ipoib``,
   ``PartitionKey``) and its .network (the address).
+- ``hosts/<node>/sysctl-ipoib.conf``: arp_ignore/arp_announce per addressed interface, so a node's rails (one
+  broadcast domain per partition) answer ARP only for their own address.
+No port holds up boot: netplan marks each ``optional``, networkd's files say ``RequiredForOnline=no`` (one dead rail
+would otherwise stall systemd-networkd-wait-online for two minutes).
 Ports of nodes that are full members of no IPoIB partition (management nodes; compute nodes are refused by the
 check) are left unconfigured and listed. Lustre NIDs over o2ib and the IB pod networks use these addresses.
 """
@@ -90,6 +94,9 @@ def render(topology: Topology) -> list[Artifact]:
     out = []
     for node, (ports, unconfigured) in sorted(ipoib_ports(topology).items()):
         host = f"hosts/{checked(DEVICE_NAME, node, 'node name')}"
+        if ports:
+            out.append(Artifact(f"{host}/sysctl-ipoib.conf", render_template(
+                "host-ipoib/sysctl-ipoib.conf.j2", node=node, source=source, ports=ports)))
         parents = [p for p in ports if not p.pkey]
         children = [p for p in ports if p.pkey]
         if parents:

@@ -35,14 +35,18 @@ class _Partition:
 
 
 def partitions_read(text: str) -> dict[int, _Partition]:
-    """pkey -> its SL (``sl=``, 0 without) and whether it takes P_Key index 0, from a partitions.conf."""
-    out = {}
+    """pkey -> its SL (``sl=``, 0 without; a later definition sets it again, as in OpenSM) and whether it takes
+    P_Key index 0 for its members (any definition with ``indx0``: a second one without it lists only the switches
+    and the SM, whose index 0 it leaves alone), from a partitions.conf."""
+    out: dict[int, _Partition] = {}
     for line in text.splitlines():
         m = _HEAD.match(line.strip())
         if m:
             flags = dict([*f.split("=", 1), ""][:2] for f in (x.strip() for x in m.group(3).split(",")) if f)
-            out[int(m.group(2), 16) & DEFAULT_PKEY] = _Partition(m.group(1), int(flags.get("sl") or 0),
-                                                                 "indx0" in flags)
+            pkey = int(m.group(2), 16) & DEFAULT_PKEY
+            before = out.get(pkey)
+            out[pkey] = _Partition(m.group(1), int(flags.get("sl") or 0),
+                                   "indx0" in flags or (before is not None and before.indx0))
     return out
 
 

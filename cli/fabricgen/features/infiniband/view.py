@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from fabricgen.model.cluster import FabricType, Tier
+from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.nodes import NicRole
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -79,9 +80,28 @@ class IbFabric:
         return tuple(n.description for n in self.nodes if n.node_guid is None)
 
 
-def routing_engines(sm_engines: tuple[str, ...], tiers: int) -> tuple[str, ...]:
-    """The spec's engines, or by default ftree for a fat tree and minhop for a lone switch."""
-    return sm_engines or (("ftree",) if tiers >= 2 else ("minhop",))
+FTREE_ENGINES = ("ftree", "ar_ftree")  # read cn_guid_file/io_guid_file; ftree's rules (LMC 0, two tiers)
+ROOTED_ENGINES = (*FTREE_ENGINES, "updn", "ar_updn")  # read root_guid_file
+
+
+def routing_engines(sm: SubnetManager, tiers: int, speed: str) -> tuple[str, ...]:
+    """The spec's engines, or by default: minhop for a lone switch; for a fat tree ftree, then updn when ftree
+    fails (a node at the wrong rank after a cabling fault: updn is credit-loop free on any topology and roots at
+    the same switches); on UFM their adaptive-routing forms (NVIDIA's core SM since UFM 6.4), except on XDR, where
+    UFM's manual lists no ar_ftree."""
+    if sm.engines:
+        return sm.engines
+    if tiers < 2:
+        return ("minhop",)
+    return ("ar_ftree", "ar_updn") if sm.flavor == "ufm" and speed != "XDR" else ("ftree", "updn")
+
+
+def uses_ftree(engines: tuple[str, ...]) -> bool:
+    return any(e in FTREE_ENGINES for e in engines)
+
+
+def uses_roots(engines: tuple[str, ...]) -> bool:
+    return any(e in ROOTED_ENGINES for e in engines)
 
 
 def hca_description(node: str, dev: str) -> str:

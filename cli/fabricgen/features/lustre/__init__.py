@@ -1,5 +1,6 @@
-"""Lustre clients: the ``lustre`` section (MGS NIDs, LNet, tunables, layouts), the check of MGS addresses against
-the address plan, the client and storage-admin files, and the read-back of LNet's ToS on a RoCE fabric."""
+"""Lustre clients: the ``lustre`` section (MGS NIDs, LNet, tunables, layouts), the named storage servers' NIDs
+from the address plan (compile), the check of MGS addresses against the plan's announced subnets, the client and
+storage-admin files, and the read-back of LNet's ToS on a RoCE fabric."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fabricgen.features.lustre import build, readback, render
 FEATURE = Feature(
     "lustre",
     build=build.build,
+    compile=build.server_nids,
     checks=(build.check_mgs_addresses,),
     targets=(Target("lustre", render.render),),
     readback=readback.readback,

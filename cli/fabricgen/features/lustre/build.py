@@ -20,17 +20,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from netaddr import IPAddress, IPNetwork
+from netaddr import IPAddress, IPNetwork, IPSet
 
 from fabricgen.core.document import PathKey
-from fabricgen.core.errors import Finding, Severity, SpecError
+from fabricgen.core.errors import Finding, Severity, SourcePosition, SpecError
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
 from fabricgen.features.feature import BuildContext
+from fabricgen.model.addressing import FabricAddresses, HostSubnet
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
-from fabricgen.model.nodes import NicRole, NodeGroup, NodeProfile
+from fabricgen.model.nodes import NicRole, Node, NodeGroup, NodeProfile
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_file
 from fabricgen.spec.validate import schema_issues
@@ -130,12 +131,13 @@ def format_size(size: int) -> str:
 # -- build ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Context:
-    """What the ``lustre`` section is checked against: the cluster's profiles, node groups and fabrics."""
+    """What the ``lustre`` section is checked against: the cluster's profiles, node groups, nodes and fabrics."""
 
     issues: Issues
     profiles: Mapping[str, NodeProfile]
     groups: Mapping[str, NodeGroup]
     fabrics: Mapping[str, Fabric]
+    nodes: Mapping[str, Node]
 
 
 def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> str:
@@ -147,12 +149,27 @@ def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
     return network
 
 
-def _mgs(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fabric: Fabric
-         ) -> tuple[tuple[str, ...], ...]:
+@dataclass(frozen=True)
+class _Mgs:
+    """The MGS entries as built: explicit NIDs per failover node, the storage node an entry names instead (its NIDs
+    come from the address plan at compile), and where each entry is in the spec."""
+
+    nids: tuple[tuple[str, ...], ...]
+    servers: tuple[str, ...]
+    positions: tuple[SourcePosition, ...]
+
+
+def _mgs(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fabric: Fabric) -> _Mgs:
     pool = IPNetwork(fabric.addressing.hosts) if fabric.addressing is not None else None
     seen: dict[str, PathKey] = {}
-    nodes = []
+    nodes: list[tuple[str, ...]] = []
+    servers: list[str] = []
     for i, entry in enumerate(spec["mgs"]):
+        if isinstance(entry, str) and "@" not in entry and DNS_LABEL.fullmatch(entry):
+            servers.append(_server(ctx, (*path, "mgs", i), entry, fabric, servers))
+            nodes.append(())
+            continue
+        servers.append("")
         texts = [entry] if isinstance(entry, str) else list(entry)
         nids = []
         for j, text in enumerate(texts):
@@ -165,7 +182,27 @@ def _mgs(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, fa
             seen[str(nid)] = where
             nids.append(str(nid))
         nodes.append(tuple(nids))
-    return tuple(nodes)
+    positions = tuple(ctx.issues.position((*path, "mgs", i)) for i in range(len(spec["mgs"])))
+    return _Mgs(tuple(nodes), tuple(servers), positions)
+
+
+def _server(ctx: _Context, where: PathKey, name: str, fabric: Fabric, earlier: Sequence[str]) -> str:
+    """A storage node named as an MGS failover node: it must exist, serve storage and attach to the fabric."""
+    node = ctx.nodes.get(name)
+    if node is None:
+        ctx.issues.error(where, f"{name!r} is neither a NID nor a node of the spec",
+                         did_you_mean(name, ctx.nodes) or "name a storage node (role: storage in its profile) "
+                         "or give its NID: 10.20.0.5@o2ib")
+    elif node.profile.role != "storage":
+        ctx.issues.error(where, f"node {name} is a {node.profile.role} node, not a storage server",
+                         f"give profile {node.profile.name} role: storage, or name the MGS's own node")
+    elif node.group not in fabric.node_groups or not node.profile.nics(fabric.role.nic_role):
+        ctx.issues.error(where, f"node {name} has no port on fabric {fabric.name}",
+                         f"attach its group {node.group!r} to {fabric.name} (fabrics.{fabric.name}.nodes) with "
+                         f"{fabric.role.nic_role.value} NICs in its profile")
+    elif name in earlier:
+        ctx.issues.error(where, f"node {name} is listed twice", "each failover MGS node is listed once")
+    return name
 
 
 def _checked_nid(ctx: _Context, where: PathKey, text: str, network: str, fabric: Fabric,
@@ -177,7 +214,8 @@ def _checked_nid(ctx: _Context, where: PathKey, text: str, network: str, fabric:
         return None
     nid = parse_nid(text)
     if nid is None:
-        ctx.issues.error(where, f"{text!r} is not a NID", "an IPv4 address, '@' and an LNet network: 10.20.255.1@o2ib")
+        ctx.issues.error(where, f"{text!r} is not a NID", "an IPv4 address, '@' and an LNet network: 10.20.255.1@o2ib; "
+                                                       "or the name of a storage node")
         return None
     if nid.network != network:
         ctx.issues.error(where, f"NID {text} is on LNet network {nid.network}, not {network}",
@@ -189,11 +227,15 @@ def _checked_nid(ctx: _Context, where: PathKey, text: str, network: str, fabric:
 
 
 def _groups(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> tuple[str, ...]:
-    if "nodes" not in spec:
-        return tuple(g for g in fabric.node_groups if g in ctx.groups)
+    if "nodes" not in spec:  # the storage servers on the fabric serve it, they do not mount it
+        return tuple(g for g in fabric.node_groups
+                     if g in ctx.groups and ctx.profiles[ctx.groups[g].profile].role != "storage")
     chosen = []
     for i, pattern in enumerate(spec["nodes"]):
-        if pattern not in fabric.node_groups:
+        if pattern in ctx.groups and ctx.profiles[ctx.groups[pattern].profile].role == "storage":
+            ctx.issues.error((*path, "nodes", i), f"node group {pattern!r} holds storage servers",
+                             "storage servers serve the file system; list the client groups")
+        elif pattern not in fabric.node_groups:
             known = pattern in ctx.groups
             ctx.issues.error((*path, "nodes", i), f"node group {pattern!r} is not attached to fabric {fabric.name}"
                              if known else f"unknown node group {pattern!r}",
@@ -205,7 +247,7 @@ def _groups(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabri
 
 def _interfaces(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric, profile: NodeProfile
                 ) -> tuple[str, ...]:
-    on_fabric = [n.netdev for n in profile.nics(fabric.role.nic_role) if n.netdev]
+    on_fabric = list(dict.fromkeys(profile.interface(n) for n in profile.nics(fabric.role.nic_role) if n.netdev))
     if "interfaces" not in spec:
         if not on_fabric:
             ctx.issues.error(path, f"node profile {profile.name} names no interface on fabric {fabric.name}",
@@ -291,7 +333,7 @@ def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, f
     common = (("peer_timeout", data["peer_timeout"]), ("peer_credits", pc), ("peer_buffer_credits", 0),
               ("credits", values["credits"]))
     lnd = "tcp" if network.startswith("tcp") else "o2ib"
-    tos = fabric.qos.lossless.dscp << 2 if fabric.qos is not None else None  # RDMA CM ToS byte = DSCP << 2
+    tos = fabric.qos.nccl_tc if fabric.qos is not None else None  # RDMA CM ToS = DSCP << 2 | ECT(0), as NCCL_IB_TC
     if lnd == "tcp":
         per_ni: tuple[tuple[str, int], ...] = (("conns_per_peer", values["conns_per_peer"]),)
         return LnetSettings(network, lnd, common, per_ni + ((("tos", tos),) if tos is not None else ()), ())
@@ -383,9 +425,9 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     client = _client(ctx, path, spec, spec["fsname"], rams)
     lnet = _lnet(ctx, path, spec, network, fabric)
     options = (*(o for o in spec["mount_options"] if o != "_netdev"), "_netdev")
-    return LustreFs(name, spec["fsname"], mgs, spec["mountpoint"], fabric.name, groups, interfaces, lnet, options,
-                    spec["tuning"]["profile"], client, _layouts(ctx, path, spec), _volume(ctx, path, name, spec),
-                    ctx.issues.position(path))
+    return LustreFs(name, spec["fsname"], mgs.nids, spec["mountpoint"], fabric.name, groups, interfaces, lnet,
+                    options, spec["tuning"]["profile"], client, _layouts(ctx, path, spec),
+                    _volume(ctx, path, name, spec), ctx.issues.position(path), mgs.servers, mgs.positions)
 
 
 def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
@@ -412,15 +454,34 @@ def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
 def build(context: BuildContext, cluster: Cluster) -> Cluster:
     """The cluster with the file systems of the ``lustre`` section."""
     ctx = _Context(context.issues, cluster.profiles, {g.pattern: g for g in cluster.groups},
-                   {f.name: f for f in cluster.fabrics})
+                   {f.name: f for f in cluster.fabrics}, {n.name: n for n in cluster.nodes})
     built = [fs for name, entry in context.data["lustre"].items() if (fs := _filesystem(ctx, name, entry)) is not None]
     _shared(ctx, built)
     return replace(cluster, lustre=tuple(built))
 
 
-# -- check over the compiled topology ---------------------------------------------------------------------------
+# -- compile: the named servers' NIDs; check over the compiled topology ------------------------------------------
+def server_nids(topology: Topology) -> Topology:
+    """The topology whose file systems carry the NIDs of the storage nodes their MGS entries name: the node's
+    addresses on the fabric in the plan, one per port in profile order (one failover node, several NIDs)."""
+    if not any(any(fs.mgs_servers) for fs in topology.cluster.lustre):
+        return topology
+    resolved = []
+    for fs in topology.cluster.lustre:
+        plan = topology.addresses.get(fs.fabric)
+        ports: dict[str, list[tuple[int, str]]] = {}
+        for subnet in plan.hosts if plan is not None else ():
+            for node, port, ip in subnet.hosts:
+                ports.setdefault(node, []).append((port, ip))
+        mgs = tuple(tuple(f"{ip}@{fs.lnet.network}" for _, ip in sorted(ports.get(server, ()))) if server else nids
+                    for nids, server in zip(fs.mgs, fs.mgs_servers, strict=True))
+        resolved.append(replace(fs, mgs=mgs))
+    return replace(topology, cluster=replace(topology.cluster, lustre=tuple(resolved)))
+
+
 def check_mgs_addresses(topology: Topology) -> Iterator[Finding]:
-    """An MGS NID must not take an address the plan gives a node port, a leaf gateway or a subnet's ends."""
+    """An explicit MGS NID must lie in a subnet a leaf announces (else no client reaches it) and must not take an
+    address the plan gives a node port, a leaf gateway or a subnet's ends."""
     for fs in topology.cluster.lustre:
         plan = topology.addresses.get(fs.fabric)
         if plan is None:
@@ -428,16 +489,43 @@ def check_mgs_addresses(topology: Topology) -> Iterator[Finding]:
         taken: dict[str, str] = {}
         for subnet in plan.hosts:
             network = IPNetwork(subnet.network)
-            taken[str(network.network)] = f"the network address of {subnet.leaf}'s subnet {subnet.network}"
-            taken[str(network.broadcast)] = f"the broadcast address of {subnet.leaf}'s subnet {subnet.network}"
-            taken[subnet.gateway] = f"the gateway of {subnet.leaf}"
+            taken[str(network.network)] = f"the network address of {_owner(subnet)}'s subnet {subnet.network}"
+            taken[str(network.broadcast)] = f"the broadcast address of {_owner(subnet)}'s subnet {subnet.network}"
+            if subnet.gateway:
+                taken[subnet.gateway] = f"the gateway of {subnet.leaf}"
             taken.update({ip: f"{node} port {port}" for node, port, ip in subnet.hosts})
-        for nid in (n for node in fs.mgs for n in node):
-            ip = nid.split("@", 1)[0]
-            if ip in taken:
-                yield Finding(Severity.ERROR, "lustre-mgs-address", f"lustre.{fs.name}.mgs",
-                              f"MGS NID {nid} takes {taken[ip]} in the address plan of fabric {fs.fabric}",
-                              "give the MGS an address of the host pool that the plan leaves free", fs.position)
+        announced = IPSet(subnet.network for subnet in plan.hosts)
+        for i, (nids, server) in enumerate(zip(fs.mgs, fs.mgs_servers or ("",) * len(fs.mgs), strict=True)):
+            if server:
+                continue  # the plan's own addresses
+            position = fs.mgs_positions[i] if fs.mgs_positions else fs.position
+            for nid in nids:
+                ip = nid.split("@", 1)[0]
+                if IPAddress(ip) not in announced:
+                    yield Finding(Severity.ERROR, "lustre-mgs-address", f"lustre.{fs.name}.mgs[{i}]",
+                                  f"MGS NID {nid} is in no subnet of fabric {fs.fabric}'s {_subnets_of(plan)}: no "
+                                  "route leads to it, so no client can mount the file system",
+                                  "model the MGS as a storage node on the fabric and name it here (mgs: [mds01, "
+                                  f"mds02]), or use a free address of one of {_subnets_text(plan)}", position)
+                elif ip in taken:
+                    yield Finding(Severity.ERROR, "lustre-mgs-address", f"lustre.{fs.name}.mgs[{i}]",
+                                  f"MGS NID {nid} takes {taken[ip]} in the address plan of fabric {fs.fabric}",
+                                  "name the storage node instead, or give the MGS an address of a leaf subnet that "
+                                  "the plan leaves free", position)
+
+
+def _owner(subnet: HostSubnet) -> str:
+    return subnet.leaf or f"rail {subnet.rail}"
+
+
+def _subnets_of(plan: FabricAddresses) -> str:
+    """What announces a fabric's host subnets: its leaves (routed Ethernet) or nothing but the link (IPoIB)."""
+    return "leaves" if any(subnet.leaf for subnet in plan.hosts) else "IPoIB rail subnets"
+
+
+def _subnets_text(plan: FabricAddresses) -> str:
+    shown = [f"{s.network} ({_owner(s)})" for s in plan.hosts[:2]]
+    return ", ".join(shown) + (f" ... ({len(plan.hosts)} subnets)" if len(plan.hosts) > 2 else "")
 
 
 # -- the training pod's view ------------------------------------------------------------------------------------

@@ -62,8 +62,11 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "", partition
     if pod:
         settings.append(Setting("NCCL_SOCKET_IFNAME", "=eth0", "bootstrap and out-of-band exchange on the pod's "
                                                                "primary interface, never on a rail"))
-    elif profile.inband is not None and profile.inband.netdev:
-        settings.append(Setting("NCCL_SOCKET_IFNAME", f"={profile.inband.netdev}",
+    elif profile.inband and profile.interface(profile.inband[0]):
+        bonded = profile.bond_of(profile.inband[0].netdev) is not None
+        settings.append(Setting("NCCL_SOCKET_IFNAME", f"={profile.interface(profile.inband[0])}",
+                                "bootstrap and out-of-band exchange on the in-band bond (it holds the address: an "
+                                "exact match on a member finds none), never on a rail" if bonded else
                                 "bootstrap and out-of-band exchange on the in-band interface, never on a rail"))
     if fabric.type is FabricType.ROCE and fabric.qos is not None:
         q = fabric.qos

@@ -1,5 +1,6 @@
-"""The compiled fabric itself: its structural checks (ports, rails, oversubscription, scalable units, rack units),
-the summary ``fabricgen explain`` prints and the ``topology`` target that writes it with every fabric's graph."""
+"""The compiled fabric itself: its structural checks (ports, rails, bonds, oversubscription, scalable units, rack
+units), the summary ``fabricgen explain`` prints and the ``topology`` target that writes it with every fabric's
+graph."""
 
 from __future__ import annotations
 
@@ -8,6 +9,6 @@ from fabricgen.features.topology import checks, render
 
 FEATURE = Feature(
     "topology",
-    checks=(checks.structure, checks.rack_collisions),
+    checks=(checks.structure, checks.bond_members, checks.rack_collisions),
     targets=(Target("topology", render.render),),
 )

@@ -1,6 +1,6 @@
 """The compiled fabric's own checks: ports used once and within each switch's budget, every node port linked
-once, rails aligned to their leaves, the oversubscription achieved against the one asked for, partial scalable
-units, and rack units. Each is O(links)."""
+once, rails aligned to their leaves, dual-homed nodes on both leaves of their pair, the oversubscription achieved
+against the one asked for, partial scalable units, and rack units. Each is O(links)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.feature import fabric_error, fabric_warning
-from fabricgen.model.cluster import Tier, TopologyKind
+from fabricgen.model.cluster import Attachment, FabricType, Tier, TopologyKind
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 
@@ -109,10 +109,53 @@ def host_attachment(ft: FabricTopology) -> Iterator[Finding]:
             yield fabric_error(ft.fabric, "host-attachment", device, f"NIC port #{number} has {count} links")
 
 
+def dual_homing(ft: FabricTopology) -> Iterator[Finding]:
+    """On a dual-homed fabric no node with two or more ports has them all on one leaf (one leaf failure would cut
+    it off)."""
+    if ft.fabric.topology.attachment is not Attachment.DUAL_HOMED:
+        return
+    leaves: dict[str, set[str]] = {}
+    for link in ft.links:
+        if link.tier == NODE_LEAF:
+            leaves.setdefault(link.a.device, set()).add(link.z.device)
+    ports = Counter(link.a.device for link in ft.links if link.tier == NODE_LEAF)
+    for node, on in sorted(leaves.items()):
+        if ports[node] > 1 and len(on) == 1:
+            yield fabric_error(ft.fabric, "dual-homing", node, f"all {ports[node]} ports land on {next(iter(on))}",
+                               "a dual-homed node needs its ports on both leaves of its pair")
+
+
+def bond_members(topology: Topology) -> Iterator[Finding]:
+    """An active-backup bond's members share one leaf: the backup takes over the primary's address, which only
+    its own leaf's subnet (VLAN) carries."""
+    profiles = {node.name: node.profile for node in topology.cluster.nodes}
+    for ft in topology.fabrics:
+        leaves: dict[tuple[str, str], set[str]] = {}
+        for link in ft.links:
+            if link.tier != NODE_LEAF or link.nic is None or not link.nic.netdev:
+                continue
+            bond = profiles[link.a.device].bond_of(link.nic.netdev)
+            if bond is not None:
+                leaves.setdefault((link.a.device, bond.name), set()).add(link.z.device)
+        if leaves and ft.fabric.type is FabricType.ROCE:
+            (node, bond_name), _ = min(leaves.items())
+            yield fabric_error(ft.fabric, "bond-members", node, f"{bond_name} bonds RoCE ports of fabric "
+                               f"{ft.fabric.name}: RDMA over a Linux bond needs RoCE LAG (both members on one "
+                               "ConnectX card), which fabricgen does not plan",
+                               "leave RoCE ports unbonded: LNet and NCCL run multi-rail over each port")
+            continue
+        for (node, bond_name), on in sorted(leaves.items()):
+            if len(on) > 1:
+                yield fabric_error(ft.fabric, "bond-members", node, f"the members of {bond_name} land on leaves "
+                                   f"{' and '.join(sorted(on))}: the backup could not carry the primary's address",
+                                   "use attachment: single with an even number of host ports per leaf, or do not "
+                                   "bond a dual-homed node's ports (each routes in its own leaf's subnet)")
+
+
 def structure(topology: Topology) -> Iterator[Finding]:
     """The per-fabric checks above over every fabric."""
     for ft in topology.fabrics:
-        for check in (port_budget, host_attachment, rail_alignment, oversubscription, scalable_units):
+        for check in (port_budget, host_attachment, rail_alignment, dual_homing, oversubscription, scalable_units):
             yield from check(ft)
 
 

@@ -31,7 +31,7 @@ def test_h100_storage_plan() -> None:
     assert next(iter(plan.loopbacks.values())) == "10.22.0.1", "a /32 never takes the pool's .0"
     assert len(set(plan.loopbacks.values())) == len(ft.switches)
     assert set(plan.management) == {s.name for s in ft.switches}
-    assert [plan.asn[s.name] for s in ft.switches if s.tier.value == "leaf"] == [65100, 65101, 65102, 65103]
+    assert [plan.asn[s.name] for s in ft.switches if s.tier.value == "leaf"] == list(range(65100, 65106))
     assert {plan.asn[s.name] for s in ft.switches if s.tier.value == "spine"} == {65000}
     assert len(plan.p2p) == len(ft.links_in("leaf-spine"))
     for link in plan.p2p:
@@ -48,7 +48,7 @@ def test_h100_storage_plan() -> None:
 
 @pytest.mark.parametrize(("hosts", "p2p", "expected"), [
     ("10.20.0.0/16", "10.20.128.0/20", "10.20.0.0/16 overlaps storage.p2p (10.20.128.0/20)"),
-    ("10.20.0.0/26", "10.21.0.0/20", "10.20.0.0/26 is exhausted: the fabric needs 4 /25 blocks"),
+    ("10.20.0.0/26", "10.21.0.0/20", "10.20.0.0/26 is exhausted: the fabric needs 6 /25 blocks"),
     ("10.20.0.1/16", "10.21.0.0/20", "10.20.0.1/16 has host bits set (hint: did you mean 10.20.0.0/16?)"),
 ], ids=["overlap-names-both", "exhausted", "host-bits"])
 def test_pool_errors(tmp_path: Path, hosts: str, p2p: str, expected: str) -> None:

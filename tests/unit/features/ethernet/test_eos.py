@@ -158,6 +158,8 @@ def test_bgp_neighbors_are_the_routed_ports(topology: Topology, configs: dict[st
         bgp = config["router_bgp"]
         view = views[name]
         assert bgp["as"] == str(view.asn) and bgp["router_id"] == view.loopback
+        # 3/9 in every dialect (SONiC BGP_NEIGHBOR, NVUE's own default), not EOS's 60/180
+        assert bgp["timers"] == {"keepalive_time": 3, "hold_time": 9}
         neighbors = {n["ip_address"]: n for n in bgp["neighbors"]}
         assert len(neighbors) == len(bgp["neighbors"]) == len(view.routed_ports)
         for iface in config["ethernet_interfaces"]:
@@ -180,12 +182,14 @@ def test_bgp_neighbors_are_the_routed_ports(topology: Topology, configs: dict[st
 def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
     """DSCP 26 -> TC 3 -> PFC priority 3 no-drop on every port -> ECN on uc-tx-queue 3; CNP DSCP 48 -> TC 6 strict."""
     for name, config in configs.items():
-        assert config["qos"]["map"]["dscp"] == ["26 to traffic-class 3", "48 to traffic-class 6"]
+        others = " ".join(str(d) for d in range(64) if d not in (26, 48))
+        assert config["qos"]["map"]["dscp"] == [f"{others} to traffic-class 0", "26 to traffic-class 3",
+                                               "48 to traffic-class 6"], "every other DSCP to TC 0, as SONiC/NVUE"
         (profile,) = config["qos_profiles"]
         assert profile["name"] == eos.QOS_PROFILE and profile["trust"] == "dscp"
         queues = {q["id"]: q for q in profile["uc_tx_queues"]}
         assert queues[3]["random_detect"] == {"ecn": {"threshold": {"units": "kbytes", "min": 150, "max": 1500,
-                                                                    "max_probability": 20}}}
+                                                                    "max_probability": 100}}}
         assert (queues[3]["priority"], queues[3]["bandwidth_percent"]) == ("no priority", 50), \
             "EOS queues are strict until `no priority`: a strict lossless queue starves queue 0"
         assert queues[6] == {"id": 6, "priority": "priority strict"}
@@ -209,7 +213,7 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
             "priority-flow-control pause watchdog port timer timeout 0.2 polling-interval 0.1 recovery-time 0.4",
             "priority-flow-control pause watchdog port action drop",
             "uc-tx-queue 3", "no priority", "bandwidth percent 50",
-            "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes max-mark-probability 20",
+            "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes max-mark-probability 100",
             "uc-tx-queue 6", "priority strict"]
         for line in ("qos map dscp 26 to traffic-class 3", "qos map dscp 48 to traffic-class 6",
                      "priority-flow-control pause watchdog default timeout 0.2",

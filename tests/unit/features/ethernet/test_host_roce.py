@@ -26,6 +26,7 @@ from tests.helpers.fake_host import ScriptHost, write
 
 H100 = INVENTORIES / "h100-4su.yaml"
 LAB = INVENTORIES / "lab-1su.yaml"
+SERVER_PORTS = ("enp65s0f0np0", "enp65s0f1np1")  # h100-4su's Lustre servers
 READ_ONLY = re.compile(r"^(mlnx_qos -i \S+|ip -o link show dev \S+)$")
 PFC3 = "0,0,0,1,0,0,0,0"
 DEVICES = ("mlx5_7", "mlx5_1")  # the RDMA devices of PORTS
@@ -51,10 +52,10 @@ class FakeHost(ScriptHost):
         return self.root / "sys" / "class" / "net" / port
 
 
-def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
+def fake_host(tmp_path: Path, script: bytes, ports: tuple[str, ...] = PORTS) -> FakeHost:
     """Two mlx5 ports as a freshly booted DGX has them: trust PCP, no PFC, ECN off, CNP DSCP 0, MTU 1500.
     The first port also has a stale DSCP map (26 and 48 -> priority 0) and the optional cnp_802p_prio file."""
-    for i, port in enumerate(PORTS):
+    for i, port in enumerate(ports):
         ecn = tmp_path / "sys" / "class" / "net" / port / "ecn"
         for point in ("roce_np", "roce_rp"):
             for prio in range(8):
@@ -76,7 +77,7 @@ def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
         write(tmp_path / "config" / "rdma_cm" / dev / "ports" / "1" / "default_roce_tos", "0")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("mlnx_qos", "ip"):
+    for tool in ("mlnx_qos", "ip", "mstconfig"):
         shutil.copy(STUBS / tool, bin_dir / tool)
         (bin_dir / tool).chmod(0o755)
     path = tmp_path / "roce-qos.sh"
@@ -84,7 +85,8 @@ def fake_host(tmp_path: Path, script: bytes) -> FakeHost:
     path.chmod(0o755)
     env = {**os.environ, "SYSFS_ROOT": str(tmp_path / "sys"), "PROCFS_ROOT": str(tmp_path / "proc"),
            "CONFIGFS_ROOT": str(tmp_path / "config"),
-           "MLNX_QOS": str(bin_dir / "mlnx_qos"), "IP": str(bin_dir / "ip"), "STUB_STATE": str(tmp_path / "state")}
+           "MLNX_QOS": str(bin_dir / "mlnx_qos"), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
+           "STUB_STATE": str(tmp_path / "state")}
     return FakeHost(tmp_path, path, env)
 
 
@@ -97,10 +99,13 @@ def host(tmp_path: Path, h100: dict[str, Artifact]) -> FakeHost:
 
 def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
     netplans = sorted(p for p in h100 if p.endswith("/netplan-roce.yaml"))
-    gpus = sorted(n.name for n in topology.cluster.nodes if n.profile.name == "dgx-h100")
-    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in gpus] and len(gpus) == 127
-    assert set(h100) - set(netplans) == {"hosts/dgx-h100/roce-qos.sh", "hosts/dgx-h100/roce-firewall.nft"}, \
-        "the UFM appliance has no storage NICs: no artifacts"
+    hosts = sorted(n.name for n in topology.cluster.nodes if n.profile.name in ("dgx-h100", "lustre-server"))
+    assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in hosts] and len(hosts) == 127 + 6
+    inband = sorted(p for p in h100 if p.endswith("/netplan-inband.yaml"))
+    assert inband == [f"hosts/{g}/netplan-inband.yaml" for g in hosts if g.startswith("gpu")], "DGX in-band bonds"
+    assert set(h100) - set(netplans) - set(inband) == {f"hosts/{p}/{f}" for p in ("dgx-h100", "lustre-server")
+                                                       for f in ("roce-qos.sh", "roce-firewall.nft")}, \
+        "the storage servers carry the lossless class too; the UFM appliance has no storage NICs: no artifacts"
     assert h100["hosts/dgx-h100/roce-qos.sh"].mode == 0o755
     assert h100["hosts/dgx-h100/roce-firewall.nft"].mode == 0o644
 
@@ -113,6 +118,7 @@ def test_script_documents_the_lossless_chain(h100: dict[str, Artifact]) -> None:
     assert "#   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage" in head
     assert "#   enp41s0f0np0 (mlx5_1, port Slot2P1), fabric storage" in head
     assert "configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000' 'mlx5_7' '1' '106'" in text
+    assert "check_nic_mode" not in text and "MSTCONFIG" not in text, "ConnectX-7 ports have no DPU mode"
 
 
 def test_first_run_configures_everything_and_second_run_changes_nothing(host: FakeHost) -> None:
@@ -193,6 +199,37 @@ def test_missing_ecn_controls_and_tools_fail_clearly(host: FakeHost) -> None:
     assert bad.returncode == 2 and "unknown argument: --force" in bad.stderr
 
 
+def test_bluefield_in_dpu_mode_is_refused(tmp_path: Path) -> None:
+    """lab-1su's storage port is a BlueField-3 B3220, a DPU: in DPU mode its Arm owns the port and host mlnx_qos is
+    undefined (NVIDIA BlueField BSP, QoS Configuration), so the script refuses it and changes nothing; in NIC mode
+    (INTERNAL_CPU_OFFLOAD_ENGINE DISABLED(1), read as its current value) it configures the port."""
+    artifacts = {a.path: a for a in host_roce.render(compile_spec(LAB).topology)}
+    script = artifacts["hosts/hgx-8gpu-generic/roce-qos.sh"].content
+    assert b"check_nic_mode 'ens1f0np0'" in script
+    host = fake_host(tmp_path, script, ports=("ens1f0np0",))
+    write(tmp_path / "config" / "rdma_cm" / "mlx5_8" / "ports" / "1" / "default_roce_tos", "0")  # its RDMA device
+    bdf = "0000:17:00.0"
+    device = tmp_path / "sys" / "devices" / "pci0000:16" / bdf
+    device.mkdir(parents=True)
+    host.net("ens1f0np0").joinpath("device").symlink_to(device)
+    mode = host.root / "state" / "fw" / bdf / "INTERNAL_CPU_OFFLOAD_ENGINE"
+    # the current value decides: NIC mode set for the next boot but not yet power-cycled is still DPU mode
+    write(mode, "ENABLED(0) ENABLED(0) DISABLED(1)")
+    before = host.snapshot()
+    dpu = host.run()
+    assert dpu.returncode == 1 and "nothing changed" in dpu.stderr
+    assert (f"ens1f0np0: the BlueField at {bdf} runs in DPU mode (INTERNAL_CPU_OFFLOAD_ENGINE ENABLED(0)): its Arm "
+            "owns the port and host mlnx_qos is undefined") in dpu.stderr
+    assert host.changing_calls() == [f"mstconfig -e -d {bdf} query INTERNAL_CPU_OFFLOAD_ENGINE"]
+    assert host.snapshot() == before
+    unknown = host.run(MSTCONFIG=str(tmp_path / "no-such-mstconfig"))
+    assert unknown.returncode == 1 and "no-such-mstconfig (mstflint) is missing" in unknown.stderr
+    write(mode, "ENABLED(0) DISABLED(1) DISABLED(1)")
+    nic = host.run()
+    assert nic.returncode == 0, nic.stderr
+    assert "mlnx_qos -i ens1f0np0 --trust dscp" in host.calls
+
+
 # --- netplan ----------------------------------------------------------------------------------------------------
 
 def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: Topology) -> None:
@@ -206,7 +243,8 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
         doc = yaml.safe_load(artifact.content)
         assert set(doc) == {"network"} and doc["network"]["version"] == 2
         ethernets = doc["network"]["ethernets"]
-        assert list(ethernets) == list(PORTS)
+        assert list(ethernets) == list(PORTS if node.startswith("gpu") else SERVER_PORTS)
+        assert len({leaf_of[(node, i)][0].leaf for i in (1, 2)}) == 2, "dual-homed: one subnet per leaf"
         for index, cfg in enumerate(ethernets.values(), start=1):
             subnet, ip = leaf_of[(node, index)]
             network = ipaddress.ip_network(subnet.network)
@@ -226,7 +264,7 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
             assert all(r["to"] not in ("default", "0.0.0.0/0") for r in cfg["routes"]), "no default route"
             assert ip not in seen
             seen.add(ip)
-    assert len(seen) == 2 * 127
+    assert len(seen) == 2 * (127 + 6)  # DGX nodes and Lustre servers
 
 
 # --- which fabrics and profiles, determinism, guards ------------------------------------------------------------
@@ -306,3 +344,19 @@ def test_without_rdma_cm_configfs_nothing_changes(host: FakeHost) -> None:
     done = host.run()
     assert done.returncode == 1 and host.snapshot() == before and host.changing_calls() == []
     assert f"{PORTS[0]}: {host.root}/config/rdma_cm is missing (load rdma_cm" in done.stderr
+
+
+def test_inband_bond_takes_the_primary_members_address(h100: dict[str, Artifact], topology: Topology) -> None:
+    """Every DGX bonds its two in-band ports (bond0, active-backup): the bond carries the plan's address of the primary
+    member, both members sit on one leaf, and the members get no address of their own."""
+    plan = topology.addresses["inband"]
+    address = {(node, port): (subnet, ip) for subnet in plan.hosts for node, port, ip in subnet.hosts}
+    gpus = [n.name for n in topology.cluster.nodes if n.profile.name == "dgx-h100"]
+    for node in gpus:
+        doc = yaml.safe_load(h100[f"hosts/{node}/netplan-inband.yaml"].content)["network"]
+        assert doc["ethernets"] == {m: {"mtu": 9000} for m in ("enp170s0f1np1", "enp41s0f1np1")}
+        bond = doc["bonds"]["bond0"]
+        subnet, ip = address[(node, 1)]
+        assert address[(node, 2)][0] is subnet, "both members on one leaf"
+        assert bond["addresses"] == [f"{ip}/{ipaddress.ip_network(subnet.network).prefixlen}"]
+        assert bond["parameters"] == {"mode": "active-backup", "primary": "enp170s0f1np1", "mii-monitor-interval": 100}

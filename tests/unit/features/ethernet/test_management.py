@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fabricgen.features.ethernet.checks import unrouted_management
 from fabricgen.pipeline import compile_spec
 from fabricgen.stages.render import render
 from tests.conftest import INVENTORIES, REPO
@@ -173,3 +174,14 @@ def test_no_management_section_no_baseline(tmp_path: Path) -> None:
     assert not any(p.endswith("management-secrets.sh") for p in files)
     db = json.loads(files["switches/storage-leaf001/config_db.json"])
     assert not {"NTP", "NTP_SERVER", "TACPLUS_SERVER", "SYSLOG_SERVER", "SNMP"} & set(db)
+
+
+def test_management_services_without_a_route_are_named_at_plan() -> None:
+    """h100-4su's OOB switches have no management pool: their NTP, syslog and TACACS+ run in the default VRF, which
+    the fabric's eBGP alone cannot route to the servers (field review F7). The fabrics with a management pool and
+    gateway get no finding."""
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    found = list(unrouted_management(topology))
+    assert [f.subject for f in found] == ["oob"]
+    assert "the fabric has no management pool and fabricgen writes no border or default route" in found[0].message
+    assert "10.99.0.49" in found[0].message

@@ -25,7 +25,7 @@ from tests.conftest import INVENTORIES
 from tests.helpers.ethernet import NVUE_SCHEMA as SCHEMA
 
 DEFAULT_QOS = ("      lossless: {dscp: 26, priority: 3}\n      cnp: {dscp: 48, priority: 6}\n"
-               "      ecn: {min_kb: 150, max_kb: 1500, max_probability: 20}\n"
+               "      ecn: {min_kb: 150, max_kb: 1500, max_probability: 100}\n"
                "      pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n")
 
 
@@ -82,7 +82,7 @@ def _leaves(tree: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 # -- files and names -------------------------------------------------------------------------------------------
 def test_every_nvue_switch_gets_startup_yaml_and_commands(h100: Rendered) -> None:
     names = [v.name for v in h100.views]
-    assert len(names) == 6 and all(v.nos == "nvue" for v in h100.views)
+    assert len(names) == 6 + 4 and all(v.nos == "nvue" for v in h100.views)
     files = ("startup.yaml", "nv-commands.txt", "management-secrets.sh")
     expected = {f"switches/{n}/{f}" for n in names for f in files}
     assert set(h100.files) == expected, "nothing for the InfiniBand compute fabric or the SONiC fabrics"

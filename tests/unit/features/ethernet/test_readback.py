@@ -216,3 +216,31 @@ def test_eos_lossless_queue_left_strict_or_without_a_port_watchdog(tmp_path: Pat
     blind = _mutate(artifacts, "storage-leaf001.cfg",
                     lambda c: c.replace(b"   priority-flow-control pause watchdog port action drop\n", b""))
     assert any("enables no per-port PFC watchdog" in m for m in _messages(compiled, blind))
+
+
+def test_eos_other_dscps_left_to_the_default_map(tmp_path: Path) -> None:
+    """EOS's default map sends DSCP 24-31 to TC 3 (the lossless class) and 32-63 to strict queues: every other DSCP
+    must be mapped to TC 0 as SONiC and NVUE do."""
+    compiled = compile_spec(eos_spec(tmp_path))
+    artifacts = render(compiled.topology)
+    assert _messages(compiled, artifacts) == []
+    default = _mutate(artifacts, "storage-leaf001.cfg",
+                      lambda c: b"\n".join(line for line in c.split(b"\n")
+                                           if not line.endswith(b" to traffic-class 0")))
+    assert any("62 other DSCPs (first 0) are not mapped to traffic class 0" in m
+               for m in _messages(compiled, default))
+
+
+def test_pfc_priority_reaches_another_priority_group(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """On Mellanox the SAI pauses a priority from the PG pfc_to_pg_map names (qos_config.j2 writes the map there):
+    a map that is missing, or sends priority 3 elsewhere, pauses from a PG the lossless traffic never fills."""
+    compiled, artifacts = h100
+
+    def broken(db: dict[str, dict[str, dict[str, str]]]) -> None:
+        db["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"]["ROCE"]["3"] = "4"
+        del db["PORT_QOS_MAP"]["Ethernet4"]["pfc_to_pg_map"]
+
+    found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(broken)))
+    pfc = [m for m in found if "(pfc_to_pg_map)" in m]
+    assert any("Ethernet0: PFC priority 3 maps to priority group 4 (pfc_to_pg_map)" in m for m in pfc), found
+    assert any("Ethernet4: PFC priority 3 maps to priority group None" in m for m in pfc), found

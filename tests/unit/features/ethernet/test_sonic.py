@@ -25,7 +25,7 @@ from fabricgen.features.ethernet.nos.sonic.skus import Sku, skus
 from fabricgen.features.ethernet.switch_view import HOST_VLAN, SwitchView, switch_views
 from fabricgen.pipeline import Compiled, compile_spec
 from tests.conftest import INVENTORIES
-from tests.helpers.ethernet import SHP, STORAGE_SWITCHES, WATCHDOG
+from tests.helpers.ethernet import SHP, STORAGE_LEAVES, STORAGE_SWITCHES, WATCHDOG
 from tests.helpers.ethernet import storage_spec as _storage_spec
 
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).
@@ -36,7 +36,7 @@ ALLOWED_TABLES = {
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
     "BUFFER_PORT_EGRESS_PROFILE_LIST", "CABLE_LENGTH", "PFC_WD", "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
     "LOSSLESS_TRAFFIC_PATTERN", "NTP", "NTP_SERVER", "DNS_NAMESERVER", "SYSLOG_SERVER", "SNMP",
-    "SNMP_AGENT_ADDRESS_CONFIG", "TACPLUS", "TACPLUS_SERVER",
+    "SNMP_AGENT_ADDRESS_CONFIG", "TACPLUS", "TACPLUS_SERVER", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "VERSIONS",
 }
 LOSSLESS_DSCP, LOSSLESS_PRIO, CNP_DSCP, CNP_PRIO = 26, 3, 48, 6
 # NVIDIA's rows, copied from sonic-buildimage device/mellanox/x86_64-nvidia_sn5600-r0/ACS-SN5600/
@@ -130,6 +130,17 @@ def test_ports_are_the_skus_port_config_rows(views: dict[str, SwitchView], dbs: 
     assert first["Ethernet0"]["description"] == "gpu001:Slot1P1"
 
 
+def test_versions_is_the_releases_db_schema(tmp_path: Path, dbs: dict[str, dict[str, Any]]) -> None:
+    """VERSIONS|DATABASE as the release's db_migrator writes it (sonic-utilities scripts/db_migrator.py
+    CURRENT_VERSION on the 202505 and 202311 branches)."""
+    assert {db["VERSIONS"]["DATABASE"]["VERSION"] for db in dbs.values()} == {"version_202505_01"}
+    spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                         '    switch: SN5600\n    nos: sonic\n    software: {sonic: "202311"}\n')
+    old = {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+    db = json.loads(old["switches/storage-leaf001/config_db.json"])
+    assert db["VERSIONS"] == {"DATABASE": {"VERSION": "version_202311_03"}}
+
+
 def test_subport_follows_the_release(tmp_path: Path, dbs: dict[str, dict[str, Any]]) -> None:
     """202505's Mellanox-SN5600-O128 runs CMIS host management: each port of a broken-out cage carries its subport
     (hwsku.json b7049aa37a: Ethernet0 "1", Ethernet4 "2"); 202411's hwsku.json has none, nor does its PORT."""
@@ -152,7 +163,8 @@ def test_routing_vlan_and_bgp(views: dict[str, SwitchView], dbs: dict[str, dict[
             name = ports[pv.number]
             assert db["INTERFACE"][name] == {} and f"{name}|{pv.address}" in db["INTERFACE"]
             assert db["BGP_NEIGHBOR"][pv.peer_address] == db["BGP_NEIGHBOR"][pv.peer_address] | {
-                "asn": str(pv.peer_asn), "name": pv.peer, "local_addr": pv.address.split("/")[0]}
+                "asn": str(pv.peer_asn), "name": pv.peer, "local_addr": pv.address.split("/")[0],
+                "keepalive": "3", "holdtime": "9"}  # bgpcfgd writes `timers 3 9` (not 60/180, its skipped default)
         assert len(db["BGP_NEIGHBOR"]) == len(view.routed_ports)
         hosts = [ports[pv.number] for pv in view.host_ports]
         if not hosts:
@@ -180,10 +192,20 @@ def test_buffers_are_the_skus(dbs: dict[str, dict[str, Any]]) -> None:
     """Pools as NVIDIA's buffers_defaults_t0.j2 (leaves, ToRRouter) and _t1.j2 (spines, LeafRouter) size them,
     O128's separate ingress lossy pool and its lossy profile (dynamic_th 3), both profile lists as its template."""
     sku = _sku("Mellanox-SN5600-O128")
+    # buffer_pool_mellanox.lua's budget after each leaf's PGs (run by Lua 5.4 in
+    # tests/external/ethernet/test_sonic_pool_lua.py; the field review's hand figures): the t0 template's 67737959
+    # assumes 5m on every port, and leaf001 has 64 40m PGs, the others more; the spines fit their t1 pools
+    # (dual-homed: leaf005/006, the last pair's half-used leaves, fit their t0 pools)
+    fitted = {"storage-leaf001": "57520640", "storage-leaf002": "57520640", "storage-leaf003": "55849472",
+              "storage-leaf004": "55849472"}
     for switch, db in dbs.items():
-        pools = sku.pools["t0" if "leaf" in switch else "t1"]
-        assert db["BUFFER_POOL"] == {name: dict(fields) for name, fields in pools.items()}
-        assert db["BUFFER_POOL"]["ingress_lossy_pool"]["size"] == ("67737959" if "leaf" in switch else "52161690")
+        pools = {name: dict(fields) for name, fields in sku.pools["t0" if "leaf" in switch else "t1"].items()}
+        if switch in fitted:
+            for name in ("ingress_lossless_pool", "ingress_lossy_pool", "egress_lossy_pool"):
+                pools[name]["size"] = fitted[switch]
+        assert db["BUFFER_POOL"] == pools, switch
+        if "spine" in switch:
+            assert db["BUFFER_POOL"]["ingress_lossy_pool"]["size"] == "52161690"
         assert {n: p for n, p in db["BUFFER_PROFILE"].items() if not n.startswith("pg_lossless_")} == {
             n: dict(p) for n, p in sku.profiles.items()}
         assert db["BUFFER_PROFILE"]["ingress_lossy_profile"] == {"pool": "ingress_lossy_pool", "size": "0",
@@ -208,12 +230,13 @@ def test_lossless_chain_end_to_end(dbs: dict[str, dict[str, Any]]) -> None:
             tc = db["DSCP_TO_TC_MAP"][qmap["dscp_to_tc_map"]][str(LOSSLESS_DSCP)]
             assert tc == str(LOSSLESS_PRIO), where
             pg = db["TC_TO_PRIORITY_GROUP_MAP"][qmap["tc_to_pg_map"]][tc]
+            assert db["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"][qmap["pfc_to_pg_map"]] == {str(LOSSLESS_PRIO): pg}, where
             assert pg == str(LOSSLESS_PRIO) and qmap["pfc_enable"] == pg and qmap["pfcwd_sw_enable"] == pg, where
             queue = db["TC_TO_QUEUE_MAP"][qmap["tc_to_queue_map"]][tc]
             entry = db["QUEUE"][f"{port}|{queue}"]
             wred = db["WRED_PROFILE"][entry["wred_profile"]]
             assert wred == {"ecn": "ecn_all", "wred_green_enable": "true", "green_min_threshold": str(150 * 1024),
-                            "green_max_threshold": str(1500 * 1024), "green_drop_probability": "20"}, where
+                            "green_max_threshold": str(1500 * 1024), "green_drop_probability": "100"}, where
             assert db["SCHEDULER"][entry["scheduler"]] == {"type": "DWRR", "weight": "50"}
             assert db["BUFFER_PG"][f"{port}|{pg}"]["profile"].startswith("pg_lossless_"), where
             cnp_tc = db["DSCP_TO_TC_MAP"][qmap["dscp_to_tc_map"]][str(CNP_DSCP)]
@@ -278,7 +301,7 @@ def test_only_sonic_switches_are_rendered(tmp_path: Path) -> None:
     spec = _storage_spec(tmp_path, "    switch: SN5600\n    nos: sonic\n",
                          "    switch: {leaf: SN5600, spine: 7060X6-64PE}\n    nos: {leaf: sonic, spine: eos}\n")
     paths = {a.path for a in sonic.render(compile_spec(spec).topology) if "/storage-" in a.path}
-    assert {p.split("/")[1] for p in paths} == set(STORAGE_SWITCHES[:4])
+    assert {p.split("/")[1] for p in paths} == set(STORAGE_LEAVES)
 
 
 def test_arista_is_not_a_sonic_target(tmp_path: Path) -> None:
@@ -491,7 +514,9 @@ def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled
             oob["PORT"]["Ethernet1"]["fec"]) == ("4", "etp2", "1000", "none")
     assert oob["PORT"]["Ethernet52"]["lanes"] == "196,197,198,199"
     assert {k.split("|")[0] for k in oob["VLAN_MEMBER"]} == {"Vlan100"} and len(oob["BGP_NEIGHBOR"]) == 2
-    assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "CABLE_LENGTH", "PFC_WD"} & set(oob)
+    assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "PFC_WD"} & set(oob)
+    # every port has a CABLE_LENGTH, "0m" (no lossless PG): buffermgrd retries a port without one forever
+    assert oob["CABLE_LENGTH"] == {"AZURE": dict.fromkeys(oob["PORT"], "0m")}
     assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in _sku("ACS-SN2201").pools["t0"].items()}
     agg = json.loads(artifacts["switches/oob-agg01/config_db.json"])
     assert (agg["DEVICE_METADATA"]["localhost"]["hwsku"], agg["DEVICE_METADATA"]["localhost"]["type"]) == (
@@ -506,5 +531,6 @@ def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
                          "    switch: SN4700\n    topology: {kind: leaf-spine, oversub")
     compiled = compile_spec(spec)
     (found,) = [f for f in compiled.findings if f.check == "no-switch-configs"]
-    assert found.subject == "inband" and "no switch configs" in found.message and "6 switches" in found.message
+    # 7 leaves (the DGX in-band bond: two ports a node) and 4 spines
+    assert found.subject == "inband" and "no switch configs" in found.message and "11 switches" in found.message
     assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))

@@ -42,7 +42,12 @@ def test_opensm_conf_is_complete_and_explains_overrides(lab: dict[str, Artifact]
     for i, line in enumerate(lines):
         if line.startswith(("routing_engine ", "root_guid_file ", "cn_guid_file ", "qos ", "sm_key ", "lmc ")):
             assert lines[i - 1].startswith("# fabricgen: "), line
-    assert "routing_engine ftree,no_fallback" in lines
+    assert "routing_engine ftree,updn,no_fallback" in lines
+    assert "consolidate_ipv6_snm_req TRUE" in lines
+    assert lines[lines.index("qos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7") - 1] == (
+        "# fabricgen: fabricgen default (OpenSM's: 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7)")
+    assert lines[lines.index("qos_vlarb_low 0:0,1:4,2:4,3:4,4:4,5:4,6:4,7:4,8:4,9:4,10:4,11:4,12:4,13:4,14:4") - 1] == (
+        "# fabricgen: fabricgen default (= OpenSM's)")
     assert "root_guid_file /etc/opensm/root-guids.conf" in lines
     assert "lmc 0" in lines and "qos TRUE" in lines
 
@@ -63,12 +68,15 @@ def test_guid_files(lab: dict[str, Artifact]) -> None:
 
 def test_partitions(lab: dict[str, Artifact]) -> None:
     text = _text(lab, "partitions.conf")
-    blocks = {b.split("=", 1)[0].split("\n")[-1]: b for b in text.split(";") if "=" in b}
+    blocks = [b for b in text.split(";") if "=" in b]
     assert "Default=0x7fff, sl=0, defmember=limited" in text
     # training carries NCCL: at P_Key index 0 (indx0), its one SL (1) for paths and the broadcast group alike
-    training = next(b for b in blocks.values() if "training=0x0001, indx0, ipoib, mtu=5, rate=21, sl=1" in b)
-    assert training.count("=full") == 1 + 64 + 2  # defmember, 64 HCA ports, switches, SM
-    rails = next(b for b in blocks.values() if "rails01=0x0002, sl=0, defmember=full" in b)
+    # (no group rate: OpenSM's default, 10 Gb/s, lets a rail that came up slower still join)
+    training = next(b for b in blocks if "training=0x0001, indx0, ipoib, mtu=5, sl=1" in b)
+    assert training.count("=full") == 1 + 64 + 1  # defmember, 64 HCA ports, the SM (its host's port is a member)
+    # the switches in a second definition without indx0: their index 0 keeps Default
+    assert "\ntraining=0x0001, ipoib, mtu=5, sl=1, defmember=full : ALL_SWITCHES=full ;\n" in text
+    rails = next(b for b in blocks if "rails01=0x0002, sl=0, defmember=full" in b)
     assert rails.count("0x0002c903") == 16, "rails 0 and 1 of 8 nodes"
     assert "any, pkey 0x0001 : 1" in _text(lab, "qos-policy.conf")
 
@@ -83,13 +91,13 @@ def test_opensm_conf_qos_and_m_key(lab: dict[str, Artifact]) -> None:
 
 def test_ha_pair_units(lab: dict[str, Artifact]) -> None:
     """Each SM host of the pair gets its unit with its priority, bound to its first HCA port."""
-    units = {p: a.content.decode() for p, a in lab.items() if p.endswith("opensm.service.d/fabricgen.conf")}
-    assert set(units) == {f"infiniband/compute/hosts/{h}/opensm.service.d/fabricgen.conf" for h in ("hgx01", "hgx08")}
+    units = {p: a.content.decode() for p, a in lab.items() if "/hosts/" in p and p.startswith("infiniband/")}
+    assert set(units) == {f"infiniband/compute/hosts/{h}/opensm-compute.service" for h in ("hgx01", "hgx08")}
     compiled = compile_spec(LAB)
     ib = ib_fabric(compiled.topology, compiled.topology.fabric("compute"))
     first = {h: next(n.port_guid for n in ib.hcas if n.description == f"{h} mlx5_0") for h in ("hgx01", "hgx08")}
     for host, priority in (("hgx01", 15), ("hgx08", 14)):
-        text = units[f"infiniband/compute/hosts/{host}/opensm.service.d/fabricgen.conf"]
+        text = units[f"infiniband/compute/hosts/{host}/opensm-compute.service"]
         assert f"--priority {priority} --guid 0x{first[host]:016x}" in text
         assert "High availability" in text
 
@@ -201,9 +209,11 @@ def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
     settings = files["infiniband/compute/opensm-settings.conf"].decode()
     assert settings.rstrip().endswith("virt_enabled 2") and not [w for w in ufm.warnings if w.check == "sr-iov"]
     spec = tmp_path / "upstream.yaml"
-    spec.write_text(text.replace("      flavor: ufm ", "      flavor: opensm "))
+    spec.write_text(text.replace("      flavor: ufm ", "      flavor: opensm ").replace("ar_ftree, ar_updn",
+                                                                                       "ftree, updn"))
     upstream = compile_spec(spec)
-    assert [w.check for w in upstream.warnings] == ["sr-iov"]
+    ib = {"opensm-version", "sr-iov"}  # each once (the others are Ethernet's)
+    assert [w.check for w in upstream.warnings if w.check in ib] == ["opensm-version", "sr-iov"]
     conf = {a.path: a.content for a in render_spec(upstream, ["infiniband"])}["infiniband/compute/opensm.conf"]
     assert b"virt_enabled" not in conf
 

@@ -41,12 +41,16 @@ def test_each_port_gets_its_tenant_at_index_0(multi: Topology) -> None:
     by_name = {p.name: p for p in sm.partitions}
     assert sm.partitions[0].name == "Default", "Default first"
     assert {n: (p.index0, p.sl) for n, p in by_name.items()} == {
-        "Default": (False, 0), "tenant-a": (True, 1), "tenant-b": (True, 1), "services": (False, 2)}
+        "Default": (False, 0), "tenant-a": (True, 1), "tenant-b": (True, 1), "ipoib-a": (False, 2),
+        "ipoib-b": (False, 2), "services": (False, 2)}
     nodes = {n.name: n for n in multi.cluster.nodes}
     alpha, beta, sm01 = nodes["alpha03"], nodes["beta01"], nodes["sm01"]
     nic = alpha.profile.compute[5]
     assert sm.compute_partition(alpha, nic) == sm.index0_partition(alpha, nic) == by_name["tenant-a"]
-    assert sm.ipoib_partition(alpha, nic) == by_name["services"]
+    assert sm.ipoib_partition(alpha, nic) == by_name["ipoib-a"]
+    services = by_name["services"]  # the tenants limited, the service nodes (SM hosts) full
+    assert services.has_member(alpha, nic) and not services.full_member(alpha, nic)
+    assert services.full_member(sm01, sm01.profile.compute[0])
     assert sm.compute_partition(beta, beta.profile.compute[0]) == by_name["tenant-b"]
     assert sm.compute_partition(sm01, sm01.profile.compute[0]) is None
     assert sm.index0_partition(sm01, sm01.profile.compute[0]) == by_name["Default"]
@@ -63,10 +67,14 @@ def test_default_is_added_full_when_the_spec_names_none() -> None:
 
 def test_partitions_file_for_tenants(artifacts: dict[str, Artifact]) -> None:
     text = artifacts["infiniband/compute/partitions.conf"].content.decode()
-    assert "tenant-a=0x0011, indx0, sl=1, defmember=full :" in text
-    assert "services=0x0020, ipoib, mtu=5, sl=2, defmember=full :" in text
+    assert "tenant-a=0x0011, indx0, ipoib, mtu=5, sl=1, defmember=full :" in text
+    # the switches and the SM keep Default at their index 0: a second definition without indx0
+    assert "\ntenant-a=0x0011, ipoib, mtu=5, sl=1, defmember=full : ALL_SWITCHES=full, SELF=full ;\n" in text
+    assert "services=0x0020, sl=2, defmember=full :" in text
+    services = text.split("services=0x0020")[1]
+    assert services.count("=limited") == 56 and services.count("=full") == 2 + 3  # sm01, sm02; switches, SELF
     read = partitions_read(text)
-    assert sorted(read) == [0x11, 0x12, 0x20, 0x7FFF]
+    assert sorted(read) == [0x11, 0x12, 0x20, 0x21, 0x22, 0x7FFF]
     assert (read[0x11].indx0, read[0x11].sl, read[0x20].indx0, read[0x20].sl) == (True, 1, False, 2)
     assert (read[0x7FFF].name, read[0x7FFF].indx0) == ("Default", False)
 
@@ -106,8 +114,7 @@ def test_readback_refuses_files_that_disagree(multi: Topology, artifacts: dict[s
     assert list(readback(multi, artifacts)) == []
     path = "infiniband/compute/partitions.conf"
     bad = dict(artifacts)
-    bad[path] = Artifact(path, artifacts[path].content.replace(b"services=0x0020, ipoib, mtu=5, sl=2",
-                                                               b"services=0x0020, ipoib, mtu=5, sl=0"))
+    bad[path] = Artifact(path, artifacts[path].content.replace(b"services=0x0020, sl=2", b"services=0x0020, sl=0"))
     assert [f.message for f in readback(multi, bad)] == [
         "partition services (0x0020) has sl=0, but infiniband/compute/qos-policy.conf gives its paths SL 2"]
     env = "hosts/hgx-8gpu-generic/nccl.env"

@@ -78,8 +78,8 @@ def test_install_merges_settings_keys_and_partitions_once(tmp_path: Path, h100: 
     conf = (sm_dir / "opensm.conf").read_text()
     assert stat.S_IMODE((sm_dir / "opensm.conf").stat().st_mode) == 0o600
     for line in ("sm_key 0x00000000000000b1", "sa_key 0x00000000000000b2", "m_key 0x00000000000000b3",
-                 "routing_engine ftree,no_fallback", "m_key_protection_level 2", "virt_enabled 2",
-                 "qos_high_limit 0"):
+                 "routing_engine ar_ftree,ar_updn,no_fallback", "m_key_protection_level 2", "virt_enabled 2",
+                 "qos_high_limit 0", "m_key_per_port TRUE", "m_key_lookup TRUE", "consolidate_ipv6_snm_req TRUE"):
         assert conf.count(f"\n{line}\n") == 1, line
     kept = [line for line in before.splitlines() if line.startswith("max_wire_smps ")]
     assert kept and kept[0] in conf.splitlines(), "UFM's other settings stay as they were"

@@ -40,11 +40,13 @@ def test_workload_pod(tmp_path: Path) -> None:
 
 
 def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
-    """The example's MGS pair sits in the storage pool outside the host subnets: whereabouts must not hand it out."""
+    """The example's MGS pair (storage nodes mds01/mds02, two NIDs each) is in the storage pool: whereabouts must not
+    hand out its addresses."""
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
-    assert ipam["exclude"][-2:] == ["10.20.255.1/32", "10.20.255.2/32"]
-    assert ipam["exclude"].count("10.20.255.1/32") == 1, "two file systems share the MGS: one exclusion"
+    nids = [f"{nid.split('@')[0]}/32" for nodes in topology.cluster.lustre[0].mgs for nid in nodes]
+    assert len(nids) == 4 and ipam["exclude"][-4:] == nids
+    assert ipam["exclude"].count(nids[0]) == 1, "two file systems share the MGS: one exclusion"
 
 
 def test_every_image_is_the_network_operator_releases() -> None:

@@ -61,9 +61,17 @@ def _fs(compiled: Compiled, name: str) -> LustreFs:
 
 def test_example_file_systems(compiled: Compiled) -> None:
     ckpt, data = _fs(compiled, "checkpoints"), _fs(compiled, "datasets")
-    assert ckpt.mgs_spec == "10.20.255.1@o2ib:10.20.255.2@o2ib:/ckpt"
+    plan = compiled.topology.addresses["storage"]
+    server = {node: [] for node in ("mds01", "mds02")}
+    for subnet in plan.hosts:
+        for node, port, ip in subnet.hosts:
+            if node in server:
+                server[node].append((port, f"{ip}@o2ib"))
+    expected = ":".join(",".join(nid for _, nid in sorted(nids)) for nids in server.values())
+    assert ckpt.mgs_spec == f"{expected}:/ckpt", "the MGS pair's NIDs are its storage ports' planned addresses"
+    assert ckpt.mgs_servers == ("mds01", "mds02") and all(len(nids) == 2 for nids in ckpt.mgs)
     assert ckpt.interfaces == {"dgx-h100": STORAGE_PORTS}, "multi-rail over both storage ports, the UFM has none"
-    assert ckpt.groups == ("gpu{n:03d}",)
+    assert ckpt.groups == ("gpu{n:03d}",), "the storage servers serve the file system, they do not mount it"
     assert ckpt.mount_options == ("flock", "noatime", "_netdev")
     values = {t.name: t.value for t in data.client}
     assert values["statahead_max"] == 2048, "the spec's override wins over the dataset profile"
@@ -71,7 +79,7 @@ def test_example_file_systems(compiled: Compiled) -> None:
         "max_read_ahead_per_file_mb"]
     assert {t.param for t in ckpt.client} >= {"osc.ckpt-OST*.max_dirty_mb", "llite.ckpt-*.max_read_ahead_mb"}
     lnd = dict(ckpt.lnet.lnd_tunables)
-    assert lnd["tos"] == 26 << 2, "RDMA CM ToS carries the storage fabric's lossless DSCP"
+    assert lnd["tos"] == 26 << 2 | 0b10, "RDMA CM ToS carries the storage fabric's lossless DSCP and ECT(0)"
     assert dict(ckpt.lnet.tunables)["peer_credits"] == 64, "400G row of the tuning data"
 
 
@@ -216,7 +224,7 @@ def _stub(tmp_path: Path, script: bytes) -> Stub:
 def client(tmp_path: Path, files: dict[str, Artifact], compiled: Compiled) -> Stub:
     """gpu001 with both file systems mounted on two OSTs and one MDT each, every parameter at another value."""
     stub = _stub(tmp_path, files[f"{BASE}/lustre-client-tune.sh"].content)
-    (tmp_path / "nids").write_text("10.20.0.2@o2ib\n10.20.0.3@o2ib\n")
+    (tmp_path / "nids").write_text("10.20.0.2@o2ib\n10.20.0.130@o2ib\n")  # dual-homed: leaf001, leaf002
     for fs in compiled.cluster.lustre:
         for t in fs.client:
             kind, _, name = t.param.partition(".")
@@ -230,7 +238,7 @@ def client(tmp_path: Path, files: dict[str, Artifact], compiled: Compiled) -> St
 def test_tune_sets_each_parameter_once_then_nothing(client: Stub, compiled: Compiled) -> None:
     first = client.run(NODE="gpu001")
     assert first.returncode == 0, first.stderr
-    assert "LNet NIDs of gpu001 match the plan: 10.20.0.2@o2ib 10.20.0.3@o2ib" in first.stdout
+    assert "LNet NIDs of gpu001 match the plan: 10.20.0.2@o2ib 10.20.0.130@o2ib" in first.stdout
     expected = [f"lctl set_param {t.param}={t.value}" for fs in compiled.cluster.lustre for t in fs.client]
     assert client.changes() == expected
     value = (client.root / "params" / "osc.ckpt-OST0001-osc-ffff.max_dirty_mb").read_text().strip()
@@ -259,10 +267,10 @@ def test_tune_dry_run_changes_nothing(client: Stub) -> None:
 def test_tune_refuses_wrong_nids_and_unknown_nodes(client: Stub) -> None:
     (client.root / "nids").write_text("10.20.0.2@o2ib\n")
     done = client.run(NODE="gpu001")
-    assert done.returncode == 1 and "NID 10.20.0.3@o2ib of gpu001 is not configured" in done.stderr
+    assert done.returncode == 1 and "NID 10.20.0.130@o2ib of gpu001 is not configured" in done.stderr
     assert client.changes() == []
     other = client.run(NODE="gpu002")
-    assert other.returncode == 1 and "NID 10.20.0.4@o2ib of gpu002 is not configured" in other.stderr
+    assert other.returncode == 1 and "NID 10.20.0.3@o2ib of gpu002 is not configured" in other.stderr
     unknown = client.run(NODE="ufm01")
     assert unknown.returncode == 1 and "not planned with profile dgx-h100" in unknown.stderr
 
@@ -334,28 +342,28 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
     ko2iblnd values, and each node checked for both NIDs of each port."""
     spec = tmp_path / "h100.yaml"
     text = (INVENTORIES / "h100-4su.yaml").read_text()
-    spec.write_text(text.replace("    mgs: [10.20.255.1@o2ib, 10.20.255.2@o2ib]\n    mountpoint: /lustre/data\n",
-                                 "    mgs: [10.20.255.1@tcp, 10.20.255.2@tcp]\n    mountpoint: /lustre/data\n"
-                                 "    network: tcp\n"))
+    spec.write_text(text.replace("    mgs: [mds01, mds02]\n    mountpoint: /lustre/data\n",
+                                 "    mgs: [mds01, mds02]\n    mountpoint: /lustre/data\n    network: tcp\n"))
     compiled = compile_spec(spec)
+    mgs = ":".join(",".join(nid.replace("@o2ib", "@tcp") for nid in nids) for nids in _fs(compiled, "checkpoints").mgs)
     files = {a.path: a.content for a in lustre.render(compiled.topology)}
     nets = yaml.safe_load(files[f"{BASE}/lnet.conf"])["net"]
     assert [n["net type"] for n in nets] == ["o2ib", "tcp"]
     assert [set(ni["lnd tunables"]) for ni in nets[1]["local NI(s)"]] == [{"conns_per_peer", "tos"}] * 2
     assert b'networks="o2ib(enp170s0f0np0,enp41s0f0np0),tcp(enp170s0f0np0,enp41s0f0np0)"' in files[
         f"{BASE}/lnet.modprobe.conf"]
-    assert b"10.20.255.1@tcp:10.20.255.2@tcp:/data /lustre/data lustre" in files[f"{BASE}/fstab"]
-    assert b'gpu001) echo "10.20.0.2@o2ib 10.20.0.3@o2ib 10.20.0.2@tcp 10.20.0.3@tcp" ;;' in files[
+    assert f"{mgs}:/data /lustre/data lustre".encode() in files[f"{BASE}/fstab"], "the servers' NIDs on tcp"
+    assert b'gpu001) echo "10.20.0.2@o2ib 10.20.0.130@o2ib 10.20.0.2@tcp 10.20.0.130@tcp" ;;' in files[
         f"{BASE}/lustre-client-tune.sh"]
 
 
 def test_lustre_over_ipoib(tmp_path: Path) -> None:
     """An InfiniBand fabric with an IPoIB address plan carries LNet: one NI per rail, the node's NIDs from the
-    plan, the MGS on the fabric's pool."""
+    plan, the MGS at free addresses of rail 0's subnet (10.24.0.0/24: on the link of every rail-0 port)."""
     text = H100.read_text().replace(
-        "    mgs: [10.20.255.1@o2ib, 10.20.255.2@o2ib]   # MGS failover pair on the storage fabric\n"
-        "    mountpoint: /lustre/ckpt\n    fabric: storage\n",
-        "    mgs: [10.24.255.1@o2ib1, 10.24.255.2@o2ib1]\n    mountpoint: /lustre/ckpt\n    fabric: compute\n"
+        "    mgs: [mds01, mds02]           # the MGS failover pair: their NIDs are their storage addresses in the "
+        "plan\n    mountpoint: /lustre/ckpt\n    fabric: storage\n",
+        "    mgs: [10.24.0.250@o2ib1, 10.24.0.251@o2ib1]\n    mountpoint: /lustre/ckpt\n    fabric: compute\n"
         "    network: o2ib1\n    nodes: [\"gpu{n:03d}\"]\n")
     assert "fabric: compute\n    network: o2ib1" in text
     spec = tmp_path / "ipoib.yaml"

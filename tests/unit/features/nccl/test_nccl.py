@@ -18,7 +18,7 @@ def test_dgx_h100_hca_order_follows_gpus() -> None:
     env = _env(artifacts["hosts/dgx-h100/nccl.env"])
     # DGX H100 rail map: GPU0 mlx5_0, GPU1 mlx5_3, GPU2 mlx5_4, GPU3 mlx5_5, GPU4 mlx5_6, GPU5 mlx5_9, ...
     assert env["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
-    assert env["NCCL_SOCKET_IFNAME"] == "=enp170s0f1np1"
+    assert env["NCCL_SOCKET_IFNAME"] == "=bond0", "the in-band bond holds the address, not its members"
     # tenant-a: at P_Key index 0 (indx0), SL 1 in qos-policy.conf and partitions.conf
     assert env["NCCL_IB_PKEY"] == "0" and env["UCX_IB_PKEY"] == "0x0001"
     assert env["NCCL_IB_SL"] == env["UCX_IB_SL"] == "1" and "NCCL_IB_TC" not in env

@@ -248,7 +248,7 @@ def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHos
 def test_guids_follow_the_documented_derivation(topology: Topology) -> None:
     rows = host_sriov.vf_addresses(topology, "dgx-h100")
     nodes = [n.name for n in topology.cluster.nodes]
-    base = 0x0002C90310000000
+    base = 0x0200000310000000  # the example spec's guid_base (locally administered)
     for node, pf, vf, address in rows:
         if pf not in IB_PFS:
             continue

@@ -22,10 +22,12 @@ lossless priority ``no-drop`` on every port; the PFC pause watchdog on every por
 (``priority-flow-control pause watchdog port timer ...`` / ``port action``) and as the global default (seconds;
 polling interval half the shorter of timeout and recovery time, as EOS requires). The lossless queue is set
 ``no priority`` before its ``bandwidth percent``: EOS queues are strict priority by default, and a strict queue's
-bandwidth share is not a DWRR weight (AVD's reference configs write it the same way). Other DSCPs keep EOS's
-default map and the other queues its default scheduling. EOS's pause-watchdog actions are drop, errdisable and
-notify-only: fabricgen's ``alert`` becomes notify-only and ``forward`` (SONiC's "ignore PFC on the stuck queue") is
-refused.
+bandwidth share is not a DWRR weight (AVD's reference configs write it the same way). Every other DSCP
+goes to traffic class 0 in one ``qos map dscp`` line (the form EOS's own ``show qos map`` prints, e.g. DISA's Arista
+EOS router STIG ARST-RT-000320): EOS's default map would put DSCP 24-31 in the lossless class and 32-63 in classes
+4-7, whose queues stay strict priority above the lossless queue; so the three dialects classify alike. EOS's
+pause-watchdog actions are drop, errdisable and notify-only: fabricgen's ``alert`` becomes notify-only and
+``forward`` (SONiC's "ignore PFC on the stuck queue") is refused.
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
 from fabricgen.features.ethernet.secrets import management_secrets
-from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
+from fabricgen.features.ethernet.switch_view import (
+    BGP_HOLD_S,
+    BGP_KEEPALIVE_S,
+    HOST_VLAN,
+    PortView,
+    SwitchView,
+    switch_views,
+)
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.ethernet import RoceQos
@@ -109,8 +118,12 @@ def _qos(q: RoceQos) -> dict[str, Any]:
     """The global half of the lossless class: DSCP map, the service profile, the PFC watchdog."""
     action = DATA.pfc_watchdog_actions[q.pfcwd_action]  # the build refused an action EOS lacks ("forward")
     polling_ms = min(q.pfcwd_detect_ms, q.pfcwd_restore_ms) // 2  # EOS: polling <= min(timeout, recovery) / 2
+    # every other DSCP to TC 0, as SONiC and NVUE send them: EOS's default map puts DSCP 24-31 in TC 3 (the lossless
+    # class) and 32-63 in TCs 4-7, whose queues stay strict priority above the lossless one
+    others = [d for d in range(64) if d not in (q.lossless.dscp, q.cnp.dscp)]
     return {
-        "qos": {"map": {"dscp": [f"{q.lossless.dscp} to traffic-class {q.lossless.priority}",
+        "qos": {"map": {"dscp": [f"{' '.join(map(str, others))} to traffic-class 0",
+                                 f"{q.lossless.dscp} to traffic-class {q.lossless.priority}",
                                  f"{q.cnp.dscp} to traffic-class {q.cnp.priority}"]}},
         "qos_profiles": [{
             "name": QOS_PROFILE,
@@ -243,6 +256,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
         config["router_bgp"] = {
             "as": str(view.asn),
             "router_id": view.loopback,
+            "timers": {"keepalive_time": BGP_KEEPALIVE_S, "hold_time": BGP_HOLD_S},
             "maximum_paths": {"paths": paths, "ecmp": paths},
             "neighbors": sorted(({"ip_address": p.peer_address, "remote_as": str(p.peer_asn),
                                   "description": f"{p.peer}:{p.peer_port}"} for p in routed),
@@ -295,6 +309,11 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
     if maps.get(lossless.dscp) != lossless.priority:
         yield mismatch(host, f"DSCP {lossless.dscp} maps to traffic class {maps.get(lossless.dscp)} on the switch, "
                              f"but hosts send it on priority {lossless.priority}", fabric)
+    unmapped = [d for d in range(64) if d not in (lossless.dscp, cnp.dscp) and maps.get(d) != 0]
+    if unmapped:
+        yield mismatch(host, f"{len(unmapped)} other DSCPs (first {unmapped[0]}) are not mapped to traffic class 0: "
+                             "EOS's default map sends DSCP 24-31 to the lossless class and 32-63 to strict queues",
+                       fabric, "qos map dscp <every other DSCP> to traffic-class 0, as SONiC and NVUE classify")
     no_drop = set(re.findall(r"^   priority-flow-control priority (\d) no-drop$", text, re.M))
     if no_drop != {str(lossless.priority)}:
         yield mismatch(host, f"no-drop PFC priorities are {sorted(no_drop) or 'none'}, hosts pause priority "

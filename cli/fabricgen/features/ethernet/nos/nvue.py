@@ -43,7 +43,14 @@ from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
 from fabricgen.features.ethernet.secrets import management_secrets
-from fabricgen.features.ethernet.switch_view import HOST_VLAN, PortView, SwitchView, switch_views
+from fabricgen.features.ethernet.switch_view import (
+    BGP_HOLD_S,
+    BGP_KEEPALIVE_S,
+    HOST_VLAN,
+    PortView,
+    SwitchView,
+    switch_views,
+)
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.ethernet import RoceQos
@@ -287,6 +294,8 @@ def _baseline_block(view: SwitchView) -> Block | None:
         block.add("service", "ntp", vrf, "server", server, "iburst", value=ON)
     for server in m.dns_servers:
         block.add("service", "dns", vrf, "server", server)
+    if m.dns_domain:  # `nv set service dns <vrf> search <domain>` (NVUE reference, DNS; 5.2 to 5.14)
+        block.add("service", "dns", vrf, "search", _token(m.dns_domain, "DNS domain"))
     for server, port in m.syslog:
         block.add("service", "syslog", vrf, "server", server, "port", value=port)
     if m.snmp_community is not None:
@@ -389,7 +398,8 @@ def switch_blocks(view: SwitchView) -> list[Block]:
         f"eBGP underlay: AS {view.asn}, router-id {loopback.ip}, one numbered session per routed /31 "
         f"({len(routed)}).",
         "Advertised by network statements (loopback" + (" and host subnet" if host_ports else "") + "),",
-        "not `redistribute connected`, which would also leak every /31.",
+        "not `redistribute connected`, which would also leak every /31. Timers stay Cumulus's defaults, keepalive",
+        f"{BGP_KEEPALIVE_S} s and hold {BGP_HOLD_S} s, as the SONiC and EOS switches set them.",
     ])
     bgp.add("router", "bgp", "enable", value=ON)
     bgp.add("router", "bgp", "autonomous-system", value=view.asn)

@@ -38,8 +38,8 @@
 # Usage: roce-qos.sh [--dry-run]
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc), CONFIGFS_ROOT
-#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip): tests point them at a fake
-#   tree and stubs.
+#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip):
+#   tests point them at a fake tree and stubs.
 set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"

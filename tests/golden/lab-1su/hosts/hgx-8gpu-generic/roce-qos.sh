@@ -37,8 +37,8 @@
 # Usage: roce-qos.sh [--dry-run]
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc), CONFIGFS_ROOT
-#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip): tests point them at a fake
-#   tree and stubs.
+#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip), MSTCONFIG:
+#   tests point them at a fake tree and stubs. MSTCONFIG (default mstconfig) runs the BlueField NIC-mode check.
 set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
@@ -46,6 +46,7 @@ PROCFS_ROOT="${PROCFS_ROOT:-/proc}"
 CONFIGFS_ROOT="${CONFIGFS_ROOT:-/sys/kernel/config}"
 MLNX_QOS="${MLNX_QOS:-mlnx_qos}"
 IP="${IP:-ip}"
+MSTCONFIG="${MSTCONFIG:-mstconfig}"
 DRY_RUN=0
 CHANGES=0
 
@@ -167,6 +168,28 @@ roce_tos() {
   set_file "$1: rdma_cm default RoCE ToS $4 on $2 port $3" "${dir}/ports/$3/default_roce_tos" "$4"
 }
 
+# check_nic_mode PORT: a BlueField port must run in NIC mode. In DPU mode (INTERNAL_CPU_OFFLOAD_ENGINE
+# ENABLED(0), the DPU's default) its Arm owns the port, and NVIDIA says mlnx_qos from the host is undefined there
+# (BlueField BSP "QoS Configuration"): the lossless class would not reach the wire. Reads the current value
+# (mstconfig -e: default, current, next boot).
+check_nic_mode() {
+  local port="$1" pci engine
+  pci="$(basename "$(readlink -f "${SYSFS_ROOT}/class/net/$1/device")")"
+  if ! command -v "$MSTCONFIG" >/dev/null; then
+    PROBLEMS+=("${port}: BlueField port, but ${MSTCONFIG} (mstflint) is missing to check it runs in NIC mode")
+    return 0
+  fi
+  engine="$("$MSTCONFIG" -e -d "$pci" query INTERNAL_CPU_OFFLOAD_ENGINE 2>/dev/null |
+    awk '{ for (i = 1; i <= NF; i++) if ($i == "INTERNAL_CPU_OFFLOAD_ENGINE") { print $(i + 2); exit } }')" || true
+  case "$engine" in
+    DISABLED*) ;;
+    ENABLED*)
+      PROBLEMS+=("${port}: the BlueField at ${pci} runs in DPU mode (INTERNAL_CPU_OFFLOAD_ENGINE ${engine}): its Arm owns the port and host mlnx_qos is undefined; switch it to NIC mode (mstconfig -d ${pci} set INTERNAL_CPU_OFFLOAD_ENGINE=1, then power-cycle the host)") ;;
+    *)
+      PROBLEMS+=("${port}: cannot read the mode of the BlueField at ${pci} (mstconfig -e -d ${pci} query INTERNAL_CPU_OFFLOAD_ENGINE); roce-qos configures BlueField ports in NIC mode only") ;;
+  esac
+}
+
 # configure PORT DSCP PRIORITY PFC CNP_DSCP CNP_PRIORITY MTU RDMA_DEVICE HCA_PORT TOS
 configure() {
   local port="$1" dscp="$2" prio="$3" pfc="$4" cnp_dscp="$5" cnp_prio="$6" mtu="$7"
@@ -214,6 +237,7 @@ done
 
 # Check every port before changing any.
 check_port 'ens1f0np0' '3' 'mlx5_8'
+check_nic_mode 'ens1f0np0'
 if ((${#PROBLEMS[@]})); then
   printf 'roce-qos: error: %s\n' "${PROBLEMS[@]}" >&2
   die "nothing changed"

@@ -25,7 +25,15 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   fabricgen's own (``ROCE``): every one of the 64 DSCPs listed, the lossless DSCP -> TC = lossless priority,
   the CNP DSCP -> TC = CNP priority, all others -> TC 0; TC p -> PG p for the lossless priority, PG 0 for the
   rest; TC -> queue and PFC priority -> queue are identities. pfc_enable holds the lossless priority only. The
-  lossless queue takes the SKU's lossless queue profile, the others its lossy one.
+  lossless queue takes the SKU's lossless queue profile, the others its lossy one. PFC priority -> PG
+  (PFC_PRIORITY_TO_PRIORITY_GROUP_MAP, every port's ``pfc_to_pg_map``) sends the lossless priority to its PG, as
+  qos_config.j2 writes it on Mellanox (``pfc_to_pg_map_supported_asics``): the SAI then knows whose xoff pauses
+  which priority instead of relying on its default mapping.
+- CABLE_LENGTH on every port, as buffers_config.j2 writes it: on a switch without a lossless class "0m", which
+  buffermgrd takes as "no lossless PG here" (without a length it retries every port forever).
+- Traditional pool sizes are the SKU's, but never more than sonic-swss's buffer_pool_mellanox.lua leaves each
+  shared pool after this switch's PGs, queues and reserves (:mod:`.pools`): NVIDIA's templates assume their default
+  cable on every port, and an SN5600-O128 ToR with 40m lossless rows would otherwise be given ~20 MB more than it has.
 - Buffer model ``traditional``: buffermgrd takes the pfc_enable priorities as lossless PG numbers and looks the
   profile up in the SKU's pg_profile_lookup.ini by speed and CABLE_LENGTH. CABLE_LENGTH is therefore the table's
   length at or above the port's cable (15 m -> 40m on an SN5600), and the lossless profile
@@ -37,6 +45,8 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   metres; DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE default_dynamic_th 0 (and over_subscribe_ratio with a shared
   headroom pool); LOSSLESS_TRAFFIC_PATTERN|AZURE the lossless MTU and the release's small-packet percentage.
   pfc-headroom.csv predicts what buffermgrd computes.
+- VERSIONS|DATABASE is the release's config_db schema version (nos/sonic.yaml ``db_version``), as ``config save``
+  on that release writes it: db_migrator then knows the file needs no migration.
 - ``docker_routing_config_mode`` is ``separated``: bgpcfgd renders FRR's bgpd.conf from CONFIG_DB
   (BGP_NEIGHBOR in the template form keyed by peer IP, the ASN from DEVICE_METADATA.bgp_asn, router-id and
   advertised /32 from Loopback0, the leaf's host VLAN subnet advertised). ``split`` would make FRR ignore
@@ -59,9 +69,10 @@ from typing import Any
 from fabricgen.core.artifacts import Artifact
 from fabricgen.features.ethernet.nos.sonic.headroom import catalog
 from fabricgen.features.ethernet.nos.sonic.layout import DATA, SonicLayout, sonic_layout
+from fabricgen.features.ethernet.nos.sonic.pools import pool_budget
 from fabricgen.features.ethernet.nos.sonic.sheet import headroom_csv
 from fabricgen.features.ethernet.secrets import management_secrets
-from fabricgen.features.ethernet.switch_view import HOST_VLAN, SwitchView, switch_views
+from fabricgen.features.ethernet.switch_view import BGP_HOLD_S, BGP_KEEPALIVE_S, HOST_VLAN, SwitchView, switch_views
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.topology import Topology
 
@@ -73,11 +84,13 @@ SCHEDULER_STRICT = "scheduler.strict"
 ROUTING_CONFIG_MODE = "separated"   # FRR config generated from CONFIG_DB by bgpcfgd (see module doc)
 RS_FEC_MIN_GBPS = 25
 PFCWD_POLL_INTERVAL_MS = 100        # YANG range 100..1000; the spec's detection time is at least 100
-BGP_KEEPALIVE, BGP_HOLDTIME = 60, 180  # SONiC's minigraph defaults
 PORT_MTU_RANGE = (68, 9216)         # sonic-port.yang
 QUEUES = range(8)
 LOSSLESS_DYNAMIC_TH = "0"           # buffers_config.j2 DEFAULT_LOSSLESS_BUFFER_PARAMETER default_dynamic_th
 NULL_PROFILE = "NULL"               # dynamic model: buffermgrd computes the PG's headroom
+# CABLE_LENGTH of a port without a lossless PG: buffermgrd's doSpeedUpdateTask retries a port without a length
+# forever ("Cable length is not set") and skips one at "0m" (sonic-swss cfgmgr/buffermgr.cpp, 202505 l.145-155)
+NO_LOSSLESS_CABLE = "0m"
 
 
 def _prefixlen(network: str) -> str:
@@ -133,6 +146,7 @@ def _buffer_tables(layout: SonicLayout) -> dict[str, Any]:
         per_port["BUFFER_PORT_INGRESS_PROFILE_LIST"][n] = ingress
         per_port["BUFFER_PORT_EGRESS_PROFILE_LIST"][n] = egress
         if lossless is None:
+            cables[n] = NO_LOSSLESS_CABLE
             continue
         per_port["BUFFER_QUEUE"][f"{n}|{lossless}"] = lossless_queue
         cables[n] = port.cable_length
@@ -148,6 +162,8 @@ def _buffer_tables(layout: SonicLayout) -> dict[str, Any]:
             lossless_pgs[port.profile] = {"profile": port.profile}
         per_port["BUFFER_PG"][f"{n}|{lossless}"] = lossless_pgs[port.profile]
     tables.update(per_port)
+    if not dynamic:
+        _fit_pools(layout, tables)
     if cables:
         tables["CABLE_LENGTH"] = {"AZURE": cables}
     if dynamic and qos is not None:
@@ -161,6 +177,22 @@ def _buffer_tables(layout: SonicLayout) -> dict[str, Any]:
     return tables
 
 
+def _fit_pools(layout: SonicLayout, tables: dict[str, Any]) -> None:
+    """Traditional model: each pool the SKU's dynamic template leaves to buffermgrd's pool plugin gets at most what
+    that plugin's arithmetic leaves it (:mod:`.pools`) once this switch's PGs, queues and reserves are taken. The
+    SKU's size is kept where it fits; a switch whose lossless PGs reserve more than the template assumed (longer
+    cables than its default) gets the smaller size instead of pools the ASIC cannot hold."""
+    sku, asic = layout.sku, layout.switch.asic
+    shared = [name for name, pool in sku.dynamic_pools.items() if "size" not in pool]
+    ingress = sum(1 for name in shared if sku.dynamic_pools[name].get("type") == "ingress")
+    ports = {p.name: {"lanes": p.sku_port.lanes, "admin_status": "up"} for p in layout.ports}
+    budget = pool_budget({**tables, "PORT": ports}, asic.cell_size, asic.pipeline_latency_kb, ingress)
+    for name in shared:
+        pool = tables["BUFFER_POOL"][name]
+        if int(pool["size"]) > budget.pool_size:
+            pool["size"] = str(budget.pool_size)
+
+
 def _qos_tables(layout: SonicLayout, qos: RoceQos) -> dict[str, Any]:
     view = layout.view
     _check_qos(view, qos)
@@ -171,6 +203,7 @@ def _qos_tables(layout: SonicLayout, qos: RoceQos) -> dict[str, Any]:
     tables: dict[str, Any] = {
         "DSCP_TO_TC_MAP": {QOS_MAP: dscp_to_tc},
         "TC_TO_PRIORITY_GROUP_MAP": {QOS_MAP: {str(tc): str(tc if tc == p else 0) for tc in QUEUES}},
+        "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": {QOS_MAP: {str(p): str(p)}},
         "TC_TO_QUEUE_MAP": {QOS_MAP: {str(tc): str(tc) for tc in QUEUES}},
         "MAP_PFC_PRIORITY_TO_QUEUE": {QOS_MAP: {str(pr): str(pr) for pr in QUEUES}},
         "SCHEDULER": {
@@ -187,7 +220,8 @@ def _qos_tables(layout: SonicLayout, qos: RoceQos) -> dict[str, Any]:
     }
     # Every port shares one object per entry kind: the same settings, and dump_config_db encodes each object once.
     port_qos_map = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
-                    "pfc_to_queue_map": QOS_MAP, "pfc_enable": str(p), "pfcwd_sw_enable": str(p)}
+                    "pfc_to_queue_map": QOS_MAP, "pfc_to_pg_map": QOS_MAP, "pfc_enable": str(p),
+                    "pfcwd_sw_enable": str(p)}
     queue = {q: {"scheduler": SCHEDULER_LOSSLESS, "wred_profile": WRED_PROFILE} if q == p
              else {"scheduler": SCHEDULER_STRICT if q == c else SCHEDULER_LOSSY} for q in QUEUES}
     watchdog = {"action": DATA.pfc_watchdog_actions[qos.pfcwd_action], "detection_time": str(qos.pfcwd_detect_ms),
@@ -247,6 +281,7 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
         }},
         "PORT": {},
         "LOOPBACK_INTERFACE": {loopback: {}, f"{loopback}|{view.loopback}/32": {}},
+        "VERSIONS": {"DATABASE": {"VERSION": str(layout.facts["db_version"])}},
     }
     for port in layout.ports:
         pv, sp = port.view, port.sku_port
@@ -263,7 +298,7 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
         db.setdefault("INTERFACE", {}).update({port.name: {}, f"{port.name}|{pv.address}": {}})
         db.setdefault("BGP_NEIGHBOR", {})[pv.peer_address] = {
             "asn": str(pv.peer_asn), "name": pv.peer, "local_addr": pv.address.split("/")[0],
-            "admin_status": "up", "keepalive": str(BGP_KEEPALIVE), "holdtime": str(BGP_HOLDTIME),
+            "admin_status": "up", "keepalive": str(BGP_KEEPALIVE_S), "holdtime": str(BGP_HOLD_S),
             "nhopself": "0", "rrclient": "0",
         }
     hosts = [p for p in layout.ports if p.view.kind == "host"]

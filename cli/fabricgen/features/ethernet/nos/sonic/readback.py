@@ -2,7 +2,8 @@
 lossless DSCP reaches a PFC-enabled priority group that has headroom (traditional: a profile whose size reserves
 xon + xoff, or only xon when the ingress pool has a shared headroom pool; dynamic: profile NULL with a cable
 length and the tables the headroom plugin reads), its queue marks ECN, CNP is strict; on every Ethernet fabric
-each cabled port's MTU is at least the host MTU."""
+each cabled port's MTU is at least the host MTU. The PFC priority reaches the same PG through pfc_to_pg_map
+(the Mellanox SAI's PFC-priority-to-PG map)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,14 @@ def _sonic(host: str, db: dict[str, Any], fabric: Fabric, qos: RoceQos) -> Itera
                            fabric, "the traditional buffer model uses the pfc_enable priorities as PG numbers")
         else:
             yield from _lossless_pg(where, db, port, pg, fabric)
+        pfc_pg = db.get("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", {}).get(entry.get("pfc_to_pg_map", ""), {}).get(
+            str(lossless.priority))
+        if pfc_pg != pg:
+            yield mismatch(where, f"PFC priority {lossless.priority} maps to priority group {pfc_pg} "
+                                  f"(pfc_to_pg_map), but the lossless traffic fills PG {pg}: the Mellanox SAI sends "
+                                  "PAUSE for a priority from its mapped PG's xoff only", fabric,
+                           "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP with the lossless priority -> its PG, as "
+                           "qos_config.j2 writes on Mellanox")
         enabled = entry.get("pfc_enable", "").split(",")
         if str(lossless.priority) not in enabled or len([p for p in enabled if p]) != 1:
             yield mismatch(where, f"pfc_enable is {entry.get('pfc_enable')!r}, hosts enable PFC on priority "
