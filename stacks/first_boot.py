@@ -24,9 +24,11 @@ def filled(template: str, mounts: Sequence[tuple[str, str]]) -> str:
 
 def user_data(project: Path, sources: Sequence[pulumi.Input[str]], mountpoints: Sequence[str]
               ) -> pulumi.Output[str] | None:
-    """The project's user-data.sh, filled once every mount source is known, base64 (None without file systems)."""
-    if not sources:
+    """The project's user-data.sh, filled once every mount source is known, base64 (None when the project has no
+    first-boot script)."""
+    script = project / "user-data.sh"
+    if not script.exists():
         return None
-    template = (project / "user-data.sh").read_text(encoding="utf-8")
+    template = script.read_text(encoding="utf-8")
     return pulumi.Output.all(*sources).apply(lambda resolved: base64.b64encode(
         filled(template, list(zip(resolved, mountpoints, strict=True))).encode()).decode())

@@ -28,10 +28,10 @@ def documents(artifacts: dict[str, bytes]) -> list[dict[str, Any]]:
 
 
 def manifests(spec: Path, mode: str, tmp_path: Path) -> tuple[Topology, dict[str, bytes]]:
-    """The spec in one of the MODES, compiled, and its kubernetes target rendered."""
+    """The spec in one of the MODES, compiled, and its kubernetes and k8s-workloads targets rendered."""
     text = spec.read_text().replace("kubernetes:\n", "kubernetes:\n" + MODES[mode], 1)
     path = tmp_path / spec.name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     compiled = compile_spec(path)
-    return compiled.topology, {a.path: a.content for a in render_spec(compiled, ["kubernetes"])}
+    return compiled.topology, {a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-workloads"])}

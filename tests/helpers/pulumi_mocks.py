@@ -25,6 +25,7 @@ class Recorder(pulumi.runtime.Mocks):
 
     def __init__(self) -> None:
         self.resources: list[Resource] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
@@ -32,6 +33,8 @@ class Recorder(pulumi.runtime.Mocks):
             state.update(dnsName=f"{args.name}.fsx.us-east-1.amazonaws.com", mountName="abcdefgh")
         if args.typ in ("aws:ec2/instance:Instance", "alicloud:ecs/instance:Instance"):
             state["privateIp"] = f"10.0.0.{len(self.resources)}"
+        if args.typ == "aws:iam/instanceProfile:InstanceProfile":
+            state["arn"] = f"arn:aws:iam::123456789012:instance-profile/{args.inputs['name']}"
         if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
             state["latestVersion"] = 1.0
         if args.typ == "alicloud:ecs/eipAddress:EipAddress":
@@ -49,6 +52,9 @@ class Recorder(pulumi.runtime.Mocks):
         return resource_id, state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        if args.token == "aws:ec2/getAmi:getAmi":  # the launch template maps the root disk on the AMI's root device
+            self.calls.append((args.token, dict(args.args)))
+            return {"id": "ami-0123456789abcdef0", "rootDeviceName": "/dev/sda1"}
         raise AssertionError(f"the program made an unexpected provider call {args.token}")
 
     def of_type(self, typ: str) -> list[Resource]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fabricgen.core.artifacts import Artifact
@@ -16,7 +19,7 @@ SRIOV_STUBS = REPO / "tests" / "data" / "fake-sriov"
 NODE = "gpu002"  # the second node: its VF addresses carry node index 1
 IB_PFS = ("ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0")
 ETH_PFS = ("enp170s0f0np0", "enp41s0f0np0")
-READ_ONLY = ("ip link show dev ", "ip -o link show dev ", "mstconfig -d ")
+READ_ONLY = ("ip link show dev ", "ip -o link show dev ", "mstconfig -d ", "rdma system show", "udevadm settle ")
 
 
 class FakeHost(ScriptHost):
@@ -67,13 +70,64 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
             write(tmp_path / "state" / f"{pf[:10]}v{vf}" / "mtu", "1500")
     write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "bind", "")
     write(sysfs / "bus" / "pci" / "drivers" / "mlx5_core" / "unbind", "")
+    (tmp_path / "modprobe.d").mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("ip", "mstconfig"):
+    for tool in ("ip", "mstconfig", "rdma", "udevadm"):
         shutil.copy(SRIOV_STUBS / tool, bin_dir / tool)
     script = tmp_path / "etc" / "sriov-setup.sh"
     write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
     (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
     env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
+           "RDMA": str(bin_dir / "rdma"), "UDEVADM": str(bin_dir / "udevadm"),
+           "MODPROBE_DIR": str(tmp_path / "modprobe.d"),
            "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
     return FakeHost(tmp_path, script, env)
+
+
+@contextmanager
+def rebinding_driver(host: FakeHost, delay: float, suffix: str = "r") -> Iterator[list[str]]:
+    """mlx5_core's bind and unbind files as the driver acts on them: unbinding a VF removes its netdev, binding brings
+    it back ``delay`` seconds later renamed (udev's name: the old one with ``suffix``), as a real rebind may. The files
+    become FIFOs read by threads; yields the log of "bind|unbind <PCI address>" lines."""
+    drivers = host.root / "sys" / "bus" / "pci" / "drivers" / "mlx5_core"
+    done = threading.Event()
+    log: list[str] = []
+    names: dict[str, str] = {}
+    timers: list[threading.Timer] = []
+
+    def recreate(net: Path, name: str) -> None:
+        shutil.copytree(host.root / "state" / name.removesuffix(suffix), host.root / "state" / name, dirs_exist_ok=True)
+        (net / name).mkdir(parents=True)
+
+    def serve(name: str) -> None:
+        while not done.is_set():
+            with (drivers / name).open() as f:
+                for line in f:
+                    bdf = line.strip()
+                    if not bdf:
+                        continue
+                    log.append(f"{name} {bdf}")
+                    net = host.root / "sys" / "devices" / "pci0000:00" / bdf / "net"
+                    if name == "unbind":
+                        names[bdf] = next(p.name for p in net.iterdir())
+                        shutil.rmtree(net)
+                    else:
+                        timers.append(threading.Timer(delay, recreate, (net, names[bdf].removesuffix(suffix) + suffix)))
+                        timers[-1].start()
+
+    threads = []
+    for name in ("unbind", "bind"):
+        (drivers / name).unlink()
+        os.mkfifo(drivers / name)
+        threads.append(threading.Thread(target=serve, args=(name,), daemon=True))
+        threads[-1].start()
+    try:
+        yield log
+    finally:
+        done.set()
+        for name in ("unbind", "bind"):
+            with (drivers / name).open("w") as f:  # wakes the reader, which then sees done
+                f.write("\n")
+        for t in (*threads, *timers):
+            t.join(timeout=5)

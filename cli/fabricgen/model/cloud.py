@@ -44,6 +44,16 @@ class CloudFileSystem:
 
 
 @dataclass(frozen=True)
+class CloudAccess:
+    """How operators reach the instances (no public addresses): ``ssm`` (AWS SSM Session Manager), ``bastion`` (an
+    SSH jump host in the public subnet, reached from ``ingress``) or ``none`` (no path, no SSH rule)."""
+
+    kind: str
+    ingress: tuple[str, ...] = ()
+    instance_type: str = ""
+
+
+@dataclass(frozen=True)
 class Cloud:
     """A cloud cluster: one group of identical GPU instances in one zone, its network and its file systems."""
 
@@ -53,7 +63,7 @@ class Cloud:
     vpc_id: str
     vpc_cidr: str
     subnets: tuple[CloudSubnet, ...]
-    ssh_ingress: tuple[str, ...]
+    access: CloudAccess
     instance_type: CloudInstanceType
     names: tuple[str, ...]
     image: str
@@ -68,6 +78,13 @@ class Cloud:
     position: SourcePosition | None = field(default=None, compare=False)
     # AWS, new VPC only: the subnet carved from the VPC for the NAT gateway that gives the cluster egress
     public_subnet: str = ""
+    system_disk_gib: int = 200
+    jumbo_frames: bool = False  # Alibaba Cloud: jumbo frames, and the ERIs' MTU 8500 instead of 1400
+
+    @property
+    def eri_mtu(self) -> int:
+        """Alibaba's rule for eRDMA with NCCL's LL128: MTU 8500 with jumbo frames, 1400 without."""
+        return 8500 if self.jumbo_frames else 1400
 
     @property
     def interface_kind(self) -> str:

@@ -42,13 +42,15 @@ def cpfs_user_data(tmp_path: Path) -> str:
 
 
 def host(tmp_path: Path, script: str, os_id: str = "ubuntu", modules: tuple[str, ...] = ("kefalnd",),
-         devices: list[str] = P5_DEVICES) -> ScriptHost:
+         devices: list[str] = P5_DEVICES, efa_driver: str = "2.13.0") -> ScriptHost:
     root = tmp_path / "root"
     write(root / "etc" / "os-release", f"ID={os_id}\nVERSION_CODENAME=jammy")
     for device in devices:
         (root / "sys" / "class" / "infiniband" / device).mkdir(parents=True)
     (root / "state").mkdir()
     (root / "state" / "modules").write_text("".join(f"{m}\n" for m in modules))
+    if efa_driver:
+        (root / "state" / "efa-version").write_text(efa_driver + "\n")
     path = tmp_path / "user-data.sh"
     path.write_text(script)
     env = {**os.environ, "PATH": f"{root / 'state' / 'bin'}:{STUBS}:{os.environ['PATH']}",
@@ -96,6 +98,36 @@ def test_first_boot_installs_the_client_the_lnet_service_and_mounts(tmp_path: Pa
         f"x-systemd.requires={UNIT},x-systemd.after={UNIT} 0 0\n")
     assert calls[-1] == f"mount -t lustre -o relatime,flock {SOURCE} {machine.root}/fsx"
     assert not [c for c in calls if c.startswith("lnetctl")], "LNet is the service's job, not first boot's"
+
+
+@pytest.mark.parametrize("driver", ["2.10.0g", ""])
+def test_an_old_or_missing_efa_driver_is_updated_before_lnet(tmp_path: Path, driver: str) -> None:
+    """FSx for Lustre EFA clients need the EFA driver 2.12.1 or later (AWS's EKS FSx EFA guide checks modinfo's
+    version): an older one is replaced by AWS's EFA installer and reloaded before the LNet service starts."""
+    machine = host(tmp_path, user_data(tmp_path), efa_driver=driver)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    calls = machine.calls
+    assert "curl -fsSL -o" in next(c for c in calls if "aws-efa-installer-latest.tar.gz" in c)
+    installer = calls.index("efa_installer.sh -y")
+    assert calls[installer + 1:installer + 4] == ["modinfo -F version efa", "modprobe -r efa", "modprobe efa"]
+    assert installer < calls.index(f"systemctl start {UNIT}")
+    assert "is older than 2.12.1, which FSx for Lustre EFA clients need" in done.stderr
+
+
+def test_an_efa_driver_the_installer_cannot_update_mounts_over_tcp(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path).replace("EFA_MIN_DRIVER=2.12.1", "EFA_MIN_DRIVER=9.0.0"))
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "the EFA driver is still older than 9.0.0: the file systems mount over TCP" in done.stderr
+    assert not [c for c in machine.calls if c.startswith("systemctl")]
+    assert "x-systemd.requires" not in (machine.root / "etc/fstab").read_text()
+
+
+def test_a_current_efa_driver_is_left_alone(tmp_path: Path) -> None:
+    machine = host(tmp_path, user_data(tmp_path), efa_driver="2.12.1")
+    assert machine.run().returncode == 0
+    assert not [c for c in machine.calls if "efa-installer" in c or c.startswith("modprobe -r")]
 
 
 def test_first_boot_again_changes_nothing(tmp_path: Path) -> None:
@@ -191,13 +223,60 @@ def test_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
 
 # --- Alibaba Cloud: CPFS over NFS ------------------------------------------------------------------------------
 
+def ali_host(tmp_path: Path, script: str, os_id: str = "alinux", erdma: bool = True) -> ScriptHost:
+    """An ECS instance with two ERIs (eth0, eth1) at MTU 1500; with ``erdma`` the eRDMA stack is installed."""
+    machine = host(tmp_path, script, os_id=os_id, modules=("erdma",) if erdma else (), devices=[])
+    for eth in ("eth0", "eth1"):
+        write(machine.root / "sys" / "class" / "net" / eth / "mtu", "1500")
+        (machine.root / "sys" / "class" / "net" / eth / "device").mkdir()
+    write(machine.root / "sys" / "class" / "net" / "lo" / "mtu", "65536")  # virtual: no device, left alone
+    if erdma:
+        write(machine.root / "state" / "bin" / "ibv_devinfo", "#!/bin/sh")
+        (machine.root / "state" / "bin" / "ibv_devinfo").chmod(0o755)
+    return machine
+
+
+def cpfs_calls(machine: ScriptHost) -> list[str]:
+    return [c for c in machine.calls if c.split()[0] in ("curl", "yum", "apt-get", "mountpoint", "mount")]
+
+
+def test_erdma_stack_and_eri_mtu_at_first_boot(tmp_path: Path) -> None:
+    """Without the eRDMA stack, Alibaba's installer (env_setup.sh --egs) runs; every ERI gets Alibaba's MTU (1400
+    without jumbo frames) now and, through the installed service, at every boot; a second run changes nothing."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), erdma=False)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "curl -fsSL -o" in next(c for c in machine.calls if c.endswith("/erdma/env_setup.sh"))
+    assert "env_setup.sh --egs" in machine.calls
+    net = machine.root / "sys" / "class" / "net"
+    assert [(net / e / "mtu").read_text() for e in ("eth0", "eth1", "lo")] == ["1400\n", "1400\n", "65536\n"]
+    unit = (machine.root / "etc/systemd/system/fabricgen-eri-mtu.service").read_text()
+    assert "ExecStart=/usr/local/sbin/fabricgen-erdma-node mtu\n" in unit
+    assert "systemctl enable fabricgen-eri-mtu.service" in machine.calls
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert not [c for c in machine.calls[calls:] if c.startswith(("ip link", "env_setup", "curl"))]
+
+
+def test_jumbo_frames_take_mtu_8500(tmp_path: Path) -> None:
+    jumbo = {"  eri: {interfaces: max}\n": "  eri: {interfaces: max, jumbo_frames: true}\n"}
+    mocks = run(emit(ALI_SPEC, tmp_path, jumbo))
+    instance = mocks.of_type("alicloud:ecs/instance:Instance")[0].inputs
+    assert instance["enableJumboFrame"] is True
+    assert (instance["systemDiskSize"], instance["systemDiskCategory"]) == (200, "cloud_essd")
+    script = base64.b64decode(instance["userData"]).decode()
+    machine = ali_host(tmp_path / "host", script)
+    assert machine.run().returncode == 0
+    assert (machine.root / "sys/class/net/eth0/mtu").read_text() == "8500\n"
+
+
 def test_cpfs_first_boot_installs_the_client_and_mounts_once(tmp_path: Path) -> None:
-    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="alinux", modules=())
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path))
     assert f"\nFILESYSTEMS=({CPFS_SOURCE} /cpfs)\n" in machine.script.read_text()
     done = machine.run()
     assert done.returncode == 0, done.stderr
     package = "aliyun-alinas-utils-latest.al.noarch.rpm"
-    assert machine.calls == [
+    assert cpfs_calls(machine) == [
         f"curl -fsSL -o /tmp/{package} https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/{package}",
         f"yum install -y /tmp/{package}",
         f"mountpoint -q {machine.root}/cpfs",
@@ -206,21 +285,22 @@ def test_cpfs_first_boot_installs_the_client_and_mounts_once(tmp_path: Path) -> 
     assert (machine.root / "etc/fstab").read_text() == f"{CPFS_SOURCE} /cpfs cpfs-nfs {CPFS_OPTIONS},_netdev 0 0\n"
     calls = len(machine.calls)
     assert machine.run().returncode == 0
-    assert machine.calls[calls:] == [f"mountpoint -q {machine.root}/cpfs"]  # installed and mounted: nothing to do
+    again = [c for c in machine.calls[calls:] if c.split()[0] in ("curl", "yum", "apt-get", "mountpoint", "mount")]
+    assert again == [f"mountpoint -q {machine.root}/cpfs"]  # installed and mounted: nothing to do
     assert (machine.root / "etc/fstab").read_text().count(CPFS_SOURCE) == 1
 
 
 def test_cpfs_client_on_ubuntu(tmp_path: Path) -> None:
-    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu", modules=())
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu")
     assert machine.run().returncode == 0
-    assert machine.calls[:3] == [
+    assert cpfs_calls(machine)[:3] == [
         "curl -fsSL -o /tmp/aliyun-alinas-utils-latest.deb "
         "https://cpfs-hangzhou-nfs-client.oss-cn-hangzhou.aliyuncs.com/aliyun-alinas-utils-latest.deb",
         "apt-get update", "apt-get install -y /tmp/aliyun-alinas-utils-latest.deb"]
 
 
 def test_cpfs_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
-    machine = host(tmp_path, cpfs_user_data(tmp_path), os_id="arch", modules=())
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), os_id="arch")
     done = machine.run()
     assert done.returncode == 1 and "no CPFS-NFS client install is known for arch" in done.stderr
     assert not [c for c in machine.calls if c.startswith("mount")]

@@ -9,6 +9,7 @@ tests/helpers/pulumi_mocks.py; the project directory itself is checked in tests/
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import runpy
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,46 @@ def test_security_group_rules_self_referencing_all_protocols_both_ways(tmp_path:
         assert len(own) == 1
         assert own[0]["ipProtocol"] == "-1" and own[0]["securityGroupId"] == group
         assert "fromPort" not in own[0] and "cidrIpv4" not in own[0]
-    ssh = [r.inputs for r in ingress if "cidrIpv4" in r.inputs]
-    assert ssh == [{"securityGroupId": group, "cidrIpv4": "198.51.100.0/24", "ipProtocol": "tcp",
-                    "fromPort": 22.0, "toPort": 22.0, "description": "SSH"}]
+    assert [r.inputs for r in ingress if "cidrIpv4" in r.inputs] == [], "no public address: no SSH rule"
     assert [r.inputs["cidrIpv4"] for r in egress if "cidrIpv4" in r.inputs] == ["0.0.0.0/0"]
+
+
+def test_ssm_session_manager_is_the_default_access(tmp_path: Path) -> None:
+    """The instances have no public address: they are reached through SSM Session Manager, by an instance profile
+    whose role has AmazonSSMManagedInstanceCore, on the launch template."""
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    role = mocks.one("aws:iam/role:Role").inputs
+    assert json.loads(role["assumeRolePolicy"])["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
+    attached = mocks.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment").inputs
+    assert attached["policyArn"] == "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+    assert mocks.one("aws:iam/instanceProfile:InstanceProfile").inputs["role"] == role["name"]
+    template = mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs
+    assert template["iamInstanceProfile"] == {"arn": "arn:aws:iam::123456789012:instance-profile/aws-p5-efa-ssm"}
+    assert all(r.name != "bastion" for r in mocks.of_type("aws:ec2/instance:Instance"))
+
+
+def test_bastion_access_is_the_only_ssh_path(tmp_path: Path) -> None:
+    bastion = {"  access: {kind: ssm}": "  access: {kind: bastion, ingress: [198.51.100.0/24]}"}
+    mocks = run(emit(AWS_SPEC, tmp_path, bastion))
+    jump_host = mocks.named("aws:ec2/instance:Instance", "bastion").inputs
+    public = mocks.named("aws:ec2/subnet:Subnet", "public")
+    assert jump_host["associatePublicIpAddress"] is True and jump_host["subnetId"] == public.id
+    assert (jump_host["instanceType"], jump_host["keyName"]) == ("t3.small", "ops")
+    rules = {r.name: r.inputs for r in mocks.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")}
+    jump = mocks.named("aws:ec2/securityGroup:SecurityGroup", "bastion").id
+    assert (rules["bastion-ssh-0"]["cidrIpv4"], rules["bastion-ssh-0"]["securityGroupId"]) == ("198.51.100.0/24", jump)
+    assert (rules["ssh-from-bastion"]["referencedSecurityGroupId"], rules["ssh-from-bastion"]["fromPort"]) == (jump, 22)
+    assert not mocks.of_type("aws:iam/instanceProfile:InstanceProfile")
+
+
+def test_root_disk_on_the_images_root_device(tmp_path: Path) -> None:
+    """The system disk gets the spec's size (gp3) on the root device the AMI names (looked up at deploy time)."""
+    mocks = run(emit(AWS_SPEC, tmp_path))
+    (mapping,) = mocks.one("aws:ec2/launchTemplate:LaunchTemplate").inputs["blockDeviceMappings"]
+    assert mapping == {"deviceName": "/dev/sda1", "ebs": {"volumeSize": 300, "volumeType": "gp3",
+                                                          "deleteOnTermination": "true"}}
+    assert mocks.calls == [("aws:ec2/getAmi:getAmi", {"filters": [{"name": "image-id",
+                                                                    "values": ["ami-0123456789abcdef0"]}]})]
 
 
 def test_cluster_placement_group_used_by_the_launch_template(tmp_path: Path) -> None:

@@ -25,9 +25,11 @@ from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import MODES, ROCE, documents, manifests
 
 CRDS = REPO.parent / "shared" / "validators" / "k8s-crds"
+# CRDs the shared validators lack, kept here with their sources (tests/data/kubernetes/crds/README.md)
+MORE_CRDS = REPO / "tests" / "data" / "kubernetes" / "crds"
 K8S_VERSION = "1.37.0"  # the newest schemas kubernetes-validate 1.37 ships
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-CORE_KINDS = {"Namespace", "ConfigMap", "Pod"}
+CORE_KINDS = {"Namespace", "ConfigMap", "Pod", "DaemonSet"}
 
 
 def require_crds() -> Path:
@@ -57,7 +59,7 @@ def strict(schema: Any) -> Any:
 def crd_validators() -> dict[tuple[str, str], Draft202012Validator]:
     """(apiVersion, kind) -> a validator of the strict openAPIV3Schema of every served CRD version."""
     out = {}
-    for path in sorted((require_crds() / "crds").glob("*.yaml")):
+    for path in sorted([*(require_crds() / "crds").glob("*.yaml"), *MORE_CRDS.glob("*.yaml")]):
         for crd in yaml.safe_load_all(path.read_text()):
             group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
             for version in crd["spec"]["versions"]:
@@ -82,6 +84,11 @@ def validate(doc: dict[str, Any]) -> list[str]:
         return []
     validator = crd_validators()[(doc["apiVersion"], doc["kind"])]
     problems = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+    if doc["kind"] == "PyTorchJob":  # its pod templates are Pods as Kubernetes itself checks them
+        problems += [f"{role}: {p}" for role, replica in doc["spec"]["pytorchReplicaSpecs"].items()
+                     for p in validate({"apiVersion": "v1", "kind": "Pod",
+                                        "metadata": {"name": "replica", **replica["template"]["metadata"]},
+                                        "spec": replica["template"]["spec"]})]
     meta = doc["metadata"]
     problems += [f"metadata.{k}: {meta[k]!r}" for k in ("name", "namespace")
                  if k in meta and not re.match(DNS_SUBDOMAIN, meta[k])]
@@ -124,8 +131,9 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
         assert resource.startswith("nvidia.com/")
     elif kind == "NicClusterPolicy":
         assert doc["metadata"]["name"] == "nic-cluster-policy"
-        rdma = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
-        assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(rdma))
+        if "rdmaSharedDevicePlugin" in spec:
+            rdma = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+            assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(rdma))
         if "sriovDevicePlugin" in spec:
             sriov = json.loads(spec["sriovDevicePlugin"]["config"])
             assert not list(plugin_validator("sriov_network_device_plugin.json").iter_errors(sriov))
@@ -139,10 +147,14 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     topology, artifacts = manifests(ROCE, mode, tmp_path)
     docs = documents(artifacts)
     kinds = sorted({d["kind"] for d in docs})
-    expected = {"operator": ["ConfigMap", "Namespace", "NicClusterPolicy", "Pod", "SriovNetwork",
-                             "SriovNetworkNodePolicy"]}.get(mode, ["ConfigMap", "Namespace",
-                                                                   "NetworkAttachmentDefinition", "NicClusterPolicy",
-                                                                   "Pod"])
+    expected = {
+        "operator": ["Namespace", "NicClusterPolicy", "Pod", "PyTorchJob", "SriovNetwork", "SriovNetworkNodePolicy",
+                     "SriovNetworkPoolConfig"],
+        "multus-sriov": ["DaemonSet", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
+                         "PyTorchJob"],
+        "multus-host-device": ["ConfigMap", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
+                               "PyTorchJob"],
+    }[mode]
     assert kinds == expected
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
@@ -151,16 +163,34 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
     policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
     assert ("sriovDevicePlugin" in policy["spec"]) == (mode == "multus-sriov")
-    # host-device moves the PF into one pod: its RDMA resource must not admit a second pod on the node
-    shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
-    assert {c["rdmaHcaMax"] for c in shared["configList"]} == ({1} if mode == "multus-host-device" else {63})
-    assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    # one RDMA namespace mode per node: the shared device plugin only where no VF takes the rdma meta plugin
+    assert ("rdmaSharedDevicePlugin" in policy["spec"]) == (mode == "multus-host-device")
+    if mode == "multus-host-device":  # host-device moves the PF into one pod: one pod per node may hold it
+        shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
+        assert {c["rdmaHcaMax"] for c in shared["configList"]} == {1}
+        assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    plugins = {json.loads(d["spec"]["config"])["plugins"][i]["type"] for d in networks
+               if d["kind"] == "NetworkAttachmentDefinition" for i in (0, -1)}
+    if mode == "multus-sriov":  # every CNI binary the attachments name is installed by the daemon set
+        daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+        copied = [c["image"].split("/")[-1].split(":")[0] for c in daemon["initContainers"]]
+        assert plugins == {"sriov", "rdma"} and copied == ["sriov-cni", "rdma-cni"]
+        assert all(c["args"] == ["--no-sleep"] for c in daemon["initContainers"])
+        assert daemon["volumes"] == [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]
+    if mode == "operator":
+        pool = next(d for d in docs if d["kind"] == "SriovNetworkPoolConfig")
+        assert pool["spec"]["rdmaMode"] == "exclusive"
+        assert pool["spec"]["nodeSelector"] == {"matchExpressions": [
+            {"key": "fabricgen.dev/node-profile", "operator": "In", "values": ["hgx-8gpu-generic"]}]}
+        assert {p["spec"]["nodeSelector"]["fabricgen.dev/node-profile"] for p in docs
+                if p["kind"] == "SriovNetworkNodePolicy"} == {"hgx-8gpu-generic"}
 
 
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes"])})
-    assert len(docs) == 8
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-workloads"])})
+    assert len(docs) == 2 * (8 + 2) + 5  # networks and policies of 8 rails and 2 storage ports; namespace, pool
+    # config, NicClusterPolicy, Pod, PyTorchJob
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
         check_embedded_json(doc, compiled.topology)
@@ -183,33 +213,61 @@ def test_strict_schemas_reject_misspelt_fields(tmp_path: Path) -> None:
 
 def test_infiniband_pod_networks_over_the_ipoib_plan(tmp_path: Path) -> None:
     """IB rails become SriovIBNetworks / ib-sriov attachments over the fabric's IPoIB address plan."""
-    text = (INVENTORIES / "h100-4su.yaml").read_text()
-    assert text.count("  fabrics: [storage]") == 1
-    spec = tmp_path / "ib-pods.yaml"
-    spec.write_text(text.replace("  fabrics: [storage]", "  fabrics: [compute]"))
-    topology = compile_spec(spec).topology
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     k8s = topology.cluster.kubernetes
-    assert k8s is not None and "compute" in topology.addresses
+    assert k8s is not None and k8s.fabrics == ("compute", "storage") and "compute" in topology.addresses
     for operator, cni in (("sriov-network-operator", "sriov"), ("none", "sriov")):
         changed = dataclasses.replace(topology, cluster=dataclasses.replace(
             topology.cluster, kubernetes=dataclasses.replace(k8s, operator=operator, cni=cni)))
         docs = documents({a.path: a.content for a in kubernetes.render(changed)})
-        networks = [d for d in docs if d["kind"] in ("SriovIBNetwork", "NetworkAttachmentDefinition")]
+        networks = [d for d in docs if d["kind"] in ("SriovIBNetwork", "NetworkAttachmentDefinition")
+                    and d["metadata"]["name"].startswith("compute-")]
         assert len(networks) == 8
         for doc in docs:
             assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
             check_embedded_json(doc, changed)
         if operator == "none":
             assert all(json.loads(d["spec"]["config"])["plugins"][0]["type"] == "ib-sriov" for d in networks)
+            daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+            assert [c["name"] for c in daemon["initContainers"]] == ["sriov-cni", "ib-sriov-cni", "rdma-cni"]
         else:
-            policies = [d for d in docs if d["kind"] == "SriovNetworkNodePolicy"]
-            assert {p["spec"]["linkType"] for p in policies} == {"ib"} and len(policies) == 8, "DGX nodes only"
+            policies = [d for d in docs if d["kind"] == "SriovNetworkNodePolicy" and d["spec"]["linkType"] == "ib"]
+            assert len(policies) == 8, "DGX nodes only"
+
+
+def test_pytorchjob_runs_nccl_on_the_gpu_near_vfs() -> None:
+    """The job's pods attach only the compute rails' VFs (the storage ports are not PCIe-near the GPUs), one pod a
+    node, Master plus Workers, the resume init container on the checkpoint claim; the strict CRD accepts it and
+    rejects a misspelt field."""
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    (job,) = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads"])
+                        if a.path.startswith("kubernetes/workloads/")})
+    assert validate(job) == []
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"], job["spec"]["nprocPerNode"]) == (1, 3, "8")
+    template = replicas["Worker"]["template"]
+    assert template["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
+        f"compute-rail{r}" for r in range(8))
+    pod = template["spec"]
+    (trainer,) = pod["containers"]
+    assert trainer["name"] == "pytorch" and not any("storage" in r for r in trainer["resources"]["limits"])
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env["NCCL_NET_GDR_LEVEL"] == "PXB" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_IB_PKEY"] == "0"
+    assert env["CHECKPOINT_DIR"] == "/lustre/ckpt/nccl-allreduce"
+    (resume,) = pod["initContainers"]
+    assert {m["name"] for m in resume["volumeMounts"]} == {"lustre-checkpoints", "resume"}
+    assert {m["mountPath"] for m in trainer["volumeMounts"]} >= {"/dev/shm", "/cache", "/lustre/ckpt", "/data"}
+    term = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    bad = copy.deepcopy(job)
+    bad["spec"]["pytorchReplicaSpecs"]["Worker"]["restartpolicy"] = "OnFailure"
+    assert any("restartpolicy" in p for p in validate(bad))
 
 
 def test_example_workload_mounts_the_three_storage_tiers() -> None:
     """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the node's NVMe cache."""
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-storage"])})
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads", "k8s-storage"])})
     pod = next(d for d in docs if d["kind"] == "Pod")
     mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
     assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/cache"}

@@ -3,6 +3,8 @@ mounting them as pod_storage() says; strict validation can fail."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -11,9 +13,9 @@ import pytest
 from fabricgen.core.artifacts import Artifact
 from fabricgen.features.kubernetes import storage as k8s_storage
 from fabricgen.features.lustre import render as lustre
-from fabricgen.features.lustre.build import CACHE_STORAGE_CLASS, pod_storage
+from fabricgen.features.lustre.build import CACHE_STORAGE_CLASS, pod_storage, systemd_escape_path
 from fabricgen.pipeline import Compiled, compile_spec
-from tests.conftest import INVENTORIES
+from tests.conftest import INVENTORIES, require_tool
 from tests.helpers.lustre import manifest_docs as _docs
 
 H100 = INVENTORIES / "h100-4su.yaml"
@@ -39,7 +41,7 @@ def _validate(doc: dict[str, Any]) -> None:
 def test_manifests_validate_strictly(files: dict[str, Artifact]) -> None:
     manifests = [a for p, a in files.items() if p.startswith("kubernetes/")]
     docs = [d for a in manifests for d in _docs(a)]
-    assert len(docs) == 4 + 1 + 127
+    assert len(docs) == 4 + 7  # two PV + PVC pairs; the cache class, the provisioner's config, RBAC and DaemonSet
     for doc in docs:
         _validate(doc)
 
@@ -64,10 +66,21 @@ def test_pod_storage(compiled: Compiled, files: dict[str, Artifact]) -> None:
     assert {v["persistentVolumeClaim"]["claimName"] for v in storage.volumes if "persistentVolumeClaim" in v} == claims
     template = by_name["nvme-cache"]["ephemeral"]["volumeClaimTemplate"]["spec"]
     request = template["resources"]["requests"]["storage"]
-    capacities = {pv["spec"]["capacity"]["storage"] for pv in _docs(files["kubernetes/storage/local-nvme.yaml"])[1:]}
-    assert template["storageClassName"] == CACHE_STORAGE_CLASS and capacities == {request}
+    capacity = compiled.cluster.profiles["dgx-h100"].local_nvme
+    assert capacity is not None and request == f"{capacity.capacity_gib * 9 // 10}Gi", "below the PV statfs reports"
+    assert template["storageClassName"] == CACHE_STORAGE_CLASS
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "ai-training"},
            "spec": {"containers": [{"name": "trainer", "image": "pytorch:latest",
                                     "volumeMounts": list(storage.volume_mounts)}],
                     "volumes": list(storage.volumes)}}
     _validate(pod)
+
+
+def test_cache_mount_passes_systemd_analyze_verify(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """The bind mount the provisioner discovers is a valid unit named by its Where= (systemd-escape --path)."""
+    tool = require_tool("systemd-analyze")
+    unit = tmp_path / "mnt-fabricgen-cache.mount"
+    unit.write_bytes(files["hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount"].content)
+    done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    assert systemd_escape_path("/mnt/fabricgen/cache") + ".mount" == unit.name

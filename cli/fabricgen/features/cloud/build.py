@@ -23,7 +23,7 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
 from fabricgen.features.feature import BuildContext
-from fabricgen.model.cloud import Cloud, CloudFileSystem, CloudInstanceType, CloudSubnet
+from fabricgen.model.cloud import Cloud, CloudAccess, CloudFileSystem, CloudInstanceType, CloudSubnet
 from fabricgen.model.cluster import Cluster
 from fabricgen.spec.load import load_file
 from fabricgen.spec.validate import schema_issues
@@ -137,11 +137,34 @@ def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...], str]:
             if network is not None:
                 taken.append((i, network))
         subnets.append(CloudSubnet(entry.get("id", ""), entry.get("cidr", ""), subnet_zone))
-    for i, text in enumerate(net["ssh_ingress"]):
-        _network(ctx, text, ("network", "ssh_ingress", i), [0, 32], "CIDR")
     new_vpc = "id" not in vpc and ctx.provider == "aws"
     public = _public_subnet(ctx, vpc_network, [n for _, n in taken]) if new_vpc and vpc_network is not None else ""
     return vpc.get("id", ""), vpc.get("cidr", ""), tuple(subnets), public
+
+
+def _access(ctx: _Context, public_subnet: str) -> CloudAccess:
+    """The operators' way in: the instances have no public address, so an SSH rule alone reaches nothing."""
+    spec = ctx.spec.get("access", {})
+    kind = spec.get("kind", "ssm" if ctx.provider == "aws" else "none")
+    where: PathKey = ("access", "kind")
+    if ctx.provider == "alicloud" and kind != "none":
+        ctx.issues.error(where, f"access {kind} is AWS's", "Alibaba Cloud instances are reached through Cloud "
+                                                          "Assistant or Workbench, which need no resource: access none")
+    if kind != "bastion":
+        for key in ("ingress", "instance_type"):
+            if key in spec:
+                ctx.issues.error(("access", key), f"{key} applies to access: bastion only", f"drop {key}")
+        return CloudAccess(kind)
+    if "ingress" not in spec:
+        ctx.issues.error(where, "a bastion needs the CIDRs allowed to reach it", "add access.ingress")
+    for i, text in enumerate(spec.get("ingress", ())):
+        _network(ctx, text, ("access", "ingress", i), [0, 32], "CIDR")
+    if not public_subnet:
+        ctx.issues.error(where, "a bastion needs the public subnet of a new VPC (an existing VPC's routing is left "
+                                "alone)", "use access: ssm, or give the network a new VPC (vpc.cidr)")
+    if not ctx.spec["instances"].get("key_pair"):
+        ctx.issues.error(where, "a bastion is reached by SSH: it needs instances.key_pair", "add instances.key_pair")
+    return CloudAccess(kind, tuple(spec.get("ingress", ())), spec.get("instance_type", "t3.small"))
 
 
 def _instance_type(ctx: _Context) -> CloudInstanceType | None:
@@ -297,6 +320,18 @@ def _alibaba_names(ctx: _Context, cluster: str, names: tuple[str, ...]) -> None:
                          "Alibaba Cloud names start with a letter, e.g. gpu{n:03d}")
 
 
+ALIBABA_SYSTEM_DISK_GIB = 500  # pulumi-alicloud 4.0.0 ecs.Instance system_disk_size: 20 to 500 GiB
+
+
+def _system_disk(ctx: _Context) -> int:
+    size = int(ctx.spec["instances"]["system_disk_gib"])
+    if ctx.provider == "alicloud" and size > ALIBABA_SYSTEM_DISK_GIB:
+        ctx.issues.error(("instances", "system_disk_gib"), f"{size} GiB is above the {ALIBABA_SYSTEM_DISK_GIB} GiB "
+                                                           "an Alibaba Cloud system disk takes",
+                         f"at most {ALIBABA_SYSTEM_DISK_GIB}; put data on CPFS or a data disk")
+    return size
+
+
 def build(context: BuildContext, cluster: Cluster) -> Cluster:
     """The cluster of a cloud spec: no racks, nodes or fabrics, one group of instances in one zone."""
     data, top = context.data, context.issues
@@ -309,6 +344,7 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
         ctx.issues.error(("zone",), f"zone {ctx.spec['zone']} is not in region {ctx.spec['region']}",
                          f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
     vpc_id, vpc_cidr, subnets, public_subnet = _subnets(ctx)
+    access = _access(ctx, public_subnet)
     itype = _instance_type(ctx)
     interfaces = _interfaces(ctx, itype)
     names = _names(ctx)
@@ -320,7 +356,8 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     spec, meta = ctx.spec, data["metadata"]
     instances = spec["instances"]
     return replace(cluster, cloud=Cloud(
-        ctx.provider, spec["region"], spec["zone"], vpc_id, vpc_cidr, subnets, tuple(spec["network"]["ssh_ingress"]),
+        ctx.provider, spec["region"], spec["zone"], vpc_id, vpc_cidr, subnets, access,
         itype, names, instances["image"], instances.get("key_pair", ""), instances["group"], placement_group,
         capacity_kind, capacity_id, interfaces, filesystems,
-        tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), ctx.issues.position(()), public_subnet))
+        tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), ctx.issues.position(()), public_subnet,
+        _system_disk(ctx), spec.get("eri", {}).get("jumbo_frames", False)))

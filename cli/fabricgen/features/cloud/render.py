@@ -68,11 +68,11 @@ def user_data(name: str, source: str, cloud: Cloud) -> Artifact | None:
     LNet gets the catalog's EFA interface count for FSx clients (AWS: 8 on p5-class types) spread evenly over
     the EFA devices the instance has, one in ``stride``: AWS takes every 4th of a p5's 32, one per PCIe switch.
     """
+    if cloud.provider == "alicloud":  # always: the eRDMA stack and the ERIs' MTU, then any CPFS mounts
+        return Artifact(f"pulumi/{name}/{USER_DATA}", render_template("pulumi/cpfs-client.sh.j2", cluster=name,
+                                                                      source=source, mtu=cloud.eri_mtu))
     if not cloud.filesystems:
         return None
-    if cloud.provider == "alicloud":
-        return Artifact(f"pulumi/{name}/{USER_DATA}", render_template("pulumi/cpfs-client.sh.j2", cluster=name,
-                                                                      source=source))
     wanted = cloud.instance_type.fsx_efa_interfaces if any(fs.efa for fs in cloud.filesystems) else 0
     efa_interfaces = min(wanted, cloud.interfaces)
     stride = max(1, cloud.interfaces // efa_interfaces) if efa_interfaces else 1
@@ -90,10 +90,12 @@ def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
         "zone": cloud.zone,
         "vpc": {"id": cloud.vpc_id, "cidr": cloud.vpc_cidr},
         "subnets": [{"id": s.id, "cidr": s.cidr, "zone": s.zone} for s in cloud.subnets],
-        "ssh_ingress": list(cloud.ssh_ingress),
+        "access": {"kind": cloud.access.kind, "ingress": list(cloud.access.ingress),
+                   "instance_type": cloud.access.instance_type},
         "instances": {"names": list(cloud.names), "type": cloud.instance_type.name, "image": cloud.image,
                       "key_pair": cloud.key_pair, "group": cloud.group, "placement_group": cloud.placement_group,
-                      "capacity": capacity, "gpus": cloud.instance_type.gpus},
+                      "capacity": capacity, "gpus": cloud.instance_type.gpus,
+                      "system_disk_gib": cloud.system_disk_gib, "jumbo_frames": cloud.jumbo_frames},
         "interfaces": interfaces(cloud),
         "filesystems": [_filesystem(fs) for fs in cloud.filesystems],
         "tags": dict(cloud.tags),

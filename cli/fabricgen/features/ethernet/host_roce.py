@@ -56,7 +56,13 @@ class RocePort:
     cnp_priority: int
     mtu: int
     switch_mtu: int
+    hca_port: int = 1  # the RDMA device's port number (rdma_cm's configfs ports/<n>)
     bluefield: bool = False  # a BlueField port: configured from the host in NIC mode only (module doc)
+
+    @property
+    def tos(self) -> int:
+        """rdma_cm's default RoCE type of service: the lossless DSCP << 2 | ECT(0), as NCCL_IB_TC for NCCL."""
+        return self.dscp << 2 | 2
 
     @property
     def pfc(self) -> str:
@@ -159,7 +165,7 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
                 netdev = checked(NETDEV, nic.netdev, f"profile {name}: netdev")
                 port = RocePort(netdev, checked(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
                                 (fabric.name,), cls.dscp, cls.priority, cls.cnp_dscp, cls.cnp_priority, cls.mtu,
-                                cls.switch_mtu, nic.model.startswith(BLUEFIELD))
+                                cls.switch_mtu, profile.hca_port(nic), nic.model.startswith(BLUEFIELD))
                 known = entry.ports.get(netdev)
                 if known is None:
                     entry.ports[netdev] = port

@@ -14,7 +14,8 @@ from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.topology import Topology
 
-_CONFIGURE = re.compile(r"^configure '([^']+)' '(\d+)' '(\d+)' '([01,]+)' '(\d+)' '(\d+)' '(\d+)'$")
+_CONFIGURE = re.compile(r"^configure '([^']+)' '(\d+)' '(\d+)' '([01,]+)' '(\d+)' '(\d+)' '(\d+)' '([^']*)' '(\d+)' "
+                        r"'(\d+)'$")
 _PORT_FABRIC = re.compile(r"^#   (\S+) .*, fabric (.+)$")
 
 
@@ -23,10 +24,10 @@ def host_port_settings(content: bytes) -> Iterator[tuple[str, str, dict[str, int
     text = content.decode()
     fabrics = {m.group(1): m.group(2) for m in map(_PORT_FABRIC.match, text.splitlines()) if m}
     for m in filter(None, map(_CONFIGURE.match, text.splitlines())):
-        netdev, dscp, prio, pfc, cnp_dscp, cnp_prio, mtu = m.groups()
+        netdev, dscp, prio, pfc, cnp_dscp, cnp_prio, mtu, dev, _, tos = m.groups()
         yield netdev, fabrics.get(netdev, ""), {"dscp": int(dscp), "priority": int(prio), "pfc": pfc,
                                                  "cnp_dscp": int(cnp_dscp), "cnp_priority": int(cnp_prio),
-                                                 "mtu": int(mtu)}
+                                                 "mtu": int(mtu), "tos": int(tos) if dev else -1}
 
 
 def _host(path: str, content: bytes, fabrics: Mapping[str, Fabric]) -> Iterator[Finding]:
@@ -41,7 +42,8 @@ def _host(path: str, content: bytes, fabrics: Mapping[str, Fabric]) -> Iterator[
                  ("PFC bitmap", got["pfc"], expected_pfc, "PFC on the lossless priority only"),
                  ("CNP DSCP", got["cnp_dscp"], q.cnp.dscp, "the switches' strict CNP class"),
                  ("CNP priority", got["cnp_priority"], q.cnp.priority, "the switches' CNP priority"),
-                 ("MTU", got["mtu"], fabric.host_mtu, "the fabric's host MTU"))
+                 ("MTU", got["mtu"], fabric.host_mtu, "the fabric's host MTU"),
+                 ("rdma_cm ToS", got["tos"], q.nccl_tc if got["tos"] != -1 else -1, "the lossless DSCP << 2 | ECT(0)"))
         for what, host_value, fabric_value, side in pairs:
             if host_value != fabric_value:
                 yield mismatch(where, f"host {what} is {host_value}, {side} is {fabric_value}", fabric)

@@ -14,7 +14,7 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster, Fabric, FabricRole, FabricType
-from fabricgen.model.kubernetes import Kubernetes, Workload
+from fabricgen.model.kubernetes import EXCLUSIVE, SHARED, Kubernetes, Workload
 from fabricgen.model.nodes import Nic, Node, NodeProfile
 from fabricgen.model.sriov import Sriov
 
@@ -101,23 +101,56 @@ def _resources(chosen: Sequence[str], fabrics: Sequence[Fabric], nodes: Sequence
                 break
 
 
+def _rdma_mode(spec: Mapping[str, Any], chosen: Sequence[str], issues: Issues) -> str:
+    """The RDMA namespace mode the pod networks need. The rdma meta plugin moves a VF's RDMA device into the pod and
+    refuses to run unless the node is in exclusive mode; the RDMA shared device plugin hands one PF's RDMA device to
+    many pods, which only shared mode lets them see. The mode is one per node, so a PF never serves both."""
+    vfs = uses_vfs(spec)
+    asked = spec.get("rdma_shared_device_plugin", not vfs)
+    where: PathKey = ("kubernetes", "rdma_shared_device_plugin")
+    if vfs and asked:
+        issues.error(where, "the RDMA shared device plugin needs the nodes in shared RDMA namespace mode, but the rdma "
+                            f"meta plugin of the VF pod networks on {', '.join(chosen)} needs exclusive mode, on the "
+                            "same ports",
+                     "drop rdma_shared_device_plugin (pods get their VF's own RDMA device), or use operator: none "
+                     "with cni: host-device")
+    elif not vfs and not asked:
+        issues.error(where, "host-device pods reach their PF's RDMA device only through the RDMA shared device plugin",
+                     "drop rdma_shared_device_plugin: false, or use cni: sriov")
+    return EXCLUSIVE if vfs else SHARED
+
+
 def _workload(spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Sequence[Fabric],
               nodes: Sequence[Node], issues: Issues) -> Workload | None:
+    """The training workload: it runs NCCL on the compute fabric's rails, whose NICs sit next to the GPUs (the
+    storage ports do not: GPUDirect at PXB would not hold), so that fabric must carry pod networks."""
     if spec is None:
         return None
-    groups = {g for f in fabrics if f.name in chosen for g in _pod_groups(f)}
+    where: PathKey = ("kubernetes", "workload")
+    compute = [f for f in fabrics if f.name in chosen and f.role is FabricRole.COMPUTE]
+    if not compute:
+        named = [f.name for f in fabrics if f.role is FabricRole.COMPUTE]
+        issues.error(where, "the workload's NCCL needs the compute fabric's rails as pod networks: the other ports "
+                            "are not PCIe-near the GPUs", f"add {named[0] if named else 'the compute fabric'} to "
+                                                          "kubernetes.fabrics (with sriov)")
+        return None
+    groups = set(_pod_groups(compute[0]))
     profiles = {n.profile.name: n.profile for n in nodes if n.group in groups and n.profile.role == "compute"}
     name = spec.get("profile") or next(iter(profiles), "")
-    where: PathKey = ("kubernetes", "workload")
     if name not in profiles:
         if profiles or "profile" in spec:
-            issues.error((*where, "profile"), f"node profile {name!r} has no compute node on the pod "
-                                              "networks' fabrics", did_you_mean(name, profiles))
+            issues.error((*where, "profile"), f"node profile {name!r} has no compute node on the pod networks of "
+                                              f"fabric {compute[0].name}", did_you_mean(name, profiles))
         return None
     if spec["gpus"] > profiles[name].gpus:
         issues.error((*where, "gpus"), f"the pod asks for {spec['gpus']} GPUs but a {name} node has "
                                        f"{profiles[name].gpus}", f"at most {profiles[name].gpus}")
-    return Workload(spec["name"], spec["image"], spec["gpus"], name, spec["shm_size"], tuple(spec["command"]))
+    count = sum(1 for n in nodes if n.group in groups and n.profile.name == name)
+    if spec["nodes"] > count:
+        issues.error((*where, "nodes"), f"the job asks for {spec['nodes']} nodes, one pod each, but {count} {name} "
+                                        "nodes carry the pod networks", f"at most {count}")
+    return Workload(spec["name"], spec["image"], spec["gpus"], name, spec["shm_size"], tuple(spec["command"]),
+                    spec["nodes"], spec["restarts"])
 
 
 def build(context: BuildContext, cluster: Cluster) -> Cluster:
@@ -129,6 +162,7 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     _addressing(chosen, fabrics, issues)
     _resources(chosen, fabrics, nodes, issues)
     workload = _workload(spec.get("workload"), chosen, fabrics, nodes, issues)
+    rdma_mode = _rdma_mode(spec, chosen, issues)
     return replace(cluster, kubernetes=Kubernetes(
         spec["namespace"], spec["operator"], spec["operator_namespace"], spec["cni"], spec["resource_prefix"], chosen,
-        spec["rdma_hca_max"], workload, issues.position(("kubernetes",))))
+        spec["rdma_hca_max"], workload, rdma_mode, issues.position(("kubernetes",))))

@@ -11,13 +11,17 @@ Under ``kubernetes/network/``:
   ID; the PF's RDMA device stays shared). IP addresses come from whereabouts ranges taken from the fabric's address
   plan: the fabric's host pool minus every subnet the plan carved for the hosts and minus the fabric's Lustre MGS
   addresses, so pods never take a host's, gateway's or MGS's address.
-- ``rdma-shared-device-plugin.yaml``: the RDMA shared device plugin's ConfigMap (one resource per rail, by PF name).
-- ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): RDMA
-  shared device plugin, SR-IOV device plugin (without the SR-IOV operator), Multus and the CNI plugins.
-- ``<workload>.yaml``: an example training Pod asking for the GPUs, one VF (or shared RDMA device) per rail,
-  IPC_LOCK, a memory-backed /dev/shm, the Lustre claims and NVMe cache of its namespace
-  (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL environment of
-  :func:`fabricgen.features.nccl.render.nccl_settings`.
+- ``rdma-pool-config.yaml`` (SR-IOV operator): a SriovNetworkPoolConfig putting the nodes with VF pod networks in
+  exclusive RDMA namespace mode, which the rdma meta plugin needs (without the operator sriov-setup.sh sets it).
+- ``cni-binaries.yaml`` (no operator, VFs): a DaemonSet copying the sriov / ib-sriov and rdma CNI binaries into
+  /opt/cni/bin, from the network operator release of images.yaml.
+- ``rdma-shared-device-plugin.yaml`` (host-device only: shared RDMA namespace mode): the RDMA shared device plugin's
+  ConfigMap (one resource per rail, by PF name).
+- ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): the RDMA
+  shared device plugin (shared mode), the SR-IOV device plugin (VFs without the SR-IOV operator), Multus and the
+  reference CNI plugins, every image from one network operator release.
+
+The workloads that use these networks are target ``k8s-workloads`` (:mod:`.workloads`).
 
 JSON embedded in strings (CNI configs, IPAM, device plugin configs) is built as data and serialised with sorted
 keys, so each string parses and is byte-stable.
@@ -39,16 +43,14 @@ from netaddr import IPAddress, IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
-from fabricgen.features.lustre.build import pod_storage
-from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
+from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, profile_affinity
 from fabricgen.model.cluster import Fabric
-from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.kubernetes import SHARED, Kubernetes
 from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
 
 CNI_VERSION = "0.3.1"
 MELLANOX_VENDOR = "15b3"
-PROFILE_LABEL = "fabricgen.dev/node-profile"  # nodes carry their node profile's name under this label
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
 RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$")  # device plugin resource names
@@ -72,19 +74,45 @@ class PodNetwork:
 
 
 @cache
-def images() -> Mapping[str, Mapping[str, str]]:
-    """The component images of the NicClusterPolicy (images.yaml beside this module, each with its source)."""
+def _images_file() -> Mapping[str, Any]:
     with (Path(__file__).with_name("images.yaml")).open(encoding="utf-8") as f:
-        data: dict[str, dict[str, dict[str, str]]] = yaml.safe_load(f)
-    return data["images"]
+        data: dict[str, Any] = yaml.safe_load(f)
+    return data
+
+
+def images() -> Mapping[str, Mapping[str, str]]:
+    """The images of the manifests (images.yaml beside this module: one network operator release, its source)."""
+    found: Mapping[str, Mapping[str, str]] = _images_file()["images"]
+    return found
+
+
+def images_release() -> str:
+    """The network operator release every image comes from."""
+    return str(_images_file()["release"])
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _dump(documents: Sequence[Mapping[str, Any]], header: str) -> bytes:
-    body = "---\n".join(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000)
+class _Dumper(yaml.SafeDumper):
+    """Manifests as people write them: no anchors and aliases for shared parts (a PyTorchJob's replicas share a
+    template), multi-line strings (scripts) as literal blocks."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def dump(documents: Sequence[Mapping[str, Any]], header: str) -> bytes:
+    """YAML documents under a comment header."""
+    body = "---\n".join(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
                         for doc in documents)
     lines = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return (lines + "---\n" + body).encode("utf-8")
@@ -120,12 +148,7 @@ def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
             "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]}
 
 
-def _vfs(k8s: Kubernetes) -> bool:
-    """Pods get SR-IOV VFs (operator, or Multus with the sriov CNI), else the PFs move in with host-device."""
-    return k8s.operator != "none" or k8s.cni == "sriov"
-
-
-def _metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
+def metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, **extra}
 
 
@@ -139,7 +162,7 @@ def _node_policies(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
             selector["rootDevices"] = [pci]
         docs.append({
             "apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
-            "metadata": _metadata(f"{net.name}-{profile}", k8s.operator_namespace),
+            "metadata": metadata(f"{net.name}-{profile}", k8s.operator_namespace),
             "spec": {"resourceName": net.resource, "nodeSelector": {PROFILE_LABEL: profile},
                      "numVfs": sriov.vfs_per_port, "nicSelector": selector, "deviceType": "netdevice",
                      "isRdma": True, "linkType": sriov.link_type, "mtu": sriov.mtu, "externallyManaged": True}})
@@ -158,7 +181,7 @@ def _operator_network(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) ->
                  "trust": "on" if sriov.trust else "off", "minTxRate": sriov.min_tx_rate_mbps,
                  "maxTxRate": sriov.max_tx_rate_mbps}
     return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": kind,
-            "metadata": _metadata(net.name, k8s.operator_namespace), "spec": spec}
+            "metadata": metadata(net.name, k8s.operator_namespace), "spec": spec}
 
 
 def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -182,10 +205,10 @@ def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple
 
 def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
     plugin, resource = _cni_plugin(net, k8s, ipam)
-    rdma = [{"type": "rdma"}] if _vfs(k8s) else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
+    rdma = [{"type": "rdma"}] if k8s.uses_vfs else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
     config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, *rdma]}
     return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-            "metadata": _metadata(net.name, k8s.namespace,
+            "metadata": metadata(net.name, k8s.namespace,
                                   annotations={RESOURCE_ANNOTATION: f"{k8s.resource_prefix}/{resource}"}),
             "spec": {"config": _json(config)}}
 
@@ -194,7 +217,7 @@ def rdma_shared_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str,
     """The RDMA shared device plugin's config: one resource per rail, selecting its PFs by name. With host-device
     the PF moves into the pod's namespace, so one pod per node can hold it: the resource admits one (rdmaHcaMax 1)
     instead of letting the scheduler place pods whose CNI then cannot find the PF."""
-    share = k8s.rdma_hca_max if _vfs(k8s) else 1
+    share = 1 if k8s.cni == "host-device" else k8s.rdma_hca_max
     return {"configList": [
         {"resourceName": f"{net.resource}_shared", "resourcePrefix": k8s.resource_prefix,
          "rdmaHcaMax": share, "selectors": {"ifNames": sorted({pf for _, pf, _ in net.pfs})}}
@@ -210,48 +233,63 @@ def sriov_device_plugin_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> d
         for net in nets]}
 
 
+def rdma_pool_config(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+    """The SR-IOV operator's SriovNetworkPoolConfig putting every node with VF pod networks in exclusive RDMA
+    namespace mode (the operator writes ib_core netns_mode=0 and reboots the nodes, one at a time)."""
+    profiles = sorted({profile for net in nets for profile, _, _ in net.pfs})
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkPoolConfig",
+            "metadata": metadata("fabricgen-rdma-exclusive", k8s.operator_namespace),
+            "spec": {"rdmaMode": k8s.rdma_mode, "maxUnavailable": 1, "nodeSelector": {"matchExpressions": [
+                {"key": PROFILE_LABEL, "operator": "In", "values": profiles}]}}}
+
+
+def _image(name: str) -> str:
+    """A container image reference (repository/image:version) from images.yaml."""
+    entry = images()[name]
+    return f"{entry['repository']}/{entry['image']}:{entry['version']}"
+
+
+def cni_binaries(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+    """Without the operator nothing installs the SR-IOV CNIs (the NicClusterPolicy's secondaryNetwork brings Multus,
+    the reference plugins and ipoib only): a DaemonSet copies sriov / ib-sriov and rdma into the nodes' /opt/cni/bin,
+    each from its image of the network operator release, in init containers (``--no-sleep``: copy and exit, as the
+    SR-IOV operator's own daemon set runs them), then idles in the rdma-cni image (its entrypoint copies again and
+    sleeps), so a node that joins later or loses /opt/cni/bin gets them back."""
+    link_types = {n.fabric.sriov.link_type for n in nets if n.fabric.sriov is not None}
+    plugins = [*(["sriov_cni"] if "eth" in link_types else []), *(["ib_sriov_cni"] if "ib" in link_types else []),
+               "rdma_cni"]
+    mount = [{"name": "cnibin", "mountPath": "/host/opt/cni/bin"}]
+    resources = {"requests": {"cpu": "10m", "memory": "10Mi"}, "limits": {"cpu": "100m", "memory": "50Mi"}}
+
+    def container(name: str, args: list[str]) -> dict[str, Any]:
+        return {"name": name.replace("_", "-"), "image": _image(name), "args": args, "resources": resources,
+                "securityContext": {"privileged": True}, "volumeMounts": mount}
+
+    profiles = sorted({profile for net in nets for profile, _, _ in net.pfs})
+    labels = {"app.kubernetes.io/name": "fabricgen-cni-binaries"}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": metadata("fabricgen-cni-binaries", k8s.operator_namespace, labels=labels),
+            "spec": {"selector": {"matchLabels": labels}, "updateStrategy": {"type": "RollingUpdate"},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "affinity": profile_affinity(profiles),
+                         "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
+                         "initContainers": [container(p, ["--no-sleep"]) for p in plugins],
+                         "containers": [container("rdma_cni", [])],
+                         "volumes": [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]}}}}
+
+
 def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
     image = images()
-    spec: dict[str, Any] = {
-        "rdmaSharedDevicePlugin": {**image["rdma_shared_device_plugin"],
-                                   "config": _json(rdma_shared_config(nets, k8s))}}
+    spec: dict[str, Any] = {}
+    if k8s.rdma_mode == SHARED:
+        spec["rdmaSharedDevicePlugin"] = {**image["rdma_shared_device_plugin"],
+                                          "config": _json(rdma_shared_config(nets, k8s))}
     if k8s.operator == "none" and k8s.cni == "sriov":
         spec["sriovDevicePlugin"] = {**image["sriov_device_plugin"],
                                      "config": _json(sriov_device_plugin_config(nets, k8s))}
     spec["secondaryNetwork"] = {"cniPlugins": dict(image["cni_plugins"]), "multus": dict(image["multus"])}
     return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
             "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
-
-
-def _workload(topology: Topology, nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
-    workload = k8s.workload
-    assert workload is not None
-    profile = topology.cluster.profiles[workload.profile]
-    mine = [n for n in nets if any(p == workload.profile for p, _, _ in n.pfs)]
-    if not mine:
-        raise ValueError(f"profile {workload.profile} has no port on the pod networks")
-    nccl_net = next((n for n in mine if n.fabric.role.value == "compute"), mine[0])
-    vfs = _vfs(k8s)
-    partitions = compute_partitions(nccl_net.fabric, topology.cluster.nodes, profile)
-    env = [{"name": s.name, "value": s.value}
-           for s in nccl_settings(profile, nccl_net.fabric, POD_VFS if vfs else POD_PFS, partitions)]
-    resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in mine}
-    storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
-    limits = {"nvidia.com/gpu": workload.gpus, **resources}
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": _metadata(workload.name, k8s.namespace, labels={"app.kubernetes.io/name": workload.name},
-                              annotations={NETWORKS_ANNOTATION: ",".join(n.name for n in mine)}),
-        "spec": {
-            "restartPolicy": "Never",
-            "nodeSelector": {PROFILE_LABEL: workload.profile},
-            "containers": [{
-                "name": "trainer", "image": workload.image, "command": list(workload.command), "env": env,
-                "resources": {"limits": limits, "requests": dict(limits)},
-                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *storage.volume_mounts]}],
-            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": workload.shm_size}},
-                        *storage.volumes]}}
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -262,7 +300,7 @@ def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     generated = f"Generated by fabricgen from {source}; do not edit."
     nets = pod_networks(topology, k8s)
-    out = [Artifact("kubernetes/network/namespace.yaml", _dump(
+    out = [Artifact("kubernetes/network/namespace.yaml", dump(
         [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": k8s.namespace}}],
         f"Namespace of the RDMA workloads and their network attachments. {generated}"))]
     for fabric in [f.fabric for f in topology.fabrics if f.fabric.name in k8s.fabrics]:
@@ -270,7 +308,7 @@ def render(topology: Topology) -> list[Artifact]:
         ipam = whereabouts(topology, fabric)
         name = checked(IDENTIFIER, fabric.name, "fabric name")
         if k8s.operator != "none":
-            out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", _dump(
+            out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", dump(
                 [d for n in mine for d in _node_policies(n, k8s)],
                 f"SR-IOV node policies of fabric {name}: one per rail (or port) and node profile; nodes carry the "
                 f"label {PROFILE_LABEL}=<profile>.\nexternallyManaged: sriov-setup.sh creates the VFs at boot with the "
@@ -278,21 +316,31 @@ def render(topology: Topology) -> list[Artifact]:
             networks = [_operator_network(n, k8s, ipam) for n in mine]
         else:
             networks = [_attachment(n, k8s, ipam) for n in mine]
-        out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", _dump(
+        out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", dump(
             networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from whereabouts: the "
                       f"fabric's host pool minus its hosts' subnets and Lustre MGS addresses.\nWhereabouts is deployed "
                       f"separately (not by the NicClusterPolicy). {generated}")))
-    out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", _dump(
-        [{"apiVersion": "v1", "kind": "ConfigMap",
-          "metadata": _metadata("rdma-devices", k8s.operator_namespace),
-          "data": {"config.json": _json(rdma_shared_config(nets, k8s))}}],
-        f"RDMA shared device plugin config: one resource per rail, by PF name. {generated}")))
-    out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", _dump(
+    if k8s.rdma_mode == SHARED:
+        out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", dump(
+            [{"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": metadata("rdma-devices", k8s.operator_namespace),
+              "data": {"config.json": _json(rdma_shared_config(nets, k8s))}}],
+            f"RDMA shared device plugin config: one resource per rail, by PF name (shared RDMA namespace mode: "
+            f"host-device pods reach their PF's RDMA device through it). {generated}")))
+    if k8s.operator == "none" and k8s.uses_vfs:
+        out.append(Artifact("kubernetes/network/cni-binaries.yaml", dump(
+            [cni_binaries(nets, k8s)],
+            f"The CNI binaries the pod networks' NetworkAttachmentDefinitions name (sriov or ib-sriov, and rdma), "
+            f"copied into /opt/cni/bin of every node\nwith pod networks, from the images of {images_release()}. "
+            f"{generated}")))
+    elif k8s.rdma_mode != SHARED:
+        out.append(Artifact("kubernetes/network/rdma-pool-config.yaml", dump(
+            [rdma_pool_config(nets, k8s)],
+            f"Exclusive RDMA namespace mode on the nodes with VF pod networks: the rdma meta plugin moves each VF's "
+            f"RDMA device into its pod and\nrefuses to run in shared mode. The operator sets ib_core netns_mode=0 and "
+            f"reboots the nodes one at a time. {generated}")))
+    out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", dump(
         [_nic_cluster_policy(nets, k8s)],
-        f"NVIDIA network operator components (images: fabricgen features/kubernetes/images.yaml). {generated}")))
-    if k8s.workload is not None:
-        out.append(Artifact(f"kubernetes/network/workload-{k8s.workload.name}.yaml", _dump(
-            [_workload(topology, nets, k8s)],
-            f"Example training pod on {k8s.workload.profile} nodes: GPUs, one RDMA network per rail, IPC_LOCK for "
-            f"pinned memory, a memory-backed /dev/shm and the NCCL environment. {generated}")))
+        f"NVIDIA network operator components, images of {images_release()} (fabricgen "
+        f"features/kubernetes/images.yaml). {generated}")))
     return out

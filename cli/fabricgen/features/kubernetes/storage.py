@@ -5,12 +5,17 @@ loaders, is a memory-backed volume of the workload itself).
   PersistentVolume through the HPE Lustre CSI driver (``lustre-csi.hpe.com``; volumeHandle is the mount device
   ``MGSNID[:MGSNID]:/fsname``, fsType lustre) pre-bound to its PersistentVolumeClaim: ReadWriteMany for
   checkpoints, ReadOnlyMany (and a read-only CSI volume) for datasets.
-- ``kubernetes/storage/local-nvme.yaml``: the cache tier: a StorageClass without provisioner that binds when a pod is
-  scheduled (WaitForFirstConsumer), and one local PersistentVolume per node whose profile has ``local_nvme``, pinned
-  to that node (nodeAffinity on kubernetes.io/hostname = the node name). Pods claim it through a generic ephemeral
-  volume (:func:`fabricgen.features.lustre.build.pod_storage`). The PVs are Retain: a released PV is made Available
-  again by removing its claimRef (by hand: the sig-storage local static provisioner recycles only the PVs it created,
-  by their pv.kubernetes.io/provisioned-by annotation).
+- ``kubernetes/storage/local-nvme.yaml``: the cache tier, served by the sig-storage local static provisioner
+  (kubernetes-sigs/sig-storage-local-static-provisioner): its StorageClass (no provisioner, WaitForFirstConsumer,
+  reclaimPolicy Delete), ConfigMap, ServiceAccount, RBAC and DaemonSet, as its Helm chart renders them. On every node
+  whose profile has ``local_nvme`` the provisioner finds the bind mount below and makes it a local PV; when the pod's
+  claim goes, it deletes the volume's contents and recreates the PV Available, so the next pod on the node gets it
+  (static PVs with Retain stayed Released after the first pod). Pods claim it through a generic ephemeral volume
+  (:func:`fabricgen.features.lustre.build.pod_storage`).
+- ``hosts/<profile>/k8s-cache/``: the host side: a tmpfiles.d entry creating ``<local_nvme.path>/fabricgen-cache``
+  and ``mnt-fabricgen-cache.mount`` bind-mounting it at /mnt/fabricgen/cache, the provisioner's discovery directory
+  (it makes PVs only of mount points there, and a dedicated subdirectory keeps its clean-up off the rest of the
+  NVMe file system).
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ from typing import Any
 import yaml
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.naming import DEVICE_NAME
-from fabricgen.features.lustre.build import CACHE_STORAGE_CLASS, CACHE_VOLUME, CSI_DRIVER, claim_name
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, checked
+from fabricgen.features.kubernetes.nodes import profile_affinity
+from fabricgen.features.lustre.build import CACHE_STORAGE_CLASS, CSI_DRIVER, claim_name
 from fabricgen.model.lustre import LustreFs
-from fabricgen.model.nodes import Node
 from fabricgen.model.topology import Topology
 
 LABELS = {"app.kubernetes.io/managed-by": "fabricgen"}
@@ -61,25 +66,68 @@ def lustre_volume(fs: LustreFs) -> list[dict[str, Any]]:
     return [pv, pvc]
 
 
-def local_volumes(nodes: list[Node]) -> list[dict[str, Any]]:
-    """The cache tier's StorageClass and one local PV per node with local NVMe."""
-    docs: list[dict[str, Any]] = [{
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-        "metadata": {"name": CACHE_STORAGE_CLASS, "labels": LABELS},
-        "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Retain",
-        "volumeBindingMode": "WaitForFirstConsumer"}]
-    for node in nodes:
-        nvme = node.profile.local_nvme
-        assert nvme is not None
-        affinity = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node.name]}]}]}}
-        docs.append({"apiVersion": "v1", "kind": "PersistentVolume",
-                     "metadata": {"name": f"{CACHE_VOLUME}-{node.name}", "labels": LABELS},
-                     "spec": {"capacity": {"storage": f"{nvme.capacity_gib}Gi"}, "volumeMode": "Filesystem",
-                              "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
-                              "storageClassName": CACHE_STORAGE_CLASS, "local": {"path": nvme.path},
-                              "nodeAffinity": affinity}})
-    return docs
+PROVISIONER_IMAGE = "registry.k8s.io/sig-storage/local-volume-provisioner:v2.8.0"  # the chart's appVersion (v2.9.0)
+PROVISIONER_NAMESPACE = "kube-system"
+DISCOVERY_DIR = "/mnt/fabricgen"  # hostDir of the cache class: each mount point below it is one PV
+CACHE_MOUNT = f"{DISCOVERY_DIR}/cache"
+CACHE_UNIT = "mnt-fabricgen-cache.mount"  # systemd-escape --path /mnt/fabricgen/cache
+CACHE_DIR = "fabricgen-cache"  # below local_nvme.path: what the provisioner cleans between pods
+
+
+def local_volumes(profiles: list[str]) -> list[dict[str, Any]]:
+    """The cache tier: the local static provisioner (StorageClass, config, RBAC, DaemonSet on ``profiles``)."""
+    meta = {"namespace": PROVISIONER_NAMESPACE, "labels": LABELS}
+    account = "fabricgen-local-provisioner"
+    storage_map = {CACHE_STORAGE_CLASS: {"hostDir": DISCOVERY_DIR, "mountDir": DISCOVERY_DIR,
+                                         "volumeMode": "Filesystem", "namePattern": "cache"}}
+    app = {"app.kubernetes.io/name": account}
+    node_get = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": f"{account}-node", "labels": LABELS},
+                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]}
+
+    def binding(name: str, role: str) -> dict[str, Any]:
+        return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": name, "labels": LABELS},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": PROVISIONER_NAMESPACE}],
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}}
+
+    daemon = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": account, **meta},
+        "spec": {"selector": {"matchLabels": app}, "template": {"metadata": {"labels": {**app, **LABELS}}, "spec": {
+            "serviceAccountName": account,
+            "affinity": profile_affinity(profiles),
+            "containers": [{
+                "name": "provisioner", "image": PROVISIONER_IMAGE, "securityContext": {"privileged": True},
+                "env": [{"name": "MY_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/provisioner/config", "readOnly": True},
+                                 {"name": "discovery", "mountPath": DISCOVERY_DIR,
+                                  "mountPropagation": "HostToContainer"}]}],
+            "volumes": [{"name": "config", "configMap": {"name": account}},
+                        {"name": "discovery", "hostPath": {"path": DISCOVERY_DIR, "type": "DirectoryOrCreate"}}]}}}}
+    return [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": CACHE_STORAGE_CLASS,
+                                                                                "labels": LABELS},
+         "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Delete",
+         "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": account, **meta},
+         "data": {"storageClassMap": yaml.safe_dump(storage_map, sort_keys=True)}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, **meta}},
+        binding(f"{account}-pv", "system:persistent-volume-provisioner"),
+        node_get, binding(f"{account}-node", f"{account}-node"),
+        daemon]
+
+
+def cache_host_files(profile: str, path: str, source: str) -> list[Artifact]:
+    """The bind mount the provisioner discovers, and the directory it mounts (created by systemd-tmpfiles)."""
+    cache = f"{path}/{CACHE_DIR}"
+    head = f"# fabricgen: the Kubernetes NVMe cache of node profile {profile}. Generated from {source}; do not edit.\n"
+    unit = (f"{head}[Unit]\nDescription=Kubernetes NVMe cache: {cache} at {CACHE_MOUNT} (local static provisioner)\n"
+            f"RequiresMountsFor={path}\nAfter=systemd-tmpfiles-setup.service\n\n"
+            f"[Mount]\nWhat={cache}\nWhere={CACHE_MOUNT}\nType=none\nOptions=bind\n\n"
+            "[Install]\nWantedBy=local-fs.target\n")
+    tmpfiles = f"{head}d {cache} 0755 root root -\n"
+    return [Artifact(f"hosts/{profile}/k8s-cache/{CACHE_UNIT}", unit.encode()),
+            Artifact(f"hosts/{profile}/k8s-cache/fabricgen-k8s-cache.conf", tmpfiles.encode())]
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -87,7 +135,9 @@ def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = [Artifact(f"kubernetes/storage/{claim_name(fs)}.yaml", _documents(lustre_volume(fs), source))
            for fs in topology.cluster.lustre if fs.volume is not None]
-    nodes = [n for n in topology.cluster.nodes if n.profile.local_nvme is not None]
-    if nodes:
-        out.append(Artifact("kubernetes/storage/local-nvme.yaml", _documents(local_volumes(nodes), source)))
+    profiles = {n.profile.name: n.profile.local_nvme for n in topology.cluster.nodes if n.profile.local_nvme}
+    if profiles:
+        out.append(Artifact("kubernetes/storage/local-nvme.yaml", _documents(local_volumes(sorted(profiles)), source)))
+        for name, nvme in sorted(profiles.items()):
+            out += cache_host_files(checked(IDENTIFIER, name, "profile name"), nvme.path, source)
     return out

@@ -547,9 +547,11 @@ def claim_name(fs: LustreFs) -> str:
 
 
 def cache_request_gib(cluster: Cluster) -> int | None:
-    """The cache claim: the smallest local NVMe of any node, so every node's PV can satisfy it."""
+    """The cache claim: 90% of the smallest local NVMe of any node. The local static provisioner gives each PV the
+    size its file system reports (statfs), below the raw capacity by the file system's own overhead; a claim of the
+    raw capacity would stay Pending. Each node's one PV goes whole to the pod that claims it."""
     sizes = [n.profile.local_nvme.capacity_gib for n in cluster.nodes if n.profile.local_nvme is not None]
-    return min(sizes) if sizes else None
+    return max(1, min(sizes) * 9 // 10) if sizes else None
 
 
 def pod_storage(cluster: Cluster, namespace: str | None = None) -> PodStorage:

@@ -125,6 +125,16 @@ def _profiles(topology: Topology) -> dict[str, list[VfPort]]:
     return {name: out[name] for name in sorted(out)}
 
 
+def _exclusive_profiles(topology: Topology) -> set[str]:
+    """The profiles whose boot script puts the RDMA subsystem in exclusive namespace mode: those with VFs on a pod
+    network fabric when no SR-IOV operator does it (see :class:`fabricgen.model.kubernetes.Kubernetes`)."""
+    k8s = topology.cluster.kubernetes
+    if k8s is None or not k8s.host_sets_rdma_mode:
+        return set()
+    return {n.profile.name for fabric, sriov in _sriov_fabrics(topology) if fabric.name in k8s.fabrics
+            for n in topology.cluster.nodes if n.group in sriov.groups and sriov.ports(n.profile, fabric.role.nic_role)}
+
+
 def _attached(nodes: Sequence[Node], fabric: Fabric) -> list[Node]:
     groups = set(fabric.node_groups)
     return [n for n in nodes if n.group in groups]
@@ -139,13 +149,14 @@ def rails(profile: NodeProfile) -> list[Rail]:
 def render(topology: Topology) -> list[Artifact]:
     """The host SR-IOV and preflight artifacts: see the module docstring."""
     source = PurePosixPath(topology.cluster.source).name
+    exclusive = _exclusive_profiles(topology)
     out = []
     for name, ports in _profiles(topology).items():
         safe = checked(IDENTIFIER, name, "profile name")
         addresses = vf_addresses(topology, name)
         out.append(Artifact(f"hosts/{safe}/sriov-setup.sh", render_template(
-            "host-sriov/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR),
-            0o755))
+            "host-sriov/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR,
+            rdma_exclusive=name in exclusive), 0o755))
         out.append(Artifact(f"hosts/{safe}/sriov-setup.service", render_template(
             "host-sriov/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR,
             devices=[f"sys-subsystem-net-devices-{p.netdev}.device" for p in ports])))  # netdevs need no escaping

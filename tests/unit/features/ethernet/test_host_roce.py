@@ -29,6 +29,7 @@ LAB = INVENTORIES / "lab-1su.yaml"
 SERVER_PORTS = ("enp65s0f0np0", "enp65s0f1np1")  # h100-4su's Lustre servers
 READ_ONLY = re.compile(r"^(mlnx_qos -i \S+|ip -o link show dev \S+)$")
 PFC3 = "0,0,0,1,0,0,0,0"
+DEVICES = ("mlx5_7", "mlx5_1")  # the RDMA devices of PORTS
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +73,8 @@ def fake_host(tmp_path: Path, script: bytes, ports: tuple[str, ...] = PORTS) -> 
         if i == 0:
             write(state / "dscp2prio" / "26", "0")
             write(state / "dscp2prio" / "48", "0")
+    for dev in DEVICES:  # configfs after rdma_cm loaded and the devices' directories made: ToS 0
+        write(tmp_path / "config" / "rdma_cm" / dev / "ports" / "1" / "default_roce_tos", "0")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("mlnx_qos", "ip", "mstconfig"):
@@ -81,6 +84,7 @@ def fake_host(tmp_path: Path, script: bytes, ports: tuple[str, ...] = PORTS) -> 
     path.write_bytes(script)
     path.chmod(0o755)
     env = {**os.environ, "SYSFS_ROOT": str(tmp_path / "sys"), "PROCFS_ROOT": str(tmp_path / "proc"),
+           "CONFIGFS_ROOT": str(tmp_path / "config"),
            "MLNX_QOS": str(bin_dir / "mlnx_qos"), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
            "STUB_STATE": str(tmp_path / "state")}
     return FakeHost(tmp_path, path, env)
@@ -113,7 +117,7 @@ def test_script_documents_the_lossless_chain(h100: dict[str, Artifact]) -> None:
     assert "CNP DSCP 48 -> priority 6; host MTU 9000 (switch ports 9100)" in head
     assert "#   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage" in head
     assert "#   enp41s0f0np0 (mlx5_1, port Slot2P1), fabric storage" in head
-    assert "configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000'" in text
+    assert "configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000' 'mlx5_7' '1' '106'" in text
     assert "check_nic_mode" not in text and "MSTCONFIG" not in text, "ConnectX-7 ports have no DPU mode"
 
 
@@ -143,7 +147,11 @@ def test_first_run_configures_everything_and_second_run_changes_nothing(host: Fa
     assert not (host.net(b) / "ecn" / "roce_np" / "cnp_802p_prio").exists(), "optional file is never created"
     assert f"roce-qos: {a}: trust DSCP (was pcp)" in first.stdout
     assert f"roce-qos: {a}: DSCP 26 -> priority 3 (was 0)" in first.stdout
-    assert first.stdout.rstrip().endswith("roce-qos: 19 changes made")
+    for dev in DEVICES:  # non-NCCL RDMA (NFS-RDMA, GDS, UCX over rdma_cm) on the lossless class, not ToS 0
+        tos = host.root / "config" / "rdma_cm" / dev / "ports" / "1" / "default_roce_tos"
+        assert tos.read_text() == "106\n"
+    assert f"roce-qos: {a}: rdma_cm default RoCE ToS 106 on mlx5_7 port 1 (was 0)" in first.stdout
+    assert first.stdout.rstrip().endswith("roce-qos: 21 changes made")
 
     before, calls = host.snapshot(), len(host.calls)
     second = host.run()
@@ -160,7 +168,7 @@ def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
     assert done.returncode == 0, done.stderr
     assert host.changing_calls() == [] and host.snapshot() == before
     would = [line for line in done.stdout.splitlines() if line.startswith("roce-qos: would ")]
-    assert len(would) == 19 and done.stdout.rstrip().endswith("dry run: 19 changes not made")
+    assert len(would) == 21 and done.stdout.rstrip().endswith("dry run: 21 changes not made")
     a, b = PORTS
     text = done.stdout
     assert f"would {a}: trust DSCP (was pcp): {host.env['MLNX_QOS']} -i {a} --trust dscp" in text
@@ -199,6 +207,7 @@ def test_bluefield_in_dpu_mode_is_refused(tmp_path: Path) -> None:
     script = artifacts["hosts/hgx-8gpu-generic/roce-qos.sh"].content
     assert b"check_nic_mode 'ens1f0np0'" in script
     host = fake_host(tmp_path, script, ports=("ens1f0np0",))
+    write(tmp_path / "config" / "rdma_cm" / "mlx5_8" / "ports" / "1" / "default_roce_tos", "0")  # its RDMA device
     bdf = "0000:17:00.0"
     device = tmp_path / "sys" / "devices" / "pci0000:16" / bdf
     device.mkdir(parents=True)
@@ -326,6 +335,15 @@ def test_two_fabrics_with_different_classes_on_one_port_are_refused(topology: To
     clash = dataclasses.replace(storage, fabric=dataclasses.replace(storage.fabric, name="storage2", qos=other))
     with pytest.raises(ValueError, match="two lossless classes"):
         host_roce.render(dataclasses.replace(topology, fabrics=(*topology.fabrics, clash)))
+
+
+def test_without_rdma_cm_configfs_nothing_changes(host: FakeHost) -> None:
+    """The default RoCE ToS lives in rdma_cm's configfs tree: without it (rdma_cm not loaded) nothing is changed."""
+    shutil.rmtree(host.root / "config" / "rdma_cm")
+    before = host.snapshot()
+    done = host.run()
+    assert done.returncode == 1 and host.snapshot() == before and host.changing_calls() == []
+    assert f"{PORTS[0]}: {host.root}/config/rdma_cm is missing (load rdma_cm" in done.stderr
 
 
 def test_inband_bond_takes_the_primary_members_address(h100: dict[str, Artifact], topology: Topology) -> None:

@@ -71,6 +71,8 @@ def test_host_disagrees_with_switches(h100: tuple[Compiled, tuple[Artifact, ...]
     old, new = b"'26' '3' '0,0,0,1,0,0,0,0'", b"'24' '3' '0,0,0,1,0,0,0,0'"
     found = _messages(compiled, _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(old, new)))
     assert any("host DSCP is 24, the switches' lossless DSCP is 26" in m for m in found)
+    tos = _messages(compiled, _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(b"'1' '106'", b"'1' '0'")))
+    assert any("host rdma_cm ToS is 0, the lossless DSCP << 2 | ECT(0) is 106" in m for m in tos)
 
 
 def test_switch_mtu_below_host_mtu(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:

@@ -4,13 +4,18 @@ tests/external/kubernetes/test_kubernetes.py."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
+from fabricgen.core.errors import SpecError
 from fabricgen.features.kubernetes import render as kubernetes
+from fabricgen.features.kubernetes import workloads
 from fabricgen.pipeline import compile_spec
-from tests.conftest import INVENTORIES
+from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import ROCE, documents, manifests
 
 
@@ -42,3 +47,47 @@ def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
     nids = [f"{nid.split('@')[0]}/32" for nodes in topology.cluster.lustre[0].mgs for nid in nodes]
     assert len(nids) == 4 and ipam["exclude"][-4:] == nids
     assert ipam["exclude"].count(nids[0]) == 1, "two file systems share the MGS: one exclusion"
+
+
+def test_every_image_is_the_network_operator_releases() -> None:
+    """images.yaml names one network operator release, and every image is what that release's manifest lists
+    (tests/data/kubernetes/network-operator-v26.4.1-release.yaml, the tag's hack/release.yaml verbatim)."""
+    manifest = yaml.safe_load((REPO / "tests" / "data" / "kubernetes" /
+                               f"{kubernetes.images_release()}-release.yaml").read_text())
+    keys = {"rdma_shared_device_plugin": "RdmaSharedDevicePlugin", "sriov_device_plugin": "SriovDevicePlugin",
+            "multus": "Multus", "cni_plugins": "CniPlugins", "sriov_cni": "SriovCni", "ib_sriov_cni": "SriovIbCni",
+            "rdma_cni": "rdmaCni"}
+    assert set(kubernetes.images()) == set(keys)
+    for name, entry in kubernetes.images().items():
+        listed = manifest[keys[name]]
+        assert dict(entry) == {k: listed[k] for k in ("image", "repository", "version")}, name
+        assert entry["version"] == kubernetes.images_release()
+
+
+def test_resume_picks_the_latest_complete_checkpoint(tmp_path: Path) -> None:
+    """The init container's script: the highest complete checkpoint in version order (step-1000 after step-900),
+    never one still being written (no .metadata yet); a first start creates the job's directory and resumes nothing."""
+    job, out = tmp_path / "ckpt" / "job", tmp_path / "resume-from"
+    env = {"PATH": os.environ["PATH"], "CHECKPOINT_DIR": str(job), "RESUME_FROM_FILE": str(out)}
+    first = subprocess.run(["sh", "-c", workloads.RESUME_SCRIPT], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert job.is_dir() and out.read_text() == "\n" and "the start" in first.stdout
+    for step, complete in (("step-900", True), ("step-1000", True), ("step-1100", False)):
+        (job / step).mkdir()
+        (job / step / "__0_0.distcp").write_text("shard")
+        if complete:
+            (job / step / ".metadata").write_text("done")
+    again = subprocess.run(["sh", "-c", workloads.RESUME_SCRIPT], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and out.read_text() == f"{job}/step-1000\n"
+
+
+def test_workload_needs_the_compute_rails(tmp_path: Path) -> None:
+    """A workload whose only pod networks are storage ports is refused: NCCL there would run far from the GPUs."""
+    spec = tmp_path / "storage-only.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace("fabrics: [compute, storage]",
+                                                                        "fabrics: [storage]"))
+    with pytest.raises(SpecError) as info:
+        compile_spec(spec)
+    report = str(info.value)
+    assert "kubernetes.workload: the workload's NCCL needs the compute fabric's rails as pod networks" in report
+    assert "hint: add compute to kubernetes.fabrics" in report

@@ -5,6 +5,7 @@ tests/external/kubernetes/test_storage.py."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.features.kubernetes import storage as k8s_storage
@@ -43,12 +44,27 @@ def test_lustre_volumes(files: dict[str, Artifact], compiled: Compiled) -> None:
 
 
 def test_local_nvme_tier(files: dict[str, Artifact], compiled: Compiled) -> None:
-    sc, *pvs = _docs(files["kubernetes/storage/local-nvme.yaml"])
-    assert (sc["kind"], sc["provisioner"], sc["volumeBindingMode"]) == (
-        "StorageClass", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
-    gpus = [n.name for n in compiled.cluster.nodes if n.profile.name == "dgx-h100"]
-    assert [pv["metadata"]["name"] for pv in pvs] == [f"nvme-cache-{g}" for g in gpus]
-    for pv, gpu in zip(pvs, gpus, strict=True):
-        assert pv["spec"]["local"] == {"path": "/raid"} and pv["spec"]["storageClassName"] == CACHE_STORAGE_CLASS
-        term = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
-        assert term == {"key": "kubernetes.io/hostname", "operator": "In", "values": [gpu]}
+    """The cache tier is the local static provisioner's: it makes the bind mount of every DGX node a PV and cleans and
+    re-creates it when a pod's claim goes (reclaimPolicy Delete), so every later pod gets it."""
+    docs = _docs(files["kubernetes/storage/local-nvme.yaml"])
+    kinds = [d["kind"] for d in docs]
+    assert kinds == ["StorageClass", "ConfigMap", "ServiceAccount", "ClusterRoleBinding", "ClusterRole",
+                     "ClusterRoleBinding", "DaemonSet"]
+    sc, config, *_, daemon = docs
+    assert (sc["provisioner"], sc["volumeBindingMode"], sc["reclaimPolicy"]) == (
+        "kubernetes.io/no-provisioner", "WaitForFirstConsumer", "Delete")
+    assert yaml.safe_load(config["data"]["storageClassMap"]) == {CACHE_STORAGE_CLASS: {
+        "hostDir": "/mnt/fabricgen", "mountDir": "/mnt/fabricgen", "namePattern": "cache", "volumeMode": "Filesystem"}}
+    assert docs[3]["roleRef"]["name"] == "system:persistent-volume-provisioner"
+    pod = daemon["spec"]["template"]["spec"]
+    term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [{"key": "fabricgen.dev/node-profile", "operator": "In", "values": ["dgx-h100"]}]
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["/mnt/fabricgen"]["mountPropagation"] == "HostToContainer"
+    assert not any(p.startswith("kubernetes/storage/nvme") for p in files), "no static PV per node any more"
+    unit = files["hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount"].content.decode()
+    assert "What=/raid/fabricgen-cache\nWhere=/mnt/fabricgen/cache\nType=none\nOptions=bind\n" in unit
+    assert "RequiresMountsFor=/raid\n" in unit
+    assert files["hosts/dgx-h100/k8s-cache/fabricgen-k8s-cache.conf"].content.decode().endswith(
+        "d /raid/fabricgen-cache 0755 root root -\n")
+    assert "ufm-appliance-a" not in str(files), "profiles without local NVMe get no cache"

@@ -148,7 +148,8 @@ def test_artifact_set(files: dict[str, Artifact]) -> None:
         "storage/lustre/ckpt/mgs-set_param.sh", "storage/lustre/ckpt/setstripe.sh",
         "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh",
         "kubernetes/storage/lustre-checkpoints.yaml", "kubernetes/storage/lustre-datasets.yaml",
-        "kubernetes/storage/local-nvme.yaml"])
+        "kubernetes/storage/local-nvme.yaml", "hosts/dgx-h100/k8s-cache/fabricgen-k8s-cache.conf",
+        "hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount"])
     assert {p for p, a in files.items() if a.mode == 0o755} == {
         f"{BASE}/lustre-client-tune.sh", "storage/lustre/ckpt/mgs-set_param.sh", "storage/lustre/ckpt/setstripe.sh",
         "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh"}

@@ -28,7 +28,7 @@ from fabricgen.pipeline import compile_spec
 from fabricgen.spec.load import load_file
 from tests.conftest import INVENTORIES
 from tests.helpers.fake_host import write
-from tests.helpers.sriov import ETH_PFS, IB_PFS, NODE, READ_ONLY, FakeHost, fake_host
+from tests.helpers.sriov import ETH_PFS, IB_PFS, NODE, READ_ONLY, FakeHost, fake_host, rebinding_driver
 
 H100 = INVENTORIES / "h100-4su.yaml"
 
@@ -179,6 +179,56 @@ def test_missing_vf_netdev_times_out_clearly(host: FakeHost) -> None:
     done = host.run()
     assert done.returncode == 1
     assert f"{IB_PFS[0]}: VF 5 has no netdev after 1 s" in done.stderr
+
+
+def test_a_rebound_vf_is_configured_under_the_name_udev_gives_it(host: FakeHost, topology: Topology) -> None:
+    """A GUID change rebinds the VF: its netdev goes away and comes back later, renamed by udev. The script waits for
+    udev and the new netdev before setting the MTU (it used to read the name at once and abort under set -e, or set
+    the MTU of a netdev that no longer exists)."""
+    planned = {pf: _planned(topology, pf) for pf in IB_PFS}
+    for pf, guids in planned.items():  # every GUID already right but VF 3 of the second rail: one rebind
+        for vf, guid in enumerate(guids):
+            if (pf, vf) != (IB_PFS[1], 3):
+                for key in ("NODE_GUID", "PORT_GUID"):
+                    write(host.vf(pf, vf) / key, guid)
+    with rebinding_driver(host, delay=0.3) as driver:
+        done = host.run(SRIOV_WAIT_SECONDS="5")
+    assert done.returncode == 0, done.stderr
+    assert host.pf(IB_PFS[1]).name == "0000:40:00.0"
+    bdf = "0000:41:00.3"  # its VF 3 (the fake numbers VFs on the next bus)
+    assert driver == [f"unbind {bdf}", f"bind {bdf}"]
+    renamed = f"{IB_PFS[1][:10]}v3r"
+    assert f"{IB_PFS[1]} VF 3 ({renamed}): MTU 4092 (was 1500)" in done.stdout
+    assert (host.root / "state" / renamed / "mtu").read_text() == "4092\n"
+    assert "udevadm settle --timeout=5" in host.calls
+
+
+def test_multus_sriov_hosts_set_the_exclusive_rdma_namespace_mode(tmp_path: Path) -> None:
+    """Without the SR-IOV operator the boot script itself puts the RDMA subsystem in exclusive namespace mode (the rdma
+    CNI refuses shared mode): at once and for every later load of ib_core; while other network namespaces exist the
+    kernel refuses and the script asks for a reboot. With the operator (the example) the script leaves it alone."""
+    spec = tmp_path / "multus.yaml"
+    spec.write_text(H100.read_text().replace("kubernetes:  ", "kubernetes:\n  operator: none\n  cni: sriov\n#", 1))
+    topology = compile_spec(spec).topology
+    assert topology.cluster.kubernetes is not None and topology.cluster.kubernetes.host_sets_rdma_mode
+    host = fake_host(tmp_path / "host", {a.path: a for a in host_sriov.render(topology)}, topology)
+    (host.root / "state" / "other-netns").touch()
+    busy = host.run()
+    assert busy.returncode == 3, busy.stderr
+    assert "reboot required: the RDMA namespace mode is not exclusive yet" in busy.stdout
+    conf = host.root / "modprobe.d" / "fabricgen-rdma-netns.conf"
+    assert conf.read_text() == "options ib_core netns_mode=0\n"
+    (host.root / "state" / "other-netns").unlink()
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    assert "RDMA namespace mode: exclusive (was shared)" in first.stdout
+    assert "rdma system set netns exclusive" in host.calls
+    assert (host.root / "state" / "rdma-netns").read_text() == "exclusive\n"
+    calls = len(host.calls)
+    assert host.run().stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
+    assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
+    example = host_sriov.render(compile_spec(H100).topology)
+    assert "netns" not in next(a for a in example if a.path.endswith("sriov-setup.sh")).content.decode()
 
 
 def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHost) -> None:

@@ -113,9 +113,11 @@ def test_matching_rail_map_passes(recording: str, devices: list[str], tmp_path: 
     assert topology == {f"rail {r}: GPU{r}-{d}": ("PASS", "PXB") for r, d in enumerate(devices)}
     acs = results(done.stdout, "pcie-acs")
     assert acs == {f"rail {r}: GPU{r}-{d}": ("PASS", "ACS off on 2 bridges with ACS") for r, d in enumerate(devices)}
-    assert results(done.stdout, "nvidia-peermem") == {"kernel module": ("PASS", "nvidia_peermem loaded")}
+    assert results(done.stdout, "gpudirect-rdma") == {"memory registration": ("PASS", "nvidia_peermem loaded")}
     assert results(done.stdout, "memlock") == {"RLIMIT_MEMLOCK": ("PASS", "unlimited")}
-    assert done.stdout.rstrip().endswith("host-preflight: all 18 checks passed")
+    assert results(done.stdout, "iommu") == {f"rail {r}: GPU{r}-{d}": ("PASS", "passthrough or off")
+                                             for r, d in enumerate(devices)}
+    assert done.stdout.rstrip().endswith("host-preflight: all 26 checks passed")
 
 
 def test_rail_map_that_contradicts_the_pcie_topology_fails(tmp_path: Path) -> None:
@@ -154,7 +156,7 @@ def test_acs_memlock_and_peermem_failures(tmp_path: Path) -> None:
                                                        "              bytes\n")
     done = run(preflight(B300, tmp_path), env)
     assert done.returncode == 1
-    assert results(done.stdout, "nvidia-peermem")["kernel module"][0] == "FAIL"
+    assert results(done.stdout, "gpudirect-rdma")["memory registration"][0] == "FAIL"
     assert results(done.stdout, "memlock")["RLIMIT_MEMLOCK"] == (
         "FAIL", "soft limit 8388608 bytes: set memlock unlimited (limits.conf, LimitMEMLOCK=infinity)")
     acs = results(done.stdout, "pcie-acs")["rail 0: GPU0-mlx5_bond_0"]
@@ -169,3 +171,54 @@ def test_missing_nvidia_smi_fails_every_rail(tmp_path: Path) -> None:
     assert done.returncode == 1
     topology = results(done.stdout, "gpu-nic-topology")
     assert len(topology) == 8 and all(r == "FAIL" and "failed" in d for r, d in topology.values())
+
+
+def _driver(tmp_path: Path, flavour: str, kernel: str) -> None:
+    """/proc/driver/nvidia/version of an open or proprietary kernel module and the running kernel's release."""
+    version = tmp_path / "proc" / "driver" / "nvidia" / "version"
+    version.parent.mkdir(parents=True, exist_ok=True)
+    version.write_text(f"NVRM version: NVIDIA UNIX {flavour}Kernel Module for x86_64  570.86.15  Release Build\n"
+                       "GCC version:  gcc version 12.3.0\n")
+    release = tmp_path / "proc" / "sys" / "kernel" / "osrelease"
+    release.parent.mkdir(parents=True, exist_ok=True)
+    release.write_text(kernel + "\n")
+
+
+def test_dma_buf_replaces_nvidia_peermem(tmp_path: Path) -> None:
+    """NCCL 2.19+ registers GPU memory through DMA-BUF with NVIDIA's open kernel module on Linux 5.12+: no
+    nvidia-peermem is needed there (the preflight used to fail such a node); the proprietary module or an older
+    kernel still needs it."""
+    env = fake_node(tmp_path, B300, "b300-cx8-8gpu.txt")
+    (tmp_path / "sys" / "module" / "nvidia_peermem").rmdir()
+    script = preflight(B300, tmp_path)
+    _driver(tmp_path, "Open ", "6.8.0-51-generic")
+    done = run(script, env)
+    assert done.returncode == 0, done.stdout
+    assert results(done.stdout, "gpudirect-rdma") == {"memory registration": (
+        "PASS", "DMA-BUF: open GPU kernel module, kernel 6.8.0-51-generic (NCCL 2.19+)")}
+    _driver(tmp_path, "Open ", "5.4.0-200-generic")
+    old = results(run(script, env).stdout, "gpudirect-rdma")["memory registration"]
+    assert old[0] == "FAIL" and old[1].startswith("open GPU kernel module but kernel 5.4.0-200-generic is older")
+    _driver(tmp_path, "", "6.8.0-51-generic")
+    closed = results(run(script, env).stdout, "gpudirect-rdma")["memory registration"]
+    assert closed[0] == "FAIL" and closed[1].startswith("proprietary GPU kernel module (DMA-BUF needs the open one)")
+
+
+def test_iommu_translation_fails_and_passthrough_passes(tmp_path: Path) -> None:
+    """Each rail's GPU and NIC must reach each other untranslated: iommu_group type identity (iommu=pt) or no IOMMU."""
+    env = fake_node(tmp_path, B300, "b300-cx8-8gpu.txt")
+    script = preflight(B300, tmp_path)
+    devices = sorted((tmp_path / "sys" / "bus" / "pci" / "devices").iterdir())
+    for i, device in enumerate(devices):
+        group = tmp_path / "sys" / "kernel" / "iommu_groups" / str(i)
+        group.mkdir(parents=True)
+        (group / "type").write_text("identity\n")
+        (device.resolve() / "iommu_group").symlink_to(group)
+    assert set(results(run(script, env).stdout, "iommu").values()) == {("PASS", "passthrough or off")}
+    for i in range(len(devices)):
+        (tmp_path / "sys" / "kernel" / "iommu_groups" / str(i) / "type").write_text("DMA-FQ\n")
+    done = run(script, env)
+    assert done.returncode == 1
+    rail0 = results(done.stdout, "iommu")["rail 0: GPU0-mlx5_bond_0"]
+    assert rail0 == ("FAIL", "translated DMA at 0000:13:00.0 (DMA-FQ) 0000:14:00.0 (DMA-FQ): boot with iommu=pt "
+                             "(intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt)")

@@ -71,7 +71,8 @@ def egress(vpc_id: pulumi.Input[str], switch_ids: list[pulumi.Input[str]]) -> li
 
 
 def security_group(vpc_id: pulumi.Input[str]) -> alicloud.ecs.SecurityGroup:
-    """eRDMA traffic between members: every protocol from the group itself; all egress; SSH from the spec."""
+    """eRDMA traffic between members: every protocol from the group itself; all egress. No SSH from outside: the
+    instances have no public address; operators reach them through Cloud Assistant or Workbench."""
     group = alicloud.ecs.SecurityGroup("erdma", security_group_name=f"{DATA['cluster']}-erdma", vpc_id=vpc_id,
                                        description="eRDMA: all traffic within the cluster", tags=DATA["tags"])
     alicloud.ecs.SecurityGroupRule("erdma-in", security_group_id=group.id, type="ingress", ip_protocol="all",
@@ -79,9 +80,6 @@ def security_group(vpc_id: pulumi.Input[str]) -> alicloud.ecs.SecurityGroup:
                                    nic_type="intranet")
     alicloud.ecs.SecurityGroupRule("egress", security_group_id=group.id, type="egress", ip_protocol="all",
                                    port_range="-1/-1", cidr_ip="0.0.0.0/0", policy="accept", nic_type="intranet")
-    for i, cidr in enumerate(DATA["ssh_ingress"]):
-        alicloud.ecs.SecurityGroupRule(f"ssh-{i}", security_group_id=group.id, type="ingress", ip_protocol="tcp",
-                                       port_range="22/22", cidr_ip=cidr, policy="accept", nic_type="intranet")
     return group
 
 
@@ -102,6 +100,8 @@ def instance(name: str, switch_id: pulumi.Input[str], group: alicloud.ecs.Securi
                                 security_groups=[group.id], deployment_set_id=deployment.id,
                                 network_interface_traffic_mode=primary["traffic_mode"],
                                 key_name=INSTANCES["key_pair"] or None, user_data=boot, tags=DATA["tags"],
+                                system_disk_category="cloud_essd", system_disk_size=INSTANCES["system_disk_gib"],
+                                enable_jumbo_frame=INSTANCES["jumbo_frames"],
                                 opts=boot_after)
     for nic in DATA["interfaces"]:
         if nic["primary"]:

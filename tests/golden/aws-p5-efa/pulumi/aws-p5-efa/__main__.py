@@ -26,11 +26,12 @@ def tags(name: str) -> dict[str, str]:
     return {**DATA["tags"], "Name": name}
 
 
-def network() -> tuple[pulumi.Input[str], list[pulumi.Input[str]], list[pulumi.Resource]]:
+def network() -> tuple[pulumi.Input[str], list[pulumi.Input[str]], list[pulumi.Resource], aws.ec2.Subnet | None]:
     """The VPC and subnets: existing ones by id, new ones from their CIDRs, all in the cluster's zone.
 
     A new VPC also gets its egress (see egress()); the third value is what instances must wait for so that
-    their user data can reach package mirrors. An existing VPC keeps its own routing, untouched.
+    their user data can reach package mirrors, the fourth its public subnet. An existing VPC keeps its own routing,
+    untouched.
     """
     cluster = DATA["cluster"]
     if DATA["vpc"]["id"]:
@@ -45,15 +46,16 @@ def network() -> tuple[pulumi.Input[str], list[pulumi.Input[str]], list[pulumi.R
             continue
         subnet_ids.append(aws.ec2.Subnet(f"subnet-{i}", vpc_id=vpc_id, cidr_block=subnet["cidr"],
                                          availability_zone=subnet["zone"], tags=tags(f"{cluster}-{i}")).id)
-    routes = egress(vpc_id, subnet_ids) if DATA["public_subnet"] else []
-    return vpc_id, subnet_ids, routes
+    routes, public = egress(vpc_id, subnet_ids) if DATA["public_subnet"] else ([], None)
+    return vpc_id, subnet_ids, routes, public
 
 
-def egress(vpc_id: pulumi.Input[str], subnet_ids: list[pulumi.Input[str]]) -> list[pulumi.Resource]:
+def egress(vpc_id: pulumi.Input[str], subnet_ids: list[pulumi.Input[str]]
+           ) -> tuple[list[pulumi.Resource], aws.ec2.Subnet]:
     """Outbound internet for the private cluster subnets of a new VPC: an internet gateway, a public subnet
     (fabricgen carved it from the VPC) holding an EIP-backed NAT gateway, and a route table each (public:
     0.0.0.0/0 to the internet gateway; cluster subnets: 0.0.0.0/0 to the NAT gateway). Returns the private
-    subnets' route table associations."""
+    subnets' route table associations and the public subnet."""
     cluster, public = DATA["cluster"], DATA["public_subnet"]
     gateway = aws.ec2.InternetGateway("igw", vpc_id=vpc_id, tags=tags(cluster))
     subnet = aws.ec2.Subnet("public", vpc_id=vpc_id, cidr_block=public["cidr"], availability_zone=public["zone"],
@@ -68,11 +70,12 @@ def egress(vpc_id: pulumi.Input[str], subnet_ids: list[pulumi.Input[str]]) -> li
     private_routes = aws.ec2.RouteTable("private", vpc_id=vpc_id, tags=tags(f"{cluster}-private"), routes=[
         aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)])
     return [aws.ec2.RouteTableAssociation(f"private-{i}", subnet_id=subnet_id, route_table_id=private_routes.id)
-            for i, subnet_id in enumerate(subnet_ids)]
+            for i, subnet_id in enumerate(subnet_ids)], subnet
 
 
 def security_group(vpc_id: pulumi.Input[str]) -> aws.ec2.SecurityGroup:
-    """EFA needs every protocol in and out between members of one security group; plus egress and SSH."""
+    """EFA needs every protocol in and out between members of one security group; plus egress (SSM's endpoints
+    included). No SSH from outside: the instances have no public address (see access())."""
     cluster = DATA["cluster"]
     group = aws.ec2.SecurityGroup("efa", vpc_id=vpc_id, description=f"EFA: all traffic within {cluster}",
                                   tags=tags(f"{cluster}-efa"))
@@ -82,10 +85,48 @@ def security_group(vpc_id: pulumi.Input[str]) -> aws.ec2.SecurityGroup:
                                     ip_protocol="-1", description="EFA: all traffic to the group")
     aws.vpc.SecurityGroupEgressRule("egress", security_group_id=group.id, cidr_ipv4="0.0.0.0/0", ip_protocol="-1",
                                     description="outbound")
-    for i, cidr in enumerate(DATA["ssh_ingress"]):
-        aws.vpc.SecurityGroupIngressRule(f"ssh-{i}", security_group_id=group.id, cidr_ipv4=cidr, ip_protocol="tcp",
-                                         from_port=22, to_port=22, description="SSH")
     return group
+
+
+def access(vpc_id: pulumi.Input[str], group: aws.ec2.SecurityGroup, public_subnet: aws.ec2.Subnet | None
+           ) -> aws.iam.InstanceProfile | None:
+    """The operators' way in, as the spec chose it. ssm: an instance profile whose role may use SSM Session Manager
+    (AmazonSSMManagedInstanceCore; the agent ships in AL2023 and Ubuntu AMIs and reaches SSM through the egress).
+    bastion: a small instance with a public address in the public subnet, SSH from the spec's CIDRs, and SSH from
+    its security group to the cluster's. none: neither."""
+    cluster, spec = DATA["cluster"], DATA["access"]
+    if spec["kind"] == "ssm":
+        role = aws.iam.Role("ssm", name=f"{cluster}-ssm", tags=tags(f"{cluster}-ssm"), assume_role_policy=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                    "Principal": {"Service": "ec2.amazonaws.com"}}]}))
+        aws.iam.RolePolicyAttachment("ssm", role=role.name,
+                                     policy_arn="arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore")
+        return aws.iam.InstanceProfile("ssm", name=f"{cluster}-ssm", role=role.name, tags=tags(f"{cluster}-ssm"))
+    if spec["kind"] == "bastion" and public_subnet is not None:
+        jump = aws.ec2.SecurityGroup("bastion", vpc_id=vpc_id, description=f"SSH to the {cluster} bastion",
+                                     tags=tags(f"{cluster}-bastion"))
+        for i, cidr in enumerate(spec["ingress"]):
+            aws.vpc.SecurityGroupIngressRule(f"bastion-ssh-{i}", security_group_id=jump.id, cidr_ipv4=cidr,
+                                             ip_protocol="tcp", from_port=22, to_port=22, description="SSH")
+        aws.vpc.SecurityGroupEgressRule("bastion-egress", security_group_id=jump.id, cidr_ipv4="0.0.0.0/0",
+                                        ip_protocol="-1", description="outbound")
+        aws.vpc.SecurityGroupIngressRule("ssh-from-bastion", security_group_id=group.id,
+                                         referenced_security_group_id=jump.id, ip_protocol="tcp", from_port=22,
+                                         to_port=22, description="SSH from the bastion")
+        bastion = aws.ec2.Instance("bastion", ami=INSTANCES["image"], instance_type=spec["instance_type"],
+                                   subnet_id=public_subnet.id, vpc_security_group_ids=[jump.id],
+                                   associate_public_ip_address=True, key_name=INSTANCES["key_pair"],
+                                   tags=tags(f"{cluster}-bastion"))
+        pulumi.export("bastion", bastion.public_ip)
+    return None
+
+
+def root_disk() -> list[aws.ec2.LaunchTemplateBlockDeviceMappingArgs]:
+    """The root volume at the spec's size (gp3): mapped on the image's own root device, which the AMI names."""
+    image = aws.ec2.get_ami_output(filters=[aws.ec2.GetAmiFilterArgs(name="image-id", values=[INSTANCES["image"]])])
+    return [aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+        device_name=image.root_device_name, ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+            volume_size=INSTANCES["system_disk_gib"], volume_type="gp3", delete_on_termination="true"))]
 
 
 def filesystems(subnet_id: pulumi.Input[str], group: aws.ec2.SecurityGroup) -> list[aws.fsx.LustreFileSystem]:
@@ -111,7 +152,8 @@ def filesystems(subnet_id: pulumi.Input[str], group: aws.ec2.SecurityGroup) -> l
 
 
 def launch_template(group: aws.ec2.SecurityGroup, subnet_id: pulumi.Input[str] | None,
-                    placement: aws.ec2.PlacementGroup | None, data: pulumi.Input[str] | None) -> aws.ec2.LaunchTemplate:
+                    placement: aws.ec2.PlacementGroup | None, data: pulumi.Input[str] | None,
+                    profile: aws.iam.InstanceProfile | None) -> aws.ec2.LaunchTemplate:
     """One EFA interface per network card up to the type's maximum (fabricgen computed the card/device layout)."""
     interfaces = [aws.ec2.LaunchTemplateNetworkInterfaceArgs(
         network_card_index=nic["network_card_index"], device_index=nic["device_index"],
@@ -124,6 +166,8 @@ def launch_template(group: aws.ec2.SecurityGroup, subnet_id: pulumi.Input[str] |
         instance_type=INSTANCES["type"],
         key_name=INSTANCES["key_pair"] or None,
         network_interfaces=interfaces,
+        block_device_mappings=root_disk(),
+        iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=profile.arn) if profile else None,
         placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name) if placement else None,
         capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
@@ -138,9 +182,10 @@ def launch_template(group: aws.ec2.SecurityGroup, subnet_id: pulumi.Input[str] |
 
 
 def main() -> None:
-    vpc_id, subnet_ids, routes = network()
+    vpc_id, subnet_ids, routes, public = network()
     boot_after = pulumi.ResourceOptions(depends_on=routes)  # user data installs the Lustre client at first boot
     group = security_group(vpc_id)
+    profile = access(vpc_id, group, public)
     placement = aws.ec2.PlacementGroup("cluster", name=DATA["cluster"], strategy="cluster",
                                        tags=tags(DATA["cluster"])) if INSTANCES["placement_group"] else None
     fsx = filesystems(subnet_ids[0], group)
@@ -148,7 +193,7 @@ def main() -> None:
     boot = first_boot.user_data(Path(__file__).parent,
                                 [pulumi.Output.concat(fs.dns_name, "@tcp:/", fs.mount_name) for fs in fsx],
                                 [spec["mountpoint"] for spec in DATA["filesystems"]])
-    template = launch_template(group, None if scaling else subnet_ids[0], placement, boot)
+    template = launch_template(group, None if scaling else subnet_ids[0], placement, boot, profile)
     if scaling:
         asg = aws.autoscaling.Group(
             "efa", min_size=len(INSTANCES["names"]), max_size=len(INSTANCES["names"]),

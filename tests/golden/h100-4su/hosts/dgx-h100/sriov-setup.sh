@@ -10,10 +10,12 @@
 #      (or mlxfwreset): such ports are skipped and the script exits 3 ("reboot required") once the others are done.
 #   3. sriov_numvfs: the kernel refuses a count above sriov_totalvfs (ERANGE) and a change from one nonzero
 #      count to another (EBUSY), so a different count is written as 0, then N; the same count is left alone.
-#   4. Wait (at most SRIOV_WAIT_SECONDS) for every VF's netdev (virtfn<N>/net/*).
+#   4. Wait (at most SRIOV_WAIT_SECONDS) until udev has handled the new devices (udevadm settle, which also waits for
+#      its renames) and every VF has its netdev (virtfn<N>/net/*).
 #   5. Each VF: InfiniBand node and port GUID (the same value, from sriov-vfs.tsv; a VF with a zero GUID never
 #      links up, and the subnet manager must run with virtualization enabled) with a driver rebind when a GUID
-#      changes, so the VF reads it; Ethernet MAC (when planned), VLAN and QoS, spoof check, trust, rates. Then
+#      changes, so the VF reads it (its netdev then goes and comes back, maybe renamed by udev: waited for as in
+#      step 4); Ethernet MAC (when planned), VLAN and QoS, spoof check, trust, rates. Then
 #      the link state and the VF netdev's MTU.
 #
 # Ports (PF, RDMA device, PCI address, fabric: link type, VFs, firmware VFs, MTU):
@@ -31,8 +33,9 @@
 # Usage: sriov-setup.sh [--dry-run]
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (default /sys), IP (default ip), MSTCONFIG (default mstconfig; mlxconfig takes the
-#   same arguments), NODE_NAME (default: hostname -s; selects this node's rows of the data file), SRIOV_VFS
-#   (the data file, default sriov-vfs.tsv next to this script), SRIOV_WAIT_SECONDS (default 30).
+#   same arguments), UDEVADM (default udevadm; without it the script only polls sysfs), NODE_NAME (default: hostname -s; selects
+#   this node's rows of the data file), SRIOV_VFS (the data file, default sriov-vfs.tsv next to this script),
+#   SRIOV_WAIT_SECONDS (default 30).
 # Exit codes: 0 done, 1 error (nothing changed when found by the checks), 2 bad usage, 3 firmware changed:
 #   reboot, then run again.
 set -euo pipefail
@@ -40,6 +43,7 @@ set -euo pipefail
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
 IP="${IP:-ip}"
 MSTCONFIG="${MSTCONFIG:-mstconfig}"
+UDEVADM="${UDEVADM:-udevadm}"
 SRIOV_VFS="${SRIOV_VFS:-$(dirname "${BASH_SOURCE[0]}")/sriov-vfs.tsv}"
 SRIOV_WAIT_SECONDS="${SRIOV_WAIT_SECONDS:-30}"
 DRY_RUN=0
@@ -163,6 +167,25 @@ vf_netdev() {
   return 0
 }
 
+# settle: wait (bounded) until udev has handled every queued event, renames included; a host without udevadm
+# (a container) only polls.
+settle() {
+  if command -v "$UDEVADM" >/dev/null; then
+    "$UDEVADM" settle --timeout="$SRIOV_WAIT_SECONDS" || log "udevadm settle: events still queued after ${SRIOV_WAIT_SECONDS} s"
+  fi
+}
+
+# wait_netdev PF VF BUDGET: wait until the VF has a netdev, at most BUDGET seconds; print the seconds left.
+wait_netdev() {
+  local left="$3"
+  while [[ -z "$(vf_netdev "$1" "$2")" ]]; do
+    ((left > 0)) || die "${1}: VF ${2} has no netdev after ${SRIOV_WAIT_SECONDS} s (is the mlx5 driver loaded?)"
+    sleep 1
+    left=$((left - 1))
+  done
+  echo "$left"
+}
+
 mtu_of() {
   "$IP" -o link show dev "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "mtu") { print $(i + 1); exit } }'
 }
@@ -237,7 +260,7 @@ done
 configure_vfs() {
   local pf link nvfs mtu state trust spoof vlan qos minr maxr addressed
   read -r pf _ _ link nvfs _ mtu state trust spoof vlan qos minr maxr addressed <<<"$1"
-  local numvfs current waited=0 vf net status rows="" guid mac before
+  local numvfs current left="$SRIOV_WAIT_SECONDS" vf net status rows="" guid mac before
   numvfs="$(pf_dir "$pf")/sriov_numvfs"
   current="$(<"$numvfs")"
   if [[ "$current" != "$nvfs" ]]; then
@@ -247,12 +270,9 @@ configure_vfs() {
     write_file "${pf}: create ${nvfs} VFs" "$numvfs" "$nvfs"
   fi
   ((DRY_RUN)) && [[ "$current" != "$nvfs" ]] && { log "dry run: ${pf}: VF settings are checked once the VFs exist"; return 0; }
+  settle
   for ((vf = 0; vf < nvfs; vf++)); do
-    while [[ -z "$(vf_netdev "$pf" "$vf")" ]]; do
-      ((waited < SRIOV_WAIT_SECONDS)) || die "${pf}: VF ${vf} has no netdev after ${SRIOV_WAIT_SECONDS} s (is the mlx5 driver loaded?)"
-      sleep 1
-      waited=$((waited + 1))
-    done
+    left="$(wait_netdev "$pf" "$vf" "$left")"
   done
   if ((addressed)); then
     rows="$(addresses "$pf")"
@@ -269,6 +289,8 @@ configure_vfs() {
         bdf="$(basename "$(readlink -f "$(pf_dir "$pf")/virtfn${vf}")")"
         write_file "${pf} VF ${vf}: unbind ${bdf} so it takes the new GUIDs" "${SYSFS_ROOT}/bus/pci/drivers/mlx5_core/unbind" "$bdf"
         write_file "${pf} VF ${vf}: bind ${bdf}" "${SYSFS_ROOT}/bus/pci/drivers/mlx5_core/bind" "$bdf"
+        settle # the rebind recreates the netdev, and udev may rename it: read its name only after both
+        wait_netdev "$pf" "$vf" "$SRIOV_WAIT_SECONDS" >/dev/null
       fi
     else
       mac="$(awk -v vf="$vf" '$1 == vf { print $2 }' <<<"$rows")"

@@ -19,6 +19,10 @@
 #      be at least the host MTU.
 #   7. ARP (net.ipv4.conf.PORT.arp_ignore=1, arp_announce=2): with several ports in one subnet, each port
 #      answers ARP only for its own address, so RoCE traffic reaches the NIC that owns the destination GID.
+#   8. RDMA traffic that is not NCCL's (NFS over RDMA, GPUDirect Storage, UCX, anything connecting through
+#      rdma_cm) carries the lossless ToS too: rdma_cm's default RoCE type of service of the port's RDMA device
+#      (configfs rdma_cm/<device>/ports/<port>/default_roce_tos = DSCP << 2 | ECT(0), what MLNX_OFED's cma_roce_tos
+#      writes); it would otherwise leave with ToS 0 on the lossy priority 0. NCCL sets its own (NCCL_IB_TC).
 #
 # Lossless classes:
 #   fabric storage: DSCP 26 -> priority 3 (PFC 0,0,0,1,0,0,0,0, NCCL_IB_TC=106); CNP DSCP 48 -> priority 6; host MTU 9000 (switch ports 9100)
@@ -33,12 +37,14 @@
 #
 # Usage: roce-qos.sh [--dry-run]
 #   --dry-run   print every change without making it
-# Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc),
-#   MLNX_QOS (default mlnx_qos), IP (default ip): tests point them at a fake tree and stubs.
+# Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc), CONFIGFS_ROOT
+#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip):
+#   tests point them at a fake tree and stubs.
 set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
 PROCFS_ROOT="${PROCFS_ROOT:-/proc}"
+CONFIGFS_ROOT="${CONFIGFS_ROOT:-/sys/kernel/config}"
 MLNX_QOS="${MLNX_QOS:-mlnx_qos}"
 IP="${IP:-ip}"
 DRY_RUN=0
@@ -122,7 +128,7 @@ mtu_of() {
   "$IP" -o link show dev "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "mtu") { print $(i + 1); exit } }'
 }
 
-# check_port PORT PRIORITY: record in PROBLEMS what is missing for PORT.
+# check_port PORT PRIORITY RDMA_DEVICE: record in PROBLEMS what is missing for PORT.
 PROBLEMS=()
 check_port() {
   local port="$1" prio="$2" net="${SYSFS_ROOT}/class/net/$1" file
@@ -135,6 +141,9 @@ check_port() {
       PROBLEMS+=("${port}: ${net}/${file} is missing (needs the MLNX_OFED/DOCA mlx5 driver's RoCE ECN controls)")
     fi
   done
+  if [[ -n "$3" && ! -d "${CONFIGFS_ROOT}/rdma_cm" ]]; then
+    PROBLEMS+=("${port}: ${CONFIGFS_ROOT}/rdma_cm is missing (load rdma_cm, e.g. modprobe rdma_ucm, with configfs mounted)")
+  fi
   for file in arp_ignore arp_announce; do
     if [[ ! -e "${PROCFS_ROOT}/sys/net/ipv4/conf/${port}/${file}" ]]; then
       PROBLEMS+=("${port}: ${PROCFS_ROOT}/sys/net/ipv4/conf/${port}/${file} is missing")
@@ -142,7 +151,24 @@ check_port() {
   done
 }
 
-# configure PORT DSCP PRIORITY PFC CNP_DSCP CNP_PRIORITY MTU
+# roce_tos PORT RDMA_DEVICE HCA_PORT TOS: rdma_cm's default RoCE ToS of the device's port (configfs creates the
+# device's ports/ tree when its directory is made).
+roce_tos() {
+  local dir="${CONFIGFS_ROOT}/rdma_cm/$2"
+  if [[ ! -d "$dir" ]]; then
+    CHANGES=$((CHANGES + 1))
+    if ((DRY_RUN)); then
+      log "would $1: rdma_cm settings of $2: mkdir ${dir}, then default RoCE ToS $4"
+      return 0
+    fi
+    log "$1: rdma_cm settings of $2"
+    mkdir "$dir"
+  fi
+  [[ -e "${dir}/ports/$3/default_roce_tos" ]] || die "$1: ${dir}/ports/$3/default_roce_tos is missing (is $2 port $3 a RoCE port?)"
+  set_file "$1: rdma_cm default RoCE ToS $4 on $2 port $3" "${dir}/ports/$3/default_roce_tos" "$4"
+}
+
+# configure PORT DSCP PRIORITY PFC CNP_DSCP CNP_PRIORITY MTU RDMA_DEVICE HCA_PORT TOS
 configure() {
   local port="$1" dscp="$2" prio="$3" pfc="$4" cnp_dscp="$5" cnp_prio="$6" mtu="$7"
   local net="${SYSFS_ROOT}/class/net/$1" conf="${PROCFS_ROOT}/sys/net/ipv4/conf/$1" before="$CHANGES"
@@ -178,6 +204,9 @@ configure() {
   if [[ "$current" != "$mtu" ]]; then
     change "${port}: MTU ${mtu} (was ${current:-unknown})" "$IP" link set dev "$port" mtu "$mtu"
   fi
+  if [[ -n "$8" ]]; then
+    roce_tos "$port" "$8" "$9" "${10}"
+  fi
 }
 
 for tool in "$MLNX_QOS" "$IP"; do
@@ -185,15 +214,15 @@ for tool in "$MLNX_QOS" "$IP"; do
 done
 
 # Check every port before changing any.
-check_port 'enp65s0f0np0' '3'
-check_port 'enp65s0f1np1' '3'
+check_port 'enp65s0f0np0' '3' 'mlx5_0'
+check_port 'enp65s0f1np1' '3' 'mlx5_1'
 if ((${#PROBLEMS[@]})); then
   printf 'roce-qos: error: %s\n' "${PROBLEMS[@]}" >&2
   die "nothing changed"
 fi
 
-configure 'enp65s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000'
-configure 'enp65s0f1np1' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000'
+configure 'enp65s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000' 'mlx5_0' '1' '106'
+configure 'enp65s0f1np1' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000' 'mlx5_1' '1' '106'
 
 if ((CHANGES == 0)); then
   log "nothing to change: the RoCE ports of lustre-server are configured"

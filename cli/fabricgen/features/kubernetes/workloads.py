@@ -1,0 +1,148 @@
+"""Target ``k8s-workloads``: the training workloads of the pod networks, as users run them.
+
+- ``kubernetes/workloads/pytorchjob-<name>.yaml``: a Kubeflow training operator PyTorchJob (kubeflow.org/v1): a
+  Master and ``nodes - 1`` Workers (torchrun, ``nprocPerNode`` = the GPUs), one pod per node (anti-affinity on the
+  job), restarts on failure within ``runPolicy.backoffLimit``; each pod resumes from the job's latest complete
+  checkpoint (an init container finds it, below).
+- ``kubernetes/network/workload-<name>.yaml``: the same pod as a bare Pod, for clusters without the operator.
+
+Every pod gets the GPUs, one VF (or the PF's shared RDMA device) per rail of the *compute* fabric only: those are the
+NICs PCIe-near the GPUs (NCCL_NET_GDR_LEVEL PXB holds; the storage ports sit behind other switches, and Lustre is
+mounted by the CSI driver on the host, not over pod VFs), IPC_LOCK for pinned memory, a memory-backed /dev/shm, the
+Lustre claims of its namespace and the NVMe cache (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL
+environment of :func:`fabricgen.features.nccl.render.nccl_settings`.
+
+Resume: the job's checkpoints live in ``<checkpoint mount>/<job name>/``, one directory per checkpoint; a checkpoint
+is complete once it holds ``.metadata``, the file PyTorch Distributed Checkpoint writes last. The init container
+``resume`` creates the job's directory, picks the highest complete one in version order (``step-900`` before
+``step-1000``) and writes its path (or nothing, for a first start) to ``RESUME_FROM_FILE``; the trainer reads it and
+writes new checkpoints under ``CHECKPOINT_DIR``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.features.kubernetes.nodes import PROFILE_LABEL
+from fabricgen.features.kubernetes.render import NETWORKS_ANNOTATION, PodNetwork, dump, metadata, pod_networks
+from fabricgen.features.lustre.build import claim_name, pod_storage
+from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
+from fabricgen.model.cluster import FabricRole
+from fabricgen.model.kubernetes import Kubernetes, Workload
+from fabricgen.model.topology import Topology
+
+JOB_LABEL = "training.kubeflow.org/job-name"  # the training operator labels each pod of a job with its name
+RESUME_DIR = "/run/fabricgen"
+RESUME_FILE = f"{RESUME_DIR}/resume-from"
+COMPLETE_MARKER = ".metadata"  # torch.distributed.checkpoint writes it after every shard
+# The init container's script: POSIX sh and GNU find/sort, as in the NGC PyTorch images it runs in.
+RESUME_SCRIPT = f"""set -eu
+mkdir -p "$CHECKPOINT_DIR"
+latest="$(find "$CHECKPOINT_DIR" -mindepth 2 -maxdepth 2 -name {COMPLETE_MARKER} -printf '%h\\n' | sort -V | tail -n 1)"
+printf '%s\\n' "$latest" >"$RESUME_FROM_FILE"
+echo "resume from: ${{latest:-the start (no complete checkpoint in $CHECKPOINT_DIR)}}"
+"""
+
+
+def compute_networks(topology: Topology, k8s: Kubernetes, workload: Workload) -> list[PodNetwork]:
+    """The workload's pod networks: the rails of the compute fabric that reach its profile."""
+    nets = [n for n in pod_networks(topology, k8s) if n.fabric.role is FabricRole.COMPUTE
+            and any(p == workload.profile for p, _, _ in n.pfs)]
+    if not nets:
+        raise ValueError(f"profile {workload.profile} has no compute rail among the pod networks")
+    return nets
+
+
+def _checkpoints(topology: Topology, k8s: Kubernetes) -> tuple[str, str] | None:
+    """(claim, mount path) of the checkpoint file system: the first ReadWriteMany Lustre claim of the namespace."""
+    for fs in topology.cluster.lustre:
+        if fs.volume is not None and fs.volume.namespace == k8s.namespace and fs.volume.access == "ReadWriteMany":
+            return claim_name(fs), fs.volume.mount_path
+    return None
+
+
+def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequence[PodNetwork],
+             container: str, job: str | None) -> dict[str, Any]:
+    """The training pod's spec; with ``job``, a PyTorchJob replica's (the resume init container, one pod a node)."""
+    profile = topology.cluster.profiles[workload.profile]
+    fabric = nets[0].fabric
+    vfs = k8s.uses_vfs
+    partitions = compute_partitions(fabric, topology.cluster.nodes, profile)
+    env = [{"name": s.name, "value": s.value}
+           for s in nccl_settings(profile, fabric, POD_VFS if vfs else POD_PFS, partitions)]
+    resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in nets}
+    storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
+    limits = {"nvidia.com/gpu": workload.gpus, **resources}
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}, *storage.volume_mounts]
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": workload.shm_size}}, *storage.volumes]
+    spec: dict[str, Any] = {"nodeSelector": {PROFILE_LABEL: workload.profile}}
+    checkpoints = _checkpoints(topology, k8s) if job is not None else None
+    if job is not None:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {JOB_LABEL: job}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    if checkpoints is not None:
+        claim, path = checkpoints
+        resume_env = [{"name": "CHECKPOINT_DIR", "value": f"{path}/{job}"},
+                      {"name": "RESUME_FROM_FILE", "value": RESUME_FILE}]
+        env += resume_env
+        mounts.append({"name": "resume", "mountPath": RESUME_DIR})
+        volumes.append({"name": "resume", "emptyDir": {}})
+        spec["initContainers"] = [{
+            "name": "resume", "image": workload.image, "command": ["sh", "-c", RESUME_SCRIPT], "env": resume_env,
+            "volumeMounts": [{"name": claim, "mountPath": path}, {"name": "resume", "mountPath": RESUME_DIR}]}]
+    spec["containers"] = [{
+        "name": container, "image": workload.image, "command": list(workload.command), "env": env,
+        "resources": {"limits": limits, "requests": dict(limits)},
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}, "volumeMounts": mounts}]
+    spec["volumes"] = volumes
+    return spec
+
+
+def pytorch_job(topology: Topology, k8s: Kubernetes, workload: Workload) -> dict[str, Any]:
+    """The PyTorchJob: a Master and nodes - 1 Workers, each replica's pod as :func:`pod_spec` builds it."""
+    nets = compute_networks(topology, k8s, workload)
+    template = {"metadata": {"labels": {"app.kubernetes.io/name": workload.name},
+                             "annotations": {NETWORKS_ANNOTATION: ",".join(n.name for n in nets)}},
+                "spec": pod_spec(topology, k8s, workload, nets, "pytorch", workload.name)}
+    replicas = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
+    if workload.nodes > 1:
+        replicas["Worker"] = {"replicas": workload.nodes - 1, "restartPolicy": "OnFailure", "template": template}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": metadata(workload.name, k8s.namespace, labels={"app.kubernetes.io/name": workload.name}),
+            "spec": {"nprocPerNode": str(workload.gpus), "runPolicy": {"backoffLimit": workload.restarts,
+                                                                       "cleanPodPolicy": "None"},
+                     "pytorchReplicaSpecs": replicas}}
+
+
+def example_pod(topology: Topology, k8s: Kubernetes, workload: Workload) -> dict[str, Any]:
+    """The same training pod as a bare Pod (clusters without the training operator; no restarts, no resume)."""
+    nets = compute_networks(topology, k8s, workload)
+    spec = {"restartPolicy": "Never", **pod_spec(topology, k8s, workload, nets, "trainer", None)}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": metadata(workload.name, k8s.namespace, labels={"app.kubernetes.io/name": workload.name},
+                                 annotations={NETWORKS_ANNOTATION: ",".join(n.name for n in nets)}),
+            "spec": spec}
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """The workloads: see the module docstring."""
+    k8s = topology.cluster.kubernetes
+    if k8s is None or k8s.workload is None:
+        return []
+    workload = k8s.workload
+    generated = f"Generated by fabricgen from {PurePosixPath(topology.cluster.source).name}; do not edit."
+    return [
+        Artifact(f"kubernetes/workloads/pytorchjob-{workload.name}.yaml", dump(
+            [pytorch_job(topology, k8s, workload)],
+            f"Training job on {workload.nodes} {workload.profile} nodes (Kubeflow training operator v1): one pod per "
+            f"node with the GPUs, one RDMA network per\ncompute rail, the checkpoint and dataset claims, the NVMe "
+            f"cache, /dev/shm and the NCCL environment; each pod resumes from the job's latest complete checkpoint.\n"
+            f"{generated}")),
+        Artifact(f"kubernetes/network/workload-{workload.name}.yaml", dump(
+            [example_pod(topology, k8s, workload)],
+            f"Example training pod on {workload.profile} nodes, for clusters without the training operator: GPUs, one "
+            f"RDMA network per compute rail, IPC_LOCK\nfor pinned memory, a memory-backed /dev/shm and the NCCL "
+            f"environment. {generated}"))]
