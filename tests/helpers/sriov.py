@@ -126,8 +126,12 @@ def rebinding_driver(host: FakeHost, delay: float, suffix: str = "r") -> Iterato
         yield log
     finally:
         done.set()
-        for name in ("unbind", "bind"):
-            with (drivers / name).open("w") as f:  # wakes the reader, which then sees done
+        for name in ("unbind", "bind"):  # wake each reader, which then sees done
+            try:  # without blocking: a reader that stopped (on an error) would leave open("w") waiting forever
+                fd = os.open(drivers / name, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader holds it open; a daemon thread blocked in open() ends with the test
+                continue
+            with os.fdopen(fd, "w") as f:
                 f.write("\n")
         for t in (*threads, *timers):
             t.join(timeout=5)

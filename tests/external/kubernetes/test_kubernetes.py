@@ -245,6 +245,8 @@ def test_pytorchjob_runs_nccl_on_the_gpu_near_vfs() -> None:
     assert validate(job) == []
     replicas = job["spec"]["pytorchReplicaSpecs"]
     assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"], job["spec"]["nprocPerNode"]) == (1, 3, "8")
+    # a finished pod would keep its ephemeral cache claim and the node's one cache volume: the operator deletes them
+    assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "All"
     template = replicas["Worker"]["template"]
     assert template["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
         f"compute-rail{r}" for r in range(8))

@@ -84,3 +84,19 @@ def test_cache_mount_passes_systemd_analyze_verify(files: dict[str, Artifact], t
     done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
     assert systemd_escape_path("/mnt/fabricgen/cache") + ".mount" == unit.name
+
+
+def test_cache_mount_orders_after_tmpfiles_without_a_cycle(files: dict[str, Artifact]) -> None:
+    """The distro's systemd-tmpfiles-setup.service (which creates the bind source) runs after local-fs.target, and
+    a local mount with default dependencies runs before it (systemd.mount(5)): the cache mount must drop them, or
+    mount, target and service wait on each other and systemd drops one to break the cycle."""
+    require_tool("systemd-analyze")
+    tmpfiles = Path("/lib/systemd/system/systemd-tmpfiles-setup.service").read_text()
+    after = {u for line in tmpfiles.splitlines() if line.startswith("After=") for u in line[6:].split()}
+    assert "local-fs.target" in after, "the premise: tmpfiles runs after local file systems"
+    unit = files["hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount"].content.decode()
+    lines = unit.splitlines()
+    assert "DefaultDependencies=no" in lines
+    assert "After=local-fs.target systemd-tmpfiles-setup.service" in lines
+    assert not any(line.startswith("Before=") and "local-fs.target" in line for line in lines)
+    assert "WantedBy=multi-user.target" in lines and "Before=kubelet.service umount.target" in lines

@@ -118,13 +118,19 @@ def local_volumes(profiles: list[str]) -> list[dict[str, Any]]:
 
 
 def cache_host_files(profile: str, path: str, source: str) -> list[Artifact]:
-    """The bind mount the provisioner discovers, and the directory it mounts (created by systemd-tmpfiles)."""
+    """The bind mount the provisioner discovers, and the directory it mounts (created by systemd-tmpfiles).
+
+    Without DefaultDependencies=no a local mount is ordered before local-fs.target, which systemd-tmpfiles-setup
+    follows: the mount, the target and the service would wait on each other (systemd.mount(5)), and systemd would
+    break the cycle by dropping one of them. So the mount comes after both and before the kubelet."""
     cache = f"{path}/{CACHE_DIR}"
     head = f"# fabricgen: the Kubernetes NVMe cache of node profile {profile}. Generated from {source}; do not edit.\n"
     unit = (f"{head}[Unit]\nDescription=Kubernetes NVMe cache: {cache} at {CACHE_MOUNT} (local static provisioner)\n"
-            f"RequiresMountsFor={path}\nAfter=systemd-tmpfiles-setup.service\n\n"
+            f"DefaultDependencies=no\nRequiresMountsFor={path}\n"
+            "After=local-fs.target systemd-tmpfiles-setup.service\nBefore=kubelet.service umount.target\n"
+            "Conflicts=umount.target\n\n"
             f"[Mount]\nWhat={cache}\nWhere={CACHE_MOUNT}\nType=none\nOptions=bind\n\n"
-            "[Install]\nWantedBy=local-fs.target\n")
+            "[Install]\nWantedBy=multi-user.target\n")
     tmpfiles = f"{head}d {cache} 0755 root root -\n"
     return [Artifact(f"hosts/{profile}/k8s-cache/{CACHE_UNIT}", unit.encode()),
             Artifact(f"hosts/{profile}/k8s-cache/fabricgen-k8s-cache.conf", tmpfiles.encode())]

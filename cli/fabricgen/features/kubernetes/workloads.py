@@ -110,10 +110,12 @@ def pytorch_job(topology: Topology, k8s: Kubernetes, workload: Workload) -> dict
     replicas = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
     if workload.nodes > 1:
         replicas["Worker"] = {"replicas": workload.nodes - 1, "restartPolicy": "OnFailure", "template": template}
+    # cleanPodPolicy All: a finished pod keeps its ephemeral cache claim, and a node has one cache volume, so the
+    # next job on that node would stay Pending until the old job is deleted (training-operator DeletePodsAndServices)
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
             "metadata": metadata(workload.name, k8s.namespace, labels={"app.kubernetes.io/name": workload.name}),
             "spec": {"nprocPerNode": str(workload.gpus), "runPolicy": {"backoffLimit": workload.restarts,
-                                                                       "cleanPodPolicy": "None"},
+                                                                       "cleanPodPolicy": "All"},
                      "pytorchReplicaSpecs": replicas}}
 
 
