@@ -45,6 +45,7 @@ class BgpNeighbor:
     description: str
     keepalive_s: int
     hold_s: int
+    connect_s: int = 0  # seconds between connection attempts (0: the routing daemon's default)
     shutdown: bool = False
 
 

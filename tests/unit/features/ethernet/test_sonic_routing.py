@@ -67,7 +67,8 @@ def test_every_value_comes_from_the_file(fabric: dict[str, SwitchRouting]) -> No
     edited = routing("storage-leaf001", json.dumps(db).encode())
     assert (edited.asn, edited.router_id, edited.allowas_in) == (4200000001, IPv4Address("192.0.2.9"), 0)
     [changed] = [n for n in edited.neighbors if n.address == IPv4Address(first)]
-    assert (changed.remote_asn, changed.shutdown, changed.keepalive_s, changed.hold_s) == (65009, True, 60, 180)
+    assert (changed.remote_asn, changed.shutdown, changed.keepalive_s, changed.hold_s, changed.connect_s) == (
+        65009, True, 60, 180, 10)
     assert edited.vlans[0].mtu == 1500
     assert edited.neighbors != fabric["storage-leaf001"].neighbors
 
@@ -114,6 +115,7 @@ def test_bad_file_reports_every_problem_at_once() -> None:
     db["BGP_NEIGHBOR"]["10.21.0.0"]["asn"] = "sixty-five"
     db["VLAN_MEMBER"]["Vlan200|Ethernet0"] = {"tagging_mode": "untagged"}
     db["PORT"]["Ethernet0"] = "up"
+    db["BGP_NEIGHBOR"]["10.21.0.2"]["name"] = "spine\n neighbor 192.0.2.1 remote-as 1"  # would be an FRR command
     with pytest.raises(ConfigReadError) as caught:
         routing("storage-leaf001", json.dumps(db).encode())
     lines = str(caught.value).splitlines()
@@ -121,9 +123,9 @@ def test_bad_file_reports_every_problem_at_once() -> None:
     text = str(caught.value)
     for expected in ("bgp_asn is None", "0 IPv4 addresses on Loopback0", "INTERFACE|Ethernet999 has no PORT entry",
                      "BGP_NEIGHBOR|10.21.0.0 asn is 'sixty-five'", "Vlan200 has members",
-                     "PORT|Ethernet0 is not a row"):
+                     "PORT|Ethernet0 is not a row", "BGP_NEIGHBOR|10.21.0.2 name is 'spine\\n neighbor"):
         assert expected in text
-    assert len(lines) == 6
+    assert len(lines) == 7
 
 
 @pytest.mark.parametrize("content", [b"{", b"[]", b"\xff"])

@@ -16,6 +16,9 @@ from fabricgen.model.routing import BgpNeighbor, RoutedPort, SwitchRouting, Vlan
 
 _LOOPBACK = DATA.interfaces["loopback"]
 _NUMBER = re.compile(r"(\d+)")
+# What a port description or peer name may hold before it reaches FRR's configuration (which ends a command at a
+# newline): the names fabricgen writes, "storage-leaf001:33/1", "gpu001:Slot1P1".
+_TEXT = re.compile(r"[A-Za-z0-9._:/@+-]{0,255}")
 
 
 def _natural(name: str) -> tuple[str | int, ...]:
@@ -45,6 +48,12 @@ class _Reader:
         self.problems.append(f"{where} is {text!r}, not a number from {low} to {high}")
         return low
 
+    def text(self, where: str, value: object) -> str:
+        if isinstance(value, str) and _TEXT.fullmatch(value):
+            return value
+        self.problems.append(f"{where} is {value!r}: a name of letters, digits and ._:/@+- only")
+        return ""
+
     def addresses(self, table: str) -> dict[str, list[IPv4Interface]]:
         """``name|address/len`` keys of an interface table by interface (IPv6 ones are skipped: the plan is IPv4)."""
         found: dict[str, list[IPv4Interface]] = {}
@@ -70,7 +79,8 @@ def _ports(r: _Reader, routing: Mapping[str, Any]) -> tuple[RoutedPort, ...]:
         r.problems.append(f"INTERFACE|{name} has no PORT entry: intfmgrd has no port to put its address on")
     return tuple(
         RoutedPort(name, r.integer(f"PORT|{name} mtu", entry.get("mtu", str(routing["default_mtu"])), 68, 9216),
-                   entry.get("admin_status", "down") == "up", entry.get("description", ""),
+                   entry.get("admin_status", "down") == "up",
+                   r.text(f"PORT|{name} description", entry.get("description", "")),
                    tuple(addresses.get(name, ())))
         for name, entry in sorted(ports.items(), key=lambda item: _natural(item[0])))
 
@@ -109,10 +119,10 @@ def _neighbors(r: _Reader, metadata: Mapping[str, Any], routing: Mapping[str, An
         status = entry.get("admin_status", metadata.get("default_bgp_status", "up"))
         neighbors.append(BgpNeighbor(
             address, r.integer(f"BGP_NEIGHBOR|{key} asn", entry.get("asn"), 1, 4294967295), local_address,
-            entry.get("name", ""),
+            r.text(f"BGP_NEIGHBOR|{key} name", entry.get("name", "")),
             r.integer(f"BGP_NEIGHBOR|{key} keepalive", entry.get("keepalive", str(routing["keepalive_s"])), 0, 65535),
             r.integer(f"BGP_NEIGHBOR|{key} holdtime", entry.get("holdtime", str(routing["hold_s"])), 0, 65535),
-            status == "down"))
+            int(routing["connect_s"]), status == "down"))
     return tuple(sorted(neighbors, key=lambda n: n.address))
 
 
