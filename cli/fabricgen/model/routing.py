@@ -14,10 +14,12 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 @dataclass(frozen=True)
 class RoutedPort:
-    """A front-panel port as configured: its MTU, whether it is up, the peer its description names and, on a
-    routed port, its addresses (a VLAN member has none of its own)."""
+    """A front-panel port as configured: its NOS name, the cage (and lane group) it is in, in fabricgen's
+    ``<cage>/<n>`` form (how the plan names it, so the lab can put the planned cable on it), its MTU, whether it is
+    up, the peer its description names and, on a routed port, its addresses (a VLAN member has none of its own)."""
 
     name: str
+    panel: str
     mtu: int
     up: bool
     description: str = ""

@@ -18,6 +18,9 @@ _LOOPBACK = DATA.interfaces["loopback"]
 _NUMBER = re.compile(r"(\d+)")
 # What a port description or peer name may hold before it reaches FRR's configuration (which ends a command at a
 # newline): the names fabricgen writes, "storage-leaf001:33/1", "gpu001:Slot1P1".
+# A PORT alias, etp<cage> or etp<cage><a, b ...> for the n-th port of a split cage (NVIDIA's port_config.ini
+# convention, the `alias` pattern of ../sonic.yaml): fabricgen's <cage> or <cage>/<n>.
+_ALIAS = re.compile(r"etp(\d+)([a-h]?)")
 _TEXT = re.compile(r"[A-Za-z0-9._:/@+-]{0,255}")
 
 
@@ -78,11 +81,22 @@ def _ports(r: _Reader, routing: Mapping[str, Any]) -> tuple[RoutedPort, ...]:
     for name in sorted(set(addresses) - set(ports), key=_natural):
         r.problems.append(f"INTERFACE|{name} has no PORT entry: intfmgrd has no port to put its address on")
     return tuple(
-        RoutedPort(name, r.integer(f"PORT|{name} mtu", entry.get("mtu", str(routing["default_mtu"])), 68, 9216),
+        RoutedPort(name, _panel(r, name, entry.get("alias")),
+                   r.integer(f"PORT|{name} mtu", entry.get("mtu", str(routing["default_mtu"])), 68, 9216),
                    entry.get("admin_status", "down") == "up",
                    r.text(f"PORT|{name} description", entry.get("description", "")),
                    tuple(addresses.get(name, ())))
         for name, entry in sorted(ports.items(), key=lambda item: _natural(item[0])))
+
+
+def _panel(r: _Reader, name: str, alias: object) -> str:
+    match = _ALIAS.fullmatch(alias) if isinstance(alias, str) else None
+    if match is None:
+        r.problems.append(f"PORT|{name} alias is {alias!r}, not etp<cage> or etp<cage><a, b ...>: the lab cannot "
+                          "tell which cage the port is")
+        return ""
+    cage, sub = match.groups()
+    return f"{cage}/{ord(sub) - ord('a') + 1}" if sub else cage
 
 
 def _vlans(r: _Reader, routing: Mapping[str, Any]) -> tuple[Vlan, ...]:

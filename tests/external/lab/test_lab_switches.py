@@ -1,0 +1,125 @@
+"""h100-4su's storage fabric switches run in network namespaces: the planned cables as veth pairs, each switch
+configured from its golden config_db.json's read-back, FRR's bgpd from that. Every planned session comes up,
+every switch learns every leaf's loopback and host subnet (a leaf over all of its 64 uplinks, 16 to each of 4
+spines), spines do not learn each other's loopbacks (one AS, no allowas-in: eBGP loop prevention, as on the real
+fabric), and ``down`` leaves no namespace, veth or daemon behind. Hosts and the ``lab`` commands come next."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from ipaddress import IPv4Network
+from pathlib import Path
+
+import pytest
+
+from fabricgen.features.ethernet.nos.sonic.routing import routing
+from fabricgen.features.lab import netns
+from fabricgen.features.lab.plan import LabFabric, lab_fabric
+from fabricgen.model.routing import SwitchRouting
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.helpers.ethernet import STORAGE_LEAVES, STORAGE_SWITCHES
+
+GOLDEN = REPO / "tests/golden/h100-4su/switches"
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
+            pytest.fail("the lab test needs root in CI (FABRICGEN_REQUIRE_EXTERNAL=1)")
+        pytest.skip("the lab needs root (network namespaces)")
+
+
+def _state_dir() -> Path:
+    """Under /run, as the lab's own (FRR runs as user frr, which cannot enter pytest's 0700 temporary dirs)."""
+    path = Path(tempfile.mkdtemp(prefix="fabricgen-lab-test-", dir="/run"))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+def switches() -> dict[str, SwitchRouting]:
+    return {s: routing(s, (GOLDEN / s / "config_db.json").read_bytes()) for s in STORAGE_SWITCHES}
+
+
+@pytest.fixture(scope="module")
+def lab(switches: dict[str, SwitchRouting]) -> Iterator[tuple[LabFabric, Path]]:
+    require_tool("vtysh")
+    _require_root()
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    [storage] = [ft for ft in compiled.topology.fabrics if ft.fabric.name == "storage"]
+    fabric = lab_fabric(compiled.topology.cluster.metadata.name, storage, switches)
+    state = _state_dir()
+    try:
+        netns.up(fabric, switches, state)
+        yield fabric, state
+    finally:
+        netns.down(state)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_every_planned_session_is_established(lab: tuple[LabFabric, Path], switches: dict[str, SwitchRouting]) -> None:
+    fabric, state = lab
+    assert len(fabric.veths) == 384
+    expected = {s: len(r.neighbors) for s, r in switches.items()}
+    assert netns.wait_established(fabric, state, expected, timeout_s=90)
+    total = sum(list(netns.sessions(state, fabric.namespaces[s]).values()).count("Established") for s in switches)
+    assert total == 2 * 384
+
+
+def test_loopbacks_everywhere_with_full_ecmp(lab: tuple[LabFabric, Path], switches: dict[str, SwitchRouting]) -> None:
+    fabric, state = lab
+    expected = {s: len(r.neighbors) for s, r in switches.items()}
+    assert netns.wait_established(fabric, state, expected, timeout_s=90)
+    far = switches["storage-leaf006"].loopback.network
+    # BGP best path plus multipath: give the RIB a moment after the sessions settle
+    for _ in range(30):
+        answer = netns.vtysh(state, fabric.namespaces["storage-leaf001"], f"show ip route {far} json")
+        paths = answer.get(str(far), [{}])[0].get("nexthops", []) if isinstance(answer, dict) else []
+        if len([p for p in paths if p.get("active")]) == 64:
+            break
+        subprocess.run(["sleep", "1"], check=True)
+    assert len([p for p in paths if p.get("active")]) == 64
+    for name in STORAGE_SWITCHES:
+        table = json.loads(subprocess.run(["ip", "-n", fabric.namespaces[name], "-j", "route", "show"],
+                                          capture_output=True, text=True, check=True).stdout)
+        kernel = {IPv4Network(r["dst"]) for r in table if r["dst"] != "default"}
+        for other in STORAGE_SWITCHES:
+            if other == name:
+                continue
+            if other in STORAGE_LEAVES or name in STORAGE_LEAVES:
+                assert set(switches[other].networks) <= kernel, (name, other)  # loopback and host subnet
+            else:  # spines share AS 65000 and take no allowas-in: a spine drops a path through another spine
+                assert switches[other].loopback.network not in kernel, (name, other)
+    assert all(switches[leaf].allowas_in == 1 for leaf in STORAGE_LEAVES)
+
+
+def test_down_removes_what_up_made(switches: dict[str, SwitchRouting]) -> None:
+    """A second, small lab (one leaf, one spine) torn down: its namespaces and daemons are gone, others stay."""
+    require_tool("vtysh")
+    _require_root()
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    [storage] = [ft for ft in compiled.topology.fabrics if ft.fabric.name == "storage"]
+    fabric = lab_fabric("down-test", storage, switches)
+    pair = {"storage-leaf001", "storage-spine01"}
+    inside = {fabric.namespaces[s] for s in pair}
+    small = LabFabric(fabric.fabric, {s: n for s, n in fabric.namespaces.items() if s in pair},
+                      tuple(v for v in fabric.veths if {v.a_namespace, v.z_namespace} <= inside))
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    tmp_path = _state_dir()
+    netns.up(small, switches, tmp_path)
+    pids = [int((tmp_path / n / f"{d}.pid").read_text()) for n in small.namespaces.values() for d in ("zebra", "bgpd")]
+    assert sorted(netns.down(tmp_path)) == sorted(small.namespaces.values())
+    after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert after == before and not (tmp_path / netns.STATE).exists()
+    tmp_path.rmdir()
+    for pid in pids:
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        assert not Path(f"/proc/{pid}").exists()
