@@ -18,6 +18,7 @@ import pytest
 
 from fabricgen.features.ethernet.nos.sonic.routing import routing
 from fabricgen.features.lab import netns
+from fabricgen.features.lab.check import session_failures
 from fabricgen.features.lab.plan import LabFabric, lab_fabric
 from fabricgen.model.routing import SwitchRouting
 from fabricgen.pipeline import compile_spec
@@ -69,6 +70,7 @@ def test_every_planned_session_is_established(lab: tuple[LabFabric, Path], switc
     assert netns.wait_established(fabric, state, expected, timeout_s=90)
     total = sum(list(netns.sessions(state, fabric.namespaces[s]).values()).count("Established") for s in switches)
     assert total == 2 * 384
+    assert list(session_failures(fabric, switches, state)) == []
 
 
 def test_loopbacks_everywhere_with_full_ecmp(lab: tuple[LabFabric, Path], switches: dict[str, SwitchRouting]) -> None:
@@ -123,3 +125,39 @@ def test_down_removes_what_up_made(switches: dict[str, SwitchRouting]) -> None:
                 break
             subprocess.run(["sleep", "0.1"], check=True)
         assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_wrong_peer_asn_in_one_config_fails_exactly_its_sessions(switches: dict[str, SwitchRouting]) -> None:
+    """storage-spine01's config_db.json expects AS 65101 of storage-leaf001 (which is 65100): FRR refuses the OPEN
+    (bad peer AS), and the check names those 16 sessions on both ends, and no other."""
+    require_tool("vtysh")
+    _require_root()
+    db = json.loads((GOLDEN / "storage-spine01/config_db.json").read_bytes())
+    for entry in db["BGP_NEIGHBOR"].values():
+        if entry["name"] == "storage-leaf001":
+            entry["asn"] = "65101"
+    broken = dict(switches, **{"storage-spine01": routing("storage-spine01", json.dumps(db).encode())})
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    [storage] = [ft for ft in compiled.topology.fabrics if ft.fabric.name == "storage"]
+    fabric = lab_fabric("wrong-asn-test", storage, broken)
+    pair = {"storage-leaf001", "storage-spine01", "storage-leaf002"}
+    inside = {fabric.namespaces[s] for s in pair}
+    small = LabFabric(fabric.fabric, {s: n for s, n in fabric.namespaces.items() if s in pair},
+                      tuple(v for v in fabric.veths if {v.a_namespace, v.z_namespace} <= inside))
+    state = _state_dir()
+    try:
+        netns.up(small, broken, state)
+        # leaf002's 16 sessions to spine01 are the control: they come up, leaf001's do not
+        assert not netns.wait_established(small, state, {"storage-leaf001": 1}, timeout_s=15)
+        assert netns.wait_established(small, state, {"storage-leaf002": 16}, timeout_s=30)
+        failures = list(session_failures(small, {s: broken[s] for s in pair}, state))
+    finally:
+        netns.down(state)
+        shutil.rmtree(state, ignore_errors=True)
+    leaf_side = [f for f in failures if ": storage-leaf001: BGP session to storage-spine01 " in f]
+    spine_side = [f for f in failures if ": storage-spine01: BGP session to storage-leaf001 " in f and "AS 65101" in f]
+    assert len(leaf_side) == 16 and len(spine_side) == 16
+    # the other failures are exactly the sessions to switches left out of this small lab
+    outside = sum(n.description not in pair for s in pair for n in broken[s].neighbors)
+    rest = [f for f in failures if f not in leaf_side and f not in spine_side]
+    assert len(rest) == outside and all(f.split("BGP session to ")[1].split(" ")[0] not in pair for f in rest)
