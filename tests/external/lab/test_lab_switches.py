@@ -157,6 +157,10 @@ def test_a_wrong_peer_asn_in_one_config_fails_exactly_its_sessions(switches: dic
     leaf_side = [f for f in failures if ": storage-leaf001: BGP session to storage-spine01 " in f]
     spine_side = [f for f in failures if ": storage-spine01: BGP session to storage-leaf001 " in f and "AS 65101" in f]
     assert len(leaf_side) == 16 and len(spine_side) == 16
+    # the side whose configuration is wrong refuses the OPEN and says why; the other side's last NOTIFICATION
+    # varies with the order FRR's two connection attempts meet in (Bad Peer AS, or an OpenSent FSM error)
+    assert all("(last NOTIFICATION: OPEN Message Error/Bad Peer AS" in f for f in spine_side)
+    assert all("(last NOTIFICATION: " in f for f in leaf_side)
     # the other failures are exactly the sessions to switches left out of this small lab
     outside = sum(n.description not in pair for s in pair for n in broken[s].neighbors)
     rest = [f for f in failures if f not in leaf_side and f not in spine_side]
