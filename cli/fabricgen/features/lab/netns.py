@@ -45,7 +45,7 @@ def _record(state_dir: Path, namespaces: Sequence[str]) -> None:
     tmp.replace(state_dir / STATE)
 
 
-def _switch_batch(switch: SwitchRouting, cabled: set[str]) -> str:
+def switch_batch(switch: SwitchRouting, cabled: set[str]) -> str:
     """``ip -batch`` lines configuring one switch's namespace: only the ports a planned cable put there."""
     lines = ["link set lo up", f"address add {switch.loopback} dev lo"]
     for port in switch.ports:
@@ -95,7 +95,7 @@ def up(lab: LabFabric, switches: Mapping[str, SwitchRouting], state_dir: Path) -
         cabled[v.a_namespace].add(v.a_interface)
         cabled[v.z_namespace].add(v.z_interface)
     for name, namespace in lab.namespaces.items():
-        _run(["ip", "-n", namespace, "-batch", "-"], _switch_batch(switches[name], cabled[namespace]))
+        _run(["ip", "-n", namespace, "-batch", "-"], switch_batch(switches[name], cabled[namespace]))
     for name, namespace in lab.namespaces.items():
         _start_frr(namespace, switches[name], state_dir / namespace)
 
@@ -127,6 +127,15 @@ def wait_established(lab: LabFabric, state_dir: Path, expected: Mapping[str, int
         time.sleep(1)
 
 
+def stop_daemon(pidfile: Path) -> None:
+    """SIGTERM to the daemon a pid file names, only while that pid still runs that FRR daemon (a stale file's pid
+    may belong to another process by now)."""
+    with contextlib.suppress(ValueError, IndexError, OSError):
+        pid = int(pidfile.read_text().split()[0])
+        if Path(f"/proc/{pid}/exe").resolve() == (FRR_DAEMONS / pidfile.stem).resolve():
+            os.kill(pid, signal.SIGTERM)
+
+
 def down(state_dir: Path) -> list[str]:
     """Stop the FRR daemons and delete the namespaces the state file lists (only ``fg-`` ones); the names removed."""
     state = state_dir / STATE
@@ -136,8 +145,7 @@ def down(state_dir: Path) -> list[str]:
     existing = set(_run(["ip", "netns", "list"]).split())
     for namespace in namespaces:
         for pidfile in sorted((state_dir / namespace).glob("*.pid")):
-            with contextlib.suppress(ValueError, IndexError, ProcessLookupError):
-                os.kill(int(pidfile.read_text().split()[0]), signal.SIGTERM)
+            stop_daemon(pidfile)
     removed = []
     for namespace in namespaces:
         if namespace in existing:
