@@ -116,6 +116,8 @@ def test_bad_file_reports_every_problem_at_once() -> None:
     db["VLAN_MEMBER"]["Vlan200|Ethernet0"] = {"tagging_mode": "untagged"}
     db["PORT"]["Ethernet0"] = "up"
     db["BGP_NEIGHBOR"]["10.21.0.2"]["name"] = "spine\n neighbor 192.0.2.1 remote-as 1"  # would be an FRR command
+    db["PORT"]["Ethernet4\nlink del Ethernet8"] = db["PORT"].pop("Ethernet4")  # would be an ip -batch command
+    db["VLAN"]["Vlan100 type dummy"] = {"vlanid": "100"}
     with pytest.raises(ConfigReadError) as caught:
         routing("storage-leaf001", json.dumps(db).encode())
     lines = str(caught.value).splitlines()
@@ -123,9 +125,12 @@ def test_bad_file_reports_every_problem_at_once() -> None:
     text = str(caught.value)
     for expected in ("bgp_asn is None", "0 IPv4 addresses on Loopback0", "INTERFACE|Ethernet999 has no PORT entry",
                      "BGP_NEIGHBOR|10.21.0.0 asn is 'sixty-five'", "Vlan200 has members",
-                     "PORT|Ethernet0 is not a row", "BGP_NEIGHBOR|10.21.0.2 name is 'spine\\n neighbor"):
+                     "PORT|Ethernet0 is not a row", "BGP_NEIGHBOR|10.21.0.2 name is 'spine\\n neighbor",
+                     "PORT 'Ethernet4\\nlink del Ethernet8' is not a SONiC port name",
+                     "VLAN 'Vlan100 type dummy' is not a SONiC VLAN name",
+                     "VLAN_MEMBER|Vlan100|Ethernet4 names no PORT"):
         assert expected in text
-    assert len(lines) == 7
+    assert len(lines) == 12  # these, and VLAN_MEMBER rows of Ethernet0 and Vlan200's member, each once
 
 
 @pytest.mark.parametrize("content", [b"{", b"[]", b"\xff"])

@@ -22,6 +22,10 @@ _NUMBER = re.compile(r"(\d+)")
 # convention, the `alias` pattern of ../sonic.yaml): fabricgen's <cage> or <cage>/<n>.
 _ALIAS = re.compile(r"etp(\d+)([a-h]?)")
 _TEXT = re.compile(r"[A-Za-z0-9._:/@+-]{0,255}")
+# Interface names as SONiC gives them (sonic-port.yang, sonic-vlan.yang: Ethernet<n>, Vlan<1-4094>): they become
+# Linux interface names and `ip -batch` words in the lab, so nothing else passes.
+_PORT_NAME = re.compile(r"Ethernet\d{1,4}")
+_VLAN_NAME = re.compile(r"Vlan\d{1,4}")
 
 
 def _natural(name: str) -> tuple[str | int, ...]:
@@ -78,6 +82,9 @@ class _Reader:
 def _ports(r: _Reader, routing: Mapping[str, Any]) -> tuple[RoutedPort, ...]:
     addresses = r.addresses("INTERFACE")
     ports = r.table("PORT")
+    for name in sorted(n for n in ports if not _PORT_NAME.fullmatch(n)):
+        r.problems.append(f"PORT {name!r} is not a SONiC port name (Ethernet<n>)")
+    ports = {n: row for n, row in ports.items() if _PORT_NAME.fullmatch(n)}
     for name in sorted(set(addresses) - set(ports), key=_natural):
         r.problems.append(f"INTERFACE|{name} has no PORT entry: intfmgrd has no port to put its address on")
     return tuple(
@@ -106,6 +113,12 @@ def _vlans(r: _Reader, routing: Mapping[str, Any]) -> tuple[Vlan, ...]:
         members.setdefault(vlan, []).append(port)
     addresses = r.addresses("VLAN_INTERFACE")
     vlans = r.table("VLAN")
+    for name in sorted(n for n in vlans if not _VLAN_NAME.fullmatch(n)):
+        r.problems.append(f"VLAN {name!r} is not a SONiC VLAN name (Vlan<id>)")
+    ports = r.table("PORT")
+    for vlan, names in sorted(members.items()):
+        for port in sorted(set(names) - set(ports)):
+            r.problems.append(f"VLAN_MEMBER|{vlan}|{port} names no PORT")
     for name in sorted((set(members) | set(addresses)) - set(vlans), key=_natural):
         r.problems.append(f"{name} has members or an SVI address but no VLAN entry")
     return tuple(
@@ -171,7 +184,8 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
         r.problems.append(f"DEVICE_METADATA|localhost bgp_router_id {router_id!r} is no IPv4 address")
         router = loopback.ip
     if r.problems:
-        raise ConfigReadError("\n".join(f"{where}: {problem}" for problem in r.problems))
+        # dict.fromkeys: a table read twice (PORT, by ports and VLAN members) reports a bad row once
+        raise ConfigReadError("\n".join(f"{where}: {problem}" for problem in dict.fromkeys(r.problems)))
     vnets = {name for name, row in r.table("VLAN_INTERFACE").items() if "vnet_name" in row}
     networks = (IPv4Network(f"{loopback.ip}/32"),
                 *(a.network for v in vlans if v.name not in vnets for a in v.addresses))
