@@ -91,3 +91,12 @@ class CheckError(FabricgenError):
 
 class OutputError(FabricgenError):
     """The output directory cannot be planned or written (lock held, unmanaged file in the way, I/O)."""
+
+
+class ConfigReadError(FabricgenError):
+    """A rendered configuration artifact cannot be read back as its consumer reads it, or lacks what that consumer
+    needs (a switch config without an ASN or a loopback): the device would not run as planned."""
+
+
+class LabError(FabricgenError):
+    """The lab could not build, check or remove the network namespaces it runs a fabric in."""

@@ -18,6 +18,7 @@ from fabricgen.features import (
     ethernet,
     infiniband,
     kubernetes,
+    lab,
     lustre,
     nccl,
     scheduler,
@@ -38,4 +39,5 @@ FEATURES: tuple[Feature, ...] = (
     nccl.FEATURE,
     scheduler.FEATURE,
     cloud.FEATURE,
+    lab.FEATURE,
 )

@@ -25,6 +25,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.naming import expand
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.routing import SwitchRouting
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_file
 
@@ -46,6 +47,7 @@ class NosData:
     models: tuple[str, ...] = ()   # ... and on these models
     default_release: str = ""
     releases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # release -> the facts it decides
+    routing: Mapping[str, Any] = field(default_factory=dict)  # its routing daemon's defaults, for Nos.routing
 
     def runs_on(self, model: SwitchModel) -> bool:
         """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
@@ -74,7 +76,8 @@ def nos_data(name: str) -> NosData:
                    tuple(data["buffer_models"]), tuple(data["shared_headroom_pool"]), data["config"],
                    MappingProxyType(dict(data["interfaces"])), management["interface"], management["vrf"],
                    tuple(switches.get("vendors", ())), tuple(switches.get("models", ())),
-                   str(software.get("default", "")), MappingProxyType(releases))
+                   str(software.get("default", "")), MappingProxyType(releases),
+                   MappingProxyType(dict(data.get("routing", {}))))
 
 
 @dataclass(frozen=True)
@@ -83,13 +86,16 @@ class Nos:
 
     ``readback(switch, content, fabric)`` reads the switch's configuration artifact back as the switch would and
     yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs); ``checks`` find,
-    over the compiled topology, what would keep one of its switches from running as planned (before render).
+    over the compiled topology, what would keep one of its switches from running as planned (before render);
+    ``routing(switch, content)``, where the NOS has it, reads the configuration artifact back into the routing
+    the switch would run (what ``fabricgen lab`` configures FRR from), raising ConfigReadError on what it lacks.
     """
 
     data: NosData
     render: Callable[[Topology], list[Artifact]]
     readback: Callable[[str, bytes, Fabric], Iterable[Finding]]
     checks: tuple[Callable[[Topology], Iterable[Finding]], ...] = ()
+    routing: Callable[[str, bytes], SwitchRouting] | None = None
 
 
 @cache
