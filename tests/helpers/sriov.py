@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,12 +108,16 @@ def rebinding_driver(host: FakeHost, delay: float, suffix: str = "r") -> Iterato
                     bdf = line.strip()
                     if not bdf:
                         continue
-                    log.append(f"{name} {bdf}")
                     net = host.root / "sys" / "devices" / "pci0000:00" / bdf / "net"
                     if name == "unbind":
+                        log.append(f"{name} {bdf}")
                         names[bdf] = next(p.name for p in net.iterdir())
                         shutil.rmtree(net)
-                    else:
+                    else:  # the unbind thread may not have read its line yet: a real unbind returns when done
+                        deadline = time.monotonic() + 5
+                        while bdf not in names and time.monotonic() < deadline:
+                            time.sleep(0.01)
+                        log.append(f"{name} {bdf}")
                         timers.append(threading.Timer(delay, recreate, (net, names[bdf].removesuffix(suffix) + suffix)))
                         timers[-1].start()
 
