@@ -72,6 +72,11 @@ def switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ..
     return topology.derived(_switch_views, ft)
 
 
+def nos_switch_views(topology: Topology, nos: str) -> list[SwitchView]:
+    """The switches that run one NOS, on every Ethernet or RoCE fabric with an address plan, in compile order."""
+    return [v for ft in topology.fabrics if ft.fabric.type.ethernet for v in switch_views(topology, ft) if v.nos == nos]
+
+
 def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, ...]:
     plan: FabricAddresses | None = topology.addresses.get(ft.fabric.name)
     if plan is None or ft.fabric.type is FabricType.INFINIBAND or not ft.fabric.nos:

@@ -51,7 +51,7 @@ from fabricgen.features.ethernet.switch_view import (
     HOST_VLAN,
     PortView,
     SwitchView,
-    switch_views,
+    nos_switch_views,
 )
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric
@@ -273,8 +273,7 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
 
 def eos_views(topology: Topology) -> list[SwitchView]:
     """Switches that run EOS, on every Ethernet or RoCE fabric with an address plan, in compile order."""
-    return [v for ft in topology.fabrics if ft.fabric.type.ethernet
-            for v in switch_views(topology, ft) if v.nos == DATA.name]
+    return nos_switch_views(topology, DATA.name)
 
 
 def render(topology: Topology) -> list[Artifact]:

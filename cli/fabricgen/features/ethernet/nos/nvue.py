@@ -49,7 +49,7 @@ from fabricgen.features.ethernet.switch_view import (
     HOST_VLAN,
     PortView,
     SwitchView,
-    switch_views,
+    nos_switch_views,
 )
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric, FabricType
@@ -465,16 +465,11 @@ def commands_text(view: SwitchView, blocks: list[Block], source: str) -> bytes:
 def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = []
-    for ft in topology.fabrics:
-        if not ft.fabric.type.ethernet:
-            continue
-        for view in switch_views(topology, ft):
-            if view.nos != DATA.name:
-                continue
-            blocks, folder = switch_blocks(view), f"switches/{view.name}"
-            out.append(Artifact(f"{folder}/{DATA.config_file(view.name)}", startup_yaml(view, blocks, source)))
-            out.append(Artifact(f"{folder}/nv-commands.txt", commands_text(view, blocks, source)))
-            out.extend(management_secrets(view, source))
+    for view in nos_switch_views(topology, DATA.name):
+        blocks, folder = switch_blocks(view), f"switches/{view.name}"
+        out.append(Artifact(f"{folder}/{DATA.config_file(view.name)}", startup_yaml(view, blocks, source)))
+        out.append(Artifact(f"{folder}/nv-commands.txt", commands_text(view, blocks, source)))
+        out.extend(management_secrets(view, source))
     return out
 
 

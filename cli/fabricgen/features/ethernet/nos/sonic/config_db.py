@@ -72,7 +72,13 @@ from fabricgen.features.ethernet.nos.sonic.layout import DATA, SonicLayout, soni
 from fabricgen.features.ethernet.nos.sonic.pools import pool_budget
 from fabricgen.features.ethernet.nos.sonic.sheet import headroom_csv
 from fabricgen.features.ethernet.secrets import management_secrets
-from fabricgen.features.ethernet.switch_view import BGP_HOLD_S, BGP_KEEPALIVE_S, HOST_VLAN, SwitchView, switch_views
+from fabricgen.features.ethernet.switch_view import (
+    BGP_HOLD_S,
+    BGP_KEEPALIVE_S,
+    HOST_VLAN,
+    SwitchView,
+    nos_switch_views,
+)
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.topology import Topology
 
@@ -364,18 +370,13 @@ def dump_config_db(db: dict[str, dict[str, Any]]) -> str:
 def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = []
-    for ft in topology.fabrics:
-        if not ft.fabric.type.ethernet:
-            continue
-        for view in switch_views(topology, ft):
-            if view.nos != DATA.name:
-                continue
-            layout = sonic_layout(view)  # the SONiC check refused every switch this would raise for
-            addressing = view.fabric.addressing
-            gateway = addressing.management_gateway if addressing is not None else None
-            content = dump_config_db(config_db(layout, management_gateway=gateway or ""))
-            out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", content.encode("utf-8")))
-            if view.qos is not None:
-                out.append(Artifact(f"switches/{view.name}/pfc-headroom.csv", headroom_csv(layout)))
-            out.extend(management_secrets(view, source))
+    for view in nos_switch_views(topology, DATA.name):
+        layout = sonic_layout(view)  # the SONiC check refused every switch this would raise for
+        addressing = view.fabric.addressing
+        gateway = addressing.management_gateway if addressing is not None else None
+        content = dump_config_db(config_db(layout, management_gateway=gateway or ""))
+        out.append(Artifact(f"switches/{view.name}/{DATA.config_file(view.name)}", content.encode("utf-8")))
+        if view.qos is not None:
+            out.append(Artifact(f"switches/{view.name}/pfc-headroom.csv", headroom_csv(layout)))
+        out.extend(management_secrets(view, source))
     return out

@@ -22,7 +22,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.features.ethernet.nos import nos_data
 from fabricgen.features.ethernet.nos.sonic.headroom import Headroom, SonicSwitch, asic_headroom, catalog
 from fabricgen.features.ethernet.nos.sonic.skus import LookupRow, Sku, SkuPort, skus
-from fabricgen.features.ethernet.switch_view import PortView, SwitchView, switch_views
+from fabricgen.features.ethernet.switch_view import PortView, SwitchView, nos_switch_views
 from fabricgen.features.feature import fabric_error
 from fabricgen.model.cluster import Tier
 from fabricgen.model.topology import Topology
@@ -209,14 +209,8 @@ def sonic_layout(view: SwitchView) -> SonicLayout:
 
 def check(topology: Topology) -> Iterator[Finding]:
     """Every SONiC switch can run as planned (module doc): one finding per switch that cannot, at its fabric."""
-    for ft in topology.fabrics:
-        if not ft.fabric.type.ethernet:
-            continue
-        for view in switch_views(topology, ft):
-            if view.nos != DATA.name:
-                continue
-            try:
-                sonic_layout(view)
-            except SonicLayoutError as exc:
-                yield fabric_error(ft.fabric, "sonic-sku", view.name, str(exc).removeprefix(f"{view.name}: "),
-                                   exc.hint)
+    for view in nos_switch_views(topology, DATA.name):
+        try:
+            sonic_layout(view)
+        except SonicLayoutError as exc:
+            yield fabric_error(view.fabric, "sonic-sku", view.name, str(exc).removeprefix(f"{view.name}: "), exc.hint)
