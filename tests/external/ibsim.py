@@ -45,6 +45,20 @@ LIBUMAD2SIM_PATTERNS = (
 )
 
 
+def terminate(proc: subprocess.Popen[bytes] | None, grace_s: float) -> None:
+    """SIGTERM by PID, then SIGKILL if it lingers past grace_s; nothing for a process already gone."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass
+
+
 class HarnessError(RuntimeError):
     """The simulator or a client did not behave (did not start, exited, timed out)."""
 
@@ -250,16 +264,7 @@ class IbSim:
     def stop(self) -> None:
         """Stop ibsim by its PID: SIGTERM, then SIGKILL if it lingers. Safe to call twice."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-        except ProcessLookupError:
-            pass
+        terminate(proc, grace_s=5)
 
     def __enter__(self) -> IbSim:
         return self
@@ -520,16 +525,7 @@ class SubnetManager:
     def stop(self) -> None:
         """SIGTERM by PID, then SIGKILL if it lingers. Safe to call twice."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-        except ProcessLookupError:
-            pass
+        terminate(proc, grace_s=10)
 
 
 # --- UFM Enterprise stand-in -------------------------------------------------------------------------------------
