@@ -80,16 +80,19 @@ def scheduling_tree(topology: Topology, ft: FabricTopology) -> SchedulingTree:
         if node in uplinks:
             by_leaves.setdefault(tuple(sorted(uplinks[node], key=order.__getitem__)), []).append(node)
     straddling = {leaves: i for i, leaves in enumerate((ls for ls in by_leaves if len(ls) > 1), 1)}
-    groups = tuple(_leaf_group(ft, leaves, nodes, straddling.get(leaves, 0)) for leaves, nodes in by_leaves.items())
+    su_of = {s.name: s.su for s in ft.switches}
+    groups = tuple(_leaf_group(ft, su_of, leaves, nodes, straddling.get(leaves, 0))
+                   for leaves, nodes in by_leaves.items())
+    core = _above(ft, SPINE_CORE)
     return SchedulingTree(fabric.name, fabric.topology.kind, groups, _pods(ft, groups, uplinks, order),
-                          tuple(s.name for s in ft.switches if s.name in _above(ft, SPINE_CORE)))
+                          tuple(s.name for s in ft.switches if s.name in core))
 
 
-def _leaf_group(ft: FabricTopology, leaves: tuple[str, ...], nodes: Sequence[str], index: int) -> LeafGroup:
+def _leaf_group(ft: FabricTopology, su_of: dict[str, int | None], leaves: tuple[str, ...], nodes: Sequence[str],
+                index: int) -> LeafGroup:
     """A leaf group named for what it is: the leaf itself, the rail-optimized SU whose rail leaves it spans, or
     (ports straddling leaves) ``<fabric>-leafgroupNNN``, ``index`` counting such groups in node order."""
-    by_name = {s.name: s for s in ft.switches}
-    sus = {by_name[leaf].su for leaf in leaves}
+    sus = {su_of[leaf] for leaf in leaves}
     su = next(iter(sus)) if len(sus) == 1 else None
     if len(leaves) == 1:
         name = leaves[0]
