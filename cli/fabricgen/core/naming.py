@@ -19,6 +19,7 @@ RACK_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
 NETDEV = re.compile(r"^[a-z][a-z0-9]{0,14}$")  # Linux IFNAMSIZ: at most 15 characters
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")  # profile and fabric names
 LABEL = re.compile(r"^[A-Za-z0-9/_.][A-Za-z0-9/_.-]{0,31}$")  # RDMA device and rear-panel port: never "-x" (an option)
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # domain:bus:device.function
 
 
 _UNSAFE_IN_LABEL = re.compile(r"[^A-Za-z0-9._-]")

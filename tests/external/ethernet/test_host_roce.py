@@ -54,7 +54,8 @@ def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Pat
     assert done.returncode == 0, done.stderr
     network = (tmp_path / "run" / "systemd" / "network" / f"10-netplan-{PORTS[1]}.network").read_text()
     assert "Address=10.20.0.130/25" in network and "MTUBytes=9000" in network, "dual-homed: leaf002's subnet"
-    assert "[RoutingPolicyRule]\nFrom=10.20.0.130\nTable=102" in network
+    assert "[RoutingPolicyRule]\nFrom=10.20.0.130\nTable=102\nPriority=102" in network
+    assert "ConfigureWithoutCarrier=yes" in network, "a dead leaf at boot must not take the address (and LNet) away"
 
 
 def test_inband_bond_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
@@ -73,6 +74,7 @@ def test_inband_bond_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path:
     assert "Kind=bond" in netdev and "Mode=active-backup" in netdev and "MIIMonitorSec=100ms" in netdev
     bond = (networkd / "10-netplan-bond0.network").read_text()
     assert "Address=10.30.0.2/26" in bond and "MTUBytes=9000" in bond
+    assert "Table=201\nPriority=201" in bond, "in-band tables are numbered apart from the RoCE ports' 101, 102"
     for member in ("enp170s0f1np1", "enp41s0f1np1"):
         text = (networkd / f"10-netplan-{member}.network").read_text()
         assert "Bond=bond0" in text and "Address=" not in text

@@ -28,7 +28,7 @@ from pathlib import PurePosixPath
 from netaddr import IPAddress, IPNetwork
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, PCI_ADDRESS, checked
 from fabricgen.core.templating import render_template
 from fabricgen.model.cluster import Fabric, FabricRole, FabricType
 from fabricgen.model.nodes import Bond, Node, NodeProfile
@@ -39,7 +39,9 @@ ROCE_V2_PORT = 4791  # IANA: RoCE v2 is UDP to this port
 # "using mlnx_qos on both the host and Arm will result with undefined behavior. Users must only use mlnx_qos from
 # the Arm" (BlueField BSP 4.5.4, QoS Configuration); roce-qos.sh refuses such a port and configures NIC mode only
 BLUEFIELD = "BlueField"
-TABLE_BASE = 100  # per-port routing tables (and main-table route metrics) are TABLE_BASE + 1, + 2, ... per node
+# Per-port routing tables (and main-table route metrics) are base + 1, + 2, ... per node and plane; the planes
+# number apart so the RoCE and in-band files of one host never share a table (each rule's priority is its table)
+TABLE_BASES = {"roce": 100, "inband": 200}
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,10 @@ class RocePort:
     switch_mtu: int
     hca_port: int = 1  # the RDMA device's port number (rdma_cm's configfs ports/<n>)
     bluefield: bool = False  # a BlueField port: configured from the host in NIC mode only (module doc)
+    # a VPI port (its card also runs InfiniBand) at this PCI function: roce-qos.sh turns its LINK_TYPE_P<n> to
+    # Ethernet when it comes up InfiniBand, which has no Ethernet netdev for anything else to configure
+    pci: str = ""
+    link_port: int = 0
 
     @property
     def tos(self) -> int:
@@ -108,6 +114,8 @@ class NetplanPort:
     table: int
     routes: tuple[Route, ...]
     bond: Bond | None = None  # a bond (netdev = its name) over these members, carrying the primary's address
+    # keep the address without carrier (RoCE ports): LNet and rdma_cm need it to exist when a leaf is down at boot
+    ignore_carrier: bool = False
 
 
 def _inband_fabrics(topology: Topology) -> Iterator[FabricTopology]:
@@ -163,9 +171,13 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
                     entry.unnamed.append(label)
                     continue
                 netdev = checked(NETDEV, nic.netdev, f"profile {name}: netdev")
+                model = topology.cluster.nic_models.get(nic.model)
+                vpi = bool(nic.pci) and model is not None and "ib" in model.link_types
+                pci = checked(PCI_ADDRESS, nic.pci, f"profile {name}: PCI address") if vpi else ""
                 port = RocePort(netdev, checked(LABEL, nic.dev, "RDMA device") if nic.dev else "", nic.port,
                                 (fabric.name,), cls.dscp, cls.priority, cls.cnp_dscp, cls.cnp_priority, cls.mtu,
-                                cls.switch_mtu, profile.hca_port(nic), nic.model.startswith(BLUEFIELD))
+                                cls.switch_mtu, profile.hca_port(nic), nic.model.startswith(BLUEFIELD),
+                                pci, int(pci[-1]) + 1 if pci else 0)
                 known = entry.ports.get(netdev)
                 if known is None:
                     entry.ports[netdev] = port
@@ -189,10 +201,10 @@ def _firewall(name: str, entry: _ProfilePorts, source: str) -> bytes:
                            source=source, port=ROCE_V2_PORT, ports=list(entry.ports.values()), unnamed=entry.unnamed)
 
 
-def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology]
+def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_base: int, ignore_carrier: bool
                    ) -> dict[str, tuple[list[NetplanPort], list[str]]]:
     """Per node with an address on one of ``fabrics``: its netplan ports (a bond in place of its members) and its
-    ports without a netdev."""
+    ports without a netdev; tables numbered from ``table_base``."""
     per_node: dict[str, list[tuple[Fabric, int, IPNetwork, str, str, str]]] = {}
     for ft in fabrics:
         plan = topology.addresses.get(ft.fabric.name)
@@ -223,7 +235,7 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology]
                 raise ValueError(f"{node_name} {netdev}: address {ip} is not in its leaf subnet {network}")
             assert fabric.addressing is not None
             pool = str(IPNetwork(fabric.addressing.hosts).cidr)
-            table = TABLE_BASE + len(ports) + 1
+            table = table_base + len(ports) + 1
             cidr = str(network.cidr)
             routes = (Route(pool, gateway, metric=table), Route(cidr, scope="link", table=table),
                       Route(pool, gateway, table=table))
@@ -232,7 +244,7 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology]
             if bond is not None:
                 comment = f"bond {bond.name} ({bond.mode}) over {', '.join(bond.members)}: {comment}"
             ports.append(NetplanPort(netdev, comment, fabric.host_mtu, f"{ip}/{network.prefixlen}", ip, table,
-                                     routes, bond))
+                                     routes, bond, ignore_carrier and bond is None))
         if len({p.netdev for p in ports}) != len(ports):
             raise ValueError(f"{node_name}: a RoCE port has two addresses")
         out[node_name] = (ports, unnamed)
@@ -249,10 +261,11 @@ def render(topology: Topology) -> list[Artifact]:
         out.append(Artifact(f"hosts/{name}/roce-qos.sh", _qos_script(name, entry, source), 0o755))
         out.append(Artifact(f"hosts/{name}/roce-firewall.nft", _firewall(name, entry, source)))
     for plane, fabrics in (("roce", _qos_fabrics), ("inband", _inband_fabrics)):
-        for node, (ports, unnamed) in _netplan_ports(topology, fabrics(topology)).items():
+        base = TABLE_BASES[plane]
+        for node, (ports, unnamed) in _netplan_ports(topology, fabrics(topology), base, plane == "roce").items():
             if not ports:
                 continue
             out.append(Artifact(f"hosts/{node}/netplan-{plane}.yaml", render_template(
                 f"host-roce/netplan-{plane}.yaml.j2", node=node, source=source, ports=ports, unnamed=unnamed,
-                table_base=TABLE_BASE)))
+                table_base=base)))
     return out

@@ -16,13 +16,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, checked
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, PCI_ADDRESS, checked
 from fabricgen.core.templating import render_template
 from fabricgen.features.sriov.build import colons
 from fabricgen.model.cluster import Fabric
@@ -31,7 +30,6 @@ from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
 
 INSTALL_DIR = "/etc/fabricgen"  # where the unit expects the script and its data
-_PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # domain:bus:device.function
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,7 @@ def _on(flag: bool) -> str:
 def _vf_port(fabric: Fabric, sriov: Sriov, nic: Nic, profile: str) -> VfPort:
     return VfPort(checked(NETDEV, nic.netdev, f"profile {profile}: netdev"),
                   checked(LABEL, nic.dev, "RDMA device") if nic.dev else "",
-                  checked(_PCI, nic.pci, f"profile {profile}: PCI address") if nic.pci else "",
+                  checked(PCI_ADDRESS, nic.pci, f"profile {profile}: PCI address") if nic.pci else "",
                   checked(IDENTIFIER, fabric.name, "fabric name"), sriov.link_type, sriov.vfs_per_port,
                   sriov.firmware_vfs, sriov.mtu, sriov.link_state, _on(sriov.trust), _on(sriov.spoofchk), sriov.vlan,
                   sriov.qos, sriov.min_tx_rate_mbps, sriov.max_tx_rate_mbps,

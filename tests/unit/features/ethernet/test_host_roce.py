@@ -66,6 +66,7 @@ def fake_host(tmp_path: Path, script: bytes, ports: tuple[str, ...] = PORTS) -> 
         conf = tmp_path / "proc" / "sys" / "net" / "ipv4" / "conf" / port
         write(conf / "arp_ignore", "0")
         write(conf / "arp_announce", "0")
+        write(conf / "ignore_routes_with_linkdown", "0")
         state = tmp_path / "state" / port
         write(state / "trust", "pcp")
         write(state / "pfc", "0,0,0,0,0,0,0,0")
@@ -118,7 +119,30 @@ def test_script_documents_the_lossless_chain(h100: dict[str, Artifact]) -> None:
     assert "#   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage" in head
     assert "#   enp41s0f0np0 (mlx5_1, port Slot2P1), fabric storage" in head
     assert "configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000' 'mlx5_7' '1' '106'" in text
-    assert "check_nic_mode" not in text and "MSTCONFIG" not in text, "ConnectX-7 ports have no DPU mode"
+    assert "check_nic_mode" not in text, "ConnectX-7 ports have no DPU mode"
+    assert "check_port 'enp170s0f0np0' '3' 'mlx5_7' '0000:aa:00.0' '1'" in text, "a VPI port: its link type"
+
+
+def test_port_running_infiniband_gets_the_ethernet_link_type_first(host: FakeHost) -> None:
+    """The DGX H100's Slot1 port 1 may come up InfiniBand (ibp170s0f0: no Ethernet netdev, link_layer InfiniBand;
+    field review R1): the script sets LINK_TYPE_P1=2 at the port's planned PCI function and nothing else, exits 3
+    (reboot), and a dry run only says so. A missing netdev that is not InfiniBand stays an error."""
+    shutil.rmtree(host.net(PORTS[0]))
+    port = host.root / "sys" / "bus" / "pci" / "devices" / "0000:aa:00.0" / "infiniband" / "mlx5_7" / "ports" / "1"
+    write(port / "link_layer", "InfiniBand")
+    before = host.snapshot()
+    dry = host.run("--dry-run")
+    assert dry.returncode == 3, dry.stderr
+    assert "would" in dry.stdout and "LINK_TYPE_P1=2" in dry.stdout and host.snapshot() == before
+    assert host.changing_calls() == []
+    done = host.run()
+    assert done.returncode == 3, done.stderr
+    assert host.changing_calls() == ["mstconfig -d 0000:aa:00.0 -y set LINK_TYPE_P1=2"], "nothing but the link type"
+    assert f"reboot required: the link type changed on {PORTS[0]}" in done.stdout
+    assert (host.root / "state" / "fw" / "0000:aa:00.0" / "LINK_TYPE_P1").read_text() == "next 2\n"
+    write(port / "link_layer", "Ethernet")
+    other = host.run()
+    assert other.returncode == 1 and f"interface {PORTS[0]} not found" in other.stderr
 
 
 def test_first_run_configures_everything_and_second_run_changes_nothing(host: FakeHost) -> None:
@@ -141,6 +165,7 @@ def test_first_run_configures_everything_and_second_run_changes_nothing(host: Fa
         assert (ecn / "roce_np" / "cnp_dscp").read_text() == "48\n"
         conf = host.root / "proc" / "sys" / "net" / "ipv4" / "conf" / port
         assert (conf / "arp_ignore").read_text() == "1\n" and (conf / "arp_announce").read_text() == "2\n"
+        assert (conf / "ignore_routes_with_linkdown").read_text() == "1\n"
         assert (host.root / "state" / port / "mtu").read_text() == "9000\n"
         assert (host.root / "state" / port / "trust").read_text() == "dscp\n"
     assert (host.net(a) / "ecn" / "roce_np" / "cnp_802p_prio").read_text() == "6\n"
@@ -151,7 +176,7 @@ def test_first_run_configures_everything_and_second_run_changes_nothing(host: Fa
         tos = host.root / "config" / "rdma_cm" / dev / "ports" / "1" / "default_roce_tos"
         assert tos.read_text() == "106\n"
     assert f"roce-qos: {a}: rdma_cm default RoCE ToS 106 on mlx5_7 port 1 (was 0)" in first.stdout
-    assert first.stdout.rstrip().endswith("roce-qos: 21 changes made")
+    assert first.stdout.rstrip().endswith("roce-qos: 23 changes made")
 
     before, calls = host.snapshot(), len(host.calls)
     second = host.run()
@@ -168,7 +193,7 @@ def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
     assert done.returncode == 0, done.stderr
     assert host.changing_calls() == [] and host.snapshot() == before
     would = [line for line in done.stdout.splitlines() if line.startswith("roce-qos: would ")]
-    assert len(would) == 21 and done.stdout.rstrip().endswith("dry run: 21 changes not made")
+    assert len(would) == 23 and done.stdout.rstrip().endswith("dry run: 23 changes not made")
     a, b = PORTS
     text = done.stdout
     assert f"would {a}: trust DSCP (was pcp): {host.env['MLNX_QOS']} -i {a} --trust dscp" in text
@@ -248,7 +273,7 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
         for index, cfg in enumerate(ethernets.values(), start=1):
             subnet, ip = leaf_of[(node, index)]
             network = ipaddress.ip_network(subnet.network)
-            assert cfg["mtu"] == 9000
+            assert cfg["mtu"] == 9000 and cfg["ignore-carrier"] is True
             [address] = cfg["addresses"]
             interface = ipaddress.ip_interface(address)
             assert str(interface.ip) == ip and interface.network == network
@@ -260,7 +285,7 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
                 {"to": str(network), "scope": "link", "table": table},
                 {"to": "10.20.0.0/16", "via": subnet.gateway, "table": table},
             ]
-            assert cfg["routing-policy"] == [{"from": ip, "table": table}]
+            assert cfg["routing-policy"] == [{"from": ip, "table": table, "priority": table}]
             assert all(r["to"] not in ("default", "0.0.0.0/0") for r in cfg["routes"]), "no default route"
             assert ip not in seen
             seen.add(ip)

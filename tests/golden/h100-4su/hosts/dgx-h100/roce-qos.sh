@@ -18,7 +18,9 @@
 #   6. The host MTU: RoCE uses the largest RoCE MTU that fits (4096 needs >= 4192); the switch ports' MTU must
 #      be at least the host MTU.
 #   7. ARP (net.ipv4.conf.PORT.arp_ignore=1, arp_announce=2): with several ports in one subnet, each port
-#      answers ARP only for its own address, so RoCE traffic reaches the NIC that owns the destination GID.
+#      answers ARP only for its own address, so RoCE traffic reaches the NIC that owns the destination GID; and
+#      ignore_routes_with_linkdown=1: the netplan keeps a port's address without carrier, and the kernel would
+#      otherwise still route through a port whose link is down (its default is to use such routes).
 #   8. RDMA traffic that is not NCCL's (NFS over RDMA, GPUDirect Storage, UCX, anything connecting through
 #      rdma_cm) carries the lossless ToS too: rdma_cm's default RoCE type of service of the port's RDMA device
 #      (configfs rdma_cm/<device>/ports/<port>/default_roce_tos = DSCP << 2 | ECT(0), what MLNX_OFED's cma_roce_tos
@@ -30,6 +32,12 @@
 #   enp170s0f0np0 (mlx5_7, port Slot1P1), fabric storage
 #   enp41s0f0np0 (mlx5_1, port Slot2P1), fabric storage
 #
+# Before any of this, each VPI port (a card that also runs InfiniBand: ConnectX-7 ports may come up InfiniBand,
+# e.g. the DGX H100's Slot1/Slot2 port 1) must run Ethernet: a port found InfiniBand at its planned PCI function
+# (no Ethernet netdev, its RDMA port's link_layer InfiniBand) gets LINK_TYPE_P<n>=2 with mstconfig, nothing else
+# changes, and the script exits 3: reboot (or mlxfwreset), then run it again. Until then no netplan, LNet or NCCL
+# setting can find the port.
+#
 # Every step reads the current state first (mlnx_qos -i, sysfs, ip link) and changes only what differs, so a
 # second run changes nothing. Settings are lost on reboot or driver reload: run this at every boot, e.g. from a
 # oneshot systemd unit ordered after the mlx5 driver is loaded and before the storage or NCCL jobs start.
@@ -38,8 +46,10 @@
 # Usage: roce-qos.sh [--dry-run]
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc), CONFIGFS_ROOT
-#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip):
-#   tests point them at a fake tree and stubs.
+#   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip), MSTCONFIG:
+#   tests point them at a fake tree and stubs. MSTCONFIG (default mstconfig, from mstflint) runs the link-type check.
+# Exit status: 0 done (or nothing to change), 1 an error (nothing changed), 3 a port's link type was set to
+# Ethernet: reboot, then run again.
 set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
@@ -47,6 +57,7 @@ PROCFS_ROOT="${PROCFS_ROOT:-/proc}"
 CONFIGFS_ROOT="${CONFIGFS_ROOT:-/sys/kernel/config}"
 MLNX_QOS="${MLNX_QOS:-mlnx_qos}"
 IP="${IP:-ip}"
+MSTCONFIG="${MSTCONFIG:-mstconfig}"
 DRY_RUN=0
 CHANGES=0
 
@@ -128,11 +139,26 @@ mtu_of() {
   "$IP" -o link show dev "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "mtu") { print $(i + 1); exit } }'
 }
 
-# check_port PORT PRIORITY RDMA_DEVICE: record in PROBLEMS what is missing for PORT.
+# runs_infiniband PCI: whether the RDMA port of the PCI function PCI has the InfiniBand link layer.
+runs_infiniband() {
+  local file
+  for file in "${SYSFS_ROOT}/bus/pci/devices/$1/infiniband/"*/ports/1/link_layer; do
+    [[ -e "$file" && "$(<"$file")" == InfiniBand ]] && return 0
+  done
+  return 1
+}
+
+# IB_PORTS: "PORT PCI LINK_PORT" of each VPI port found running InfiniBand (its link type is set before anything).
+IB_PORTS=()
+# check_port PORT PRIORITY RDMA_DEVICE [PCI LINK_PORT]: record in PROBLEMS what is missing for PORT.
 PROBLEMS=()
 check_port() {
   local port="$1" prio="$2" net="${SYSFS_ROOT}/class/net/$1" file
   if [[ ! -e "$net" ]]; then
+    if [[ -n "${4:-}" ]] && runs_infiniband "$4"; then
+      IB_PORTS+=("${port} $4 $5")
+      return 0
+    fi
     PROBLEMS+=("interface ${port} not found (no ${net}); check the netdev names of node profile dgx-h100")
     return 0
   fi
@@ -144,7 +170,7 @@ check_port() {
   if [[ -n "$3" && ! -d "${CONFIGFS_ROOT}/rdma_cm" ]]; then
     PROBLEMS+=("${port}: ${CONFIGFS_ROOT}/rdma_cm is missing (load rdma_cm, e.g. modprobe rdma_ucm, with configfs mounted)")
   fi
-  for file in arp_ignore arp_announce; do
+  for file in arp_ignore arp_announce ignore_routes_with_linkdown; do
     if [[ ! -e "${PROCFS_ROOT}/sys/net/ipv4/conf/${port}/${file}" ]]; then
       PROBLEMS+=("${port}: ${PROCFS_ROOT}/sys/net/ipv4/conf/${port}/${file} is missing")
     fi
@@ -200,6 +226,7 @@ configure() {
   fi
   set_file "${port}: ARP replies only for its own addresses" "${conf}/arp_ignore" 1
   set_file "${port}: ARP requests from its own address" "${conf}/arp_announce" 2
+  set_file "${port}: no routes through it while its link is down" "${conf}/ignore_routes_with_linkdown" 1
   current="$(mtu_of "$port")"
   if [[ "$current" != "$mtu" ]]; then
     change "${port}: MTU ${mtu} (was ${current:-unknown})" "$IP" link set dev "$port" mtu "$mtu"
@@ -214,11 +241,29 @@ for tool in "$MLNX_QOS" "$IP"; do
 done
 
 # Check every port before changing any.
-check_port 'enp170s0f0np0' '3' 'mlx5_7'
-check_port 'enp41s0f0np0' '3' 'mlx5_1'
+check_port 'enp170s0f0np0' '3' 'mlx5_7' '0000:aa:00.0' '1'
+check_port 'enp41s0f0np0' '3' 'mlx5_1' '0000:29:00.0' '1'
+if ((${#IB_PORTS[@]})) && ! command -v "$MSTCONFIG" >/dev/null; then
+  PROBLEMS+=("${IB_PORTS[*]%% *}: running InfiniBand, and ${MSTCONFIG} (mstflint) is missing to set the Ethernet link type")
+fi
 if ((${#PROBLEMS[@]})); then
   printf 'roce-qos: error: %s\n' "${PROBLEMS[@]}" >&2
   die "nothing changed"
+fi
+
+# A port running InfiniBand has nothing to configure until it runs Ethernet (a firmware setting, read at boot).
+if ((${#IB_PORTS[@]})); then
+  for record in "${IB_PORTS[@]}"; do
+    read -r port pci link_port <<<"$record"
+    change "${port}: Ethernet link type at ${pci} (LINK_TYPE_P${link_port}=2, was InfiniBand; applies after a reboot)" \
+      "$MSTCONFIG" -d "$pci" -y set "LINK_TYPE_P${link_port}=2"
+  done
+  if ((DRY_RUN)); then
+    log "dry run: ${CHANGES} changes not made; the other settings follow once the ports run Ethernet"
+  else
+    log "reboot required: the link type changed on ${IB_PORTS[*]%% *}; run again after the reboot"
+  fi
+  exit 3
 fi
 
 configure 'enp170s0f0np0' '26' '3' '0,0,0,1,0,0,0,0' '48' '6' '9000' 'mlx5_7' '1' '106'

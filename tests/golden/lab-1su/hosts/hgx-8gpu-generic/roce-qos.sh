@@ -18,7 +18,9 @@
 #   6. The host MTU: RoCE uses the largest RoCE MTU that fits (4096 needs >= 4192); the switch ports' MTU must
 #      be at least the host MTU.
 #   7. ARP (net.ipv4.conf.PORT.arp_ignore=1, arp_announce=2): with several ports in one subnet, each port
-#      answers ARP only for its own address, so RoCE traffic reaches the NIC that owns the destination GID.
+#      answers ARP only for its own address, so RoCE traffic reaches the NIC that owns the destination GID; and
+#      ignore_routes_with_linkdown=1: the netplan keeps a port's address without carrier, and the kernel would
+#      otherwise still route through a port whose link is down (its default is to use such routes).
 #   8. RDMA traffic that is not NCCL's (NFS over RDMA, GPUDirect Storage, UCX, anything connecting through
 #      rdma_cm) carries the lossless ToS too: rdma_cm's default RoCE type of service of the port's RDMA device
 #      (configfs rdma_cm/<device>/ports/<port>/default_roce_tos = DSCP << 2 | ECT(0), what MLNX_OFED's cma_roce_tos
@@ -38,7 +40,8 @@
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc), CONFIGFS_ROOT
 #   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip), MSTCONFIG:
-#   tests point them at a fake tree and stubs. MSTCONFIG (default mstconfig) runs the BlueField NIC-mode check.
+#   tests point them at a fake tree and stubs. MSTCONFIG (default mstconfig, from mstflint) runs the BlueField NIC-mode check.
+# Exit status: 0 done (or nothing to change), 1 an error (nothing changed).
 set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
@@ -128,7 +131,7 @@ mtu_of() {
   "$IP" -o link show dev "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "mtu") { print $(i + 1); exit } }'
 }
 
-# check_port PORT PRIORITY RDMA_DEVICE: record in PROBLEMS what is missing for PORT.
+# check_port PORT PRIORITY RDMA_DEVICE [PCI LINK_PORT]: record in PROBLEMS what is missing for PORT.
 PROBLEMS=()
 check_port() {
   local port="$1" prio="$2" net="${SYSFS_ROOT}/class/net/$1" file
@@ -144,7 +147,7 @@ check_port() {
   if [[ -n "$3" && ! -d "${CONFIGFS_ROOT}/rdma_cm" ]]; then
     PROBLEMS+=("${port}: ${CONFIGFS_ROOT}/rdma_cm is missing (load rdma_cm, e.g. modprobe rdma_ucm, with configfs mounted)")
   fi
-  for file in arp_ignore arp_announce; do
+  for file in arp_ignore arp_announce ignore_routes_with_linkdown; do
     if [[ ! -e "${PROCFS_ROOT}/sys/net/ipv4/conf/${port}/${file}" ]]; then
       PROBLEMS+=("${port}: ${PROCFS_ROOT}/sys/net/ipv4/conf/${port}/${file} is missing")
     fi
@@ -222,6 +225,7 @@ configure() {
   fi
   set_file "${port}: ARP replies only for its own addresses" "${conf}/arp_ignore" 1
   set_file "${port}: ARP requests from its own address" "${conf}/arp_announce" 2
+  set_file "${port}: no routes through it while its link is down" "${conf}/ignore_routes_with_linkdown" 1
   current="$(mtu_of "$port")"
   if [[ "$current" != "$mtu" ]]; then
     change "${port}: MTU ${mtu} (was ${current:-unknown})" "$IP" link set dev "$port" mtu "$mtu"
