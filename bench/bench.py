@@ -75,7 +75,7 @@ kubernetes:
 lustre:
   checkpoints:
     fsname: ckpt
-    mgs: [10.3.255.1@o2ib, 10.3.255.2@o2ib]
+    mgs: [10.0.0.120@o2ib, 10.0.0.121@o2ib]  # free addresses of storage-leaf001's subnet (no server modelled)
     mountpoint: /lustre/ckpt
     fabric: storage
     tuning: {{profile: checkpoint}}
