@@ -1,8 +1,9 @@
 """The NetBox import set against NetBox's own source: every choice value is in the release's choice set, every column
 a field of its import form, every reference made by an earlier file, no interface both templated and imported.
 
-NetBox itself is not run here (see the README's "NetBox" section): tests/data/netbox/netbox-v4.6.8.yaml holds the
-choice sets and import-form fields read from the v4.6.8 source by tests/data/netbox/extract.py.
+NetBox itself is not run here (see the README's "NetBox import" section): tests/data/netbox/ holds the choice sets
+and import-form fields read by tests/data/netbox/extract.py from NetBox's source, the v4.6.8 tag on GitHub and the
+4.7.3 wheel on PyPI; every check runs against both.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.spec import catalog
 from tests.conftest import INVENTORIES
 
-NETBOX = yaml.safe_load((Path(__file__).parents[3] / "data" / "netbox" / "netbox-v4.6.8.yaml").read_text())
+RELEASES = {path.stem: yaml.safe_load(path.read_text())
+            for path in sorted((Path(__file__).parents[3] / "data" / "netbox").glob("netbox-*.yaml"))}
 SPECS = ("lab-1su", "h100-4su")
 # file -> (import form, {column: choice set})
 FILES: dict[str, tuple[str, dict[str, str]]] = {
@@ -46,15 +48,24 @@ FILES: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def form_fields(form: str) -> set[str]:
-    """A form's fields with those of its bases found in the source (CSVModelForm adds ``id``)."""
-    entry = NETBOX["import_forms"].get(form)
-    if entry is None:
-        return set()
-    return set(entry["fields"]).union(*(form_fields(base) for base in entry["bases"]))
+    """A form's fields, with those of its bases found in the source (CSVModelForm adds ``id``), in every release."""
+    def fields(release: dict[str, Any], name: str) -> set[str]:
+        entry = release["import_forms"].get(name)
+        if entry is None:
+            return set()
+        return set(entry["fields"]).union(*(fields(release, base) for base in entry["bases"]))
+
+    return set.intersection(*(fields(release, form) for release in RELEASES.values()))
 
 
 def choices(name: str) -> set[str]:
-    return {str(v) for v in NETBOX["choices"][name]}
+    """The values every release allows."""
+    return set.intersection(*({str(v) for v in release["choices"][name]} for release in RELEASES.values()))
+
+
+def test_both_releases_are_read() -> None:
+    assert set(RELEASES) == {"netbox-v4.6.8", "netbox-4.7.3"}
+    assert all(len(r["choices"]["InterfaceTypeChoices"]) > 200 for r in RELEASES.values())
 
 
 @cache
