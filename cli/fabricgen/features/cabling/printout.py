@@ -3,9 +3,8 @@ pages of its own.
 
 Why reportlab: it is the long-maintained PDF library of the Python world (BSD, releases since 2000), writes PDF
 with the standard fonts and no system dependency, and its ``invariant`` mode fixes the dates and document id, so
-the same spec gives byte-identical PDFs. The pages are drawn on its canvas directly rather than through its
-platypus tables: the layout is a fixed grid, and the canvas is several times faster for the thousands of pages
-of a 16,384-GPU cluster.
+the same spec gives byte-identical PDFs. The pages are a fixed grid drawn on its canvas, each table row one block
+of PDF operators (see ``_row_operators``).
 
 Every page: A4 landscape; a header with the rack and row, the site and cluster, and the spec digest (the
 revision); the column titles; the cable ends of the rack in the handoff order (top U first, ports in physical
