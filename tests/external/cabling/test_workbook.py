@@ -1,46 +1,50 @@
-"""cables.xlsx opened back with openpyxl: sheets, headers, row counts, rail fills, rack pages, BOM."""
+"""cables.xlsx and the row workbooks opened back with openpyxl: sheets, headers, row counts, rail fills, print
+setup (landscape, fit to width, repeated title row, header and footer), full-width columns, BOM."""
 
 from __future__ import annotations
 
 import io
-import itertools
 from collections import Counter
 
 import openpyxl  # type: ignore[import-untyped]
 import pytest
 
-from fabricgen.features.cabling.sheets import CABLE_COLUMNS
-from fabricgen.features.cabling.workbook import RACK_COLUMNS, RAIL_PALETTE
+from fabricgen.features.cabling.handoff import NO_RAIL, RAIL_PALETTE, rack_ends
+from fabricgen.features.cabling.workbook import FABRIC_COLUMNS, RACK_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES
 
 
 @pytest.fixture(scope="module")
-def h100() -> tuple[Topology, openpyxl.Workbook]:
+def h100_files() -> tuple[Topology, dict[str, bytes]]:
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    content = next(a.content for a in render_spec(compiled) if a.path == "cabling/cables.xlsx")
-    return compiled.topology, openpyxl.load_workbook(io.BytesIO(content))
+    return compiled.topology, {a.path: a.content for a in render_spec(compiled, ("workbook",))}
+
+
+@pytest.fixture(scope="module")
+def h100(h100_files: tuple[Topology, dict[str, bytes]]) -> tuple[Topology, openpyxl.Workbook]:
+    topology, files = h100_files
+    return topology, openpyxl.load_workbook(io.BytesIO(files["cabling/cables.xlsx"]))
 
 
 def test_sheets_and_headers(h100: tuple[Topology, openpyxl.Workbook]) -> None:
     topology, book = h100
     fabrics = [ft.fabric.name for ft in topology.fabrics]
-    assert book.sheetnames == [*fabrics, "by rack", "BOM"]
+    assert book.sheetnames == [*fabrics, "rail colours", "BOM"]
     for name in fabrics:
         sheet = book[name]
-        assert tuple(c.value for c in sheet[1]) == CABLE_COLUMNS
+        assert tuple(c.value for c in sheet[1]) == FABRIC_COLUMNS
         assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref
         assert sheet.max_row - 1 == sum(1 for c in topology.cables if c.fabric == name)
-        assert all(sheet[1][i].font.bold for i in range(len(CABLE_COLUMNS)))
-    assert tuple(c.value for c in book["by rack"][1]) == RACK_COLUMNS
-    assert book["by rack"].max_row - 1 == 2 * len(topology.cables)
+        assert all(sheet[1][i].font.bold for i in range(len(FABRIC_COLUMNS)))
+        assert sheet.oddHeader.center.text == f"fabric {name}"
 
 
 def test_rail_colours(h100: tuple[Topology, openpyxl.Workbook]) -> None:
     _, book = h100
     sheet = book["compute"]
-    rail_col = CABLE_COLUMNS.index("rail")
+    rail_col = FABRIC_COLUMNS.index("rail")
     seen = Counter()
     for row in sheet.iter_rows(min_row=2, max_row=400):
         rail = row[rail_col].value
@@ -49,17 +53,44 @@ def test_rail_colours(h100: tuple[Topology, openpyxl.Workbook]) -> None:
         seen[rail] += 1
     assert len(seen) == 8
     oob = book["oob"]
-    assert oob[2][0].fill.fill_type in (None, "none")
+    assert str(oob[2][0].fill.fgColor.rgb).upper().endswith(NO_RAIL), "a fabric without rails: pale grey"
 
 
-def test_rack_pages(h100: tuple[Topology, openpyxl.Workbook]) -> None:
+def test_row_workbooks_print_a_sheet_per_rack(h100_files: tuple[Topology, dict[str, bytes]]) -> None:
+    topology, files = h100_files
+    ends = rack_ends(topology.cables)
+    digest = topology.cluster.spec_digest.removeprefix("sha256:")[:12]
+    seen = []
+    for path in sorted(p for p in files if p.startswith("cabling/rows/")):
+        row = path.removeprefix("cabling/rows/").removesuffix(".xlsx")
+        book = openpyxl.load_workbook(io.BytesIO(files[path]))
+        assert book.sheetnames[-1] == "rail colours"
+        for name in book.sheetnames[:-1]:
+            rack = name.removeprefix("rack ")
+            seen.append(rack)
+            sheet = book[name]
+            assert tuple(c.value for c in sheet[1]) == RACK_COLUMNS
+            assert sheet.max_row - 1 == len(ends[rack])
+            assert sheet.page_setup.orientation == "landscape" and sheet.page_setup.fitToWidth == 1
+            assert sheet.page_setup.fitToHeight == 0 and sheet.sheet_properties.pageSetUpPr.fitToPage
+            assert sheet.print_title_rows in ("1:1", "$1:$1")
+            assert sheet.oddHeader.left.text == f"site {topology.cluster.metadata.site}, cluster sp-h100-a"
+            assert sheet.oddHeader.center.text == f"rack {rack} (row {row})"
+            assert sheet.oddHeader.right.text == f"spec {digest}"
+            assert sheet.oddFooter.center.text == "Page &P of &N"
+            device = RACK_COLUMNS.index("device")
+            width = sheet.column_dimensions[openpyxl.utils.get_column_letter(device + 1)].width
+            assert width >= max(len(e.here.device) for e in ends[rack]), "device names are never cut"
+            labels = [r[RACK_COLUMNS.index("end label")] for r in sheet.iter_rows(min_row=2, values_only=True)]
+            assert labels == [e.label for e in ends[rack]]
+    assert sorted(seen) == sorted(ends), "every rack with a cable end has its sheet"
+
+
+def test_rail_colours_are_distinct_and_legended(h100: tuple[Topology, openpyxl.Workbook]) -> None:
     _, book = h100
-    sheet = book["by rack"]
-    racks = [row[0].value for row in sheet.iter_rows(min_row=2)]
-    changes = sum(1 for a, b in itertools.pairwise(racks) if a != b)
-    assert len(sheet.row_breaks.brk) == changes
-    assert racks == sorted(racks), "grouped by rack"
-    assert sheet.print_title_rows in ("1:1", "$1:$1")
+    legend = [(row[0].value, str(row[0].fill.fgColor.rgb)[-6:]) for row in book["rail colours"].iter_rows(min_row=2)]
+    assert [rail for rail, _ in legend[:8]] == list(range(8))
+    assert len({colour for _, colour in legend}) == len(legend), "one colour per rail, another for none"
 
 
 def test_bom_sheet_matches_csv() -> None:

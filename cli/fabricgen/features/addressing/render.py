@@ -1,16 +1,14 @@
-"""Target ``addressing``: every fabric's address plan as the IPAM team reads it, and as NetBox imports it.
+"""Target ``addressing``: every fabric's address plan as the IPAM team reads it (NetBox's files: ``netbox``).
 
 addressing/<fabric>.csv lists each address once (ports named as on the cable sheets and in NetBox): switch
 loopbacks and management addresses, both ends of every /31 point-to-point link, each leaf's gateway on its host
 subnet, and each host port's address (IPoIB rail subnets on InfiniBand fabrics).
-addressing/netbox-ip-addresses.csv imports after cabling/netbox-interfaces.csv and
-addressing/netbox-interfaces.csv, which adds the switch interfaces no cable reaches (loopback, management,
-the leaf's host-subnet gateway), named as each switch's network OS names them.
+Interfaces are named as each switch's network OS names them (``interface_names``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from netaddr import IPNetwork
 
@@ -24,14 +22,12 @@ from fabricgen.model.cluster import FabricType, Tier
 from fabricgen.model.topology import FabricTopology, Topology
 
 PLAN_COLUMNS = ("fabric", "device", "interface", "address", "role", "network", "gateway", "peer", "peer_interface")
-NETBOX_IP_COLUMNS = ("address", "status", "role", "device", "interface", "description")
-NETBOX_INTERFACE_COLUMNS = ("device", "name", "type", "mgmt_only", "description")
 
 Row = tuple[str, ...]
 UNCONFIGURED = ("loopback", "management", f"vlan{HOST_VLAN}")  # interface names on a switch without nos
 
 
-def _names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
+def interface_names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
     """Names of a switch's loopback, management port and host-subnet gateway (a VLAN interface), from its NOS's
     data; an InfiniBand switch has only its management port, a switch fabricgen does not configure (no nos)
     generic names."""
@@ -43,14 +39,14 @@ def _names(ft: FabricTopology, tier: Tier) -> tuple[str, str, str]:
     return nos.interface("loopback"), nos.management_interface, nos.interface("vlan", vlan=HOST_VLAN)
 
 
-def _plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
+def plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
     """The plan's addresses in a fixed order: per switch (loopback, management), links, host subnets."""
     name = ft.fabric.name
     port_names = {(p.device, p.number): p.name for link in ft.links for p in (link.a, link.z)}
     pool = ft.fabric.addressing.management if ft.fabric.addressing else None
     management_prefix = IPNetwork(pool).prefixlen if pool else 32
     for sw in ft.switches:
-        loopback, management, _ = _names(ft, sw.tier)
+        loopback, management, _ = interface_names(ft, sw.tier)
         if sw.name in plan.loopbacks:
             yield name, sw.name, loopback, f"{plan.loopbacks[sw.name]}/32", "loopback", "", "", "", ""
         if sw.name in plan.management:
@@ -65,42 +61,19 @@ def _plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
     for subnet in plan.hosts:
         prefix = IPNetwork(subnet.network).prefixlen
         if subnet.gateway:
-            svi = _names(ft, tiers[subnet.leaf])[2]
+            svi = interface_names(ft, tiers[subnet.leaf])[2]
             yield name, subnet.leaf, svi, f"{subnet.gateway}/{prefix}", "gateway", subnet.network, "", "", ""
         for node, nic_port, ip in subnet.hosts:
             yield (name, node, port_names[(node, nic_port)], f"{ip}/{prefix}", "host", subnet.network,
                    subnet.gateway, subnet.leaf, "")
 
 
-def _netbox_ip_rows(rows: Iterable[Row]) -> Iterator[Row]:
-    """NetBox roles: loopback and anycast are its own; other addresses carry no role."""
-    for fabric, device, interface, address, role, _, _, _, _ in rows:
-        if not interface:
-            continue
-        yield address, "planned", "loopback" if role == "loopback" else "", device, interface, f"{fabric} {role}"
-
-
-def _netbox_virtual_interfaces(rows: Iterable[Row]) -> Iterator[Row]:
-    """Interfaces the plan addresses but no cable reaches: loopbacks, management ports, VLAN gateways."""
-    kinds = {"loopback": ("virtual", "false"), "management": ("1000base-t", "true"), "gateway": ("virtual", "false")}
-    for fabric, device, interface, _, role, _, _, _, _ in rows:
-        if role in kinds and interface:
-            kind, mgmt_only = kinds[role]
-            yield device, interface, kind, mgmt_only, f"{fabric} {role}"
-
-
 def render(topology: Topology) -> list[Artifact]:
-    artifacts, all_rows = [], []
+    artifacts = []
     for ft in topology.fabrics:
         plan = topology.addresses.get(ft.fabric.name)
         if plan is None:
             continue
-        rows = list(_plan_rows(ft, plan))
-        all_rows += rows
+        rows = list(plan_rows(ft, plan))
         artifacts.append(Artifact(f"addressing/{ft.fabric.name}.csv", csv_bytes(PLAN_COLUMNS, rows)))
-    if all_rows:
-        artifacts.append(Artifact("addressing/netbox-ip-addresses.csv", csv_bytes(NETBOX_IP_COLUMNS,
-                                                                             _netbox_ip_rows(all_rows))))
-        artifacts.append(Artifact("addressing/netbox-interfaces.csv", csv_bytes(NETBOX_INTERFACE_COLUMNS,
-                                                                           _netbox_virtual_interfaces(all_rows))))
     return artifacts

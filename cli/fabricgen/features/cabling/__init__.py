@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fabricgen.features.cabling import checks, diagram, sheets, workbook
+from fabricgen.features.cabling import checks, diagram, printout, sheets, workbook
 from fabricgen.features.cabling.plan import plan_cables
 from fabricgen.features.feature import Feature, Target
 from fabricgen.model.topology import Topology
@@ -19,5 +19,6 @@ FEATURE = Feature(
     "cabling",
     compile=_plan,
     checks=(checks.cable_plan,),
-    targets=(Target("workbook", workbook.render), Target("cabling", sheets.render), Target("diagram", diagram.render)),
+    targets=(Target("workbook", workbook.render), Target("print", printout.render), Target("cabling", sheets.render),
+             Target("diagram", diagram.render)),
 )

@@ -1,67 +1,89 @@
-"""Target ``workbook``: cables.xlsx for the datacenter team.
+"""Target ``workbook``: the XLSX handoff for the datacenter team.
 
-One sheet per fabric (a colour per rail, frozen header, filters, fitted widths), a per-rack sheet a technician
-prints (every cable end in the rack, ordered by U, a printed page per rack), and the bill of materials.
+cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technician needs, not cables.csv's 34),
+the rail colour legend and the bill of materials. cabling/rows/<row>.xlsx: one sheet per rack of the row (every
+cable end in the rack, the handoff order of ``handoff``), so even a 16,384-GPU cluster's files stay a few
+thousand rows each. Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
+a header with the site, the sheet's rack or fabric and the spec digest, and a footer "Page n of m"; columns are as
+wide as their longest text (device names are never cut); rows carry their rail's colour and number.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.features.cabling.handoff import (
+    CHECK_COLUMNS,
+    END_COLUMNS,
+    NO_RAIL,
+    RAIL_PALETTE,
+    RowSheets,
+    page_header,
+    row_sheets,
+)
 from fabricgen.features.cabling.plan import bill_of_materials
-from fabricgen.features.cabling.sheets import CABLE_COLUMNS, Cell, cable_row
+from fabricgen.features.cabling.sheets import Cell
 from fabricgen.features.cabling.xlsx import Sheet, write_workbook
-from fabricgen.model.cabling import Cable, CableEnd
+from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
-# Eight light, distinguishable fills (rails 0..7; further rails repeat the cycle).
-RAIL_PALETTE = ("FFD6D6", "FFE9C7", "FFF7B3", "D9F5C5", "C9EEF2", "CCD9FF", "E3D1FF", "F7D1EC")
-MAX_PAGE_BREAKS = 1023  # Excel ignores more manual breaks than this on one sheet
-RACK_COLUMNS = ("rack", "u", "device", "port", "cable_id", "fabric", "rail", "far_rack", "far_u", "far_device",
-                "far_port", "length_m", "cable_part", "optic_here")
+PALETTE = (*RAIL_PALETTE, NO_RAIL)
+FABRIC_COLUMNS = (*CHECK_COLUMNS, "cable", "rail", "su", "speed", "medium", "length m", "cable part",
+                  "A rack", "A U", "A device", "A port", "Z rack", "Z U", "Z device", "Z port")
+RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS)
+_MAX_WIDTH = 120.0  # characters; far beyond any name the spec's patterns allow, so no name is cut
 
 
-def _fabric_sheet(name: str, cables: Sequence[Cable], site: str) -> Sheet:
-    return Sheet(name=name[:31], header=CABLE_COLUMNS, rows=(cable_row(c, site) for c in cables),
-                 fills=(None if c.rail is None else c.rail % len(RAIL_PALETTE) for c in cables))
+def _fill(rail: int | None) -> int:
+    return len(RAIL_PALETTE) if rail is None else rail % len(RAIL_PALETTE)
 
 
-def _rack_rows(cables: Sequence[Cable]) -> list[tuple[CableEnd, CableEnd, Cable, bool]]:
-    """Every cable end with the far end, grouped by rack (racks in name order), then by U top down (as a
-    technician works), device and port. Bucketing by rack first keeps the sort cost per rack, not per cluster."""
-    by_rack: dict[str, list[tuple[CableEnd, CableEnd, Cable, bool]]] = {}
-    for c in cables:
-        by_rack.setdefault(c.a.rack, []).append((c.a, c.z, c, True))
-        by_rack.setdefault(c.z.rack, []).append((c.z, c.a, c, False))
-    ends = []
-    for rack in sorted(by_rack):
-        ends.extend(sorted(by_rack[rack], key=lambda e: (-e[0].u, e[0].device, e[0].port_number, e[2].id)))
-    return ends
+def _widths(header: Sequence[str], rows: Sequence[tuple[Cell, ...]]) -> tuple[float, ...]:
+    """Every column as wide as its longest text, header included (+3 for bold and the filter button)."""
+    longest = [len(h) + 3 for h in header]
+    for row in rows:
+        for i, v in enumerate(row):
+            longest[i] = max(longest[i], len(str(v)) + 2)
+    return tuple(min(_MAX_WIDTH, float(n)) for n in longest)
 
 
-def _rack_sheet(cables: Sequence[Cable]) -> Sheet:
-    ends = _rack_rows(cables)
-    breaks = [i for i in range(1, len(ends)) if ends[i][0].rack != ends[i - 1][0].rack]
+def _fabric_row(c: Cable) -> tuple[Cell, ...]:
+    name = f"{c.physical}/L{c.leg}" if c.leg else c.id
+    return ("", "", name, "" if c.rail is None else c.rail, "" if c.su is None else c.su, c.speed, c.medium.name,
+            c.length_m, c.part, c.a.rack, c.a.u, c.a.device, c.a.port, c.z.rack, c.z.u, c.z.device, c.z.port)
 
-    def rows() -> Iterator[tuple[Cell, ...]]:
-        for here, far, cable, is_a in ends:
-            optic = cable.a_optic if is_a else cable.z_optic
-            yield (here.rack, here.u, here.device, here.port, cable.id, cable.fabric,
-                   "" if cable.rail is None else cable.rail, far.rack, far.u, far.device, far.port, cable.length_m,
-                   cable.part, optic.part if optic else "")
 
-    return Sheet(name="by rack", header=RACK_COLUMNS, rows=rows(),
-                 fills=(None if e[2].rail is None else e[2].rail % len(RAIL_PALETTE) for e in ends),
-                 page_breaks_before=breaks if len(breaks) <= MAX_PAGE_BREAKS else None)
+def _fabric_sheet(name: str, cables: Sequence[Cable], head: tuple[str, str]) -> Sheet:
+    rows = [_fabric_row(c) for c in cables]
+    return Sheet(name=name[:31], header=FABRIC_COLUMNS, rows=rows, fills=[_fill(c.rail) for c in cables],
+                 widths=_widths(FABRIC_COLUMNS, rows), page_header=(head[0], f"fabric {name}", head[1]))
+
+
+def _legend() -> Sheet:
+    rows: list[tuple[Cell, ...]] = [*((i, f"rail {i}, {i + len(RAIL_PALETTE)}, ...") for i in range(len(RAIL_PALETTE))),
+                                    ("", "no rail")]
+    return Sheet(name="rail colours", header=("rail", "meaning"), rows=rows, fills=list(range(len(PALETTE))),
+                 widths=(8.0, 30.0), landscape=False)
+
+
+def row_workbook(sheets: RowSheets, head: tuple[str, str]) -> bytes:
+    """One row's workbook: a printable sheet per rack, then the legend."""
+    books = []
+    for rack, ends in sheets.racks.items():
+        rows = [("", "", *end.cells()) for end in ends]
+        books.append(Sheet(name=f"rack {rack}", header=RACK_COLUMNS, rows=rows,
+                           fills=[_fill(e.cable.rail) for e in ends], widths=_widths(RACK_COLUMNS, rows),
+                           page_header=(head[0], f"rack {rack} (row {sheets.row})", head[1])))
+    return write_workbook([*books, _legend()], PALETTE)
 
 
 def render(topology: Topology) -> list[Artifact]:
-    site = topology.cluster.metadata.site
+    head = page_header(topology)
     by_fabric = {ft.fabric.name: [c for c in topology.cables if c.fabric == ft.fabric.name] for ft in topology.fabrics}
     bom = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)
-    sheets = [_fabric_sheet(name, cables, site) for name, cables in by_fabric.items()]
-    sheets.append(_rack_sheet(topology.cables))
-    sheets.append(Sheet(name="BOM", header=("category", "part", "description", "count"),
-                        rows=((b.category, b.part, b.description, b.count) for b in bom), landscape=False))
-    return [Artifact("cabling/cables.xlsx", write_workbook(sheets, RAIL_PALETTE))]
+    sheets = [_fabric_sheet(name, cables, head) for name, cables in by_fabric.items()]
+    sheets += [_legend(), Sheet(name="BOM", header=("category", "part", "description", "count"),
+                                rows=((b.category, b.part, b.description, b.count) for b in bom), landscape=False)]
+    rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in row_sheets(topology)]
+    return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE)), *rows]

@@ -52,6 +52,7 @@ class Sheet:
     widths: tuple[float, ...] | None = None  # characters; None: from the header and the first 200 rows, capped at 60
     page_breaks_before: Iterable[int] | None = None  # 0-based data-row indexes that must start a printed page
     landscape: bool = True
+    page_header: tuple[str, str, str] | None = None  # printed left, centre, right; the footer then "Page n of m"
 
 
 def column_letter(index: int) -> str:
@@ -185,8 +186,19 @@ def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: _Styles) -> 
     out.write(f'</sheetData><autoFilter ref="A1:{letters[-1]}{n + 1}"/>'
               '<pageMargins left="0.5" right="0.5" top="0.75" bottom="0.75" header="0.3" footer="0.3"/>'
               f'<pageSetup orientation="{"landscape" if sheet.landscape else "portrait"}" fitToWidth="1"'
-              f' fitToHeight="0"/>{row_breaks if breaks else ""}</worksheet>'.encode())
+              f' fitToHeight="0"/>{_header_footer(sheet.page_header)}{row_breaks if breaks else ""}</worksheet>'
+              .encode())
     return letters[-1], n + 1
+
+
+def _header_footer(header: tuple[str, str, str] | None) -> str:
+    """The printed page header (left, centre, right) and a footer "Page n of m" (&P, &N). A literal ``&`` is
+    ``&&`` in SpreadsheetML's header codes; the text is XML-escaped after that."""
+    if header is None:
+        return ""
+    left, centre, right = (escape(_ILLEGAL_XML.sub("", part).replace("&", "&&")) for part in header)
+    return (f"<headerFooter><oddHeader>&amp;L{left}&amp;C{centre}&amp;R{right}</oddHeader>"
+            "<oddFooter>&amp;CPage &amp;P of &amp;N</oddFooter></headerFooter>")
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The cable plan: geometry, media choice, one row per physical cable, BOM, NetBox files (switch placement is in
-tests/unit/stages/test_placement.py)."""
+"""The cable plan: geometry, media choice, one row per physical cable, BOM, end labels (NetBox's files are tested in
+tests/unit/features/netbox/, switch placement in tests/unit/stages/test_placement.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from fabricgen.core.errors import Severity, SpecError
 from fabricgen.features.cabling.plan import RACK_UNIT_M, bill_of_materials
-from fabricgen.features.cabling.sheets import CABLE_COLUMNS, NETBOX_CABLE_COLUMNS
+from fabricgen.features.cabling.sheets import CABLE_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.spec.load import load_text
@@ -125,22 +125,14 @@ def test_twin_port_optics_are_shared_per_cage() -> None:
     assert bom[optic.part] == 1024
 
 
-def test_csv_and_netbox_columns() -> None:
+def test_csv_columns_and_end_labels() -> None:
     artifacts = {a.path: a.content for a in render_spec(compile_spec(INVENTORIES / "lab-1su.yaml"))}
-    header = artifacts["cabling/cables.csv"].decode().splitlines()[0].split(",")
-    assert tuple(header) == CABLE_COLUMNS
-    netbox = _csv_rows(artifacts["cabling/netbox-cables.csv"])
-    assert tuple(netbox[0]) == NETBOX_CABLE_COLUMNS
-    assert {r["side_a_type"] for r in netbox} == {"dcim.interface"} == {r["side_b_type"] for r in netbox}
-    assert {r["length_unit"] for r in netbox} == {"m"} and {r["status"] for r in netbox} == {"planned"}
-    devices = {r["name"] for r in _csv_rows(artifacts["cabling/netbox-devices.csv"])}
-    interfaces = {(r["device"], r["name"]) for r in _csv_rows(artifacts["cabling/netbox-interfaces.csv"])}
-    for row in netbox:
-        assert row["side_a_device"] in devices and row["side_b_device"] in devices
-        assert (row["side_a_device"], row["side_a_name"]) in interfaces
-        assert (row["side_b_device"], row["side_b_name"]) in interfaces
-    racks = {r["name"] for r in _csv_rows(artifacts["cabling/netbox-racks.csv"])}
-    assert {r["rack"] for r in _csv_rows(artifacts["cabling/netbox-devices.csv"])} <= racks
+    rows = _csv_rows(artifacts["cabling/cables.csv"])
+    assert tuple(rows[0]) == CABLE_COLUMNS
+    for row in rows:  # one label per end: the cable, the end, and where the other end goes
+        name = f"{row['physical_cable']}/L{row['leg']}" if row["leg"] else row["cable_id"]
+        assert row["a_label"] == f"{name}/A to {row['z_rack']} {row['z_device']} {row['z_port']}"
+        assert row["z_label"] == f"{name}/Z to {row['a_rack']} {row['a_device']} {row['a_port']}"
 
 
 def test_cable_render_is_deterministic(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from fabricgen.features.cabling import sheets as cable_sheets
 from fabricgen.features.cabling.checks import cable_plan
 from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
 from fabricgen.features.cabling.sheets import CABLE_COLUMNS
+from fabricgen.features.netbox import render as netbox_set
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.spec.load import load_text
@@ -142,7 +143,7 @@ def test_cables_csv_has_physical_cable_and_leg() -> None:
     assert sum(int(b["count"]) for b in bom if b["category"] == "cable") == len({r["physical_cable"] for r in rows})
     assert {b["description"] for b in bom if b["part"].startswith("MFP7E20-")} <= {
         f"optics+fiber 1:2 splitter {n} m" for n in (3, 5, 10, 15, 20, 30, 50)}
-    netbox = _csv(artifacts["cabling/netbox-cables.csv"])
+    netbox = _csv(next(a.content for a in netbox_set.render(topology) if a.path == "netbox/09-cables.csv"))
     assert len(netbox) == len(rows), "NetBox keeps one cable per link"
     assert {n["label"] for n in netbox} == {
         f"{r['physical_cable']}/L{r['leg']}" if r["leg"] else r["cable_id"] for r in rows}

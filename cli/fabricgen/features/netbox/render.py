@@ -1,0 +1,275 @@
+"""Target ``netbox``: the cluster as NetBox's bulk import takes it, one file per object type, numbered in the
+order NetBox needs them (each references only what an earlier file created).
+
+01 site, 02 locations (one per row), 03 manufacturers, 04 device roles (a switch role per fabric and tier, a node
+role per profile role), 05 device types (YAML: NetBox's device-type import, with the interface templates every
+device of the type gets, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only
+those no template creates: loopbacks and VLAN gateways), 09 cables (side A/B by site, device and interface; a
+splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import takes one termination per
+side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13 VLANs (the leaves'
+host VLAN), 14 prefixes (the pools as containers, then every subnet), 15 IP addresses (with the primary and
+out-of-band marks that set each device's primary and OOB IP: a switch's loopback and management address, a node's
+first in-band address and its BMC's).
+
+Re-importing the set creates nothing twice: every object has a NetBox uniqueness rule that refuses the second
+copy (names per site, location or device, a cable per interface, an ASN, a VLAN id per group, an address or
+prefix in the global table under NetBox's default ENFORCE_GLOBAL_UNIQUE). NetBox's bulk import updates an
+object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through NetBox's
+own edit (see the README's "Not yet implemented").
+
+Every choice value is one of NetBox's own (tests check them against the choice sets of the release in
+tests/data/netbox/). Objects that are not live yet carry NetBox's "not live" status of their model: planned
+(site, location, rack, device, cable), reserved (prefix, IP address, VLAN). A file over ``CHUNK_ROWS`` rows is
+split into parts (``-partNNN``) so each stays far under NetBox's upload and paste limit (2.5 MB by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from netaddr import IPNetwork
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import csv_bytes
+from fabricgen.features.addressing.render import interface_names, plan_rows
+from fabricgen.features.cabling.handoff import port_order
+from fabricgen.features.ethernet.switch_view import HOST_VLAN
+from fabricgen.model.cabling import Cable, CableEnd
+from fabricgen.model.cluster import FabricRole, FabricType
+from fabricgen.model.nodes import NicRole
+from fabricgen.model.topology import FabricTopology, Topology
+from fabricgen.spec.load import load_file
+
+CHUNK_ROWS = 5000  # a 5,000-row cable part is ~0.7 MB of CSV
+NODE_MANUFACTURER = "Generic"  # a profile names no vendor; NetBox's device-type library uses "Generic" for such
+MANAGEMENT_TYPE = "1000base-t"
+PRIVATE_ASNS = "RFC 6996"  # the RIR record for private ASNs (4200000000-4294967294, 64512-65534)
+STATUS_PLANNED, STATUS_RESERVED = "planned", "reserved"
+# a colour per tier and node role (NetBox wants 6 hex digits)
+ROLE_COLOURS = {"leaf": "2196f3", "spine": "3f51b5", "core": "673ab7", "compute": "4caf50", "management": "ff9800",
+                "storage": "795548"}
+
+Row = tuple[object, ...]
+
+
+@cache
+def interface_types() -> dict[str, dict[str, str]]:
+    data: dict[str, dict[str, str]] = {
+        form: dict(types)
+        for form, types in load_file(Path(__file__).with_name("interface_types.yaml")).data.items()}
+    return data
+
+
+def interface_type(form_factor: str, speed: Any, infiniband: bool) -> str:
+    """NetBox's type of a port: by its cage (and the speed where NetBox has a slug for both), InfiniBand by speed."""
+    if infiniband:
+        return str(speed.netbox_interface_type)
+    types = interface_types().get(form_factor)
+    if types is None:
+        return str(speed.netbox_interface_type)
+    return types.get(str(int(speed.gbps)), types["cage"])
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def _chunks(name: str, header: Sequence[str], rows: Sequence[Row]) -> list[Artifact]:
+    parts = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [rows]
+    if len(parts) == 1:
+        return [Artifact(f"netbox/{name}.csv", csv_bytes(header, rows))]
+    return [Artifact(f"netbox/{name}-part{i:03d}.csv", csv_bytes(header, part)) for i, part in enumerate(parts, 1)]
+
+
+def _location(row: str) -> str:
+    return f"row {row}"
+
+
+def _switch_role(ft: FabricTopology, tier: str) -> str:
+    return f"{ft.fabric.name}-{tier}"
+
+
+def _node_role(role: str) -> str:
+    return f"{role}-node"
+
+
+def _port_types(topology: Topology) -> dict[tuple[str, str], tuple[str, bool]]:
+    """(device, port) -> (NetBox type, mgmt only) for every cabled port."""
+    speeds = {ft.fabric.name: ft.fabric for ft in topology.fabrics}
+    nic_form = {}
+    for node in topology.cluster.nodes:
+        for nic in (*node.profile.compute, *node.profile.storage, *node.profile.inband):
+            model = topology.cluster.nic_models.get(nic.model)
+            nic_form[(node.name, nic.port)] = model.form_factor if model else ""
+        if node.profile.bmc:
+            nic_form[(node.name, node.profile.bmc.port)] = "RJ45"
+    types: dict[tuple[str, str], tuple[str, bool]] = {}
+    for c in topology.cables:
+        fabric = speeds[c.fabric]
+        infiniband = fabric.type is FabricType.INFINIBAND
+        host_speed = fabric.speed if c.tier == "node-leaf" else fabric.uplink_speed
+        oob = fabric.role is FabricRole.OOB
+        for end, switch in ((c.a, c.tier != "node-leaf"), (c.z, True)):
+            form = end.form_factor if switch else nic_form.get((end.device, end.port), "")
+            types[(end.device, end.port)] = (interface_type(form, host_speed, infiniband), oob and not switch)
+    return types
+
+
+def _device_types(topology: Topology) -> tuple[list[dict[str, object]], dict[str, tuple[str, str]]]:
+    """NetBox device types (switch models, node profiles) with their interface templates; device -> (manufacturer,
+    model). A type's templates are every port its devices are cabled on, plus a switch's management port."""
+    ports = _port_types(topology)
+    by_device: dict[str, dict[str, tuple[str, bool]]] = {}
+    for (device, port), kind in ports.items():
+        by_device.setdefault(device, {})[port] = kind
+    types: dict[str, dict[str, Any]] = {}
+    device_type: dict[str, tuple[str, str]] = {}
+
+    def add(device: str, manufacturer: str, model: str, height: int, extra: dict[str, tuple[str, bool]]) -> None:
+        entry = types.setdefault(model, {"manufacturer": manufacturer, "model": model, "slug": slug(model),
+                                         "u_height": height, "is_full_depth": True, "interfaces": {}})
+        for port, kind in {**by_device.get(device, {}), **extra}.items():
+            entry["interfaces"].setdefault(port, kind)
+        device_type[device] = (manufacturer, model)
+
+    for node in topology.cluster.nodes:
+        bmc = node.profile.bmc
+        add(node.name, NODE_MANUFACTURER, node.profile.name, node.profile.height_u,
+            {bmc.port: (MANAGEMENT_TYPE, True)} if bmc else {})
+    for ft in topology.fabrics:
+        for sw in ft.switches:
+            management = interface_names(ft, sw.tier)[1]
+            add(sw.name, sw.model.vendor, sw.model.name, sw.model.height_u, {management: (MANAGEMENT_TYPE, True)})
+    documents = []
+    for model in sorted(types):
+        entry = types[model]
+        interfaces = entry.pop("interfaces")
+        entry["interfaces"] = [{"name": name, "type": kind, "mgmt_only": mgmt}
+                               for name, (kind, mgmt) in sorted(interfaces.items(), key=lambda i: port_order(i[0]))]
+        documents.append(entry)
+    return documents, device_type
+
+
+def _dcim(topology: Topology) -> list[Artifact]:
+    cluster = topology.cluster
+    site = cluster.metadata.site
+    facility = cluster.facility
+    documents, device_type = _device_types(topology)
+    roles = {_switch_role(ft, s.tier.value): ROLE_COLOURS[s.tier.value] for ft in topology.fabrics
+             for s in ft.switches}
+    roles |= {_node_role(n.profile.role): ROLE_COLOURS.get(n.profile.role, "9e9e9e") for n in cluster.nodes}
+    used_racks = {n.rack.name for n in cluster.nodes} | {s.rack for ft in topology.fabrics for s in ft.switches
+                                                         if s.rack}
+    racks = [r for r in facility.racks if r.name in used_racks]
+    rows = sorted({r.row for r in racks}, key=[name for name, _ in facility.rows].index)
+    manufacturers = sorted({str(d["manufacturer"]) for d in documents})
+    devices: list[Row] = [(n.name, _node_role(n.profile.role), *device_type[n.name], STATUS_PLANNED, site,
+                           _location(n.rack.row), n.rack.name, n.u, "front") for n in cluster.nodes]
+    row_of = {r.name: r.row for r in facility.racks}
+    devices += [(s.name, _switch_role(ft, s.tier.value), *device_type[s.name], STATUS_PLANNED, site,
+                 _location(row_of[s.rack]) if s.rack else "", s.rack or "", s.u or "", "front" if s.rack else "")
+                for ft in topology.fabrics for s in ft.switches]
+    type_yaml = yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True).encode()
+    return [
+        *_chunks("01-sites", ("name", "slug", "status", "description"),
+                 [(site, slug(site), STATUS_PLANNED, f"fabricgen cluster {cluster.metadata.name}")]),
+        *_chunks("02-locations", ("site", "name", "slug", "status"),
+                 [(site, _location(r), slug(f"{site}-row-{r}"), STATUS_PLANNED) for r in rows]),
+        *_chunks("03-manufacturers", ("name", "slug"), [(m, slug(m)) for m in manufacturers]),
+        *_chunks("04-device-roles", ("name", "slug", "color"), [(r, slug(r), c) for r, c in sorted(roles.items())]),
+        Artifact("netbox/05-device-types.yaml", type_yaml),
+        *_chunks("06-racks", ("site", "location", "name", "status", "u_height", "width"),
+                 [(site, _location(r.row), r.name, STATUS_PLANNED, facility.rack_units, 19) for r in racks]),
+        *_chunks("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
+                                "position", "face"), devices),
+        *_chunks("09-cables", CABLE_COLUMNS, [_cable(c, site) for c in topology.cables]),
+    ]
+
+
+CABLE_COLUMNS = ("side_a_site", "side_a_device", "side_a_type", "side_a_name", "side_b_site", "side_b_device",
+                 "side_b_type", "side_b_name", "type", "status", "label", "color", "length", "length_unit")
+
+
+def _cable(c: Cable, site: str) -> Row:
+    def end(e: CableEnd) -> Row:
+        return site, e.device, "dcim.interface", e.port
+
+    return (*end(c.a), *end(c.z), c.medium.netbox_type, STATUS_PLANNED, f"{c.physical}/L{c.leg}" if c.leg else c.id,
+            c.medium.color, c.length_m, "m")
+
+
+def _ipam(topology: Topology) -> list[Artifact]:
+    site = topology.cluster.metadata.site
+    interfaces: list[Row] = []
+    addresses: list[Row] = []
+    prefixes: dict[str, Row] = {}
+    vlans: list[Row] = []
+    asns: dict[int, str] = {}
+    has_primary: set[str] = set()  # NetBox keeps one primary IPv4 and one OOB IP per device: the first of each
+    has_oob: set[str] = set()
+    bmc_fabrics = {ft.fabric.name for ft in topology.fabrics if ft.fabric.role.nic_role is NicRole.BMC}
+    primary_fabrics = {ft.fabric.name for ft in topology.fabrics if ft.fabric.role is FabricRole.INBAND}
+    for ft in topology.fabrics:
+        plan = topology.addresses.get(ft.fabric.name)
+        if plan is None:
+            continue
+        name, pools = ft.fabric.name, ft.fabric.addressing
+        for kind, pool in (("hosts", pools.hosts), ("p2p", pools.p2p), ("loopbacks", pools.loopbacks),
+                           ("management", pools.management)) if pools else ():
+            if pool:
+                prefixes.setdefault(str(IPNetwork(pool).cidr), (str(IPNetwork(pool).cidr), "container", site,
+                                                                f"{name} {kind} pool"))
+        if any(s.gateway for s in plan.hosts):
+            vlans.append((site, name, HOST_VLAN, f"{name}-hosts", STATUS_RESERVED, f"{name}: each leaf's host subnet"))
+        for sw, asn in sorted(plan.asn.items()):
+            asns.setdefault(asn, f"{name} {sw}")
+        for _, device, interface, address, role, network, *_ in plan_rows(ft, plan):
+            if not interface:
+                continue
+            if network:
+                kind = "hosts" if role in ("gateway", "host") else role
+                prefixes.setdefault(network, (network, STATUS_RESERVED, site, f"{name} {kind}"))
+            if role in ("loopback", "gateway"):
+                interfaces.append((device, interface, "virtual", "false", f"{name} {role}"))
+            primary = (role == "loopback" or (role == "host" and name in primary_fabrics)) and device not in has_primary
+            oob = (role == "management" or (role == "host" and name in bmc_fabrics)) and device not in has_oob
+            has_primary |= {device} if primary else set()
+            has_oob |= {device} if oob else set()
+            addresses.append((address, STATUS_RESERVED, "loopback" if role == "loopback" else "", device, interface,
+                              str(primary).lower(), str(oob).lower(), f"{name} {role}"))
+    if not addresses:
+        return []
+    return [
+        *_chunks("08-interfaces", ("device", "name", "type", "mgmt_only", "description"), interfaces),
+        *_chunks("10-rirs", ("name", "slug", "is_private", "description"),
+                 [(PRIVATE_ASNS, slug(PRIVATE_ASNS), "true", "private ASNs")] if asns else []),
+        *_chunks("11-asns", ("asn", "rir", "description"), [(a, PRIVATE_ASNS, d) for a, d in sorted(asns.items())]),
+        *_chunks("12-vlan-groups", ("name", "slug", "scope_type", "scope_name", "description"),
+                 [(v[1], slug(f"{site}-{v[1]}"), "dcim.site", site, f"fabric {v[1]}") for v in vlans]),
+        *_chunks("13-vlans", ("site", "group", "vid", "name", "status", "description"), vlans),
+        *_chunks("14-prefixes", ("prefix", "status", "scope_type", "scope_name", "description"),
+                 [(p, status, "dcim.site", s, d) for p, status, s, d in _prefix_order(prefixes)]),
+        *_chunks("15-ip-addresses", ("address", "status", "role", "device", "interface", "is_primary", "is_oob",
+                                     "description"), addresses),
+    ]
+
+
+def _prefix_order(prefixes: dict[str, Row]) -> Iterator[tuple[str, str, str, str]]:
+    """Containers first (widest first), then the subnets in address order."""
+    def key(item: tuple[str, Row]) -> tuple[int, int, int]:
+        net = IPNetwork(item[0])
+        return (0 if item[1][1] == "container" else 1, net.first, net.prefixlen)
+
+    for _, (p, status, s, d) in sorted(prefixes.items(), key=key):
+        yield str(p), str(status), str(s), str(d)
+
+
+def render(topology: Topology) -> list[Artifact]:
+    if not topology.cables and not topology.cluster.nodes:
+        return []
+    artifacts = [*_dcim(topology), *_ipam(topology)]
+    return sorted(artifacts, key=lambda a: a.path)

@@ -1,0 +1,192 @@
+"""The NetBox import set against NetBox's own source: every choice value is in the release's choice set, every column
+a field of its import form, every reference made by an earlier file, no interface both templated and imported.
+
+NetBox itself is not run here (see the README's "NetBox import" section): tests/data/netbox/ holds the choice sets
+and import-form fields read by tests/data/netbox/extract.py from NetBox's source, the v4.6.8 tag on GitHub and the
+4.7.3 wheel on PyPI; every check runs against both.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fabricgen.features.netbox import render as netbox
+from fabricgen.pipeline import compile_spec, render_spec
+from fabricgen.spec import catalog
+from tests.conftest import INVENTORIES
+
+RELEASES = {path.stem: yaml.safe_load(path.read_text())
+            for path in sorted((Path(__file__).parents[3] / "data" / "netbox").glob("netbox-*.yaml"))}
+SPECS = ("lab-1su", "h100-4su")
+# file -> (import form, {column: choice set})
+FILES: dict[str, tuple[str, dict[str, str]]] = {
+    "01-sites": ("SiteImportForm", {"status": "SiteStatusChoices"}),
+    "02-locations": ("LocationImportForm", {"status": "LocationStatusChoices"}),
+    "03-manufacturers": ("ManufacturerImportForm", {}),
+    "04-device-roles": ("DeviceRoleImportForm", {}),
+    "06-racks": ("RackImportForm", {"status": "RackStatusChoices", "width": "RackWidthChoices"}),
+    "07-devices": ("DeviceImportForm", {"status": "DeviceStatusChoices", "face": "DeviceFaceChoices"}),
+    "08-interfaces": ("InterfaceImportForm", {"type": "InterfaceTypeChoices"}),
+    "09-cables": ("CableImportForm", {"type": "CableTypeChoices", "status": "LinkStatusChoices",
+                                      "length_unit": "CableLengthUnitChoices"}),
+    "10-rirs": ("RIRImportForm", {}),
+    "11-asns": ("ASNImportForm", {}),
+    "12-vlan-groups": ("VLANGroupImportForm", {}),
+    "13-vlans": ("VLANImportForm", {"status": "VLANStatusChoices"}),
+    "14-prefixes": ("PrefixImportForm", {"status": "PrefixStatusChoices"}),
+    "15-ip-addresses": ("IPAddressImportForm", {"status": "IPAddressStatusChoices", "role": "IPAddressRoleChoices"}),
+}
+
+
+def form_fields(form: str) -> set[str]:
+    """A form's fields, with those of its bases found in the source (CSVModelForm adds ``id``), in every release."""
+    def fields(release: dict[str, Any], name: str) -> set[str]:
+        entry = release["import_forms"].get(name)
+        if entry is None:
+            return set()
+        return set(entry["fields"]).union(*(fields(release, base) for base in entry["bases"]))
+
+    return set.intersection(*(fields(release, form) for release in RELEASES.values()))
+
+
+def choices(name: str) -> set[str]:
+    """The values every release allows."""
+    return set.intersection(*({str(v) for v in release["choices"][name]} for release in RELEASES.values()))
+
+
+def test_both_releases_are_read() -> None:
+    assert set(RELEASES) == {"netbox-v4.6.8", "netbox-4.7.3"}
+    assert all(len(r["choices"]["InterfaceTypeChoices"]) > 200 for r in RELEASES.values())
+
+
+@cache
+def netbox_set(spec: str) -> dict[str, Any]:
+    """The spec's NetBox files: each CSV (parts joined) as rows, the device types as YAML documents."""
+    files: dict[str, Any] = {}
+    for a in render_spec(compile_spec(INVENTORIES / f"{spec}.yaml"), ("netbox",)):
+        if a.path.endswith(".yaml"):
+            files["05-device-types"] = list(yaml.safe_load_all(a.content))
+            continue
+        name = re.sub(r"-part\d{3}$", "", a.path.removeprefix("netbox/").removesuffix(".csv"))
+        files.setdefault(name, []).extend(csv.DictReader(io.StringIO(a.content.decode())))
+    return files
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> None:
+    files = netbox_set(spec)
+    assert set(files) <= {*FILES, "05-device-types"}
+    for name, rows in files.items():
+        if name == "05-device-types":
+            continue
+        form, choice_columns = FILES[name]
+        fields = form_fields(form)
+        assert "id" in fields and set(rows[0]) <= fields, f"{name}: not fields of {form}: {set(rows[0]) - fields}"
+        for column, choice_set in choice_columns.items():
+            used = {r[column] for r in rows if r[column]}
+            assert used <= choices(choice_set), f"{name}.{column}: {used - choices(choice_set)} not in {choice_set}"
+    type_fields = form_fields("DeviceTypeImportForm")
+    template_fields = form_fields("InterfaceTemplateImportForm")
+    for doc in files["05-device-types"]:
+        assert set(doc) - {"interfaces"} <= type_fields
+        for template in doc["interfaces"]:
+            assert set(template) <= template_fields
+            assert template["type"] in choices("InterfaceTypeChoices"), template
+
+
+def test_catalog_netbox_values_are_netbox_choices() -> None:
+    """Every slug the shipped catalog and the cage table can emit, not only those the examples use."""
+    assert {m.netbox_type for m in catalog.media(None)} <= choices("CableTypeChoices")
+    assert {s.netbox_interface_type for s in catalog.speeds().values()} <= choices("InterfaceTypeChoices")
+    table = netbox.interface_types()
+    assert {t for types in table.values() for t in types.values()} <= choices("InterfaceTypeChoices")
+    forms = {g["form_factor"] for sw in catalog.shipped("switches").entries.values() for g in sw["port_groups"]}
+    forms |= {n["form_factor"] for n in catalog.shipped("nics").entries.values() if n.get("form_factor")}
+    assert forms <= set(table), f"cages with no NetBox type: {forms - set(table)}"
+    assert all(re.fullmatch("[0-9a-f]{6}", c) for c in netbox.ROLE_COLOURS.values())
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_reference_is_made_by_an_earlier_file(spec: str) -> None:
+    f = netbox_set(spec)
+    site = f["01-sites"][0]["name"]
+    locations = {(r["site"], r["name"]) for r in f["02-locations"]}
+    manufacturers = {r["name"] for r in f["03-manufacturers"]}
+    roles = {r["name"] for r in f["04-device-roles"]}
+    types = {(d["manufacturer"], d["model"]): d for d in f["05-device-types"]}
+    assert {d["manufacturer"] for d in types.values()} <= manufacturers
+    racks = {(r["location"], r["name"]) for r in f["06-racks"]}
+    assert {(r["site"], r["location"]) for r in f["06-racks"]} <= locations
+    templated: dict[tuple[str, str], dict[str, Any]] = {}
+    for device in f["07-devices"]:
+        assert device["site"] == site and device["role"] in roles
+        assert (device["manufacturer"], device["device_type"]) in types
+        assert not device["rack"] or (device["location"], device["rack"]) in racks
+        for template in types[(device["manufacturer"], device["device_type"])]["interfaces"]:
+            templated[(device["name"], template["name"])] = template
+    imported = {(r["device"], r["name"]) for r in f.get("08-interfaces", [])}
+    assert not imported & set(templated), "an imported interface collides with a device-type template"
+    interfaces = imported | set(templated)
+    ends = Counter()
+    for cable in f["09-cables"]:
+        for side in ("a", "b"):
+            end = (cable[f"side_{side}_device"], cable[f"side_{side}_name"])
+            assert end in templated, f"cable {cable['label']}: {end} is no device's interface"
+            ends[end] += 1
+    assert max(ends.values()) == 1, "an interface takes one cable"
+    assert {r["rir"] for r in f.get("11-asns", [])} <= {r["name"] for r in f.get("10-rirs", [])}
+    assert {r["group"] for r in f.get("13-vlans", [])} <= {r["name"] for r in f.get("12-vlan-groups", [])}
+    for ip in f.get("15-ip-addresses", []):
+        assert (ip["device"], ip["interface"]) in interfaces, ip
+        assert "/" in ip["address"], "NetBox needs a prefix length"
+    for kind in ("is_primary", "is_oob"):
+        marked = Counter(ip["device"] for ip in f.get("15-ip-addresses", []) if ip[kind] == "true")
+        assert not marked or max(marked.values()) == 1, f"{kind}: one per device"
+
+
+def test_h100_interfaces_are_typed_by_cage_and_bmc_ports_are_management() -> None:
+    f = netbox_set("h100-4su")
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    templates = {(d["model"], t["name"]): t for d in f["05-device-types"] for t in d["interfaces"]}
+    devices = {d["name"]: d["device_type"] for d in f["07-devices"]}
+    qsfp112 = 0
+    for node in topology.cluster.nodes:
+        profile = node.profile
+        assert templates[(profile.name, profile.bmc.port)]["mgmt_only"] is True
+        for nic in (*profile.compute, *profile.storage, *profile.inband):
+            template = templates.get((devices[node.name], nic.port))
+            form = topology.cluster.nic_models[nic.model].form_factor
+            if template is not None and form == "QSFP112":
+                assert template["type"] == "400gbase-x-qsfp112", (nic, template)
+                qsfp112 += 1
+    assert qsfp112, "h100-4su cables QSFP112 ports (BlueField-3)"
+    # every switch's management port is a management-only template
+    mgmt = [t for (model, _), t in templates.items() if t["mgmt_only"] and model not in
+            {n.profile.name for n in topology.cluster.nodes}]
+    assert mgmt and all(t["type"] == "1000base-t" for t in mgmt)
+    oob = {ip["device"] for ip in f["15-ip-addresses"] if ip["is_oob"] == "true"}
+    primary = {ip["device"] for ip in f["15-ip-addresses"] if ip["is_primary"] == "true"}
+    plans = topology.addresses.values()
+    assert set().union(*(p.management for p in plans)) <= oob
+    assert set().union(*(p.loopbacks for p in plans)) <= primary
+    bmc = {node for ft in topology.fabrics if ft.fabric.role.value == "oob"
+           for s in topology.addresses[ft.fabric.name].hosts for node, _, _ in s.hosts}
+    assert bmc and bmc <= oob, "every node's BMC address is its out-of-band IP"
+
+
+def test_large_files_are_split_under_the_paste_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netbox, "CHUNK_ROWS", 100)
+    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    parts = sorted(a.path for a in netbox.render(topology) if a.path.startswith("netbox/09-cables"))
+    assert parts[0] == "netbox/09-cables-part001.csv" and len(parts) == -(-len(topology.cables) // 100)
+    sizes = [len(a.content) for a in netbox.render(topology)]
+    assert max(sizes) < 2_621_440, "NetBox's DATA_UPLOAD_MAX_MEMORY_SIZE default"
