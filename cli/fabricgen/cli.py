@@ -2,8 +2,8 @@
 
 Each command is a thin shell over the pipeline, the output directory or its feature's command module (verify:
 :mod:`fabricgen.features.infiniband.verify`, explain: :mod:`fabricgen.features.topology.explain`, apply --cloud:
-:mod:`fabricgen.features.cloud.deploy`). Its ~560 lines are the seven commands and the printers of their reports,
-kept in one module because only this module may touch the console.
+:mod:`fabricgen.features.cloud.deploy`, lab: :mod:`fabricgen.features.lab.run`). Its ~650 lines are the commands
+and the printers of their reports, kept in one module because only this module may touch the console.
 
 Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
 (plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
@@ -40,6 +40,7 @@ from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
 from fabricgen.features.infiniband.verify import IbSpeed, VerifyError, compare, planned_rates, report_to_json
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
+from fabricgen.features.lab import run as lab_run
 from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
@@ -571,6 +572,92 @@ def init(
     err.print(
         f"wrote {_safe(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
     )
+
+
+lab_app = typer.Typer(no_args_is_help=True, help="Run the routed Ethernet fabrics in network namespaces (root).")
+app.add_typer(lab_app, name="lab")
+LabFabricOpt = Annotated[str | None, typer.Option("--fabric", help="Routed Ethernet fabric [default: all].")]
+
+
+def _lab(action: Any) -> None:
+    """A lab command's errors: one report, exit 1, never a traceback (the lab writes nothing to OUT)."""
+    try:
+        action()
+    except FabricgenError as exc:
+        err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
+        _fail(EXIT_ERROR)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
+        _fail(EXIT_ERROR)
+    except KeyboardInterrupt:
+        err.print("interrupted: `fabricgen lab down` removes what was made")
+        _fail(EXIT_INTERRUPTED)
+
+
+@lab_app.command("up")
+def lab_up(
+    spec: SpecArg,
+    out_dir: OutOpt = None,
+    fabric: LabFabricOpt = None,
+    sample: Annotated[int, typer.Option("--sample", help="Hosts per leaf (storage servers always).")] = 1,
+) -> None:
+    """Build each routed fabric in network namespaces from the artifacts in OUT: every switch (FRR from its
+    configuration's read-back) and SAMPLE hosts per leaf (from their netplan). Again: unchanged, or rebuilt when
+    OUT changed."""
+
+    def action() -> None:
+        compiled = _compile(spec)
+        for fl in lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample):
+            out.print(f"fabric {_safe(fl.lab.fabric)}: {_safe(lab_run.up(fl))}", soft_wrap=True)
+
+    _lab(action)
+
+
+@lab_app.command("check")
+def lab_check(
+    spec: SpecArg,
+    out_dir: OutOpt = None,
+    fabric: LabFabricOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+) -> None:
+    """Check each running lab: BGP sessions, each switch's routes and ECMP width, every sampled host reaching the
+    others, the storage servers and its gateways at the planned MTU with DF set. Exit 0 only if all hold."""
+    holder: dict[str, bool] = {"clean": False}
+
+    def action() -> None:
+        compiled = _compile(spec)
+        sample = lab_run.recorded_sample(compiled.topology, fabric) or 1
+        reports = [lab_run.run_check(fl) for fl in
+                   lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample)]
+        holder["clean"] = all(not r.failures for r in reports)
+        if as_json:
+            sys.stdout.write(json.dumps([{"fabric": r.fabric, "failures": list(r.failures), "notes": list(r.notes),
+                                          "counts": dict(r.counts)} for r in reports], indent=2) + "\n")
+            return
+        for r in reports:
+            for line in r.failures:
+                out.print(f"[red]FAIL[/] {_safe(line)}", soft_wrap=True)
+            for line in r.notes:
+                out.print(f"[dim]note: {_safe(line)}[/]", soft_wrap=True)
+            c = r.counts
+            verdict = "[bold green]all hold[/]" if not r.failures else f"[bold red]{len(r.failures)} failures[/]"
+            out.print(f"fabric {_safe(r.fabric)}: {c['switches']} switches, {c['sessions']} sessions, "
+                      f"{c['routes']} routes, {c['hosts']} hosts ({c['addresses']} addresses): {verdict}")
+
+    _lab(action)
+    _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
+
+
+@lab_app.command("down")
+def lab_down(spec: SpecArg, fabric: LabFabricOpt = None) -> None:
+    """Remove each fabric's lab: the namespaces and FRR daemons its state file records, and nothing else."""
+
+    def action() -> None:
+        compiled = _compile(spec)
+        for name, removed in lab_run.down(compiled.topology, fabric).items():
+            out.print(f"fabric {_safe(name)}: " + (f"removed {len(removed)} namespaces" if removed else "no lab ran"))
+
+    _lab(action)
 
 
 def _version_callback(value: bool) -> None:
