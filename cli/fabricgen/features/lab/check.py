@@ -108,8 +108,20 @@ def _sessions(switches: Mapping[str, SwitchRouting]) -> dict[str, list[tuple[Bgp
     return out
 
 
-def expected_routes(switches: Mapping[str, SwitchRouting]) -> dict[str, dict[IPv4Network, Expected]]:
-    """Per switch, per prefix another switch originates, the sessions eBGP installs it over (pure).
+def unannounced(lab: LabFabric, switches: Mapping[str, SwitchRouting],
+                planned: Mapping[str, Sequence[IPv4Network]]) -> Iterator[str]:
+    """Every prefix the plan gives a switch (its loopback, its host subnets) that its configuration does not
+    originate into BGP (pure)."""
+    for name, prefixes in planned.items():
+        for prefix in prefixes:
+            if prefix not in switches[name].networks:
+                yield f"fabric {lab.fabric}: {name}: announces no network {prefix}, which the plan gives it"
+
+
+def expected_routes(switches: Mapping[str, SwitchRouting], planned: Mapping[str, Sequence[IPv4Network]] | None = None
+                    ) -> dict[str, dict[IPv4Network, Expected]]:
+    """Per switch, per prefix the plan has another switch originate (``planned``; default: what each configuration
+    originates), the sessions eBGP installs it over (pure).
 
     Each switch advertises its best path with its ASN prepended; a switch drops a path carrying its own ASN more
     often than its allowas-in; it installs every session offering a shortest path (multipath; without
@@ -118,6 +130,7 @@ def expected_routes(switches: Mapping[str, SwitchRouting]) -> dict[str, dict[IPv
     sessions = _sessions(switches)
     out: dict[str, dict[IPv4Network, Expected]] = {name: {} for name in switches}
     for origin, o in switches.items():
+        originated = tuple(planned.get(origin, ())) if planned is not None else o.networks
         best: dict[str, tuple[int, ...]] = {origin: ()}
         frontier = [origin]
         while frontier:
@@ -134,12 +147,12 @@ def expected_routes(switches: Mapping[str, SwitchRouting]) -> dict[str, dict[IPv
                 path = min(p for p, _ in got)
                 best[y] = path
                 via = [n for p, n in got if switches[y].multipath_relax or p[0] == path[0]]
-                for prefix in o.networks:
+                for prefix in originated:
                     out[y][prefix] = Expected(origin, tuple(sorted(via, key=lambda n: n.address)))
             frontier = sorted(offers)
         for y in switches:
             if y not in best:
-                for prefix in o.networks:
+                for prefix in originated:
                     out[y][prefix] = Expected(origin, ())
     return out
 

@@ -209,12 +209,12 @@ def _daemon_pid(pidfile: Path) -> int | None:
     return None
 
 
-def stop_daemon(pidfile: Path) -> None:
-    """SIGTERM to the FRR daemon a pid file names, if it still runs."""
+def stop_daemon(pidfile: Path, how: signal.Signals = signal.SIGTERM) -> None:
+    """SIGTERM (or ``how``) to the FRR daemon a pid file names, if it still runs."""
     pid = _daemon_pid(pidfile)
     if pid is not None:
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, how)
 
 
 @dataclass(frozen=True)
@@ -248,9 +248,14 @@ def down(state_dir: Path) -> list[str]:
     found = recorded(state_dir)
     namespaces = [n for n in (found[0] if found else []) if n.startswith(PREFIX)]
     existing = set(_run(["ip", "netns", "list"]).split())
-    for namespace in namespaces:
-        for pidfile in sorted((state_dir / namespace).glob("*.pid")):
-            stop_daemon(pidfile)
+    pidfiles = [p for namespace in namespaces for p in sorted((state_dir / namespace).glob("*.pid"))]
+    for pidfile in pidfiles:
+        stop_daemon(pidfile)
+    deadline = time.monotonic() + 10  # gone when down returns: SIGKILL to a daemon still there after 10 s
+    while (left := [p for p in pidfiles if _daemon_pid(p) is not None]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pidfile in left:
+        stop_daemon(pidfile, signal.SIGKILL)
     removed = []
     for namespace in namespaces:
         if namespace in existing:

@@ -11,6 +11,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from ipaddress import IPv4Interface, IPv4Network
 from pathlib import Path
 
 from fabricgen.core.errors import ConfigReadError, LabError
@@ -34,6 +35,7 @@ class FabricLab:
     hosts: Mapping[str, tuple[HostInterface, ...]]
     state_dir: Path
     key: str
+    planned: Mapping[str, tuple[IPv4Network, ...]]  # what the address plan has each switch announce
     left_out: tuple[str, ...] = ()  # sampled hosts without a netplan file for this fabric (BMCs: the site's DHCP)
 
 
@@ -113,6 +115,17 @@ def _hosts(ft: FabricTopology, out_dir: Path, sampled: Sequence[str], problems: 
     return found, left_out
 
 
+def planned_networks(topology: Topology, ft: FabricTopology) -> dict[str, tuple[IPv4Network, ...]]:
+    """Each switch's prefixes by the address plan: its loopback, then the host subnets it is the gateway of."""
+    plan = topology.addresses.get(ft.fabric.name)
+    out: dict[str, tuple[IPv4Network, ...]] = {}
+    for sw in ft.switches:
+        loopback = [IPv4Interface(plan.loopbacks[sw.name]).network] if plan and sw.name in plan.loopbacks else []
+        subnets = [IPv4Network(h.network) for h in (plan.hosts if plan else ()) if h.leaf == sw.name]
+        out[sw.name] = (*loopback, *subnets)
+    return out
+
+
 def _key(sample: int, lab: LabFabric, switches: Mapping[str, SwitchRouting],
          hosts: Mapping[str, tuple[HostInterface, ...]]) -> str:
     """What a running lab was built from: the sample and a digest of everything configured."""
@@ -139,7 +152,7 @@ def labs(topology: Topology, out_dir: Path, fabric: str | None, sample: int) -> 
             problems.append(str(exc))
             continue
         out.append(FabricLab(lab, switches, hosts, RUN_DIR / lab_id(cluster, ft.fabric.name),
-                             _key(sample, lab, switches, hosts), tuple(left_out)))
+                             _key(sample, lab, switches, hosts), planned_networks(topology, ft), tuple(left_out)))
     if problems:
         raise ConfigReadError("\n".join(problems))
     return out
@@ -189,13 +202,16 @@ def run_check(fl: FabricLab, settle_s: float = 60) -> CheckReport:
     expected_sessions = {name: sum(not n.shutdown for n in s.neighbors) for name, s in fl.switches.items()}
     netns.wait_established(fl.lab, fl.state_dir, expected_sessions, settle_s)
     failures = list(check.unsessioned_cables(fl.lab, fl.switches))
+    failures += check.unannounced(fl.lab, fl.switches, fl.planned)
     failures += check.session_failures(fl.lab, fl.switches, fl.state_dir)
-    expected = check.expected_routes(fl.switches)
-    deadline = time.monotonic() + settle_s
-    while True:  # the RIB settles a moment after the sessions
+    expected = check.expected_routes(fl.switches, fl.planned)
+    deadline, seen, same = time.monotonic() + settle_s, None, 0
+    while True:  # the RIB settles a moment after the sessions: until no failure, or the same ones three times
         routes = list(check.route_failures(fl.lab, fl.switches, fl.state_dir, expected))
-        if not routes or time.monotonic() > deadline or failures:
+        same = same + 1 if routes == seen else 0
+        if not routes or same >= 2 or time.monotonic() > deadline:
             break
+        seen = routes
         time.sleep(1)
     failures += routes
     failures += check.reach_failures(fl.lab, fl.hosts)
