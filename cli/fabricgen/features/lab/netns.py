@@ -88,7 +88,10 @@ def switch_batch(switch: SwitchRouting, cabled: set[str]) -> str:
         lines += [f"link add {vlan.name} type bridge", f"link set {vlan.name} mtu {vlan.mtu}"]
         lines += [f"link set {m} master {vlan.name}" for m in vlan.members if m in cabled]
         lines += [f"address add {a} dev {vlan.name}" for a in vlan.addresses]
-        lines.append(f"link set {vlan.name} up")
+        # SONiC's SVI is oper-up only with a member up; an empty Linux bridge would be up and announced regardless.
+        # Members the lab leaves uncabled (hosts not sampled) count as up, as their hosts would be.
+        if vlan.members:
+            lines.append(f"link set {vlan.name} up")
     return "\n".join(lines) + "\n"
 
 
