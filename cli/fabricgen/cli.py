@@ -36,6 +36,7 @@ from fabricgen.core.errors import (
 from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
+from fabricgen.features.ethernet import lldp as lldp_tables
 from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
 from fabricgen.features.infiniband.verify import IbSpeed, VerifyError, compare, planned_rates, report_to_json
 from fabricgen.features.infiniband.verify import Report as VerifyReport
@@ -434,15 +435,21 @@ def _print_summary(s: dict[str, Any]) -> None:
 def verify(
     spec: SpecArg,
     ibnetdiscover: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--ibnetdiscover",
             help="Saved output of `ibnetdiscover` or `ibnetdiscover -p` ('-' reads stdin).",
             show_default=False,
         ),
-    ],
+    ] = None,
+    lldp: Annotated[
+        Path | None,
+        typer.Option("--lldp", help="LLDP neighbour tables (`lldpctl -f json` or SONiC `show lldp table`): a file "
+                                    "or a directory of files named <device>.json/.txt.", show_default=False),
+    ] = None,
+    out_dir: OutOpt = None,
     fabric: Annotated[
-        str | None, typer.Option("--fabric", help="InfiniBand fabric to check (needed when the spec has several).")
+        str | None, typer.Option("--fabric", help="Fabric to check (needed when the spec has several).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
     speed_as: Annotated[
@@ -456,19 +463,28 @@ def verify(
         ),
     ] = None,
 ) -> None:
-    """Compare a discovered InfiniBand fabric with the plan: missing, unexpected and miswired links by cable label
-    and port, devices whose NodeDescription or GUID differ, links at the wrong width or speed. Exit 0 only when
-    the fabric matches the plan, 1 on any mismatch or error."""
-    holder: dict[str, VerifyReport] = {}
+    """Compare a discovered fabric with the plan. InfiniBand (--ibnetdiscover): missing, unexpected and miswired
+    links by cable label and port, devices whose NodeDescription or GUID differ, links at the wrong width or speed.
+    Ethernet (--lldp, switch port names read from OUT's configurations): missing, miswired and unexpected
+    neighbours by cable label and both planned ends. Exit 0 only when the fabric matches the plan, 1 on any
+    mismatch or error."""
+    holder: dict[str, bool] = {"clean": False}
 
     def action() -> None:
+        if (ibnetdiscover is None) == (lldp is None):
+            raise VerifyError("give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|DIR (Ethernet)")
         compiled = _compile(spec)
+        if lldp is not None:
+            holder["clean"] = _verify_lldp(compiled, lldp, _out_dir(compiled, out_dir), fabric, as_json)
+            return
+        assert ibnetdiscover is not None
         ft = _ib_fabric(compiled, fabric)
         text = _read_discovery(ibnetdiscover)
         found = parse_ibnetdiscover(text)
         rates = planned_rates(ft.fabric, speed_as.value if speed_as else None)
         width, speed = rates[ft.fabric.speed.name]
-        report = holder["report"] = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        report = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        holder["clean"] = report.clean
         if as_json:
             data = report_to_json(report)
             data = {"spec": str(spec), "ibnetdiscover": str(ibnetdiscover), "form": found.form,
@@ -479,7 +495,37 @@ def verify(
             _print_verify(report, f"{width}{speed}")
 
     _run(action)
-    _fail(EXIT_OK if holder["report"].clean else EXIT_ERROR)
+    _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
+
+
+def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | None, as_json: bool) -> bool:
+    """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
+    fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    found = {}
+    for f in files:
+        found[f.stem] = lldp_tables.parse(str(f), _read_discovery(f, "the LLDP table"))
+    planned: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
+        [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
+        planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
+    findings = list(lldp_tables.compare(planned, found))
+    if as_json:
+        sys.stdout.write(json.dumps({"devices": sorted(found), "findings": [
+            {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
+            indent=2) + "\n")
+        return not findings
+    if findings:
+        table = Table(title="LLDP: differences from the plan")
+        for column in ("kind", "cable", "planned", "found"):
+            table.add_column(column, overflow="fold")
+        for f in findings:
+            table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(f.found))
+        out.print(table)
+    ports = sum(len(n) for n in found.values())
+    verdict = "the cabling matches the plan" if not findings else f"{len(findings)} differences"
+    out.print(f"LLDP: {len(found)} devices, {ports} neighbours: {verdict}.")
+    return not findings
 
 
 def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
@@ -501,7 +547,7 @@ def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
 MAX_DISCOVERY_BYTES = 512 * 1024 * 1024  # ibnetdiscover of a 64k-GPU fabric is ~100 MB
 
 
-def _read_discovery(path: Path) -> str:
+def _read_discovery(path: Path, what: str = "the ibnetdiscover output") -> str:
     """The saved discovery, from a file or stdin, read to a hard limit whatever the file is."""
     try:
         if str(path) == "-":
@@ -511,9 +557,9 @@ def _read_discovery(path: Path) -> str:
         else:
             data = read_bounded(path, MAX_DISCOVERY_BYTES)
     except TooLargeError as exc:
-        raise VerifyError(exc.describe(f"the ibnetdiscover output {path}")) from exc
+        raise VerifyError(exc.describe(f"{what} {path}")) from exc
     except OSError as exc:
-        raise VerifyError(f"cannot read the ibnetdiscover output {path}: {exc.strerror or exc}") from exc
+        raise VerifyError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     return data.decode("utf-8", errors="replace")
 
 

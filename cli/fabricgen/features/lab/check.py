@@ -6,7 +6,8 @@
   eBGP's own rules (:func:`expected_routes`), against FRR's RIB: every leaf's prefixes on every other switch over
   every session that carries a shortest path (a leaf: all its uplink sessions), a prefix eBGP's loop prevention
   drops (a spine's loopback on the other spines of its AS) absent;
-- reachability: every sampled host's every address reaches every other sampled host's, and its gateways, with a
+- reachability: every sampled host's every address reaches every other sampled host's, its gateways and every
+  leaf's pod gateway, with a
   ping of the planned MTU and DF set; one byte more is refused (DF honoured, nothing fragments).
 """
 
@@ -212,9 +213,11 @@ def _sources(hosts: Mapping[str, Sequence[HostInterface]]) -> list[_Source]:
     return [_Source(h, i, a.ip) for h, interfaces in hosts.items() for i in interfaces for a in i.addresses]
 
 
-def reach_failures(lab: LabFabric, hosts: Mapping[str, Sequence[HostInterface]]) -> Iterator[str]:
-    """Every source address of every sampled host to every address of every other sampled host and to its own
-    gateways, at its interface's MTU with DF set; and one byte above it from each source, which must fail."""
+def reach_failures(lab: LabFabric, hosts: Mapping[str, Sequence[HostInterface]],
+                   also: Sequence[tuple[IPv4Address, str]] = ()) -> Iterator[str]:
+    """Every source address of every sampled host to every address of every other sampled host, to its own
+    gateways and to ``also`` (the leaves' pod gateways), at its interface's MTU with DF set; and one byte above it
+    from each source, which must fail."""
     sources = _sources(hosts)
     jobs: list[tuple[netns.Ping, bool, str]] = []
     for src in sources:
@@ -223,6 +226,7 @@ def reach_failures(lab: LabFabric, hosts: Mapping[str, Sequence[HostInterface]])
         gateways = sorted({r.via for r in src.interface.routes if r.via is not None})
         targets = [(g, f"its gateway {g}") for g in gateways]
         targets += [(d.address, f"{d.host} {d.interface.name} {d.address}") for d in sources if d.host != src.host]
+        targets += list(also)
         jobs += [(netns.Ping(namespace, src.address, t, mtu), True, what) for t, what in targets]
         if targets:
             jobs.append((netns.Ping(namespace, src.address, targets[0][0], mtu + 1), False, targets[0][1]))

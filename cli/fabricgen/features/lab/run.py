@@ -11,7 +11,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
 from fabricgen.core.errors import ConfigReadError, LabError
@@ -36,6 +36,7 @@ class FabricLab:
     state_dir: Path
     key: str
     planned: Mapping[str, tuple[IPv4Network, ...]]  # what the address plan has each switch announce
+    pod_gateways: tuple[tuple[IPv4Address, str], ...]  # each leaf's pod gateway, every host must reach
     left_out: tuple[str, ...] = ()  # sampled hosts without a netplan file for this fabric (BMCs: the site's DHCP)
 
 
@@ -116,14 +117,21 @@ def _hosts(ft: FabricTopology, out_dir: Path, sampled: Sequence[str], problems: 
 
 
 def planned_networks(topology: Topology, ft: FabricTopology) -> dict[str, tuple[IPv4Network, ...]]:
-    """Each switch's prefixes by the address plan: its loopback, then the host subnets it is the gateway of."""
+    """Each switch's prefixes by the address plan: its loopback, the host subnets and pod ranges it is the gateway
+    of."""
     plan = topology.addresses.get(ft.fabric.name)
     out: dict[str, tuple[IPv4Network, ...]] = {}
     for sw in ft.switches:
         loopback = [IPv4Interface(plan.loopbacks[sw.name]).network] if plan and sw.name in plan.loopbacks else []
         subnets = [IPv4Network(h.network) for h in (plan.hosts if plan else ()) if h.leaf == sw.name]
+        subnets += [IPv4Network(p.network) for p in (plan.pods if plan else ()) if p.leaf == sw.name]
         out[sw.name] = (*loopback, *subnets)
     return out
+
+
+def _pod_gateways(topology: Topology, ft: FabricTopology) -> tuple[tuple[IPv4Address, str], ...]:
+    plan = topology.addresses.get(ft.fabric.name)
+    return tuple((IPv4Address(p.gateway), f"{p.leaf}'s pod gateway {p.gateway}") for p in (plan.pods if plan else ()))
 
 
 def _key(sample: int, lab: LabFabric, switches: Mapping[str, SwitchRouting],
@@ -152,7 +160,8 @@ def labs(topology: Topology, out_dir: Path, fabric: str | None, sample: int) -> 
             problems.append(str(exc))
             continue
         out.append(FabricLab(lab, switches, hosts, RUN_DIR / lab_id(cluster, ft.fabric.name),
-                             _key(sample, lab, switches, hosts), planned_networks(topology, ft), tuple(left_out)))
+                             _key(sample, lab, switches, hosts), planned_networks(topology, ft),
+                             _pod_gateways(topology, ft), tuple(left_out)))
     if problems:
         raise ConfigReadError("\n".join(problems))
     return out
@@ -214,7 +223,7 @@ def run_check(fl: FabricLab, settle_s: float = 60) -> CheckReport:
         seen = routes
         time.sleep(1)
     failures += routes
-    failures += check.reach_failures(fl.lab, fl.hosts)
+    failures += check.reach_failures(fl.lab, fl.hosts, fl.pod_gateways)
     notes = list(check.capped(fl.switches, expected))
     notes += [f"{h}: no netplan file for fabric {fl.lab.fabric} in OUT: not in the lab" for h in fl.left_out]
     sessions = sum(expected_sessions.values())
