@@ -502,9 +502,7 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
     """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
     fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
-    found = {}
-    for f in files:
-        found[f.stem] = lldp_tables.parse(str(f), _read_discovery(f, "the LLDP table"))
+    found = {file.stem: lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table")) for file in files}
     planned: dict[tuple[str, str], tuple[str, str, str]] = {}
     for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]

@@ -135,8 +135,8 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
     a swap of two cables names exactly those two cables, each from both its ends where both have tables."""
     seen: dict[tuple[str, str], Neighbor] = {}
     for device, neighbors in found.items():
-        for n in neighbors:
-            seen[(device, n.local_port)] = n
+        for entry in neighbors:
+            seen[(device, entry.local_port)] = entry
     reported: set[str] = set()
     for (device, port), (peer, peer_port, label) in sorted(planned.items()):
         if device not in found:

@@ -233,7 +233,8 @@ def reach_failures(lab: LabFabric, hosts: Mapping[str, Sequence[HostInterface]],
     answers = netns.pings([j for j, _, _ in jobs])
     # a first echo can die in a neighbour table still resolving (its queue holds few jumbo frames): once more,
     # three echoes, before an unanswered one counts
-    again = [n for n, ((_, should, _), answered) in enumerate(zip(jobs, answers, strict=True)) if should and not answered]
+    again = [n for n, ((_, should, _), answered) in enumerate(zip(jobs, answers, strict=True))
+             if should and not answered]
     for n, answered in zip(again, netns.pings([jobs[n][0] for n in again], count=3), strict=True):
         answers[n] = answered
     for (job, should, what), answered in zip(jobs, answers, strict=True):

@@ -93,7 +93,8 @@ def lab_fabric(cluster: str, ft: FabricTopology, switches: Mapping[str, SwitchRo
     host_ns = {name: f"{PREFIX}{tag}-h{n}" for n, name in enumerate(hosts)}
     ports = {(s.name, p.panel): p.name for s in switches.values() for p in s.ports}
     labels = _labels(cables)
-    veths, problems = [], []
+    veths: list[Veth] = []
+    problems: list[str] = []
     for link in ft.links:
         if link.tier == NODE_LEAF and link.a.device not in host_ns:
             continue

@@ -75,7 +75,8 @@ def test_lldp_matches_and_names_a_swap(tmp_path: Path) -> None:
     kinds = sorted((f["kind"], f["cable"].split()[0]) for f in report["findings"])
     labels = {ends[("storage-leaf001", leaf[i][0])][2].split()[0] for i in (a, b)}
     assert [k for k in kinds if k[0] == "miswired"] == sorted(("miswired", c) for c in labels for _ in range(2))
-    assert [k for k in kinds if k[0] == "missing"] == [("missing", ends[("storage-leaf001", leaf[host][0])][2].split()[0])]
+    dark = ends[("storage-leaf001", leaf[host][0])][2].split()[0]
+    assert [k for k in kinds if k[0] == "missing"] == [("missing", dark)]
     assert len(kinds) == 5
 
 
@@ -93,4 +94,5 @@ def test_garbage_is_not_lldp_output(tmp_path: Path) -> None:
 def test_verify_needs_one_source() -> None:
     result = CliRunner().invoke(app, ["verify", str(SPEC)])
     assert result.exit_code == 1
-    assert "give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|DIR (Ethernet)" in " ".join(result.output.split())
+    text = " ".join(result.output.split())
+    assert "give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|DIR (Ethernet)" in text

@@ -393,7 +393,8 @@ def switch_blocks(view: SwitchView) -> list[Block]:
         vlan.add("interface", svi, "ip", "address", str(gateway))
         if view.pod_gateway:  # the pods' gateway, announced like the host subnet
             pods = ipaddress.ip_network(view.pod_subnet)
-            vlan.comments.append(f"SVI {svi} {view.pod_gateway}/{pods.prefixlen} is the pods' gateway on {pods} (pods on the hosts' VFs).")
+            vlan.comments.append(f"SVI {svi} {view.pod_gateway}/{pods.prefixlen} is the pods' gateway on {pods} "
+                                 "(pods on the hosts' VFs).")
             vlan.add("interface", svi, "ip", "address", f"{view.pod_gateway}/{pods.prefixlen}")
         blocks.append(vlan)
 
