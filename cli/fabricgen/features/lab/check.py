@@ -6,8 +6,8 @@
   eBGP's own rules (:func:`expected_routes`), against FRR's RIB: every leaf's prefixes on every other switch over
   every session that carries a shortest path (a leaf: all its uplink sessions), a prefix eBGP's loop prevention
   drops (a spine's loopback on the other spines of its AS) absent;
-- reachability: every sampled host's every address reaches every other sampled host's, its gateways and every
-  leaf's pod gateway, with a
+- reachability: every sampled host's every address reaches every other sampled host's, its gateways, every
+  switch's loopback and every leaf's pod gateway, with a
   ping of the planned MTU and DF set; one byte more is refused (DF honoured, nothing fragments).
 """
 
@@ -216,7 +216,7 @@ def _sources(hosts: Mapping[str, Sequence[HostInterface]]) -> list[_Source]:
 def reach_failures(lab: LabFabric, hosts: Mapping[str, Sequence[HostInterface]],
                    also: Sequence[tuple[IPv4Address, str]] = ()) -> Iterator[str]:
     """Every source address of every sampled host to every address of every other sampled host, to its own
-    gateways and to ``also`` (the leaves' pod gateways), at its interface's MTU with DF set; and one byte above it
+    gateways and to ``also`` (the switches' loopbacks, the leaves' pod gateways), at its interface's MTU with DF set; and one byte above it
     from each source, which must fail."""
     sources = _sources(hosts)
     jobs: list[tuple[netns.Ping, bool, str]] = []

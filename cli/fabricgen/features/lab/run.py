@@ -36,7 +36,7 @@ class FabricLab:
     state_dir: Path
     key: str
     planned: Mapping[str, tuple[IPv4Network, ...]]  # what the address plan has each switch announce
-    pod_gateways: tuple[tuple[IPv4Address, str], ...]  # each leaf's pod gateway, every host must reach
+    also_reach: tuple[tuple[IPv4Address, str], ...]  # every switch's loopback and leaf's pod gateway
     left_out: tuple[str, ...] = ()  # sampled hosts without a netplan file for this fabric (BMCs: the site's DHCP)
 
 
@@ -129,9 +129,14 @@ def planned_networks(topology: Topology, ft: FabricTopology) -> dict[str, tuple[
     return out
 
 
-def _pod_gateways(topology: Topology, ft: FabricTopology) -> tuple[tuple[IPv4Address, str], ...]:
+def _switch_targets(topology: Topology, ft: FabricTopology) -> tuple[tuple[IPv4Address, str], ...]:
+    """What every host must reach on the switches: each switch's loopback (the hosts route the loopback pool to
+    their leaf) and each leaf's pod gateway."""
     plan = topology.addresses.get(ft.fabric.name)
-    return tuple((IPv4Address(p.gateway), f"{p.leaf}'s pod gateway {p.gateway}") for p in (plan.pods if plan else ()))
+    if plan is None:
+        return ()
+    loopbacks = [(IPv4Address(ip), f"{name}'s loopback {ip}") for name, ip in plan.loopbacks.items()]
+    return (*loopbacks, *((IPv4Address(p.gateway), f"{p.leaf}'s pod gateway {p.gateway}") for p in plan.pods))
 
 
 def _key(sample: int, lab: LabFabric, switches: Mapping[str, SwitchRouting],
@@ -161,7 +166,7 @@ def labs(topology: Topology, out_dir: Path, fabric: str | None, sample: int) -> 
             continue
         out.append(FabricLab(lab, switches, hosts, RUN_DIR / lab_id(cluster, ft.fabric.name),
                              _key(sample, lab, switches, hosts), planned_networks(topology, ft),
-                             _pod_gateways(topology, ft), tuple(left_out)))
+                             _switch_targets(topology, ft), tuple(left_out)))
     if problems:
         raise ConfigReadError("\n".join(problems))
     return out
@@ -223,7 +228,7 @@ def run_check(fl: FabricLab, settle_s: float = 60) -> CheckReport:
         seen = routes
         time.sleep(1)
     failures += routes
-    failures += check.reach_failures(fl.lab, fl.hosts, fl.pod_gateways)
+    failures += check.reach_failures(fl.lab, fl.hosts, fl.also_reach)
     notes = list(check.capped(fl.switches, expected))
     notes += [f"{h}: no netplan file for fabric {fl.lab.fabric} in OUT: not in the lab" for h in fl.left_out]
     sessions = sum(expected_sessions.values())
