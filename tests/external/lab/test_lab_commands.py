@@ -62,7 +62,7 @@ def test_up_check_down(tools: None) -> None:
     assert code == 0, text
     [report] = json.loads(text[text.index("["):])
     assert report["failures"] == []
-    assert report["counts"] == {"switches": 10, "hosts": 8, "sessions": 768, "routes": 144, "addresses": 16}
+    assert report["counts"] == {"switches": 10, "hosts": 8, "sessions": 768, "routes": 180, "addresses": 16}
     made = _namespaces() - before
     assert len(made) == 18
     pids = [int(p.read_text()) for p in (run.RUN_DIR).glob("*/fg-*/*.pid")]
@@ -73,6 +73,18 @@ def test_up_check_down(tools: None) -> None:
                ("zebra", "bgpd") for pid in pids)
     code, text = _lab("check", str(SPEC), "-o", str(GOLDEN), "--fabric", "storage")
     assert code == 1 and "no lab runs (run `fabricgen lab up`)" in text
+
+
+def test_lab_1su_storage_holds(tools: None) -> None:
+    """A second shape: lab-1su's RoCE storage fabric, 2 leaves and 2 spines, single-homed hosts on split cages."""
+    spec, out = INVENTORIES / "lab-1su.yaml", REPO / "tests/golden/lab-1su"
+    try:
+        code, text = _lab("up", str(spec), "-o", str(out), "--fabric", "storage")
+        assert code == 0 and "4 switches, 2 hosts, 66 cables" in text, text
+        code, text = _lab("check", str(spec), "-o", str(out), "--fabric", "storage")
+        assert code == 0 and "128 sessions, 18 routes, 2 hosts (2 addresses): all hold" in " ".join(text.split()), text
+    finally:
+        _lab("down", str(spec), "--fabric", "storage")
 
 
 def _broken_out(tmp_path: Path) -> Path:
