@@ -216,8 +216,8 @@ def _sources(hosts: Mapping[str, Sequence[HostInterface]]) -> list[_Source]:
 def reach_failures(lab: LabFabric, hosts: Mapping[str, Sequence[HostInterface]],
                    also: Sequence[tuple[IPv4Address, str]] = ()) -> Iterator[str]:
     """Every source address of every sampled host to every address of every other sampled host, to its own
-    gateways and to ``also`` (the switches' loopbacks, the leaves' pod gateways), at its interface's MTU with DF set; and one byte above it
-    from each source, which must fail."""
+    gateways and to ``also`` (the switches' loopbacks, the leaves' pod gateways), at its interface's MTU with DF
+    set; and one byte above it from each source, which must fail."""
     sources = _sources(hosts)
     jobs: list[tuple[netns.Ping, bool, str]] = []
     for src in sources:
