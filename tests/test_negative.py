@@ -111,9 +111,11 @@ def test_cli_validate_json_exit_codes() -> None:
     good = runner.invoke(app, ["validate", "--format", "json", "inventories/lab-1su.yaml"])
     assert good.exit_code == 0, good.output
     (report,) = json.loads(good.stdout)
-    # valid with warnings only: lab-1su's split SN4700 cages (cage-plugs, README "Not yet implemented")
+    # valid with warnings only: lab-1su's split SN4700 cages (cage-plugs, README "Not yet implemented") and its
+    # single storage port per node on a dual-homed fabric (dual-homing)
     assert (report["file"], report["valid"]) == ("inventories/lab-1su.yaml", True)
-    assert {(p["severity"], p["check"]) for p in report["problems"]} == {("warning", "cage-plugs")}
+    assert {(p["severity"], p["check"]) for p in report["problems"]} == {("warning", "cage-plugs"),
+                                                                         ("warning", "dual-homing")}
     both = runner.invoke(app, ["validate", "--format", "json", "inventories/lab-1su.yaml",
                                "tests/negative/rack-overflow.yaml"])
     assert both.exit_code == 1, both.output

@@ -2,8 +2,8 @@
 
 Each command is a thin shell over the pipeline, the output directory or its feature's command module (verify:
 :mod:`fabricgen.features.infiniband.verify`, explain: :mod:`fabricgen.features.topology.explain`, apply --cloud:
-:mod:`fabricgen.features.cloud.deploy`). Its ~560 lines are the seven commands and the printers of their reports,
-kept in one module because only this module may touch the console.
+:mod:`fabricgen.features.cloud.deploy`, lab: :mod:`fabricgen.features.lab.run`). Its ~650 lines are the commands
+and the printers of their reports, kept in one module because only this module may touch the console.
 
 Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
 (plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
@@ -36,10 +36,12 @@ from fabricgen.core.errors import (
 from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
+from fabricgen.features.ethernet import lldp as lldp_tables
 from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
 from fabricgen.features.infiniband.verify import IbSpeed, VerifyError, compare, planned_rates, report_to_json
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
+from fabricgen.features.lab import run as lab_run
 from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
@@ -433,15 +435,21 @@ def _print_summary(s: dict[str, Any]) -> None:
 def verify(
     spec: SpecArg,
     ibnetdiscover: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--ibnetdiscover",
             help="Saved output of `ibnetdiscover` or `ibnetdiscover -p` ('-' reads stdin).",
             show_default=False,
         ),
-    ],
+    ] = None,
+    lldp: Annotated[
+        Path | None,
+        typer.Option("--lldp", help="LLDP neighbour tables (`lldpctl -f json` or SONiC `show lldp table`): a file "
+                                    "or a directory of files named <device>.json/.txt.", show_default=False),
+    ] = None,
+    out_dir: OutOpt = None,
     fabric: Annotated[
-        str | None, typer.Option("--fabric", help="InfiniBand fabric to check (needed when the spec has several).")
+        str | None, typer.Option("--fabric", help="Fabric to check (needed when the spec has several).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
     speed_as: Annotated[
@@ -455,19 +463,28 @@ def verify(
         ),
     ] = None,
 ) -> None:
-    """Compare a discovered InfiniBand fabric with the plan: missing, unexpected and miswired links by cable label
-    and port, devices whose NodeDescription or GUID differ, links at the wrong width or speed. Exit 0 only when
-    the fabric matches the plan, 1 on any mismatch or error."""
-    holder: dict[str, VerifyReport] = {}
+    """Compare a discovered fabric with the plan. InfiniBand (--ibnetdiscover): missing, unexpected and miswired
+    links by cable label and port, devices whose NodeDescription or GUID differ, links at the wrong width or speed.
+    Ethernet (--lldp, switch port names read from OUT's configurations): missing, miswired and unexpected
+    neighbours by cable label and both planned ends. Exit 0 only when the fabric matches the plan, 1 on any
+    mismatch or error."""
+    holder: dict[str, bool] = {"clean": False}
 
     def action() -> None:
+        if (ibnetdiscover is None) == (lldp is None):
+            raise VerifyError("give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|DIR (Ethernet)")
         compiled = _compile(spec)
+        if lldp is not None:
+            holder["clean"] = _verify_lldp(compiled, lldp, _out_dir(compiled, out_dir), fabric, as_json)
+            return
+        assert ibnetdiscover is not None
         ft = _ib_fabric(compiled, fabric)
         text = _read_discovery(ibnetdiscover)
         found = parse_ibnetdiscover(text)
         rates = planned_rates(ft.fabric, speed_as.value if speed_as else None)
         width, speed = rates[ft.fabric.speed.name]
-        report = holder["report"] = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        report = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        holder["clean"] = report.clean
         if as_json:
             data = report_to_json(report)
             data = {"spec": str(spec), "ibnetdiscover": str(ibnetdiscover), "form": found.form,
@@ -478,7 +495,35 @@ def verify(
             _print_verify(report, f"{width}{speed}")
 
     _run(action)
-    _fail(EXIT_OK if holder["report"].clean else EXIT_ERROR)
+    _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
+
+
+def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | None, as_json: bool) -> bool:
+    """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
+    fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    found = {file.stem: lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table")) for file in files}
+    planned: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
+        [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
+        planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
+    findings = list(lldp_tables.compare(planned, found))
+    if as_json:
+        sys.stdout.write(json.dumps({"devices": sorted(found), "findings": [
+            {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
+            indent=2) + "\n")
+        return not findings
+    if findings:
+        table = Table(title="LLDP: differences from the plan")
+        for column in ("kind", "cable", "planned", "found"):
+            table.add_column(column, overflow="fold")
+        for f in findings:
+            table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(f.found))
+        out.print(table)
+    ports = sum(len(n) for n in found.values())
+    verdict = "the cabling matches the plan" if not findings else f"{len(findings)} differences"
+    out.print(f"LLDP: {len(found)} devices, {ports} neighbours: {verdict}.")
+    return not findings
 
 
 def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
@@ -500,7 +545,7 @@ def _ib_fabric(compiled: Compiled, name: str | None) -> FabricTopology:
 MAX_DISCOVERY_BYTES = 512 * 1024 * 1024  # ibnetdiscover of a 64k-GPU fabric is ~100 MB
 
 
-def _read_discovery(path: Path) -> str:
+def _read_discovery(path: Path, what: str = "the ibnetdiscover output") -> str:
     """The saved discovery, from a file or stdin, read to a hard limit whatever the file is."""
     try:
         if str(path) == "-":
@@ -510,9 +555,9 @@ def _read_discovery(path: Path) -> str:
         else:
             data = read_bounded(path, MAX_DISCOVERY_BYTES)
     except TooLargeError as exc:
-        raise VerifyError(exc.describe(f"the ibnetdiscover output {path}")) from exc
+        raise VerifyError(exc.describe(f"{what} {path}")) from exc
     except OSError as exc:
-        raise VerifyError(f"cannot read the ibnetdiscover output {path}: {exc.strerror or exc}") from exc
+        raise VerifyError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     return data.decode("utf-8", errors="replace")
 
 
@@ -571,6 +616,92 @@ def init(
     err.print(
         f"wrote {_safe(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
     )
+
+
+lab_app = typer.Typer(no_args_is_help=True, help="Run the routed Ethernet fabrics in network namespaces (root).")
+app.add_typer(lab_app, name="lab")
+LabFabricOpt = Annotated[str | None, typer.Option("--fabric", help="Routed Ethernet fabric [default: all].")]
+
+
+def _lab(action: Any) -> None:
+    """A lab command's errors: one report, exit 1, never a traceback (the lab writes nothing to OUT)."""
+    try:
+        action()
+    except FabricgenError as exc:
+        err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
+        _fail(EXIT_ERROR)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
+        _fail(EXIT_ERROR)
+    except KeyboardInterrupt:
+        err.print("interrupted: `fabricgen lab down` removes what was made")
+        _fail(EXIT_INTERRUPTED)
+
+
+@lab_app.command("up")
+def lab_up(
+    spec: SpecArg,
+    out_dir: OutOpt = None,
+    fabric: LabFabricOpt = None,
+    sample: Annotated[int, typer.Option("--sample", help="Hosts per leaf (storage servers always).")] = 1,
+) -> None:
+    """Build each routed fabric in network namespaces from the artifacts in OUT: every switch (FRR from its
+    configuration's read-back) and SAMPLE hosts per leaf (from their netplan). Again: unchanged, or rebuilt when
+    OUT changed."""
+
+    def action() -> None:
+        compiled = _compile(spec)
+        for fl in lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample):
+            out.print(f"fabric {_safe(fl.lab.fabric)}: {_safe(lab_run.up(fl))}", soft_wrap=True)
+
+    _lab(action)
+
+
+@lab_app.command("check")
+def lab_check(
+    spec: SpecArg,
+    out_dir: OutOpt = None,
+    fabric: LabFabricOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+) -> None:
+    """Check each running lab: BGP sessions, each switch's routes and ECMP width, every sampled host reaching the
+    others, the storage servers and its gateways at the planned MTU with DF set. Exit 0 only if all hold."""
+    holder: dict[str, bool] = {"clean": False}
+
+    def action() -> None:
+        compiled = _compile(spec)
+        sample = lab_run.recorded_sample(compiled.topology, fabric) or 1
+        reports = [lab_run.run_check(fl) for fl in
+                   lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample)]
+        holder["clean"] = all(not r.failures for r in reports)
+        if as_json:
+            sys.stdout.write(json.dumps([{"fabric": r.fabric, "failures": list(r.failures), "notes": list(r.notes),
+                                          "counts": dict(r.counts)} for r in reports], indent=2) + "\n")
+            return
+        for r in reports:
+            for line in r.failures:
+                out.print(f"[red]FAIL[/] {_safe(line)}", soft_wrap=True)
+            for line in r.notes:
+                out.print(f"[dim]note: {_safe(line)}[/]", soft_wrap=True)
+            c = r.counts
+            verdict = "[bold green]all hold[/]" if not r.failures else f"[bold red]{len(r.failures)} failures[/]"
+            out.print(f"fabric {_safe(r.fabric)}: {c['switches']} switches, {c['sessions']} sessions, "
+                      f"{c['routes']} routes, {c['hosts']} hosts ({c['addresses']} addresses): {verdict}")
+
+    _lab(action)
+    _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
+
+
+@lab_app.command("down")
+def lab_down(spec: SpecArg, fabric: LabFabricOpt = None) -> None:
+    """Remove each fabric's lab: the namespaces and FRR daemons its state file records, and nothing else."""
+
+    def action() -> None:
+        compiled = _compile(spec)
+        for name, removed in lab_run.down(compiled.topology, fabric).items():
+            out.print(f"fabric {_safe(name)}: " + (f"removed {len(removed)} namespaces" if removed else "no lab ran"))
+
+    _lab(action)
 
 
 def _version_callback(value: bool) -> None:

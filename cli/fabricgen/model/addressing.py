@@ -41,6 +41,17 @@ class HostSubnet:
 
 
 @dataclass(frozen=True)
+class PodRange:
+    """A leaf's pod addresses on a routed fabric: the pods on its hosts' VFs (in the leaf's VLAN) take addresses
+    from ``network`` past ``gateway``, a second address of the leaf's SVI that the leaf announces into BGP."""
+
+    leaf: str
+    network: str          # "10.20.4.0/23"
+    gateway: str          # "10.20.4.1"
+    nodes: tuple[str, ...]  # the nodes with a port on this leaf, in leaf port order
+
+
+@dataclass(frozen=True)
 class P2p:
     lower: str
     lower_port: int
@@ -57,3 +68,4 @@ class FabricAddresses:
     asn: dict[str, int]
     p2p: tuple[P2p, ...]
     hosts: tuple[HostSubnet, ...]
+    pods: tuple[PodRange, ...] = ()  # per leaf, on routed fabrics whose ports carry Ethernet VFs (SR-IOV)

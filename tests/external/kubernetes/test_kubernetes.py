@@ -96,15 +96,17 @@ def validate(doc: dict[str, Any]) -> list[str]:
 
 
 def check_ipam(ipam: dict[str, Any], topology: Topology, fabric: str) -> None:
-    """Whereabouts: the fabric's host pool, excluding exactly the subnets of the planned host addresses and the
-    Lustre MGS addresses on the fabric (a pod holding an MGS address would cut the clients off their MGS)."""
+    """Whereabouts: the fabric's host pool, excluding exactly the subnets of the planned host addresses, the
+    Lustre MGS addresses on the fabric (a pod holding an MGS address would cut the clients off their MGS) and the
+    leaves' pod gateways."""
     assert ipam["type"] == "whereabouts"
     pool = ipaddress.ip_network(ipam["range"])
     excluded = [ipaddress.ip_network(e) for e in ipam["exclude"]]
     plan = topology.addresses[fabric]
     servers = {ipaddress.ip_network(nid.split("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric
                for node in fs.mgs for nid in node}
-    assert excluded == [ipaddress.ip_network(s.network) for s in plan.hosts] + sorted(servers)
+    gateways = [ipaddress.ip_network(f"{p.gateway}/32") for p in plan.pods]  # the leaves' SVI addresses
+    assert excluded == [ipaddress.ip_network(s.network) for s in plan.hosts] + sorted(servers) + gateways
     assert all(any(s.subnet_of(e) for e in excluded) for s in servers)  # type: ignore[arg-type]
     for subnet in plan.hosts:
         for _, _, ip in subnet.hosts:

@@ -6,6 +6,10 @@
   (spine/core) takes the even address, the lower end the odd one.
 - Hosts: one subnet per leaf from ``hosts``, just large enough for the leaf's host ports plus its own
   gateway address (the first usable); host ports get the next addresses in leaf port order.
+- Pods (routed Ethernet fabrics with SR-IOV): after every host subnet, one range per leaf from ``hosts``, large
+  enough for every VF of the leaf's host ports plus the gateway (the first usable, a second address of the leaf's
+  SVI, announced like its host subnet); pods on a host's VF take addresses past it. No host or switch address is
+  ever in a pod range.
 - ASNs: leaf n = leaf_base + n - 1 unless ``asn.leaves`` pins it by name (pinning renumbers no other leaf);
   spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``. Checked once compile has named the
   switches: a pinned name must be a leaf of the fabric; no two leaves and no leaf and spine/core share an ASN
@@ -31,7 +35,7 @@ from netaddr.ip import IPV4_LINK_LOCAL, IPV4_LOOPBACK, IPV4_MULTICAST, IPV4_RESE
 
 from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
-from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p
+from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
 from fabricgen.model.cluster import FabricType, Tier
 from fabricgen.model.topology import FabricTopology, Topology
 
@@ -139,8 +143,10 @@ def _ip(value: int) -> str:
     return ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
 
 
-def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int]) -> FabricAddresses | None:
-    """The fabric's address plan, or None when it has no addressing section; ``node_order`` ranks the nodes."""
+def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_groups: Mapping[str, str] | None = None
+                   ) -> FabricAddresses | None:
+    """The fabric's address plan, or None when it has no addressing section; ``node_order`` ranks the nodes,
+    ``node_groups`` names each node's group (which SR-IOV's ``groups`` narrow pod ranges to)."""
     a = ft.fabric.addressing
     if a is None:
         return None
@@ -151,8 +157,10 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int]) -> FabricA
     name = ft.fabric.name
     loop = _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True)
     loopbacks = {sw.name: str(loop.take(32, len(ft.switches)).ip) for sw in ft.switches}
-    return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]),
-                           _leaf_subnets(ft, a, pools["hosts"]))
+    carver = _Carver(name, "hosts", pools["hosts"], a)
+    hosts = _leaf_subnets(ft, carver)
+    return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts,
+                           _pod_ranges(ft, carver, node_groups or {}))
 
 
 def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) -> dict[str, str]:
@@ -305,12 +313,17 @@ def _p2p(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[P2p, ...]:
     return tuple(p2p)
 
 
-def _leaf_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[HostSubnet, ...]:
+def _host_links(ft: FabricTopology) -> dict[str, list[tuple[int, str, int]]]:
+    """Per leaf, its host links as (leaf port, node, node NIC port), in link order."""
     host_links: dict[str, list[tuple[int, str, int]]] = {}
     for link in ft.links:
         if link.tier == "node-leaf":
             host_links.setdefault(link.z.device, []).append((link.z.number, link.a.device, link.a.number))
-    carver = _Carver(ft.fabric.name, "hosts", pool, a)
+    return host_links
+
+
+def _leaf_subnets(ft: FabricTopology, carver: _Carver) -> tuple[HostSubnet, ...]:
+    host_links = _host_links(ft)
     hosts = []
     leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
     for leaf in leaves:
@@ -321,6 +334,26 @@ def _leaf_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[H
         members = tuple((node, nic_port, _ip(first + 1 + port)) for port, node, nic_port in ports)
         hosts.append(HostSubnet(leaf.name, str(subnet), _ip(first + 1), members))
     return tuple(hosts)
+
+
+def _pod_ranges(ft: FabricTopology, carver: _Carver, node_groups: Mapping[str, str]) -> tuple[PodRange, ...]:
+    """One pod range per leaf with a node that gets VFs, after the host subnets, on a routed fabric whose ports
+    carry Ethernet VFs: sized for a VF set on every host port of the leaf (a full leaf, as its host subnet, so
+    adding nodes moves no range) plus network, gateway and broadcast."""
+    sriov = ft.fabric.sriov
+    if sriov is None or sriov.link_type != "eth" or not ft.fabric.nos:
+        return ()
+    host_links = _host_links(ft)
+    leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
+    pods = []
+    for leaf in leaves:
+        nodes = tuple(dict.fromkeys(node for _, node, _ in sorted(host_links.get(leaf.name, []))
+                                    if not sriov.groups or node_groups.get(node) in sriov.groups))
+        if not nodes:
+            continue
+        subnet = carver.take(32 - _bits(leaf.down_ports * sriov.vfs_per_port + 3), 2 * len(leaves))
+        pods.append(PodRange(leaf.name, str(subnet), _ip(int(subnet.network) + 1), nodes))
+    return tuple(pods)
 
 
 def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Mapping[str, int]
@@ -356,5 +389,6 @@ def plan(topology: Topology) -> Topology:
     if issues:
         raise SpecError(issues)
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
-    plans = {ft.fabric.name: plan_addresses(ft, order) for ft in fabrics}
+    groups = {node.name: node.group for node in cluster.nodes}
+    plans = {ft.fabric.name: plan_addresses(ft, order, groups) for ft in fabrics}
     return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

@@ -2,8 +2,10 @@
 
 addressing/<fabric>.csv lists each address once (ports named as on the cable sheets and in NetBox): switch
 loopbacks and management addresses, both ends of every /31 point-to-point link, each leaf's gateway on its host
-subnet, and each host port's address (IPoIB rail subnets on InfiniBand fabrics).
+subnet, each host port's address (IPoIB rail subnets on InfiniBand fabrics), and each leaf's pod gateway.
 Interfaces are named as each switch's network OS names them (``interface_names``).
+addressing/<fabric>-pod-ranges.csv (routed fabrics with Ethernet VFs): each leaf's pod range, its gateway and the
+nodes behind it, the per-leaf list an IPAM (nv-ipam pools, whereabouts ranges) is configured from.
 """
 
 from __future__ import annotations
@@ -66,6 +68,22 @@ def plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
         for node, nic_port, ip in subnet.hosts:
             yield (name, node, port_names[(node, nic_port)], f"{ip}/{prefix}", "host", subnet.network,
                    subnet.gateway, subnet.leaf, "")
+    for pod in plan.pods:
+        svi = interface_names(ft, tiers[pod.leaf])[2]
+        yield (name, pod.leaf, svi, f"{pod.gateway}/{IPNetwork(pod.network).prefixlen}", "pod-gateway", pod.network,
+               "", "", "")
+
+
+POD_COLUMNS = ("fabric", "leaf", "network", "gateway", "range_start", "range_end", "nodes")
+
+
+def _pod_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
+    """Each leaf's pod range as an IPAM takes it (nv-ipam IPPool, whereabouts): the range past the gateway, the
+    gateway, and the nodes whose ports on that leaf carry the VFs."""
+    for pod in plan.pods:
+        network = IPNetwork(pod.network)
+        yield (ft.fabric.name, pod.leaf, pod.network, pod.gateway, str(network[2]), str(network[-2]),
+               " ".join(pod.nodes))
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -76,4 +94,7 @@ def render(topology: Topology) -> list[Artifact]:
             continue
         rows = list(plan_rows(ft, plan))
         artifacts.append(Artifact(f"addressing/{ft.fabric.name}.csv", csv_bytes(PLAN_COLUMNS, rows)))
+        if plan.pods:
+            artifacts.append(Artifact(f"addressing/{ft.fabric.name}-pod-ranges.csv",
+                                      csv_bytes(POD_COLUMNS, _pod_rows(ft, plan))))
     return artifacts

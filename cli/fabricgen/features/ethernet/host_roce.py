@@ -234,11 +234,14 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_
             if str(IPAddress(ip)) != ip or IPAddress(ip) not in network:
                 raise ValueError(f"{node_name} {netdev}: address {ip} is not in its leaf subnet {network}")
             assert fabric.addressing is not None
-            pool = str(IPNetwork(fabric.addressing.hosts).cidr)
+            # the host pool, and the switches' loopback and p2p pools: a spine's ICMP (traceroute, unreachables)
+            # comes from its /31 and rp_filter drops what the host has no route back to
+            pools = [str(IPNetwork(pool).cidr) for pool in (fabric.addressing.hosts, fabric.addressing.loopbacks,
+                                                            fabric.addressing.p2p) if pool]
             table = table_base + len(ports) + 1
             cidr = str(network.cidr)
-            routes = (Route(pool, gateway, metric=table), Route(cidr, scope="link", table=table),
-                      Route(pool, gateway, table=table))
+            routes = (*(Route(pool, gateway, metric=table) for pool in pools), Route(cidr, scope="link", table=table),
+                      *(Route(pool, gateway, table=table) for pool in pools))
             comment = (f"{nic.dev + ', ' if nic.dev else ''}port {checked(LABEL, nic.port, 'port label')}, fabric "
                        f"{fabric.name}, leaf {checked(DEVICE_NAME, leaf, 'leaf name')} ({cidr}, gateway {gateway})")
             if bond is not None:

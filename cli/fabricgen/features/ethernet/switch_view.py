@@ -56,6 +56,8 @@ class SwitchView:
     host_subnet: str = ""   # leaf only: "10.20.0.0/25"
     gateway: str = ""       # leaf only: "10.20.0.1"
     baseline: SwitchManagement | None = None  # the spec's management section: NTP, DNS, syslog, SNMP, TACACS+
+    pod_subnet: str = ""    # leaf of a routed fabric with Ethernet VFs: its pods' range "10.20.4.0/23", announced
+    pod_gateway: str = ""   # its first address, a second address of the host VLAN's SVI: "10.20.4.1"
 
     @property
     def routed_ports(self) -> tuple[PortView, ...]:
@@ -103,14 +105,15 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
                                          "downlink", cable_m, p2p.upper_ip, p2p.lower_ip.split("/")[0],
                                          plan.asn[p2p.lower]))
     subnets = {s.leaf: s for s in plan.hosts}
+    pods = {p.leaf: p for p in plan.pods}
     views = []
     for sw in ft.switches:
-        subnet = subnets.get(sw.name)
+        subnet, pod = subnets.get(sw.name), pods.get(sw.name)
         nos = fabric.nos[sw.tier]
         views.append(SwitchView(sw.name, fabric, sw.tier, sw.model, nos, fabric.software.get(nos, ""),
                                 topology.cluster.metadata.site, plan.asn[sw.name], plan.loopbacks[sw.name],
                                 plan.management.get(sw.name, ""), fabric.mtu, fabric.qos,
                                 tuple(sorted(ports[sw.name], key=lambda p: p.number)),
                                 subnet.network if subnet else "", subnet.gateway if subnet else "",
-                                topology.cluster.management))
+                                topology.cluster.management, pod.network if pod else "", pod.gateway if pod else ""))
     return tuple(views)

@@ -137,7 +137,8 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
 
 def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
     """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts and minus
-    the Lustre MGS addresses on the fabric (they sit in the pool outside the host subnets)."""
+    the Lustre MGS addresses on the fabric (they sit in the pool outside the host subnets) and the leaves' pod
+    gateways (addresses of the leaves' SVIs; per-leaf pod pools from ``plan.pods`` are nv-ipam's, branch k8s3)."""
     plan = topology.addresses.get(fabric.name)
     if fabric.addressing is None or plan is None:
         raise ValueError(f"fabric {fabric.name} has no address plan for its pod networks")
@@ -145,7 +146,8 @@ def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
     servers = sorted({IPAddress(nid.partition("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric.name
                       for node in fs.mgs for nid in node})
     return {"type": "whereabouts", "range": str(pool.cidr),
-            "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]}
+            "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]
+            + [f"{p.gateway}/32" for p in plan.pods]}
 
 
 def metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:

@@ -1,9 +1,12 @@
-"""The lab's only I/O: Linux network namespaces, veth pairs, addresses and FRR (zebra + bgpd) per switch, and
-the state file that lists everything it made so ``down`` removes that and nothing else. Needs root.
+"""The lab's only I/O: Linux network namespaces, veth pairs, addresses, FRR (zebra + bgpd) per switch, ping,
+and the state file that lists everything it made so ``down`` removes that and nothing else. Needs root.
 
 Each switch's namespace gets what its read-back says: the routed ports' addresses and MTUs, admin state,
 Loopback0's address on ``lo`` (no dummy interface: this machine's kernel has no dummy driver), each VLAN as a
 bridge named as the SVI, with its addresses; FRR runs in it with its sockets and pid files in the state directory.
+Each host's namespace gets what its netplan says: MTUs, addresses, routes, source rules; an active-backup bond is
+a bridge named as the bond over its primary member only (the kernel here has no bonding driver either; with its
+primary up, an active-backup bond sends and receives on the primary alone, as this does).
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address
 from pathlib import Path
 
 from fabricgen.core.errors import LabError
 from fabricgen.features.lab.frr import bgpd_conf
+from fabricgen.features.lab.netplan import HostInterface
 from fabricgen.features.lab.plan import PREFIX, LabFabric
 from fabricgen.model.routing import SwitchRouting
 
@@ -37,12 +43,35 @@ def _run(argv: Sequence[str], stdin: str | None = None) -> str:
     return done.stdout
 
 
-def _record(state_dir: Path, namespaces: Sequence[str]) -> None:
-    """Written (atomically) before anything is made, so a crash mid-way still leaves ``down`` the full list."""
+def _record(state_dir: Path, namespaces: Sequence[str], key: str) -> None:
+    """Written (atomically) before anything is made, so a crash mid-way still leaves ``down`` the full list;
+    ``key`` names what was built (see :func:`recorded`)."""
     state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.chmod(0o755)  # FRR's daemons run as user frr and must reach their directories below it
     tmp = state_dir / f".{STATE}.tmp"
-    tmp.write_text(json.dumps({"namespaces": sorted(namespaces)}, indent=1) + "\n")
+    tmp.write_text(json.dumps({"namespaces": sorted(namespaces), "key": key}, indent=1) + "\n")
     tmp.replace(state_dir / STATE)
+
+
+def recorded(state_dir: Path) -> tuple[list[str], str] | None:
+    """The namespaces and key a state file records, or None without one."""
+    try:
+        state = json.loads((state_dir / STATE).read_text())
+        return [str(n) for n in state["namespaces"]], str(state.get("key", ""))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LabError(f"{state_dir / STATE} is not a lab state file ({exc}); remove the lab's namespaces by hand "
+                       "(ip netns list: the fg- ones)") from None
+
+
+def running(state_dir: Path, namespaces: Sequence[str]) -> bool:
+    """Every namespace exists and every switch's daemons recorded beside the state file still run."""
+    existing = set(_run(["ip", "netns", "list"]).split())
+    if not set(namespaces) <= existing:
+        return False
+    pidfiles = [p for n in namespaces for p in sorted((state_dir / n).glob("*.pid"))]
+    return all(_daemon_pid(p) is not None for p in pidfiles)
 
 
 def switch_batch(switch: SwitchRouting, cabled: set[str]) -> str:
@@ -59,7 +88,10 @@ def switch_batch(switch: SwitchRouting, cabled: set[str]) -> str:
         lines += [f"link add {vlan.name} type bridge", f"link set {vlan.name} mtu {vlan.mtu}"]
         lines += [f"link set {m} master {vlan.name}" for m in vlan.members if m in cabled]
         lines += [f"address add {a} dev {vlan.name}" for a in vlan.addresses]
-        lines.append(f"link set {vlan.name} up")
+        # SONiC's SVI is oper-up only with a member up; an empty Linux bridge would be up and announced regardless.
+        # Members the lab leaves uncabled (hosts not sampled) count as up, as their hosts would be.
+        if vlan.members:
+            lines.append(f"link set {vlan.name} up")
     return "\n".join(lines) + "\n"
 
 
@@ -77,27 +109,70 @@ def _start_frr(namespace: str, switch: SwitchRouting, run_dir: Path) -> None:
               "-i", str(run_dir / f"{daemon}.pid"), "--vty_socket", str(run_dir), "-z", str(run_dir / "zserv.api")])
 
 
-def up(lab: LabFabric, switches: Mapping[str, SwitchRouting], state_dir: Path) -> None:
-    """Build ``lab``: namespaces, veth pairs, each switch's configuration, FRR."""
+def host_batch(interfaces: Sequence[HostInterface], cabled: set[str]) -> str:
+    """``ip -batch`` lines configuring one host's namespace from its netplan interfaces: links, then source rules
+    and routes (their gateways are on links that are up by then)."""
+    lines, routes = ["link set lo up"], []
+    for i in interfaces:
+        if i.members:
+            if i.mode != "active-backup":
+                raise LabError(f"bond {i.name} is {i.mode}: the lab runs active-backup bonds only")
+            primary = i.primary or i.members[0]
+            lines += [f"link add {i.name} type bridge", f"link set {i.name} mtu {i.mtu}"]
+            lines += [f"link set {primary} master {i.name}"] if primary in cabled else []
+        elif i.name in cabled:
+            lines.append(f"link set {i.name} mtu {i.mtu}")
+        else:
+            continue
+        lines += [f"address add {a} dev {i.name}" for a in i.addresses]
+        lines.append(f"link set {i.name} up")
+        routes += [f"rule add from {source} table {table}" for source, table in i.rules]
+        for r in i.routes:
+            how = " scope link" if r.on_link else f" via {r.via}" if r.via else ""
+            routes.append(f"route add {r.to}{how} dev {i.name}" + (f" metric {r.metric}" if r.metric else "")
+                          + (f" table {r.table}" if r.table else ""))
+    return "\n".join(lines + routes) + "\n"
+
+
+def require_tools() -> None:
+    """Root and the programs the lab runs, each missing one said before anything is made."""
+    missing = [] if os.geteuid() == 0 else ["root (network namespaces, veth pairs, FRR): run it as root"]
+    for program, package in (("ip", "iproute2"), ("vtysh", "frr"), ("ping", "iputils-ping")):
+        if shutil.which(program) is None:
+            missing.append(f"{program} (Debian package {package})")
+    for daemon in ("zebra", "bgpd"):
+        if not os.access(FRR_DAEMONS / daemon, os.X_OK):
+            missing.append(f"{FRR_DAEMONS / daemon} (Debian package frr)")
+    if missing:
+        raise LabError("the lab needs " + "; ".join(missing))
+
+
+def up(lab: LabFabric, switches: Mapping[str, SwitchRouting], state_dir: Path,
+       hosts: Mapping[str, Sequence[HostInterface]] | None = None, key: str = "") -> None:
+    """Build ``lab``: namespaces, veth pairs, each switch's configuration and FRR, then each host's netplan."""
     if os.geteuid() != 0:
         raise LabError("the lab needs root (network namespaces, veth pairs, FRR)")
     existing = set(_run(["ip", "netns", "list"]).split())
-    taken = sorted(set(lab.namespaces.values()) & existing)
+    taken = sorted(set(lab.every_namespace()) & existing)
     if taken:
         raise LabError(f"namespaces {', '.join(taken)} exist already: run `lab down` first")
-    _record(state_dir, list(lab.namespaces.values()))
-    for namespace in lab.namespaces.values():
+    _record(state_dir, lab.every_namespace(), key)
+    for namespace in lab.every_namespace():
         _run(["ip", "netns", "add", namespace])
-    cabled: dict[str, set[str]] = {namespace: set() for namespace in lab.namespaces.values()}
+    cabled: dict[str, set[str]] = {namespace: set() for namespace in lab.every_namespace()}
     for v in lab.veths:
         _run(["ip", "-n", v.a_namespace, "link", "add", v.a_interface, "type", "veth", "peer", "name", v.z_interface,
               "netns", v.z_namespace])
         cabled[v.a_namespace].add(v.a_interface)
         cabled[v.z_namespace].add(v.z_interface)
     for name, namespace in lab.namespaces.items():
+        # a switch routes: a new namespace starts with forwarding off (hosts keep it off, as a host's kernel does)
+        _run(["ip", "netns", "exec", namespace, "sysctl", "-q", "-w", "net.ipv4.conf.all.forwarding=1"])
         _run(["ip", "-n", namespace, "-batch", "-"], switch_batch(switches[name], cabled[namespace]))
     for name, namespace in lab.namespaces.items():
         _start_frr(namespace, switches[name], state_dir / namespace)
+    for name, namespace in lab.host_namespaces.items():
+        _run(["ip", "-n", namespace, "-batch", "-"], host_batch((hosts or {}).get(name, ()), cabled[namespace]))
 
 
 def vtysh(state_dir: Path, namespace: str, command: str) -> object:
@@ -127,13 +202,45 @@ def wait_established(lab: LabFabric, state_dir: Path, expected: Mapping[str, int
         time.sleep(1)
 
 
-def stop_daemon(pidfile: Path) -> None:
-    """SIGTERM to the daemon a pid file names, only while that pid still runs that FRR daemon (a stale file's pid
-    may belong to another process by now)."""
+def _daemon_pid(pidfile: Path) -> int | None:
+    """The pid a pid file names while that pid still runs that FRR daemon (a stale file's pid may belong to
+    another process by now)."""
     with contextlib.suppress(ValueError, IndexError, OSError):
         pid = int(pidfile.read_text().split()[0])
         if Path(f"/proc/{pid}/exe").resolve() == (FRR_DAEMONS / pidfile.stem).resolve():
-            os.kill(pid, signal.SIGTERM)
+            return pid
+    return None
+
+
+def stop_daemon(pidfile: Path, how: signal.Signals = signal.SIGTERM) -> None:
+    """SIGTERM (or ``how``) to the FRR daemon a pid file names, if it still runs."""
+    pid = _daemon_pid(pidfile)
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, how)
+
+
+@dataclass(frozen=True)
+class Ping:
+    """One ICMP echo with DF set: from ``source`` in ``namespace`` to ``target``, ``size`` bytes of IP packet."""
+
+    namespace: str
+    source: IPv4Address
+    target: IPv4Address
+    size: int
+
+
+def pings(jobs: Sequence[Ping], parallel: int = 32, count: int = 1) -> list[bool]:
+    """Whether each echo was answered, ``parallel`` at a time (``ping -M do``: DF set, never fragmented); with
+    ``count`` > 1, whether any of that many was."""
+    answered: list[bool] = []
+    for start in range(0, len(jobs), parallel):
+        started = [subprocess.Popen(["ip", "netns", "exec", j.namespace, "ping", "-n", "-q", "-c", str(count), "-i",
+                                     "0.2", "-W", "2", "-M", "do", "-s", str(j.size - 28), "-I", str(j.source),
+                                     str(j.target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for j in jobs[start:start + parallel]]
+        answered += [p.wait(timeout=60) == 0 for p in started]
+    return answered
 
 
 def down(state_dir: Path) -> list[str]:
@@ -141,11 +248,17 @@ def down(state_dir: Path) -> list[str]:
     state = state_dir / STATE
     if not state.exists():
         return []
-    namespaces = [n for n in json.loads(state.read_text())["namespaces"] if n.startswith(PREFIX)]
+    found = recorded(state_dir)
+    namespaces = [n for n in (found[0] if found else []) if n.startswith(PREFIX)]
     existing = set(_run(["ip", "netns", "list"]).split())
-    for namespace in namespaces:
-        for pidfile in sorted((state_dir / namespace).glob("*.pid")):
-            stop_daemon(pidfile)
+    pidfiles = [p for namespace in namespaces for p in sorted((state_dir / namespace).glob("*.pid"))]
+    for pidfile in pidfiles:
+        stop_daemon(pidfile)
+    deadline = time.monotonic() + 10  # gone when down returns: SIGKILL to a daemon still there after 10 s
+    while (left := [p for p in pidfiles if _daemon_pid(p) is not None]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pidfile in left:
+        stop_daemon(pidfile, signal.SIGKILL)
     removed = []
     for namespace in namespaces:
         if namespace in existing:

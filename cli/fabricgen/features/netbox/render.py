@@ -231,7 +231,7 @@ def _ipam(topology: Topology) -> list[Artifact]:
             if not interface:
                 continue
             if network:
-                kind = "hosts" if role in ("gateway", "host") else role
+                kind = {"gateway": "hosts", "host": "hosts", "pod-gateway": "pods"}.get(role, role)
                 prefixes.setdefault(network, (network, STATUS_RESERVED, site, f"{name} {kind}"))
             if role in ("loopback", "gateway"):
                 interfaces.append((device, interface, "virtual", "false", f"{name} {role}"))

@@ -123,6 +123,13 @@ def dual_homing(ft: FabricTopology) -> Iterator[Finding]:
         if ports[node] > 1 and len(on) == 1:
             yield fabric_error(ft.fabric, "dual-homing", node, f"all {ports[node]} ports land on {next(iter(on))}",
                                "a dual-homed node needs its ports on both leaves of its pair")
+    single = sorted(node for node, count in ports.items() if count == 1)
+    if single:
+        more = f" and {len(single) - 3} more" if len(single) > 3 else ""
+        yield fabric_warning(ft.fabric, "dual-homing", ft.fabric.name,
+                             f"{len(single)} nodes have one port on this dual-homed fabric ({', '.join(single[:3])}"
+                             f"{more}): one leaf lost takes each of them off it",
+                             "give their profiles two ports of the fabric's role, or set attachment: single")
 
 
 def bond_members(topology: Topology) -> Iterator[Finding]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress, IPNetwork
+from netaddr import IPAddress, IPNetwork, IPSet
 
 from fabricgen.core.errors import SpecError
 from fabricgen.pipeline import compile_spec
@@ -87,6 +87,29 @@ def test_address_plan_artifacts_list_every_address_once() -> None:
     storage = [line.split(",") for line in files["addressing/storage.csv"].splitlines()[1:]]
     plan = topology.addresses["storage"]
     expected = (len(plan.loopbacks) + len(plan.management) + 2 * len(plan.p2p) + len(plan.hosts)
-                + sum(len(s.hosts) for s in plan.hosts))
+                + sum(len(s.hosts) for s in plan.hosts) + len(plan.pods))
     assert len(storage) == expected
     assert len({row[3].split("/")[0] for row in storage}) == expected, "an address is given twice"
+
+def test_pod_ranges_per_leaf_clear_of_every_host_address() -> None:
+    """h100-4su's storage fabric carries Ethernet VFs on the DGX nodes: each of the four leaves they sit on gets a
+    /23 (64 ports x 4 VFs + network, gateway, broadcast) from the host pool past every host subnet, its gateway the
+    first address; the servers' leaves (no VFs) get none; the in-band fabric (no SR-IOV) none at all."""
+    from fabricgen.features.addressing import render as address_plan
+
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    plan = topology.addresses["storage"]
+    assert [(p.leaf, p.network, p.gateway) for p in plan.pods] == [
+        ("storage-leaf001", "10.20.4.0/23", "10.20.4.1"), ("storage-leaf002", "10.20.6.0/23", "10.20.6.1"),
+        ("storage-leaf003", "10.20.8.0/23", "10.20.8.1"), ("storage-leaf004", "10.20.10.0/23", "10.20.10.1")]
+    hosts = IPSet(IPNetwork(s.network) for s in plan.hosts)
+    for pod in plan.pods:
+        assert not IPSet([IPNetwork(pod.network)]) & hosts
+        assert IPNetwork(pod.network) in IPNetwork("10.20.0.0/16")
+        assert all(n.startswith("gpu") for n in pod.nodes) and len(pod.nodes) in (64, 63)  # 127 DGX
+    assert topology.addresses["inband"].pods == ()
+    files = {a.path: a.content.decode() for a in address_plan.render(topology)}
+    rows = files["addressing/storage-pod-ranges.csv"].splitlines()
+    assert rows[0] == "fabric,leaf,network,gateway,range_start,range_end,nodes"
+    assert rows[1].startswith("storage,storage-leaf001,10.20.4.0/23,10.20.4.1,10.20.4.2,10.20.5.254,gpu001 gpu002 ")
+    assert "addressing/inband-pod-ranges.csv" not in files

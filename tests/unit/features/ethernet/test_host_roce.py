@@ -280,10 +280,11 @@ def test_netplan_addresses_routes_and_mtu(h100: dict[str, Artifact], topology: T
             gateway = ipaddress.ip_address(subnet.gateway)
             assert gateway in network and interface.ip != gateway
             table = 100 + index
+            pools = ("10.20.0.0/16", "10.22.0.0/24", "10.21.0.0/20")  # hosts, the switches' loopbacks and p2p
             assert cfg["routes"] == [
-                {"to": "10.20.0.0/16", "via": subnet.gateway, "metric": table},
+                *({"to": pool, "via": subnet.gateway, "metric": table} for pool in pools),
                 {"to": str(network), "scope": "link", "table": table},
-                {"to": "10.20.0.0/16", "via": subnet.gateway, "table": table},
+                *({"to": pool, "via": subnet.gateway, "table": table} for pool in pools),
             ]
             assert cfg["routing-policy"] == [{"from": ip, "table": table, "priority": table}]
             assert all(r["to"] not in ("default", "0.0.0.0/0") for r in cfg["routes"]), "no default route"

@@ -276,14 +276,16 @@ def test_one_bgp_neighbor_per_routed_port(h100: Rendered) -> None:
             interface = tree["interface"][nvue.nv_port(view.model, p).name]
             assert interface["ip"]["address"] == {p.address: {}} and "bridge" not in interface
         networks = set(bgp["address-family"]["ipv4-unicast"]["network"])
-        assert networks == {f"{view.loopback}/32"} | ({view.host_subnet} if view.host_subnet else set())
+        assert networks == {f"{view.loopback}/32"} | ({view.host_subnet} if view.host_subnet else set()) | (
+            {view.pod_subnet} if view.pod_subnet else set())
         for p in view.host_ports:
             interface = tree["interface"][nvue.nv_port(view.model, p).name]
             assert interface["bridge"] == {"domain": {"br_default": {"access": HOST_VLAN}}} and "ip" not in interface
         if view.host_ports:
             prefix = view.host_subnet.split("/")[1]
-            assert tree["interface"][f"vlan{HOST_VLAN}"] == {"type": "svi", "vlan": HOST_VLAN,
-                                                            "ip": {"address": {f"{view.gateway}/{prefix}": {}}}}
+            pods = {f"{view.pod_gateway}/{view.pod_subnet.split('/')[1]}": {}} if view.pod_gateway else {}
+            assert tree["interface"][f"vlan{HOST_VLAN}"] == {"type": "svi", "vlan": HOST_VLAN, "ip": {
+                "address": {f"{view.gateway}/{prefix}": {}, **pods}}}
             assert tree["bridge"]["domain"]["br_default"]["vlan"] == {str(HOST_VLAN): {}}
         else:
             assert "bridge" not in tree

@@ -175,7 +175,8 @@ def test_routing_vlan_and_bgp(views: dict[str, SwitchView], dbs: dict[str, dict[
         assert set(db["VLAN_MEMBER"]) == {f"{vlan}|{h}" for h in hosts}
         assert not set(hosts) & set(db["INTERFACE"]), "a VLAN member is no router interface"
         prefix = view.host_subnet.split("/")[1]
-        assert db["VLAN_INTERFACE"] == {vlan: {}, f"{vlan}|{view.gateway}/{prefix}": {}}
+        pods = {f"{vlan}|{view.pod_gateway}/{view.pod_subnet.split('/')[1]}": {}} if view.pod_gateway else {}
+        assert db["VLAN_INTERFACE"] == {vlan: {}, f"{vlan}|{view.gateway}/{prefix}": {}, **pods}
 
 
 def test_qos_maps_cover_every_dscp_and_valid_tcs(dbs: dict[str, dict[str, Any]]) -> None:

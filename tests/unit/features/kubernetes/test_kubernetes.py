@@ -45,7 +45,9 @@ def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
     nids = [f"{nid.split('@')[0]}/32" for nodes in topology.cluster.lustre[0].mgs for nid in nodes]
-    assert len(nids) == 4 and ipam["exclude"][-4:] == nids
+    gateways = [f"{p.gateway}/32" for p in topology.addresses["storage"].pods]
+    assert len(nids) == 4 and ipam["exclude"][-8:-4] == nids
+    assert len(gateways) == 4 and ipam["exclude"][-4:] == gateways, "nor the leaves' pod gateways"
     assert ipam["exclude"].count(nids[0]) == 1, "two file systems share the MGS: one exclusion"
 
 

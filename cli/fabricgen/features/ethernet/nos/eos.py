@@ -251,6 +251,10 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
                                       "description": f"hosts {view.host_subnet}", "shutdown": False, "mtu": view.mtu,
                                       "ip_address": f"{view.gateway}/{prefix}"}]
         networks.append(view.host_subnet)
+        if view.pod_gateway:  # the pods' gateway, announced like the host subnet
+            pods = IPv4Network(view.pod_subnet)
+            config["vlan_interfaces"][0]["ip_address_secondaries"] = [f"{view.pod_gateway}/{pods.prefixlen}"]
+            networks.append(view.pod_subnet)
     if routed:
         paths = min(len(routed), MAX_ECMP)
         config["router_bgp"] = {

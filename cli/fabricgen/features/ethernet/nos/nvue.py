@@ -391,6 +391,11 @@ def switch_blocks(view: SwitchView) -> list[Block]:
         vlan.add("interface", svi, "type", value="svi")
         vlan.add("interface", svi, "vlan", value=HOST_VLAN)
         vlan.add("interface", svi, "ip", "address", str(gateway))
+        if view.pod_gateway:  # the pods' gateway, announced like the host subnet
+            pods = ipaddress.ip_network(view.pod_subnet)
+            vlan.comments.append(f"SVI {svi} {view.pod_gateway}/{pods.prefixlen} is the pods' gateway on {pods} "
+                                 "(pods on the hosts' VFs).")
+            vlan.add("interface", svi, "ip", "address", f"{view.pod_gateway}/{pods.prefixlen}")
         blocks.append(vlan)
 
     routed = [p for p in ports if p.port.kind != "host"]
@@ -414,6 +419,8 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     bgp.add(*af, "network", str(loopback.network))
     if host_ports:
         bgp.add(*af, "network", str(ipaddress.ip_network(view.host_subnet)))
+        if view.pod_subnet:
+            bgp.add(*af, "network", str(ipaddress.ip_network(view.pod_subnet)))
     blocks.append(bgp)
 
     if lossless:

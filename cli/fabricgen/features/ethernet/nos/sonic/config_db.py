@@ -313,6 +313,8 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
         db["VLAN"] = {vlan: {"vlanid": str(HOST_VLAN), "mtu": str(view.mtu), "admin_status": "up"}}
         db["VLAN_MEMBER"] = {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in hosts}
         db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{view.gateway}/{_prefixlen(view.host_subnet)}": {}}
+        if view.pod_gateway:  # the pods' gateway; bgpcfgd announces every VLAN_INTERFACE prefix
+            db["VLAN_INTERFACE"][f"{vlan}|{view.pod_gateway}/{_prefixlen(view.pod_subnet)}"] = {}
     management = view.fabric.addressing.management if view.fabric.addressing else None
     in_vrf = bool(view.management and management and management_gateway)
     if in_vrf:
