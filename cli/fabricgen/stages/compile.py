@@ -16,7 +16,11 @@ Shape rules (documented in the README, "Topology rules"):
   groups); each pod gets its own spines, non-blocking (spine uplinks = downlinks of a full pod); spine j of every
   pod joins core plane j, whose size is chosen by the same even-spread rule.
 - Switch ports: downlinks take the lowest cages that run at the host speed, uplinks the next cages that run at
-  the uplink speed; a cage with k logical ports gives names ``<cage>/1`` .. ``<cage>/k``.
+  the uplink speed; a cage with k logical ports gives names ``<cage>/1`` .. ``<cage>/k``. A leaf cage split at the
+  host speed that no catalog medium serves host by host (an SN4700 QSFP-DD cage at 2 x 200G: a QSFP56 plug drives
+  its first port only) takes one host, on ``<cage>/1``, and is one logical port.
+- Spines (and cores) where the tiers' cages are split and no medium serves them link by link: the fewest that
+  send each spine whole cages, so a lane-aligned cage pair rides one cable (see the cable plan).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from fabricgen.core.gcpause import without_gc
 from fabricgen.core.naming import DEVICE_NAME, expand
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Attachment, Cluster, Fabric, Tier, TopologyKind
-from fabricgen.model.hardware import SwitchModel, pair_unit, single_port_groups
+from fabricgen.model.hardware import SWITCH_SWITCH, SwitchModel, pair_unit, single_port_groups, unserved_groups
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import (
     LEAF_SPINE,
@@ -57,10 +61,12 @@ class _InfeasibleError(Exception):
 # -- ports -----------------------------------------------------------------------------------------------------
 @cache
 def port_layout(
-    model: SwitchModel, down_speed: str, down: int, up_speed: str, up: int, single: frozenset[str] = frozenset()
+    model: SwitchModel, down_speed: str, down: int, up_speed: str, up: int, single: frozenset[str] = frozenset(),
+    single_up: frozenset[str] = frozenset(),
 ) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
     """Logical numbers and physical names of a switch's downlink then uplink ports (see module rules); a cage of
-    a port group in ``single`` gives one downlink, its first port (no medium plugs one link per port there)."""
+    a port group in ``single`` (``single_up``) gives one downlink (uplink), its first port: no medium plugs one
+    link per port there."""
     cages = [(g, c) for g in model.port_groups for c in range(g.cages)]
     downs: list[tuple[int, str]] = []
     ups: list[tuple[int, str]] = []
@@ -75,7 +81,7 @@ def port_layout(
             continue
         per_cage = group.per_cage(speed)
         wanted = down if target is downs else up
-        usable = 1 if target is downs and group.name in single else per_cage
+        usable = 1 if group.name in (single if target is downs else single_up) else per_cage
         for lane in range(1, usable + 1):  # a cage taking one host is one logical port
             number += 1
             if len(target) < wanted:
@@ -120,6 +126,20 @@ class _FabricCompiler:
         self.scalable_units = 0
         # leaf cages no medium serves host by host take one host each
         self.single = single_port_groups(fabric.switches[Tier.LEAF], fabric.speed.name, cluster.media)
+        self.spine_down: dict[str, frozenset[str]] = {}  # spines whose split cages take one leaf link each
+
+    def lone_cages(self, lower: Tier, upper: Tier, per_pair: int) -> tuple[frozenset[str], frozenset[str]]:
+        """The port groups of the lower tier's uplinks and the upper tier's downlinks that take one link per
+        cage: those no medium serves link by link, when each switch pair's links do not fill whole cages (a
+        cage-pair cable needs both ports to go to the same switch)."""
+        if per_pair % self.pair_unit(lower, upper) == 0:
+            return frozenset(), frozenset()
+        media, uplink = self.cluster.media, self.fabric.uplink_speed.name
+
+        def lone(tier: Tier) -> frozenset[str]:
+            return frozenset(g.name for g in unserved_groups(self.fabric.switches[tier], uplink, SWITCH_SWITCH, media))
+
+        return lone(lower), lone(upper)
 
     def pair_unit(self, lower: Tier, upper: Tier) -> int:
         """Links of one cage-pair cable between the two tiers (see _even_spread)."""
@@ -419,19 +439,21 @@ class _FabricCompiler:
         uplink = self.fabric.uplink_speed.name
         per_spine = leaves[0].up_ports // spines
         down = full_leaves * per_spine
+        leaf_up, spine_down = self.lone_cages(Tier.LEAF, Tier.SPINE, per_spine)
         created = []
         for j in range(spines):
             index = first_index + j
             name = self.name(Tier.SPINE, n=index, pod=pod or 1)
             spine = Switch(name, self.fabric.name, Tier.SPINE, model, index, down, spine_up, pod=pod)
             created.append(spine)
+            self.spine_down[spine.name] = spine_down
         self.switches.extend(created)
         for i, leaf in enumerate(leaves):
             _, leaf_ups = port_layout(
-                leaf.model, self.fabric.speed.name, leaf.down_ports, uplink, leaf.up_ports, self.single
+                leaf.model, self.fabric.speed.name, leaf.down_ports, uplink, leaf.up_ports, self.single, leaf_up
             )
             for j, spine in enumerate(created):
-                spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up)
+                spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up, spine_down)
                 for t in range(per_spine):
                     lp = leaf_ups[j * per_spine + t]
                     sp = spine_downs[i * per_spine + t]
@@ -453,6 +475,7 @@ class _FabricCompiler:
         uplink = self.fabric.uplink_speed.name
         per_core = spine_up // cores
         down = len(spines) * per_core
+        spine_up_single, core_down = self.lone_cages(Tier.SPINE, Tier.CORE, per_core)
         created = [
             Switch(
                 self.name(Tier.CORE, n=first_index + h),
@@ -466,9 +489,10 @@ class _FabricCompiler:
             for h in range(cores)
         ]
         self.switches.extend(created)
-        core_downs, _ = port_layout(model, uplink, down, uplink, 0)
+        core_downs, _ = port_layout(model, uplink, down, uplink, 0, core_down)
         for q, spine in enumerate(spines):
-            _, spine_ups = port_layout(spine.model, uplink, spine.down_ports, uplink, spine.up_ports)
+            _, spine_ups = port_layout(spine.model, uplink, spine.down_ports, uplink, spine.up_ports,
+                                       self.spine_down.get(spine.name, frozenset()), spine_up_single)
             for h, core in enumerate(created):
                 for t in range(per_core):
                     self.links.append(

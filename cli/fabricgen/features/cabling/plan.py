@@ -24,6 +24,11 @@ host link is a splitter, the links of each connector group take together the fir
 one of them, at the orderable length of the longest run, so all legs of a splitter are one part; a group that
 no splitter of its size serves is cabled as the smaller connectors of the next smaller splitter listed (a cage
 out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), each choosing again.
+
+A switch-to-switch splitter is a breakout: its plug in the upper cage, its legs in lower-tier switch cages it names
+(``host_form_factors``; a QSFP-DD DR4 to four QSFP28 DR1). Switch links between two cages split alike that no medium
+serves link by link share one cable per lane-aligned cage pair (a media row's ``cage_pair``), each link a ``leg``
+numbered by its port in the cage.
 """
 
 from __future__ import annotations
