@@ -166,9 +166,11 @@ def serves_split_cage(medium: Medium, form_factor: str, speed: str, ends: str, c
 
 def unserved_groups(model: SwitchModel, speed: str, ends: str, media: tuple[Medium, ...]) -> tuple[PortGroup, ...]:
     """The port groups of ``model`` whose cages, split for ``speed``, no catalog medium serves link by link for
-    ``ends``: such a cage takes one straight plug, which drives its first port only."""
+    ``ends``: such a cage takes one straight plug, which drives its first port only. Between switches only
+    straight media count: a breakout's legs plug into unsplit cages, so it never joins two split ones."""
+    options = media if ends == HOST_SWITCH else tuple(m for m in media if m.legs == 1)
     return tuple(g for g in model.port_groups if g.per_cage(speed) > 1 and not any(
-        serves_split_cage(m, g.form_factor, speed, ends, g.per_cage(speed)) for m in media))
+        serves_split_cage(m, g.form_factor, speed, ends, g.per_cage(speed)) for m in options))
 
 
 def single_port_groups(model: SwitchModel, speed: str, media: tuple[Medium, ...]) -> frozenset[str]:

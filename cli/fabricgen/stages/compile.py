@@ -142,10 +142,11 @@ class _FabricCompiler:
         return lone(lower), lone(upper)
 
     def pair_unit(self, lower: Tier, upper: Tier) -> int:
-        """Links of one cage-pair cable between the two tiers (see _even_spread)."""
+        """Links of one cage-pair cable between the two tiers (see _even_spread); 1 when the lower tier's uplink
+        cages are not split (a breakout, not a cage pair, serves a split upper cage from them)."""
         media, uplink = self.cluster.media, self.fabric.uplink_speed.name
-        return max(pair_unit(self.fabric.switches[lower], uplink, media),
-                   pair_unit(self.fabric.switches[upper], uplink, media))
+        below = pair_unit(self.fabric.switches[lower], uplink, media)
+        return 1 if below == 1 else max(below, pair_unit(self.fabric.switches[upper], uplink, media))
 
     # names
     def name(self, tier: Tier, **values: int | str) -> str:
