@@ -145,7 +145,9 @@ def test_infeasible_specs_raise_spec_error_only(case: Case) -> None:
         event("infeasible")
         return
     event("feasible")
-    assert [str(f) for f in run_checks(topology) if f.severity is Severity.ERROR] == []
+    # cage-plugs may refuse a compiled plan: whether a split cage's cables plug depends on the runs and the
+    # catalog's media (an SN5600 100G cage beyond the 2 m DAC splitter), which compile does not see
+    assert [str(f) for f in run_checks(topology) if f.severity is Severity.ERROR and f.check != "cage-plugs"] == []
 
 
 @PROPERTY
@@ -321,6 +323,6 @@ def test_cable_plan_is_one_physical_cable_per_link(case: Case) -> None:
             ports.add((end.device, end.port))
         assert cable.run_m <= cable.length_m <= cable.medium.reach_m
         assert (cable.length_m, cable.part) in cable.medium.cables
-        assert cable.speed in cable.medium.speeds
+        assert cable.speed in cable.medium.speeds or (cable.leg and cable.speed in cable.medium.cage_pair)
         shorter = [length for length, _ in cable.medium.cables if length < cable.length_m]
         assert all(length < longest[cable.physical] for length in shorter), "shortest standard length that fits"

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
 
+HOST_SWITCH, SWITCH_SWITCH = "host-switch", "switch-switch"  # the end kinds of a medium (media.yaml `ends`)
+
 
 @dataclass(frozen=True)
 class Speed:
@@ -128,6 +130,9 @@ class Medium:
     # a cable between cages of two form factors (QSFP-DD to OSFP): the switch transceiver of each, by cage form
     # factor; a cage not listed takes switch_optic
     switch_optics: tuple[tuple[str, Optic], ...] = ()
+    # a switch-to-switch cable that, between two cages split alike at one of these speeds, carries every logical
+    # port of one cage to the port on the same lanes of the other (one cable per lane-aligned cage pair)
+    cage_pair: tuple[str, ...] = ()
 
     def switch_optic_for(self, form_factor: str) -> Optic | None:
         """The transceiver a switch cage of ``form_factor`` takes for this medium."""
@@ -144,3 +149,36 @@ class Medium:
         if run_m > self.reach_m:
             return None
         return next(((length, part) for length, part in self.cables if length >= run_m), None)
+
+
+def serves_split_cage(medium: Medium, form_factor: str, speed: str, ends: str, cage_ports: int) -> bool:
+    """Whether ``medium`` gives every logical port of a cage split ``cage_ports`` ways its own link with one plug
+    in the cage: a splitter's legs times its plug's connectors (a twin-port transceiver's ``connections``, 1 for a
+    cable plug) are the cage's ports. A straight QSFP56/QSFP28 plug in a QSFP-DD cage split 2 x 200G or 4 x 100G
+    drives its first port only."""
+    if speed not in medium.speeds or ends not in medium.ends:
+        return False
+    if medium.switch_form_factors and form_factor not in medium.switch_form_factors:
+        return False
+    optic = medium.switch_optic_for(form_factor)
+    return medium.legs * (optic.connections if optic else 1) == cage_ports
+
+
+def unserved_groups(model: SwitchModel, speed: str, ends: str, media: tuple[Medium, ...]) -> tuple[PortGroup, ...]:
+    """The port groups of ``model`` whose cages, split for ``speed``, no catalog medium serves link by link for
+    ``ends``: such a cage takes one straight plug, which drives its first port only. Between switches only
+    straight media count: a breakout's legs plug into unsplit cages, so it never joins two split ones."""
+    options = media if ends == HOST_SWITCH else tuple(m for m in media if m.legs == 1)
+    return tuple(g for g in model.port_groups if g.per_cage(speed) > 1 and not any(
+        serves_split_cage(m, g.form_factor, speed, ends, g.per_cage(speed)) for m in options))
+
+
+def single_port_groups(model: SwitchModel, speed: str, media: tuple[Medium, ...]) -> frozenset[str]:
+    """The leaf port groups whose split cages take one host each, on the first port."""
+    return frozenset(g.name for g in unserved_groups(model, speed, HOST_SWITCH, media))
+
+
+def pair_unit(model: SwitchModel, speed: str, media: tuple[Medium, ...]) -> int:
+    """The logical ports one cage-pair cable carries between switches of this model at ``speed``: the split of
+    the cages no medium serves link by link (1 when every cage is served)."""
+    return max((g.per_cage(speed) for g in unserved_groups(model, speed, SWITCH_SWITCH, media)), default=1)

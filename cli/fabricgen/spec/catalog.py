@@ -97,7 +97,7 @@ def medium(entry: Mapping[str, Any]) -> Medium:
                   entry["netbox_type"], entry.get("color", ""), tuple(entry.get("switch_form_factors", ())),
                   tuple(entry.get("host_form_factors", ())), int(entry.get("legs", 1)),
                   tuple((ff, optic) for ff, raw in sorted(entry.get("switch_optics", {}).items())
-                        if (optic := _optic(raw)) is not None))
+                        if (optic := _optic(raw)) is not None), tuple(entry.get("cage_pair", ())))
 
 
 def media(overrides: Sequence[Mapping[str, Any]] | None) -> tuple[Medium, ...]:

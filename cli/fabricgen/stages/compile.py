@@ -16,7 +16,11 @@ Shape rules (documented in the README, "Topology rules"):
   groups); each pod gets its own spines, non-blocking (spine uplinks = downlinks of a full pod); spine j of every
   pod joins core plane j, whose size is chosen by the same even-spread rule.
 - Switch ports: downlinks take the lowest cages that run at the host speed, uplinks the next cages that run at
-  the uplink speed; a cage with k logical ports gives names ``<cage>/1`` .. ``<cage>/k``.
+  the uplink speed; a cage with k logical ports gives names ``<cage>/1`` .. ``<cage>/k``. A leaf cage split at the
+  host speed that no catalog medium serves host by host (an SN4700 QSFP-DD cage at 2 x 200G: a QSFP56 plug drives
+  its first port only) takes one host, on ``<cage>/1``, and is one logical port.
+- Spines (and cores) where the tiers' cages are split and no medium serves them link by link: the fewest that
+  send each spine whole cages, so a lane-aligned cage pair rides one cable (see the cable plan).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from fabricgen.core.gcpause import without_gc
 from fabricgen.core.naming import DEVICE_NAME, expand
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Attachment, Cluster, Fabric, Tier, TopologyKind
-from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.hardware import SWITCH_SWITCH, SwitchModel, pair_unit, single_port_groups, unserved_groups
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import (
     LEAF_SPINE,
@@ -57,9 +61,12 @@ class _InfeasibleError(Exception):
 # -- ports -----------------------------------------------------------------------------------------------------
 @cache
 def port_layout(
-    model: SwitchModel, down_speed: str, down: int, up_speed: str, up: int
+    model: SwitchModel, down_speed: str, down: int, up_speed: str, up: int, single: frozenset[str] = frozenset(),
+    single_up: frozenset[str] = frozenset(),
 ) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
-    """Logical numbers and physical names of a switch's downlink then uplink ports (see module rules)."""
+    """Logical numbers and physical names of a switch's downlink then uplink ports (see module rules); a cage of
+    a port group in ``single`` (``single_up``) gives one downlink (uplink), its first port: no medium plugs one
+    link per port there."""
     cages = [(g, c) for g in model.port_groups for c in range(g.cages)]
     downs: list[tuple[int, str]] = []
     ups: list[tuple[int, str]] = []
@@ -74,25 +81,29 @@ def port_layout(
             continue
         per_cage = group.per_cage(speed)
         wanted = down if target is downs else up
-        for lane in range(1, per_cage + 1):
+        usable = 1 if group.name in (single if target is downs else single_up) else per_cage
+        for lane in range(1, usable + 1):  # a cage taking one host is one logical port
             number += 1
             if len(target) < wanted:
                 target.append((number, f"{cage_number}/{lane}" if per_cage > 1 else str(cage_number)))
     if len(downs) < down or len(ups) < up:
+        one = (f"; its cages split at {down_speed} take one host each, on their first port, as the catalog has no "
+               f"splitter that plugs one link per port there" if single else "")
         raise _InfeasibleError(
             f"{model.name} cannot give {down} x {down_speed} downlinks and {up} x {up_speed} uplinks "
-            f"(it has {model.logical_ports(down_speed)} ports at {down_speed})",
-            "lower the scalable unit, raise oversubscription, or pick a larger switch",
+            f"(it has {model.logical_ports(down_speed)} ports at {down_speed}{one})",
+            "lower the scalable unit, raise oversubscription, or pick a larger switch" + (
+                ", or add such a splitter (catalog.media, with its part numbers)" if single else ""),
         )
     return tuple(downs), tuple(ups)
 
 
-def _even_spread(leaves: int, uplinks: int, spine_ports: int, minimum: int) -> int | None:
-    """Fewest spines such that each leaf sends uplinks/n links to each and no spine exceeds its ports."""
-    for n in range(max(1, minimum), uplinks + 1):
-        if uplinks % n == 0 and leaves * uplinks // n <= spine_ports:
-            return n
-    return None
+def _even_spread(leaves: int, uplinks: int, spine_ports: int, minimum: int, unit: int = 1) -> int | None:
+    """Fewest spines such that each leaf sends uplinks/n links to each and no spine exceeds its ports; where
+    cages split ``unit`` ways carry the links, the fewest that send each spine whole cages (a cage pair is one
+    cable, both ends' ports on the same lanes) if any does."""
+    fits = [n for n in range(max(1, minimum), uplinks + 1) if uplinks % n == 0 and leaves * uplinks // n <= spine_ports]
+    return next((n for n in fits if (uplinks // n) % unit == 0), fits[0] if fits else None)
 
 
 # -- per-fabric compiler ---------------------------------------------------------------------------------------
@@ -113,6 +124,29 @@ class _FabricCompiler:
         self.links: list[Link] = []
         self.rails = 0
         self.scalable_units = 0
+        # leaf cages no medium serves host by host take one host each
+        self.single = single_port_groups(fabric.switches[Tier.LEAF], fabric.speed.name, cluster.media)
+        self.spine_down: dict[str, frozenset[str]] = {}  # spines whose split cages take one leaf link each
+
+    def lone_cages(self, lower: Tier, upper: Tier, per_pair: int) -> tuple[frozenset[str], frozenset[str]]:
+        """The port groups of the lower tier's uplinks and the upper tier's downlinks that take one link per
+        cage: those no medium serves link by link, when each switch pair's links do not fill whole cages (a
+        cage-pair cable needs both ports to go to the same switch)."""
+        if per_pair % self.pair_unit(lower, upper) == 0:
+            return frozenset(), frozenset()
+        media, uplink = self.cluster.media, self.fabric.uplink_speed.name
+
+        def lone(tier: Tier) -> frozenset[str]:
+            return frozenset(g.name for g in unserved_groups(self.fabric.switches[tier], uplink, SWITCH_SWITCH, media))
+
+        return lone(lower), lone(upper)
+
+    def pair_unit(self, lower: Tier, upper: Tier) -> int:
+        """Links of one cage-pair cable between the two tiers (see _even_spread); 1 when the lower tier's uplink
+        cages are not split (a breakout, not a cage pair, serves a split upper cage from them)."""
+        media, uplink = self.cluster.media, self.fabric.uplink_speed.name
+        below = pair_unit(self.fabric.switches[lower], uplink, media)
+        return 1 if below == 1 else max(below, pair_unit(self.fabric.switches[upper], uplink, media))
 
     # names
     def name(self, tier: Tier, **values: int | str) -> str:
@@ -142,7 +176,7 @@ class _FabricCompiler:
     def make_leaf(self, index: int, down: int, **where: int | str) -> Switch:
         model = self.fabric.switches[Tier.LEAF]
         up = self.uplinks_for(down)
-        port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up)
+        port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up, self.single)
         names = {"n": index, **where}
         if "rack" in names:
             names["rack"] = str(names["rack"]).lower()  # host names are lower-case; rack labels need not be
@@ -240,7 +274,7 @@ class _FabricCompiler:
 
         def fits(down: int) -> bool:
             try:
-                port_layout(model, speed, down, uplink, self.uplinks_for(down))
+                port_layout(model, speed, down, uplink, self.uplinks_for(down), self.single)
             except _InfeasibleError:
                 return False
             return True
@@ -278,7 +312,8 @@ class _FabricCompiler:
         speed = self.fabric.speed.name
         for leaf in leaves:
             sw = leaf.switch
-            downs, _ = port_layout(sw.model, speed, sw.down_ports, self.fabric.uplink_speed.name, sw.up_ports)
+            downs, _ = port_layout(sw.model, speed, sw.down_ports, self.fabric.uplink_speed.name, sw.up_ports,
+                                   self.single)
             for node, nic, slot in leaf.hosts:
                 number, port_name = downs[slot]
                 yield Link(
@@ -318,7 +353,8 @@ class _FabricCompiler:
         spine_model = self.fabric.switches[Tier.SPINE]
         uplink = self.fabric.uplink_speed.name
         up = max(leaf.up_ports for leaf in leaves)
-        spines = _even_spread(len(leaves), up, spine_model.logical_ports(uplink), 2 if len(leaves) > 1 else 1)
+        unit = self.pair_unit(Tier.LEAF, Tier.SPINE)
+        spines = _even_spread(len(leaves), up, spine_model.logical_ports(uplink), 2 if len(leaves) > 1 else 1, unit)
         if asked == "2" or (asked == "auto" and spines is not None):
             if spines is None and up < 2 <= len(leaves):
                 raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines that "
@@ -361,7 +397,8 @@ class _FabricCompiler:
         spine_ports = spine_model.logical_ports(uplink)
         pods = self.pods(leaves, spine_ports)
         full = max(len(p) for p in pods)
-        per_pod = _even_spread(full, up, spine_ports // 2, 2)
+        unit = self.pair_unit(Tier.LEAF, Tier.SPINE)
+        per_pod = _even_spread(full, up, spine_ports // 2, 2, unit)
         if per_pod is None and up < 2:
             raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines of its pod",
                                    "set topology.uplinks to 2 or more, or raise the scalable unit")
@@ -379,7 +416,8 @@ class _FabricCompiler:
                 )
             ):
                 planes[j].append(spine)
-        cores_per_plane = _even_spread(len(pods), spine_up, core_model.logical_ports(uplink), 1)
+        cores_per_plane = _even_spread(len(pods), spine_up, core_model.logical_ports(uplink), 1,
+                                       self.pair_unit(Tier.SPINE, Tier.CORE))
         if cores_per_plane is None:
             raise _InfeasibleError(
                 f"{len(pods)} pods need more than one {core_model.name} core tier can hold",
@@ -402,19 +440,21 @@ class _FabricCompiler:
         uplink = self.fabric.uplink_speed.name
         per_spine = leaves[0].up_ports // spines
         down = full_leaves * per_spine
+        leaf_up, spine_down = self.lone_cages(Tier.LEAF, Tier.SPINE, per_spine)
         created = []
         for j in range(spines):
             index = first_index + j
             name = self.name(Tier.SPINE, n=index, pod=pod or 1)
             spine = Switch(name, self.fabric.name, Tier.SPINE, model, index, down, spine_up, pod=pod)
             created.append(spine)
+            self.spine_down[spine.name] = spine_down
         self.switches.extend(created)
         for i, leaf in enumerate(leaves):
             _, leaf_ups = port_layout(
-                leaf.model, self.fabric.speed.name, leaf.down_ports, uplink, leaf.up_ports
+                leaf.model, self.fabric.speed.name, leaf.down_ports, uplink, leaf.up_ports, self.single, leaf_up
             )
             for j, spine in enumerate(created):
-                spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up)
+                spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up, spine_down)
                 for t in range(per_spine):
                     lp = leaf_ups[j * per_spine + t]
                     sp = spine_downs[i * per_spine + t]
@@ -436,6 +476,7 @@ class _FabricCompiler:
         uplink = self.fabric.uplink_speed.name
         per_core = spine_up // cores
         down = len(spines) * per_core
+        spine_up_single, core_down = self.lone_cages(Tier.SPINE, Tier.CORE, per_core)
         created = [
             Switch(
                 self.name(Tier.CORE, n=first_index + h),
@@ -449,9 +490,10 @@ class _FabricCompiler:
             for h in range(cores)
         ]
         self.switches.extend(created)
-        core_downs, _ = port_layout(model, uplink, down, uplink, 0)
+        core_downs, _ = port_layout(model, uplink, down, uplink, 0, core_down)
         for q, spine in enumerate(spines):
-            _, spine_ups = port_layout(spine.model, uplink, spine.down_ports, uplink, spine.up_ports)
+            _, spine_ups = port_layout(spine.model, uplink, spine.down_ports, uplink, spine.up_ports,
+                                       self.spine_down.get(spine.name, frozenset()), spine_up_single)
             for h, core in enumerate(created):
                 for t in range(per_core):
                     self.links.append(

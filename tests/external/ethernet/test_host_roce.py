@@ -73,7 +73,7 @@ def test_inband_bond_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path:
     netdev = (networkd / "10-netplan-bond0.netdev").read_text()
     assert "Kind=bond" in netdev and "Mode=active-backup" in netdev and "MIIMonitorSec=100ms" in netdev
     bond = (networkd / "10-netplan-bond0.network").read_text()
-    assert "Address=10.30.0.2/26" in bond and "MTUBytes=9000" in bond
+    assert "Address=10.30.0.2/27" in bond and "MTUBytes=9000" in bond  # 24 hosts a leaf (one per SN4700 cage)
     assert "Table=201\nPriority=201" in bond, "in-band tables are numbered apart from the RoCE ports' 101, 102"
     for member in ("enp170s0f1np1", "enp41s0f1np1"):
         text = (networkd / f"10-netplan-{member}.network").read_text()

@@ -320,18 +320,20 @@ def test_oversubscription_odd_su_rounds_up() -> None:
 
 
 def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
-    """h100-4su inband: SN4700 (64 x 200G) at 2:1 takes 40 hosts + 20 uplinks (42 would need an odd 21); each DGX
-    has two in-band ports (its bond), consecutive on one leaf."""
+    """h100-4su inband: SN4700 (32 QSFP-DD cages, 2 x 200G each) at 2:1 takes 24 hosts, one per cage (no catalog
+    medium plugs a QSFP56 host per port of a split cage), + 12 uplinks on 6 cages (25 hosts would need an odd 13,
+    26 one cage more than there are); 3 spines, 4 links (2 cage pairs) from each leaf; each DGX has two in-band
+    ports (its bond), consecutive on one leaf."""
     topo = inventory["h100-4su"]
     ft = topo.fabric("inband")
     leaves = ft.switches_in(Tier.LEAF)
-    assert counts(ft) == ([7, 4, 0], [254, 140, 0])
-    assert {(s.down_ports, s.up_ports) for s in leaves} == {(40, 20)}
+    assert counts(ft) == ([11, 3, 0], [254, 132, 0])
+    assert {(s.down_ports, s.up_ports) for s in leaves} == {(24, 12)}
     order = [(n.name, nic.index + 1) for n in topo.cluster.nodes for nic in n.profile.nics(ft.fabric.role.nic_role)]
     index = {s.name: s.index for s in leaves}
     for link in ft.links_in(NODE_LEAF):
         i = order.index((link.a.device, link.a.number))
-        assert (index[link.z.device], link.z.number) == (i // 40 + 1, i % 40 + 1)
+        assert (index[link.z.device], link.z.number, link.z.name) == (i // 24 + 1, i % 24 + 1, f"{i % 24 + 1}/1")
     assert_even_spread(ft)
 
 

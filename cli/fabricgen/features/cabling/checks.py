@@ -1,6 +1,6 @@
 """The cable plan against the compiled links: a cable per link and per port, lengths within reach, splitters
-that are one object (one medium, connector and length for all legs; a cable-plug splitter alone in its cage), and
-no switch cage with more plugs than it takes."""
+that are one object (one medium, connector and length for all legs; a cable-plug splitter alone in its cage),
+cage-pair cables that keep every port on its lanes, and every cable pluggable (cage-plugs)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from fabricgen.core.errors import Finding, Severity
-from fabricgen.features.cabling.plan import switch_cage, switch_connector
-from fabricgen.features.feature import fabric_error, fabric_warning
+from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
+from fabricgen.features.feature import fabric_error
 from fabricgen.model.cabling import Cable
+from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, serves_split_cage
 from fabricgen.model.topology import Topology
 
 
@@ -55,37 +56,55 @@ CAGE_EXAMPLES = 3  # cages named in a cage-plugs finding; the rest are counted
 
 
 def cage_plugs(topology: Topology) -> Iterator[Finding]:
-    """One plug per switch cage (two for a twin-port transceiver, one per connector): a cage split into logical
-    ports (SN4700 QSFP-DD at 2 x 200G or 4 x 100G) cabled with a straight QSFP56/QSFP28 cable per port has no room
-    for the second plug, and a QSFP56/QSFP28 plug drives lanes 0-3 only, so the cage's other ports never link.
-    A warning per fabric (naming the first cages), not an error, while fabricgen has no medium for those cages
-    (README "Not yet implemented")."""
+    """Every cable can be plugged and links: one plug per switch cage (two for a twin-port transceiver, one per
+    connector), and in a cage split into logical ports (SN4700 QSFP-DD at 2 x 200G or 4 x 100G) a straight plug
+    that does not serve every port (a QSFP56/QSFP28 cable drives lanes 0-3 only) carries the first port of its
+    connector, never another. A splitter, a breakout and a cage-pair cable are one plug. An error per fabric,
+    naming the first cages."""
+    models = {sw.name: sw.model for ft in topology.fabrics for sw in ft.switches}
     plugs: dict[tuple[str, str], set[str]] = {}
     room: dict[tuple[str, str], int] = {}
     fabric_of: dict[tuple[str, str], str] = {}
+    stranded: dict[str, dict[str, str]] = {}  # fabric -> cable id -> the first end its plug does not drive
     for cable in topology.cables:
         ends = ((cable.z, cable.z_optic),) if cable.tier == "node-leaf" else ((cable.a, cable.a_optic),
                                                                                (cable.z, cable.z_optic))
+        kind = HOST_SWITCH if cable.tier == "node-leaf" else SWITCH_SWITCH
         for end, optic in ends:
             cage = (end.device, switch_cage(end.port))
             plugs.setdefault(cage, set()).add(cable.physical)
-            room[cage] = max(room.get(cage, 1), optic.connections if optic is not None else 1)
+            connectors = optic.connections if optic is not None else 1
+            room[cage] = max(room.get(cage, 1), connectors)
             fabric_of[cage] = cable.fabric
+            split = models[end.device].cage_group(int(cage[1])).per_cage(cable.speed)
+            if (split > connectors and not cable.leg
+                    and not serves_split_cage(cable.medium, end.form_factor, cable.speed, kind, split)
+                    and (switch_lane(end.port) - 1) % (split // connectors)):
+                stranded.setdefault(cable.fabric, {}).setdefault(cable.id, f"{cable.id} at {end.device}:{end.port}")
     full: dict[str, list[str]] = {}
     for cage, physical in sorted(plugs.items(), key=lambda item: (item[0][0], int(item[0][1]) if item[0][1].isdigit()
                                                                     else 0, item[0][1])):
         if len(physical) > room[cage]:
             full.setdefault(fabric_of[cage], []).append(f"{cage[0]} cage {cage[1]} ({len(physical)} cables)")
+    hint = ("run those cages unsplit, place one link per cage, or cable them with a splitter, breakout or cage-pair "
+            "cable the catalog lists (catalog.media: legs, cage_pair)")
     for ft in topology.fabrics:
-        cages = full.get(ft.fabric.name)
+        cages, ports = full.get(ft.fabric.name), list(stranded.get(ft.fabric.name, {}).values())
         if cages:
-            more = f" and {len(cages) - CAGE_EXAMPLES} more" if len(cages) > CAGE_EXAMPLES else ""
-            yield fabric_warning(
+            yield fabric_error(
                 ft.fabric, "cage-plugs", ft.fabric.name,
-                f"{len(cages)} switch cages get more plugs than they take: {', '.join(cages[:CAGE_EXAMPLES])}{more}; "
-                "one straight cable per logical port of a split cage cannot be plugged, and only the first port of "
-                "each would link", "run those cages unsplit, or cable them with a splitter or breakout the catalog "
-                "lists (catalog.media); see README \"Not yet implemented\"")
+                f"{len(cages)} switch cages get more plugs than they take: {_examples(cages)}; one straight cable "
+                "per logical port of a split cage cannot be plugged", hint)
+        if ports:
+            yield fabric_error(
+                ft.fabric, "cage-plugs", ft.fabric.name,
+                f"{len(ports)} straight cables end on a port their plug does not drive: {_examples(ports)}; a "
+                "QSFP56/QSFP28 plug in a split QSFP-DD cage carries its first port only", hint)
+
+
+def _examples(items: list[str]) -> str:
+    more = f" and {len(items) - CAGE_EXAMPLES} more" if len(items) > CAGE_EXAMPLES else ""
+    return ", ".join(items[:CAGE_EXAMPLES]) + more
 
 
 def _shared_plug_cages(cables: Iterable[Cable], plugs: dict[tuple[str, str], str]) -> Iterator[Finding]:
@@ -98,6 +117,22 @@ def _shared_plug_cages(cables: Iterable[Cable], plugs: dict[tuple[str, str], str
                               f"{switch_cage(port)} of {device}, but {cable.id} also ends there ({port})")
 
 
+def _cage_pair(physical: str, lanes: list[Cable]) -> Iterator[Finding]:
+    """One cage-pair cable: its links join the same two cages, each on the same port (lanes) at both ends."""
+    first = lanes[0]
+    cages = (first.a.device, switch_cage(first.a.port), first.z.device, switch_cage(first.z.port))
+    for cable in lanes:
+        if (cable.a.device, switch_cage(cable.a.port), cable.z.device, switch_cage(cable.z.port)) != cages:
+            yield Finding(Severity.ERROR, "cable-splitter", physical, f"link {cable.id} leaves the cage pair "
+                          f"{cages[0]}:{cages[1]} - {cages[2]}:{cages[3]}")
+        if not switch_lane(cable.a.port) == switch_lane(cable.z.port) == cable.leg:
+            yield Finding(Severity.ERROR, "cable-splitter", physical, f"link {cable.id} joins {cable.a.port} to "
+                          f"{cable.z.port} as lane {cable.leg}: a cage-pair cable keeps each port on its lanes")
+        if cable.medium != first.medium or cable.part != first.part:
+            yield Finding(Severity.ERROR, "cable-splitter", physical, f"link {cable.id} is {cable.part}, its first "
+                          f"link {first.part}")
+
+
 def _splitter(physical: str, legs: list[Cable]) -> Iterator[Finding]:
     """One physical splitter: its legs (cables sharing ``physical``) agree on what is one object."""
     first = legs[0]
@@ -107,6 +142,9 @@ def _splitter(physical: str, legs: list[Cable]) -> Iterator[Finding]:
     def error(message: str) -> Finding:
         return Finding(Severity.ERROR, "cable-splitter", physical, message)
 
+    if medium.legs < 2 and first.speed in medium.cage_pair:
+        yield from _cage_pair(physical, legs)
+        return
     if medium.legs < 2:
         yield error(f"has legs but its medium {medium.name} is not a splitter")
     if len(legs) > medium.legs:

@@ -24,6 +24,11 @@ host link is a splitter, the links of each connector group take together the fir
 one of them, at the orderable length of the longest run, so all legs of a splitter are one part; a group that
 no splitter of its size serves is cabled as the smaller connectors of the next smaller splitter listed (a cage
 out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), each choosing again.
+
+A switch-to-switch splitter is a breakout: its plug in the upper cage, its legs in lower-tier switch cages it names
+(``host_form_factors``; a QSFP-DD DR4 to four QSFP28 DR1). Switch links between two cages split alike that no medium
+serves link by link share one cable per lane-aligned cage pair (a media row's ``cage_pair``), each link a ``leg``
+numbered by its port in the cage.
 """
 
 from __future__ import annotations
@@ -35,12 +40,12 @@ from dataclasses import dataclass, replace
 from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import Cluster
-from fabricgen.model.hardware import Medium, Optic, SwitchModel
+from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, Medium, Optic, SwitchModel, serves_split_cage
 from fabricgen.model.nodes import Facility, Rack
 from fabricgen.model.topology import FabricTopology, Link, Port
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
-HOST_SWITCH, SWITCH_SWITCH = "host-switch", "switch-switch"
+CAGE_PAIR = "cage-pair"  # the choices key of the media that carry a lane-aligned pair of split cages
 MAX_REPORTED = 20  # out-of-reach cables named one by one; beyond this a count
 
 
@@ -92,10 +97,14 @@ def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
 
 
 def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
-    """Media by (speed, end kind) in preference order; splitters serve host-switch links only."""
+    """Media by (speed, end kind) in preference order (a switch-switch splitter's legs go to lower-tier
+    switches, as a breakout from a spine cage to leaf uplinks)."""
     keys = {(s, e) for m in media for s in m.speeds for e in m.ends}
-    return {k: tuple(m for m in media if k[0] in m.speeds and k[1] in m.ends and (m.legs == 1 or k[1] == HOST_SWITCH))
-            for k in keys}
+    options = {k: tuple(m for m in media if k[0] in m.speeds and k[1] in m.ends) for k in keys}
+    for speed in {s for m in media for s in m.cage_pair}:
+        options[(speed, CAGE_PAIR)] = tuple(m for m in media if speed in m.cage_pair and SWITCH_SWITCH in m.ends
+                                            and m.legs == 1)
+    return options
 
 
 def _cage_form_factor(place: _Place, port: Port) -> str:
@@ -116,7 +125,16 @@ class _HostLink:
 
     def takes(self, medium: Medium) -> bool:
         """Whether ``medium`` plugs into this link's cages and, for a splitter, fills the switch cage."""
-        return medium.fits(self.cages, self.host) and _fills_cage(medium, self.cage_ports)
+        return _fits(medium, self.cages, self.host) and _fills_cage(medium, self.cage_ports)
+
+
+def _fits(medium: Medium, cages: tuple[str, ...], host: str | None) -> bool:
+    """Whether the parts plug into the link's ends: a host link's switch cage and NIC, or a switch link's two
+    cages; a switch-to-switch splitter (a breakout) has its plug in the upper cage and its legs, like a host
+    splitter's, in the lower ones, which it must name (``host_form_factors``)."""
+    if medium.legs > 1 and host is None:
+        return bool(medium.host_form_factors) and medium.fits(cages[-1:], cages[0])
+    return medium.fits(cages, host)
 
 
 def _fills_cage(medium: Medium, cage_ports: int) -> bool:
@@ -146,7 +164,7 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
         split = (link.speed, ends) in splitting
         cage_ports = 0  # the z cage's logical ports, looked up when a splitter is tried
         for medium in choices.get((link.speed, ends), ()):
-            if not medium.fits(cages, host):
+            if not _fits(medium, cages, host):
                 continue
             if medium.legs > 1:
                 cage_ports = cage_ports or _cage_ports(z_place, link.z, link.speed)
@@ -174,7 +192,47 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
                      for i, first, link, host, cages in cage_links]
             for index, cable in _split_cage(hosts, choices):
                 cables[index] = cable
+    for index, cable in _cage_pairs(cables, places, choices):
+        cables[index] = cable
     return [c for c in cables if c is not None]
+
+
+def _cage_pairs(cables: Sequence[Cable | None], places: dict[str, _Place],
+                choices: dict[tuple[str, str], tuple[Medium, ...]]) -> Iterator[tuple[int, Cable]]:
+    """Switch-to-switch links between two cages split alike that no medium serves link by link (SN4700 QSFP-DD
+    at 2 x 200G: a QSFP56 plug drives the cage's first port only) share one cable per cage pair: the first
+    medium that carries the split across a lane-aligned pair (``cage_pair``), at the orderable length of the
+    longest run; the links are its lanes (``leg`` = the port in the cage). Pairs whose ports are not on the same
+    lanes at both ends keep their cables, and the cage-plugs check names them."""
+    pairs: dict[tuple[str, str, str, str], list[int]] = {}
+    for index, cable in enumerate(cables):
+        if cable is None or cable.tier == "node-leaf" or cable.leg:
+            continue
+        split = _cage_ports(places[cable.a.device], _port(cable.a), cable.speed)
+        if split < 2 or serves_split_cage(cable.medium, cable.a.form_factor, cable.speed, SWITCH_SWITCH, split):
+            continue
+        pairs.setdefault((cable.a.device, switch_cage(cable.a.port), cable.z.device, switch_cage(cable.z.port)),
+                         []).append(index)
+    for indices in pairs.values():
+        group = [c for i in indices if (c := cables[i]) is not None]
+        first = group[0]
+        split = _cage_ports(places[first.a.device], _port(first.a), first.speed)
+        if (_cage_ports(places[first.z.device], _port(first.z), first.speed) != split
+                or any(switch_lane(c.a.port) != switch_lane(c.z.port) for c in group)):
+            continue
+        longest = max(c.run_m for c in group)
+        cages = (first.a.form_factor, first.z.form_factor)
+        for medium in choices.get((first.speed, CAGE_PAIR), ()):
+            picked = medium.standard_length(longest) if medium.fits(cages, None) else None
+            if picked is not None:
+                for i, c in zip(indices, group, strict=True):
+                    yield i, replace(c, length_m=picked[0], part=picked[1], medium=medium, physical=first.id,
+                                     leg=switch_lane(c.a.port))
+                break
+
+
+def _port(end: CableEnd) -> Port:
+    return Port(end.device, end.port_number, end.port)
 
 
 def _cage_ports(place: _Place, port: Port, speed: str) -> int:
@@ -188,7 +246,8 @@ def _split_cage(links: list[_HostLink], choices: dict[tuple[str, str], tuple[Med
     logical ports in lane order, ``legs`` to a connector (the largest splitter among the first fits)."""
     links = sorted(links, key=lambda h: h.lane)
     legs = max(h.cable.medium.legs for h in links)
-    yield from _connectors(links, legs, choices[(links[0].cable.speed, HOST_SWITCH)])
+    ends = HOST_SWITCH if links[0].cable.tier == "node-leaf" else SWITCH_SWITCH
+    yield from _connectors(links, legs, choices[(links[0].cable.speed, ends)])
 
 
 def _connectors(links: list[_HostLink], legs: int, options: tuple[Medium, ...]) -> Iterator[tuple[int, Cable]]:
@@ -314,21 +373,21 @@ class BomLine:
 
 def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
     """Transceivers by part: a host port (every splitter leg) takes one; a switch cage takes one per
-    ``connections`` connectors used in it (a twin-port OSFP serves two), a splitter using one connector."""
+    ``connections`` physical cables that end in it (a twin-port OSFP serves two; a splitter, a breakout and a
+    cage-pair cable are one physical cable, so the breakout's legs each count at their own switch)."""
     totals: Counter[str] = Counter()
-    per_cage: Counter[tuple[str, str, Optic]] = Counter()
+    per_cage: dict[tuple[str, str, Optic], set[str]] = {}
     for cable in cables:
         host_optic = cable.medium.host_optic
         if host_optic is not None and cable.tier == "node-leaf":
             totals[host_optic.part] += 1
-    for cable in physical_cables(cables):
         a_optic, z_optic = cable.a_optic, cable.z_optic
         if a_optic is not None and cable.tier != "node-leaf":
-            per_cage[(cable.a.device, switch_cage(cable.a.port), a_optic)] += 1
+            per_cage.setdefault((cable.a.device, switch_cage(cable.a.port), a_optic), set()).add(cable.physical)
         if z_optic is not None:
-            per_cage[(cable.z.device, switch_cage(cable.z.port), z_optic)] += 1
+            per_cage.setdefault((cable.z.device, switch_cage(cable.z.port), z_optic), set()).add(cable.physical)
     for (_, _, optic), used in per_cage.items():
-        totals[optic.part] += -(-used // optic.connections)
+        totals[optic.part] += -(-len(used) // optic.connections)
     return totals
 
 

@@ -1,41 +1,114 @@
-"""One plug per switch cage (two for a twin-port transceiver): straight QSFP56/QSFP28 cables per logical port of a
-split SN4700 QSFP-DD cage cannot be plugged (field review F1); the check names those cages, and passes twin-port
-OSFP cages with two fibers and DAC splitters that fill their cage."""
+"""Every cable can be plugged (field review F1): a split SN4700 QSFP-DD cage (2 x 200G Mellanox-SN4700-V64, 4 x 100G
+Mellanox-SN4700-C128) takes one plug, so the plan gives it one host on its first port, one cage-pair cable per
+lane-aligned pair of switch cages, or a DR4 breakout to four SN2201 uplinks; the cage-plugs check is an error for a
+straight cable per logical port and for a straight plug on any port but its connector's first."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from fabricgen.core.errors import Severity
 from fabricgen.features.cabling.checks import cage_plugs
+from fabricgen.features.cabling.plan import switch_cage, switch_lane
+from fabricgen.model.hardware import single_port_groups
+from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
+from fabricgen.stages.compile import _InfeasibleError, port_layout
 from tests.conftest import INVENTORIES
 
 
-def test_split_qsfp_dd_cages_with_a_plug_per_port_are_named() -> None:
-    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
-    found = {f.subject: f for f in cage_plugs(topology)}
-    assert set(found) == {"storage", "oob"}
-    storage = found["storage"]
-    assert storage.severity is Severity.WARNING
-    # port_config.ini of Mellanox-SN4700-V64: Ethernet0 lanes 0-3 (etp1a) and Ethernet4 lanes 4-7 (etp1b) share cage 1;
-    # dual-homed storage (2 leaves, 2 spines) fills both ports of 68 cages, hosts and uplinks
-    assert storage.message.startswith("68 switch cages get more plugs than they take: storage-leaf001 cage 1 (2 "
-                                      "cables), storage-leaf001 cage 2 (2 cables), storage-leaf001 cage 17 (2 cables) "
-                                      "and 65 more")
-    assert "oob-agg01 cage 1 (4 cables)" in found["oob"].message, "C128: 4 x 100G per cage"
+@pytest.fixture(scope="module")
+def lab() -> Topology:
+    return compile_spec(INVENTORIES / "lab-1su.yaml").topology
 
 
-def test_twin_port_optics_and_cage_filling_splitters_pass() -> None:
-    """h100-4su's SN5600 storage fabric: twin-port OSFP transceivers with two fibers per cage, and compute QM9700
-    cages the same: no finding for them."""
-    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
-    assert {f.subject for f in cage_plugs(topology)} == {"inband", "oob"}
-    # a third fiber into a twin-port cage is one too many
-    storage = [c for c in topology.cables if c.fabric == "storage" and c.tier == "leaf-spine"]
+@pytest.fixture(scope="module")
+def h100() -> Topology:
+    return compile_spec(INVENTORIES / "h100-4su.yaml").topology
+
+
+def test_examples_are_pluggable(lab: Topology, h100: Topology) -> None:
+    assert list(cage_plugs(lab)) == []
+    assert list(cage_plugs(h100)) == []
+
+
+def test_hosts_take_the_first_port_of_cages_no_splitter_serves(lab: Topology, h100: Topology) -> None:
+    """No catalog medium plugs a QSFP56 host per port of a 2 x 200G QSFP-DD cage: one host per cage, on `/1`."""
+    for topology, fabric in ((lab, "storage"), (h100, "inband")):
+        hosts = [c for c in topology.cables if c.fabric == fabric and c.tier == "node-leaf"]
+        assert hosts and all(switch_lane(c.z.port) == 1 and c.leg == 0 for c in hosts)
+        cages = [(c.z.device, switch_cage(c.z.port)) for c in hosts]
+        assert len(cages) == len(set(cages))
+
+
+def test_switch_links_share_one_cable_per_lane_aligned_cage_pair(lab: Topology, h100: Topology) -> None:
+    for topology, fabric in ((lab, "storage"), (h100, "inband")):
+        links = [c for c in topology.cables if c.fabric == fabric and c.tier == "leaf-spine"]
+        by_cable: dict[str, list[str]] = {}
+        for c in links:
+            assert c.medium.legs == 1 and c.speed in c.medium.cage_pair
+            assert switch_lane(c.a.port) == switch_lane(c.z.port) == c.leg
+            by_cable.setdefault(c.physical, []).append(f"{c.a.device}:{switch_cage(c.a.port)}-"
+                                                       f"{c.z.device}:{switch_cage(c.z.port)}")
+        assert all(len(pairs) == 2 and len(set(pairs)) == 1 for pairs in by_cable.values())
+    parts = {c.part for c in h100.cables if c.fabric == "inband" and c.tier == "leaf-spine"}
+    assert {p.split("-")[0] for p in parts} <= {"QSFPDD", "MPO16"}
+
+
+def test_oob_uplinks_are_dr4_breakouts(lab: Topology, h100: Topology) -> None:
+    """SN2201 QSFP28 uplinks (4 x 25G NRZ) into C128 cages (4 x 100G on 2 x 50G PAM4 lanes each): one
+    QDD-400G-DR4 per agg cage, a QSFP-100G-DR on each leaf, a 1:4 MPO-to-LC breakout between them."""
+    for topology in (lab, h100):
+        up = [c for c in topology.cables if c.fabric == "oob" and c.tier == "leaf-spine"]
+        assert up and all(c.medium.name == "qsfpdd-dr4-breakout-4x100g" for c in up)
+        assert {(c.a_optic.part if c.a_optic else "", c.z_optic.part if c.z_optic else "") for c in up} == {
+            ("QSFP-100G-DR", "QDD-400G-DR4")}
+        legs: dict[str, set[str]] = {}
+        for c in up:
+            assert c.leg == switch_lane(c.z.port)
+            legs.setdefault(c.physical, set()).add(f"{c.z.device}:{switch_cage(c.z.port)}")
+        assert all(len(cages) == 1 for cages in legs.values())
+
+
+def test_a_straight_cable_per_split_port_is_an_error(lab: Topology) -> None:
+    """The plan before the fix: each link of a cage pair its own straight cable."""
+    unpaired = tuple(replace(c, physical=c.id, leg=0) if c.fabric == "storage" and c.tier == "leaf-spine" else c
+                     for c in lab.cables)
+    found = [f for f in cage_plugs(replace(lab, cables=unpaired)) if f.subject == "storage"]
+    assert [f.severity for f in found] == [Severity.ERROR, Severity.ERROR]
+    assert found[0].message.startswith("40 switch cages get more plugs than they take: storage-leaf001 cage 21 (2 "
+                                       "cables)")
+    assert found[1].message.startswith("20 straight cables end on a port their plug does not drive")
+
+
+def test_a_lone_straight_plug_off_the_first_port_is_an_error(lab: Topology) -> None:
+    host = next(c for c in lab.cables if c.fabric == "storage" and c.tier == "node-leaf")
+    moved = replace(host, z=replace(host.z, port=switch_cage(host.z.port) + "/2"))
+    found = list(cage_plugs(replace(lab, cables=tuple(moved if c is host else c for c in lab.cables))))
+    assert len(found) == 1 and found[0].severity is Severity.ERROR
+    assert f"{host.id} at storage-leaf001:1/2" in found[0].message
+
+
+def test_twin_port_optics_take_two_cables_not_three(h100: Topology) -> None:
+    """SN5600 twin-port OSFP transceivers: two fibers per cage pass; a third is one too many."""
+    storage = [c for c in h100.cables if c.fabric == "storage" and c.tier == "leaf-spine"]
     first, second = storage[0], storage[1]
     assert first.z_optic is not None and first.z_optic.connections == 2
     extra = replace(second, id="storage-999999", physical="storage-999999",
                     z=replace(second.z, port=first.z.port.split("/")[0] + "/2"))
-    crowded = replace(topology, cables=(*topology.cables, extra))
+    crowded = replace(h100, cables=(*h100.cables, extra))
     assert any(f.subject == "storage" for f in cage_plugs(crowded))
+
+
+def test_no_room_for_one_host_per_cage_is_refused(lab: Topology) -> None:
+    """32 hosts at 200G on an SN4700 leaf, one per cage, leave no cage for 16 uplinks: refused, saying why."""
+    model = next(sw.model for ft in lab.fabrics for sw in ft.switches if sw.model.name == "SN4700")
+    single = single_port_groups(model, "200G", lab.cluster.media)
+    assert single == {"main"}
+    assert len(port_layout(model, "200G", 16, "200G", 32, single)[0]) == 16
+    with pytest.raises(_InfeasibleError) as caught:
+        port_layout(model, "200G", 32, "200G", 16, single)
+    assert "its cages split at 200G take one host each, on their first port" in str(caught.value)
+    assert "add such a splitter" in caught.value.hint

@@ -345,14 +345,16 @@ def test_sn4700_200g_runs_v64_with_its_shared_headroom_pool() -> None:
     out = {a.path: a.content for a in sonic.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology)}
     db = json.loads(out["switches/storage-leaf001/config_db.json"])
     assert db["DEVICE_METADATA"]["localhost"]["hwsku"] == "Mellanox-SN4700-V64"
-    assert (db["PORT"]["Ethernet4"]["lanes"], db["PORT"]["Ethernet4"]["alias"]) == ("4,5,6,7", "etp1b")
-    assert (db["PORT"]["Ethernet4"]["speed"], db["PORT"]["Ethernet4"]["subport"]) == ("200000", "2")
+    # hosts take one per cage (etp1a, Ethernet4 unused); the uplink cage pairs run both ports (etp21b: lanes 4-7)
+    assert "Ethernet4" not in db["PORT"] and db["PORT"]["Ethernet0"]["alias"] == "etp1a"
+    assert (db["PORT"]["Ethernet164"]["lanes"], db["PORT"]["Ethernet164"]["alias"]) == ("164,165,166,167", "etp21b")
+    assert (db["PORT"]["Ethernet164"]["speed"], db["PORT"]["Ethernet164"]["subport"]) == ("200000", "2")
     assert db["BUFFER_POOL"]["ingress_lossless_pool"] == {"mode": "dynamic", "size": "49971200", "type": "ingress",
                                                           "xoff": "3637248"}
     assert "ingress_lossy_pool" not in db["BUFFER_POOL"]
-    assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"]["Ethernet4"] == {"profile_list": "ingress_lossless_profile"}
-    cable = db["CABLE_LENGTH"]["AZURE"]["Ethernet4"]
-    profile = db["BUFFER_PROFILE"][db["BUFFER_PG"]["Ethernet4|3"]["profile"]]
+    assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"]["Ethernet164"] == {"profile_list": "ingress_lossless_profile"}
+    cable = db["CABLE_LENGTH"]["AZURE"]["Ethernet164"]
+    profile = db["BUFFER_PROFILE"][db["BUFFER_PG"]["Ethernet164|3"]["profile"]]
     assert (profile["size"], profile["xon"], profile["xoff"], profile["dynamic_th"]) == SN4700_200G_ROWS[cable]
     sheet = _csv(out["switches/storage-leaf001/pfc-headroom.csv"])
     assert {r["shared_headroom_pool_xoff"] for r in sheet} == {"3637248"}
@@ -532,6 +534,6 @@ def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
                          "    switch: SN4700\n    topology: {kind: leaf-spine, oversub")
     compiled = compile_spec(spec)
     (found,) = [f for f in compiled.findings if f.check == "no-switch-configs"]
-    # 7 leaves (the DGX in-band bond: two ports a node) and 4 spines
-    assert found.subject == "inband" and "no switch configs" in found.message and "11 switches" in found.message
+    # 11 leaves (24 hosts, one per split cage; the DGX in-band bond: two ports a node) and 3 spines
+    assert found.subject == "inband" and "no switch configs" in found.message and "14 switches" in found.message
     assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))

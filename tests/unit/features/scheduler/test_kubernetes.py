@@ -106,7 +106,7 @@ def test_node_labels_name_the_planned_switches(spec: Path) -> None:
 
 
 def test_a_rack_across_leaf_groups_is_no_level(tmp_path: Path) -> None:
-    """The fat-tree storage fabric of three-tier.yaml: n22's ports straddle two leaves, its rack mate n21 sits on
+    """The fat-tree storage fabric of three-tier.yaml: n07's ports straddle two leaves, its rack mate n08 sits on
     one, so the rack holds two leaf groups and cannot nest below them."""
     spec = tmp_path / "storage.yaml"
     spec.write_text(SPECS[2].read_text() + "scheduler: {fabric: storage}\n")
@@ -114,4 +114,4 @@ def test_a_rack_across_leaf_groups_is_no_level(tmp_path: Path) -> None:
     assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == [
         "fabric.topograph.run/tier-1", "fabric.topograph.run/tier-0", "kubernetes.io/hostname"]
     racks = {n.name: n.rack.name for n in compiled.cluster.nodes}
-    assert racks["n21"] == racks["n22"]
+    assert racks["n07"] == racks["n08"]
