@@ -46,7 +46,7 @@ from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
-from fabricgen.spec.validate import bundled_schema
+from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -538,8 +538,14 @@ def _print_verify(report: VerifyReport, rate: str) -> None:
 
 @app.command()
 def schema() -> None:
-    """Print the spec's JSON Schema (2020-12), every section bundled, for editors and other tools."""
-    sys.stdout.write(json.dumps(bundled_schema(), indent=2) + "\n")
+    """Print the spec's JSON Schema (2020-12) as one self-contained document for editors and other tools."""
+    sys.stdout.write(editor_schema_text())
+
+
+@app.command()
+def docs() -> None:
+    """Print the spec reference (Markdown, docs/reference.md) generated from the schema."""
+    sys.stdout.write(reference_markdown(editor_schema()))
 
 
 def _presets() -> dict[str, Path]:
@@ -566,7 +572,7 @@ def init(
         err.print(f"[red]error:[/] {_safe(str(output))} exists; not overwriting it")
         _fail(EXIT_ERROR)
     output.write_text(
-        text.replace("../schemas/fabricgen.schema.json", "fabricgen.schema.json"), encoding="utf-8"
+        text.replace("../schemas/fabricgen.editor.json", "fabricgen.schema.json"), encoding="utf-8"
     )
     err.print(
         f"wrote {_safe(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
