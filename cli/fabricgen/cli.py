@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -29,6 +31,7 @@ from fabricgen.core.errors import (
     Finding,
     OutputError,
     Severity,
+    SourcePosition,
     SpecError,
     SpecIssue,
     printable,
@@ -37,21 +40,34 @@ from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
 from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
-from fabricgen.features.infiniband.verify import IbSpeed, VerifyError, compare, planned_rates, report_to_json
+from fabricgen.features.infiniband.verify import End as VerifyEnd
+from fabricgen.features.infiniband.verify import (
+    IbSpeed,
+    VerifyError,
+    compare,
+    planned_rates,
+    port_locations,
+    report_to_json,
+)
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
+from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
+from fabricgen.outdir.changes import FileDiff, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
+from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN
+from fabricgen.stages.render import TABLES
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Turn one AI-cluster spec into every artifact its fabric needs.",
@@ -68,9 +84,9 @@ class OutputFormat(StrEnum):
     GITHUB = "github"
 
 
-SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
+SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False, metavar="SPEC")]
 OutOpt = Annotated[
-    Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].")
+    Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].", metavar="OUT")
 ]
 
 
@@ -90,8 +106,8 @@ def _issue_dict(issue: SpecIssue) -> dict[str, Any]:
     return {
         "severity": "error",
         "file": p.file,
-        "line": p.line,
-        "column": p.column,
+        "line": p.line or None,
+        "column": p.column or None,
         "path": issue.path,
         "message": issue.message,
         "hint": issue.hint,
@@ -103,8 +119,8 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
     return {
         "severity": finding.severity.value,
         "file": p.file if p else None,
-        "line": p.line if p else None,
-        "column": p.column if p else None,
+        "line": p.line or None if p else None,
+        "column": p.column or None if p else None,
         "path": finding.subject,
         "check": finding.check,
         "message": finding.message,
@@ -149,18 +165,47 @@ def _github_line(problem: dict[str, Any]) -> str:
     return f"::{level} {where}title=fabricgen::{esc(problem['path'] + ': ' + problem['message'] + hint)}"
 
 
+_sources: dict[str, list[str]] = {}
+
+
+def _excerpt(position: SourcePosition | None) -> list[str]:
+    """The source line of a position and a caret under its column, as compilers print them; nothing for a file
+    that cannot be read again (stdin, a pipe) or a position past its end."""
+    if position is None or position.line < 1 or position.file == STDIN:
+        return []
+    if position.file not in _sources:
+        try:
+            text = read_bounded(Path(position.file), MAX_SPEC_BYTES).decode("utf-8", errors="replace")
+        except (OSError, TooLargeError):
+            text = ""
+        _sources[position.file] = text.splitlines()
+    lines = _sources[position.file]
+    if position.line > len(lines) + 1:
+        return []
+    line = lines[position.line - 1] if position.line <= len(lines) else ""  # a YAML error at the end of the file
+    number = str(position.line)
+    caret = " " * (max(position.column, 1) - 1) + "^"
+    return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
+
+
+def _print_problem(text: str, position: SourcePosition | None, console: Console) -> None:
+    console.print(f"  {_safe(text)}", soft_wrap=True)
+    for line in _excerpt(position):
+        console.print(line, soft_wrap=True, highlight=False)
+
+
 def _print_error(exc: FabricgenError) -> None:
     if isinstance(exc, SpecError):
         err.print(
             f"[bold red]error:[/] the spec has {len(exc.issues)} problem{'s' if len(exc.issues) > 1 else ''}"
         )
         for issue in exc.issues:
-            err.print(f"  {_safe(str(issue))}", soft_wrap=True)
+            _print_problem(str(issue), issue.position, err)
     elif isinstance(exc, CheckError):
         errors = [f for f in exc.findings if f.severity is Severity.ERROR]
         err.print(f"[bold red]error:[/] {len(errors)} check{'s' if len(errors) > 1 else ''} failed")
         for finding in exc.findings:
-            err.print(f"  {_safe(str(finding))}", soft_wrap=True)
+            _print_problem(str(finding), finding.position, err)
     else:
         err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
     if isinstance(exc, deploy.DeployError) and exc.after_apply:
@@ -199,16 +244,108 @@ def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
 
 
 _STYLE = {Action.CREATE: ("+", "green"), Action.UPDATE: ("~", "yellow"), Action.DELETE: ("-", "red")}
+_WORDS = {Action.CREATE: "to add", Action.UPDATE: "to change", Action.DELETE: "to remove"}
+ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every one
+_DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
-def _print_plan(plan: Plan) -> None:
-    for change in plan.changes:
-        if change.action is Action.UNCHANGED:
-            continue
-        sign, colour = _STYLE[change.action]
-        notes = [change.reason] if change.reason else []
-        note = f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
-        out.print(f"[{colour}]{sign} {_safe(change.path)}[/]{note}", soft_wrap=True)
+def _owner(path: str) -> str:
+    """The device or part of the cluster a path belongs to, as the plan's listing groups it."""
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] in _DEVICE_DIRS:
+        return f"{_DEVICE_DIRS[parts[0]]} {parts[1]}"
+    if len(parts) > 2 and parts[0] in ("hosts", "storage", "kubernetes", "scheduler"):
+        return f"{parts[0]}/{parts[1]}"
+    return parts[0] if len(parts) > 1 else "output directory"
+
+
+def _plural(noun: str, count: int = 2) -> str:
+    return noun if count == 1 else noun + ("es" if noun.endswith("s") else "s")
+
+
+def _note(d: FileDiff) -> str:
+    change = d.change
+    notes = [change.reason] if change.reason and change.reason not in ("new artifact", "content changed") else []
+    if d.binary:
+        notes.append("binary content")
+    elif d.noun:
+        counts = Counter(r.action for r in d.rows)
+        notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {_WORDS[a]}"
+                               for a in _WORDS if counts[a]) or f"no {d.noun} changes")
+    elif change.action is Action.UPDATE and d.lines != (0, 0):
+        notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
+    elif change.action is not Action.UPDATE:
+        notes.append(f"{d.lines[0] or d.lines[1]} lines")
+    return f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
+
+
+def _print_rows(d: FileDiff) -> None:
+    for action in _WORDS:
+        rows = [r for r in d.rows if r.action is action]
+        sign, colour = _STYLE[action]
+        for row in rows[:ROW_LIMIT]:
+            fields = "; ".join(f"{c}: {old or '(empty)'} -> {new or '(empty)'}" for c, old, new in row.shown_fields)
+            detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
+            out.print(f"      [{colour}]{sign} {_safe(d.noun)} {_safe(row.subject)}[/]{detail}", soft_wrap=True)
+        if len(rows) > ROW_LIMIT:
+            out.print(f"      [dim]... and {len(rows) - ROW_LIMIT} more {_plural(d.noun)} {_WORDS[action]} "
+                      "(plan --json lists every one)[/]")
+
+
+def _print_unified(d: FileDiff) -> None:
+    colours = {"+": "green", "-": "red", "@": "cyan"}
+    for line in d.unified():
+        colour = colours.get(line[:1], "") if not line.startswith(("+++", "---")) else "bold"
+        text = _safe(line)
+        out.print(f"    [{colour}]{text}[/]" if colour else f"    {text}", soft_wrap=True)
+
+
+def _totals(diffs: Sequence[FileDiff]) -> str:
+    """The plan in the cluster's terms: rows per noun (cables, addresses), their parts (ports), config lines."""
+    rows: dict[str, Counter[Action]] = {}
+    parts: dict[str, list[int]] = {}
+    added = removed = files = 0
+    for d in diffs:
+        if d.noun:
+            rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
+            for noun, (plus, minus) in d.parts.items():
+                total = parts.setdefault(noun, [0, 0])
+                total[0] += plus
+                total[1] += minus
+        elif not d.binary:
+            added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
+    words = [f"{_plural(noun)}: " + ", ".join(f"{c[a]} {_WORDS[a]}" for a in _WORDS) for noun, c in rows.items()]
+    words += [f"{_plural(noun)}: {plus} newly cabled, {minus} freed" for noun, (plus, minus) in parts.items()]
+    words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
+    return "; ".join(words)
+
+
+def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
+    """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
+    if diffs:
+        out.print(f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:")
+    owner = ""
+    for d in diffs:
+        if _owner(d.change.path) != owner:
+            owner = _owner(d.change.path)
+            out.print(f"\n  [bold]# {_safe(owner)}[/]")
+        sign, colour = _STYLE[d.change.action]
+        mark = " [red](unmanaged)[/]" if d.change.unmanaged else " [magenta](drift)[/]" if d.change.drift else ""
+        out.print(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{mark}{_note(d)}", soft_wrap=True)
+        _print_rows(d)
+        if show_diff:
+            _print_unified(d)
+    drifted = [c for c in plan.changes if c.drift]
+    if drifted:
+        out.print("\n[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
+                  "deletes them; adopted when they match):")
+        for drift in drifted:
+            out.print(f"  [magenta]{_safe(drift.path)}[/]  [dim]({_safe(drift.reason)})[/]", soft_wrap=True)
+    if plan.unmanaged:
+        out.print("\n[bold red]Unmanaged[/]: files fabricgen did not create stand where artifacts go "
+                  "(apply refuses them without --force):")
+        for path in plan.unmanaged:
+            out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
     c = plan.counts
     summary = (
         f"Plan for {plan.out_dir}: {c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
@@ -216,19 +353,31 @@ def _print_plan(plan: Plan) -> None:
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
-    out.print(f"[bold]{_safe(summary)}[/]", soft_wrap=True)
-    if plan.unmanaged:
-        out.print(
-            f"[red]{len(plan.unmanaged)} path(s) hold files fabricgen did not create; apply needs --force "
-            "to replace them[/]"
-        )
+    out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
+    if plan.has_changes:
+        out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
 
 
-def _run(action: Any) -> None:
-    """Map fabricgen errors to exit code 1 with one clear report; Ctrl-C to 130."""
+def _diff_json(d: FileDiff) -> dict[str, Any]:
+    data: dict[str, Any] = {"path": d.change.path, "binary": d.binary}
+    if d.noun:
+        data["noun"] = d.noun
+        data["rows"] = [{"action": r.action.value, "subject": r.subject,
+                         "fields": {c: [old, new] for c, old, new in r.fields}} for r in d.rows]
+        data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
+    else:
+        data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}
+    return data
+
+
+def _run(action: Any, as_json: bool = False) -> None:
+    """Map fabricgen errors to exit code 1 with one clear report (also as JSON on stdout with ``as_json``);
+    Ctrl-C to 130."""
     try:
         action()
     except FabricgenError as exc:
+        if as_json:
+            sys.stdout.write(json.dumps({"valid": False, "problems": _problems(exc)}, indent=2) + "\n")
         _print_error(exc)
         _fail(EXIT_ERROR)
     except KeyboardInterrupt:
@@ -236,12 +385,18 @@ def _run(action: Any) -> None:
         _fail(EXIT_INTERRUPTED)
 
 
+def _spec_name(spec: Path) -> str:
+    return STDIN if str(spec) == "-" else str(spec)
+
+
 # -- commands --------------------------------------------------------------------------------------------------
-@app.command()
+@app.command(short_help="Validate specs: schema, semantics, topology checks.")
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files.", show_default=False)],
+    specs: Annotated[
+        list[Path], typer.Argument(help="Spec files ('-' reads stdin).", show_default=False, metavar="SPEC...")
+    ],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="text, json or github.")
+        OutputFormat, typer.Option("--format", help="Report format.")
     ] = OutputFormat.TEXT,
 ) -> None:
     """Validate specs (schema, semantics, topology checks). Exit 0 when all are valid, 1 otherwise."""
@@ -250,9 +405,9 @@ def validate(
         try:
             compiled = compile_spec(spec)
             problems = [_finding_dict(f) for f in compiled.warnings]
-            results.append({"file": str(spec), "valid": True, "problems": problems})
+            results.append({"file": _spec_name(spec), "valid": True, "problems": problems})
         except FabricgenError as exc:
-            results.append({"file": str(spec), "valid": False, "problems": _problems(exc)})
+            results.append({"file": _spec_name(spec), "valid": False, "problems": _problems(exc)})
     if output_format is OutputFormat.JSON:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     elif output_format is OutputFormat.GITHUB:
@@ -264,44 +419,72 @@ def validate(
             status = "[green]valid[/]" if result["valid"] else "[red]invalid[/]"
             out.print(f"{_safe(result['file'])}: {status}")
             for p in result["problems"]:
-                where = f"{p['file']}:{p['line']}:{p['column']}: " if p["file"] else ""
+                position = SourcePosition(p["file"], p["line"] or 0, p["column"] or 0) if p["file"] else None
+                where = f"{position}: " if position else ""
+                field = f"{p['path']}: " if p["path"] else ""
                 hint = f" (hint: {p['hint']})" if p["hint"] else ""
-                out.print(
-                    f"  {_safe(where + p['severity'] + ': ' + p['path'] + ': ' + p['message'] + hint)}",
-                    soft_wrap=True,
-                )
+                _print_problem(where + p["severity"] + ": " + field + p["message"] + hint, position, out)
     _fail(EXIT_OK if all(r["valid"] for r in results) else EXIT_ERROR)
 
 
-@app.command()
+@app.command(short_help="Show what apply would change, per device and cable.")
 def plan(
     spec: SpecArg,
     out_dir: OutOpt = None,
     detailed_exitcode: Annotated[
         bool, typer.Option("--detailed-exitcode", help="Exit 0 no changes, 2 changes, 1 error.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable plan on stdout.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable plan on stdout (errors too).")] = False,
+    show_diff: Annotated[bool, typer.Option("--diff", help="Show the content diff of every changed file.")] = False,
+    save: Annotated[
+        Path | None,
+        typer.Option("-out", "--save", help="Save the plan to this file; `apply PLANFILE` applies exactly it.",
+                     metavar="PLANFILE",
+                     show_default=False),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Plan as `apply --force` would: replace files fabricgen did not create.")
+    ] = False,
 ) -> None:
-    """Show what apply would create (+), update (~) and delete (-) in the output directory."""
+    """Show what apply would add (+), change (~) and remove (-), per device and per cable, port and address.
+
+    Exit 0 (with --detailed-exitcode: 0 no changes, 2 changes pending), 1 on any error or when apply would refuse
+    a file fabricgen did not create (unless --force)."""
     holder: dict[str, Plan] = {}
 
     def action() -> None:
-        compiled, holder["plan"] = _plan(spec, out_dir)
+        compiled, current = _plan(spec, out_dir)
+        holder["plan"] = current
+        diffs = describe(current, TABLES)
+        refused = bool(current.unmanaged) and not force
+        if save is not None and not refused:
+            planfile.save(save, current, spec, force=force, tool_version=__version__)
         if as_json:
-            data = plan_to_json(holder["plan"])
-            data["warnings"] = [_finding_dict(f) for f in compiled.warnings]
+            data = {"valid": True, **plan_to_json(current), "apply_refuses": list(current.unmanaged) if refused else [],
+                    "diffs": [_diff_json(d) for d in diffs],
+                    "warnings": [_finding_dict(f) for f in compiled.warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
+            _print_plan(current, diffs, show_diff)
             _print_warnings(compiled)
-            _print_plan(holder["plan"])
+            if save is not None and not refused:
+                out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
+                          "while nothing changes.", soft_wrap=True)
 
-    _run(action)
-    _fail(EXIT_CHANGES if detailed_exitcode and holder["plan"].needs_apply else EXIT_OK)
+    _run(action, as_json)
+    current = holder["plan"]
+    if current.unmanaged and not force:
+        err.print(f"[bold red]error:[/] apply would refuse {len(current.unmanaged)} file(s) fabricgen did not "
+                  f"create: {_safe(', '.join(current.unmanaged))} (move them away, or plan and apply with --force)",
+                  soft_wrap=True)
+        _fail(EXIT_ERROR)
+    _fail(EXIT_CHANGES if detailed_exitcode and current.needs_apply else EXIT_OK)
 
 
-@app.command()
+@app.command(short_help="Write the planned changes atomically.")
 def apply(
-    spec: SpecArg,
+    spec: Annotated[Path, typer.Argument(help="Cluster spec (YAML), or a plan saved by `plan -out`.",
+                                         metavar="SPEC|PLANFILE", show_default=False)],
     out_dir: OutOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace files fabricgen did not create.")] = False,
@@ -309,22 +492,34 @@ def apply(
                                                         "(exit 2 with the commands to run when pulumi is missing).")
                      ] = False,
 ) -> None:
-    """Write the changed artifacts atomically; a second apply with the same spec changes nothing."""
+    """Write the changed artifacts atomically; a second apply with the same spec changes nothing. Given a saved
+    plan, apply exactly it (no question asked), and refuse when the spec, the outputs or OUT changed since."""
     holder: dict[str, int] = {"code": EXIT_OK}
 
     def action() -> None:
-        compiled, current = _plan(spec, out_dir)
+        saved = planfile.load(spec) if planfile.is_planfile(spec) else None
+        if saved is not None:
+            if out_dir is not None or force:
+                raise OutputError("a saved plan fixes the output directory and --force; give neither")
+            compiled, current = _plan(saved.spec, saved.out_dir)
+            stale = saved.stale(current, compiled.cluster.spec_digest, __version__)
+            if stale:
+                raise OutputError(f"the saved plan {spec} is stale: {'; '.join(stale)}; run plan again")
+        else:
+            compiled, current = _plan(spec, out_dir)
         target = deploy.project(compiled.cluster, current.out_dir) if cloud else None
+        _print_plan(current, describe(current, TABLES), show_diff=False)
         _print_warnings(compiled)
-        _print_plan(current)
-        if _write(current, yes, force) and target is not None:
+        written = (_write(current, True, saved.force, saved.state_digest) if saved is not None
+                   else _write(current, yes, force))
+        if written and target is not None:
             holder["code"] = _deploy(target)
 
     _run(action)
     _fail(holder["code"])
 
 
-def _write(current: Plan, yes: bool, force: bool) -> bool:
+def _write(current: Plan, yes: bool, force: bool, expected_state: str | None = None) -> bool:
     """Apply the plan after confirmation; False when the user declined."""
     if not current.needs_apply:
         return True
@@ -340,7 +535,7 @@ def _write(current: Plan, yes: bool, force: bool) -> bool:
         if not typer.confirm("Apply these changes?", default=False):
             err.print("apply cancelled; nothing was written")
             return False
-    result = apply_plan(current, force=force)
+    result = apply_plan(current, force=force, expected_state=expected_state)
     out.print(
         f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "
         f"{_safe(str(result.plan.out_dir))}"
@@ -362,7 +557,7 @@ def _deploy(target: deploy.Project) -> int:
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Summarise the cluster: tiers, bandwidth, BOM.")
 def explain(
     spec: SpecArg,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary on stdout.")] = False,
@@ -378,7 +573,7 @@ def explain(
         _print_warnings(compiled)
         _print_summary(summary)
 
-    _run(action)
+    _run(action, as_json)
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -429,7 +624,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     out.print(bom)
 
 
-@app.command()
+@app.command(short_help="Compare a discovered InfiniBand fabric with the plan.")
 def verify(
     spec: SpecArg,
     ibnetdiscover: Annotated[
@@ -438,10 +633,12 @@ def verify(
             "--ibnetdiscover",
             help="Saved output of `ibnetdiscover` or `ibnetdiscover -p` ('-' reads stdin).",
             show_default=False,
+            metavar="FILE",
         ),
     ],
     fabric: Annotated[
-        str | None, typer.Option("--fabric", help="InfiniBand fabric to check (needed when the spec has several).")
+        str | None, typer.Option("--fabric", help="InfiniBand fabric to check (needed when the spec has several).",
+                                  metavar="NAME")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
     speed_as: Annotated[
@@ -465,6 +662,14 @@ def verify(
         ft = _ib_fabric(compiled, fabric)
         text = _read_discovery(ibnetdiscover)
         found = parse_ibnetdiscover(text)
+        if not found.devices:
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+            raise VerifyError(
+                f"{'stdin' if str(ibnetdiscover) == '-' else ibnetdiscover} is not ibnetdiscover output: no Switch "
+                "or Ca record"
+                + (f" (line 1: {first[:60]!r})" if first else " (it is empty)")
+                + "; save the output of `ibnetdiscover` or `ibnetdiscover -p`"
+            )
         rates = planned_rates(ft.fabric, speed_as.value if speed_as else None)
         width, speed = rates[ft.fabric.speed.name]
         report = holder["report"] = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
@@ -474,10 +679,10 @@ def verify(
                     "expected_rate": f"{width}{speed}", **data}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
+            _print_verify(report, f"{width}{speed}", port_locations(compiled.topology, ft))
             _print_warnings(compiled)
-            _print_verify(report, f"{width}{speed}")
 
-    _run(action)
+    _run(action, as_json)
     _fail(EXIT_OK if holder["report"].clean else EXIT_ERROR)
 
 
@@ -516,13 +721,31 @@ def _read_discovery(path: Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _print_verify(report: VerifyReport, rate: str) -> None:
+def _print_verify(report: VerifyReport, rate: str, where: dict[tuple[str, int], str]) -> None:
+    """The differences, each planned end where a technician finds it (rack, U, device, faceplate port) next to
+    the InfiniBand port the fabric reports."""
+
+    def located(end: VerifyEnd | None) -> str:
+        if end is None:
+            return "nothing"
+        place = where.get((end.device, end.port)) or where.get((end.device, -1))
+        return f"{place} (IB port {end.port})" if place else str(end)
+
+    def rows(ends: Sequence[VerifyEnd | None]) -> str:
+        return "\n".join(_safe(located(end)) for end in ends)
+
     if report.findings:
         table = Table(title=f"Fabric {report.fabric}: differences from the plan")
-        for column in ("kind", "cable", "planned", "found"):
+        for column in ("kind", "cable", "planned (rack, U, device, port)", "found"):
             table.add_column(column, overflow="fold")
         for f in report.findings:
-            table.add_row(f.kind.value, _safe(f.label or f.cable or "-"), _safe(f.planned_text), _safe(f.found_text))
+            planned = rows(f.planned) if f.planned else _safe(f.planned_text)
+            if not f.planned and f.device and (f.device, -1) in where:
+                planned = _safe(f"{where[(f.device, -1)]} {f.planned_text.removeprefix(f.device)}".strip())
+            found = _safe(f.found_text)
+            if f.found and f.kind.value in ("miswired", "unexpected"):
+                found = rows(f.found)
+            table.add_row(f.kind.value, _safe(f.cable or "-"), planned, found)
         out.print(table)
     summary = (
         f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
@@ -536,13 +759,13 @@ def _print_verify(report: VerifyReport, rate: str) -> None:
               soft_wrap=True)
 
 
-@app.command()
+@app.command(short_help="Print the spec's JSON Schema for editors.")
 def schema() -> None:
     """Print the spec's JSON Schema (2020-12) as one self-contained document for editors and other tools."""
     sys.stdout.write(editor_schema_text())
 
 
-@app.command()
+@app.command(short_help="Print the spec reference (Markdown).")
 def docs() -> None:
     """Print the spec reference (Markdown, docs/reference.md) generated from the schema."""
     sys.stdout.write(reference_markdown(editor_schema()))
@@ -552,7 +775,7 @@ def _presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(shipped_dir("inventories").glob("*.yaml"))}
 
 
-@app.command()
+@app.command(short_help="Write a starter spec from a preset.")
 def init(
     preset: Annotated[str, typer.Option("--preset", help="Starter spec to copy.")] = "lab-1su",
     output: Annotated[
