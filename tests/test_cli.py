@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
@@ -190,3 +192,83 @@ def test_saved_plan_applies_only_while_nothing_changed(tmp_path: Path) -> None:
     settled = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--detailed-exitcode"])
     assert settled.exit_code == 0, settled.output
     assert runner.invoke(app, ["apply", str(saved), "-o", str(out)]).exit_code == 1
+
+
+def test_help_shows_defaults_and_no_type_noise() -> None:
+    plan_help = runner.invoke(app, ["plan", "--help"]).output
+    assert "-o, --out OUT" in plan_help and "[default: out/<cluster name>]" in plan_help
+    assert "-out, --save PLANFILE" in plan_help
+    assert "<bool>" not in plan_help and "--diff " in plan_help
+    init_help = runner.invoke(app, ["init", "--help"]).output
+    assert "lab-1su" in init_help and "h100-4su" in init_help and "[default: lab-1su]" in init_help
+    top = runner.invoke(app, ["--help"]).output
+    assert "--install-completion" in top and "--show-completion" in top
+    assert all(len(line) <= 80 for line in top.splitlines()), top
+
+
+def test_shell_completion_of_presets() -> None:
+    from fabricgen.cli import _preset_names
+
+    assert _preset_names("h1") == ["h100-4su"]
+    script = runner.invoke(app, ["--show-completion", "bash"], env={"SHELL": "/bin/bash"})
+    assert script.exit_code == 0 and "complete" in script.output
+
+
+def test_init_writes_the_spec_and_its_editor_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["init", "--preset", "h100-4su"])
+    assert result.exit_code == 0, result.output
+    spec = tmp_path / "h100-4su.yaml"
+    assert spec.read_text().startswith("# yaml-language-server: $schema=fabricgen.schema.json\n")
+    assert json.loads((tmp_path / "fabricgen.schema.json").read_text()) == json.loads(
+        runner.invoke(app, ["schema"]).stdout)
+    assert runner.invoke(app, ["validate", str(spec)]).exit_code == 0
+    again = runner.invoke(app, ["init", "--preset", "h100-4su"])
+    assert again.exit_code == 1 and "exists; not overwriting it" in again.stderr
+    printed = runner.invoke(app, ["init", "--preset", "lab-1su", "-o", "-"])
+    assert printed.exit_code == 0 and printed.stdout.startswith("# yaml-language-server:")
+    assert not (tmp_path / "lab-1su.yaml").exists()
+    wrong = runner.invoke(app, ["init", "--preset", "h100"])
+    assert wrong.exit_code == 1 and "did you mean 'h100-4su'?" in wrong.stderr
+
+
+def test_validate_reads_stdin() -> None:
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    ok = runner.invoke(app, ["validate", "-"], input=text)
+    assert ok.exit_code == 0 and ok.stdout.startswith("<stdin>: valid"), ok.output
+    bad = runner.invoke(app, ["validate", "-", "--format", "json"], input=text.replace("speed: NDR", "speed: ndr", 1))
+    assert bad.exit_code == 1
+    problem = json.loads(bad.stdout)[0]["problems"][0]
+    assert problem["file"] == "<stdin>" and "did you mean 'NDR'?" in problem["hint"]
+
+
+def test_errors_show_the_source_line_and_a_caret(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text().replace("    speed: NDR", "    speed: NDRR", 1))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    at = next(i for i, line in enumerate(lines) if "fabrics.compute.speed" in line)
+    assert lines[at].startswith(f"  {spec}:22:5: fabrics.compute.speed: 'NDRR' is not an allowed value")
+    assert lines[at + 1] == "    22 |     speed: NDRR"
+    assert lines[at + 2] == "       |     ^"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: fabricgen/v1\nkind: [Cluster\nmetadata: {}\n")
+    yaml_error = runner.invoke(app, ["validate", str(broken)]).stdout
+    assert f"{broken}:3:9: error: YAML syntax error" in yaml_error and "    3 | metadata: {}" in yaml_error
+    missing = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]).stdout
+    assert f"{tmp_path / 'nope.yaml'}: error: cannot read spec: No such file or directory" in missing
+    assert ":0:0" not in missing and ":1:1" not in missing
+
+
+def test_explain_fits_80_columns_without_cutting_a_cell() -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "fabricgen", "explain", str(INVENTORIES / "bench-16k.yaml")],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    assert "rail-optimized" in result.stdout and "3276.8 Tb/s" in result.stdout

@@ -12,6 +12,7 @@ Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / outpu
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -20,8 +21,10 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fabricgen import __version__
@@ -37,6 +40,7 @@ from fabricgen.core.errors import (
     printable,
 )
 from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.core.hints import did_you_mean
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
 from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
@@ -74,7 +78,8 @@ app = typer.Typer(
 )
 # Every text from a spec or the disk is printed verbatim: markup in it is escaped, and emoji codes stay text (with
 # emoji on, an error at line 100 printed as "spec.yaml💯5:" and a value ":pile_of_poo:" as a pile of poo).
-out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+out = Console(highlight=False, emoji=False,
+              width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
 err = Console(stderr=True, highlight=False, emoji=False)
 
 
@@ -219,12 +224,36 @@ def _print_warnings(compiled: Compiled) -> None:
         err.print(f"[yellow]{_safe(str(finding))}[/]", soft_wrap=True)
 
 
+class _Progress:
+    """One live line on stderr naming the step under way and its elapsed time, on a terminal only (a 16k-GPU
+    plan takes ~10 s). Stopped before anything is printed, so it never mixes with a report."""
+
+    def __init__(self) -> None:
+        self.live: Progress | None = None
+        self.task: TaskID | None = None
+
+    def step(self, text: str) -> None:
+        if not err.is_terminal:
+            return
+        if self.live is None:
+            self.live = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                 console=err, transient=True, refresh_per_second=4)
+            self.live.start()
+            self.task = self.live.add_task(_safe(text), total=None)
+        elif self.task is not None:
+            self.live.update(self.task, description=_safe(text))
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live, self.task = None, None
+
+
+_progress = _Progress()
+
+
 def _compile(spec: Path) -> Compiled:
-    """Run the pipeline up to checks; show a spinner only on a terminal (large specs take a moment)."""
-    if err.is_terminal:
-        with err.status(f"compiling {_safe(str(spec))}", spinner="dots"):
-            return compile_spec(spec)
-    return compile_spec(spec)
+    return compile_spec(spec, _progress.step)
 
 
 def _out_dir(compiled: Compiled, out_opt: Path | None) -> Path:
@@ -233,7 +262,8 @@ def _out_dir(compiled: Compiled, out_opt: Path | None) -> Path:
 
 def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
     compiled = _compile(spec)
-    artifacts = render_spec(compiled)
+    artifacts = render_spec(compiled, step=_progress.step)
+    _progress.step(f"comparing {len(artifacts)} artifacts with {_out_dir(compiled, out_opt)}")
     plan = compute_plan(
         artifacts,
         _out_dir(compiled, out_opt),
@@ -268,6 +298,8 @@ def _note(d: FileDiff) -> str:
     notes = [change.reason] if change.reason and change.reason not in ("new artifact", "content changed") else []
     if d.binary:
         notes.append("binary content")
+    elif d.whole:
+        notes.append(f"{d.whole} {_plural(d.noun, d.whole)} {_WORDS[change.action]}")
     elif d.noun:
         counts = Counter(r.action for r in d.rows)
         notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {_WORDS[a]}"
@@ -308,6 +340,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
     for d in diffs:
         if d.noun:
             rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
+            rows[d.noun][d.change.action] += d.whole
             for noun, (plus, minus) in d.parts.items():
                 total = parts.setdefault(noun, [0, 0])
                 total[0] += plus
@@ -362,6 +395,7 @@ def _diff_json(d: FileDiff) -> dict[str, Any]:
     data: dict[str, Any] = {"path": d.change.path, "binary": d.binary}
     if d.noun:
         data["noun"] = d.noun
+        data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
         data["rows"] = [{"action": r.action.value, "subject": r.subject,
                          "fields": {c: [old, new] for c, old, new in r.fields}} for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
@@ -376,13 +410,17 @@ def _run(action: Any, as_json: bool = False) -> None:
     try:
         action()
     except FabricgenError as exc:
+        _progress.stop()
         if as_json:
             sys.stdout.write(json.dumps({"valid": False, "problems": _problems(exc)}, indent=2) + "\n")
         _print_error(exc)
         _fail(EXIT_ERROR)
     except KeyboardInterrupt:
+        _progress.stop()
         err.print("interrupted")
         _fail(EXIT_INTERRUPTED)
+    finally:
+        _progress.stop()
 
 
 def _spec_name(spec: Path) -> str:
@@ -403,11 +441,12 @@ def validate(
     results: list[dict[str, Any]] = []
     for spec in specs:
         try:
-            compiled = compile_spec(spec)
+            compiled = compile_spec(spec, _progress.step)
             problems = [_finding_dict(f) for f in compiled.warnings]
             results.append({"file": _spec_name(spec), "valid": True, "problems": problems})
         except FabricgenError as exc:
             results.append({"file": _spec_name(spec), "valid": False, "problems": _problems(exc)})
+    _progress.stop()
     if output_format is OutputFormat.JSON:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     elif output_format is OutputFormat.GITHUB:
@@ -455,7 +494,9 @@ def plan(
     def action() -> None:
         compiled, current = _plan(spec, out_dir)
         holder["plan"] = current
+        _progress.step("describing the changes")
         diffs = describe(current, TABLES)
+        _progress.stop()
         refused = bool(current.unmanaged) and not force
         if save is not None and not refused:
             planfile.save(save, current, spec, force=force, tool_version=__version__)
@@ -508,7 +549,10 @@ def apply(
         else:
             compiled, current = _plan(spec, out_dir)
         target = deploy.project(compiled.cluster, current.out_dir) if cloud else None
-        _print_plan(current, describe(current, TABLES), show_diff=False)
+        _progress.step("describing the changes")
+        diffs = describe(current, TABLES)
+        _progress.stop()
+        _print_plan(current, diffs, show_diff=False)
         _print_warnings(compiled)
         written = (_write(current, True, saved.force, saved.state_digest) if saved is not None
                    else _write(current, yes, force))
@@ -535,7 +579,9 @@ def _write(current: Plan, yes: bool, force: bool, expected_state: str | None = N
         if not typer.confirm("Apply these changes?", default=False):
             err.print("apply cancelled; nothing was written")
             return False
+    _progress.step(f"writing {len(current.writes)} files, deleting {len(current.deletions)}")
     result = apply_plan(current, force=force, expected_state=expected_state)
+    _progress.stop()
     out.print(
         f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "
         f"{_safe(str(result.plan.out_dir))}"
@@ -567,6 +613,7 @@ def explain(
     def action() -> None:
         compiled = _compile(spec)
         summary = cluster_summary(compiled.topology)
+        _progress.stop()
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
             return
@@ -574,6 +621,15 @@ def explain(
         _print_summary(summary)
 
     _run(action, as_json)
+
+
+def _table(title: str, columns: Sequence[str], left: int) -> Table:
+    """A table that fits 80 columns without cutting a cell: light borders, long cells folded, never ellipsized;
+    the first ``left`` columns are text, the rest numbers."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < left else "right", overflow="fold")
+    return table
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -586,39 +642,27 @@ def _print_summary(s: dict[str, Any]) -> None:
         out.print(f"{_safe(c['provider'])} {_safe(c['zone'])}: {s['nodes']} x {_safe(c['instance_type'])}, "
                   f"{c['interfaces']} {_safe(c['interface_kind'])} interfaces each")
         return
-    table = Table(title="Fabrics", show_lines=False)
-    for column in (
-        "fabric",
-        "kind",
-        "speed",
-        "tiers",
-        "host ports",
-        "leaf",
-        "spine",
-        "core",
-        "node-leaf",
-        "leaf-spine",
-        "spine-core",
-        "bisection",
-        "oversub.",
-    ):
-        table.add_column(column, justify="left" if column in ("fabric", "kind", "speed") else "right")
+    fabrics = _table("Fabrics", ("fabric", "kind", "speed", "tiers", "host ports", "bisection", "oversub."), 3)
+    tiers = _table("Switches and links per tier",
+                   ("fabric", "leaf", "spine", "core", "node-leaf", "leaf-spine", "spine-core"), 1)
     for f in s["fabrics"]:
-        table.add_row(
+        fabrics.add_row(
             _safe(f["name"]),
             f["kind"],
             f["speed"] + ("" if f["uplink_speed"] == f["speed"] else f"/{f['uplink_speed']}"),
             str(f["tiers"]),
             str(f["host_ports"]),
-            *(str(f["switches"].get(t, "")) for t in ("leaf", "spine", "core")),
-            *(str(f["links"].get(t, "")) for t in ("node-leaf", "leaf-spine", "spine-core")),
             f"{f['bisection_gbps'] / 1000:g} Tb/s",
             f"{f['oversubscription']:.2f}:1",
         )
-    out.print(table)
-    bom = Table(title="Switches")
-    bom.add_column("model")
-    bom.add_column("count", justify="right")
+        tiers.add_row(
+            _safe(f["name"]),
+            *(str(f["switches"].get(t, "")) for t in ("leaf", "spine", "core")),
+            *(str(f["links"].get(t, "")) for t in ("node-leaf", "leaf-spine", "spine-core")),
+        )
+    out.print(fabrics)
+    out.print(tiers)
+    bom = _table("Switches", ("model", "count"), 1)
     for model, count in s["switch_bom"].items():
         bom.add_row(_safe(model), str(count))
     out.print(bom)
@@ -672,7 +716,9 @@ def verify(
             )
         rates = planned_rates(ft.fabric, speed_as.value if speed_as else None)
         width, speed = rates[ft.fabric.speed.name]
+        _progress.step(f"comparing {len(found.links)} discovered links with the plan")
         report = holder["report"] = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        _progress.stop()
         if as_json:
             data = report_to_json(report)
             data = {"spec": str(spec), "ibnetdiscover": str(ibnetdiscover), "form": found.form,
@@ -771,35 +817,60 @@ def docs() -> None:
     sys.stdout.write(reference_markdown(editor_schema()))
 
 
+EDITOR_SCHEMA_BESIDE = "fabricgen.schema.json"  # the schema init writes beside a spec, which names it
+
+
 def _presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(shipped_dir("inventories").glob("*.yaml"))}
 
 
+def _preset_names(incomplete: str) -> list[str]:
+    """Shell completion of --preset."""
+    return [name for name in _presets() if name.startswith(incomplete)]
+
+
 @app.command(short_help="Write a starter spec from a preset.")
 def init(
-    preset: Annotated[str, typer.Option("--preset", help="Starter spec to copy.")] = "lab-1su",
+    preset: Annotated[
+        str,
+        typer.Option("--preset", help=f"Starter spec to copy: {', '.join(_presets())}.", metavar="NAME",
+                     autocompletion=_preset_names),
+    ] = "lab-1su",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Spec file to write ('-' prints it) [default: <preset>.yaml].",
+                     metavar="FILE", show_default=False),
     ] = None,
 ) -> None:
-    """Print a starter spec from a preset (see --preset); refuse to overwrite an existing file."""
+    """Write a starter spec from a preset, and beside it the editor schema its first line names
+    (fabricgen.schema.json, unless one is there); refuse to overwrite an existing spec."""
     presets = _presets()
     if preset not in presets:
-        err.print(f"[red]error:[/] unknown preset {_safe(repr(preset))}; presets: {_safe(', '.join(presets))}")
+        guess = did_you_mean(preset, presets)
+        err.print(f"[red]error:[/] unknown preset {_safe(repr(preset))}{_safe(' (' + guess + ')') if guess else ''}; "
+                  f"presets: {_safe(', '.join(presets))}")
         _fail(EXIT_ERROR)
-    text = presets[preset].read_text(encoding="utf-8")
-    if output is None:
+    text = presets[preset].read_text(encoding="utf-8").replace("../schemas/fabricgen.editor.json",
+                                                               EDITOR_SCHEMA_BESIDE)
+    if str(output) == "-":
         sys.stdout.write(text)
         return
-    if output.exists():
-        err.print(f"[red]error:[/] {_safe(str(output))} exists; not overwriting it")
+    spec = output if output is not None else Path(f"{preset}.yaml")
+    try:
+        with spec.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        err.print(f"[red]error:[/] {_safe(str(spec))} exists; not overwriting it (-o names another file)")
         _fail(EXIT_ERROR)
-    output.write_text(
-        text.replace("../schemas/fabricgen.editor.json", "fabricgen.schema.json"), encoding="utf-8"
-    )
-    err.print(
-        f"wrote {_safe(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
-    )
+    except OSError as exc:
+        err.print(f"[red]error:[/] cannot write {_safe(str(spec))}: {_safe(exc.strerror or str(exc))}")
+        _fail(EXIT_ERROR)
+    schema_file = spec.parent / EDITOR_SCHEMA_BESIDE
+    note = f"{schema_file} is there already (`fabricgen schema > {schema_file}` refreshes it)"
+    if not schema_file.exists():
+        schema_file.write_text(editor_schema_text(), encoding="utf-8")
+        note = f"wrote {schema_file} for editors (yaml-language-server, VS Code)"
+    err.print(f"wrote {_safe(str(spec))}; {_safe(note)}; next: fabricgen plan {_safe(str(spec))}", soft_wrap=True)
 
 
 def _version_callback(value: bool) -> None:

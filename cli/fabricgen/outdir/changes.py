@@ -45,6 +45,7 @@ class FileDiff:
     rows: tuple[RowChange, ...] = ()
     parts: dict[str, tuple[int, int]] = field(default_factory=dict)  # noun -> (added, removed), e.g. ports
     lines: tuple[int, int] = (0, 0)  # lines added, removed (text files that are no table)
+    whole: int = 0  # rows of a table created or deleted as a whole (not listed one by one: every row is)
     binary: bool = False
     old: bytes = field(default=b"", repr=False)
     new: bytes = field(default=b"", repr=False)
@@ -85,6 +86,17 @@ def _text(data: bytes) -> str | None:
 
 
 def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> FileDiff:
+    if not old or not new:  # created or deleted: every line and row of it is added or removed
+        data = old or new
+        if b"\0" in data:
+            return FileDiff(change, binary=True, old=old, new=new)
+        text = _text(data)
+        header = next(csv.reader(io.StringIO(text)), None) if table is not None and text is not None else None
+        if table is not None and text is not None and header is not None and set(table.key) <= set(header):
+            return FileDiff(change, table.noun, whole=sum(1 for _ in csv.reader(io.StringIO(text))) - 1,
+                            old=old, new=new)
+        count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        return FileDiff(change, lines=(0, count) if old else (count, 0), old=old, new=new)
     old_text, new_text = _text(old), _text(new)
     if old_text is None or new_text is None or "\0" in old_text or "\0" in new_text:
         return FileDiff(change, binary=True, old=old, new=new)
@@ -100,16 +112,21 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
 
 def _rows(text: str, table: Table) -> dict[tuple[str, ...], dict[str, str]] | None:
     """The CSV's rows by their key (a repeated key gets its ordinal), or None when the header lacks a key column."""
-    reader = csv.DictReader(io.StringIO(text))
-    if text and not set(table.key) <= set(reader.fieldnames or ()):
+    if not text:
+        return {}
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, [])
+    if not set(table.key) <= set(header):
         return None
+    where = [header.index(column) for column in table.key]
     rows: dict[tuple[str, ...], dict[str, str]] = {}
-    for row in reader:
-        key = tuple(row.get(column) or "" for column in table.key)
+    for values in reader:
+        row = dict(zip(header, values, strict=False))
+        key = tuple(values[i] if i < len(values) else "" for i in where)
         ordinal = 1
         while (key + ((str(ordinal),) if ordinal > 1 else ())) in rows:
             ordinal += 1
-        rows[key + ((str(ordinal),) if ordinal > 1 else ())] = {k: v or "" for k, v in row.items() if k}
+        rows[key + ((str(ordinal),) if ordinal > 1 else ())] = row
     return rows
 
 
