@@ -272,3 +272,16 @@ def test_explain_fits_80_columns_without_cutting_a_cell() -> None:
     assert "…" not in result.stdout
     assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
     assert "rail-optimized" in result.stdout and "3276.8 Tb/s" in result.stdout
+
+
+def test_a_source_line_never_shows_a_secret(tmp_path: Path) -> None:
+    """A key written in clear is refused at its line; neither the report nor the line under it prints it."""
+    spec = tmp_path / "spec.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    anchor = "        sm_key: {env: OPENSM_SM_KEY}"
+    assert text.count(anchor) == 1
+    spec.write_text(text.replace(anchor, '        sm_key: "0xfeedface1234"'))
+    for command in (["validate", str(spec)], ["plan", str(spec), "-o", str(tmp_path / "out")]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1
+        assert "keys.sm_key" in result.output and "0xfeedface1234" not in result.output, result.output

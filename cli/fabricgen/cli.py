@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -65,6 +66,7 @@ from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN
+from fabricgen.spec.validate import secret_keys
 from fabricgen.stages.render import TABLES
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -193,10 +195,19 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
     return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
 
 
-def _print_problem(text: str, position: SourcePosition | None, console: Console) -> None:
+def _print_problem(text: str, position: SourcePosition | None, console: Console, field: str = "") -> None:
+    """One problem, then its source line and caret, unless the field is key material: a secret written in clear
+    is refused at its line, and that line must not print it."""
     console.print(f"  {_safe(text)}", soft_wrap=True)
-    for line in _excerpt(position):
-        console.print(line, soft_wrap=True, highlight=False)
+    if _SECRETS.isdisjoint(re.split(r"[.\[\]]", field)):
+        for line in _excerpt(position):
+            console.print(_SECRET_VALUE.sub(r"\1<redacted>", line), soft_wrap=True, highlight=False)
+
+
+_SECRETS = secret_keys()
+# A secret key's value on a shown line (block or flow style), whatever field the problem is about.
+_SECRET_NAMES = "|".join(map(re.escape, sorted(_SECRETS)))
+_SECRET_VALUE = re.compile(r"""(["']?(?:""" + _SECRET_NAMES + r""")["']?\s*:\s*)([^,}\]#\n]+)""")
 
 
 def _print_error(exc: FabricgenError) -> None:
@@ -205,12 +216,12 @@ def _print_error(exc: FabricgenError) -> None:
             f"[bold red]error:[/] the spec has {len(exc.issues)} problem{'s' if len(exc.issues) > 1 else ''}"
         )
         for issue in exc.issues:
-            _print_problem(str(issue), issue.position, err)
+            _print_problem(str(issue), issue.position, err, issue.path)
     elif isinstance(exc, CheckError):
         errors = [f for f in exc.findings if f.severity is Severity.ERROR]
         err.print(f"[bold red]error:[/] {len(errors)} check{'s' if len(errors) > 1 else ''} failed")
         for finding in exc.findings:
-            _print_problem(str(finding), finding.position, err)
+            _print_problem(str(finding), finding.position, err, finding.subject)
     else:
         err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
     if isinstance(exc, deploy.DeployError) and exc.after_apply:
@@ -462,7 +473,7 @@ def validate(
                 where = f"{position}: " if position else ""
                 field = f"{p['path']}: " if p["path"] else ""
                 hint = f" (hint: {p['hint']})" if p["hint"] else ""
-                _print_problem(where + p["severity"] + ": " + field + p["message"] + hint, position, out)
+                _print_problem(where + p["severity"] + ": " + field + p["message"] + hint, position, out, p["path"])
     _fail(EXIT_OK if all(r["valid"] for r in results) else EXIT_ERROR)
 
 
