@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
@@ -72,7 +74,7 @@ def test_schema_is_valid_json_schema() -> None:
     result = runner.invoke(app, ["schema"])
     schema = json.loads(result.stdout)
     Draft202012Validator.check_schema(schema)
-    assert set(schema["$defs"]) >= {"facility", "fabrics", "nodes", "node_profiles", "catalog", "metadata"}
+    assert set(schema["$defs"]) >= {"facility", "fabrics", "nodes", "node_profiles", "catalog.overrides", "metadata"}
     # The bundle is self-contained: a stock validator with no registry resolves every $ref inside it.
     import yaml
 
@@ -94,3 +96,192 @@ def test_init_presets_are_valid(tmp_path: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("fabricgen ")
+
+
+def _shrunk(tmp_path: Path) -> Path:
+    """The lab with 6 of its 8 nodes (the SM pair moved onto hgx06), as an operator would edit it."""
+    spec = tmp_path / "lab.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert text.count("    count: 8\n") == 1 and text.count("{name: hgx08, priority: 14}") == 1
+    spec.write_text(text.replace("    count: 8\n", "    count: 6\n")
+                    .replace("{name: hgx08, priority: 14}", "{name: hgx06, priority: 14}"))
+    return spec
+
+
+def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = _shrunk(tmp_path)
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "- cable hgx07:NIC0 <-> compute-su01-leaf0:4/1" in text
+    assert "- cable hgx08:BMC <-> oob-l04:2" in text
+    # a cable whose ends stay is renumbered, not removed and re-added; its label is not repeated in the listing
+    assert "~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  cable_id: compute-000065 -> compute-000049" in text
+    assert "~ address oob-agg01 Loopback0 loopback  address: 10.46.0.5/32 -> 10.46.0.4/32" in text
+    assert "- switches/oob-l04/config_db.json" in text and "# switch oob-l04" in text
+    assert "cables: 0 to add, 179 to change, 22 to remove; ports: 0 newly cabled, 44 freed" in text
+    # warnings come after the listing and its summary
+    assert result.output.index("Plan for") < result.output.index("warning: [partial-su]")
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")
+    assert cables["parts"] == {"port": {"added": 0, "removed": 44}}
+    assert sum(r["action"] == "delete" for r in cables["rows"]) == 22
+    changed = next(r for r in cables["rows"] if r["subject"] == "compute-su01-leaf0:5/1 <-> compute-spine001:1/1")
+    assert changed["fields"]["cable_id"] == ["compute-000065", "compute-000049"]
+    diffed = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--diff"]).stdout
+    assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
+
+
+def test_drift_has_its_own_section(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    (out / "topology" / "summary.yaml").write_text("edited\n")
+    text = runner.invoke(app, ["plan", LAB, "-o", str(out)]).stdout
+    drift = text.index("Drift")
+    assert "~ topology/summary.yaml (drift)" in text[:drift]
+    assert "topology/summary.yaml  (edited by hand since the last apply; content changed)" in text[drift:]
+
+
+def test_plan_refuses_what_apply_refuses(tmp_path: Path) -> None:
+    """An unmanaged file where an artifact goes: apply would refuse it, so plan fails too (exit 1, also JSON)."""
+    out = tmp_path / "out"
+    (out / "topology").mkdir(parents=True)
+    (out / "topology" / "summary.yaml").write_text("mine\n")
+    for extra in ([], ["--detailed-exitcode"]):
+        result = runner.invoke(app, ["plan", LAB, "-o", str(out), *extra])
+        assert result.exit_code == 1, result.output
+        assert "Unmanaged" in result.stdout and "apply would refuse 1 file(s)" in result.stderr
+    data = json.loads(runner.invoke(app, ["plan", LAB, "-o", str(out), "--json"]).stdout)
+    assert data["valid"] is True and data["apply_refuses"] == ["topology/summary.yaml"]
+    forced = runner.invoke(app, ["plan", LAB, "-o", str(out), "--force", "--detailed-exitcode"])
+    assert forced.exit_code == 2, forced.output
+
+
+def test_plan_json_on_an_invalid_spec(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", "tests/negative/rack-overflow.yaml", "-o", str(tmp_path / "o"), "--json"])
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["valid"] is False and "do not fit in their racks" in data["problems"][0]["message"]
+    missing = runner.invoke(app, ["plan", str(tmp_path / "nope.yaml"), "--json"])
+    assert missing.exit_code == 1 and json.loads(missing.stdout)["valid"] is False
+
+
+def test_saved_plan_applies_only_while_nothing_changed(tmp_path: Path) -> None:
+    out, saved = tmp_path / "out", tmp_path / "lab.plan"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = _shrunk(tmp_path)
+    assert runner.invoke(app, ["plan", str(spec), "-o", str(out), "-out", str(saved)]).exit_code == 0
+    lock = (out / "fabricgen.lock.json").read_bytes()
+    # OUT edited after the plan: refused, nothing written
+    (out / "topology" / "summary.yaml").write_text("edited\n")
+    stale = runner.invoke(app, ["apply", str(saved)])
+    assert stale.exit_code == 1 and f"the files in {out} changed" in stale.stderr
+    assert (out / "fabricgen.lock.json").read_bytes() == lock
+    # the spec edited after the plan: refused
+    assert runner.invoke(app, ["plan", str(spec), "-o", str(out), "-out", str(saved)]).exit_code == 0
+    spec.write_text(spec.read_text() + "\n# edited\n")
+    stale = runner.invoke(app, ["apply", str(saved)])
+    assert stale.exit_code == 1 and f"the spec {spec} changed" in stale.stderr
+    # unchanged since: applied without a question (off a terminal), then nothing left to do
+    assert runner.invoke(app, ["plan", str(spec), "-o", str(out), "-out", str(saved)]).exit_code == 0
+    applied = runner.invoke(app, ["apply", str(saved)])
+    assert applied.exit_code == 0, applied.output
+    assert not (out / "switches" / "oob-l04").exists()
+    settled = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--detailed-exitcode"])
+    assert settled.exit_code == 0, settled.output
+    assert runner.invoke(app, ["apply", str(saved), "-o", str(out)]).exit_code == 1
+
+
+def test_help_shows_defaults_and_no_type_noise() -> None:
+    plan_help = runner.invoke(app, ["plan", "--help"]).output
+    assert "-o, --out OUT" in plan_help and "[default: out/<cluster name>]" in plan_help
+    assert "-out, --save PLANFILE" in plan_help
+    assert "<bool>" not in plan_help and "--diff " in plan_help
+    init_help = runner.invoke(app, ["init", "--help"]).output
+    assert "lab-1su" in init_help and "h100-4su" in init_help and "[default: lab-1su]" in init_help
+    top = runner.invoke(app, ["--help"]).output
+    assert "--install-completion" in top and "--show-completion" in top
+    assert all(len(line) <= 80 for line in top.splitlines()), top
+
+
+def test_shell_completion_of_presets() -> None:
+    from fabricgen.cli import _preset_names
+
+    assert _preset_names("h1") == ["h100-4su"]
+    script = runner.invoke(app, ["--show-completion", "bash"], env={"SHELL": "/bin/bash"})
+    assert script.exit_code == 0 and "complete" in script.output
+
+
+def test_init_writes_the_spec_and_its_editor_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["init", "--preset", "h100-4su"])
+    assert result.exit_code == 0, result.output
+    spec = tmp_path / "h100-4su.yaml"
+    assert spec.read_text().startswith("# yaml-language-server: $schema=fabricgen.schema.json\n")
+    assert json.loads((tmp_path / "fabricgen.schema.json").read_text()) == json.loads(
+        runner.invoke(app, ["schema"]).stdout)
+    assert runner.invoke(app, ["validate", str(spec)]).exit_code == 0
+    again = runner.invoke(app, ["init", "--preset", "h100-4su"])
+    assert again.exit_code == 1 and "exists; not overwriting it" in again.stderr
+    printed = runner.invoke(app, ["init", "--preset", "lab-1su", "-o", "-"])
+    assert printed.exit_code == 0 and printed.stdout.startswith("# yaml-language-server:")
+    assert not (tmp_path / "lab-1su.yaml").exists()
+    wrong = runner.invoke(app, ["init", "--preset", "h100"])
+    assert wrong.exit_code == 1 and "did you mean 'h100-4su'?" in wrong.stderr
+
+
+def test_validate_reads_stdin() -> None:
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    ok = runner.invoke(app, ["validate", "-"], input=text)
+    assert ok.exit_code == 0 and ok.stdout.startswith("<stdin>: valid"), ok.output
+    bad = runner.invoke(app, ["validate", "-", "--format", "json"], input=text.replace("speed: NDR", "speed: ndr", 1))
+    assert bad.exit_code == 1
+    problem = json.loads(bad.stdout)[0]["problems"][0]
+    assert problem["file"] == "<stdin>" and "did you mean 'NDR'?" in problem["hint"]
+
+
+def test_errors_show_the_source_line_and_a_caret(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text().replace("    speed: NDR", "    speed: NDRR", 1))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    at = next(i for i, line in enumerate(lines) if "fabrics.compute.speed" in line)
+    assert lines[at].startswith(f"  {spec}:22:5: fabrics.compute.speed: 'NDRR' is not an allowed value")
+    assert lines[at + 1] == "    22 |     speed: NDRR"
+    assert lines[at + 2] == "       |     ^"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: fabricgen/v1\nkind: [Cluster\nmetadata: {}\n")
+    yaml_error = runner.invoke(app, ["validate", str(broken)]).stdout
+    assert f"{broken}:3:9: error: YAML syntax error" in yaml_error and "    3 | metadata: {}" in yaml_error
+    missing = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]).stdout
+    assert f"{tmp_path / 'nope.yaml'}: error: cannot read spec: No such file or directory" in missing
+    assert ":0:0" not in missing and ":1:1" not in missing
+
+
+def test_explain_fits_80_columns_without_cutting_a_cell() -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "fabricgen", "explain", str(INVENTORIES / "bench-16k.yaml")],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    assert "rail-optimized" in result.stdout and "3276.8 Tb/s" in result.stdout
+
+
+def test_a_source_line_never_shows_a_secret(tmp_path: Path) -> None:
+    """A key written in clear is refused at its line; neither the report nor the line under it prints it."""
+    spec = tmp_path / "spec.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    anchor = "        sm_key: {env: OPENSM_SM_KEY}"
+    assert text.count(anchor) == 1
+    spec.write_text(text.replace(anchor, '        sm_key: "0xfeedface1234"'))
+    for command in (["validate", str(spec)], ["plan", str(spec), "-o", str(tmp_path / "out")]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1
+        assert "keys.sm_key" in result.output and "0xfeedface1234" not in result.output, result.output

@@ -77,8 +77,9 @@ def test_a_hostile_file_name_prints_on_one_line(tmp_path: Path) -> None:
     spec.write_text((REPO / "tests/negative/count-zero.yaml").read_text())
     result = runner.invoke(app, ["validate", str(spec)])
     assert result.exit_code == 1
-    report = [line for line in result.stdout.splitlines() if "count" in line]
+    report = [line for line in result.stdout.splitlines() if "nodes[0].count" in line]
     assert len(report) == 1 and "bad\\nname\\x1b[2J.yaml:" in report[0], result.stdout
+    assert "    12 |     count: 0" in result.stdout.splitlines()  # the source line below it, on its own line
     assert "\x1b" not in result.stdout
 
 
@@ -86,7 +87,7 @@ def test_a_hostile_file_name_prints_on_one_line(tmp_path: Path) -> None:
 def test_dev_zero_is_read_to_the_limit_only() -> None:
     result = runner.invoke(app, ["plan", "/dev/zero", "-o", "/nonexistent/out"])
     assert result.exit_code == 1
-    assert f"/dev/zero:1:1: spec holds more than the {MAX_SPEC_BYTES} byte limit" in result.stderr
+    assert f"/dev/zero: spec holds more than the {MAX_SPEC_BYTES} byte limit" in result.stderr
 
 
 def test_a_pipe_nobody_writes_to_reads_as_empty(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_spec_above_size_limit(tmp_path: Path) -> None:
     assert size > MAX_SPEC_BYTES
     with pytest.raises(SpecError) as info:
         compile_spec(big)
-    assert str(info.value) == f"{big}:1:1: spec is {size} bytes, above the {MAX_SPEC_BYTES} byte limit"
+    assert str(info.value) == f"{big}: spec is {size} bytes, above the {MAX_SPEC_BYTES} byte limit"
 
 
 def test_cli_validate_json_exit_codes() -> None:

@@ -232,13 +232,17 @@ def test_a_new_target_with_a_spec_section(tmp_path: Path) -> None:
           kubernetes + ',\n    "motd": {"$ref": "sections/motd.schema.json"}')
     (root / "templates" / "motd").mkdir()
     (root / "templates" / "motd" / "motd.j2").write_text("{{ text }} ({{ profile }})\n")
+    bundle = _run(root, "schema")
+    assert bundle.returncode == 0 and '"motd"' in bundle.stdout, bundle.stderr
+    (root / "schemas" / "fabricgen.editor.json").write_text(bundle.stdout)
     spec = root / "motd.yaml"
     spec.write_text((INVENTORIES / "lab-1su.yaml").read_text() + "motd:\n  text: Welcome to the lab\n")
 
     assert _changed_files(root) == [
         "cli/fabricgen/features/motd/__init__.py", "cli/fabricgen/features/motd/render.py",
         "cli/fabricgen/features/registry.py", "cli/fabricgen/model/cluster.py", "cli/fabricgen/model/motd.py",
-        "motd.yaml", "schemas/fabricgen.schema.json", "schemas/sections/motd.schema.json", "templates/motd/motd.j2"]
+        "motd.yaml", "schemas/fabricgen.editor.json", "schemas/fabricgen.schema.json",
+        "schemas/sections/motd.schema.json", "templates/motd/motd.j2"]
     applied = _run(root, "apply", str(spec), "-o", str(root / "out"), "--yes")
     assert applied.returncode == 0, applied.stderr
     motd = sorted((root / "out" / "hosts").glob("*/motd"))

@@ -12,14 +12,20 @@ Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / outpu
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fabricgen import __version__
@@ -29,38 +35,55 @@ from fabricgen.core.errors import (
     Finding,
     OutputError,
     Severity,
+    SourcePosition,
     SpecError,
     SpecIssue,
     printable,
 )
 from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.core.hints import did_you_mean
 from fabricgen.core.resources import shipped_dir
 from fabricgen.features.cloud import deploy
 from fabricgen.features.ethernet import lldp as lldp_tables
 from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
-from fabricgen.features.infiniband.verify import IbSpeed, VerifyError, compare, planned_rates, report_to_json
+from fabricgen.features.infiniband.verify import End as VerifyEnd
+from fabricgen.features.infiniband.verify import (
+    IbSpeed,
+    VerifyError,
+    compare,
+    planned_rates,
+    port_locations,
+    report_to_json,
+)
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.features.lab import run as lab_run
 from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
+from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
+from fabricgen.outdir.changes import FileDiff, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
-from fabricgen.spec.validate import bundled_schema
+from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
+from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN
+from fabricgen.spec.validate import secret_keys
+from fabricgen.stages.render import TABLES
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Turn one AI-cluster spec into every artifact its fabric needs.",
 )
 # Every text from a spec or the disk is printed verbatim: markup in it is escaped, and emoji codes stay text (with
 # emoji on, an error at line 100 printed as "spec.yaml💯5:" and a value ":pile_of_poo:" as a pile of poo).
-out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+out = Console(highlight=False, emoji=False,
+              width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
 err = Console(stderr=True, highlight=False, emoji=False)
 
 
@@ -70,9 +93,9 @@ class OutputFormat(StrEnum):
     GITHUB = "github"
 
 
-SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
+SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False, metavar="SPEC")]
 OutOpt = Annotated[
-    Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].")
+    Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].", metavar="OUT")
 ]
 
 
@@ -92,8 +115,8 @@ def _issue_dict(issue: SpecIssue) -> dict[str, Any]:
     return {
         "severity": "error",
         "file": p.file,
-        "line": p.line,
-        "column": p.column,
+        "line": p.line or None,
+        "column": p.column or None,
         "path": issue.path,
         "message": issue.message,
         "hint": issue.hint,
@@ -105,8 +128,8 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
     return {
         "severity": finding.severity.value,
         "file": p.file if p else None,
-        "line": p.line if p else None,
-        "column": p.column if p else None,
+        "line": p.line or None if p else None,
+        "column": p.column or None if p else None,
         "path": finding.subject,
         "check": finding.check,
         "message": finding.message,
@@ -151,18 +174,56 @@ def _github_line(problem: dict[str, Any]) -> str:
     return f"::{level} {where}title=fabricgen::{esc(problem['path'] + ': ' + problem['message'] + hint)}"
 
 
+_sources: dict[str, list[str]] = {}
+
+
+def _excerpt(position: SourcePosition | None) -> list[str]:
+    """The source line of a position and a caret under its column, as compilers print them; nothing for a file
+    that cannot be read again (stdin, a pipe) or a position past its end."""
+    if position is None or position.line < 1 or position.file == STDIN:
+        return []
+    if position.file not in _sources:
+        try:
+            text = read_bounded(Path(position.file), MAX_SPEC_BYTES).decode("utf-8", errors="replace")
+        except (OSError, TooLargeError):
+            text = ""
+        _sources[position.file] = text.splitlines()
+    lines = _sources[position.file]
+    if position.line > len(lines) + 1:
+        return []
+    line = lines[position.line - 1] if position.line <= len(lines) else ""  # a YAML error at the end of the file
+    number = str(position.line)
+    caret = " " * (max(position.column, 1) - 1) + "^"
+    return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
+
+
+def _print_problem(text: str, position: SourcePosition | None, console: Console, field: str = "") -> None:
+    """One problem, then its source line and caret, unless the field is key material: a secret written in clear
+    is refused at its line, and that line must not print it."""
+    console.print(f"  {_safe(text)}", soft_wrap=True)
+    if _SECRETS.isdisjoint(re.split(r"[.\[\]]", field)):
+        for line in _excerpt(position):
+            console.print(_SECRET_VALUE.sub(r"\1<redacted>", line), soft_wrap=True, highlight=False)
+
+
+_SECRETS = secret_keys()
+# A secret key's value on a shown line (block or flow style), whatever field the problem is about.
+_SECRET_NAMES = "|".join(map(re.escape, sorted(_SECRETS)))
+_SECRET_VALUE = re.compile(r"""(["']?(?:""" + _SECRET_NAMES + r""")["']?\s*:\s*)([^,}\]#\n]+)""")
+
+
 def _print_error(exc: FabricgenError) -> None:
     if isinstance(exc, SpecError):
         err.print(
             f"[bold red]error:[/] the spec has {len(exc.issues)} problem{'s' if len(exc.issues) > 1 else ''}"
         )
         for issue in exc.issues:
-            err.print(f"  {_safe(str(issue))}", soft_wrap=True)
+            _print_problem(str(issue), issue.position, err, issue.path)
     elif isinstance(exc, CheckError):
         errors = [f for f in exc.findings if f.severity is Severity.ERROR]
         err.print(f"[bold red]error:[/] {len(errors)} check{'s' if len(errors) > 1 else ''} failed")
         for finding in exc.findings:
-            err.print(f"  {_safe(str(finding))}", soft_wrap=True)
+            _print_problem(str(finding), finding.position, err, finding.subject)
     else:
         err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
     if isinstance(exc, deploy.DeployError) and exc.after_apply:
@@ -176,12 +237,36 @@ def _print_warnings(compiled: Compiled) -> None:
         err.print(f"[yellow]{_safe(str(finding))}[/]", soft_wrap=True)
 
 
+class _Progress:
+    """One live line on stderr naming the step under way and its elapsed time, on a terminal only (a 16k-GPU
+    plan takes ~10 s). Stopped before anything is printed, so it never mixes with a report."""
+
+    def __init__(self) -> None:
+        self.live: Progress | None = None
+        self.task: TaskID | None = None
+
+    def step(self, text: str) -> None:
+        if not err.is_terminal:
+            return
+        if self.live is None:
+            self.live = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                 console=err, transient=True, refresh_per_second=4)
+            self.live.start()
+            self.task = self.live.add_task(_safe(text), total=None)
+        elif self.task is not None:
+            self.live.update(self.task, description=_safe(text))
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live, self.task = None, None
+
+
+_progress = _Progress()
+
+
 def _compile(spec: Path) -> Compiled:
-    """Run the pipeline up to checks; show a spinner only on a terminal (large specs take a moment)."""
-    if err.is_terminal:
-        with err.status(f"compiling {_safe(str(spec))}", spinner="dots"):
-            return compile_spec(spec)
-    return compile_spec(spec)
+    return compile_spec(spec, _progress.step)
 
 
 def _out_dir(compiled: Compiled, out_opt: Path | None) -> Path:
@@ -190,7 +275,8 @@ def _out_dir(compiled: Compiled, out_opt: Path | None) -> Path:
 
 def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
     compiled = _compile(spec)
-    artifacts = render_spec(compiled)
+    artifacts = render_spec(compiled, step=_progress.step)
+    _progress.step(f"comparing {len(artifacts)} artifacts with {_out_dir(compiled, out_opt)}")
     plan = compute_plan(
         artifacts,
         _out_dir(compiled, out_opt),
@@ -201,16 +287,111 @@ def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
 
 
 _STYLE = {Action.CREATE: ("+", "green"), Action.UPDATE: ("~", "yellow"), Action.DELETE: ("-", "red")}
+_WORDS = {Action.CREATE: "to add", Action.UPDATE: "to change", Action.DELETE: "to remove"}
+ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every one
+_DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
-def _print_plan(plan: Plan) -> None:
-    for change in plan.changes:
-        if change.action is Action.UNCHANGED:
-            continue
-        sign, colour = _STYLE[change.action]
-        notes = [change.reason] if change.reason else []
-        note = f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
-        out.print(f"[{colour}]{sign} {_safe(change.path)}[/]{note}", soft_wrap=True)
+def _owner(path: str) -> str:
+    """The device or part of the cluster a path belongs to, as the plan's listing groups it."""
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] in _DEVICE_DIRS:
+        return f"{_DEVICE_DIRS[parts[0]]} {parts[1]}"
+    if len(parts) > 2 and parts[0] in ("hosts", "storage", "kubernetes", "scheduler"):
+        return f"{parts[0]}/{parts[1]}"
+    return parts[0] if len(parts) > 1 else "output directory"
+
+
+def _plural(noun: str, count: int = 2) -> str:
+    return noun if count == 1 else noun + ("es" if noun.endswith("s") else "s")
+
+
+def _note(d: FileDiff) -> str:
+    change = d.change
+    notes = [change.reason] if change.reason and change.reason not in ("new artifact", "content changed") else []
+    if d.binary:
+        notes.append("binary content")
+    elif d.whole:
+        notes.append(f"{d.whole} {_plural(d.noun, d.whole)} {_WORDS[change.action]}")
+    elif d.noun:
+        counts = Counter(r.action for r in d.rows)
+        notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {_WORDS[a]}"
+                               for a in _WORDS if counts[a]) or f"no {d.noun} changes")
+    elif change.action is Action.UPDATE and d.lines != (0, 0):
+        notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
+    elif change.action is not Action.UPDATE:
+        notes.append(f"{d.lines[0] or d.lines[1]} lines")
+    return f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
+
+
+def _print_rows(d: FileDiff) -> None:
+    for action in _WORDS:
+        rows = [r for r in d.rows if r.action is action]
+        sign, colour = _STYLE[action]
+        for row in rows[:ROW_LIMIT]:
+            fields = "; ".join(f"{c}: {old or '(empty)'} -> {new or '(empty)'}" for c, old, new in row.shown_fields)
+            detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
+            out.print(f"      [{colour}]{sign} {_safe(d.noun)} {_safe(row.subject)}[/]{detail}", soft_wrap=True)
+        if len(rows) > ROW_LIMIT:
+            out.print(f"      [dim]... and {len(rows) - ROW_LIMIT} more {_plural(d.noun)} {_WORDS[action]} "
+                      "(plan --json lists every one)[/]")
+
+
+def _print_unified(d: FileDiff) -> None:
+    colours = {"+": "green", "-": "red", "@": "cyan"}
+    for line in d.unified():
+        colour = colours.get(line[:1], "") if not line.startswith(("+++", "---")) else "bold"
+        text = _safe(line)
+        out.print(f"    [{colour}]{text}[/]" if colour else f"    {text}", soft_wrap=True)
+
+
+def _totals(diffs: Sequence[FileDiff]) -> str:
+    """The plan in the cluster's terms: rows per noun (cables, addresses), their parts (ports), config lines."""
+    rows: dict[str, Counter[Action]] = {}
+    parts: dict[str, list[int]] = {}
+    added = removed = files = 0
+    for d in diffs:
+        if d.noun:
+            rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
+            rows[d.noun][d.change.action] += d.whole
+            for noun, (plus, minus) in d.parts.items():
+                total = parts.setdefault(noun, [0, 0])
+                total[0] += plus
+                total[1] += minus
+        elif not d.binary:
+            added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
+    words = [f"{_plural(noun)}: " + ", ".join(f"{c[a]} {_WORDS[a]}" for a in _WORDS) for noun, c in rows.items()]
+    words += [f"{_plural(noun)}: {plus} newly cabled, {minus} freed" for noun, (plus, minus) in parts.items()]
+    words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
+    return "; ".join(words)
+
+
+def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
+    """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
+    if diffs:
+        out.print(f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:")
+    owner = ""
+    for d in diffs:
+        if _owner(d.change.path) != owner:
+            owner = _owner(d.change.path)
+            out.print(f"\n  [bold]# {_safe(owner)}[/]")
+        sign, colour = _STYLE[d.change.action]
+        mark = " [red](unmanaged)[/]" if d.change.unmanaged else " [magenta](drift)[/]" if d.change.drift else ""
+        out.print(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{mark}{_note(d)}", soft_wrap=True)
+        _print_rows(d)
+        if show_diff:
+            _print_unified(d)
+    drifted = [c for c in plan.changes if c.drift]
+    if drifted:
+        out.print("\n[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
+                  "deletes them; adopted when they match):")
+        for drift in drifted:
+            out.print(f"  [magenta]{_safe(drift.path)}[/]  [dim]({_safe(drift.reason)})[/]", soft_wrap=True)
+    if plan.unmanaged:
+        out.print("\n[bold red]Unmanaged[/]: files fabricgen did not create stand where artifacts go "
+                  "(apply refuses them without --force):")
+        for path in plan.unmanaged:
+            out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
     c = plan.counts
     summary = (
         f"Plan for {plan.out_dir}: {c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
@@ -218,43 +399,67 @@ def _print_plan(plan: Plan) -> None:
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
-    out.print(f"[bold]{_safe(summary)}[/]", soft_wrap=True)
-    if plan.unmanaged:
-        out.print(
-            f"[red]{len(plan.unmanaged)} path(s) hold files fabricgen did not create; apply needs --force "
-            "to replace them[/]"
-        )
+    out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
+    if plan.has_changes:
+        out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
 
 
-def _run(action: Any) -> None:
-    """Map fabricgen errors to exit code 1 with one clear report; Ctrl-C to 130."""
+def _diff_json(d: FileDiff) -> dict[str, Any]:
+    data: dict[str, Any] = {"path": d.change.path, "binary": d.binary}
+    if d.noun:
+        data["noun"] = d.noun
+        data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
+        data["rows"] = [{"action": r.action.value, "subject": r.subject,
+                         "fields": {c: [old, new] for c, old, new in r.fields}} for r in d.rows]
+        data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
+    else:
+        data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}
+    return data
+
+
+def _run(action: Any, as_json: bool = False) -> None:
+    """Map fabricgen errors to exit code 1 with one clear report (also as JSON on stdout with ``as_json``);
+    Ctrl-C to 130."""
     try:
         action()
     except FabricgenError as exc:
+        _progress.stop()
+        if as_json:
+            sys.stdout.write(json.dumps({"valid": False, "problems": _problems(exc)}, indent=2) + "\n")
         _print_error(exc)
         _fail(EXIT_ERROR)
     except KeyboardInterrupt:
+        _progress.stop()
         err.print("interrupted")
         _fail(EXIT_INTERRUPTED)
+    finally:
+        _progress.stop()
+
+
+def _spec_name(spec: Path) -> str:
+    return STDIN if str(spec) == "-" else str(spec)
 
 
 # -- commands --------------------------------------------------------------------------------------------------
-@app.command()
+@app.command(short_help="Validate specs: schema, semantics, topology checks.")
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files.", show_default=False)],
+    specs: Annotated[
+        list[Path], typer.Argument(help="Spec files ('-' reads stdin).", show_default=False, metavar="SPEC...")
+    ],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="text, json or github.")
+        OutputFormat, typer.Option("--format", help="Report format.")
     ] = OutputFormat.TEXT,
 ) -> None:
     """Validate specs (schema, semantics, topology checks). Exit 0 when all are valid, 1 otherwise."""
     results: list[dict[str, Any]] = []
     for spec in specs:
         try:
-            compiled = compile_spec(spec)
+            compiled = compile_spec(spec, _progress.step)
             problems = [_finding_dict(f) for f in compiled.warnings]
-            results.append({"file": str(spec), "valid": True, "problems": problems})
+            results.append({"file": _spec_name(spec), "valid": True, "problems": problems})
         except FabricgenError as exc:
-            results.append({"file": str(spec), "valid": False, "problems": _problems(exc)})
+            results.append({"file": _spec_name(spec), "valid": False, "problems": _problems(exc)})
+    _progress.stop()
     if output_format is OutputFormat.JSON:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     elif output_format is OutputFormat.GITHUB:
@@ -266,44 +471,74 @@ def validate(
             status = "[green]valid[/]" if result["valid"] else "[red]invalid[/]"
             out.print(f"{_safe(result['file'])}: {status}")
             for p in result["problems"]:
-                where = f"{p['file']}:{p['line']}:{p['column']}: " if p["file"] else ""
+                position = SourcePosition(p["file"], p["line"] or 0, p["column"] or 0) if p["file"] else None
+                where = f"{position}: " if position else ""
+                field = f"{p['path']}: " if p["path"] else ""
                 hint = f" (hint: {p['hint']})" if p["hint"] else ""
-                out.print(
-                    f"  {_safe(where + p['severity'] + ': ' + p['path'] + ': ' + p['message'] + hint)}",
-                    soft_wrap=True,
-                )
+                _print_problem(where + p["severity"] + ": " + field + p["message"] + hint, position, out, p["path"])
     _fail(EXIT_OK if all(r["valid"] for r in results) else EXIT_ERROR)
 
 
-@app.command()
+@app.command(short_help="Show what apply would change, per device and cable.")
 def plan(
     spec: SpecArg,
     out_dir: OutOpt = None,
     detailed_exitcode: Annotated[
         bool, typer.Option("--detailed-exitcode", help="Exit 0 no changes, 2 changes, 1 error.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable plan on stdout.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable plan on stdout (errors too).")] = False,
+    show_diff: Annotated[bool, typer.Option("--diff", help="Show the content diff of every changed file.")] = False,
+    save: Annotated[
+        Path | None,
+        typer.Option("-out", "--save", help="Save the plan to this file; `apply PLANFILE` applies exactly it.",
+                     metavar="PLANFILE",
+                     show_default=False),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Plan as `apply --force` would: replace files fabricgen did not create.")
+    ] = False,
 ) -> None:
-    """Show what apply would create (+), update (~) and delete (-) in the output directory."""
+    """Show what apply would add (+), change (~) and remove (-), per device and per cable, port and address.
+
+    Exit 0 (with --detailed-exitcode: 0 no changes, 2 changes pending), 1 on any error or when apply would refuse
+    a file fabricgen did not create (unless --force)."""
     holder: dict[str, Plan] = {}
 
     def action() -> None:
-        compiled, holder["plan"] = _plan(spec, out_dir)
+        compiled, current = _plan(spec, out_dir)
+        holder["plan"] = current
+        _progress.step("describing the changes")
+        diffs = describe(current, TABLES)
+        _progress.stop()
+        refused = bool(current.unmanaged) and not force
+        if save is not None and not refused:
+            planfile.save(save, current, spec, force=force, tool_version=__version__)
         if as_json:
-            data = plan_to_json(holder["plan"])
-            data["warnings"] = [_finding_dict(f) for f in compiled.warnings]
+            data = {"valid": True, **plan_to_json(current), "apply_refuses": list(current.unmanaged) if refused else [],
+                    "diffs": [_diff_json(d) for d in diffs],
+                    "warnings": [_finding_dict(f) for f in compiled.warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
+            _print_plan(current, diffs, show_diff)
             _print_warnings(compiled)
-            _print_plan(holder["plan"])
+            if save is not None and not refused:
+                out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
+                          "while nothing changes.", soft_wrap=True)
 
-    _run(action)
-    _fail(EXIT_CHANGES if detailed_exitcode and holder["plan"].needs_apply else EXIT_OK)
+    _run(action, as_json)
+    current = holder["plan"]
+    if current.unmanaged and not force:
+        err.print(f"[bold red]error:[/] apply would refuse {len(current.unmanaged)} file(s) fabricgen did not "
+                  f"create: {_safe(', '.join(current.unmanaged))} (move them away, or plan and apply with --force)",
+                  soft_wrap=True)
+        _fail(EXIT_ERROR)
+    _fail(EXIT_CHANGES if detailed_exitcode and current.needs_apply else EXIT_OK)
 
 
-@app.command()
+@app.command(short_help="Write the planned changes atomically.")
 def apply(
-    spec: SpecArg,
+    spec: Annotated[Path, typer.Argument(help="Cluster spec (YAML), or a plan saved by `plan -out`.",
+                                         metavar="SPEC|PLANFILE", show_default=False)],
     out_dir: OutOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace files fabricgen did not create.")] = False,
@@ -311,22 +546,37 @@ def apply(
                                                         "(exit 2 with the commands to run when pulumi is missing).")
                      ] = False,
 ) -> None:
-    """Write the changed artifacts atomically; a second apply with the same spec changes nothing."""
+    """Write the changed artifacts atomically; a second apply with the same spec changes nothing. Given a saved
+    plan, apply exactly it (no question asked), and refuse when the spec, the outputs or OUT changed since."""
     holder: dict[str, int] = {"code": EXIT_OK}
 
     def action() -> None:
-        compiled, current = _plan(spec, out_dir)
+        saved = planfile.load(spec) if planfile.is_planfile(spec) else None
+        if saved is not None:
+            if out_dir is not None or force:
+                raise OutputError("a saved plan fixes the output directory and --force; give neither")
+            compiled, current = _plan(saved.spec, saved.out_dir)
+            stale = saved.stale(current, compiled.cluster.spec_digest, __version__)
+            if stale:
+                raise OutputError(f"the saved plan {spec} is stale: {'; '.join(stale)}; run plan again")
+        else:
+            compiled, current = _plan(spec, out_dir)
         target = deploy.project(compiled.cluster, current.out_dir) if cloud else None
+        _progress.step("describing the changes")
+        diffs = describe(current, TABLES)
+        _progress.stop()
+        _print_plan(current, diffs, show_diff=False)
         _print_warnings(compiled)
-        _print_plan(current)
-        if _write(current, yes, force) and target is not None:
+        written = (_write(current, True, saved.force, saved.state_digest) if saved is not None
+                   else _write(current, yes, force))
+        if written and target is not None:
             holder["code"] = _deploy(target)
 
     _run(action)
     _fail(holder["code"])
 
 
-def _write(current: Plan, yes: bool, force: bool) -> bool:
+def _write(current: Plan, yes: bool, force: bool, expected_state: str | None = None) -> bool:
     """Apply the plan after confirmation; False when the user declined."""
     if not current.needs_apply:
         return True
@@ -342,7 +592,9 @@ def _write(current: Plan, yes: bool, force: bool) -> bool:
         if not typer.confirm("Apply these changes?", default=False):
             err.print("apply cancelled; nothing was written")
             return False
-    result = apply_plan(current, force=force)
+    _progress.step(f"writing {len(current.writes)} files, deleting {len(current.deletions)}")
+    result = apply_plan(current, force=force, expected_state=expected_state)
+    _progress.stop()
     out.print(
         f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "
         f"{_safe(str(result.plan.out_dir))}"
@@ -364,7 +616,7 @@ def _deploy(target: deploy.Project) -> int:
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Summarise the cluster: tiers, bandwidth, BOM.")
 def explain(
     spec: SpecArg,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary on stdout.")] = False,
@@ -374,13 +626,23 @@ def explain(
     def action() -> None:
         compiled = _compile(spec)
         summary = cluster_summary(compiled.topology)
+        _progress.stop()
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
             return
         _print_warnings(compiled)
         _print_summary(summary)
 
-    _run(action)
+    _run(action, as_json)
+
+
+def _table(title: str, columns: Sequence[str], left: int) -> Table:
+    """A table that fits 80 columns without cutting a cell: light borders, long cells folded, never ellipsized;
+    the first ``left`` columns are text, the rest numbers."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < left else "right", overflow="fold")
+    return table
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -393,45 +655,33 @@ def _print_summary(s: dict[str, Any]) -> None:
         out.print(f"{_safe(c['provider'])} {_safe(c['zone'])}: {s['nodes']} x {_safe(c['instance_type'])}, "
                   f"{c['interfaces']} {_safe(c['interface_kind'])} interfaces each")
         return
-    table = Table(title="Fabrics", show_lines=False)
-    for column in (
-        "fabric",
-        "kind",
-        "speed",
-        "tiers",
-        "host ports",
-        "leaf",
-        "spine",
-        "core",
-        "node-leaf",
-        "leaf-spine",
-        "spine-core",
-        "bisection",
-        "oversub.",
-    ):
-        table.add_column(column, justify="left" if column in ("fabric", "kind", "speed") else "right")
+    fabrics = _table("Fabrics", ("fabric", "kind", "speed", "tiers", "host ports", "bisection", "oversub."), 3)
+    tiers = _table("Switches and links per tier",
+                   ("fabric", "leaf", "spine", "core", "node-leaf", "leaf-spine", "spine-core"), 1)
     for f in s["fabrics"]:
-        table.add_row(
+        fabrics.add_row(
             _safe(f["name"]),
             f["kind"],
             f["speed"] + ("" if f["uplink_speed"] == f["speed"] else f"/{f['uplink_speed']}"),
             str(f["tiers"]),
             str(f["host_ports"]),
-            *(str(f["switches"].get(t, "")) for t in ("leaf", "spine", "core")),
-            *(str(f["links"].get(t, "")) for t in ("node-leaf", "leaf-spine", "spine-core")),
             f"{f['bisection_gbps'] / 1000:g} Tb/s",
             f"{f['oversubscription']:.2f}:1",
         )
-    out.print(table)
-    bom = Table(title="Switches")
-    bom.add_column("model")
-    bom.add_column("count", justify="right")
+        tiers.add_row(
+            _safe(f["name"]),
+            *(str(f["switches"].get(t, "")) for t in ("leaf", "spine", "core")),
+            *(str(f["links"].get(t, "")) for t in ("node-leaf", "leaf-spine", "spine-core")),
+        )
+    out.print(fabrics)
+    out.print(tiers)
+    bom = _table("Switches", ("model", "count"), 1)
     for model, count in s["switch_bom"].items():
         bom.add_row(_safe(model), str(count))
     out.print(bom)
 
 
-@app.command()
+@app.command(short_help="Compare a discovered InfiniBand fabric with the plan.")
 def verify(
     spec: SpecArg,
     ibnetdiscover: Annotated[
@@ -440,6 +690,7 @@ def verify(
             "--ibnetdiscover",
             help="Saved output of `ibnetdiscover` or `ibnetdiscover -p` ('-' reads stdin).",
             show_default=False,
+            metavar="FILE",
         ),
     ] = None,
     lldp: Annotated[
@@ -449,7 +700,8 @@ def verify(
     ] = None,
     out_dir: OutOpt = None,
     fabric: Annotated[
-        str | None, typer.Option("--fabric", help="Fabric to check (needed when the spec has several).")
+        str | None, typer.Option("--fabric", help="Fabric to check (needed when the spec has several).",
+                                  metavar="NAME")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
     speed_as: Annotated[
@@ -481,9 +733,19 @@ def verify(
         ft = _ib_fabric(compiled, fabric)
         text = _read_discovery(ibnetdiscover)
         found = parse_ibnetdiscover(text)
+        if not found.devices:
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+            raise VerifyError(
+                f"{'stdin' if str(ibnetdiscover) == '-' else ibnetdiscover} is not ibnetdiscover output: no Switch "
+                "or Ca record"
+                + (f" (line 1: {first[:60]!r})" if first else " (it is empty)")
+                + "; save the output of `ibnetdiscover` or `ibnetdiscover -p`"
+            )
         rates = planned_rates(ft.fabric, speed_as.value if speed_as else None)
         width, speed = rates[ft.fabric.speed.name]
+        _progress.step(f"comparing {len(found.links)} discovered links with the plan")
         report = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
+        _progress.stop()
         holder["clean"] = report.clean
         if as_json:
             data = report_to_json(report)
@@ -491,10 +753,10 @@ def verify(
                     "expected_rate": f"{width}{speed}", **data}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
+            _print_verify(report, f"{width}{speed}", port_locations(compiled.topology, ft))
             _print_warnings(compiled)
-            _print_verify(report, f"{width}{speed}")
 
-    _run(action)
+    _run(action, as_json)
     _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
 
 
@@ -561,13 +823,31 @@ def _read_discovery(path: Path, what: str = "the ibnetdiscover output") -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _print_verify(report: VerifyReport, rate: str) -> None:
+def _print_verify(report: VerifyReport, rate: str, where: dict[tuple[str, int], str]) -> None:
+    """The differences, each planned end where a technician finds it (rack, U, device, faceplate port) next to
+    the InfiniBand port the fabric reports."""
+
+    def located(end: VerifyEnd | None) -> str:
+        if end is None:
+            return "nothing"
+        place = where.get((end.device, end.port)) or where.get((end.device, -1))
+        return f"{place} (IB port {end.port})" if place else str(end)
+
+    def rows(ends: Sequence[VerifyEnd | None]) -> str:
+        return "\n".join(_safe(located(end)) for end in ends)
+
     if report.findings:
         table = Table(title=f"Fabric {report.fabric}: differences from the plan")
-        for column in ("kind", "cable", "planned", "found"):
+        for column in ("kind", "cable", "planned (rack, U, device, port)", "found"):
             table.add_column(column, overflow="fold")
         for f in report.findings:
-            table.add_row(f.kind.value, _safe(f.label or f.cable or "-"), _safe(f.planned_text), _safe(f.found_text))
+            planned = rows(f.planned) if f.planned else _safe(f.planned_text)
+            if not f.planned and f.device and (f.device, -1) in where:
+                planned = _safe(f"{where[(f.device, -1)]} {f.planned_text.removeprefix(f.device)}".strip())
+            found = _safe(f.found_text)
+            if f.found and f.kind.value in ("miswired", "unexpected"):
+                found = rows(f.found)
+            table.add_row(f.kind.value, _safe(f.cable or "-"), planned, found)
         out.print(table)
     summary = (
         f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
@@ -581,41 +861,72 @@ def _print_verify(report: VerifyReport, rate: str) -> None:
               soft_wrap=True)
 
 
-@app.command()
+@app.command(short_help="Print the spec's JSON Schema for editors.")
 def schema() -> None:
-    """Print the spec's JSON Schema (2020-12), every section bundled, for editors and other tools."""
-    sys.stdout.write(json.dumps(bundled_schema(), indent=2) + "\n")
+    """Print the spec's JSON Schema (2020-12) as one self-contained document for editors and other tools."""
+    sys.stdout.write(editor_schema_text())
+
+
+@app.command(short_help="Print the spec reference (Markdown).")
+def docs() -> None:
+    """Print the spec reference (Markdown, docs/reference.md) generated from the schema."""
+    sys.stdout.write(reference_markdown(editor_schema()))
+
+
+EDITOR_SCHEMA_BESIDE = "fabricgen.schema.json"  # the schema init writes beside a spec, which names it
 
 
 def _presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(shipped_dir("inventories").glob("*.yaml"))}
 
 
-@app.command()
+def _preset_names(incomplete: str) -> list[str]:
+    """Shell completion of --preset."""
+    return [name for name in _presets() if name.startswith(incomplete)]
+
+
+@app.command(short_help="Write a starter spec from a preset.")
 def init(
-    preset: Annotated[str, typer.Option("--preset", help="Starter spec to copy.")] = "lab-1su",
+    preset: Annotated[
+        str,
+        typer.Option("--preset", help=f"Starter spec to copy: {', '.join(_presets())}.", metavar="NAME",
+                     autocompletion=_preset_names),
+    ] = "lab-1su",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Spec file to write ('-' prints it) [default: <preset>.yaml].",
+                     metavar="FILE", show_default=False),
     ] = None,
 ) -> None:
-    """Print a starter spec from a preset (see --preset); refuse to overwrite an existing file."""
+    """Write a starter spec from a preset, and beside it the editor schema its first line names
+    (fabricgen.schema.json, unless one is there); refuse to overwrite an existing spec."""
     presets = _presets()
     if preset not in presets:
-        err.print(f"[red]error:[/] unknown preset {_safe(repr(preset))}; presets: {_safe(', '.join(presets))}")
+        guess = did_you_mean(preset, presets)
+        err.print(f"[red]error:[/] unknown preset {_safe(repr(preset))}{_safe(' (' + guess + ')') if guess else ''}; "
+                  f"presets: {_safe(', '.join(presets))}")
         _fail(EXIT_ERROR)
-    text = presets[preset].read_text(encoding="utf-8")
-    if output is None:
+    text = presets[preset].read_text(encoding="utf-8").replace("../schemas/fabricgen.editor.json",
+                                                               EDITOR_SCHEMA_BESIDE)
+    if str(output) == "-":
         sys.stdout.write(text)
         return
-    if output.exists():
-        err.print(f"[red]error:[/] {_safe(str(output))} exists; not overwriting it")
+    spec = output if output is not None else Path(f"{preset}.yaml")
+    try:
+        with spec.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        err.print(f"[red]error:[/] {_safe(str(spec))} exists; not overwriting it (-o names another file)")
         _fail(EXIT_ERROR)
-    output.write_text(
-        text.replace("../schemas/fabricgen.schema.json", "fabricgen.schema.json"), encoding="utf-8"
-    )
-    err.print(
-        f"wrote {_safe(str(output))}; `fabricgen schema > fabricgen.schema.json` gives editors the schema"
-    )
+    except OSError as exc:
+        err.print(f"[red]error:[/] cannot write {_safe(str(spec))}: {_safe(exc.strerror or str(exc))}")
+        _fail(EXIT_ERROR)
+    schema_file = spec.parent / EDITOR_SCHEMA_BESIDE
+    note = f"{schema_file} is there already (`fabricgen schema > {schema_file}` refreshes it)"
+    if not schema_file.exists():
+        schema_file.write_text(editor_schema_text(), encoding="utf-8")
+        note = f"wrote {schema_file} for editors (yaml-language-server, VS Code)"
+    err.print(f"wrote {_safe(str(spec))}; {_safe(note)}; next: fabricgen plan {_safe(str(spec))}", soft_wrap=True)
 
 
 lab_app = typer.Typer(no_args_is_help=True, help="Run the routed Ethernet fabrics in network namespaces (root).")

@@ -6,7 +6,7 @@ same code path. Nothing here touches the output directory: plan and apply do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,20 +37,35 @@ class Compiled:
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
 
 
-def compile_spec(path: Path) -> Compiled:
+Step = Callable[[str], None]
+"""Told what the pipeline starts next (the CLI's progress line); a no-op by default."""
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def compile_spec(path: Path, step: Step = _quiet) -> Compiled:
     """Load, validate, build, compile and check a spec; raise SpecError or CheckError on any error."""
+    step(f"loading {path}")
     document = load_file(path)
+    step("validating the spec and building the cluster model")
     cluster = build_cluster(document)
+    step(f"compiling the topology of {len(cluster.nodes)} nodes")
     topology = compile_topology(cluster)
+    step(f"checking {sum(len(f.links) for f in topology.fabrics)} links")
     findings = run_checks(topology)
     if any(f.severity is Severity.ERROR for f in findings):
         raise CheckError(findings)
     return Compiled(document, topology.cluster, topology, findings)  # compile completes the model (server NIDs)
 
 
-def render_spec(compiled: Compiled, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:
+def render_spec(compiled: Compiled, targets: Sequence[str] | None = None, step: Step = _quiet
+                ) -> tuple[Artifact, ...]:
     """Render every (or the chosen) target, then check the lossless chain across what was rendered."""
+    step("rendering the artifacts")
     artifacts = render(compiled.topology, targets)
+    step(f"reading back {len(artifacts)} artifacts")
     findings = check_artifacts(compiled.topology, artifacts)
     if any(f.severity is Severity.ERROR for f in findings):
         raise CheckError(findings)

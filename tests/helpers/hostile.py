@@ -54,6 +54,8 @@ MARKERS = ("PWNED", "HYPERLINK", "cmd|", "pile_of_poo", "\x1b[2J", "\u202e", "__
 CODE_LIKE = re.compile(r"(\.sh|\.env|\.service|\.conf|\.mount|\.nft|\.cfg|fstab|node-name-map|\.net|\.txt|\.params"
                        r"|\.tsv|conf\.d/.*)$")
 REPORT_LINE = re.compile(r"^  (\S.*?):([1-9][0-9]*):([1-9][0-9]*): \S")
+# The source line and caret printed under a positioned problem.
+EXCERPT_LINE = re.compile(r"^    (?:[1-9][0-9]* \| .*| +\| +\^)$")
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,12 @@ def _report_problem(stderr: str, spec: Path, out: Path, secret: str) -> str:
     if not problems:
         return f"a report without problems: {stderr[:300]!r}"
     for line in problems:
+        if EXCERPT_LINE.match(line):
+            if any(not c.isprintable() for c in line):
+                return f"a control character in a source excerpt: {line[:300]!r}"
+            if len(secret) >= 4 and secret in line:
+                return f"a secret in a source excerpt: {line[:300]!r}"
+            continue
         match = REPORT_LINE.match(line)
         if match is None or not (match.group(1) == str(spec) or Path(match.group(1)).is_file()):
             return f"a problem without file:line:col: {line[:300]!r}"

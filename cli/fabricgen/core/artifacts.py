@@ -33,3 +33,20 @@ class Artifact:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.content).hexdigest()
+
+
+@dataclass(frozen=True)
+class Table:
+    """How plan names the rows of a CSV artifact in the cluster's terms: what one row is (``noun``), the columns
+    that identify it across renders (``key``: a cable is its two ends, not its renumbered id), how a row reads
+    (``subject``, a ``str.format`` template over the row's columns) and the parts a row holds (``parts``: noun and
+    template, e.g. the two ports of a cable) and the columns that only restate others (``derived``: a cable's label
+    spells its id and ends), which the listing leaves out. ``pattern`` is an ``fnmatch`` pattern of artifact paths;
+    a CSV whose header lacks a key column is compared by lines instead."""
+
+    pattern: str
+    noun: str
+    key: tuple[str, ...]
+    subject: str
+    parts: tuple[tuple[str, str], ...] = ()
+    derived: tuple[str, ...] = ()

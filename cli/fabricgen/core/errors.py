@@ -17,13 +17,16 @@ def printable(text: str) -> str:
 
 @dataclass(frozen=True, order=True)
 class SourcePosition:
-    """Where a YAML node starts: 1-based line and column in a named file."""
+    """Where a YAML node starts: 1-based line and column in a named file; line 0 is the file as a whole (it could
+    not be read)."""
 
     file: str
     line: int
     column: int
 
     def __str__(self) -> str:
+        if self.line == 0:
+            return printable(self.file)
         return f"{printable(self.file)}:{self.line}:{self.column}"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fabricgen.core.artifacts import Artifact
+from fabricgen.core.artifacts import Artifact, Table
 from fabricgen.core.document import PathKey
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.core.issues import Issues
@@ -71,7 +71,7 @@ class Feature:
 
     ``cluster_section``: a top-level spec section that, when present, describes the whole cluster in place of
     facility, nodes and fabrics (a cloud cluster); the build then runs only this feature's ``build``, on an
-    empty cluster.
+    empty cluster. ``tables``: how plan names the rows of the feature's CSV artifacts (cables, addresses).
     """
 
     name: str
@@ -81,6 +81,7 @@ class Feature:
     targets: tuple[Target, ...] = ()
     readback: Readback | None = None
     cluster_section: str = ""
+    tables: tuple[Table, ...] = ()
 
 
 def per_fabric(build: Callable[[BuildContext, Cluster, Fabric], Fabric]) -> BuildStep:

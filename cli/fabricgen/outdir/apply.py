@@ -52,8 +52,11 @@ class ApplyResult:
         return bool(self.written or self.deleted or self.lock_written)
 
 
-def apply_plan(plan: Plan, *, force: bool = False) -> ApplyResult:
+def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = None) -> ApplyResult:
     """Write ``plan`` to disk atomically; with nothing to do, touch nothing at all.
+
+    ``expected_state``: the :attr:`Plan.state_digest` of a saved plan; the re-plan under the lock must find OUT
+    exactly so, or nothing is written.
 
     Raises:
         OutputError: another apply holds the lock, unmanaged files are in the way and ``force`` is false, the
@@ -72,6 +75,8 @@ def apply_plan(plan: Plan, *, force: bool = False) -> ApplyResult:
             fresh = plan_without_recovery(
                 plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version
             )
+            if expected_state is not None and fresh.state_digest != expected_state:
+                raise OutputError(f"{out_dir} changed since the plan was saved: run plan again")
             if not fresh.needs_apply:
                 return ApplyResult(fresh)
             _refuse_unmanaged(fresh, force)

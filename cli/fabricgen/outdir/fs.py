@@ -192,3 +192,17 @@ def file_digest(path: Path) -> str | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """A regular file's bytes up to ``limit``; None when it is not a regular file once opened (a symlink, a pipe),
+    is gone, or is larger than ``limit``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None

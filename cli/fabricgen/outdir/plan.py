@@ -12,9 +12,10 @@ killed after its commit point, so that a plan never diffs against a half-written
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -51,6 +52,7 @@ class Change:
     reason: str
     drift: bool = False
     unmanaged: bool = False
+    seen: str = ""  # sha256 of the file on disk ("" when there is none): a saved plan's view of OUT
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,21 @@ class Plan:
     def drifted(self) -> tuple[str, ...]:
         """Lock-listed paths edited by hand since the last apply."""
         return tuple(c.path for c in self.changes if c.drift)
+
+    @property
+    def outputs_digest(self) -> str:
+        """sha256 over every rendered artifact's path, mode and content digest: what apply would write."""
+        return _digest(f"{a.path}\0{a.mode:o}\0{a.sha256}" for a in self.artifacts)
+
+    @property
+    def state_digest(self) -> str:
+        """sha256 over what the plan found in OUT: the lock file and every planned path's action and bytes."""
+        lock = hashlib.sha256(self.previous_lock_bytes or b"").hexdigest()
+        return _digest([lock, *(f"{c.action.value}\0{c.path}\0{c.seen}\0{c.unmanaged:d}" for c in self.changes)])
+
+
+def _digest(lines: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def compute_plan(
@@ -264,7 +281,7 @@ def _plan_deletion(disk: _Disk, path: str, entry: LockEntry) -> Change | None:
         return None
     drift = not seen.matches(entry.sha256, entry.mode)
     reason = "no longer rendered; edited by hand since the last apply" if drift else "no longer rendered"
-    return Change(Action.DELETE, path, reason, drift=drift)
+    return Change(Action.DELETE, path, reason, drift=drift, seen=seen.sha256)
 
 
 def _plan_artifact(
@@ -282,19 +299,20 @@ def _plan_artifact(
         reason = "up to date"
         if drift:
             reason = "edited by hand since the last apply, but matches the rendered file"
-        return Change(Action.UNCHANGED, artifact.path, reason, drift=drift)
+        return Change(Action.UNCHANGED, artifact.path, reason, drift=drift, seen=seen.sha256)
     reason = _difference(seen, artifact)
     if drift:
         reason = f"edited by hand since the last apply; {reason}"
-    return Change(Action.UPDATE, artifact.path, reason, drift=drift)
+    return Change(Action.UPDATE, artifact.path, reason, drift=drift, seen=seen.sha256)
 
 
 def _plan_unmanaged(artifact: Artifact, seen: _OnDisk) -> Change:
     """A file fabricgen did not write is in the way. One identical to the rendered artifact loses nothing when
     adopted (e.g. after the lock file was deleted), so only a differing one is refused without force."""
     if seen.matches(artifact.sha256, artifact.mode):
-        return Change(Action.UNCHANGED, artifact.path, "identical file not created by fabricgen; adopted")
-    return Change(Action.UPDATE, artifact.path, "not created by fabricgen", unmanaged=True)
+        return Change(Action.UNCHANGED, artifact.path, "identical file not created by fabricgen; adopted",
+                      seen=seen.sha256)
+    return Change(Action.UPDATE, artifact.path, "not created by fabricgen", unmanaged=True, seen=seen.sha256)
 
 
 def _difference(seen: _OnDisk, artifact: Artifact) -> str:

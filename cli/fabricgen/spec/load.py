@@ -10,6 +10,7 @@ issue at its line. Values under keys the schema marks secret never appear in an 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.spec.validate import secret_keys
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
+STDIN = "<stdin>"
 # YAML nodes (scalars, lists, mappings) one document may hold, counted on the parser's events before any node is
 # composed: a 64k-GPU spec has a few thousand; an inventory file of 100k rows about a million.
 MAX_NODES = 2_000_000
@@ -247,8 +249,15 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
 
 
 def load_file(path: Path) -> Document:
-    """Read (bounded, whatever the file is) and load a spec file; unreadable files become a :class:`SpecError`."""
-    origin = SourcePosition(str(path), 1, 1)
+    """Read (bounded, whatever the file is) and load a spec file; unreadable files become a :class:`SpecError`.
+    ``-`` reads standard input (the spec is then named ``<stdin>``)."""
+    origin = SourcePosition(str(path), 0, 0)
+    if str(path) == "-":
+        raw = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)
+        if len(raw) > MAX_SPEC_BYTES:
+            raise SpecError([SpecIssue(SourcePosition(STDIN, 0, 0), "", TooLargeError(MAX_SPEC_BYTES, None)
+                                       .describe("spec"))])
+        return load_text(raw, STDIN)
     try:
         raw = read_bounded(path, MAX_SPEC_BYTES)
     except TooLargeError as exc:

@@ -74,7 +74,7 @@ def _with_limits(schema: Any) -> Any:
     return out
 
 
-def _schema_files() -> list[tuple[Path, dict[str, Any]]]:
+def schema_files() -> list[tuple[Path, dict[str, Any]]]:
     """The spec's schema files with :data:`DEFAULT_LIMITS` applied (the NVUE schema, for fabricgen's own output in
     tests, as it is)."""
     root = shipped_dir("schemas")
@@ -93,7 +93,7 @@ def _registry(for_extended: bool = False) -> Registry:
     referenced resource from its ``$schema``, which would silently swap an extended class for the stock one.
     """
     resources = []
-    for _, contents in _schema_files():
+    for _, contents in schema_files():
         if for_extended:
             contents.pop("$schema", None)
         resources.append((contents["$id"], DRAFT202012.create_resource(contents)))
@@ -121,7 +121,7 @@ def secret_keys() -> frozenset[str]:
         return isinstance(target, dict) and target.get("x-secret") is True
 
     names: set[str] = set()
-    for _, contents in _schema_files():
+    for _, contents in schema_files():
         base = contents["$id"]
         stack = [contents]
         while stack:
@@ -140,14 +140,6 @@ def schema_document(name: str = ROOT_SCHEMA) -> dict[str, Any]:
     """A schema file's JSON (the root spec schema by default)."""
     contents = _registry().contents(_BASE_URI + name)
     return dict(contents)
-
-
-def bundled_schema() -> dict[str, Any]:
-    """The root schema with every section inlined under $defs, for `fabricgen schema` and editors."""
-    bundle = schema_document()
-    bundle["$defs"] = {path.stem.removesuffix(".schema"): contents
-                       for path, contents in _schema_files() if path.parent.name == "sections"}
-    return bundle
 
 
 def _pattern(validator: Validator, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:

@@ -370,7 +370,12 @@ def _site(site: _Site, context: BuildContext, doc: Document) -> Cluster:
     """The core cluster: facility, the profiles the nodes use, nodes, the fabrics' cores, the catalog's media."""
     facility = site.facility()
     profiles = site.profiles(context.nic_models)
+    before = len(context.issues)
     groups, nodes = site.nodes(facility, profiles)
+    if context.issues.since(before):
+        # A node group that could not be built (unknown profile, bad pattern, clashing names) leaves the fabrics,
+        # SM hosts and partitions without its nodes: everything checked past here would be a follow-on error.
+        context.issues.raise_any()
     fabrics = FabricBuilder(context.issues, context.data, site.placer).fabrics(profiles, groups, context.switch_models,
                                                                               context.nic_models)
     used = {g.profile for g in groups}

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from fabricgen.core.document import Document
-from fabricgen.spec.validate import DEFAULT_LIMITS, bundled_schema, schema_issues, secret_keys
+from fabricgen.spec.editor_schema import editor_schema
+from fabricgen.spec.validate import DEFAULT_LIMITS, schema_issues, secret_keys
 
 # A pattern may only use character classes of plain characters: ".", "[^...]" and "\s"-like classes admit newlines.
 _LOOSE = re.compile(r"(?<!\\)\.(?![^\[]*\])|\[\^|\\[sSwWdD]")
@@ -29,7 +30,7 @@ def _typed(node: Any) -> Iterator[dict[str, Any]]:
             yield from _typed(value)
 
 
-SCHEMAS = list(_typed(bundled_schema()))
+SCHEMAS = list(_typed(editor_schema()))
 
 
 def test_every_typed_value_is_bounded() -> None:

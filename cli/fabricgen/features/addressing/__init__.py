@@ -4,6 +4,7 @@ management, /31s, leaf or IPoIB rail subnets, ASNs), the check of ASNs shared ac
 
 from __future__ import annotations
 
+from fabricgen.core.artifacts import Table
 from fabricgen.features.addressing import build, plan, render
 from fabricgen.features.feature import Feature, Target, per_fabric
 
@@ -13,4 +14,5 @@ FEATURE = Feature(
     compile=plan.plan,
     checks=(plan.asn_overlap,),
     targets=(Target("addressing", render.render),),
+    tables=(Table("addressing/*.csv", "address", ("device", "interface", "role"), "{device} {interface} {role}"),),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fabricgen.core.artifacts import Table
 from fabricgen.features.cabling import checks, diagram, printout, sheets, workbook
 from fabricgen.features.cabling.plan import plan_cables
 from fabricgen.features.feature import Feature, Target
@@ -21,4 +22,9 @@ FEATURE = Feature(
     checks=(checks.cable_plan,),
     targets=(Target("workbook", workbook.render), Target("print", printout.render), Target("cabling", sheets.render),
              Target("diagram", diagram.render)),
+    # A cable is its two ends: ids and labels are renumbered when nodes come and go, and plan says so per cable.
+    tables=(Table("cabling/cables.csv", "cable", ("a_device", "a_port", "z_device", "z_port"),
+                  "{a_device}:{a_port} <-> {z_device}:{z_port}",
+                  parts=(("port", "{a_device}:{a_port}"), ("port", "{z_device}:{z_port}")),
+                  derived=("physical_cable", "label", "a_label", "z_label")),),
 )

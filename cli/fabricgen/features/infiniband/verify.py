@@ -25,9 +25,10 @@ from fabricgen.features.infiniband.discovery import (
     Discovered,
     FoundLink,
 )
-from fabricgen.features.infiniband.view import IbFabric, IbLink, IbNode
+from fabricgen.features.infiniband.view import IbFabric, IbLink, IbNode, hca_ports
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.hardware import Speed
+from fabricgen.model.topology import FabricTopology, Topology
 
 
 class VerifyError(FabricgenError):
@@ -384,3 +385,20 @@ def report_to_json(report: Report) -> dict[str, Any]:
             for f in report.findings
         ],
     }
+
+
+def port_locations(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], str]:
+    """Where a technician finds each planned port, by the (NodeDescription, port) the report names it:
+    ``M01 U1 compute-su01-leaf0 1/1`` (rack, U, device, faceplate name), ``L01 U2 hgx01 NIC0``; port -1 holds
+    the device alone (``M01 U1 compute-su01-leaf0``), for ports and devices the plan does not cable."""
+    hcas = hca_ports(topology, ft)
+    out: dict[tuple[str, int], str] = {}
+    for cable in topology.cables:
+        if cable.fabric != ft.fabric.name:
+            continue
+        for end in (cable.a, cable.z):
+            desc, port = hcas.get((end.device, end.port_number), (end.device, end.port_number))
+            out[(desc, port)] = f"{end.rack} U{end.u} {end.device} {end.port}"
+            out.setdefault((desc, -1), f"{end.rack} U{end.u} {desc}")
+    return out
+

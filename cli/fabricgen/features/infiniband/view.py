@@ -108,7 +108,7 @@ def hca_description(node: str, dev: str) -> str:
     return f"{node} {dev}"
 
 
-def _hca_ports(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], tuple[str, int]]:
+def hca_ports(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], tuple[str, int]]:
     """(node, node-level NIC port) -> (HCA description, HCA port); the port as NodeProfile.hca_port numbers it,
     so topology.net and NCCL_IB_HCA agree."""
     profiles = {n.name: n.profile for n in topology.cluster.nodes}
@@ -146,16 +146,16 @@ def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
     source = sm.guids if sm else "unknown"
     inventory = sm.inventory if sm else {}
     index = [f.fabric.name for f in topology.fabrics if f.fabric.type is FabricType.INFINIBAND].index(ft.fabric.name)
-    hca_ports = _hca_ports(topology, ft)
+    hca_port_map = hca_ports(topology, ft)
     nodes: list[IbNode] = []
     for i, sw in enumerate(ft.switches):
         guid = _guid(index, 1, i + 1) if source == "simulated" else (
             inventory[sw.name].node_guid if sw.name in inventory else None)
         nodes.append(IbNode(sw.name, "switch", sw.model.logical_ports(ft.fabric.uplink_speed.name) or
                             sw.model.logical_ports(ft.fabric.speed.name), guid, guid, sw.tier))
-    port_count: Counter[str] = Counter(desc for desc, _ in hca_ports.values())
+    port_count: Counter[str] = Counter(desc for desc, _ in hca_port_map.values())
     roles = {n.name: n.profile.role for n in topology.cluster.nodes}
-    for j, desc in enumerate(dict.fromkeys(desc for desc, _ in hca_ports.values())):
+    for j, desc in enumerate(dict.fromkeys(desc for desc, _ in hca_port_map.values())):
         if source == "simulated":
             node_guid: int | None = _guid(index, 2, (j + 1) << 4)
             port_guid = node_guid + 1 if node_guid is not None else None
@@ -167,7 +167,7 @@ def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
               if c.fabric == ft.fabric.name}
     links = []
     for link in ft.links:
-        a, a_port = hca_ports.get((link.a.device, link.a.number), (link.a.device, link.a.number))
+        a, a_port = hca_port_map.get((link.a.device, link.a.number), (link.a.device, link.a.number))
         cable = cables[(link.a.device, link.a.number, link.z.device, link.z.number)]
         links.append(IbLink(a, a_port, link.z.device, link.z.number, link.speed, cable.id, cable.label))
     top = max((sw.tier for sw in ft.switches), key=list(Tier).index)

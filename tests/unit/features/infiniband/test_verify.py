@@ -395,8 +395,25 @@ def test_cli_mismatch_exits_1_with_a_table() -> None:
                                  "--speed-as", "hdr"])
     assert result.exit_code == 1, result.output
     assert "miswired" in result.output
-    assert "compute-000001 node01:NIC0 compute-su01-leaf0:1/1" in result.output
     assert "2 differences: 2 miswired" in result.output
+    # each end where a technician finds it: rack, U, device and faceplate port, beside the port the fabric reports
+    table = [line.strip()[1:-1].split("│") for line in result.output.splitlines() if line.startswith("│")]
+    cells = [[cell.strip() for cell in row] for row in table]
+    assert cells[0] == ["miswired", "compute-000001", "L01 U2 node01 NIC0 (IB port 1)",
+                        "M01 U2 compute-su01-leaf1 1/1 (IB port 1)"]
+    assert cells[1] == ["", "", "M01 U1 compute-su01-leaf0 1/1 (IB port 1)", "L01 U2 node01 NIC1 (IB port 1)"]
+
+
+def test_cli_garbage_is_not_ibnetdiscover_output(tmp_path: Path) -> None:
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("hello\nthis is not a fabric\n")
+    result = runner.invoke(app, ["verify", str(SPEC), "--ibnetdiscover", str(garbage)])
+    assert result.exit_code == 1
+    assert f"{garbage} is not ibnetdiscover output: no Switch or Ca record (line 1: 'hello')" in result.stderr
+    assert "missing" not in result.output
+    empty = runner.invoke(app, ["verify", str(SPEC), "--ibnetdiscover", "-", "--json"], input="")
+    assert empty.exit_code == 1 and "stdin is not ibnetdiscover output" in empty.stderr
+    assert json.loads(empty.stdout)["valid"] is False
 
 
 def test_cli_planned_speed_by_default() -> None:
