@@ -21,9 +21,13 @@ MODES = {
 }
 
 
+HELM_VALUES = "kubernetes/network/network-operator-values.yaml"  # Helm values, not a Kubernetes object
+
+
 def documents(artifacts: dict[str, bytes]) -> list[dict[str, Any]]:
-    """Every YAML document of the kubernetes/ artifacts, in path order."""
-    return [d for path, content in sorted(artifacts.items()) if path.startswith("kubernetes/")
+    """Every Kubernetes object of the kubernetes/ artifacts (every YAML document but the Helm values), in path
+    order."""
+    return [d for path, content in sorted(artifacts.items()) if path.startswith("kubernetes/") and path != HELM_VALUES
             for d in yaml.safe_load_all(content) if d is not None]
 
 

@@ -74,14 +74,17 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
     (tmp_path / "modprobe.d").mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("ip", "mstconfig", "rdma", "udevadm"):
+    write(tmp_path / "proc-cmdline", "BOOT_IMAGE=/vmlinuz root=UUID=1 ro ib_core.netns_mode=0")
+    for tool in ("ip", "mstconfig", "rdma", "udevadm", "update-grub"):
         shutil.copy(SRIOV_STUBS / tool, bin_dir / tool)
     script = tmp_path / "etc" / "sriov-setup.sh"
     write(script, artifacts["hosts/dgx-h100/sriov-setup.sh"].content.decode().rstrip("\n"))
     (script.parent / "sriov-vfs.tsv").write_bytes(artifacts["hosts/dgx-h100/sriov-vfs.tsv"].content)
     env = {**os.environ, "SYSFS_ROOT": str(sysfs), "IP": str(bin_dir / "ip"), "MSTCONFIG": str(bin_dir / "mstconfig"),
            "RDMA": str(bin_dir / "rdma"), "UDEVADM": str(bin_dir / "udevadm"),
-           "MODPROBE_DIR": str(tmp_path / "modprobe.d"),
+           "MODPROBE_DIR": str(tmp_path / "modprobe.d"), "GRUB_DIR": str(tmp_path / "grub.d"),
+           "UPDATE_GRUB": str(bin_dir / "update-grub"), "GRUBBY": str(bin_dir / "grubby"),
+           "PROC_CMDLINE": str(tmp_path / "proc-cmdline"),
            "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
     return FakeHost(tmp_path, script, env)
 

@@ -18,6 +18,7 @@ class CloudInstanceType:
     interfaces: int
     source: str
     fsx_efa_interfaces: int = 0  # AWS: EFA interfaces LNet uses as an FSx for Lustre client (0: TCP only)
+    nvswitch: bool = False  # HGX board with NVSwitch: NVIDIA Fabric Manager must run before CUDA can start
 
 
 @dataclass(frozen=True)

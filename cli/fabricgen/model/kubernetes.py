@@ -49,8 +49,3 @@ class Kubernetes:
     def uses_vfs(self) -> bool:
         """Pods get SR-IOV VFs (operator, or Multus with the sriov CNI), else the PFs move in with host-device."""
         return self.operator != "none" or self.cni == "sriov"
-
-    @property
-    def host_sets_rdma_mode(self) -> bool:
-        """Without the operator (which sets it from a SriovNetworkPoolConfig) the hosts' boot script sets it."""
-        return self.operator == "none" and self.rdma_mode == EXCLUSIVE

@@ -28,6 +28,7 @@ P5_DEVICES = [f"rdmap{bus}s0" for bus in (*range(79, 100), *range(100, 111))]
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_aws"),
               pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")]
 CPFS_SOURCE = "cpfs-datasets-id.cn-wulanchabu.cpfs.aliyuncs.com:/share"  # the mocks' export domain, root export
+DRIVER = "580.65.06"  # the catalog's pinned NVIDIA driver (features/cloud/instances.yaml alicloud.gpu_driver)
 CPFS_OPTIONS = "vers=3,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
 
 
@@ -223,9 +224,14 @@ def test_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
 
 # --- Alibaba Cloud: CPFS over NFS ------------------------------------------------------------------------------
 
-def ali_host(tmp_path: Path, script: str, os_id: str = "alinux", erdma: bool = True) -> ScriptHost:
-    """An ECS instance with two ERIs (eth0, eth1) at MTU 1500; with ``erdma`` the eRDMA stack is installed."""
+def ali_host(tmp_path: Path, script: str, os_id: str = "alinux", erdma: bool = True, driver: str = DRIVER,
+             fabric_manager: str = DRIVER) -> ScriptHost:
+    """An ECS instance with two ERIs (eth0, eth1) at MTU 1500; with ``erdma`` the eRDMA stack is installed, with
+    ``driver`` (a version) the NVIDIA driver, with ``fabric_manager`` NVIDIA Fabric Manager."""
     machine = host(tmp_path, script, os_id=os_id, modules=("erdma",) if erdma else (), devices=[])
+    for name, version in (("driver-version", driver), ("fm-version", fabric_manager)):
+        if version:
+            write(machine.root / "state" / name, version)
     for eth in ("eth0", "eth1"):
         write(machine.root / "sys" / "class" / "net" / eth / "mtu", "1500")
         (machine.root / "sys" / "class" / "net" / eth / "device").mkdir()
@@ -233,6 +239,7 @@ def ali_host(tmp_path: Path, script: str, os_id: str = "alinux", erdma: bool = T
     if erdma:
         write(machine.root / "state" / "bin" / "ibv_devinfo", "#!/bin/sh")
         (machine.root / "state" / "bin" / "ibv_devinfo").chmod(0o755)
+        write(machine.root / "var" / "lib" / "fabricgen" / "erdma-installed", "env_setup.sh --egs")
     return machine
 
 
@@ -253,6 +260,8 @@ def test_erdma_stack_and_eri_mtu_at_first_boot(tmp_path: Path) -> None:
     unit = (machine.root / "etc/systemd/system/fabricgen-eri-mtu.service").read_text()
     assert "ExecStart=/usr/local/sbin/fabricgen-erdma-node mtu\n" in unit
     assert "systemctl enable fabricgen-eri-mtu.service" in machine.calls
+    rule = (machine.root / "etc/udev/rules.d/70-fabricgen-eri-mtu.rules").read_text()
+    assert 'ACTION=="add", SUBSYSTEM=="net", KERNEL!="lo", TEST=="device", ATTR{mtu}="1400"\n' in rule
     calls = len(machine.calls)
     assert machine.run().returncode == 0
     assert not [c for c in machine.calls[calls:] if c.startswith(("ip link", "env_setup", "curl"))]
@@ -304,3 +313,76 @@ def test_cpfs_unknown_os_fails_with_a_reason(tmp_path: Path) -> None:
     done = machine.run()
     assert done.returncode == 1 and "no CPFS-NFS client install is known for arch" in done.stderr
     assert not [c for c in machine.calls if c.startswith("mount")]
+
+
+def gpu_calls(machine: ScriptHost) -> list[str]:
+    return [c for c in machine.calls if c.split()[0] in ("curl", "yum", "apt-get", "driver.run")
+            or (c.startswith("systemctl") and "fabricmanager" in c)]
+
+
+def test_first_boot_installs_the_pinned_driver_and_its_fabric_manager(tmp_path: Path) -> None:
+    """ebmgn8v (HGX H20, NVSwitch) on a plain Alibaba Cloud Linux image: the pinned driver by NVIDIA's runfile (open
+    kernel modules), then Fabric Manager of exactly that version, enabled and started; a second boot changes
+    nothing."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), driver="", fabric_manager="")
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    run_file = f"NVIDIA-Linux-x86_64-{DRIVER}.run"
+    assert gpu_calls(machine)[:6] == [
+        "yum install -y kernel-devel-6.8.0-1015-aws gcc make",
+        next(c for c in machine.calls if c.endswith(f"https://us.download.nvidia.com/tesla/{DRIVER}/{run_file}")),
+        "driver.run --silent -m=kernel-open",
+        f"curl -fsSL -o {machine.root}/etc/yum.repos.d/cuda-rhel8.repo "
+        "https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/cuda-rhel8.repo",
+        f"yum install -y nvidia-fabric-manager-{DRIVER}-1",
+        "systemctl enable nvidia-fabricmanager.service",
+    ]
+    assert "systemctl start nvidia-fabricmanager.service" in machine.calls
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert [c for c in gpu_calls(machine)[calls:] if "systemctl" not in c and "alinas" not in c] == []
+
+
+def test_fabric_manager_follows_the_image_driver(tmp_path: Path) -> None:
+    """An image with its own driver keeps it; Fabric Manager must be that driver's version, not the pinned one
+    (it refuses to start on any other); on Ubuntu from NVIDIA's CUDA apt repository."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), os_id="ubuntu", driver="570.172.08", fabric_manager="")
+    write(machine.root / "etc" / "os-release", "ID=ubuntu\nVERSION_ID=22.04")
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert not [c for c in machine.calls if "driver.run" in c or "NVIDIA-Linux" in c]
+    assert "apt-get install -y nvidia-fabricmanager-570=570.172.08-1" in machine.calls
+    assert any(c.endswith("/cuda/repos/ubuntu2204/x86_64/cuda-keyring_1.1-1_all.deb") for c in machine.calls)
+
+
+def test_first_boot_fails_when_fabric_manager_does_not_start(tmp_path: Path) -> None:
+    """Without Fabric Manager CUDA cannot start on an NVSwitch board: first boot exits non-zero and says why,
+    instead of leaving a node that fails every NCCL job."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path))
+    (machine.root / "state" / "unit-fails").touch()
+    done = machine.run()
+    assert done.returncode == 1
+    assert "nvidia-fabricmanager did not start" in done.stderr
+
+
+def test_pcie_gpu_types_get_the_driver_without_fabric_manager(tmp_path: Path) -> None:
+    """ebmgn8is (L20, PCIe, no NVSwitch): the driver only."""
+    mocks = run(emit(ALI_SPEC, tmp_path, {"ecs.ebmgn8v.48xlarge": "ecs.ebmgn8is.32xlarge"}))
+    script = base64.b64decode(mocks.of_type("alicloud:ecs/instance:Instance")[0].inputs["userData"]).decode()
+    machine = ali_host(tmp_path / "host", script, driver="", fabric_manager="")
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "driver.run --silent -m=kernel-open" in machine.calls
+    assert not [c for c in machine.calls if "fabric-manager" in c or "fabricmanager" in c]
+
+
+def test_in_tree_erdma_driver_still_gets_alibabas_stack(tmp_path: Path) -> None:
+    """Alibaba Cloud Linux ships the in-tree erdma module, and rdma-core's ibv_devinfo may be there too: neither is
+    Alibaba's eRDMA stack for GPU instances, so the installer runs once (recorded) and not again."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path))
+    (machine.root / "var/lib/fabricgen/erdma-installed").unlink()  # in-tree module and ibv_devinfo, no installer run
+    assert machine.run().returncode == 0
+    assert machine.calls.count("env_setup.sh --egs") == 1
+    assert (machine.root / "var/lib/fabricgen/erdma-installed").exists()
+    assert machine.run().returncode == 0
+    assert machine.calls.count("env_setup.sh --egs") == 1

@@ -41,6 +41,29 @@ def test_script_is_shellcheck_clean(h100: dict[str, Artifact], tmp_path: Path) -
     assert done.returncode == 0, done.stdout
 
 
+def test_boot_unit_loads_rdma_cm_and_runs_before_the_network(h100: dict[str, Artifact], tmp_path: Path) -> None:
+    """roce-qos.sh's settings are lost at every reboot, and it refuses without rdma_cm's configfs directory: the unit
+    loads rdma_ucm first, waits for configfs and every RoCE port, and finishes before the network is online (LNet,
+    kubelet, slurmd). systemd-analyze verify accepts it (with stand-ins for the script and modprobe, absent here)."""
+    analyze = require_tool("systemd-analyze")
+    text = h100["hosts/dgx-h100/roce-qos.service"].content.decode()
+    lines = {k: v for k, _, v in (x.partition("=") for x in text.splitlines() if "=" in x and not x.startswith("#"))}
+    assert lines["Type"] == "oneshot" and lines["RemainAfterExit"] == "yes"
+    assert lines["ExecStartPre"] == "/sbin/modprobe rdma_ucm" and lines["ExecStart"] == "/etc/fabricgen/roce-qos.sh"
+    ports = {"sys-subsystem-net-devices-enp41s0f0np0.device", "sys-subsystem-net-devices-enp170s0f0np0.device"}
+    assert ports | {"sys-kernel-config.mount", "sriov-setup.service"} <= set(lines["After"].split())
+    assert ports <= set(lines["Wants"].split())
+    assert {"network-online.target", "lnet.service", "kubelet.service"} <= set(lines["Before"].split())
+    script = tmp_path / "roce-qos.sh"
+    script.write_bytes(h100["hosts/dgx-h100/roce-qos.sh"].content)
+    script.chmod(0o755)
+    unit = tmp_path / "roce-qos.service"
+    unit.write_text(text.replace("ExecStart=/etc/fabricgen/roce-qos.sh", f"ExecStart={script}")
+                    .replace("/sbin/modprobe", "/bin/true"))
+    done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
 # --- netplan ----------------------------------------------------------------------------------------------------
 
 def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:

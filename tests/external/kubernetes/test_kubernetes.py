@@ -22,7 +22,7 @@ from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
-from tests.helpers.kubernetes import MODES, ROCE, documents, manifests
+from tests.helpers.kubernetes import HELM_VALUES, MODES, ROCE, documents, manifests
 
 CRDS = REPO.parent / "shared" / "validators" / "k8s-crds"
 # CRDs the shared validators lack, kept here with their sources (tests/data/kubernetes/crds/README.md)
@@ -95,30 +95,96 @@ def validate(doc: dict[str, Any]) -> list[str]:
     return problems
 
 
-def check_ipam(ipam: dict[str, Any], topology: Topology, fabric: str) -> None:
-    """Whereabouts: the fabric's host pool, excluding exactly the subnets of the planned host addresses, the
-    Lustre MGS addresses on the fabric (a pod holding an MGS address would cut the clients off their MGS) and the
-    leaves' pod gateways."""
-    assert ipam["type"] == "whereabouts"
-    pool = ipaddress.ip_network(ipam["range"])
-    excluded = [ipaddress.ip_network(e) for e in ipam["exclude"]]
+CNI_NETWORK_NAME = r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$"  # containernetworking/cni pkg/utils ValidateNetworkName
+
+
+def webhook_problems(pool: dict[str, Any]) -> list[str]:
+    """nv-ipam's IPPool webhook (nvidia-k8s-ipam api/v1alpha1/ippool_validate.go, validate_exclusions.go), which
+    fabricgen's NicClusterPolicy leaves off (it needs cert-manager): the same rules, so a pool it would refuse fails
+    here."""
+    spec, problems = pool["spec"], []
+    if not re.match(CNI_NETWORK_NAME, pool["metadata"]["name"]):
+        problems.append("metadata.name: not a CNI network name")
+    subnet = ipaddress.ip_network(spec["subnet"])  # strict: host bits set is invalid, as net.ParseCIDR's network
+    if not 1 <= spec["perNodeBlockSize"] <= subnet.num_addresses - 2:
+        problems.append("spec.perNodeBlockSize: larger than the subnet's addresses")
+    for i, e in enumerate(spec.get("exclusions", [])):
+        start, end = ipaddress.ip_address(e["startIP"]), ipaddress.ip_address(e["endIP"])
+        if start not in subnet or end not in subnet or end < start:
+            problems.append(f"spec.exclusions[{i}]: outside the subnet or reversed")
+    for term in spec.get("nodeSelector", {}).get("nodeSelectorTerms", []):
+        for expr in term.get("matchExpressions", []):
+            if expr["operator"] not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt") or (
+                    expr["operator"] in ("In", "NotIn") and not expr.get("values")):
+                problems.append(f"spec.nodeSelector: {expr}")
+    if "gateway" not in spec and (spec.get("defaultGateway") or spec.get("routes")):
+        problems.append("spec: defaultGateway or routes without a gateway")
+    return problems
+
+
+def nv_ipam_blocks(pool: dict[str, Any], nodes: int) -> list[list[ipaddress.IPv4Address]]:
+    """The addresses nv-ipam hands out on each of ``nodes`` nodes, as upstream allocates them (nvidia-k8s-ipam
+    pkg/ipam-controller/allocator/allocator.go AllocateFromPool: blocks of perNodeBlockSize from the subnet's second
+    address on, a block skipped only when the exclusions cover all of it, none past the broadcast address; the node
+    then skips its block's excluded addresses). A node left without a block gets an empty list."""
+    spec = pool["spec"]
+    subnet, size = ipaddress.ip_network(spec["subnet"]), spec["perNodeBlockSize"]
+    excluded = [(ipaddress.ip_address(e["startIP"]), ipaddress.ip_address(e["endIP"]))
+                for e in spec.get("exclusions", [])]
+
+    def free(ip: ipaddress.IPv4Address) -> bool:
+        return not any(lo <= ip <= hi for lo, hi in excluded)
+
+    out, start = [], subnet.network_address + 1
+    for _ in range(nodes):
+        while start + size - 1 < subnet.broadcast_address and not any(free(start + i) for i in range(size)):
+            start += size
+        if start + size - 1 >= subnet.broadcast_address:
+            out.append([])
+            continue
+        out.append([start + i for i in range(size) if free(start + i)])  # type: ignore[operator]
+        start += size
+    return out
+
+
+def check_pool(pool: dict[str, Any], topology: Topology, fabric: str) -> None:
+    """The fabric's IPPool: the webhook's rules hold, and every node with the pool's profiles gets a full block of
+    addresses under upstream's allocation, none of them a planned host address, in a host subnet or a Lustre MGS's
+    (a pod holding an MGS address would cut the clients off their MGS)."""
+    assert webhook_problems(pool) == []
+    (term,) = pool["spec"]["nodeSelector"]["nodeSelectorTerms"]
+    (expr,) = term["matchExpressions"]
+    assert expr["key"] == "fabricgen.dev/node-profile" and expr["operator"] == "In"
+    nodes = [n for n in topology.cluster.nodes if n.profile.name in expr["values"]]
+    blocks = nv_ipam_blocks(pool, len(nodes))
+    size = pool["spec"]["perNodeBlockSize"]
+    assert all(len(block) == size for block in blocks), "a node with a short (or no) block"
+    handed = {ip for block in blocks for ip in block}
+    assert len(handed) == size * len(nodes)
     plan = topology.addresses[fabric]
-    servers = {ipaddress.ip_network(nid.split("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric
+    servers = {ipaddress.ip_address(nid.split("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric
                for node in fs.mgs for nid in node}
-    gateways = [ipaddress.ip_network(f"{p.gateway}/32") for p in plan.pods]  # the leaves' SVI addresses
-    assert excluded == [ipaddress.ip_network(s.network) for s in plan.hosts] + sorted(servers) + gateways
-    assert all(any(s.subnet_of(e) for e in excluded) for s in servers)  # type: ignore[arg-type]
-    for subnet in plan.hosts:
-        for _, _, ip in subnet.hosts:
-            assert ipaddress.ip_address(ip) in pool and any(ipaddress.ip_address(ip) in e for e in excluded)
-    assert all(e.subnet_of(pool) for e in excluded)  # type: ignore[arg-type]
+    subnets = [ipaddress.ip_network(s.network) for s in plan.hosts]
+    assert not servers & handed
+    assert not any(ip in net for ip in handed for net in subnets)
+    assert ipaddress.ip_network(pool["spec"]["subnet"]) == ipaddress.ip_network(
+        next(f for f in topology.cluster.fabrics if f.name == fabric).addressing.hosts)  # type: ignore[union-attr]
 
 
-def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
-    """Strings holding JSON parse, and hold what their consumer expects."""
+def check_ipam(ipam: dict[str, Any], pools: dict[str, dict[str, Any]], fabric: str) -> None:
+    """A pod network's IPAM is nv-ipam from its fabric's pool, which the manifests carry."""
+    assert ipam == {"type": "nv-ipam", "poolName": f"{fabric}-pods", "poolType": "ippool"}
+    assert ipam["poolName"] in pools
+
+
+def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict[str, Any]]) -> None:
+    """Strings holding JSON parse, and hold what their consumer expects; IPPools as nv-ipam allocates them."""
     kind, spec = doc["kind"], doc.get("spec", {})
-    if kind in ("SriovNetwork", "SriovIBNetwork"):
-        check_ipam(json.loads(spec["ipam"]), topology, doc["metadata"]["name"].split("-")[0])
+    pools = {d["metadata"]["name"]: d for d in docs if d["kind"] == "IPPool"}
+    if kind == "IPPool":
+        check_pool(doc, topology, doc["metadata"]["name"].removesuffix("-pods"))
+    elif kind in ("SriovNetwork", "SriovIBNetwork"):
+        check_ipam(json.loads(spec["ipam"]), pools, doc["metadata"]["name"].split("-")[0])
         assert json.loads(spec["metaPlugins"]) == {"type": "rdma"}
     elif kind == "NetworkAttachmentDefinition":
         config = json.loads(spec["config"])
@@ -128,11 +194,12 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology) -> None:
         # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
         # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
         assert meta == ([] if main["type"] == "host-device" else [{"type": "rdma"}])
-        check_ipam(main["ipam"], topology, config["name"].split("-")[0])
+        check_ipam(main["ipam"], pools, config["name"].split("-")[0])
         resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
         assert resource.startswith("nvidia.com/")
     elif kind == "NicClusterPolicy":
         assert doc["metadata"]["name"] == "nic-cluster-policy"
+        assert spec["nvIpam"]["image"] == "nvidia-k8s-ipam" and spec["nvIpam"]["enableWebhook"] is False
         if "rdmaSharedDevicePlugin" in spec:
             rdma = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
             assert not list(plugin_validator("rdma_shared_device_plugin.json").iter_errors(rdma))
@@ -150,17 +217,17 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     docs = documents(artifacts)
     kinds = sorted({d["kind"] for d in docs})
     expected = {
-        "operator": ["Namespace", "NicClusterPolicy", "Pod", "PyTorchJob", "SriovNetwork", "SriovNetworkNodePolicy",
-                     "SriovNetworkPoolConfig"],
-        "multus-sriov": ["DaemonSet", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
+        "operator": ["IPPool", "Namespace", "NicClusterPolicy", "Pod", "PyTorchJob", "SriovNetwork",
+                     "SriovNetworkNodePolicy", "SriovNetworkPoolConfig"],
+        "multus-sriov": ["DaemonSet", "IPPool", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
                          "PyTorchJob"],
-        "multus-host-device": ["ConfigMap", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy", "Pod",
-                               "PyTorchJob"],
+        "multus-host-device": ["ConfigMap", "IPPool", "Namespace", "NetworkAttachmentDefinition", "NicClusterPolicy",
+                               "Pod", "PyTorchJob"],
     }[mode]
     assert kinds == expected
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
-        check_embedded_json(doc, topology)
+        check_embedded_json(doc, topology, docs)
     networks = [d for d in docs if d["kind"] in ("SriovNetwork", "NetworkAttachmentDefinition")]
     assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
     policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
@@ -191,11 +258,31 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
     docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-workloads"])})
-    assert len(docs) == 2 * (8 + 2) + 5  # networks and policies of 8 rails and 2 storage ports; namespace, pool
-    # config, NicClusterPolicy, Pod, PyTorchJob
+    assert len(docs) == 2 * (8 + 2) + 2 + 5  # networks and policies of 8 rails and 2 storage ports, 2 IP pools;
+    # namespace, pool config, NicClusterPolicy, Pod, PyTorchJob
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
-        check_embedded_json(doc, compiled.topology)
+        check_embedded_json(doc, compiled.topology, docs)
+
+
+def test_pool_blocks_holding_a_host_subnet_are_excluded_whole() -> None:
+    """nv-ipam hands a node a block that exclusions cover only in part: with the host subnets excluded as they are,
+    the DGX compute pool's 32nd block (10.24.7.193-10.24.8.0) would give its node one address for 64 interfaces.
+    The generated pool excludes that block whole, so every node's block is full."""
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes"])})
+    pool = next(d for d in docs if d["kind"] == "IPPool" and d["metadata"]["name"] == "compute-pods")
+    assert pool["spec"]["perNodeBlockSize"] == 64  # 8 rails x 8 VFs
+    assert pool["spec"]["exclusions"] == [{"startIP": "10.24.0.1", "endIP": "10.24.8.0"}]
+    check_pool(pool, compiled.topology, "compute")
+    naive = copy.deepcopy(pool)
+    naive["spec"]["exclusions"] = [{"startIP": str(n.network_address), "endIP": str(n.broadcast_address)}
+                                   for n in (ipaddress.ip_network(s.network)
+                                             for s in compiled.topology.addresses["compute"].hosts)]
+    assert webhook_problems(naive) == []
+    assert [len(b) for b in nv_ipam_blocks(naive, 3)] == [1, 64, 64]
+    with pytest.raises(AssertionError, match="short"):
+        check_pool(naive, compiled.topology, "compute")
 
 
 def test_strict_schemas_reject_misspelt_fields(tmp_path: Path) -> None:
@@ -208,6 +295,9 @@ def test_strict_schemas_reject_misspelt_fields(tmp_path: Path) -> None:
     network = copy.deepcopy(next(d for d in docs if d["kind"] == "SriovNetwork"))
     network["spec"]["metaPluginsConfig"] = network["spec"].pop("metaPlugins")
     assert any("metaPluginsConfig" in p for p in validate(network))
+    pool = copy.deepcopy(next(d for d in docs if d["kind"] == "IPPool"))
+    pool["spec"]["blockSize"] = pool["spec"].pop("perNodeBlockSize")
+    assert any("blockSize" in p for p in validate(pool))
     pod = copy.deepcopy(next(d for d in docs if d["kind"] == "Pod"))
     pod["spec"]["containers"][0]["securityContexts"] = {}
     assert validate(pod) != []
@@ -227,7 +317,7 @@ def test_infiniband_pod_networks_over_the_ipoib_plan(tmp_path: Path) -> None:
         assert len(networks) == 8
         for doc in docs:
             assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
-            check_embedded_json(doc, changed)
+            check_embedded_json(doc, changed, docs)
         if operator == "none":
             assert all(json.loads(d["spec"]["config"])["plugins"][0]["type"] == "ib-sriov" for d in networks)
             daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
@@ -263,21 +353,59 @@ def test_pytorchjob_runs_nccl_on_the_gpu_near_vfs() -> None:
     assert {m["mountPath"] for m in trainer["volumeMounts"]} >= {"/dev/shm", "/cache", "/lustre/ckpt", "/data"}
     term = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert trainer["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]  # v1.9.0's defaults, declared
+    assert "PET_NPROC_PER_NODE" not in env, "the operator sets it from nprocPerNode"
     bad = copy.deepcopy(job)
     bad["spec"]["pytorchReplicaSpecs"]["Worker"]["restartpolicy"] = "OnFailure"
     assert any("restartpolicy" in p for p in validate(bad))
 
 
 def test_example_workload_mounts_the_three_storage_tiers() -> None:
-    """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the node's NVMe cache."""
+    """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the node's NVMe cache, and
+    the resume container's hand-off."""
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
     docs = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads", "k8s-storage"])})
     pod = next(d for d in docs if d["kind"] == "Pod")
     mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
-    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/cache"}
+    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/cache", "/run/fabricgen"}
     assert mounts["/data"]["readOnly"] is True and mounts["/lustre/ckpt"]["readOnly"] is False
     claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v}
     pvcs = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"
             and d["metadata"]["namespace"] == pod["metadata"]["namespace"]}
     assert claims == pvcs and len(claims) == 2
     assert validate(pod) == []
+    # torchrun alone starts one process unless told: the bare Pod would train on 1 of its 8 GPUs
+    (trainer,) = pod["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env["PET_NPROC_PER_NODE"] == "8" and env["CHECKPOINT_DIR"] == "/lustre/ckpt/nccl-allreduce"
+    assert [c["name"] for c in pod["spec"]["initContainers"]] == ["resume"]
+
+
+def _keys(values: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Every key path of a values tree down to its leaves."""
+    if not isinstance(values, dict):
+        return {prefix}
+    return {path for k, v in values.items() for path in _keys(v, (*prefix, k))} | {prefix}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_helm_values_match_the_chart_and_the_pod_networks(mode: str, tmp_path: Path) -> None:
+    """The network operator chart's values: every key one the release's values.yaml has (a misspelt key is silently
+    ignored by Helm); the SR-IOV operator on exactly when its objects are generated (the chart leaves it off, and
+    then nothing reconciles them); the device plugin prefix the pod networks' resources carry."""
+    _, artifacts = manifests(ROCE, mode, tmp_path)
+    values = yaml.safe_load(artifacts[HELM_VALUES])
+    chart = yaml.safe_load((REPO / "tests" / "data" / "kubernetes" /
+                            f"{kubernetes.images_release()}-values.yaml").read_text())
+    assert _keys(values) <= _keys(chart)
+    assert chart["sriovNetworkOperator"]["enabled"] is False, "the chart's default: the values must turn it on"
+    docs = documents(artifacts)
+    sriov_objects = [d for d in docs if d["apiVersion"].startswith("sriovnetwork.openshift.io/")]
+    assert values["sriovNetworkOperator"]["enabled"] is bool(sriov_objects) is (mode == "operator")
+    assert values["nfd"]["enabled"] is True
+    prefix = values["sriov-network-operator"]["operator"]["resourcePrefix"]
+    requested = {r.split("/")[0] for d in docs if d["kind"] == "Pod"
+                 for r in d["spec"]["containers"][0]["resources"]["limits"] if "rail" in r}
+    assert requested == {prefix}
+    misspelt = {**values, "sriovNetworkOperators": {"enabled": True}}
+    assert not _keys(misspelt) <= _keys(chart)

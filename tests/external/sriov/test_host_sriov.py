@@ -65,6 +65,22 @@ def test_systemd_unit_is_valid(h100: dict[str, Artifact], tmp_path: Path) -> Non
         assert devices <= set(line.removeprefix(f"{key}=").split()), f"{key}= must name every PF's device unit"
 
 
+@pytest.mark.parametrize("unit", ["containerd", "slurmd"])
+def test_memlock_drop_ins_load_into_their_units(unit: str, h100: dict[str, Artifact], tmp_path: Path) -> None:
+    """systemd loads each drop-in into its unit without a complaint (a misspelt key is reported and ignored, which
+    the test checks it would catch): pods and Slurm jobs inherit LimitMEMLOCK=infinity from these daemons."""
+    analyze = require_tool("systemd-analyze")
+    text = h100[f"hosts/dgx-h100/{unit}.service.d/fabricgen-memlock.conf"].content.decode()
+    assert "\n[Service]\nLimitMEMLOCK=infinity\n" in text
+    (tmp_path / f"{unit}.service").write_text(f"[Unit]\nDescription=stand-in {unit}\n[Service]\nExecStart=/bin/true\n")
+    drop_in = tmp_path / f"{unit}.service.d" / "fabricgen-memlock.conf"
+    drop_in.parent.mkdir()
+    for content, clean in ((text, True), (text.replace("LimitMEMLOCK", "LimitMEMLOK"), False)):
+        drop_in.write_text(content)
+        done = subprocess.run([analyze, "verify", str(tmp_path / f"{unit}.service")], capture_output=True, text=True)
+        assert done.returncode == 0 and (done.stderr == "") is clean, done.stderr
+
+
 def _numvfs_writes(trace: str) -> dict[str, list[str]]:
     """PF -> the values written to its sriov_numvfs, in order, from an strace of the script:
     bash opens the file, moves it to stdout and writes the value before restoring stdout."""

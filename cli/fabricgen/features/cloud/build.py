@@ -48,7 +48,7 @@ def instance_types(provider: str) -> dict[str, CloudInstanceType]:
     """The catalog's instance types of one provider."""
     entries = catalog()[provider]["instances"]
     return {name: CloudInstanceType(name, e["gpus"], e["gpu"], e["network_cards"], e["interfaces"], e["source"],
-                                    e.get("fsx_efa_interfaces", 0))
+                                    e.get("fsx_efa_interfaces", 0), e.get("nvswitch", False))
             for name, e in entries.items()}
 
 

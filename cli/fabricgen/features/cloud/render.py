@@ -68,9 +68,11 @@ def user_data(name: str, source: str, cloud: Cloud) -> Artifact | None:
     LNet gets the catalog's EFA interface count for FSx clients (AWS: 8 on p5-class types) spread evenly over
     the EFA devices the instance has, one in ``stride``: AWS takes every 4th of a p5's 32, one per PCIe switch.
     """
-    if cloud.provider == "alicloud":  # always: the eRDMA stack and the ERIs' MTU, then any CPFS mounts
-        return Artifact(f"pulumi/{name}/{USER_DATA}", render_template("pulumi/cpfs-client.sh.j2", cluster=name,
-                                                                      source=source, mtu=cloud.eri_mtu))
+    if cloud.provider == "alicloud":  # always: the eRDMA stack, the GPU driver (and Fabric Manager), the ERIs' MTU,
+        # then any CPFS mounts
+        return Artifact(f"pulumi/{name}/{USER_DATA}", render_template(
+            "pulumi/cpfs-client.sh.j2", cluster=name, source=source, mtu=cloud.eri_mtu,
+            driver=catalog()["alicloud"]["gpu_driver"]["version"], nvswitch=cloud.instance_type.nvswitch))
     if not cloud.filesystems:
         return None
     wanted = cloud.instance_type.fsx_efa_interfaces if any(fs.efa for fs in cloud.filesystems) else 0

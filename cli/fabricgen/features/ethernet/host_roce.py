@@ -6,6 +6,9 @@
   the host MTU. Idempotent, ``--dry-run``, ``SYSFS_ROOT``/``PROCFS_ROOT`` and ``MLNX_QOS``/``IP`` overrides.
   A BlueField port must run in NIC mode: the script reads INTERNAL_CPU_OFFLOAD_ENGINE with mstconfig (its current
   value) and refuses, changing nothing, a port in DPU mode, where host-side mlnx_qos is undefined.
+- ``hosts/<profile>/roce-qos.service``: a oneshot unit running the script at every boot (its settings do not
+  survive one), loading rdma_ucm first (rdma_cm's configfs directory exists only then), after the RoCE ports'
+  netdevs and the SR-IOV VFs, before the network is online (LNet, kubelet, slurmd).
 - ``hosts/<node>/netplan-roce.yaml``: per node of a fabric with ``addressing``: each RoCE port's address from the
   plan, the host MTU, a route to the fabric's host pool via the port's leaf (no default route) and a per-port
   routing table chosen by source address, so traffic from a port's address leaves through that port.
@@ -42,6 +45,8 @@ BLUEFIELD = "BlueField"
 # Per-port routing tables (and main-table route metrics) are base + 1, + 2, ... per node and plane; the planes
 # number apart so the RoCE and in-band files of one host never share a table (each rule's priority is its table)
 TABLE_BASES = {"roce": 100, "inband": 200}
+
+INSTALL_DIR = "/etc/fabricgen"  # where the unit expects roce-qos.sh (host-sriov installs there too)
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,10 @@ def render(topology: Topology) -> list[Artifact]:
         if not entry.ports:
             continue  # no RoCE port of this profile has a netdev: nothing a script could configure
         out.append(Artifact(f"hosts/{name}/roce-qos.sh", _qos_script(name, entry, source), 0o755))
+        out.append(Artifact(f"hosts/{name}/roce-qos.service", render_template(
+            "host-roce/roce-qos.service.j2", profile=checked(IDENTIFIER, name, "profile name"), source=source,
+            install_dir=INSTALL_DIR,
+            devices=[f"sys-subsystem-net-devices-{p.netdev}.device" for p in entry.ports.values()])))
         out.append(Artifact(f"hosts/{name}/roce-firewall.nft", _firewall(name, entry, source)))
     for plane, fabrics in (("roce", _qos_fabrics), ("inband", _inband_fabrics)):
         base = TABLE_BASES[plane]

@@ -5,11 +5,12 @@ the NicClusterPolicy (``kubernetes``), the training workloads (``k8s-workloads``
 from __future__ import annotations
 
 from fabricgen.features.feature import Feature, Target
-from fabricgen.features.kubernetes import build, nodes, render, storage, workloads
+from fabricgen.features.kubernetes import build, ipam, nodes, render, storage, workloads
 
 FEATURE = Feature(
     "kubernetes",
     build=build.build,
+    checks=(ipam.check_pod_blocks,),
     targets=(Target("kubernetes", render.render), Target("k8s-storage", storage.render),
              Target("k8s-workloads", workloads.render), Target("k8s-nodes", nodes.render)),
 )

@@ -74,7 +74,7 @@ def _fabrics(spec: Mapping[str, Any], fabrics: Sequence[Fabric], issues: Issues
 
 
 def _addressing(chosen: Sequence[str], fabrics: Sequence[Fabric], issues: Issues) -> None:
-    """Pod addresses come from the fabric's address plan (whereabouts ranges): a fabric needs one."""
+    """Pod addresses come from the fabric's address plan (its nv-ipam pool): a fabric needs one."""
     for fabric in fabrics:
         if fabric.name in chosen and fabric.addressing is None:
             kind = "IPoIB host addressing" if fabric.type is FabricType.INFINIBAND else "addressing"

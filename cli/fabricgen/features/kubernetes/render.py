@@ -8,18 +8,22 @@ Under ``kubernetes/network/``:
 - ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
   settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
   sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
-  ID; the PF's RDMA device stays shared). IP addresses come from whereabouts ranges taken from the fabric's address
-  plan: the fabric's host pool minus every subnet the plan carved for the hosts and minus the fabric's Lustre MGS
-  addresses, so pods never take a host's, gateway's or MGS's address.
+  ID; the PF's RDMA device stays shared). IP addresses come from nv-ipam (:mod:`.ipam`).
+- ``<fabric>-ip-pool.yaml``: the fabric's nv-ipam IPPool: its host pool in per-node blocks, without the blocks
+  holding a host subnet's or a Lustre MGS's address, so pods never take a host's, gateway's or MGS's address.
 - ``rdma-pool-config.yaml`` (SR-IOV operator): a SriovNetworkPoolConfig putting the nodes with VF pod networks in
   exclusive RDMA namespace mode, which the rdma meta plugin needs (without the operator sriov-setup.sh sets it).
 - ``cni-binaries.yaml`` (no operator, VFs): a DaemonSet copying the sriov / ib-sriov and rdma CNI binaries into
   /opt/cni/bin, from the network operator release of images.yaml.
 - ``rdma-shared-device-plugin.yaml`` (host-device only: shared RDMA namespace mode): the RDMA shared device plugin's
   ConfigMap (one resource per rail, by PF name).
+- ``network-operator-values.yaml``: Helm values for the network operator chart of the same release: the SR-IOV
+  network operator on (the chart's default is off, and nothing would reconcile the policies and networks) or off
+  without it, NFD on (it labels the Mellanox NICs, and the operator's label on them is what the SR-IOV config
+  daemon selects), the device plugin resource prefix of the pod networks.
 - ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): the RDMA
   shared device plugin (shared mode), the SR-IOV device plugin (VFs without the SR-IOV operator), Multus and the
-  reference CNI plugins, every image from one network operator release.
+  reference CNI plugins, nv-ipam, every image from one network operator release.
 
 The workloads that use these networks are target ``k8s-workloads`` (:mod:`.workloads`).
 
@@ -38,11 +42,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
-from netaddr import IPAddress, IPNetwork
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
+from fabricgen.features.kubernetes.ipam import ip_pool, ipam, pod_pool
 from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, profile_affinity
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.kubernetes import SHARED, Kubernetes
@@ -135,21 +139,6 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
     return out
 
 
-def whereabouts(topology: Topology, fabric: Fabric) -> dict[str, Any]:
-    """IPAM of a pod network: the fabric's host pool minus the subnets its address plan gives the hosts and minus
-    the Lustre MGS addresses on the fabric (they sit in the pool outside the host subnets) and the leaves' pod
-    gateways (addresses of the leaves' SVIs; per-leaf pod pools from ``plan.pods`` are nv-ipam's, branch k8s3)."""
-    plan = topology.addresses.get(fabric.name)
-    if fabric.addressing is None or plan is None:
-        raise ValueError(f"fabric {fabric.name} has no address plan for its pod networks")
-    pool = IPNetwork(fabric.addressing.hosts)
-    servers = sorted({IPAddress(nid.partition("@")[0]) for fs in topology.cluster.lustre if fs.fabric == fabric.name
-                      for node in fs.mgs for nid in node})
-    return {"type": "whereabouts", "range": str(pool.cidr),
-            "exclude": [s.network for s in plan.hosts] + [f"{ip}/32" for ip in servers]
-            + [f"{p.gateway}/32" for p in plan.pods]}
-
-
 def metadata(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, **extra}
 
@@ -171,11 +160,12 @@ def _node_policies(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
     return docs
 
 
-def _operator_network(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
+def _operator_network(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> dict[str, Any]:
     sriov = net.fabric.sriov
     assert sriov is not None
     spec: dict[str, Any] = {"resourceName": net.resource, "networkNamespace": k8s.namespace,
-                            "linkState": sriov.link_state, "ipam": _json(ipam), "metaPlugins": _json({"type": "rdma"})}
+                            "linkState": sriov.link_state, "ipam": _json(addresses),
+                            "metaPlugins": _json({"type": "rdma"})}
     kind = "SriovIBNetwork"
     if sriov.link_type == "eth":
         kind = "SriovNetwork"
@@ -186,7 +176,7 @@ def _operator_network(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) ->
             "metadata": metadata(net.name, k8s.operator_namespace), "spec": spec}
 
 
-def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _cni_plugin(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The main CNI plugin of a Multus attachment and the resource it draws from."""
     sriov = net.fabric.sriov
     if k8s.cni == "host-device":
@@ -194,10 +184,10 @@ def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple
         if len(devices) != 1:
             raise ValueError(f"{net.name}: host-device needs one PF name on every node, profiles name "
                              f"{', '.join(sorted(devices))}")
-        return {"type": "host-device", "device": devices.pop(), "ipam": ipam}, f"{net.resource}_shared"
+        return {"type": "host-device", "device": devices.pop(), "ipam": addresses}, f"{net.resource}_shared"
     assert sriov is not None
     plugin: dict[str, Any] = {"type": "ib-sriov" if sriov.link_type == "ib" else "sriov",
-                              "link_state": sriov.link_state, "ipam": ipam}
+                              "link_state": sriov.link_state, "ipam": addresses}
     if sriov.link_type == "eth":
         plugin |= {"vlan": sriov.vlan, "vlanQoS": sriov.qos, "spoofchk": "on" if sriov.spoofchk else "off",
                    "trust": "on" if sriov.trust else "off", "min_tx_rate": sriov.min_tx_rate_mbps,
@@ -205,8 +195,8 @@ def _cni_plugin(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> tuple
     return plugin, net.resource
 
 
-def _attachment(net: PodNetwork, k8s: Kubernetes, ipam: dict[str, Any]) -> dict[str, Any]:
-    plugin, resource = _cni_plugin(net, k8s, ipam)
+def _attachment(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> dict[str, Any]:
+    plugin, resource = _cni_plugin(net, k8s, addresses)
     rdma = [{"type": "rdma"}] if k8s.uses_vfs else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
     config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, *rdma]}
     return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
@@ -290,8 +280,23 @@ def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str
         spec["sriovDevicePlugin"] = {**image["sriov_device_plugin"],
                                      "config": _json(sriov_device_plugin_config(nets, k8s))}
     spec["secondaryNetwork"] = {"cniPlugins": dict(image["cni_plugins"]), "multus": dict(image["multus"])}
+    # nv-ipam's node daemon installs the nv-ipam CNI of every pod network; without its webhook (which needs
+    # cert-manager) the IPPools are checked by fabricgen (check_pod_blocks, the tests port the webhook's rules)
+    spec["nvIpam"] = {**image["nv_ipam"], "enableWebhook": False}
     return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
             "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
+
+
+def helm_values(k8s: Kubernetes) -> dict[str, Any]:
+    """The network operator chart's values (keys of its values.yaml at the release of images.yaml)."""
+    return {"nfd": {"enabled": True},
+            "sriovNetworkOperator": {"enabled": k8s.operator != "none"},
+            "sriov-network-operator": {"operator": {"resourcePrefix": k8s.resource_prefix}}}
+
+
+def chart_version() -> str:
+    """The network operator chart's version of the release (network-operator-v26.4.1 -> 26.4.1)."""
+    return images_release().removeprefix("network-operator-v")
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -307,21 +312,25 @@ def render(topology: Topology) -> list[Artifact]:
         f"Namespace of the RDMA workloads and their network attachments. {generated}"))]
     for fabric in [f.fabric for f in topology.fabrics if f.fabric.name in k8s.fabrics]:
         mine = [n for n in nets if n.fabric is fabric]
-        ipam = whereabouts(topology, fabric)
         name = checked(IDENTIFIER, fabric.name, "fabric name")
+        pool = pod_pool(topology, fabric, k8s)
+        out.append(Artifact(f"kubernetes/network/{name}-ip-pool.yaml", dump(
+            [ip_pool(pool, k8s)],
+            f"nv-ipam pool of fabric {name}'s pod networks: its host pool, {pool.block} addresses per node "
+            f"({pool.ports} ports x {pool.pods_per_port} pods); the\nblocks holding the hosts' subnets or Lustre MGS "
+            f"addresses are excluded whole (nv-ipam hands out a block unless all of it is excluded). {generated}")))
         if k8s.operator != "none":
             out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", dump(
                 [d for n in mine for d in _node_policies(n, k8s)],
                 f"SR-IOV node policies of fabric {name}: one per rail (or port) and node profile; nodes carry the "
                 f"label {PROFILE_LABEL}=<profile>.\nexternallyManaged: sriov-setup.sh creates the VFs at boot with the "
                 f"planned GUIDs or MACs; the operator hands them out. {generated}")))
-            networks = [_operator_network(n, k8s, ipam) for n in mine]
+            networks = [_operator_network(n, k8s, ipam(fabric)) for n in mine]
         else:
-            networks = [_attachment(n, k8s, ipam) for n in mine]
+            networks = [_attachment(n, k8s, ipam(fabric)) for n in mine]
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", dump(
-            networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from whereabouts: the "
-                      f"fabric's host pool minus its hosts' subnets and Lustre MGS addresses.\nWhereabouts is deployed "
-                      f"separately (not by the NicClusterPolicy). {generated}")))
+            networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
+                      f"{pool.name} ({name}-ip-pool.yaml; nv-ipam is the NicClusterPolicy's nvIpam). {generated}")))
     if k8s.rdma_mode == SHARED:
         out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", dump(
             [{"apiVersion": "v1", "kind": "ConfigMap",
@@ -341,6 +350,17 @@ def render(topology: Topology) -> list[Artifact]:
             f"Exclusive RDMA namespace mode on the nodes with VF pod networks: the rdma meta plugin moves each VF's "
             f"RDMA device into its pod and\nrefuses to run in shared mode. The operator sets ib_core netns_mode=0 and "
             f"reboots the nodes one at a time. {generated}")))
+    sriov_operator = ("on: the chart leaves it off, and nothing would reconcile the node policies and networks"
+                      if k8s.operator != "none" else
+                      "off: the NetworkAttachmentDefinitions and the NicClusterPolicy carry the pod networks")
+    out.append(Artifact("kubernetes/network/network-operator-values.yaml", dump(
+        [helm_values(k8s)],
+        f"Helm values of the NVIDIA network operator chart {chart_version()} (the release of every image here):\n"
+        f"  helm install network-operator nvidia/network-operator --version {chart_version()} -n "
+        f"{k8s.operator_namespace} --create-namespace -f network-operator-values.yaml\n"
+        f"then apply the other files here. The SR-IOV operator is {sriov_operator}; "
+        f"NFD labels the Mellanox NICs, which the\noperator marks network.nvidia.com/operator.mofed.wait=false, the "
+        f"label the SR-IOV config daemon selects on. {generated}")))
     out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", dump(
         [_nic_cluster_policy(nets, k8s)],
         f"NVIDIA network operator components, images of {images_release()} (fabricgen "

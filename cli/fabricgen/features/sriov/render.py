@@ -12,6 +12,8 @@
 - ``hosts/<profile>/host-preflight.sh`` (0755, every profile with GPU-mapped compute NICs): GPUDirect RDMA
   readiness as a pass/fail table: nvidia-peermem loaded, unlimited memlock, PCIe ACS off on the bridges between
   each rail's GPU and NIC, and ``nvidia-smi topo -m`` showing PIX or PXB between them, as the rail map says.
+- ``hosts/<profile>/{containerd,slurmd}.service.d/fabricgen-memlock.conf`` (the same profiles): systemd drop-ins with
+  ``LimitMEMLOCK=infinity``, since pods and Slurm jobs inherit those daemons' limit.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, PCI_AD
 from fabricgen.core.templating import render_template
 from fabricgen.features.sriov.build import colons
 from fabricgen.model.cluster import Fabric
+from fabricgen.model.kubernetes import EXCLUSIVE
 from fabricgen.model.nodes import Nic, Node, NodeProfile
 from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
@@ -125,9 +128,10 @@ def _profiles(topology: Topology) -> dict[str, list[VfPort]]:
 
 def _exclusive_profiles(topology: Topology) -> set[str]:
     """The profiles whose boot script puts the RDMA subsystem in exclusive namespace mode: those with VFs on a pod
-    network fabric when no SR-IOV operator does it (see :class:`fabricgen.model.kubernetes.Kubernetes`)."""
+    network fabric (see :class:`fabricgen.model.kubernetes.Kubernetes`). With the SR-IOV operator too: its pool
+    config would otherwise set the kernel argument and reboot the nodes one at a time."""
     k8s = topology.cluster.kubernetes
-    if k8s is None or not k8s.host_sets_rdma_mode:
+    if k8s is None or k8s.rdma_mode != EXCLUSIVE:
         return set()
     return {n.profile.name for fabric, sriov in _sriov_fabrics(topology) if fabric.name in k8s.fabrics
             for n in topology.cluster.nodes if n.group in sriov.groups and sriov.ports(n.profile, fabric.role.nic_role)}
@@ -144,17 +148,22 @@ def rails(profile: NodeProfile) -> list[Rail]:
             for nic in sorted(profile.compute, key=lambda n: n.rail or 0) if nic.gpu is not None and nic.dev]
 
 
+# The daemons whose children run RDMA (they inherit its RLIMIT_MEMLOCK) and who those children are.
+MEMLOCK_USERS = (("containerd", "pods (through their containers)"), ("slurmd", "Slurm jobs"))
+
+
 def render(topology: Topology) -> list[Artifact]:
     """The host SR-IOV and preflight artifacts: see the module docstring."""
     source = PurePosixPath(topology.cluster.source).name
     exclusive = _exclusive_profiles(topology)
+    operator = topology.cluster.kubernetes is not None and topology.cluster.kubernetes.operator != "none"
     out = []
     for name, ports in _profiles(topology).items():
         safe = checked(IDENTIFIER, name, "profile name")
         addresses = vf_addresses(topology, name)
         out.append(Artifact(f"hosts/{safe}/sriov-setup.sh", render_template(
             "host-sriov/sriov-setup.sh.j2", profile=safe, source=source, ports=ports, install_dir=INSTALL_DIR,
-            rdma_exclusive=name in exclusive), 0o755))
+            rdma_exclusive=name in exclusive, operator=operator), 0o755))
         out.append(Artifact(f"hosts/{safe}/sriov-setup.service", render_template(
             "host-sriov/sriov-setup.service.j2", profile=safe, source=source, install_dir=INSTALL_DIR,
             devices=[f"sys-subsystem-net-devices-{p.netdev}.device" for p in ports])))  # netdevs need no escaping
@@ -169,5 +178,10 @@ def render(topology: Topology) -> list[Artifact]:
             out.append(Artifact(f"hosts/{checked(IDENTIFIER, name, 'profile name')}/host-preflight.sh",
                                 render_template("host-sriov/host-preflight.sh.j2", profile=name, source=source,
                                                 rails=gpu_rails), 0o755))
+            for unit, users in MEMLOCK_USERS:
+                out.append(Artifact(f"hosts/{checked(IDENTIFIER, name, 'profile name')}/{unit}.service.d/"
+                                    "fabricgen-memlock.conf", render_template(
+                                        "host-sriov/memlock.conf.j2", profile=name, source=source, unit=unit,
+                                        users=users)))
     return out
 

@@ -104,8 +104,9 @@ def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
     assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in hosts] and len(hosts) == 127 + 6
     inband = sorted(p for p in h100 if p.endswith("/netplan-inband.yaml"))
     assert inband == [f"hosts/{g}/netplan-inband.yaml" for g in hosts if g.startswith("gpu")], "DGX in-band bonds"
+    per_profile = ("roce-qos.sh", "roce-qos.service", "roce-firewall.nft")
     assert set(h100) - set(netplans) - set(inband) == {f"hosts/{p}/{f}" for p in ("dgx-h100", "lustre-server")
-                                                       for f in ("roce-qos.sh", "roce-firewall.nft")}, \
+                                                       for f in per_profile}, \
         "the storage servers carry the lossless class too; the UFM appliance has no storage NICs: no artifacts"
     assert h100["hosts/dgx-h100/roce-qos.sh"].mode == 0o755
     assert h100["hosts/dgx-h100/roce-firewall.nft"].mode == 0o644
@@ -320,7 +321,8 @@ def test_every_roce_fabric_and_netplan_only_with_addressing(tmp_path: Path) -> N
                                          "loopbacks: 10.42.0.0/26}\n", "")
     no_plan.write_text(unplanned.replace("    switch: SN4700\n    nos: sonic\n", "    switch: SN4700\n"))
     paths = sorted(a.path for a in host_roce.render(compile_spec(no_plan).topology))
-    assert paths == ["hosts/hgx-8gpu-generic/roce-firewall.nft", "hosts/hgx-8gpu-generic/roce-qos.sh"]
+    assert paths == ["hosts/hgx-8gpu-generic/roce-firewall.nft", "hosts/hgx-8gpu-generic/roce-qos.service",
+                     "hosts/hgx-8gpu-generic/roce-qos.sh"]
     ethernet = spec.read_text().replace("    type: roce\n    speed: 200G", "    type: ethernet\n    speed: 200G")
     assert ethernet != spec.read_text()
     no_roce = tmp_path / "lab-ethernet.yaml"

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from netaddr import IPAddress
 
 from fabricgen.core.errors import SpecError
+from fabricgen.features.kubernetes import ipam, workloads
 from fabricgen.features.kubernetes import render as kubernetes
-from fabricgen.features.kubernetes import workloads
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import ROCE, documents, manifests
@@ -39,16 +40,18 @@ def test_workload_pod(tmp_path: Path) -> None:
     assert "nvidia.com/compute_rail0_shared" in pod_pf["resources"]["limits"]
 
 
-def test_pod_ranges_leave_out_the_lustre_mgs() -> None:
-    """The example's MGS pair (storage nodes mds01/mds02, two NIDs each) is in the storage pool: whereabouts must not
-    hand out its addresses."""
+def test_pod_pool_leaves_out_the_lustre_mgs() -> None:
+    """The example's MGS pair (storage nodes mds01/mds02, two NIDs each) is in the storage pool outside the host
+    subnets: nv-ipam must not hand out its addresses, so their blocks are excluded."""
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
-    ipam = kubernetes.whereabouts(topology, topology.fabric("storage").fabric)
-    nids = [f"{nid.split('@')[0]}/32" for nodes in topology.cluster.lustre[0].mgs for nid in nodes]
-    gateways = [f"{p.gateway}/32" for p in topology.addresses["storage"].pods]
-    assert len(nids) == 4 and ipam["exclude"][-8:-4] == nids
-    assert len(gateways) == 4 and ipam["exclude"][-4:] == gateways, "nor the leaves' pod gateways"
-    assert ipam["exclude"].count(nids[0]) == 1, "two file systems share the MGS: one exclusion"
+    k8s = topology.cluster.kubernetes
+    assert k8s is not None
+    pool = ipam.pod_pool(topology, topology.fabric("storage").fabric, k8s)
+    nids = [IPAddress(nid.split("@")[0]) for nodes in topology.cluster.lustre[0].mgs for nid in nodes]
+    assert len(nids) == 4 and all(any(ip in r for r in pool.excluded) for ip in nids)
+    gateways = [IPAddress(p.gateway) for p in topology.addresses["storage"].pods]  # the leaves' SVI addresses
+    assert len(gateways) == 4 and all(any(ip in r for r in pool.excluded) for ip in gateways), "nor pod gateways"
+    assert pool.nodes == 127 and pool.free_blocks >= pool.nodes
 
 
 def test_every_image_is_the_network_operator_releases() -> None:
@@ -58,7 +61,7 @@ def test_every_image_is_the_network_operator_releases() -> None:
                                f"{kubernetes.images_release()}-release.yaml").read_text())
     keys = {"rdma_shared_device_plugin": "RdmaSharedDevicePlugin", "sriov_device_plugin": "SriovDevicePlugin",
             "multus": "Multus", "cni_plugins": "CniPlugins", "sriov_cni": "SriovCni", "ib_sriov_cni": "SriovIbCni",
-            "rdma_cni": "rdmaCni"}
+            "rdma_cni": "rdmaCni", "nv_ipam": "nvIpam"}
     assert set(kubernetes.images()) == set(keys)
     for name, entry in kubernetes.images().items():
         listed = manifest[keys[name]]

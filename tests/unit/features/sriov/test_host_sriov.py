@@ -61,8 +61,10 @@ def _planned(topology: Topology, pf: str) -> list[str]:
 
 def test_artifact_set(h100: dict[str, Artifact]) -> None:
     assert sorted(h100) == [
-        "hosts/dgx-h100/host-preflight.sh", "hosts/dgx-h100/sriov-setup.service", "hosts/dgx-h100/sriov-setup.sh",
-        "hosts/dgx-h100/sriov-vfs.tsv"], "the UFM appliance is not in the compute fabric's sriov.nodes"
+        "hosts/dgx-h100/containerd.service.d/fabricgen-memlock.conf", "hosts/dgx-h100/host-preflight.sh",
+        "hosts/dgx-h100/slurmd.service.d/fabricgen-memlock.conf", "hosts/dgx-h100/sriov-setup.service",
+        "hosts/dgx-h100/sriov-setup.sh", "hosts/dgx-h100/sriov-vfs.tsv",
+    ], "the UFM appliance is not in the compute fabric's sriov.nodes"
     assert h100["hosts/dgx-h100/sriov-setup.sh"].mode == 0o755 and h100["hosts/dgx-h100/sriov-vfs.tsv"].mode == 0o644
 
 
@@ -171,7 +173,7 @@ def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
     assert host.changing_calls() == [] and host.snapshot() == before
     assert f"would {IB_PFS[0]}: remove the 4 VFs" in done.stdout
     assert f"would {ETH_PFS[1]}: create 4 VFs: write 4 to" in done.stdout
-    assert done.stdout.rstrip().endswith("dry run: 11 changes not made")
+    assert done.stdout.rstrip().endswith("dry run: 14 changes not made")
 
 
 def test_missing_vf_netdev_times_out_clearly(host: FakeHost) -> None:
@@ -210,7 +212,7 @@ def test_multus_sriov_hosts_set_the_exclusive_rdma_namespace_mode(tmp_path: Path
     spec = tmp_path / "multus.yaml"
     spec.write_text(H100.read_text().replace("kubernetes:  ", "kubernetes:\n  operator: none\n  cni: sriov\n#", 1))
     topology = compile_spec(spec).topology
-    assert topology.cluster.kubernetes is not None and topology.cluster.kubernetes.host_sets_rdma_mode
+    assert topology.cluster.kubernetes is not None and topology.cluster.kubernetes.operator == "none"
     host = fake_host(tmp_path / "host", {a.path: a for a in host_sriov.render(topology)}, topology)
     (host.root / "state" / "other-netns").touch()
     busy = host.run()
@@ -224,11 +226,35 @@ def test_multus_sriov_hosts_set_the_exclusive_rdma_namespace_mode(tmp_path: Path
     assert "RDMA namespace mode: exclusive (was shared)" in first.stdout
     assert "rdma system set netns exclusive" in host.calls
     assert (host.root / "state" / "rdma-netns").read_text() == "exclusive\n"
+    grub = host.root / "grub.d" / "fabricgen-rdma-netns.cfg"
+    assert grub.read_text() == 'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} ib_core.netns_mode=0"\n'
+    assert "update-grub" in host.calls
     calls = len(host.calls)
     assert host.run().stdout == "sriov-setup: nothing to change: the VFs of dgx-h100 are configured\n"
     assert [c for c in host.calls[calls:] if not c.startswith(READ_ONLY)] == []
-    example = host_sriov.render(compile_spec(H100).topology)
-    assert "netns" not in next(a for a in example if a.path.endswith("sriov-setup.sh")).content.decode()
+
+
+def test_operator_nodes_get_the_kernel_argument_at_bring_up(host: FakeHost) -> None:
+    """With the SR-IOV operator (the example) the pool config asks for exclusive mode and its config daemon drains and
+    reboots, one node at a time, every node whose /proc/cmdline lacks ib_core.netns_mode=0. The boot script puts it on
+    the kernel command line (and in modprobe.d) at bring-up and asks for the reboot itself while this boot lacks it;
+    once booted with it, nothing is left to do (the daemon then finds it set: no reboot wave)."""
+    write(host.root / "proc-cmdline", "BOOT_IMAGE=/vmlinuz-6.8.0 root=UUID=1 ro iommu=pt")
+    first = host.run()
+    assert first.returncode == 3, first.stderr
+    assert "reboot required: ib_core.netns_mode=0 is not on this boot's kernel command line" in first.stdout
+    assert (host.root / "grub.d" / "fabricgen-rdma-netns.cfg").exists() and "update-grub" in host.calls
+    assert (host.root / "modprobe.d" / "fabricgen-rdma-netns.conf").read_text() == "options ib_core netns_mode=0\n"
+    write(host.root / "proc-cmdline", "BOOT_IMAGE=/vmlinuz-6.8.0 root=UUID=1 ro iommu=pt ib_core.netns_mode=0")
+    calls = len(host.calls)
+    assert host.run().returncode == 0
+    assert [c for c in host.calls[calls:] if c.startswith("update-grub")] == []
+    grubby = host.root / "bin" / "grubby"
+    write(grubby, f'#!/bin/sh\necho "grubby $*" >>"{host.root}/state/calls"\n'
+                  'case "$1" in --info=ALL) echo "args=\\"ro iommu=pt\\"" ;; esac')
+    grubby.chmod(0o755)
+    assert host.run(GRUBBY=str(grubby)).returncode == 0
+    assert "grubby --update-kernel=ALL --args=ib_core.netns_mode=0" in host.calls, "RHEL-family hosts: grubby"
 
 
 def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHost) -> None:

@@ -114,7 +114,7 @@ def test_matching_rail_map_passes(recording: str, devices: list[str], tmp_path: 
     acs = results(done.stdout, "pcie-acs")
     assert acs == {f"rail {r}: GPU{r}-{d}": ("PASS", "ACS off on 2 bridges with ACS") for r, d in enumerate(devices)}
     assert results(done.stdout, "gpudirect-rdma") == {"memory registration": ("PASS", "nvidia_peermem loaded")}
-    assert results(done.stdout, "memlock") == {"RLIMIT_MEMLOCK": ("PASS", "unlimited")}
+    assert results(done.stdout, "memlock") == {"this shell": ("PASS", "unlimited (no containerd or slurmd running)")}
     assert results(done.stdout, "iommu") == {f"rail {r}: GPU{r}-{d}": ("PASS", "passthrough or off")
                                              for r, d in enumerate(devices)}
     assert done.stdout.rstrip().endswith("host-preflight: all 26 checks passed")
@@ -157,8 +157,9 @@ def test_acs_memlock_and_peermem_failures(tmp_path: Path) -> None:
     done = run(preflight(B300, tmp_path), env)
     assert done.returncode == 1
     assert results(done.stdout, "gpudirect-rdma")["memory registration"][0] == "FAIL"
-    assert results(done.stdout, "memlock")["RLIMIT_MEMLOCK"] == (
-        "FAIL", "soft limit 8388608 bytes: set memlock unlimited (limits.conf, LimitMEMLOCK=infinity)")
+    assert results(done.stdout, "memlock")["this shell"] == (
+        "FAIL", "soft limit 8388608 bytes (no containerd or slurmd running): set memlock unlimited (limits.conf, "
+                "LimitMEMLOCK=infinity)")
     acs = results(done.stdout, "pcie-acs")["rail 0: GPU0-mlx5_bond_0"]
     assert acs[0] == "FAIL" and "0000:12:00.0 (ACSCtl 0x001d) 0000:12:01.0 (ACSCtl 0x001d)" in acs[1]
     assert "10 checks failed" in done.stderr
@@ -222,3 +223,21 @@ def test_iommu_translation_fails_and_passthrough_passes(tmp_path: Path) -> None:
     rail0 = results(done.stdout, "iommu")["rail 0: GPU0-mlx5_bond_0"]
     assert rail0 == ("FAIL", "translated DMA at 0000:13:00.0 (DMA-FQ) 0000:14:00.0 (DMA-FQ): boot with iommu=pt "
                              "(intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt)")
+
+
+def test_memlock_is_the_daemons_not_the_login_shell(tmp_path: Path) -> None:
+    """Pods inherit containerd's RLIMIT_MEMLOCK and Slurm jobs slurmd's: a login shell's 8 MiB limit must not fail a
+    node whose daemons run unlimited, and an unlimited shell must not pass a node whose containerd is limited."""
+    env = fake_node(tmp_path, B300, "b300-cx8-8gpu.txt")
+    (tmp_path / "proc" / "self" / "limits").write_text("Max locked memory         8388608              8388608"
+                                                       "              bytes\n")
+    for pid, name, limit in (("812", "containerd", "unlimited            unlimited"),
+                             ("1204", "slurmd", "65536                65536"), ("77", "sshd", "8388608 8388608")):
+        (tmp_path / "proc" / pid).mkdir()
+        (tmp_path / "proc" / pid / "comm").write_text(name + "\n")
+        (tmp_path / "proc" / pid / "limits").write_text(f"Max locked memory         {limit}            bytes\n")
+    done = run(preflight(B300, tmp_path), env)
+    assert results(done.stdout, "memlock") == {
+        "containerd": ("PASS", "unlimited"),
+        "slurmd": ("FAIL", "soft limit 65536 bytes: install slurmd.service.d/fabricgen-memlock.conf "
+                           "(LimitMEMLOCK=infinity), restart slurmd")}

@@ -5,6 +5,15 @@
 # Steps, each reading the current state first and changing only what differs (a second run changes nothing):
 #   1. Check every port before changing any: the PF exists, sits at the planned PCI address, and the kernel
 #      allows the VF count (sriov_totalvfs) once the firmware enables it.
+#   RDMA namespace mode: exclusive (ib_core netns_mode=0), so the rdma CNI can move each VF's RDMA device into its
+#      pod (it refuses to run in shared mode): set at once with `rdma system set netns exclusive`, for every later
+#      load of ib_core in /etc/modprobe.d, and on the kernel command line (ib_core.netns_mode=0: grubby, or a
+#      /etc/default/grub.d drop-in and update-grub), which also holds when ib_core loads from the initramfs.
+#      The kernel refuses the change while other network namespaces exist: then the script exits 3 (reboot, and
+#      this unit sets it before kubelet starts). The SR-IOV operator's pool config asks for the same mode; its config
+#      daemon checks /proc/cmdline for ib_core.netns_mode=0 and drains and reboots every node that lacks it, one
+#      at a time: so a boot without it on /proc/cmdline exits 3 too, and the node is rebooted at bring-up
+#      (with the firmware changes) instead of in the operator's node-by-node wave.
 #   2. Firmware (mstconfig query, then set): SRIOV_EN=1, NUM_OF_VFS at least the planned firmware count and
 #      LINK_TYPE_P<port> (1 ib, 2 eth; Ethernet-only cards have none). A change takes effect only after a reboot
 #      (or mlxfwreset): such ports are skipped and the script exits 3 ("reboot required") once the others are done.
@@ -33,17 +42,26 @@
 # Usage: sriov-setup.sh [--dry-run]
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (default /sys), IP (default ip), MSTCONFIG (default mstconfig; mlxconfig takes the
-#   same arguments), UDEVADM (default udevadm; without it the script only polls sysfs), NODE_NAME (default: hostname -s; selects
+#   same arguments), UDEVADM (default udevadm; without it the script only polls sysfs), RDMA (default
+#   rdma, from iproute2), MODPROBE_DIR (default /etc/modprobe.d), GRUB_DIR (default /etc/default/grub.d),
+#   GRUBBY (default grubby, used where it exists), UPDATE_GRUB (default update-grub), PROC_CMDLINE (default
+#   /proc/cmdline), NODE_NAME (default: hostname -s; selects
 #   this node's rows of the data file), SRIOV_VFS (the data file, default sriov-vfs.tsv next to this script),
 #   SRIOV_WAIT_SECONDS (default 30).
-# Exit codes: 0 done, 1 error (nothing changed when found by the checks), 2 bad usage, 3 firmware changed:
-#   reboot, then run again.
+# Exit codes: 0 done, 1 error (nothing changed when found by the checks), 2 bad usage, 3 firmware changed (or
+#   the RDMA namespace mode or its kernel argument needs a boot): reboot, then run again.
 set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
 IP="${IP:-ip}"
 MSTCONFIG="${MSTCONFIG:-mstconfig}"
 UDEVADM="${UDEVADM:-udevadm}"
+RDMA="${RDMA:-rdma}"
+MODPROBE_DIR="${MODPROBE_DIR:-/etc/modprobe.d}"
+GRUB_DIR="${GRUB_DIR:-/etc/default/grub.d}"
+GRUBBY="${GRUBBY:-grubby}"
+UPDATE_GRUB="${UPDATE_GRUB:-update-grub}"
+PROC_CMDLINE="${PROC_CMDLINE:-/proc/cmdline}"
 SRIOV_VFS="${SRIOV_VFS:-$(dirname "${BASH_SOURCE[0]}")/sriov-vfs.tsv}"
 SRIOV_WAIT_SECONDS="${SRIOV_WAIT_SECONDS:-30}"
 DRY_RUN=0
@@ -195,7 +213,7 @@ addresses() {
   awk -F '\t' -v node="$NODE_NAME" -v pf="$1" '$1 == node && $2 == pf { print $3, $4 }' "$SRIOV_VFS"
 }
 
-for tool in "$IP" "$MSTCONFIG"; do
+for tool in "$IP" "$MSTCONFIG" "$RDMA"; do
   command -v "$tool" >/dev/null || die "${tool} not found (mstconfig comes with mstflint; set IP or MSTCONFIG)"
 done
 
@@ -240,6 +258,46 @@ fi
 if ((${#PROBLEMS[@]})); then
   printf 'sriov-setup: error: %s\n' "${PROBLEMS[@]}" >&2
   die "nothing changed"
+fi
+
+# RDMA namespace mode.
+NETNS_CONF="${MODPROBE_DIR}/fabricgen-rdma-netns.conf"
+NETNS_OPTION="options ib_core netns_mode=0"
+NETNS_BUSY=0
+NETNS_ARG=ib_core.netns_mode=0
+GRUB_CONF="${GRUB_DIR}/fabricgen-rdma-netns.cfg"
+GRUB_LINE="GRUB_CMDLINE_LINUX=\"\${GRUB_CMDLINE_LINUX} ${NETNS_ARG}\""
+if [[ "$(cat "$NETNS_CONF" 2>/dev/null)" != "$NETNS_OPTION" ]]; then
+  write_file "RDMA namespace mode exclusive at every load of ib_core" "$NETNS_CONF" "$NETNS_OPTION"
+fi
+if command -v "$GRUBBY" >/dev/null; then
+  if ! "$GRUBBY" --info=ALL | grep -q -- "$NETNS_ARG"; then
+    change "kernel command line: ${NETNS_ARG} on every kernel" "$GRUBBY" --update-kernel=ALL --args="$NETNS_ARG"
+  fi
+elif [[ "$(cat "$GRUB_CONF" 2>/dev/null)" != "$GRUB_LINE" ]]; then
+  if ((DRY_RUN)); then
+    write_file "kernel command line ${NETNS_ARG} (then ${UPDATE_GRUB})" "$GRUB_CONF" "$GRUB_LINE"
+  else
+    mkdir -p "$GRUB_DIR"
+    write_file "kernel command line ${NETNS_ARG}" "$GRUB_CONF" "$GRUB_LINE"
+    "$UPDATE_GRUB" || die "${UPDATE_GRUB} failed: ${NETNS_ARG} is not on the next boot's kernel command line"
+  fi
+fi
+CMDLINE_PENDING=0
+if ! tr ' ' '\n' <"$PROC_CMDLINE" | grep -qx -- "$NETNS_ARG"; then
+  CMDLINE_PENDING=1  # the operator's config daemon would drain and reboot the node for it
+fi
+netns="$("$RDMA" system show | awk '$1 == "netns" { print $2; exit }')"
+if [[ "$netns" != exclusive ]]; then
+  CHANGES=$((CHANGES + 1))
+  if ((DRY_RUN)); then
+    log "would set the RDMA namespace mode to exclusive (is ${netns:-unknown}): ${RDMA} system set netns exclusive"
+  elif "$RDMA" system set netns exclusive; then
+    log "RDMA namespace mode: exclusive (was ${netns:-unknown})"
+  else
+    log "RDMA namespace mode stays ${netns:-unknown}: the kernel changes it only while no other network namespace exists"
+    NETNS_BUSY=1
+  fi
 fi
 
 # 2. Firmware.
@@ -332,5 +390,13 @@ else
 fi
 if ((${#REBOOT[@]})); then
   log "reboot required: firmware changed on ${REBOOT[*]}; run again after the reboot"
+fi
+if ((NETNS_BUSY)); then
+  log "reboot required: the RDMA namespace mode is not exclusive yet; this unit sets it at the next boot"
+fi
+if ((CMDLINE_PENDING)); then
+  log "reboot required: ${NETNS_ARG} is not on this boot's kernel command line (the SR-IOV operator would reboot the node for it)"
+fi
+if ((${#REBOOT[@]} || NETNS_BUSY || CMDLINE_PENDING)); then
   exit 3
 fi

@@ -5,7 +5,9 @@
 #   gpudirect-rdma     the NIC can register GPU memory: through DMA-BUF (NVIDIA's open GPU kernel module on Linux
 #                      5.12 or later; NCCL 2.19+ uses it by default, no extra module) or the nvidia_peermem module
 #                      (nv_peer_mem on old stacks). With neither, NCCL stages through host memory.
-#   memlock            the soft RLIMIT_MEMLOCK is unlimited: RDMA pins (locks) every registered buffer.
+#   memlock            the soft RLIMIT_MEMLOCK is unlimited: RDMA pins (locks) every registered buffer. Checked for
+#                      the running containerd (pods inherit its limit) and slurmd (Slurm jobs inherit its), the
+#                      processes fabricgen-memlock.conf drop-ins set; with neither running, for this shell.
 #   gpu-nic-topology   `nvidia-smi topo -m` shows each rail's NIC and GPU under one PCIe switch (PIX or PXB), as
 #                      the rail map places them; NODE, PHB or SYS means GPUDirect RDMA crosses the CPU.
 #   pcie-acs           ACS is off (ACSCtl 0) on every PCIe bridge between each rail's GPU and NIC: with ACS on,
@@ -129,12 +131,27 @@ else
   row gpudirect-rdma "memory registration" FAIL "${why}, nvidia_peermem not loaded: modprobe nvidia-peermem (and list it in /etc/modules-load.d)"
 fi
 
-# 2. memlock
-memlock="$(awk '/^Max locked memory/ { print $4; exit }' "${PROCFS_ROOT}/self/limits" 2>/dev/null || true)"
-if [[ "$memlock" == unlimited ]]; then
-  row memlock RLIMIT_MEMLOCK PASS unlimited
-else
-  row memlock RLIMIT_MEMLOCK FAIL "soft limit ${memlock:-unknown} bytes: set memlock unlimited (limits.conf, LimitMEMLOCK=infinity)"
+# 2. memlock: what the RDMA users inherit. Pods get containerd's limit and Slurm jobs slurmd's, not a login's.
+memlock_of() { awk '/^Max locked memory/ { print $4; exit }' "$1/limits" 2>/dev/null || true; }
+daemons=0
+for comm in "${PROCFS_ROOT}"/[0-9]*/comm; do
+  name="$(cat "$comm" 2>/dev/null || true)"
+  [[ "$name" == containerd || "$name" == slurmd ]] || continue
+  daemons=$((daemons + 1))
+  memlock="$(memlock_of "${comm%/comm}")"
+  if [[ "$memlock" == unlimited ]]; then
+    row memlock "$name" PASS unlimited
+  else
+    row memlock "$name" FAIL "soft limit ${memlock:-unknown} bytes: install ${name}.service.d/fabricgen-memlock.conf (LimitMEMLOCK=infinity), restart ${name}"
+  fi
+done
+if ((daemons == 0)); then
+  memlock="$(memlock_of "${PROCFS_ROOT}/self")"
+  if [[ "$memlock" == unlimited ]]; then
+    row memlock "this shell" PASS "unlimited (no containerd or slurmd running)"
+  else
+    row memlock "this shell" FAIL "soft limit ${memlock:-unknown} bytes (no containerd or slurmd running): set memlock unlimited (limits.conf, LimitMEMLOCK=infinity)"
+  fi
 fi
 
 # 3. and 4. per rail: topology and ACS
