@@ -41,6 +41,8 @@ bench: $(VENV)/.installed-test
 
 golden: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_negative.py --update-goldens
+	$(BIN)/fabricgen schema > schemas/fabricgen.editor.json
+	$(BIN)/fabricgen docs > docs/reference.md
 
 clean:
 	rm -rf $(VENV) out build dist .pytest_cache .mypy_cache .ruff_cache

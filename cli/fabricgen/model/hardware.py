@@ -107,6 +107,7 @@ class NicModel:
 class Optic:
     part: str
     connections: int
+    port_fec: str = ""  # the FEC its port must run when the module decides it ("none": it terminates FEC itself)
 
 
 @dataclass(frozen=True)

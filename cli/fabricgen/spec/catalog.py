@@ -87,7 +87,7 @@ def merged(name: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _optic(entry: Mapping[str, Any] | None) -> Optic | None:
-    return Optic(entry["part"], int(entry["connections"])) if entry else None
+    return Optic(entry["part"], int(entry["connections"]), entry.get("port_fec", "")) if entry else None
 
 
 def medium(entry: Mapping[str, Any]) -> Medium:

@@ -8,7 +8,7 @@ switch-to-switch ports are routed /31s with an eBGP session each.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabricgen.model.addressing import FabricAddresses
 from fabricgen.model.cluster import Fabric, FabricType, Tier
@@ -36,6 +36,7 @@ class PortView:
     address: str = ""    # "10.21.0.0/31" on routed ports; empty on host (VLAN) ports
     peer_address: str = ""
     peer_asn: int = 0
+    fec: str = ""        # the FEC the port's module needs ("" : the NOS's rule for the speed)
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,13 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
     if plan is None or ft.fabric.type is FabricType.INFINIBAND or not ft.fabric.nos:
         return ()  # IPoIB plans configure hosts, not switches; a fabric without nos gets no switch configs
     fabric = ft.fabric
-    lengths = {}
+    lengths, fec = {}, {}
     for cable in topology.cables:
         if cable.fabric == fabric.name:
-            lengths[(cable.a.device, cable.a.port_number)] = cable.length_m
-            lengths[(cable.z.device, cable.z.port_number)] = cable.length_m
+            for end, optic in ((cable.a, cable.a_optic), (cable.z, cable.z_optic)):
+                lengths[(end.device, end.port_number)] = cable.length_m
+                if optic is not None and optic.port_fec:
+                    fec[(end.device, end.port_number)] = optic.port_fec
     ports: dict[str, list[PortView]] = {sw.name: [] for sw in ft.switches}
     for link in ft.links:
         if link.tier == NODE_LEAF:
@@ -104,6 +107,8 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
         ports[p2p.upper].append(PortView(p2p.upper_port, link.z.name, link.speed, gbps, p2p.lower, link.a.name,
                                          "downlink", cable_m, p2p.upper_ip, p2p.lower_ip.split("/")[0],
                                          plan.asn[p2p.lower]))
+    ports = {name: [replace(p, fec=fec.get((name, p.number), "")) for p in on_switch]
+             for name, on_switch in ports.items()}
     subnets = {s.leaf: s for s in plan.hosts}
     pods = {p.leaf: p for p in plan.pods}
     views = []

@@ -99,3 +99,18 @@ def test_breakout_legs_are_the_agg_cage_ports(plan: tuple[list[dict[str, str]], 
         assert len(z_lanes) == 2 and len(a_lanes) == 4, "C128: 2 x 50G-PAM4; SN2201 QSFP28: 4 x 25G-NRZ"
         assert _cage_offsets(configs, c["z_device"], z_index, z_lanes) == (2 * (int(c["leg"]) - 1),
                                                                            2 * int(c["leg"]) - 1)
+
+
+def test_breakout_fec_per_end(plan: tuple[list[dict[str, str]], dict[str, dict[str, object]]]) -> None:
+    """A 400G-DR4 broken out to 100G-DR QSFP28s carries RS-544 from the C128 port through the fiber, and the DR1
+    module ends it: its SN2201 port runs no FEC (Cumulus Linux: FEC off or unset on the DR1 end; field review G1:
+    `rs` there keeps the uplink down), the C128 port RS."""
+    cables, configs = plan
+    legs = [c for c in cables if c["medium"] == "qsfpdd-dr4-breakout-4x100g"]
+    assert legs
+    for c in legs:
+        for device, peer, fec in ((c["a_device"], f"{c['z_device']}:{c['z_port']}", "none"),
+                                  (c["z_device"], f"{c['a_device']}:{c['a_port']}", "rs")):
+            db = configs[device]
+            row = next(r for r in db["PORT"].values() if r["description"] == peer)  # type: ignore[attr-defined]
+            assert row["fec"] == fec, (c["cable_id"], device)

@@ -294,7 +294,8 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
         entry = {
             "admin_status": "up", "alias": sp.alias, "index": str(sp.cage), "lanes": sp.lanes,
             "speed": str(port.speed_mbps), "mtu": str(view.mtu),
-            "fec": "rs" if pv.gbps >= RS_FEC_MIN_GBPS else "none", "description": f"{pv.peer}:{pv.peer_port}",
+            "fec": pv.fec or ("rs" if pv.gbps >= RS_FEC_MIN_GBPS else "none"),
+            "description": f"{pv.peer}:{pv.peer_port}",
         }
         if layout.subports and sp.cage_ports > 1:
             entry["subport"] = str(sp.position)
