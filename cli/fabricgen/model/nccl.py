@@ -15,8 +15,3 @@ class NcclOption:
     value: int
     why: str
     position: SourcePosition = field(compare=False)
-
-
-@dataclass(frozen=True)
-class Nccl:
-    options: tuple[NcclOption, ...] = ()

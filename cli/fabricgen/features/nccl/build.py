@@ -12,7 +12,7 @@ from typing import Any
 from fabricgen.core.errors import SpecError
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster
-from fabricgen.model.nccl import Nccl, NcclOption
+from fabricgen.model.nccl import NcclOption
 from fabricgen.spec.load import load_file
 from fabricgen.spec.validate import schema_issues
 
@@ -43,4 +43,4 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
             continue
         options.append(NcclOption(option["env"], value, f"{option['meaning']}: {option['why']}",
                                   issues.position((key,))))
-    return replace(cluster, nccl=Nccl(tuple(options)))
+    return replace(cluster, nccl=tuple(options))

@@ -167,6 +167,6 @@ def render(topology: Topology) -> list[Artifact]:
             content = render_template("nccl/nccl.env.j2", profile=name, fabric=fabric.name,
                                       kind=f"{fabric.type} {fabric.speed.name}", source=source,
                                       settings=nccl_settings(profile, fabric, partitions=partitions,
-                                                                     options=topology.cluster.nccl.options))
+                                                                     options=topology.cluster.nccl))
             out.append(Artifact(f"hosts/{name}/nccl.env", content))
     return out
