@@ -59,6 +59,16 @@ ALLOWED_PLACEHOLDERS = {
 }
 
 
+def _switches_for(family: str, speed: Speed, switch_models: Mapping[str, SwitchModel]) -> str:
+    """The hint for a switch of the other family: the catalog's switches of the fabric's family that run its speed
+    (the Spectrum switches that run RoCE at 200G, say, when a spec asks for an InfiniBand-only Quantum)."""
+    fitting = sorted(name for name, m in switch_models.items()
+                     if m.fabric_type == family and m.logical_ports(speed.name) > 0)
+    if not fitting or speed.type != family:
+        return f"choose an {family} switch"
+    return f"choose an {family} switch that runs {speed.name}: {', '.join(fitting)}"
+
+
 def _lanes_text(options: frozenset[tuple[int, int]]) -> str:
     """Lane layouts for a message: ``4 x 100G or 8 x 50G``."""
     return " or ".join(f"{lanes} x {rate}G" for lanes, rate in sorted(options, key=lambda o: (-o[1], o[0])))
@@ -234,7 +244,7 @@ class FabricBuilder:
             wanted = FabricType(spec["type"]).family
             if model.fabric_type != wanted:
                 once(where, f"{model_name} is an {model.fabric_type} switch but the fabric type is {spec['type']}",
-                     f"choose an {wanted} switch")
+                     _switches_for(wanted, speed, switch_models))
                 continue
             needs = [speed.name] if tier is Tier.LEAF else []
             needs.append(uplink.name)

@@ -78,7 +78,8 @@ def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequ
     vfs = k8s.uses_vfs
     partitions = compute_partitions(fabric, topology.cluster.nodes, profile)
     env = [{"name": s.name, "value": s.value}
-           for s in nccl_settings(profile, fabric, POD_VFS if vfs else POD_PFS, partitions)]
+           for s in nccl_settings(profile, fabric, POD_VFS if vfs else POD_PFS, partitions,
+                                 topology.cluster.nccl)]
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in nets}
     storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
     limits = {"nvidia.com/gpu": workload.gpus, **resources}

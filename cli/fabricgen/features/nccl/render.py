@@ -18,6 +18,7 @@ from fabricgen.core.templating import render_template
 from fabricgen.model.cloud import Cloud
 from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.infiniband import Partition, SubnetManager
+from fabricgen.model.nccl import NcclOption
 from fabricgen.model.nodes import Node, NodeProfile
 from fabricgen.model.topology import Topology
 
@@ -49,11 +50,12 @@ def _hca(profile: NodeProfile, fabric: Fabric, pod: str) -> Setting:
                    "from its GPU halves bandwidth); '=' matches these exact devices")
 
 
-def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "", partitions: Sequence[Partition] = ()
-                  ) -> list[Setting]:
+def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "", partitions: Sequence[Partition] = (),
+                  options: Sequence[NcclOption] = ()) -> list[Setting]:
     """NCCL settings of a profile's nodes on a fabric: on the host (``pod`` empty), or in a pod that holds the
     fabric's VFs (:data:`POD_VFS`) or its PFs (:data:`POD_PFS`, moved in by host-device, names kept). On
-    InfiniBand, ``partitions`` are the profile's compute partitions (:func:`compute_partitions`)."""
+    InfiniBand, ``partitions`` are the profile's compute partitions (:func:`compute_partitions`); ``options`` the
+    spec's ``nccl`` section (host and pod alike)."""
     settings = [
         _hca(profile, fabric, pod),
         Setting("NCCL_NET_GDR_LEVEL", "PXB", "GPUDirect RDMA when GPU and NIC share a PCIe switch, as the rail map "
@@ -79,6 +81,7 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "", partition
         ]
     if fabric.type is FabricType.INFINIBAND and fabric.subnet_manager is not None:
         settings += _partition_settings(fabric.subnet_manager, partitions)
+    settings += [Setting(o.env, str(o.value), f"{o.why} (spec: nccl)") for o in options]
     return _checked(settings)
 
 
@@ -163,6 +166,7 @@ def render(topology: Topology) -> list[Artifact]:
             partitions = compute_partitions(fabric, topology.cluster.nodes, profile)
             content = render_template("nccl/nccl.env.j2", profile=name, fabric=fabric.name,
                                       kind=f"{fabric.type} {fabric.speed.name}", source=source,
-                                      settings=nccl_settings(profile, fabric, partitions=partitions))
+                                      settings=nccl_settings(profile, fabric, partitions=partitions,
+                                                                     options=topology.cluster.nccl))
             out.append(Artifact(f"hosts/{name}/nccl.env", content))
     return out

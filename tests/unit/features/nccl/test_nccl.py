@@ -40,3 +40,27 @@ def test_roce_compute_fabric_sets_the_traffic_class(tmp_path: Path) -> None:
     assert int(env["NCCL_IB_TC"]) >> 2 == 24, "TC >> 2 is the lossless DSCP"
     assert env["NCCL_IB_ROCE_VERSION_NUM"] == "2" and env["NCCL_IB_ADDR_FAMILY"] == "AF_INET"
     assert "NCCL_IB_SL" not in env
+
+
+def _lab_with_nccl(tmp_path: Path, section: str) -> Path:
+    spec = tmp_path / "lab.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text() + section)
+    return spec
+
+
+def test_nccl_options_reach_nccl_env_and_only_when_set(tmp_path: Path) -> None:
+    spec = _lab_with_nccl(tmp_path, "nccl:\n  ib_timeout: 22\n  ib_retry_cnt: 5\n")
+    artifacts = {a.path: a.content for a in render_spec(compile_spec(spec))}
+    env = _env(artifacts["hosts/hgx-8gpu-generic/nccl.env"])
+    assert env["NCCL_IB_TIMEOUT"] == "22" and env["NCCL_IB_RETRY_CNT"] == "5"
+    assert "4.096 us * 2^value" in artifacts["hosts/hgx-8gpu-generic/nccl.env"].decode()
+    plain = {a.path: a.content for a in render_spec(compile_spec(INVENTORIES / "lab-1su.yaml"))}
+    unset = _env(plain["hosts/hgx-8gpu-generic/nccl.env"])
+    assert "NCCL_IB_TIMEOUT" not in unset and "NCCL_IB_RETRY_CNT" not in unset, "unset keeps NCCL's default"
+
+
+def test_nccl_option_bounds_are_accepted(tmp_path: Path) -> None:
+    for timeout, retries in ((1, 0), (31, 7)):
+        cluster = compile_spec(_lab_with_nccl(tmp_path, f"nccl: {{ib_timeout: {timeout}, ib_retry_cnt: {retries}}}\n"))
+        assert [(o.env, o.value) for o in cluster.topology.cluster.nccl] == [
+            ("NCCL_IB_TIMEOUT", timeout), ("NCCL_IB_RETRY_CNT", retries)]
