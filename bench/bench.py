@@ -61,12 +61,12 @@ fabrics:
     qos: {{lossless: {{dscp: 26, priority: 3}}}}
     addressing: {{hosts: 10.0.0.0/14, p2p: 10.4.0.0/16, loopbacks: 10.5.0.0/20, management: 10.6.0.0/20}}
     sriov: {{vfs_per_port: 4, mac_base: "02:00:0a:14:00:00"}}
-  inband: {{type: ethernet, speed: 100G, switch: SN5600, topology: {{kind: fat-tree, oversubscription: 2}}}}
-  oob:
+  inband: {{type: ethernet, speed: 400G, switch: SN5600, topology: {{kind: fat-tree, oversubscription: 2}}}}
+  oob:                            # as inventories/bench-16k.yaml: every plug fits its cage (README, split cages)
     type: ethernet
     speed: 1G
     uplink_speed: 100G
-    switch: {{leaf: SN2201, spine: SN5600}}
+    switch: {{leaf: SN2201, spine: SN4700}}
     topology: {{kind: top-of-rack, uplinks: 2}}
 kubernetes:
   namespace: ai-training
