@@ -1,13 +1,16 @@
 """The monitoring target through Prometheus's own tool (Debian's `prometheus` package ships promtool):
 `promtool check config` accepts prometheus.yml with its rule files, `promtool check rules` every rules file (PromQL
-and the annotations' templates), and `promtool test rules` evaluates every alert on synthetic series shaped as the
-exporters label them (node_exporter, infiniband_exporter, lustre_exporter, dcgm-exporter): each alert fires on a
-series that crosses its threshold, with the plan's fabric, rail, leaf and cable in its labels, and stays silent on
-one that does not. Annotations are stripped from the rules under test (promtool compares them verbatim, values
-included); `check rules` has parsed their templates."""
+and the annotations' templates), `promtool check metrics` every cable plan (the text exposition format node_exporter's
+textfile collector parses), and `promtool test rules` evaluates every alert on synthetic series shaped as the
+exporters label them (node_exporter, infiniband_exporter, lustre_exporter, dcgm-exporter) beside the plan's info
+series read from the generated .prom files, as the plan's scrape job labels them (its job and instance): each alert
+fires on a series that crosses its threshold, with the plan's fabric, rail, leaf and cable in its labels, and stays
+silent on one that does not. Annotations are stripped from the rules under test (promtool compares them verbatim,
+values included); `check rules` has parsed their templates."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fabricgen.features.monitoring.plan import HostPort, SwitchPort, host_ports, switch_ports
+from fabricgen.features.monitoring.info import HOST_INFO, PLAN_JOB, sample
+from fabricgen.features.monitoring.plan import HostPort, SwitchPort, host_ports, monitored_fabrics, switch_ports
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, require_tool
@@ -31,10 +35,51 @@ class Case:
     eval_time: str = "65m"
     extra: dict[str, str] = field(default_factory=dict)  # series both runs share
     aggregated: bool = False  # the expression aggregates: the alert keeps none of the series' labels
+    without_plan: bool = False  # the firing run has no cable plan
+
+
+def _quote(value: str) -> str:
+    """A label value as PromQL (and the exposition format) quote it."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _series(name: str, labels: dict[str, str]) -> str:
-    return name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return name + "{" + ", ".join(f"{k}={_quote(v)}" for k, v in sorted(labels.items())) + "}"
+
+
+_SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+
+
+def parse_samples(text: str) -> list[tuple[str, dict[str, str], str]]:
+    """The samples of a text exposition (name, labels with their values unescaped, value); comments skipped, any
+    other line fails."""
+    samples = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        match = _SAMPLE.fullmatch(line)
+        assert match, line
+        name, body, value = match.groups()
+        labels, pos = {}, 0
+        while pos < len(body):
+            label = _LABEL.match(body, pos)
+            assert label, line
+            labels[label[1]] = re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], label[2])
+            pos = label.end()
+        samples.append((name, labels, value))
+    return samples
+
+
+def plan_series(prometheus: Path) -> dict[str, str]:
+    """The spec's cable plans as promtool input: every .prom file's samples, labelled as the plan's scrape job
+    labels them (its job and instance), constant over the test's 70 minutes."""
+    config = yaml.safe_load((prometheus / "prometheus.yml").read_text())
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == PLAN_JOB)
+    scraped = {"job": PLAN_JOB, "instance": job["static_configs"][0]["targets"][0]}
+    return {_series(name, {**labels, **scraped}): f"{value}x70"
+            for path in sorted((prometheus / "textfile").glob("*.prom"))
+            for name, labels, value in parse_samples(path.read_text())}
 
 
 def _plan_labels(port: HostPort | SwitchPort, fabric: str) -> dict[str, str]:
@@ -84,7 +129,14 @@ def ib_cases(topology: Topology, fabric: str) -> list[Case]:
              {**sw_labels, "severity": "warning"}, extra=switch_info),
         *rdma_cases(host, plan),
         Case("GpuDataWait", *_gpu(host), {**plan, "severity": "warning"}),
+        plan_case(fabric),
     ]
+
+
+def plan_case(fabric: str) -> Case:
+    """Without the fabric's cable plan every other alert is silent: CablePlanMissing says so."""
+    return Case("CablePlanMissing", {}, {}, {"fabric": fabric, "severity": "critical"}, aggregated=True,
+                without_plan=True)
 
 
 def _gpu(port: HostPort) -> tuple[dict[str, str], dict[str, str]]:
@@ -121,6 +173,7 @@ def roce_cases(topology: Topology, fabric: str, lossless: int) -> list[Case]:
     nd = {**plan, "netdev": port.netdev}  # the ethtool joins name the netdev too
     return [
         *rdma_cases(port, plan),
+        plan_case(fabric),
         Case("RoceCnpIgnored", {counter("rp_cnp_ignored_packets_received_total"): "0+5x70"},
              {counter("rp_cnp_ignored_packets_received_total"): "0x70"}, {**plan, "severity": "critical"}),
         Case("RoceEcnMarksHigh", {counter("np_ecn_marked_roce_packets_received_total"): "0+100x70",
@@ -165,13 +218,14 @@ def _own_labels(case: Case) -> dict[str, str]:
     return {k: v.strip('"') for k, v in (item.split("=", 1) for item in rest.rstrip("}").split(", "))}
 
 
-def _test_file(rules: Path, cases: list[Case]) -> dict[str, Any]:
+def _test_file(rules: Path, cases: list[Case], plan: dict[str, str]) -> dict[str, Any]:
     tests = []
     for case in cases:
         expected = {**_own_labels(case), **case.labels}
-        for series, alerts in ((case.fire, [{"exp_labels": expected}]), (case.quiet, [])):
-            tests.append({"interval": "1m",
-                          "input_series": [{"series": s, "values": v} for s, v in {**case.extra, **series}.items()],
+        for series, alerts, info in ((case.fire, [{"exp_labels": expected}], {} if case.without_plan else plan),
+                                     (case.quiet, [], plan)):
+            inputs = {**info, **case.extra, **series}
+            tests.append({"interval": "1m", "input_series": [{"series": s, "values": v} for s, v in inputs.items()],
                           "alert_rule_test": [{"eval_time": case.eval_time, "alertname": case.alert,
                                                "exp_alerts": alerts}]})
     return {"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": tests}
@@ -197,19 +251,46 @@ def _without_annotations(rules: Path, target: Path) -> Path:
 
 
 @pytest.mark.parametrize("spec", ["lab-1su", "h100-4su"])
-def test_promtool_checks_config_and_rules(spec: str, tmp_path: Path) -> None:
+def test_promtool_checks_config_rules_and_cable_plans(spec: str, tmp_path: Path) -> None:
     promtool = require_tool("promtool")
-    _, prometheus = _rendered(spec, tmp_path)
+    topology, prometheus = _rendered(spec, tmp_path)
     done = subprocess.run([promtool, "check", "config", str(prometheus / "prometheus.yml")], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout and "rule files found" in done.stdout
+    plans = sorted((prometheus / "textfile").glob("*.prom"))
+    assert [p.name for p in plans] == sorted(f"{ft.fabric.name}-cables.prom" for ft in monitored_fabrics(topology))
+    for plan in plans:
+        _check_metrics(promtool, plan.read_text())
+        hosts = [labels for name, labels, value in parse_samples(plan.read_text()) if name == HOST_INFO]
+        assert len(hosts) == len(host_ports(topology, topology.fabric(plan.name.removesuffix("-cables.prom"))))
+
+
+def _check_metrics(promtool: str, text: str) -> None:
+    done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not done.stdout + done.stderr  # no lint finding either
+
+
+def test_label_values_are_escaped_for_the_exposition_format() -> None:
+    """A value with a backslash, a double quote and a line feed passes promtool and reads back unchanged; written
+    unescaped it does not pass (so promtool reads the values)."""
+    promtool = require_tool("promtool")
+    hostile = 'rack "7"\\\nrow'
+    header = f"# HELP {HOST_INFO} x\n# TYPE {HOST_INFO} gauge\n"
+    text = header + sample(HOST_INFO, {"cable": hostile, "node": "hgx01", "port": 1, "gpu": None}) + "\n"
+    _check_metrics(promtool, text)
+    assert parse_samples(text) == [(HOST_INFO, {"cable": hostile, "node": "hgx01", "port": "1"}, "1")]
+    raw = header + f'{HOST_INFO}{{cable="{hostile}"}} 1\n'
+    assert subprocess.run([promtool, "check", "metrics"], input=raw, capture_output=True, text=True).returncode != 0
 
 
 def _run_tests(promtool: str, rules: Path, cases: list[Case], tmp_path: Path) -> None:
     stripped = _without_annotations(rules, tmp_path / f"{rules.stem}.stripped.yml")
     test_file = tmp_path / f"{rules.stem}.test.yml"
-    test_file.write_text(yaml.safe_dump(_test_file(stripped, cases), sort_keys=False))
+    plan = plan_series(rules.parent.parent)
+    assert plan
+    test_file.write_text(yaml.safe_dump(_test_file(stripped, cases, plan), sort_keys=False))
     done = subprocess.run([promtool, "test", "rules", str(test_file)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout

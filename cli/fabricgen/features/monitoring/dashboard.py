@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricgen.features.monitoring.rules import HOST_INFO
+from fabricgen.features.monitoring.info import HOST_INFO
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.monitoring import Thresholds
 from fabricgen.model.topology import FabricTopology

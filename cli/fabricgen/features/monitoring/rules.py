@@ -1,5 +1,6 @@
-"""Prometheus rules of one fabric: the plan's cables as info series, per-cable recording rules over the exporters'
-counters, and alerts on them, so every alert carries ``fabric``, ``rail``, ``leaf`` and ``cable``.
+"""Prometheus rules of one fabric: per-cable recording rules joining the exporters' counters to the plan's info series
+(served as data, see ``info``), and alerts on them, so every alert carries ``fabric``, ``rail``, ``leaf`` and
+``cable``.
 
 Metric names are the exporters' own (checked in their source): node_exporter's infiniband collector
 (``node_infiniband_*``: port counters and the mlx5 ``hw_counters``) and ethtool collector (``node_ethtool_*``: mlx5's
@@ -12,35 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from fabricgen.features.monitoring.plan import HostPort, SwitchPort, host_ports, switch_ports
+from fabricgen.features.monitoring.info import HOST_INFO, PLAN_JOB, SWITCH_INFO, textfile_name
+from fabricgen.features.monitoring.plan import host_ports
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.monitoring import Thresholds
 from fabricgen.model.topology import FabricTopology, Topology
 
-HOST_INFO = "fabricgen_host_port_info"
-SWITCH_INFO = "fabricgen_switch_port_info"
 HOST_LABELS = "fabric, cable, rail, su, leaf, leaf_port"
 SWITCH_LABELS = "fabric, cable, rail, leaf, peer, peer_port"
 CABLE = "cable {{ $labels.cable }} (rail {{ $labels.rail }}, leaf {{ $labels.leaf }})"
-
-
-def host_info(fabric: str, port: HostPort) -> dict[str, Any]:
-    labels = {"fabric": fabric, "cable": port.cable, "node": port.node, "device": port.device, "port": port.port,
-              "netdev": port.netdev, "gpu": port.gpu, "rail": port.rail, "su": port.su, "leaf": port.leaf,
-              "leaf_port": port.leaf_port}
-    return _info(HOST_INFO, labels)
-
-
-def switch_info(fabric: str, port: SwitchPort) -> dict[str, Any]:
-    labels = {"fabric": fabric, "cable": port.cable, "switch": port.switch, "port": port.port, "peer": port.peer,
-              "peer_port": port.peer_port, "rail": port.rail, "leaf": port.leaf}
-    return _info(SWITCH_INFO, labels)
-
-
-def _info(name: str, labels: dict[str, object]) -> dict[str, Any]:
-    """A constant series carrying ``labels`` (those without a value are left out: Prometheus's empty label)."""
-    return {"record": name, "expr": "vector(1)",
-            "labels": {key: str(value) for key, value in labels.items() if value not in (None, "")}}
 
 
 def on_host(fabric: str, expr: str) -> str:
@@ -183,16 +164,21 @@ def roce_alerts(fabric: str, lossless: int, t: Thresholds) -> Iterator[dict[str,
                  " prevention, tx_pause_storm_error_events): a stuck receiver or a PFC storm.")
 
 
+def plan_alerts(fabric: str) -> Iterator[dict[str, Any]]:
+    """The plan itself: without its info series every join above is empty, and no alert of the fabric can fire."""
+    yield _alert("CablePlanMissing", f"absent({HOST_INFO}{{fabric=\"{fabric}\"}})", "10m", "critical",
+                 f"No cable plan for fabric {fabric}: its cable alerts cannot fire",
+                 f"Prometheus has no {HOST_INFO} of fabric {fabric}: node_exporter's textfile collector on the"
+                 f" Prometheus host does not serve {textfile_name(fabric)} (missing, unreadable, or"
+                 f" not scraped by job {PLAN_JOB}), so no counter of this fabric is joined to its cable.")
+
+
 def fabric_rules(topology: Topology, ft: FabricTopology, t: Thresholds) -> list[dict[str, Any]]:
-    """The rule groups of one monitored fabric, cables first (the other groups join to them)."""
+    """The rule groups of one monitored fabric: O(alerts) rules, the cables are data (``info``)."""
     fabric = ft.fabric.name
     ib = ft.fabric.type is FabricType.INFINIBAND
-    hosts = topology.derived(host_ports, ft)
-    cables = [host_info(fabric, p) for p in hosts]
-    if ib:
-        cables += [switch_info(fabric, p) for p in switch_ports(topology, ft)]
     records = [*rdma_records(fabric)]
-    alerts = [*rdma_alerts(fabric, t)]
+    alerts = [*plan_alerts(fabric), *rdma_alerts(fabric, t)]
     if ib:
         records += ib_records(fabric)
         alerts += ib_alerts(fabric, t)
@@ -200,11 +186,9 @@ def fabric_rules(topology: Topology, ft: FabricTopology, t: Thresholds) -> list[
         lossless = ft.fabric.qos.lossless.priority
         records += roce_records(fabric, lossless)
         alerts += roce_alerts(fabric, lossless, t)
-    if any(p.gpu is not None for p in hosts):
+    if any(p.gpu is not None for p in topology.derived(host_ports, ft)):
         alerts += gpu_alerts(fabric, t)
-    groups = [{"name": f"{fabric}-cables", "rules": cables},
-              {"name": f"{fabric}-ports", "rules": records},
-              {"name": f"{fabric}-alerts", "rules": alerts}]
+    groups = [{"name": f"{fabric}-ports", "rules": records}, {"name": f"{fabric}-alerts", "rules": alerts}]
     lustre = [fs for fs in topology.cluster.lustre if fs.fabric == fabric]
     if lustre:
         groups.append({"name": f"{fabric}-lustre",

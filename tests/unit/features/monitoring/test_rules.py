@@ -1,6 +1,6 @@
-"""The monitoring target's plan: every cable end of an RDMA fabric is one info series with its cable id, rail and
-leaf; every alert reads a series joined to them; the spec's thresholds reach the alerts; the scrape config lists
-each exporter's hosts."""
+"""The monitoring target's plan: every cable end of an RDMA fabric is one info series (a sample of the fabric's
+textfile) with its cable id, rail and leaf, and no rule; every alert reads a series joined to them; the spec's
+thresholds reach the alerts; the scrape config lists each exporter's hosts and reads the plan once."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any
 
 import yaml
 
-from fabricgen.features.monitoring.rules import HOST_INFO, SWITCH_INFO
+from fabricgen.features.monitoring.info import HOST_INFO, PLAN_JOB, SWITCH_INFO
 from fabricgen.model.topology import NODE_LEAF
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES
+from tests.external.monitoring.test_promtool import parse_samples
 
 
 def _files(spec: Path) -> tuple[Any, dict[str, Any]]:
@@ -27,9 +28,13 @@ def _rules(content: bytes) -> list[dict[str, Any]]:
 
 def test_every_cable_end_is_an_info_series_with_its_plan_labels() -> None:
     topology, files = _files(INVENTORIES / "lab-1su.yaml")
-    rules = _rules(files["monitoring/prometheus/rules/compute.rules.yml"])
-    hosts = [r["labels"] for r in rules if r.get("record") == HOST_INFO]
-    switches = [r["labels"] for r in rules if r.get("record") == SWITCH_INFO]
+    samples = parse_samples(files["monitoring/prometheus/textfile/compute-cables.prom"].decode())
+    hosts = [labels for name, labels, _ in samples if name == HOST_INFO]
+    switches = [labels for name, labels, _ in samples if name == SWITCH_INFO]
+    assert {value for _, _, value in samples} == {"1"}
+    lines = [line for line in files["monitoring/prometheus/textfile/compute-cables.prom"].decode().splitlines()
+             if not line.startswith("#")]
+    assert lines == sorted(lines[:len(hosts)]) + sorted(lines[len(hosts):])
     ft = topology.fabric("compute")
     cables = {c.id: c for c in topology.cables if c.fabric == "compute"}
     assert len(hosts) == len(ft.links_in(NODE_LEAF)) and len(switches) == 2 * len(ft.links) - len(hosts)
@@ -41,6 +46,9 @@ def test_every_cable_end_is_an_info_series_with_its_plan_labels() -> None:
     assert {(s["switch"], s["port"]) for s in switches} == {
         (end.device, str(end.port_number)) for c in cables.values() for end in (c.a, c.z)
         if not end.rdma_dev}
+    for path in (p for p in files if p.endswith(".rules.yml")):  # O(alerts) rules, none per cable
+        rules = _rules(files[path])
+        assert len(rules) < 30 and not [r for r in rules if r.get("record") in (HOST_INFO, SWITCH_INFO)]
 
 
 def test_every_alert_reads_the_plan_and_is_labelled_by_it() -> None:
@@ -85,7 +93,16 @@ def test_scrape_config_lists_each_exporter_by_host() -> None:
     assert jobs["dcgm"] == [f"{n}:9400" for n in gpus]
     assert set(jobs["node"]) >= {f"{n}:9100" for n in gpus}
     assert config["rule_files"] == ["rules/compute.rules.yml", "rules/storage.rules.yml"]
-    assert all(job["relabel_configs"][0]["target_label"] == "node" for job in config["scrape_configs"])
+    exporters = [job for job in config["scrape_configs"] if job["job_name"] != PLAN_JOB]
+    assert all(job["relabel_configs"][0]["target_label"] == "node" for job in exporters)
+    # the plan keeps its own node label (no target label of that name) and is read by its job only
+    plan = next(job for job in config["scrape_configs"] if job["job_name"] == PLAN_JOB)
+    assert "relabel_configs" not in plan and len(plan["static_configs"][0]["targets"]) == 1
+    assert plan["metric_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "fabricgen_.+_info",
+                                               "action": "keep"}]
+    node = next(job for job in exporters if job["job_name"] == "node")
+    assert node["metric_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "fabricgen_.+_info",
+                                               "action": "drop"}]
 
 
 def test_dashboards_query_the_recorded_series() -> None:
