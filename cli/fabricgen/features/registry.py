@@ -20,6 +20,7 @@ from fabricgen.features import (
     kubernetes,
     lab,
     lustre,
+    monitoring,
     nccl,
     netbox,
     scheduler,
@@ -40,6 +41,7 @@ FEATURES: tuple[Feature, ...] = (
     lustre.FEATURE,
     nccl.FEATURE,
     scheduler.FEATURE,
+    monitoring.FEATURE,
     cloud.FEATURE,
     lab.FEATURE,
 )

@@ -19,6 +19,7 @@ from fabricgen.model.hardware import Medium, NicModel, Speed, SwitchModel
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.lustre import LustreFs
+from fabricgen.model.monitoring import Monitoring
 from fabricgen.model.nccl import NcclOption
 from fabricgen.model.nodes import Facility, NicRole, Node, NodeGroup, NodeProfile, Rack
 from fabricgen.model.scheduler import Scheduler
@@ -143,3 +144,4 @@ class Cluster:
     management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)
     scheduler: Scheduler | None = None  # the schedulers' view of the fabric (scheduler feature)
     nccl: tuple[NcclOption, ...] = ()  # NCCL options the spec sets, in ib_options.yaml order (nccl feature)
+    monitoring: Monitoring | None = None  # alert thresholds (monitoring feature)

@@ -31,6 +31,7 @@ class Nic:
     numa: int | None = None
     rail: int | None = None
     pci: str = ""
+    gpu_pci: str = ""  # compute NICs: the PCI address of the GPU next to this NIC
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,7 @@ class _Site:
                 e.get("numa"),
                 e.get("rail", index) if role is NicRole.COMPUTE else None,
                 e.get("pci", ""),
+                e.get("gpu_pci", ""),
             )
 
         compute = tuple(

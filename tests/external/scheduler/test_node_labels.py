@@ -1,8 +1,8 @@
-"""node-labels.sh through its consumers: shellcheck passes it, and it runs against the real kubectl (offline, through
-tests/data/scheduler/fake-kubectl, which keeps nodes as files and lets kubectl evaluate the script's JSONPath and
-parse and apply its label arguments): the first run labels every node present with the plan's values and exits 3
-naming the absent one, a second run changes nothing, --dry-run changes nothing, and the absent node, once it
-joins, is the only one labelled next time."""
+"""label-nodes.sh (the one node-labelling script: profile and topology labels) through its consumers: shellcheck
+passes it, and it runs against the real kubectl (offline, through tests/data/scheduler/fake-kubectl, which keeps
+nodes as files and lets kubectl evaluate the script's JSONPath and parse and apply its label arguments): the first
+run labels every node present with the plan's values and exits 3 naming the absent one, a second run changes
+nothing, --dry-run changes nothing, and the absent node, once it joins, is the only one labelled next time."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import yaml
 
-from fabricgen.features.scheduler import kubernetes
-from fabricgen.features.scheduler.plan import scheduling_tree
+from fabricgen.features.kubernetes import nodes as labelling
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO, require_tool
 
 FAKE = REPO / "tests" / "data" / "scheduler" / "fake-kubectl"
+SCRIPT = "kubernetes/label-nodes.sh"
 
 
 def _node(directory: Path, name: str) -> None:
@@ -36,10 +36,10 @@ def _labels(directory: Path) -> dict[str, dict[str, str]]:
 def test_shellcheck_passes(tmp_path: Path) -> None:
     shellcheck = require_tool("shellcheck")
     for spec in ("lab-1su", "h100-4su"):
-        files = {a.path: a for a in render_spec(compile_spec(INVENTORIES / f"{spec}.yaml"), ["k8s-topology"])}
+        files = {a.path: a for a in render_spec(compile_spec(INVENTORIES / f"{spec}.yaml"), ["k8s-nodes"])}
         script = tmp_path / f"{spec}.sh"
-        script.write_bytes(files[kubernetes.SCRIPT].content)
-        assert files[kubernetes.SCRIPT].mode == 0o755
+        script.write_bytes(files[SCRIPT].content)
+        assert files[SCRIPT].mode == 0o755
         done = subprocess.run([shellcheck, "-x", str(script)], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout
 
@@ -47,12 +47,10 @@ def test_shellcheck_passes(tmp_path: Path) -> None:
 def test_labels_applied_once_through_kubectl(tmp_path: Path) -> None:
     kubectl = require_tool("kubectl")
     compiled = compile_spec(INVENTORIES / "lab-1su.yaml")
-    files = {a.path: a for a in render_spec(compiled, ["k8s-topology"])}
-    script = tmp_path / "node-labels.sh"
-    script.write_bytes(files[kubernetes.SCRIPT].content)
-    tree = scheduling_tree(compiled.topology, compiled.topology.fabric("compute"))
-    planned = {n.name: dict(zip(kubernetes.label_keys(tree), n.values, strict=True))
-               for n in kubernetes.node_labels(compiled.topology, tree)}
+    files = {a.path: a for a in render_spec(compiled, ["k8s-nodes"])}
+    script = tmp_path / "label-nodes.sh"
+    script.write_bytes(files[SCRIPT].content)
+    planned = labelling.planned_labels(compiled.topology)
     nodes = tmp_path / "nodes"
     nodes.mkdir()
     for name in sorted(planned)[:-1]:
@@ -77,7 +75,7 @@ def test_labels_applied_once_through_kubectl(tmp_path: Path) -> None:
     assert len(calls.read_text().splitlines()) == len(planned) - 1
 
     second = run()
-    assert second.returncode == 3 and "0 node(s) labelled" in second.stdout
+    assert second.returncode == 3 and "nothing to change" in second.stdout
     assert len(calls.read_text().splitlines()) == len(planned) - 1
 
     _node(nodes, absent)

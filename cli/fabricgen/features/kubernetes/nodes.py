@@ -1,5 +1,6 @@
-"""How the generated objects find their nodes: every node carries its node profile's name under
-:data:`PROFILE_LABEL`, applied by ``kubernetes/label-nodes.sh`` from the plan."""
+"""How the generated objects and the schedulers find their nodes: ``kubernetes/label-nodes.sh``, the one script
+that labels nodes from the plan, gives every node of a selected profile its profile's name under
+:data:`PROFILE_LABEL` and every scheduled node its place in the fabric (the scheduler's topology labels)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, checked
 from fabricgen.core.templating import render_template
 from fabricgen.features.kubernetes.build import pod_profiles
+from fabricgen.features.scheduler.kubernetes import planned_labels as topology_labels
 from fabricgen.model.topology import Topology
 
 PROFILE_LABEL = "fabricgen.dev/node-profile"
@@ -33,13 +35,29 @@ def selected_profiles(topology: Topology) -> set[str]:
     return profiles
 
 
-def render(topology: Topology) -> list[Artifact]:
-    """``kubernetes/label-nodes.sh``: labels every node of a selected profile with its profile's name."""
+def planned_labels(topology: Topology) -> dict[str, dict[str, str]]:
+    """Every labelled node's labels by key, in cluster order: its profile (if some object selects it), then its
+    topology labels (if it is scheduled)."""
     profiles = selected_profiles(topology)
-    if not profiles:
+    topology_of = topology_labels(topology)
+    out: dict[str, dict[str, str]] = {}
+    for node in topology.cluster.nodes:
+        labels = ({PROFILE_LABEL: checked(IDENTIFIER, node.profile.name, "profile name")}
+                  if node.profile.name in profiles else {})
+        labels |= topology_of.get(node.name, {})
+        if labels:
+            out[node.name] = labels
+    return out
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """``kubernetes/label-nodes.sh``: labels every planned node with its profile and its place in the fabric."""
+    planned = planned_labels(topology)
+    if not planned:
         return []
-    nodes = [(checked(DEVICE_NAME, n.name, "node name"), checked(IDENTIFIER, n.profile.name, "profile name"))
-             for n in topology.cluster.nodes if n.profile.name in profiles]
+    keys = list(dict.fromkeys(key for labels in planned.values() for key in labels))
+    nodes = [(checked(DEVICE_NAME, name, "node name"), [f"{k}={v}" for k, v in labels.items()])
+             for name, labels in planned.items()]
     return [Artifact("kubernetes/label-nodes.sh", render_template(
         "kubernetes/label-nodes.sh.j2", cluster=checked(DEVICE_NAME, topology.cluster.metadata.name, "cluster name"),
-        label=PROFILE_LABEL, source=PurePosixPath(topology.cluster.source).name, nodes=nodes), 0o755)]
+        keys=keys, source=PurePosixPath(topology.cluster.source).name, nodes=nodes), 0o755)]

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
+from fabricgen.features.nccl.topo import INSTALLED, topology_nics, topology_xml
 from fabricgen.model.cloud import Cloud
 from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.infiniband import Partition, SubnetManager
@@ -22,7 +23,7 @@ from fabricgen.model.nccl import NcclOption
 from fabricgen.model.nodes import Node, NodeProfile
 from fabricgen.model.topology import Topology
 
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,.\-]+$")  # env-file values stay unquoted: nothing to escape
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_=:,./\-]+$")  # env-file values stay unquoted: nothing to escape
 POD_VFS = "vfs"  # the pod holds SR-IOV VFs of the fabric's rails
 POD_PFS = "pfs"  # the pod holds the PFs themselves (host-device)
 
@@ -164,9 +165,16 @@ def render(topology: Topology) -> list[Artifact]:
                            if n.group in fabric.node_groups and n.profile.role == "compute"}.items())
         for name, profile in profiles:
             partitions = compute_partitions(fabric, topology.cluster.nodes, profile)
+            settings = nccl_settings(profile, fabric, partitions=partitions, options=topology.cluster.nccl)
+            nics = topology_nics(profile, fabric)
+            if nics:
+                settings.append(Setting("NCCL_TOPO_FILE", INSTALLED, "the node's PCI tree from the rail map "
+                                        "(nccl-topo.xml beside this file): each rail's GPU and NIC under one PCIe "
+                                        "switch, matched by their PCI addresses"))
+                out.append(Artifact(f"hosts/{name}/nccl-topo.xml",
+                                    topology_xml(profile, fabric, nics, source).encode()))
             content = render_template("nccl/nccl.env.j2", profile=name, fabric=fabric.name,
                                       kind=f"{fabric.type} {fabric.speed.name}", source=source,
-                                      settings=nccl_settings(profile, fabric, partitions=partitions,
-                                                                     options=topology.cluster.nccl))
+                                      settings=_checked(settings))
             out.append(Artifact(f"hosts/{name}/nccl.env", content))
     return out

@@ -1,5 +1,7 @@
-"""Target ``k8s-topology``: the scheduler's tree as Kubernetes node labels, a Kueue ``Topology`` and
-``ResourceFlavor`` over them (topology-aware scheduling), and ``node-labels.sh`` that applies the labels.
+"""Target ``k8s-topology``: the scheduler's tree as Kubernetes node labels and a Kueue ``Topology`` and
+``ResourceFlavor`` over them (topology-aware scheduling). The labels are applied by the one node-labelling script
+of the plan, ``kubernetes/label-nodes.sh`` (:mod:`fabricgen.features.kubernetes.nodes`), from
+:func:`planned_labels`.
 
 Label keys are the ones the ecosystem converged on where one exists: ``kubernetes.io/hostname`` (the kubelet's,
 never set here) and NVIDIA Topograph's fabric tiers, closest switch first (``fabric.topograph.run/tier-0`` the
@@ -26,7 +28,6 @@ TIER = "fabric.topograph.run/tier-{}"
 RACK = "fabricgen.dev/rack"
 FABRIC = "fabricgen.dev/topology"
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # Kubernetes: at most 63 characters
-SCRIPT = "scheduler/kubernetes/node-labels.sh"
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,16 @@ def node_labels(topology: Topology, tree: SchedulingTree) -> list[NodeLabels]:
             for n in topology.cluster.nodes if n.name in tiers]
 
 
+def planned_labels(topology: Topology) -> dict[str, dict[str, str]]:
+    """Each scheduled node's topology labels by key (empty without a scheduled fabric)."""
+    ft = scheduled_fabric(topology)
+    if ft is None:
+        return {}
+    tree = topology.derived(scheduling_tree, ft)
+    keys = label_keys(tree)
+    return {n.name: dict(zip(keys, n.values, strict=True)) for n in node_labels(topology, tree)}
+
+
 def levels(topology: Topology, tree: SchedulingTree) -> list[str]:
     """Kueue's levels, outermost first, ``kubernetes.io/hostname`` last (the CRD allows it only there)."""
     keys = label_keys(tree)
@@ -88,10 +99,6 @@ def render(topology: Topology) -> list[Artifact]:
     if not tree.groups:
         return []
     common = {"fabric": tree.fabric, "kind": str(tree.kind), "source": topology.cluster.source}
-    return [
-        Artifact("scheduler/kubernetes/kueue.yaml",
-                 render_template("k8s-topology/kueue.yaml.j2", body=_kueue(topology, tree),
-                                 rack=racks_nest(topology, tree), **common)),
-        Artifact(SCRIPT, render_template("k8s-topology/node-labels.sh.j2", keys=label_keys(tree),
-                                         nodes=node_labels(topology, tree), **common), mode=0o755),
-    ]
+    return [Artifact("scheduler/kubernetes/kueue.yaml",
+                     render_template("k8s-topology/kueue.yaml.j2", body=_kueue(topology, tree),
+                                     rack=racks_nest(topology, tree), **common))]
