@@ -76,13 +76,14 @@ def test_up_check_down(tools: None) -> None:
 
 
 def test_lab_1su_storage_holds(tools: None) -> None:
-    """A second shape: lab-1su's RoCE storage fabric, 2 leaves and 2 spines, single-homed hosts on split cages."""
+    """A second shape: lab-1su's RoCE storage fabric, 2 leaves and 2 spines, one host per split cage, 40 links on
+    20 cage-pair cables (80 sessions)."""
     spec, out = INVENTORIES / "lab-1su.yaml", REPO / "tests/golden/lab-1su"
     try:
         code, text = _lab("up", str(spec), "-o", str(out), "--fabric", "storage")
-        assert code == 0 and "4 switches, 2 hosts, 66 cables" in text, text
+        assert code == 0 and "4 switches, 2 hosts, 42 cables" in text, text
         code, text = _lab("check", str(spec), "-o", str(out), "--fabric", "storage")
-        assert code == 0 and "128 sessions, 18 routes, 2 hosts (2 addresses): all hold" in " ".join(text.split()), text
+        assert code == 0 and "80 sessions, 18 routes, 2 hosts (2 addresses): all hold" in " ".join(text.split()), text
     finally:
         _lab("down", str(spec), "--fabric", "storage")
 
