@@ -121,7 +121,7 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  cable_id: compute-000065 -> compute-000049" in text
     assert "~ address oob-agg01 Loopback0 loopback  address: 10.46.0.5/32 -> 10.46.0.4/32" in text
     assert "- switches/oob-l04/config_db.json" in text and "# switch oob-l04" in text
-    assert "cables: 0 to add, 179 to change, 22 to remove; ports: 0 newly cabled, 44 freed" in text
+    assert "cables: 0 to add, 155 to change, 22 to remove; ports: 0 newly cabled, 44 freed" in text
     # warnings come after the listing and its summary
     assert result.output.index("Plan for") < result.output.index("warning: [partial-su]")
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)

@@ -95,7 +95,7 @@ def test_a_pipe_nobody_writes_to_reads_as_empty(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     result = runner.invoke(app, ["validate", str(fifo)])
     assert result.exit_code == 1
-    assert f"{fifo}:1:1: error: : spec is empty; expected exactly one" in result.stdout
+    assert f"{fifo}:1:1: error: spec is empty; expected exactly one" in result.stdout
 
 
 def test_a_pipe_with_a_writer_is_a_spec(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_a_pipe_with_a_writer_is_a_spec(tmp_path: Path) -> None:
 def test_a_directory_is_no_spec(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(tmp_path)])
     assert result.exit_code == 1
-    assert f"{tmp_path}:1:1: error: : cannot read spec: Is a directory" in result.stdout
+    assert f"{tmp_path}: error: cannot read spec: Is a directory" in result.stdout
 
 
 def test_a_list_of_millions_is_refused_before_it_is_built(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_a_list_of_millions_is_refused_before_it_is_built(tmp_path: Path) -> Non
     result = runner.invoke(app, ["validate", str(spec)])
     assert result.exit_code == 1
     line = LAB.read_bytes().count(b"\n") + 1
-    expected = rf"big\.yaml:{line}:[0-9]+: error: : the file holds more than {MAX_NODES} YAML values"
+    expected = rf"big\.yaml:{line}:[0-9]+: error: the file holds more than {MAX_NODES} YAML values"
     assert re.search(expected, result.stdout)
 
 

@@ -177,10 +177,13 @@ def _github_line(problem: dict[str, Any]) -> str:
 _sources: dict[str, list[str]] = {}
 
 
+EXCERPT_WIDTH = 100  # characters of a source line shown under a problem
+
+
 def _excerpt(position: SourcePosition | None) -> list[str]:
     """The source line of a position and a caret under its column, as compilers print them; nothing for a file
     that cannot be read again (stdin, a pipe) or a position past its end."""
-    if position is None or position.line < 1 or position.file == STDIN:
+    if position is None or position.line < 1 or position.file == STDIN or not Path(position.file).is_file():
         return []
     if position.file not in _sources:
         try:
@@ -193,7 +196,12 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
         return []
     line = lines[position.line - 1] if position.line <= len(lines) else ""  # a YAML error at the end of the file
     number = str(position.line)
-    caret = " " * (max(position.column, 1) - 1) + "^"
+    column = max(position.column, 1) - 1
+    if len(line) > EXCERPT_WIDTH:  # a window around the column: a 15 MB line is never echoed
+        start = max(0, min(column - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
+        line, column = ("..." if start else "") + line[start:start + EXCERPT_WIDTH] + "...", column - start + (
+            3 if start else 0)
+    caret = " " * column + "^"
     return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
 
 
