@@ -126,7 +126,8 @@ def host_batch(interfaces: Sequence[HostInterface], cabled: set[str]) -> str:
             continue
         lines += [f"address add {a} dev {i.name}" for a in i.addresses]
         lines.append(f"link set {i.name} up")
-        routes += [f"rule add from {source} table {table}" for source, table in i.rules]
+        routes += [f"rule add from {source} table {table}" + (f" priority {priority}" if priority else "")
+                   for source, table, priority in i.rules]
         for r in i.routes:
             how = " scope link" if r.on_link else f" via {r.via}" if r.via else ""
             routes.append(f"route add {r.to}{how} dev {i.name}" + (f" metric {r.metric}" if r.metric else "")

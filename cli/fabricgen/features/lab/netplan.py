@@ -31,7 +31,7 @@ class HostInterface:
     mtu: int
     addresses: tuple[IPv4Interface, ...]
     routes: tuple[HostRoute, ...]
-    rules: tuple[tuple[IPv4Address, int], ...]  # routing-policy: (from, table)
+    rules: tuple[tuple[IPv4Address, int, int], ...]  # routing-policy: (from, table, priority; 0 = the kernel's)
     members: tuple[str, ...] = ()
     mode: str = ""
     primary: str = ""
@@ -43,7 +43,8 @@ def _interface(name: str, body: Mapping[str, Any], where: str, bond: bool) -> Ho
         via = r.get("via")
         routes.append(HostRoute(IPv4Network(str(r["to"])), IPv4Address(str(via)) if via else None,
                                 int(r.get("metric", 0)), int(r.get("table", 0)), r.get("scope") == "link"))
-    rules = tuple((IPv4Address(str(p["from"])), int(p["table"])) for p in body.get("routing-policy") or ())
+    rules = tuple((IPv4Address(str(p["from"])), int(p["table"]), int(p.get("priority", 0)))
+                  for p in body.get("routing-policy") or ())
     params = body.get("parameters") or {}
     members = tuple(str(m) for m in body.get("interfaces") or ()) if bond else ()
     if bond and not members:

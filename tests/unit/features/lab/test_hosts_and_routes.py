@@ -53,16 +53,16 @@ def test_host_batch_from_netplan_with_a_bond() -> None:
     assert [i.name for i in interfaces] == ["bond0", "enp170s0f1np1", "enp41s0f1np1"]
     lines = netns.host_batch(interfaces, {"enp170s0f1np1", "enp41s0f1np1"}).splitlines()
     assert lines[:8] == ["link set lo up", "link add bond0 type bridge", "link set bond0 mtu 9000",
-                         "link set enp170s0f1np1 master bond0", "address add 10.30.0.2/26 dev bond0",
+                         "link set enp170s0f1np1 master bond0", "address add 10.30.0.2/27 dev bond0",
                          "link set bond0 up", "link set enp170s0f1np1 mtu 9000", "link set enp170s0f1np1 up"]
     assert "link set enp41s0f1np1 master bond0" not in lines  # the backup member carries nothing
-    rule = lines.index("rule add from 10.30.0.2 table 101")
-    assert lines[rule:rule + 5] == ["rule add from 10.30.0.2 table 101",
-                                    "route add 10.30.0.0/16 via 10.30.0.1 dev bond0 metric 101",
-                                    "route add 10.32.0.0/24 via 10.30.0.1 dev bond0 metric 101",
-                                    "route add 10.31.0.0/20 via 10.30.0.1 dev bond0 metric 101",
-                                    "route add 10.30.0.0/26 scope link dev bond0 table 101"]
-    assert lines[-1] == "route add 10.31.0.0/20 via 10.30.0.1 dev bond0 table 101"
+    rule = lines.index("rule add from 10.30.0.2 table 201 priority 201")  # in-band tables apart from RoCE's
+    assert lines[rule:rule + 5] == ["rule add from 10.30.0.2 table 201 priority 201",
+                                    "route add 10.30.0.0/16 via 10.30.0.1 dev bond0 metric 201",
+                                    "route add 10.32.0.0/24 via 10.30.0.1 dev bond0 metric 201",
+                                    "route add 10.31.0.0/20 via 10.30.0.1 dev bond0 metric 201",
+                                    "route add 10.30.0.0/27 scope link dev bond0 table 201"]
+    assert lines[-1] == "route add 10.31.0.0/20 via 10.30.0.1 dev bond0 table 201"
 
 
 def test_netplan_that_is_not_netplan_names_the_file() -> None:
