@@ -8,7 +8,7 @@ switch-to-switch ports are routed /31s with an eBGP session each.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from fabricgen.model.addressing import FabricAddresses
 from fabricgen.model.cluster import Fabric, FabricType, Tier
@@ -97,18 +97,17 @@ def _switch_views(topology: Topology, ft: FabricTopology) -> tuple[SwitchView, .
         if link.tier == NODE_LEAF:
             ports[link.z.device].append(PortView(link.z.number, link.z.name, link.speed, fabric.speed.gbps,
                                                  link.a.device, link.a.name, "host",
-                                                 lengths[(link.z.device, link.z.number)]))
+                                                 lengths[(link.z.device, link.z.number)],
+                                                 fec=fec.get((link.z.device, link.z.number), "")))
     for p2p, link in zip(plan.p2p, (lk for lk in ft.links if lk.tier != NODE_LEAF), strict=True):
         cable_m = lengths[(link.z.device, link.z.number)]
         gbps = fabric.uplink_speed.gbps
         ports[p2p.lower].append(PortView(p2p.lower_port, link.a.name, link.speed, gbps, p2p.upper, link.z.name,
                                          "uplink", cable_m, p2p.lower_ip, p2p.upper_ip.split("/")[0],
-                                         plan.asn[p2p.upper]))
+                                         plan.asn[p2p.upper], fec.get((p2p.lower, p2p.lower_port), "")))
         ports[p2p.upper].append(PortView(p2p.upper_port, link.z.name, link.speed, gbps, p2p.lower, link.a.name,
                                          "downlink", cable_m, p2p.upper_ip, p2p.lower_ip.split("/")[0],
-                                         plan.asn[p2p.lower]))
-    ports = {name: [replace(p, fec=fec.get((name, p.number), "")) for p in on_switch]
-             for name, on_switch in ports.items()}
+                                         plan.asn[p2p.lower], fec.get((p2p.upper, p2p.upper_port), "")))
     subnets = {s.leaf: s for s in plan.hosts}
     pods = {p.leaf: p for p in plan.pods}
     views = []
