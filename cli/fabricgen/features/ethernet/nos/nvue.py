@@ -42,6 +42,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.nos.nvue_routing import routing
 from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import (
     BGP_HOLD_S,
@@ -59,7 +60,7 @@ from fabricgen.model.topology import Topology
 
 DATA = nos_data("nvue")
 
-BRIDGE = "br_default"
+BRIDGE = str(DATA.routing["bridge"])  # NVUE's default bridge domain
 ON = "on"  # NVUE's literal; a YAML 1.1 loader reads a bare `on` as True, so it is dumped quoted
 
 # NVUE's RoCE lossless defaults (cumulus-linux-59 RoCE page, "Default RoCE Mode Configuration"; QoS page, "Trust
@@ -520,4 +521,4 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
                              "is not strict priority", fabric)
 
 
-NOS = Nos(DATA, render, readback)
+NOS = Nos(DATA, render, readback, routing=routing)
