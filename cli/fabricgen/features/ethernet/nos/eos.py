@@ -44,6 +44,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.nos.eos_routing import routing
 from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import (
     BGP_HOLD_S,
@@ -336,4 +337,4 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
                              "priority", fabric)
 
 
-NOS = Nos(DATA, render, readback)
+NOS = Nos(DATA, render, readback, routing=routing)
