@@ -1,7 +1,9 @@
 """FRR's bgpd configuration for one lab switch, from the routing its NOS's read-back found in the rendered
-artifact (:class:`~fabricgen.model.routing.SwitchRouting`), in the form bgpcfgd writes SONiC's: every eBGP
-session in one peer group, no default IPv4 activation, no policy required on eBGP, the NOS's ECMP width and
-multipath-relax, its own prefixes as ``network`` statements. Pure; addresses and links are the namespaces' part."""
+artifact (:class:`~fabricgen.model.routing.SwitchRouting`, from SONiC, NVUE or EOS alike), in the form bgpcfgd
+writes SONiC's: every eBGP session in one peer group, no default IPv4 activation, no policy required on eBGP, the
+NOS's ECMP width and multipath-relax, its own prefixes as ``network`` statements. The form carries no NOS's policy:
+what differs between the NOSes is in the read-back's values (timers, ECMP width, multipath-relax, allowas-in).
+Pure; addresses and links are the namespaces' part."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def _switches(ft: FabricTopology, out_dir: Path, problems: list[str]) -> dict[st
         nos = systems()[ft.fabric.nos[sw.tier]]
         if nos.routing is None:
             problems.append(f"fabric {ft.fabric.name}: {sw.name} runs {nos.data.name}, whose configuration the lab "
-                            "cannot read back yet (SONiC only)")
+                            "cannot read back (its NOS module has no routing read-back)")
             continue
         content = _read(out_dir / "switches" / sw.name / nos.data.config_file(sw.name), sw.name, problems)
         if content is not None:

@@ -205,13 +205,14 @@ def _neighbor(r: _Reader, address: str, settings: Mapping[str, Any], groups: Map
     remote = setting("remote-as")
     if remote in ("external", "internal"):
         r.problems.append(f"{where} remote-as {remote}: the lab needs the peer's AS number")
+        remote = None
     if setting("address-family", "ipv4-unicast", "aspath", "allow-my-asn") is not None:
         r.problems.append(f"{where} aspath allow-my-asn is not read back yet")
     if not _on(setting("address-family", "ipv4-unicast", "enable") or "on"):
         r.problems.append(f"{where} address-family ipv4-unicast is off: the lab activates every neighbor")
     local = next((a.ip for p in ports for a in p.addresses if peer in a.network), None)
     return BgpNeighbor(
-        peer, r.integer(f"{where} remote-as", remote, 1, 4294967295, 0), local,
+        peer, r.integer(f"{where} remote-as", remote, 1, 4294967295, 0) if remote is not None else 0, local,
         r.text(f"{where} description", setting("description")),
         r.integer(f"{where} timers keepalive", setting("timers", "keepalive"), 0, 65535, int(_RULES["keepalive_s"])),
         r.integer(f"{where} timers hold", setting("timers", "hold"), 0, 65535, int(_RULES["hold_s"])),
