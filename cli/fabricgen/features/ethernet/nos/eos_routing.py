@@ -27,6 +27,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from fabricgen.core.errors import ConfigReadError
 from fabricgen.features.ethernet.nos import nos_data
+from fabricgen.features.ethernet.nos.routing_common import connected, local_address, natural, raise_problems
 from fabricgen.model.routing import BgpNeighbor, RoutedPort, SwitchRouting, Vlan
 
 DATA = nos_data("eos")
@@ -221,7 +222,7 @@ def _neighbors(r: _Reader, bgp: _Bgp, ports: list[RoutedPort]) -> tuple[list[Bgp
             r.problems.append(f"{where} description {description!r}: printable ASCII only")
         out.append(BgpNeighbor(
             address, r.integer(f"{where} remote-as", (settings.get("remote-as") or [""])[0], 1, 4294967295),
-            next((a.ip for p in ports for a in p.addresses if address in a.network), None), description,
+            local_address(ports, address), description,
             keepalive or bgp.keepalive or int(_RULES["keepalive_s"]), hold or bgp.hold or int(_RULES["hold_s"]),
             int(_RULES["connect_s"]), "shutdown" in settings))
     if len(allowas) > 1:
@@ -290,17 +291,11 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
     loopback = loopbacks[0] if loopbacks else IPv4Interface("0.0.0.0/32")
     neighbors, allowas = _neighbors(r, bgp, ports)
     networks = list(bgp.networks)
-    if bgp.redistribute_connected:  # every connected prefix: loopback, routed ports' subnets, SVIs' subnets
-        networks += [a.network for a in (loopback, *(a for p in ports if p.up for a in p.addresses),
-                                         *(a for v in vlans for a in v.addresses))]
-    if r.problems:
-        raise ConfigReadError("\n".join(f"{where}: {problem}" for problem in dict.fromkeys(r.problems)))
+    if bgp.redistribute_connected:
+        networks += connected(loopback, ports, vlans)
+    raise_problems(where, r.problems)
     return SwitchRouting(switch, bgp.asn, bgp.router_id or loopback.ip, loopback,
-                         tuple(sorted(ports, key=lambda p: _natural(p.name))), tuple(vlans), tuple(neighbors),
+                         tuple(sorted(ports, key=lambda p: natural(p.name))), tuple(vlans), tuple(neighbors),
                          tuple(dict.fromkeys(networks)),
                          maximum_paths=bgp.maximum_paths or int(_RULES["maximum_paths"]),
                          multipath_relax=bgp.relax or bool(_RULES["multipath_relax"]), allowas_in=allowas)
-
-
-def _natural(name: str) -> tuple[str | int, ...]:
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))

@@ -23,6 +23,7 @@ import yaml
 
 from fabricgen.core.errors import ConfigReadError
 from fabricgen.features.ethernet.nos import nos_data
+from fabricgen.features.ethernet.nos.routing_common import connected, local_address, natural, raise_problems
 from fabricgen.model.routing import BgpNeighbor, RoutedPort, SwitchRouting, Vlan
 
 DATA = nos_data("nvue")
@@ -131,12 +132,7 @@ def _ports(r: _Reader, interfaces: Mapping[str, Any], bridge: str
                                   "(no trunks, no other bridge)")
                 continue
             members.setdefault(r.integer(f"{where} access", access, 1, 4094, 0), []).append(port)
-    return sorted(ports, key=lambda p: _natural(p.name)), members
-
-
-def _natural(name: str) -> tuple[str | int, ...]:
-    """swp2 before swp10, as NVUE lists its ports."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
+    return sorted(ports, key=lambda p: natural(p.name)), members
 
 
 def _vlans(r: _Reader, tree: Mapping[str, Any], interfaces: Mapping[str, Any], bridge: str,
@@ -147,7 +143,7 @@ def _vlans(r: _Reader, tree: Mapping[str, Any], interfaces: Mapping[str, Any], b
     declared = {int(v) for v in _keys(r.node(tree, "bridge", "domain", bridge).get("vlan")) if v.isdigit()}
     bridged = [p for ports in members.values() for p in ports]
     vlans = []
-    for name, iface in sorted(interfaces.items(), key=lambda item: _natural(item[0])):
+    for name, iface in sorted(interfaces.items(), key=lambda item: natural(item[0])):
         if not isinstance(iface, dict) or iface.get("type") != "svi":
             continue
         match = _SVI.fullmatch(name)
@@ -160,7 +156,7 @@ def _vlans(r: _Reader, tree: Mapping[str, Any], interfaces: Mapping[str, Any], b
             r.problems.append(f"{where} is the SVI of VLAN {vid}, which bridge domain {bridge} does not carry")
         own = r.integer(f"{where} link mtu", r.node(iface, "link").get("mtu"), 552, 9216, int(_RULES["default_mtu"]))
         vlans.append(Vlan(name, vid, min([own, *(p.mtu for p in bridged)]),
-                          tuple(p.name for p in sorted(members.get(vid, []), key=lambda p: _natural(p.name))),
+                          tuple(p.name for p in sorted(members.get(vid, []), key=lambda p: natural(p.name))),
                           r.addresses(where, iface)))
     for vid in sorted(set(members) - {v.vid for v in vlans}):
         r.problems.append(f"VLAN {vid} has access ports but no SVI: the lab routes a VLAN only through its SVI")
@@ -210,7 +206,7 @@ def _neighbor(r: _Reader, address: str, settings: Mapping[str, Any], groups: Map
         r.problems.append(f"{where} aspath allow-my-asn is not read back yet")
     if not _on(setting("address-family", "ipv4-unicast", "enable") or "on"):
         r.problems.append(f"{where} address-family ipv4-unicast is off: the lab activates every neighbor")
-    local = next((a.ip for p in ports for a in p.addresses if peer in a.network), None)
+    local = local_address(ports, peer)
     return BgpNeighbor(
         peer, r.integer(f"{where} remote-as", remote, 1, 4294967295, 0) if remote is not None else 0, local,
         r.text(f"{where} description", setting("description")),
@@ -272,14 +268,11 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
         if source != "connected":
             r.problems.append(f"address-family ipv4-unicast redistribute {source} is not read back")
         elif isinstance(settings, dict) and _on(settings.get("enable")):
-            # every connected prefix: the loopback, the routed ports' /31s, the SVIs' subnets
-            networks += [a.network for a in (loopback, *(a for p in ports if p.up for a in p.addresses),
-                                             *(a for v in vlans for a in v.addresses))]
+            networks += connected(loopback, ports, vlans)
     multipaths = r.integer("address-family ipv4-unicast multipaths ebgp", r.node(af, "multipaths").get("ebgp"),
                            1, 128, int(_RULES["maximum_paths"]))
     relax = _on(r.node(vrf, "path-selection", "multipath").get("aspath-ignore", _RULES["multipath_relax"]))
-    if r.problems:
-        raise ConfigReadError("\n".join(f"{where}: {problem}" for problem in dict.fromkeys(r.problems)))
+    raise_problems(where, r.problems)
     return SwitchRouting(switch, asn, rid, loopback, tuple(ports), vlans,
                          tuple(sorted(neighbors, key=lambda n: n.address)), tuple(dict.fromkeys(networks)),
                          maximum_paths=multipaths, multipath_relax=relax, allowas_in=0)
