@@ -185,7 +185,7 @@ def test_eos_reads_back_what_the_plan_gives(eos: dict[str, SwitchRouting], eos_f
     leaf = eos["storage-leaf001"]
     assert (leaf.asn, leaf.router_id, leaf.loopback) == (65100, IPv4Address("10.22.0.1"),
                                                          IPv4Interface("10.22.0.1/32"))
-    assert (leaf.maximum_paths, leaf.multipath_relax, leaf.allowas_in) == (32, False, 0)
+    assert (leaf.maximum_paths, leaf.multipath_relax, leaf.allowas_in) == (32, True, 0)  # EOS relaxes by default
     [vlan] = leaf.vlans
     assert (vlan.name, vlan.vid, vlan.mtu) == ("vlan100", 100, 9100) and len(vlan.members) == 32
     assert vlan.addresses == (IPv4Interface("10.20.0.1/26"), IPv4Interface("10.20.3.1/24"))  # pods: a secondary
@@ -260,7 +260,7 @@ def test_eos_every_value_comes_from_the_file(eos: dict[str, SwitchRouting]) -> N
     cli = re.sub(r"(   neighbor (\S+) remote-as 65000\n)", r"\1   neighbor \2 allowas-in 2\n", cli)
     cli = cli.replace("router bgp 65100\n", "router bgp 65100\n   neighbor SPINES peer group\n"
                       "   neighbor SPINES remote-as 65009\n   neighbor SPINES allowas-in 2\n"
-                      "   bgp bestpath as-path multipath-relax\n")
+                      "   no bgp bestpath as-path multipath-relax\n")
     cli = cli.replace("   neighbor 10.21.0.0 remote-as 65000\n", "   neighbor 10.21.0.0 peer group SPINES\n"
                       "   neighbor 10.21.0.0 timers 10 30\n   neighbor 10.21.0.0 shutdown\n")
     cli = cli.replace("   maximum-paths 32 ecmp 32\n", "").replace("   timers bgp 3 9\n", "")
@@ -269,7 +269,7 @@ def test_eos_every_value_comes_from_the_file(eos: dict[str, SwitchRouting]) -> N
                       "cable 3 m)\n   shutdown\n")
     cli = cli.replace("      network 10.22.0.1/32\n", "      redistribute connected\n")
     edited = eos_routing("storage-leaf001", cli.encode())
-    assert (edited.maximum_paths, edited.multipath_relax, edited.allowas_in) == (1, True, 2)  # EOS: one path
+    assert (edited.maximum_paths, edited.multipath_relax, edited.allowas_in) == (1, False, 2)  # EOS: one path
     [changed] = [n for n in edited.neighbors if n.address == IPv4Address("10.21.0.0")]
     assert (changed.remote_asn, changed.keepalive_s, changed.hold_s, changed.shutdown) == (65009, 10, 30, True)
     assert {(n.keepalive_s, n.hold_s) for n in edited.neighbors if n is not changed} == {(60, 180)}

@@ -6,8 +6,8 @@ model or the AVD structured config it was rendered from. EOS's defaults for what
 Read: ``ip routing`` (EOS routes nothing without it); ``interface Ethernet<cage>[/<lane>]`` (``description``,
 ``shutdown``, ``mtu``, ``speed``, ``no switchport`` + ``ip address``, or ``switchport access vlan``), ``interface
 Loopback0``, ``interface Vlan<id>`` (``ip address`` and ``ip address ... secondary``, ``mtu``, ``shutdown``),
-``vlan <id>``; ``router bgp`` (``router-id``, ``timers bgp``, ``maximum-paths``, ``bgp bestpath as-path
-multipath-relax``, ``neighbor`` ``remote-as``/``description``/``shutdown``/``timers``/``peer group``/
+``vlan <id>``; ``router bgp`` (``router-id``, ``timers bgp``, ``maximum-paths``, ``[no] bgp bestpath
+as-path multipath-relax``, ``neighbor`` ``remote-as``/``description``/``shutdown``/``timers``/``peer group``/
 ``allowas-in``, ``address-family ipv4`` ``network`` and ``redistribute connected``). Management1 (VRF MGMT) is not
 part of the fabric's routing. A port gets the name EOS's own Linux kernel gives it (Ethernet33/1 -> et33_1, Vlan100
 -> vlan100): Linux interface names hold no "/".
@@ -143,7 +143,7 @@ class _Bgp:
     keepalive: int = 0
     hold: int = 0
     maximum_paths: int = 0
-    relax: bool = False
+    relax: bool | None = None  # multipath-relax as configured (None: EOS's default)
     neighbors: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # peer or group -> setting -> words
     groups: set[str] = field(default_factory=set)
     networks: list[IPv4Network] = field(default_factory=list)
@@ -177,8 +177,8 @@ def _bgp(r: _Reader, head: str, body: list[str]) -> _Bgp:
             bgp.hold = r.integer("router bgp timers bgp hold", words[3], 0, 7200)
         elif words[0] == "maximum-paths" and len(words) >= 2:
             bgp.maximum_paths = r.integer("router bgp maximum-paths", words[1], 1, 600)
-        elif words == ["bgp", "bestpath", "as-path", "multipath-relax"]:
-            bgp.relax = True
+        elif words[-4:] == ["bgp", "bestpath", "as-path", "multipath-relax"] and words[:-4] in ([], ["no"]):
+            bgp.relax = not words[:-4]
         elif words[0] == "neighbor" and len(words) >= 3:
             peer = words[1]
             if words[2:] == ["peer", "group"]:
@@ -298,4 +298,5 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
                          tuple(sorted(ports, key=lambda p: natural(p.name))), tuple(vlans), tuple(neighbors),
                          tuple(dict.fromkeys(networks)),
                          maximum_paths=bgp.maximum_paths or int(_RULES["maximum_paths"]),
-                         multipath_relax=bgp.relax or bool(_RULES["multipath_relax"]), allowas_in=allowas)
+                         multipath_relax=bool(_RULES["multipath_relax"]) if bgp.relax is None else bgp.relax,
+                         allowas_in=allowas)
