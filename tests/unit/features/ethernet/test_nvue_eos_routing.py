@@ -149,6 +149,7 @@ def test_nvue_bad_file_reports_every_problem_at_once() -> None:
     tree["interface"]["vlan200"] = {"type": "svi", "vlan": 200}
     tree["interface"]["swp33s1"]["description"] = "spine\n neighbor 192.0.2.1 remote-as 1"
     tree["interface"]["swp1s1\nlink del swp1s0"] = tree["interface"].pop("swp1s1")
+    tree["interface"]["swp2"]["link"]["breakout"] = {"1x": {}}  # swp2s0 and swp2s1 are then no ports
     with pytest.raises(ConfigReadError) as caught:
         nvue_routing("storage-leaf001", yaml.safe_dump(document).encode())
     lines = str(caught.value).splitlines()
@@ -158,9 +159,10 @@ def test_nvue_bad_file_reports_every_problem_at_once() -> None:
                      "ipv4-unicast is not enabled", "interface lo has 2 IPv4 /32 addresses",
                      "interface bond1 of type 'bond'", "interface swp2s0 bridge domain br_default: only access",
                      "VLAN 200, which bridge domain br_default does not carry",
-                     "swp33s1 description is 'spine\\n neighbor", "is not an NVUE port name"):
+                     "swp33s1 description is 'spine\\n neighbor", "is not an NVUE port name",
+                     "interface swp2s1 is no port of swp2, whose link breakout is 1x"):
         assert expected in text, expected
-    assert len(lines) == 9
+    assert len(lines) == 11  # these, and swp2s0 no port of swp2 either
 
 
 @pytest.mark.parametrize("content", [b"- set: [", b"{}", b"- unset: {}\n", b"\xff"])

@@ -105,6 +105,9 @@ def _ports(r: _Reader, interfaces: Mapping[str, Any], bridge: str
     """The front-panel ports (breakout parents are cages, not ports) and the access members of each VLAN id."""
     ports: list[RoutedPort] = []
     members: dict[int, list[RoutedPort]] = {}
+    # `link breakout <n>x` on swp<cage> makes its ports swp<cage>s0 .. s<n-1> ("Switch Port Attributes", Breakout)
+    split = {name: int(b[:-1]) for name, iface in interfaces.items() if isinstance(iface, dict)
+             for b in _keys(r.node(iface, "link").get("breakout")) if re.fullmatch(r"[2-8]x", b)}
     for name, iface in interfaces.items():
         if not isinstance(iface, dict) or iface.get("type") != "swp":
             continue
@@ -117,6 +120,9 @@ def _ports(r: _Reader, interfaces: Mapping[str, Any], bridge: str
             continue  # the cage of split ports (swp1 of swp1s0, swp1s1): no port of its own
         cage, sub = match.groups()
         where = f"interface {name}"
+        if sub is not None and not int(sub) < split.get(f"swp{cage}", 0):
+            r.problems.append(f"{where} is no port of swp{cage}, whose link breakout is "
+                              f"{split.get(f'swp{cage}', 1)}x")
         if r.node(iface, "ip").get("vrf", "default") != "default":
             r.problems.append(f"{where} is in VRF {iface['ip']['vrf']!r}: the lab runs the default VRF only")
         port = RoutedPort(name, f"{cage}/{int(sub) + 1}" if sub is not None else cage,
