@@ -293,7 +293,7 @@ def test_eos_bad_file_reports_every_problem_at_once() -> None:
     cli = cli.replace("interface Loopback0\n   description router-id\n",
                       "interface Loopback0\n   description router-id\n   ip address 10.22.0.99/32\n")
     cli += "interface Port-Channel1\n   no switchport\n!\ninterface Ethernet65/1\n   description x (port 65, y)\n"
-    cli += "   switchport mode trunk\n"
+    cli += "   switchport mode trunk\n   channel-group 1 mode active\n"
     with pytest.raises(ConfigReadError) as caught:
         eos_routing("storage-leaf001", cli.encode())
     lines = str(caught.value).splitlines()
@@ -305,9 +305,10 @@ def test_eos_bad_file_reports_every_problem_at_once() -> None:
                      "interface Ethernet1/1 (speed 400g-8) cannot be port 2/1",
                      "interface Vlan200 is the SVI of VLAN 200", "Loopback0 has 2 IPv4 addresses",
                      "interface Port-Channel1 is not read back",
-                     "Ethernet65/1: switchport mode trunk is not read back"):
+                     "Ethernet65/1: switchport mode trunk is not read back",
+                     "Ethernet65/1: channel-group 1 mode active is not read back"):
         assert expected in text, expected
-    assert len(lines) == 10
+    assert len(lines) == 11
 
 
 def test_kernel_names() -> None:

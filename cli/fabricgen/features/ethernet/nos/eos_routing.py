@@ -106,6 +106,8 @@ class _Reader:
                     self.problems.append(f"{head}: ip address {words[2]!r} is not an address/prefix length")
             elif words[0] == "vrf" and len(words) == 2:
                 iface.vrf = words[1]
+            elif words[0] in ("channel-group", "encapsulation"):
+                self.problems.append(f"{head}: {line} is not read back (Port-Channel members, subinterfaces)")
         return iface
 
     def panel(self, iface: _Interface) -> str:
