@@ -143,6 +143,7 @@ def test_nvue_bad_file_reports_every_problem_at_once() -> None:
     bgp["neighbor"]["swp1s0"] = {"type": "unnumbered", "remote-as": "external"}
     bgp["neighbor"][min(bgp["neighbor"], key=str)]["remote-as"] = "external"
     bgp["address-family"]["ipv4-unicast"]["enable"] = "off"
+    bgp["neighbor"][sorted(k for k in bgp["neighbor"] if k[0].isdigit())[1]]["password"] = "secret"
     tree["interface"]["lo"]["ip"]["address"]["10.22.0.99/32"] = {}
     tree["interface"]["bond1"] = {"type": "bond"}
     tree["interface"]["swp2s0"]["bridge"]["domain"]["br_default"] = {"vlan": {"100": {}}}
@@ -160,9 +161,9 @@ def test_nvue_bad_file_reports_every_problem_at_once() -> None:
                      "interface bond1 of type 'bond'", "interface swp2s0 bridge domain br_default: only access",
                      "VLAN 200, which bridge domain br_default does not carry",
                      "swp33s1 description is 'spine\\n neighbor", "is not an NVUE port name",
-                     "interface swp2s1 is no port of swp2, whose link breakout is 1x"):
+                     "interface swp2s1 is no port of swp2, whose link breakout is 1x", " password is not read back"):
         assert expected in text, expected
-    assert len(lines) == 11  # these, and swp2s0 no port of swp2 either
+    assert len(lines) == 12  # these, and swp2s0 no port of swp2 either
 
 
 @pytest.mark.parametrize("content", [b"- set: [", b"{}", b"- unset: {}\n", b"\xff"])

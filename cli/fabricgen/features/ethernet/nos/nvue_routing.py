@@ -33,6 +33,9 @@ _PORT = re.compile(r"swp(\d{1,3})(?:s(\d))?")
 _SVI = re.compile(r"vlan(\d{1,4})")
 # What a description may hold before it reaches FRR's configuration (a newline would end an FRR command)
 _TEXT = re.compile(r"[A-Za-z0-9._:/@+-]{0,255}")
+# The neighbor and peer-group settings the read-back runs; any other (password, passive-mode, update-source,
+# local-as, multihop, bfd ...) changes whether or how the session comes up, so it is named rather than dropped
+_NEIGHBOR_KEYS = {"remote-as", "type", "peer-group", "timers", "shutdown", "description", "address-family"}
 _ON = ("on", True, "enabled")  # NVUE's `on` (a YAML 1.1 loader reads a bare on as True; 5.15 spells it enabled)
 
 
@@ -204,6 +207,8 @@ def _neighbor(r: _Reader, address: str, settings: Mapping[str, Any], groups: Map
                 return value
         return None
 
+    for key in sorted({*settings, *group} - _NEIGHBOR_KEYS):
+        r.problems.append(f"{where} {key} is not read back (the lab would run the session without it)")
     remote = setting("remote-as")
     if remote in ("external", "internal"):
         r.problems.append(f"{where} remote-as {remote}: the lab needs the peer's AS number")
