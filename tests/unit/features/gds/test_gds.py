@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import SpecError
+from fabricgen.features.gds import readback as gds_readback
 from fabricgen.features.gds import render
 from fabricgen.features.lustre import render as lustre_render
 from fabricgen.model.topology import Topology
@@ -150,3 +153,31 @@ def test_refused(entry: str, message: str, tmp_path: Path) -> None:
         compile_spec(spec)
     assert message in str(error.value)
     assert "h100-4su.yaml:" in str(error.value)
+
+
+def rendered(topology: Topology) -> dict[str, Artifact]:
+    return {a.path: a for a in (*render.render(topology), *lustre_render.render(topology))}
+
+
+def test_readback_holds_cufile_against_lnet_and_fstab() -> None:
+    """The example reads back clean; a cufile.json address LNet does not serve, an lnet.conf without the second
+    storage NI, and a mount_table entry fstab does not mount are each found."""
+    topology = example()
+    artifacts = rendered(topology)
+    assert list(gds_readback.readback(topology, artifacts)) == []
+    path = "hosts/dgx-h100/gds/cufile/gpu001.json"
+    data = json.loads(artifacts[path].content)
+    data["fs"]["lustre"]["rdma_dev_addr_list"].append("10.20.0.3")  # gpu002's address
+    data["fs"]["lustre"]["mount_table"]["/lustre/scratch"] = {"rdma_dev_addr_list": ["10.20.0.2"]}
+    wrong = {**artifacts, path: Artifact(path, json.dumps(data).encode())}
+    found = [f.message for f in gds_readback.readback(topology, wrong)]
+    assert found == ["cuFile may use 10.20.0.3 of gpu001, but lnet.conf of dgx-h100 runs no LNet NI on it (no port "
+                     "of the plan)",
+                     "mount_table names /lustre/scratch, which the fstab of dgx-h100 does not mount"]
+    lnet = "hosts/dgx-h100/lustre/lnet.conf"
+    conf = yaml.safe_load(artifacts[lnet].content)
+    conf["net"][0]["local NI(s)"].pop()
+    one_rail = {**artifacts, lnet: Artifact(lnet, yaml.safe_dump(conf).encode())}
+    found = [f.message for f in gds_readback.readback(topology, one_rail)]
+    assert len(found) == 127 and found[0] == ("cuFile may use 10.20.0.130 of gpu001, but lnet.conf of dgx-h100 runs "
+                                              "no LNet NI on it (enp41s0f0np0)")
