@@ -168,12 +168,12 @@ def test_lustre_without_native_gds_fails(mode: str, tmp_path: Path) -> None:
 
 def test_recorded_outputs_as_they_are(tmp_path: Path) -> None:
     """Each recorded run as published: none had Lustre GDS; the beta's names and 0/1 booleans are read; NVIDIA's
-    abridged sample lists no GPUs."""
+    abridged sample lists no GPUs and no cuFile settings."""
     script, env, _ = fake_node(tmp_path)
     expected = {
         "quadro-p1000-gds-1.0.0.82.txt": {"gds-lustre"},
         "quadro-p1000-gds-0.95.0.94-beta.txt": {"gds-lustre"},
-        "cucim-gds-1.1.0.37.txt": {"gds-lustre", "gpus"},
+        "cucim-gds-1.1.0.37.txt": {"gds-lustre", "gpus", "cufile-loaded"},
     }
     for name, failing in expected.items():
         write(state_of(env) / "gdscheck.txt", (RECORDINGS / name).read_text())

@@ -276,12 +276,16 @@ if [[ -n "$report" ]]; then
   fi
 
   bad=""
+  seen=0
   for setting in 'properties.max_direct_io_size_kb=16384' 'properties.max_device_cache_size_kb=131072' 'properties.max_device_pinned_mem_size_kb=33554432' 'properties.use_poll_mode=false' 'properties.poll_mode_max_size_kb=4' 'properties.gds_rdma_write_support=true' 'fs.generic.posix_unaligned_writes=false' 'fs.lustre.posix_gds_min_kb=0'; do
     have="$(field "$report" "${setting%%=*}")" || continue
+    seen=$((seen + 1))
     same "${setting#*=}" "$have" || bad+=" ${setting%%=*}=${have} (planned ${setting#*=})"
   done
-  if [[ -z "$bad" ]]; then
-    row cufile-loaded PASS "gdscheck reports the planned cuFile settings"
+  if ((seen == 0)); then
+    row cufile-loaded FAIL "gdscheck reports none of the planned cuFile settings (no CUFILE CONFIGURATION)"
+  elif [[ -z "$bad" ]]; then
+    row cufile-loaded PASS "gdscheck reports the planned cuFile settings (${seen} compared)"
   else
     row cufile-loaded FAIL "gdscheck reports${bad}: cuFile read another cufile.json"
   fi
