@@ -343,7 +343,8 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
     path)."""
     spec = tmp_path / "h100.yaml"
     text = (INVENTORIES / "h100-4su.yaml").read_text()
-    text = text.replace('    lustre_client: "2.15.5"\n', '    lustre_client: "2.15.5"\n    filesystems: [checkpoints]\n')
+    text = text.replace('    lustre_client: "2.15.5"\n',
+                        '    lustre_client: "2.15.5"\n    filesystems: [checkpoints]\n')
     spec.write_text(text.replace("    mgs: [mds01, mds02]\n    mountpoint: /lustre/data\n",
                                  "    mgs: [mds01, mds02]\n    mountpoint: /lustre/data\n    network: tcp\n"))
     compiled = compile_spec(spec)
