@@ -2,7 +2,8 @@
 
 Order matters where a feature reads what another built, and only there:
 - build: infiniband, ethernet and addressing complete each fabric before sriov reads their types and MTUs;
-  kubernetes reads the fabrics' sriov and addressing; lustre reads their address plans and lossless class;
+  kubernetes reads the fabrics' sriov and addressing; lustre reads their address plans and lossless class; gds
+  reads the lustre file systems;
 - compile: cabling, then addressing (independent plans; the first that fails stops compile, so the cable plan's
   problems are reported first), then lustre (its named storage servers' NIDs come from the address plan);
 - render: the slowest target (the XLSX workbook) first, so a parallel render starts it first.
@@ -16,6 +17,7 @@ from fabricgen.features import (
     cabling,
     cloud,
     ethernet,
+    gds,
     infiniband,
     kubernetes,
     lab,
@@ -39,6 +41,7 @@ FEATURES: tuple[Feature, ...] = (
     sriov.FEATURE,
     kubernetes.FEATURE,
     lustre.FEATURE,
+    gds.FEATURE,
     nccl.FEATURE,
     scheduler.FEATURE,
     monitoring.FEATURE,

@@ -15,6 +15,7 @@ from fabricgen.core.errors import SourcePosition
 from fabricgen.model.addressing import Addressing
 from fabricgen.model.cloud import Cloud
 from fabricgen.model.ethernet import RoceQos, SwitchManagement
+from fabricgen.model.gds import GdsProfile
 from fabricgen.model.hardware import Medium, NicModel, Speed, SwitchModel
 from fabricgen.model.infiniband import SubnetManager
 from fabricgen.model.kubernetes import Kubernetes
@@ -140,6 +141,7 @@ class Cluster:
     media: tuple[Medium, ...] = ()
     cloud: Cloud | None = None
     lustre: tuple[LustreFs, ...] = ()
+    gds: tuple[GdsProfile, ...] = ()  # GPUDirect Storage per node profile (gds feature)
     kubernetes: Kubernetes | None = None
     management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)
     scheduler: Scheduler | None = None  # the schedulers' view of the fabric (scheduler feature)

@@ -97,6 +97,7 @@ class NicModel:
     form_factor: str = ""
     lanes: int = 0  # electrical lanes of one port (0: not in the catalog)
     lane_gbps: tuple[int, ...] = ()  # SerDes lane rates a port runs
+    gpudirect: bool = False  # reads and writes GPU memory directly (GPUDirect RDMA), as GDS over RDMA needs
 
     def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
         """(lanes, Gb/s per lane) one port can run ``speed`` on."""

@@ -76,6 +76,7 @@ def nic_model(name: str, entry: Mapping[str, Any]) -> NicModel:
         entry.get("form_factor", ""),
         int(entry.get("lanes", 0)),
         tuple(int(r) for r in entry.get("lane_gbps", ())),
+        bool(entry.get("gpudirect", False)),
     )
 
 

@@ -20,7 +20,7 @@ import yaml
 from fabricgen.core.document import REDACTED, Document, PathKey, format_path, is_secret
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.core.files import TooLargeError, read_bounded
-from fabricgen.spec.validate import secret_keys
+from fabricgen.spec.validate import schema_issues, secret_keys
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
 STDIN = "<stdin>"
@@ -265,3 +265,13 @@ def load_file(path: Path) -> Document:
     except OSError as exc:
         raise SpecError([SpecIssue(origin, "", f"cannot read spec: {exc.strerror or exc}")]) from exc
     return load_text(raw, str(path))
+
+
+def shipped_data(path: Path, ref: str) -> Any:
+    """The data of a YAML file shipped beside a feature, validated against schema ``ref``: a broken file is a
+    packaging bug, raised as a SpecError at the file's own lines."""
+    document = load_file(path)
+    issues = schema_issues(document, document.data, ref)
+    if issues:
+        raise SpecError(issues)
+    return document.data

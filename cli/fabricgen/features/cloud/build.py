@@ -30,7 +30,7 @@ from fabricgen.spec.validate import schema_issues
 
 CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
 # cloud: cloud.filesystems; nccl: the provider documents its instances' NCCL environment, which nccl.env holds
-ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "kubernetes", "nccl")
+ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "gds", "kubernetes", "nccl")
 INTERFACE_SECTION = {"aws": "efa", "alicloud": "eri"}
 FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs"}
 

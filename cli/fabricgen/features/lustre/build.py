@@ -23,7 +23,7 @@ from typing import Any
 from netaddr import IPAddress, IPNetwork, IPSet
 
 from fabricgen.core.document import PathKey
-from fabricgen.core.errors import Finding, Severity, SourcePosition, SpecError
+from fabricgen.core.errors import Finding, Severity, SourcePosition
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
@@ -33,8 +33,7 @@ from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
 from fabricgen.model.nodes import NicRole, Node, NodeGroup, NodeProfile
 from fabricgen.model.topology import Topology
-from fabricgen.spec.load import load_file
-from fabricgen.spec.validate import schema_issues
+from fabricgen.spec.load import shipped_data
 
 NID = re.compile(r"^(?P<ip>[0-9]{1,3}(?:\.[0-9]{1,3}){3})@(?P<lnd>o2ib|tcp)(?P<num>[0-9]{0,3})$")
 _SIZE = re.compile(r"^([1-9][0-9]*)([KMGT]?)$")
@@ -52,12 +51,9 @@ _LNET_TUNABLES = ("peer_credits", "peer_credits_hiw", "credits", "concurrent_sen
 
 @cache
 def tuning_data() -> Mapping[str, Any]:
-    """The shipped tuning file, validated against its schema (a broken file is a packaging bug)."""
-    document = load_file(Path(__file__).with_name("tuning.yaml"))
-    issues = schema_issues(document, document.data, "sections/lustre.schema.json#/$defs/tuning_file")
-    if issues:
-        raise SpecError(issues)
-    data: Mapping[str, Any] = document.data
+    """The shipped tuning file, validated against its schema."""
+    data: Mapping[str, Any] = shipped_data(Path(__file__).with_name("tuning.yaml"),
+                                           "sections/lustre.schema.json#/$defs/tuning_file")
     return data
 
 

@@ -339,9 +339,12 @@ def test_no_lustre_no_lustre_artifacts(tmp_path: Path) -> None:
 
 def test_second_network_over_tcp(tmp_path: Path) -> None:
     """datasets over socklnd (tcp) next to checkpoints over o2ib: two nets on the same ports, tcp without
-    ko2iblnd values, and each node checked for both NIDs of each port."""
+    ko2iblnd values, and each node checked for both NIDs of each port (GDS only on checkpoints: tcp has no RDMA
+    path)."""
     spec = tmp_path / "h100.yaml"
     text = (INVENTORIES / "h100-4su.yaml").read_text()
+    text = text.replace('    lustre_client: "2.15.5"\n',
+                        '    lustre_client: "2.15.5"\n    filesystems: [checkpoints]\n')
     spec.write_text(text.replace("    mgs: [mds01, mds02]\n    mountpoint: /lustre/data\n",
                                  "    mgs: [mds01, mds02]\n    mountpoint: /lustre/data\n    network: tcp\n"))
     compiled = compile_spec(spec)
