@@ -55,7 +55,7 @@ def _port(configs: dict[str, dict[str, object]], device: str, peer: str) -> tupl
     vendor's row of that port."""
     db = configs[device]
     meta = db["DEVICE_METADATA"]["localhost"]  # type: ignore[index]
-    name, row = next((n, r) for n, r in db["PORT"].items() if r["description"] == peer)  # type: ignore[attr-defined]
+    name, row = next((n, r) for n, r in db["PORT"].items() if r.get("description") == peer)  # type: ignore[attr-defined]
     lanes = tuple(int(x) for x in row["lanes"].split(","))
     vendor = _vendor_lanes(meta["hwsku"], RELEASE)
     assert vendor[name] == (int(row["index"]), lanes), (device, name)
@@ -112,5 +112,5 @@ def test_breakout_fec_per_end(plan: tuple[list[dict[str, str]], dict[str, dict[s
         for device, peer, fec in ((c["a_device"], f"{c['z_device']}:{c['z_port']}", "none"),
                                   (c["z_device"], f"{c['a_device']}:{c['a_port']}", "rs")):
             db = configs[device]
-            row = next(r for r in db["PORT"].values() if r["description"] == peer)  # type: ignore[attr-defined]
+            row = next(r for r in db["PORT"].values() if r.get("description") == peer)  # type: ignore[attr-defined]
             assert row["fec"] == fec, (c["cable_id"], device)

@@ -185,7 +185,7 @@ def test_xoff_left_to_a_shared_headroom_pool_that_is_not_there(shared: tuple[Com
 
     found = _messages(compiled, _mutate(artifacts, "storage-leaf001/config_db.json", _sonic(no_pool)))
     ports = len(json.loads(next(a.content for a in artifacts
-                                if a.path.endswith("storage-leaf001/config_db.json")))["PORT"])
+                                if a.path.endswith("storage-leaf001/config_db.json")))["PORT_QOS_MAP"])
     assert len(found) == ports and all("has no shared headroom pool (xoff 0)" in m for m in found), found[:2]
     assert "storage-leaf001 Ethernet0: lossless priority group 3 uses profile pg_lossless_200000_40m_profile, " \
            "whose size 19456 reserves less than xon 19456 + xoff 51200" in found[0]

@@ -30,7 +30,8 @@ from tests.helpers.ethernet import storage_spec as _storage_spec
 
 # Every table the SONiC target may write (each has a YANG model; a typo would be skipped by the validator).
 ALLOWED_TABLES = {
-    "DEVICE_METADATA", "PORT", "INTERFACE", "LOOPBACK_INTERFACE", "VLAN", "VLAN_MEMBER", "VLAN_INTERFACE",
+    "DEVICE_METADATA", "PORT", "BREAKOUT_CFG", "INTERFACE", "LOOPBACK_INTERFACE", "VLAN", "VLAN_MEMBER",
+    "VLAN_INTERFACE",
     "BGP_NEIGHBOR", "MGMT_PORT", "MGMT_INTERFACE", "MGMT_VRF_CONFIG", "DSCP_TO_TC_MAP", "TC_TO_PRIORITY_GROUP_MAP",
     "TC_TO_QUEUE_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PORT_QOS_MAP", "SCHEDULER", "QUEUE", "WRED_PROFILE",
     "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
@@ -70,6 +71,11 @@ def dbs(artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]]:
 
 def _sku(name: str) -> Sku:
     return next(s for found in skus().values() for s in found if s.hwsku == name)
+
+
+def _cabled(db: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The PORT rows the plan cables (the rest are the SKU's dark ports, shut)."""
+    return {name: port for name, port in db["PORT"].items() if port["admin_status"] == "up"}
 
 
 def _csv(content: bytes) -> list[dict[str, str]]:
@@ -120,9 +126,9 @@ def test_ports_are_the_skus_port_config_rows(views: dict[str, SwitchView], dbs: 
             cage, _, n = pv.name.partition("/")
             row = sku.ports[int(cage)][int(n) - 1]
             expected[row.name] = {"lanes": row.lanes, "alias": row.alias, "index": cage}
-        assert {n: {k: p[k] for k in ("lanes", "alias", "index")} for n, p in db["PORT"].items()} == expected
-        for port in db["PORT"].values():
-            assert (port["speed"], port["mtu"], port["fec"], port["admin_status"]) == ("400000", "9100", "rs", "up")
+        assert {n: {k: p[k] for k in ("lanes", "alias", "index")} for n, p in _cabled(db).items()} == expected
+        for port in _cabled(db).values():
+            assert (port["speed"], port["mtu"], port["fec"]) == ("400000", "9100", "rs")
     # upstream Mellanox-SN5600-O128/port_config.ini, verbatim: "Ethernet4  4,5,6,7  etp1b  1  400000"
     first = dbs["storage-leaf001"]["PORT"]
     assert (first["Ethernet4"]["lanes"], first["Ethernet4"]["alias"], first["Ethernet4"]["index"]) == (
@@ -204,14 +210,18 @@ def test_buffers_are_the_skus(dbs: dict[str, dict[str, Any]]) -> None:
         if switch in fitted:
             for name in ("ingress_lossless_pool", "ingress_lossy_pool", "egress_lossy_pool"):
                 pools[name]["size"] = fitted[switch]
+        dark = set(db["PORT"]) - set(_cabled(db))
+        if dark:  # NVIDIA's zero pool for ports without a neighbour
+            pools.update({name: dict(fields) for name, fields in sku.inactive.pools.items()})
         assert db["BUFFER_POOL"] == pools, switch
         if "spine" in switch:
             assert db["BUFFER_POOL"]["ingress_lossy_pool"]["size"] == "52161690"
         assert {n: p for n, p in db["BUFFER_PROFILE"].items() if not n.startswith("pg_lossless_")} == {
-            n: dict(p) for n, p in sku.profiles.items()}
+            n: dict(p) for n, p in sku.profiles.items()} | ({n: dict(p) for n, p in sku.inactive.profiles.items()}
+                                                             if dark else {})
         assert db["BUFFER_PROFILE"]["ingress_lossy_profile"] == {"pool": "ingress_lossy_pool", "size": "0",
                                                                   "dynamic_th": "3"}
-        for port in db["PORT"]:
+        for port in _cabled(db):
             assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"][port] == {
                 "profile_list": "ingress_lossless_profile,ingress_lossy_profile"}
             assert db["BUFFER_PORT_EGRESS_PROFILE_LIST"][port] == {
@@ -247,7 +257,7 @@ def test_lossless_chain_end_to_end(dbs: dict[str, dict[str, Any]]) -> None:
             others = [q for q in range(8) if q != LOSSLESS_PRIO]
             assert all("wred_profile" not in db["QUEUE"][f"{port}|{q}"] for q in others), "ECN on queue 3 only"
             assert db["PFC_WD"][port] == {"action": "drop", "detection_time": "200", "restoration_time": "400"}
-        assert set(db["PORT_QOS_MAP"]) == set(db["PORT"])
+        assert set(db["PORT_QOS_MAP"]) == set(db["PFC_WD"]) - {"GLOBAL"} == set(_cabled(db)), "dark ports: no QoS"
 
 
 def test_traditional_headroom_is_the_lookup_row_at_or_above_the_cable(views: dict[str, SwitchView],
@@ -277,7 +287,7 @@ def test_headroom_csv_keeps_the_real_length(views: dict[str, SwitchView], artifa
         assert content.decode().splitlines()[0].split(",") == list(TRADITIONAL_FIELDS)
         rows = _csv(content)
         planned = {p.name: p.view.cable_m for p in sonic_layout(views[switch]).ports}
-        assert {r["port"] for r in rows} == set(db["PORT"])
+        assert {r["port"] for r in rows} == set(_cabled(db))
         for row in rows:
             profile = db["BUFFER_PROFILE"][row["profile"]]
             assert (row["xoff"], row["xon"], row["size"]) == (profile["xoff"], profile["xon"], profile["size"])
@@ -345,8 +355,8 @@ def test_sn4700_200g_runs_v64_with_its_shared_headroom_pool() -> None:
     out = {a.path: a.content for a in sonic.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology)}
     db = json.loads(out["switches/storage-leaf001/config_db.json"])
     assert db["DEVICE_METADATA"]["localhost"]["hwsku"] == "Mellanox-SN4700-V64"
-    # hosts take one per cage (etp1a, Ethernet4 unused); the uplink cage pairs run both ports (etp21b: lanes 4-7)
-    assert "Ethernet4" not in db["PORT"] and db["PORT"]["Ethernet0"]["alias"] == "etp1a"
+    # hosts take one per cage (etp1a; Ethernet4 dark, shut); the uplink cage pairs run both ports (etp21b: lanes 4-7)
+    assert db["PORT"]["Ethernet4"]["admin_status"] == "down" and db["PORT"]["Ethernet0"]["alias"] == "etp1a"
     assert (db["PORT"]["Ethernet164"]["lanes"], db["PORT"]["Ethernet164"]["alias"]) == ("164,165,166,167", "etp21b")
     assert (db["PORT"]["Ethernet164"]["speed"], db["PORT"]["Ethernet164"]["subport"]) == ("200000", "2")
     assert db["BUFFER_POOL"]["ingress_lossless_pool"] == {"mode": "dynamic", "size": "49971200", "type": "ingress",
@@ -402,23 +412,38 @@ def dynamic_dbs(dynamic_artifacts: dict[str, bytes]) -> dict[str, dict[str, Any]
 def test_dynamic_model_is_the_skus_dynamic_template(views: dict[str, SwitchView], dbs: dict[str, dict[str, Any]],
                                                     dynamic_dbs: dict[str, dict[str, Any]]) -> None:
     """Same ports, maps and queues; the pools as buffers_dynamic.json.j2 writes them (no sizes but the egress
-    lossless pool's), lossless PGs NULL, CABLE_LENGTH the cable in whole metres, and the release's tables."""
+    lossless pool's), lossless PGs NULL, CABLE_LENGTH the cable in whole metres, and the release's tables. Dark
+    ports keep the lossy objects of a cabled port (buffermgrdyn zeroes an admin-down port itself), not the
+    traditional model's zero profiles."""
     sku = _sku("Mellanox-SN5600-O128")
     assert set(dynamic_dbs) == set(dbs)
     for switch, db in dynamic_dbs.items():
         static = dbs[switch]
         assert set(db) == set(static) | DYNAMIC_TABLES, switch
+        cabled = set(_cabled(static))
+        dark = set(static["PORT"]) - cabled
+        buffers = {"BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST"}
         for table in set(static) - {"DEVICE_METADATA", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "CABLE_LENGTH"}:
+            if table in buffers:
+                assert {k: v for k, v in db[table].items() if k.split("|")[0] in cabled} == {
+                    k: v for k, v in static[table].items() if k.split("|")[0] in cabled}, f"{switch} {table}"
+                continue
             assert db[table] == static[table], f"{switch} {table}"
+        for n in dark:
+            assert db["BUFFER_PG"][f"{n}|0"] == {"profile": "ingress_lossy_profile"}
+            assert f"{n}|{LOSSLESS_PRIO}" not in db["BUFFER_PG"], "no lossless PG on a dark port"
+            assert db["BUFFER_QUEUE"][f"{n}|{LOSSLESS_PRIO}"] == {"profile": "egress_lossless_profile"}
         assert db["DEVICE_METADATA"]["localhost"] == static["DEVICE_METADATA"]["localhost"] | {
             "buffer_model": "dynamic"}
         assert db["BUFFER_POOL"] == {n: dict(p) for n, p in sku.dynamic_pools.items()}
         assert db["BUFFER_PROFILE"] == {n: dict(p) for n, p in sku.profiles.items()}, "no static lossless profile"
         for key, entry in db["BUFFER_PG"].items():
+            if key.split("|")[0] in dark:
+                continue
             lossless = key.endswith(f"|{LOSSLESS_PRIO}")
             assert entry == ({"profile": "NULL"} if lossless else static["BUFFER_PG"][key]), f"{switch} {key}"
         assert db["CABLE_LENGTH"]["AZURE"] == {p.name: f"{math.ceil(p.view.cable_m)}m"
-                                               for p in sonic_layout(views[switch]).ports}
+                                               for p in sonic_layout(views[switch]).ports} | dict.fromkeys(dark, "0m")
         assert db["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] == {"AZURE": {"default_dynamic_th": "0"}}
         # files/build_templates/buffers_config.j2 of 202505 (small_packet_percentage 50 since 3bf26956f1)
         assert db["LOSSLESS_TRAFFIC_PATTERN"] == {"AZURE": {"mtu": "1024", "small_packet_percentage": "50"}}
@@ -499,6 +524,55 @@ def test_dynamic_shared_headroom_pool_is_left_to_buffermgrd(tmp_path: Path,
         assert {(r["over_subscribe_ratio"], r["private_headroom"]) for r in rows} == {("2", str(10_240 * len(rows)))}
 
 
+def test_breakout_cfg_and_dark_ports_complete_every_cage() -> None:
+    """Every cage of the SKU gets BREAKOUT_CFG at its parent port in platform.json's spelling, and PORT holds every
+    port of that mode: sonic-utilities' `config interface breakout` reads the parent's current mode there and deletes
+    each of its ports, refusing one PORT lacks. A dark port is shut, at its mode's speed, without address, VLAN, QoS
+    or cable, with NVIDIA's zero buffer profiles (traditional model) and CABLE_LENGTH 0m."""
+    out = {a.path: a.content for a in sonic.render(compile_spec(INVENTORIES / "lab-1su.yaml").topology)}
+    db = json.loads(out["switches/storage-leaf001/config_db.json"])
+    v64 = _sku("Mellanox-SN4700-V64")
+    # x86_64-mlnx_msn4700-r0/platform.json (blob 49211914ec): "Ethernet0" ... "2x200G[100G,50G,40G,25G,10G,1G]":
+    # ["etp1a", "etp1b"], one parent port per cage, Ethernet0, 8, ... 248
+    assert db["BREAKOUT_CFG"] == {f"Ethernet{8 * c}": {"brkout_mode": "2x200G[100G,50G,40G,25G,10G,1G]"}
+                                  for c in range(32)}
+    assert set(db["PORT"]) == {p.name for rows in v64.ports.values() for p in rows}
+    # cage 1: etp1a to a host, etp1b dark (as SONiC's platform.json generation writes it, fec rs from 50G a lane)
+    assert db["PORT"]["Ethernet4"] == {"admin_status": "down", "alias": "etp1b", "index": "1", "lanes": "4,5,6,7",
+                                       "speed": "200000", "mtu": "9100", "fec": "rs", "subport": "2"}
+    dark = set(db["PORT"]) - set(_cabled(db))
+    assert len(dark) == 64 - 4 - 20, "4 hosts and 20 uplinks cabled"
+    for n in dark:
+        assert db["BUFFER_PG"][f"{n}|0"] == {"profile": "ingress_lossy_pg_zero_profile"}
+        assert {k: v for k, v in db["BUFFER_QUEUE"].items() if k.startswith(f"{n}|")} == {
+            f"{n}|0-2": {"profile": "egress_lossy_zero_profile"},
+            f"{n}|3-4": {"profile": "egress_lossless_zero_profile"},
+            f"{n}|5-6": {"profile": "egress_lossy_zero_profile"}}
+        assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"][n] == {"profile_list": "ingress_lossless_zero_profile"}
+        assert db["CABLE_LENGTH"]["AZURE"][n] == "0m"
+        assert "description" not in db["PORT"][n] and n not in db["PORT_QOS_MAP"] and n not in db["PFC_WD"]
+        assert not any(k.split("|")[0] == n for t in ("INTERFACE", "QUEUE") for k in db.get(t, {}))
+    assert db["BUFFER_POOL"]["ingress_zero_pool"] == {"mode": "static", "size": "0", "type": "ingress"}
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    out = {a.path: a.content for a in sonic.render(compiled.topology)}
+    agg = json.loads(out["switches/oob-agg01/config_db.json"])
+    # cage 9 of the aggregation switch carries two of its four 100G breakout legs: etp9c/etp9d stay, shut
+    assert {n: agg["PORT"][n]["admin_status"] for n in ("Ethernet64", "Ethernet66", "Ethernet68", "Ethernet70")} == {
+        "Ethernet64": "up", "Ethernet66": "up", "Ethernet68": "down", "Ethernet70": "down"}
+    assert agg["BREAKOUT_CFG"]["Ethernet64"] == {"brkout_mode": "4x100G[50G,25G,10G,1G]"}
+    oob = json.loads(out["switches/oob-a01/config_db.json"])
+    # x86_64-nvidia_sn2201-r0/platform.json (b0ab147939): 48 RJ45 ports "1x1000[100,10]", 4 QSFP28
+    # "1x100G[50G,40G,25G,10G]" from Ethernet48 (lanes 192-195)
+    assert oob["BREAKOUT_CFG"] == {f"Ethernet{n}": {"brkout_mode": "1x1000[100,10]"} for n in range(48)} | {
+        f"Ethernet{48 + 4 * n}": {"brkout_mode": "1x100G[50G,40G,25G,10G]"} for n in range(4)}
+    for switch, content in out.items():
+        if not switch.endswith("/config_db.json"):
+            continue
+        db = json.loads(content)
+        for parent in db["BREAKOUT_CFG"]:
+            assert db["PORT"][parent]["alias"].startswith("etp"), switch
+
+
 # -- in-band and out-of-band fabrics ----------------------------------------------------------------------------
 def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled, artifacts: dict[str, bytes]) -> None:
     """h100-4su's in-band (SN4700, 200G, routed leaves under two spines) and out-of-band (an SN2201 per rack, 1G
@@ -518,9 +592,11 @@ def test_every_ethernet_fabric_with_a_nos_gets_switch_configs(compiled: Compiled
     assert oob["PORT"]["Ethernet52"]["lanes"] == "196,197,198,199"
     assert {k.split("|")[0] for k in oob["VLAN_MEMBER"]} == {"Vlan100"} and len(oob["BGP_NEIGHBOR"]) == 2
     assert not {"PORT_QOS_MAP", "DSCP_TO_TC_MAP", "PFC_WD"} & set(oob)
-    # every port has a CABLE_LENGTH, "0m" (no lossless PG): buffermgrd retries a port without one forever
+    # every port, dark ones too, has a CABLE_LENGTH, "0m" (no lossless PG): buffermgrd retries a port without one
+    # forever
     assert oob["CABLE_LENGTH"] == {"AZURE": dict.fromkeys(oob["PORT"], "0m")}
-    assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in _sku("ACS-SN2201").pools["t0"].items()}
+    sn2201 = _sku("ACS-SN2201")
+    assert oob["BUFFER_POOL"] == {n: dict(p) for n, p in [*sn2201.pools["t0"].items(), *sn2201.inactive.pools.items()]}
     agg = json.loads(artifacts["switches/oob-agg01/config_db.json"])
     assert (agg["DEVICE_METADATA"]["localhost"]["hwsku"], agg["DEVICE_METADATA"]["localhost"]["type"]) == (
         "Mellanox-SN4700-C128", "LeafRouter")

@@ -2,9 +2,9 @@
 
 For every switch of an Ethernet/RoCE fabric with an address plan and ``nos: sonic``:
 
-- ``switches/<switch>/config_db.json``: DEVICE_METADATA, PORT, INTERFACE, LOOPBACK_INTERFACE, the leaf's host
-  VLAN (VLAN, VLAN_MEMBER, VLAN_INTERFACE), BGP_NEIGHBOR, management (MGMT_PORT, MGMT_INTERFACE in the management
-  VRF, MGMT_VRF_CONFIG), the SKU's buffers and, on a RoCE fabric with a lossless class, the QoS tables
+- ``switches/<switch>/config_db.json``: DEVICE_METADATA, PORT, BREAKOUT_CFG, INTERFACE, LOOPBACK_INTERFACE, the
+  leaf's host VLAN (VLAN, VLAN_MEMBER, VLAN_INTERFACE), BGP_NEIGHBOR, management (MGMT_PORT, MGMT_INTERFACE in the
+  management VRF, MGMT_VRF_CONFIG), the SKU's buffers and, on a RoCE fabric with a lossless class, the QoS tables
   (DSCP_TO_TC_MAP ... PFC_WD). All values are strings, keys sorted: the same spec gives the same bytes.
 - ``switches/<switch>/pfc-headroom.csv`` (lossless class only, :mod:`.sheet`): one row per port with the cable
   the plan gives it and the headroom each buffer model gives it, so an engineer can audit it.
@@ -15,6 +15,18 @@ Decisions, each one a failure seen in the field or a SONiC rule:
   hwsku and platform are that SKU's, PORT names, lanes, aliases and index its port_config.ini rows. On a release
   whose SKU runs independent module mode (CMIS host management; ``subport_releases`` in the SKU file) every port
   of a broken-out cage carries its ``subport`` (its position in the cage), as the SKU's hwsku.json gives it.
+- BREAKOUT_CFG gives every cage of the SKU its current mode, keyed by the cage's parent port (its first port,
+  platform.json's name) and spelled as platform.json spells it: sonic-cfggen writes the table from hwsku.json's
+  default modes (sonic-config-engine portconfig.py ``get_breakout_mode``), and ``config interface breakout`` and
+  ``show interfaces breakout`` start from it (without it: "BREAKOUT_CFG table is NOT present"). Only parent ports:
+  they are all that either reads (sonic-breakout_cfg.yang: "Parent ports and their current breakout-mode").
+- The SKU's ports the plan cables nothing to (a one-host cage's second port, a half-used or empty cage) stay in
+  PORT, ``admin_status down``, at their mode's speed, FEC ``rs`` from 50G a lane as SONiC's own port generation
+  writes it, with no address, VLAN or QoS: breakout deletes every port of a cage's current mode and refuses one
+  that PORT lacks. Each gets CABLE_LENGTH "0m" and, in the traditional model, the zero pool and profiles NVIDIA's
+  templates give a port without a neighbour (``traditional.inactive`` of the SKU file), so a dark port holds no
+  buffer; in the dynamic model the lossy objects every port gets (buffermgrdyn applies zero profiles to an
+  admin-down port itself).
 - DEVICE_METADATA type follows the tier: a leaf is a ToRRouter (T0), a spine a LeafRouter (T1), a core a
   SpineRouter (T2), SONiC's own roles (bgpcfgd and the buffer templates key on them).
 - Buffers are the SKU's, as sonic-cfggen renders NVIDIA's templates for the device type (t0/t1/t2): its pools
@@ -97,6 +109,9 @@ NULL_PROFILE = "NULL"               # dynamic model: buffermgrd computes the PG'
 # CABLE_LENGTH of a port without a lossless PG: buffermgrd's doSpeedUpdateTask retries a port without a length
 # forever ("Cable length is not set") and skips one at "0m" (sonic-swss cfgmgr/buffermgr.cpp, 202505 l.145-155)
 NO_LOSSLESS_CABLE = "0m"
+# a dark port's FEC as SONiC's platform.json port generation writes it: rs from 50G a lane (sonic-config-engine
+# portconfig.py BreakoutCfg.get_config)
+PAM4_LANE_MBPS = 50_000
 
 
 def _prefixlen(network: str) -> str:
@@ -167,6 +182,25 @@ def _buffer_tables(layout: SonicLayout) -> dict[str, Any]:
                                                       "dynamic_th": row.threshold}
             lossless_pgs[port.profile] = {"profile": port.profile}
         per_port["BUFFER_PG"][f"{n}|{lossless}"] = lossless_pgs[port.profile]
+    inactive = sku.inactive
+    if layout.dark and not dynamic:
+        tables["BUFFER_POOL"].update({name: dict(fields) for name, fields in inactive.pools.items()})
+        tables["BUFFER_PROFILE"].update({name: dict(fields) for name, fields in inactive.profiles.items()})
+    zero = {table: {suffix: dict(fields) for suffix, fields in entries.items()}
+            for table, entries in inactive.port.items()}
+    for dark in layout.dark:
+        n = dark.name
+        cables[n] = NO_LOSSLESS_CABLE
+        if dynamic:  # as on a cabled port: buffermgrdyn itself gives an admin-down port zero profiles
+            per_port["BUFFER_PG"][f"{n}|0"] = lossy_pg
+            per_port["BUFFER_QUEUE"].update({f"{n}|{r}": lossy_queue for r in lossy_ranges})
+            if lossless is not None:
+                per_port["BUFFER_QUEUE"][f"{n}|{lossless}"] = lossless_queue
+            per_port["BUFFER_PORT_INGRESS_PROFILE_LIST"][n] = ingress
+            per_port["BUFFER_PORT_EGRESS_PROFILE_LIST"][n] = egress
+            continue
+        for table, entries in zero.items():
+            per_port[table].update({f"{n}|{suffix}" if suffix else n: fields for suffix, fields in entries.items()})
     tables.update(per_port)
     if not dynamic:
         _fit_pools(layout, tables)
@@ -192,6 +226,7 @@ def _fit_pools(layout: SonicLayout, tables: dict[str, Any]) -> None:
     shared = [name for name, pool in sku.dynamic_pools.items() if "size" not in pool]
     ingress = sum(1 for name in shared if sku.dynamic_pools[name].get("type") == "ingress")
     ports = {p.name: {"lanes": p.sku_port.lanes, "admin_status": "up"} for p in layout.ports}
+    ports.update({p.name: {"lanes": p.lanes, "admin_status": "down"} for p in layout.dark})
     budget = pool_budget({**tables, "PORT": ports}, asic.cell_size, asic.pipeline_latency_kb, ingress)
     for name in shared:
         pool = tables["BUFFER_POOL"][name]
@@ -308,6 +343,15 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
             "admin_status": "up", "keepalive": str(BGP_KEEPALIVE_S), "holdtime": str(BGP_HOLD_S),
             "nhopself": "0", "rrclient": "0",
         }
+    for sp in layout.dark:
+        entry = {"admin_status": "down", "alias": sp.alias, "index": str(sp.cage), "lanes": sp.lanes,
+                 "speed": str(sp.default_speed), "mtu": str(view.mtu)}
+        if sp.default_speed // sp.lane_count >= PAM4_LANE_MBPS:
+            entry["fec"] = "rs"
+        if layout.subports and sp.cage_ports > 1:
+            entry["subport"] = str(sp.position)
+        db["PORT"][sp.name] = entry
+    db["BREAKOUT_CFG"] = {rows[0].name: {"brkout_mode": rows[0].mode} for rows in sku.ports.values()}
     hosts = [p for p in layout.ports if p.view.kind == "host"]
     if hosts and view.gateway:
         vlan = DATA.interface("vlan", vlan=HOST_VLAN)

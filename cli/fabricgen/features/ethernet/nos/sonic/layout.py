@@ -5,9 +5,12 @@ speed the table lacks) is a check finding before anything is written.
 
 Port names, lanes and aliases are the SKU's port_config.ini rows (NVIDIA's Spectrum convention: Ethernet<first
 lane>, alias etp<cage><a, b ...>, index = cage), found by cage and position: fabricgen port ``<cage>/<n>`` is the
-n-th row of index ``<cage>``. CABLE_LENGTH in the traditional model is the SKU table's row length at or above the
-port's cable (buffermgrd finds no profile for another length); in the dynamic model the cable rounded up to
-whole metres, which the release's lua turns into headroom itself.
+n-th row of index ``<cage>``. The SKU's other ports are the switch's dark ports: SONiC's dynamic port breakout
+re-splits a cage only when every port of its current mode is in PORT (sonic-utilities config/main.py
+``breakout``: each port to delete must be a valid interface), so they stay there, shut. CABLE_LENGTH in the
+traditional model is the SKU table's row length at or above the port's cable (buffermgrd finds no profile for
+another length); in the dynamic model the cable rounded up to whole metres, which the release's lua turns into
+headroom itself.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ class SonicLayout:
     release: str
     facts: Mapping[str, Any]   # the release's facts (nos/sonic.yaml software.releases)
     ports: tuple[SonicPort, ...]
+    dark: tuple[SkuPort, ...]  # the SKU's ports the plan cables nothing to, in cage order
 
     @property
     def device_type(self) -> str:
@@ -203,8 +207,10 @@ def sonic_layout(view: SwitchView) -> SonicLayout:
                         + ": buffermgrd would give the port no lossless headroom",
                         "buffer_model: dynamic computes headroom for any cable length")
             ports.append(SonicPort(pv, sku.ports[cage][position - 1], speed, max(1, math.ceil(pv.cable_m)), row))
+    cabled = {p.name for p in ports}
+    dark = tuple(p for rows in sku.ports.values() for p in rows if p.name not in cabled)
     return SonicLayout(view, switch, sku, release, DATA.release(release),
-                       tuple(sorted(ports, key=lambda p: p.view.number)))
+                       tuple(sorted(ports, key=lambda p: p.view.number)), dark)
 
 
 def check(topology: Topology) -> Iterator[Finding]:

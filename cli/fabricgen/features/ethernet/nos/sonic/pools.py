@@ -8,6 +8,8 @@ lossless PGs reserve more (longer cables: the 40m rows) gets pools larger than w
 gives the most each pool can have.
 
 The lua's accounting, step by step (mmu_size = egress_lossless_pool size, as without BUFFER_MAX_PARAM_TABLE):
+- the ingress pools are the dynamic model's (the lua reads CONFIG_DB's pools there), so a profile of the static zero
+  pool the traditional templates give dark ports counts as no ingress profile;
 - every BUFFER_PG and BUFFER_QUEUE entry references its profile once per PG or queue in its range ("0-2" is 3); a
   profile-list entry references its profiles once, except lossy ingress ones, which reserve nothing there;
 - each referenced profile reserves its size per reference, a lossy ingress profile (one without xoff) on a PG its
@@ -54,7 +56,9 @@ def _count(key: str) -> int:
 def pool_budget(db: Mapping[str, Any], cell_size: int, pipeline_latency_kb: float, ingress_pools: int) -> PoolBudget:
     """What buffer_pool_mellanox.lua leaves each of ``ingress_pools`` shared ingress pools on this config_db."""
     pools, profiles = db.get("BUFFER_POOL", {}), db.get("BUFFER_PROFILE", {})
-    ingress = {name for name, pool in pools.items() if pool.get("type") == "ingress"}
+    # the lua sees the dynamic model's pools: not the traditional templates' static zero pool of dark ports, which
+    # holds nothing
+    ingress = {name for name, pool in pools.items() if pool.get("type") == "ingress" and pool.get("mode") != "static"}
     lossless = {name: "xoff" in p for name, p in profiles.items() if p.get("pool") in ingress}
     lanes8 = {name for name, port in db.get("PORT", {}).items() if len(port.get("lanes", "").split(",")) == 8}
     lossy_reserved = int(pipeline_latency_kb * 1024)

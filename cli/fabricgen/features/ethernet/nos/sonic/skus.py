@@ -6,6 +6,10 @@ many ports as the plan splits the cage into, each able to run the planned speed 
 of hwsku.json's breakout speeds). Its PORT rows (names, lanes, aliases) are then the SKU's own, and its buffers
 the SKU's, as sonic-cfggen would write them for that hwsku.
 
+Every SKU here sits on a platform with a platform.json, so SONiC builds its ports from platform.json and
+hwsku.json, and each cage runs hwsku.json's default breakout mode, spelled as platform.json spells it (the SKU
+file's ``ports`` column): the cage's BREAKOUT_CFG mode, the one dynamic port breakout starts from.
+
 The traditional model's lossless profiles come from the SKU's pg_profile_lookup.ini: buffermgrd looks the profile
 up by port speed and CABLE_LENGTH and finds nothing for a length the table lacks ("No PG profile configured for
 speed ... and cable length ..."), so a port's CABLE_LENGTH is its cable's length rounded up to the next length
@@ -48,6 +52,8 @@ class SkuPort:
     position: int     # 1-based position in its cage
     cage_ports: int   # ports of its cage in this SKU
     speeds: frozenset[int]  # Mb/s
+    mode: str         # its cage's breakout mode, "2x200G[100G,50G,40G,25G,10G,1G]"
+    default_speed: int  # the mode's speed, Mb/s: what the port runs unless told otherwise
 
     @property
     def lane_count(self) -> int:
@@ -64,6 +70,17 @@ class PortBuffers:
     lossy_queue: str
     ingress_profiles: str
     egress_profiles: str
+
+
+@dataclass(frozen=True)
+class InactiveBuffers:
+    """What NVIDIA's traditional templates give a port without a neighbour: the zero pool and profiles, and per
+    port its PG, queue and profile-list entries (table -> key suffix after ``<port>|`` -> fields; "" for the
+    profile lists, keyed by the port alone)."""
+
+    pools: Mapping[str, Mapping[str, str]]
+    profiles: Mapping[str, Mapping[str, str]]
+    port: Mapping[str, Mapping[str, Mapping[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,7 @@ class Sku:
     dynamic_pools: Mapping[str, Mapping[str, str]]
     lookup_rows: tuple[LookupRow, ...]
     source: str                                         # the SKU directory upstream
+    inactive: InactiveBuffers                           # traditional model, a port without a neighbour
 
     def fits(self, cage: int, cage_ports: int, speed_mbps: int) -> bool:
         """Whether this SKU splits ``cage`` into ``cage_ports`` ports that run ``speed_mbps``."""
@@ -145,10 +163,12 @@ def _ports(raw: list[list[Any]]) -> Mapping[int, tuple[SkuPort, ...]]:
             m = _MODE.fullmatch(str(mode))
             if m is None:
                 raise ValueError(f"breakout mode {mode!r} of {name}")
-            speeds = {_mbps(m.group(2)), *(_mbps(s) for s in filter(None, (m.group(3) or "").split(",")))}
+            default = _mbps(m.group(2))
+            speeds = {default, *(_mbps(s) for s in filter(None, (m.group(3) or "").split(",")))}
             if speed:
                 speeds.add(int(speed))
-            ports.append(SkuPort(str(name), str(lanes), str(alias), cage, position, len(rows), frozenset(speeds)))
+            ports.append(SkuPort(str(name), str(lanes), str(alias), cage, position, len(rows), frozenset(speeds),
+                                 str(mode), default))
         out[cage] = tuple(ports)
     return MappingProxyType(out)
 
@@ -161,21 +181,33 @@ def _port_buffers(tables: Mapping[str, Any]) -> PortBuffers:
                        str(tables["BUFFER_PORT_EGRESS_PROFILE_LIST"]["profile_list"]))
 
 
+def _mappings(raw: Mapping[str, Any]) -> Mapping[str, Mapping[str, str]]:
+    """A table of the SKU file (name -> fields) as read-only mappings."""
+    return MappingProxyType({k: MappingProxyType({f: str(v) for f, v in fields.items()}) for k, fields in raw.items()})
+
+
+def _inactive(raw: Mapping[str, Any]) -> InactiveBuffers:
+    port: dict[str, Mapping[str, Mapping[str, str]]] = {}
+    for table, entries in raw["port"].items():
+        port[table] = (_mappings(entries) if table in ("BUFFER_PG", "BUFFER_QUEUE")
+                       else MappingProxyType({"": MappingProxyType(dict(entries))}))
+    return InactiveBuffers(_mappings(raw["BUFFER_POOL"]), _mappings(raw["BUFFER_PROFILE"]), MappingProxyType(port))
+
+
 def _sku(path: Path) -> Sku:
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     try:
         trad = raw["traditional"]
-        pools = {t: MappingProxyType({k: MappingProxyType(dict(v)) for k, v in trad[t]["BUFFER_POOL"].items()})
-                 for t in TOPOLOGIES if t in trad}
+        pools = {t: _mappings(trad[t]["BUFFER_POOL"]) for t in TOPOLOGIES if t in trad}
         source = raw["files"]["port_config.ini"][-1]["path"].rsplit("/", 1)[0]
         return Sku(str(raw["hwsku"]), str(raw["model"]), str(raw["platform"]), int(raw["preference"]),
                    tuple(map(str, raw["releases"])), tuple(map(str, raw["subport_releases"])), _ports(raw["ports"]),
-                   MappingProxyType({k: MappingProxyType(dict(v)) for k, v in raw["buffer_profiles"].items()}),
+                   _mappings(raw["buffer_profiles"]),
                    MappingProxyType(pools), MappingProxyType({t: str(trad[t]["cable"]) for t in pools}),
                    MappingProxyType({"traditional": _port_buffers(trad["port"]),
                                      "dynamic": _port_buffers(raw["dynamic"]["port"])}),
-                   MappingProxyType({k: MappingProxyType(dict(v)) for k, v in raw["dynamic"]["BUFFER_POOL"].items()}),
-                   _lookup(raw["pg_profile_lookup"]), source)
+                   _mappings(raw["dynamic"]["BUFFER_POOL"]),
+                   _lookup(raw["pg_profile_lookup"]), source, _inactive(trad["inactive"]))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ValueError(f"{path}: malformed SKU data ({exc!r})") from exc
 
