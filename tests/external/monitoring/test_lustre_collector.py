@@ -1,20 +1,21 @@
-"""fabricgen's Lustre client collector (monitoring/lustre/fabricgen-lustre-stats.sh) on a fake root: shellcheck
-passes it, and run against stand-in `lctl`/`lnetctl` that print what Lustre 2.15 prints (lctl's read_param: a
-multi-line value as `<param>=` then its lines; lprocfs_stats_seq_show: `<name> <count> samples [<unit>] <min> <max>
-<sum> <sumsq>`; lnetctl's `statistics:` YAML, lnet/utils/lnetconfig/liblnetconfig.c at 2.15.0), it writes a file
-node_exporter's textfile collector reads (promtool check metrics, no lint finding) with each mount's byte sums and
-LNet's counters, by rename; with nothing mounted it writes LNet's counters only, and it refuses a missing
-directory."""
+"""fabricgen's Lustre client collector (monitoring/lustre/fabricgen-lustre-stats.sh) on a fake root: systemd loads its
+service and timer, shellcheck passes it, and run against stand-in `lctl`/`lnetctl` that print what Lustre 2.15 prints
+(lctl's read_param: a multi-line value as `<param>=` then its lines; lprocfs_stats_seq_show: `<name> <count> samples
+[<unit>] <min> <max> <sum> <sumsq>`; lnetctl's `statistics:` YAML, lnet/utils/lnetconfig/liblnetconfig.c at 2.15.0),
+it writes a file node_exporter's textfile collector reads (promtool check metrics, no lint finding) with each mount's
+byte sums and LNet's counters, by rename; with nothing mounted it writes LNet's counters only, and it refuses a
+missing directory."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from fabricgen.features.monitoring.lustre import PROM_FILE
+from fabricgen.features.monitoring.lustre import COLLECTOR, PROM_FILE
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, require_tool
 from tests.external.monitoring.test_promtool import parse_samples
@@ -49,15 +50,41 @@ LNET = """statistics:
 
 
 @pytest.fixture(scope="module")
-def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def collector(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The rendered monitoring/lustre/ directory of h100-4su."""
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    artifact = next(a for a in render_spec(compiled, ["monitoring"])
-                    if a.path == "monitoring/lustre/fabricgen-lustre-stats.sh")
-    assert artifact.mode == 0o755
-    path = tmp_path_factory.mktemp("collector") / "fabricgen-lustre-stats.sh"
-    path.write_bytes(artifact.content)
-    path.chmod(0o755)
+    out = tmp_path_factory.mktemp("collector")
+    for artifact in render_spec(compiled, ["monitoring"]):
+        if artifact.path.startswith("monitoring/lustre/"):
+            path = out / artifact.path.removeprefix("monitoring/lustre/")
+            path.write_bytes(artifact.content)
+            path.chmod(artifact.mode)
+    assert sorted(p.name for p in out.iterdir()) == [f"{COLLECTOR}.{ext}" for ext in ("service", "sh", "timer")]
+    return out
+
+
+@pytest.fixture(scope="module")
+def script(collector: Path) -> Path:
+    path = collector / f"{COLLECTOR}.sh"
+    assert path.stat().st_mode & 0o777 == 0o755
     return path
+
+
+def test_systemd_loads_the_service_and_timer(collector: Path, tmp_path: Path) -> None:
+    """systemd-analyze verify, on a root with the distribution's targets and the script where the unit runs it: no
+    error and no warning (an unknown key only warns)."""
+    analyze = require_tool("systemd-analyze")
+    root = tmp_path / "root"
+    for directory in ("lib/systemd/system", "etc/systemd/system", "usr/local/sbin"):
+        (root / directory).mkdir(parents=True)
+    for unit in [*Path("/lib/systemd/system").glob("*.target"), *Path("/lib/systemd/system").glob("*.slice")]:
+        shutil.copy2(unit, root / "lib/systemd/system" / unit.name)
+    for ext in ("service", "timer"):
+        shutil.copy2(collector / f"{COLLECTOR}.{ext}", root / "etc/systemd/system")
+    shutil.copy2(collector / f"{COLLECTOR}.sh", root / "usr/local/sbin")
+    done = subprocess.run([analyze, "verify", f"--root={root}", "--man=no", f"{COLLECTOR}.timer",
+                           f"{COLLECTOR}.service"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
 
 
 def _fake_tools(bin_dir: Path, llite: str | None) -> None:
