@@ -13,12 +13,13 @@ class Thresholds:
     rdma_loss_healthy_percent: float
     utilisation_high_percent: float
     utilisation_low_percent: float
+    utilisation_busy_percent: float
     lustre_client_min_gbytes_per_s: float
     data_wait_percent: float
     symbol_errors_per_hour: int
     xmit_wait_percent: float
     ecn_marked_percent: float
-    pfc_pause_per_second: float
+    pfc_paused_percent: float
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Build the ``monitoring`` section: the alert thresholds, the schema's defaults filled in, in the order an alert
-band needs (the healthy RDMA loss below the alert, the low utilisation below the high)."""
+band needs (the healthy RDMA loss below the alert, the busy floor below the low utilisation below the high)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.monitoring import Monitoring, Thresholds
 
-BANDS = (("rdma_loss_healthy_percent", "rdma_loss_percent"), ("utilisation_low_percent", "utilisation_high_percent"))
+BANDS = (("rdma_loss_healthy_percent", "rdma_loss_percent"), ("utilisation_low_percent", "utilisation_high_percent"),
+         ("utilisation_busy_percent", "utilisation_low_percent"))
 
 
 def build(context: BuildContext, cluster: Cluster) -> Cluster:

@@ -29,6 +29,7 @@ class HostPort:
     su: int | None
     leaf: str
     leaf_port: int
+    speed: str  # the planned speed's catalog name: a port that trained slower alerts
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class SwitchPort:
     peer_port: int
     rail: int | None
     leaf: str  # the cable's lowest switch: the leaf an alert on it names
+    speed: str
 
 
 def monitored_fabrics(topology: Topology) -> tuple[FabricTopology, ...]:
@@ -54,7 +56,7 @@ def host_ports(topology: Topology, ft: FabricTopology) -> tuple[HostPort, ...]:
     return tuple(
         HostPort(cables[(link.a.device, link.a.number, link.z.device, link.z.number)], link.a.device,
                  link.nic.dev, profiles[link.a.device].hca_port(link.nic), link.nic.netdev, link.nic.gpu,
-                 link.rail, link.su, link.z.device, link.z.number)
+                 link.rail, link.su, link.z.device, link.z.number, link.speed)
         for link in ft.links_in(NODE_LEAF) if link.nic is not None and link.nic.dev)
 
 
@@ -65,12 +67,25 @@ def switch_ports(topology: Topology, ft: FabricTopology) -> tuple[SwitchPort, ..
         cable = cables[(link.a.device, link.a.number, link.z.device, link.z.number)]
         if link.tier == NODE_LEAF:
             ports.append(SwitchPort(cable, link.z.device, link.z.number, link.a.device, link.a.number, link.rail,
-                                    link.z.device))
+                                    link.z.device, link.speed))
             continue
         leaf = link.a.device
-        ports.append(SwitchPort(cable, link.a.device, link.a.number, link.z.device, link.z.number, link.rail, leaf))
-        ports.append(SwitchPort(cable, link.z.device, link.z.number, link.a.device, link.a.number, link.rail, leaf))
+        ports.append(SwitchPort(cable, link.a.device, link.a.number, link.z.device, link.z.number, link.rail, leaf,
+                                link.speed))
+        ports.append(SwitchPort(cable, link.z.device, link.z.number, link.a.device, link.a.number, link.rail, leaf,
+                                link.speed))
     return tuple(ports)
+
+
+def planned_gbps(ft: FabricTopology) -> dict[str, float]:
+    """Gb/s by the speed names the fabric's links use (its host and uplink speeds, from the catalog)."""
+    return {s.name: s.gbps for s in (ft.fabric.speed, ft.fabric.uplink_speed)}
+
+
+def lustre_clients(topology: Topology, ft: FabricTopology) -> tuple[tuple[str, str], ...]:
+    """(node, fsname) of every Lustre client of a file system served over ``ft``, in node order."""
+    return tuple((n.name, fs.fsname) for n in topology.cluster.nodes for fs in topology.cluster.lustre
+                 if fs.fabric == ft.fabric.name and n.group in fs.groups)
 
 
 def _cables(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int, str, int], str]:

@@ -13,15 +13,17 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
 from fabricgen.features.monitoring.dashboard import dashboard
 from fabricgen.features.monitoring.info import PLAN_JOB, TEXTFILE_DIR, cables_prom, textfile_name
+from fabricgen.features.monitoring.lustre import collector
 from fabricgen.features.monitoring.plan import host_ports, monitored_fabrics
-from fabricgen.features.monitoring.rules import fabric_rules
+from fabricgen.features.monitoring.rules import exporter_rules, fabric_rules
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import Topology
 
 # The exporters' default ports (their flag defaults): node_exporter --web.listen-address, dcgm-exporter
-# --address, lustre_exporter --web.listen-address, infiniband_exporter's web flag.
-NODE_EXPORTER, DCGM_EXPORTER, LUSTRE_EXPORTER, IB_EXPORTER = 9100, 9400, 9169, 9315
+# --address, infiniband_exporter's web flag.
+NODE_EXPORTER, DCGM_EXPORTER, IB_EXPORTER = 9100, 9400, 9315
 PLAN_SERIES = "fabricgen_.+_info"
+EXPORTER_RULES = "rules/fabricgen-exporters.rules.yml"
 
 
 def _dump(data: Any, flow: bool = False) -> str:
@@ -30,9 +32,16 @@ def _dump(data: Any, flow: bool = False) -> str:
 
 
 def _job(name: str, hosts: list[str], port: int, **extra: Any) -> dict[str, Any]:
-    return {"job_name": name, **extra, "static_configs": [{"targets": [f"{h}:{port}" for h in hosts]}],
-            "relabel_configs": [{"source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node",
-                                 "replacement": "$1"}]}
+    """A job scraping an exporter on each of ``hosts``, its series labelled ``node`` (the host), which the rules
+    join on."""
+    return _fabric_job(name, hosts, port, **extra) | {"relabel_configs": [{
+        "source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node", "replacement": "$1"}]}
+
+
+def _fabric_job(name: str, hosts: list[str], port: int, **extra: Any) -> dict[str, Any]:
+    """A job whose series describe the fabric, not the host they are read on: no ``node`` (Alertmanager would
+    group a switch's faults under the exporter's host)."""
+    return {"job_name": name, **extra, "static_configs": [{"targets": [f"{h}:{port}" for h in hosts]}]}
 
 
 def _plan_job() -> dict[str, Any]:
@@ -56,16 +65,15 @@ def scrape_config(topology: Topology) -> dict[str, Any]:
     gpus = [n.name for n in cluster.nodes if n.profile.gpus and n.name in ported]
     if gpus:
         jobs.append(_job("dcgm", gpus, DCGM_EXPORTER))
-    if clients:
-        jobs.append(_job("lustre", [n for n in order if n in clients], LUSTRE_EXPORTER))
     for ft in fabrics:
         sm = ft.fabric.subnet_manager
         if ft.fabric.type is FabricType.INFINIBAND and sm is not None and sm.hosts:
-            jobs.append(_job(f"infiniband-{ft.fabric.name}", [h for h, _ in sm.hosts[:1]], IB_EXPORTER,
-                             scrape_interval="60s", scrape_timeout="50s"))
+            jobs.append(_fabric_job(f"infiniband-{ft.fabric.name}", [h for h, _ in sm.hosts[:1]], IB_EXPORTER,
+                                    scrape_interval="60s", scrape_timeout="50s"))
     jobs.append(_plan_job())
     return {"global": {"scrape_interval": "30s", "evaluation_interval": "30s"},
-            "rule_files": [f"rules/{ft.fabric.name}.rules.yml" for ft in fabrics], "scrape_configs": jobs}
+            "rule_files": [*(f"rules/{ft.fabric.name}.rules.yml" for ft in fabrics), EXPORTER_RULES],
+            "scrape_configs": jobs}
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -76,7 +84,12 @@ def render(topology: Topology) -> list[Artifact]:
     thresholds = cluster.monitoring.thresholds
     common = {"source": cluster.source}
     artifacts = [Artifact("monitoring/prometheus/prometheus.yml", render_template(
-        "monitoring/prometheus.yml.j2", body=_dump(scrape_config(topology)), **common))]
+        "monitoring/prometheus.yml.j2", body=_dump(scrape_config(topology)), **common)),
+                 Artifact(f"monitoring/prometheus/{EXPORTER_RULES}", render_template(
+                     "monitoring/exporters.rules.yml.j2", body=_dump({"groups": exporter_rules()}, flow=True),
+                     **common))]
+    if cluster.lustre:
+        artifacts += collector(cluster.source)
     for ft in fabrics:
         name = ft.fabric.name
         groups = fabric_rules(topology, ft, thresholds)

@@ -53,6 +53,15 @@ def block_sizes(tree: SchedulingTree, pinned: Sequence[int] = ()) -> tuple[int, 
     return tuple(sizes)
 
 
+def short_blocks(tree: SchedulingTree, base: int) -> tuple[int, tuple[str, ...]]:
+    """The largest block's node count when it exceeds the base, and the blocks smaller than it: Slurm counts a
+    job in whole base blocks (``ROUNDUP(nodes, base)``, eval_nodes_block.c), so a job of a full larger block asks
+    for two and is only kept within the next level's aggregated block."""
+    sizes = [len(b.nodes) for b in blocks(tree)]
+    largest = max(sizes, default=0)
+    return (largest, tuple(b.name for b in blocks(tree) if len(b.nodes) < largest)) if largest > base else (0, ())
+
+
 def _switch_lines(tree: SchedulingTree) -> list[tuple[str, str, str]]:
     """(SwitchName, Nodes= or Switches= with its hostlist, what it stands for) from the leaves up."""
     lines = [(g.name, f"Nodes={hostlist(g.nodes)}", f"leaves {hostlist(g.leaves)}") for g in tree.groups]
@@ -86,6 +95,7 @@ def render(topology: Topology) -> list[Artifact]:
     if not tree.groups:
         return []
     sizes = block_sizes(tree, scheduler.block_sizes)
+    largest, short = short_blocks(tree, sizes[0])
     common = {"fabric": tree.fabric, "kind": str(tree.kind), "source": topology.cluster.source}
     return [
         Artifact("scheduler/slurm/topology.conf",
@@ -93,7 +103,8 @@ def render(topology: Topology) -> list[Artifact]:
         Artifact("scheduler/slurm/topology-block.conf",
                  render_template("slurm/topology-block.conf.j2", sizes=",".join(map(str, sizes)),
                                  blocks=[(b.name, hostlist(b.nodes), hostlist(b.leaves)) for b in blocks(tree)],
-                                 **common)),
+                                 base=sizes[0], largest=largest, short=", ".join(short),
+                                 spans=-(-largest // sizes[0]) * sizes[0], **common)),
         Artifact("scheduler/slurm/topology.yaml",
                  render_template("slurm/topology.yaml.j2", body=_yaml(tree, sizes), **common)),
         Artifact("scheduler/slurm/slurm.conf.topology", render_template("slurm/slurm.conf.topology.j2", **common)),

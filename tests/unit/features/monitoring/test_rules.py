@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from fabricgen.features.monitoring.info import HOST_INFO, PLAN_JOB, SWITCH_INFO
+from fabricgen.features.monitoring.info import HOST_INFO, LUSTRE_INFO, PLAN_JOB, SWITCH_INFO
 from fabricgen.model.topology import NODE_LEAF
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES
@@ -48,7 +48,7 @@ def test_every_cable_end_is_an_info_series_with_its_plan_labels() -> None:
         if not end.rdma_dev}
     for path in (p for p in files if p.endswith(".rules.yml")):  # O(alerts) rules, none per cable
         rules = _rules(files[path])
-        assert len(rules) < 30 and not [r for r in rules if r.get("record") in (HOST_INFO, SWITCH_INFO)]
+        assert len(rules) < 40 and not [r for r in rules if r.get("record") in (HOST_INFO, SWITCH_INFO)]
 
 
 def test_every_alert_reads_the_plan_and_is_labelled_by_it() -> None:
@@ -58,7 +58,7 @@ def test_every_alert_reads_the_plan_and_is_labelled_by_it() -> None:
         records = {r["record"]: r["expr"] for r in rules if "record" in r and r["record"].startswith("fabricgen:")}
         assert all("fabricgen_" in expr and "group_left(fabric, cable, rail" in expr for expr in records.values())
         for alert in (r for r in rules if "alert" in r):
-            joined = any(name in alert["expr"] for name in records) or HOST_INFO in alert["expr"]
+            joined = any(name in alert["expr"] for name in (*records, HOST_INFO, SWITCH_INFO, LUSTRE_INFO))
             assert joined, alert["alert"]
             assert alert["labels"]["severity"] in {"critical", "warning", "info"}
             assert "summary" in alert["annotations"]
@@ -66,7 +66,7 @@ def test_every_alert_reads_the_plan_and_is_labelled_by_it() -> None:
 
 def test_thresholds_come_from_the_spec(tmp_path: Path) -> None:
     text = (INVENTORIES / "lab-1su.yaml").read_text() + (
-        "monitoring:\n  thresholds: {symbol_errors_per_hour: 3, rdma_loss_percent: 0.05, pfc_pause_per_second: 250}\n")
+        "monitoring:\n  thresholds: {symbol_errors_per_hour: 3, rdma_loss_percent: 0.05, pfc_paused_percent: 25}\n")
     spec = tmp_path / "lab.yaml"
     spec.write_text(text)
     _, files = _files(spec)
@@ -75,7 +75,7 @@ def test_thresholds_come_from_the_spec(tmp_path: Path) -> None:
     storage = {r["alert"]: r["expr"] for r in _rules(files["monitoring/prometheus/rules/storage.rules.yml"])
                if "alert" in r}
     assert compute["IbSymbolErrorsHost"].endswith("> 3") and compute["RdmaLossHigh"].endswith("> 0.05")
-    assert storage["RocePfcPauseReceived"].endswith("> 250")
+    assert storage["RocePfcPauseReceived"].endswith("> 25")
     _, defaults = _files(INVENTORIES / "lab-1su.yaml")
     default = {r["alert"]: r["expr"] for r in _rules(defaults["monitoring/prometheus/rules/compute.rules.yml"])
                if "alert" in r}
@@ -92,9 +92,13 @@ def test_scrape_config_lists_each_exporter_by_host() -> None:
     gpus = [n.name for n in topology.cluster.nodes if n.profile.gpus]
     assert jobs["dcgm"] == [f"{n}:9400" for n in gpus]
     assert set(jobs["node"]) >= {f"{n}:9100" for n in gpus}
-    assert config["rule_files"] == ["rules/compute.rules.yml", "rules/storage.rules.yml"]
+    assert config["rule_files"] == ["rules/compute.rules.yml", "rules/storage.rules.yml",
+                                    "rules/fabricgen-exporters.rules.yml"]
     exporters = [job for job in config["scrape_configs"] if job["job_name"] != PLAN_JOB]
-    assert all(job["relabel_configs"][0]["target_label"] == "node" for job in exporters)
+    # host exporters label their series node; the fabric's (switch) exporter does not: a switch is no host
+    assert [job["job_name"] for job in exporters if "relabel_configs" not in job] == ["infiniband-compute"]
+    assert all(job["relabel_configs"][0]["target_label"] == "node" for job in exporters if "relabel_configs" in job)
+    assert "lustre" not in jobs  # Lustre clients' statistics come through node_exporter's textfile collector
     # the plan keeps its own node label (no target label of that name) and is read by its job only
     plan = next(job for job in config["scrape_configs"] if job["job_name"] == PLAN_JOB)
     assert "relabel_configs" not in plan and len(plan["static_configs"][0]["targets"]) == 1

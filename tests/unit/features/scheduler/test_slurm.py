@@ -113,6 +113,20 @@ def test_block_form_follows_slurms_grammar(compiled: Compiled) -> None:
         assert len({pod_of[names[i]] for i in run}) == 1, run
 
 
+def test_block_form_says_when_a_full_block_spans_two_base_blocks(compiled: Compiled) -> None:
+    """Slurm counts a job in whole base blocks (``ROUNDUP(nodes, base)``): with a short block the file says that a
+    job of a full block asks for two, and names the short block; with equal blocks it says nothing."""
+    text = _files(compiled)["topology-block.conf"]
+    blocks = [expand(line["nodes"]) for line in _slurm_lines(text)[:-1]]
+    base, largest = min(map(len, blocks)), max(map(len, blocks))
+    if base == largest:
+        assert "whole base blocks" not in text
+        return
+    spans = -(-largest // base)
+    assert f"a job of {largest} nodes\n# (a full block) asks for {spans} of them" in text
+    assert f"within a {spans * base}-node aggregated block" in text
+
+
 def test_topology_yaml_follows_the_data_parser(compiled: Compiled) -> None:
     files = _files(compiled)
     document = yaml.safe_load(files["topology.yaml"])
