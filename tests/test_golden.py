@@ -80,6 +80,22 @@ def test_golden_switch_dialects(case: str, update_goldens: bool, tmp_path: Path)
     assert rendered == _tree(expected_dir), f"{case} differs from its golden; run make golden and review"
 
 
+# No example inventory knows its GPUs' PCI addresses (no NVIDIA page lists a DGX H100's), so the NCCL topology
+# file's golden comes from the lab cluster with the PCI tree of IBM Cloud's recorded H100 (tests/data/nccl): the
+# node profile's files only.
+NCCL_TOPOLOGY_SPEC = REPO / "tests" / "data" / "nccl" / "h100-vsi.yaml"
+
+
+def test_golden_nccl_topology(update_goldens: bool) -> None:
+    rendered = {a.path: a.content for a in render_spec(compile_spec(NCCL_TOPOLOGY_SPEC))
+                if a.path.startswith("hosts/h100-vsi/nccl")}
+    assert "hosts/h100-vsi/nccl-topo.xml" in rendered
+    expected_dir = GOLDEN / "lab-1su-nccl-topology"
+    if update_goldens:
+        _rewrite(expected_dir, rendered)
+    assert rendered == _tree(expected_dir), "the NCCL topology golden differs; run make golden and review"
+
+
 def _apply(spec: Path, out: Path, seed: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     subprocess.run([sys.executable, "-m", "fabricgen", "apply", str(spec), "-o", str(out), "--yes"],
