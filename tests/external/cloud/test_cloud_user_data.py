@@ -330,10 +330,11 @@ def test_first_boot_installs_the_pinned_driver_and_its_fabric_manager(tmp_path: 
     done = machine.run()
     assert done.returncode == 0, done.stderr
     run_file = f"NVIDIA-Linux-x86_64-{DRIVER}.run"
-    assert gpu_calls(machine)[:5] == [
+    assert gpu_calls(machine)[:6] == [
         "yum install -y kernel-devel-6.8.0-1015-aws gcc make",
+        "yum install -y dkms",  # the runfile registers the modules with DKMS: rebuilt for every later kernel
         next(c for c in machine.calls if c.endswith(f"https://us.download.nvidia.com/tesla/{DRIVER}/{run_file}")),
-        "driver.run --silent -m=kernel-open",
+        "driver.run --silent -m=kernel-open --dkms",
         # the RPM by its URL: NVIDIA's RHEL 8 repository holds it in a dnf module stream, which dnf filters out of
         # "yum install nvidia-fabric-manager-<version>" unless that stream is enabled
         "yum install -y https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/"
@@ -375,7 +376,7 @@ def test_pcie_gpu_types_get_the_driver_without_fabric_manager(tmp_path: Path) ->
     machine = ali_host(tmp_path / "host", script, driver="", fabric_manager="")
     done = machine.run()
     assert done.returncode == 0, done.stderr
-    assert "driver.run --silent -m=kernel-open" in machine.calls
+    assert "driver.run --silent -m=kernel-open --dkms" in machine.calls
     assert not [c for c in machine.calls if "fabric-manager" in c or "fabricmanager" in c]
 
 
@@ -417,8 +418,8 @@ def test_nouveau_is_blacklisted_and_unloaded_before_the_runfile(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     conf = machine.root / "etc" / "modprobe.d" / "blacklist-nouveau.conf"
     assert conf.read_text() == "blacklist nouveau\noptions nouveau modeset=0\n"
-    steps = [c for c in machine.calls if c in ("dracut -f", "modprobe -r nouveau", "driver.run --silent -m=kernel-open")]
-    assert steps == ["dracut -f", "modprobe -r nouveau", "driver.run --silent -m=kernel-open"]
+    order = ["dracut -f", "modprobe -r nouveau", "driver.run --silent -m=kernel-open --dkms"]
+    assert [c for c in machine.calls if c in order] == order
     calls = len(machine.calls)
     assert machine.run().returncode == 0
     assert "dracut -f" not in machine.calls[calls:]
@@ -433,7 +434,7 @@ def test_a_busy_nouveau_reboots_and_first_boot_runs_again(tmp_path: Path) -> Non
     done = machine.run()
     assert done.returncode == 0, done.stderr
     assert "nouveau is loaded and in use: rebooting" in done.stderr
-    assert "driver.run --silent -m=kernel-open" not in machine.calls
+    assert "driver.run --silent -m=kernel-open --dkms" not in machine.calls
     assert machine.calls[-2:] == ["systemctl enable fabricgen-first-boot.service", "systemctl reboot"]
     unit = machine.root / "etc" / "systemd" / "system" / "fabricgen-first-boot.service"
     assert "ExecStart=/usr/local/sbin/fabricgen-erdma-node first-boot\n" in unit.read_text()
@@ -443,7 +444,7 @@ def test_a_busy_nouveau_reboots_and_first_boot_runs_again(tmp_path: Path) -> Non
     (machine.root / "state" / "nouveau-busy").unlink()
     again = subprocess.run([str(installed), "first-boot"], env=machine.env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert "driver.run --silent -m=kernel-open" in machine.calls
+    assert "driver.run --silent -m=kernel-open --dkms" in machine.calls
     assert not unit.exists() and "systemctl disable fabricgen-first-boot.service" in machine.calls
 
 
@@ -465,3 +466,14 @@ def test_nvidia_peermem_where_gpudirect_has_no_dma_buf(tmp_path: Path, kernel: s
     assert conf.exists() is loaded and ("modprobe nvidia_peermem" in machine.calls) is loaded
     if loaded:
         assert conf.read_text() == "nvidia_peermem\n"
+
+
+def test_without_dkms_the_driver_is_built_once_and_first_boot_says_so(tmp_path: Path) -> None:
+    """A RHEL-family image whose repositories have no dkms: the runfile builds for the running kernel only, and the
+    log says a kernel update leaves the node without a driver (the driver is still installed: first boot goes on)."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), driver="", fabric_manager="")
+    (machine.root / "state" / "no-dkms").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "driver.run --silent -m=kernel-open" in machine.calls
+    assert "no dkms package: the driver is built for kernel 6.8.0-1015-aws only" in done.stderr

@@ -261,7 +261,8 @@ def _grubby(host: FakeHost, default: str, others: tuple[str, ...] = ()) -> Path:
     grubby = host.root / "bin" / "grubby"
     entries = "".join(f'echo \'index={i}\'; echo \'args="{a}"\'; ' for i, a in enumerate((default, *others)))
     write(grubby, f'#!/bin/sh\necho "grubby $*" >>"{host.root}/state/calls"\n'
-                  f'case "$1" in --info=DEFAULT) echo index=0; echo \'args="{default}"\' ;; --info=ALL) {entries};; esac')
+                  f'case "$1" in --info=DEFAULT) echo index=0; echo \'args="{default}"\' ;;\n'
+                  f'  --info=ALL) {entries};;\nesac')
     grubby.chmod(0o755)
     return grubby
 

@@ -149,9 +149,22 @@ EOF
   systemctl enable "$RERUN_UNIT"
 }
 
+# install_dkms: DKMS, with which the runfile registers the driver's module sources so that they are rebuilt for every
+# kernel a later update boots (without it the modules exist for the first boot's kernel only, and user data never
+# runs again); status 1 when the OS's repositories have no dkms package.
+install_dkms() {
+  if command -v dkms >/dev/null; then
+    return 0
+  fi
+  case "$(os_release ID)" in
+    ubuntu | debian) apt-get install -y dkms ;;
+    *) yum install -y dkms ;;
+  esac
+}
+
 # install_gpu_driver: NVIDIA's data center driver GPU_DRIVER (runfile, open kernel modules, built for the running
-# kernel) unless the image has a driver already, which is kept. nouveau is blacklisted first; when it cannot be
-# unloaded the instance reboots and first boot runs again.
+# kernel, registered with DKMS where the OS has it) unless the image has a driver already, which is kept. nouveau is
+# blacklisted first; when it cannot be unloaded the instance reboots and first boot runs again.
 install_gpu_driver() {
   local dir id
   if [[ -n "$(driver_version)" ]]; then
@@ -179,9 +192,14 @@ install_gpu_driver() {
       apt-get install -y "linux-headers-$(uname -r)" gcc make
       ;;
   esac
+  local dkms=(--dkms)
+  if ! install_dkms; then
+    dkms=()
+    log "no dkms package: the driver is built for kernel $(uname -r) only, so a kernel update leaves the node without it (pin the kernel, or install dkms and rerun the runfile with --dkms)"
+  fi
   dir="$(mktemp -d)"
   curl -fsSL -o "${dir}/driver.run" "$DRIVER_URL"
-  sh "${dir}/driver.run" --silent -m=kernel-open
+  sh "${dir}/driver.run" --silent -m=kernel-open "${dkms[@]}"
   rm -rf "$dir"
   if [[ "$(driver_version)" != "$GPU_DRIVER" ]]; then
     log "NVIDIA driver ${GPU_DRIVER} did not load (nvidia-smi reports '$(driver_version)')"
