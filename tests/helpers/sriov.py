@@ -75,6 +75,7 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     write(tmp_path / "proc-cmdline", "BOOT_IMAGE=/vmlinuz root=UUID=1 ro ib_core.netns_mode=0")
+    write(tmp_path / "grub.cfg", 'menuentry "Linux" {\n\tlinux /vmlinuz root=UUID=1 ro\n}')  # a local GRUB
     for tool in ("ip", "mstconfig", "rdma", "udevadm", "update-grub"):
         shutil.copy(SRIOV_STUBS / tool, bin_dir / tool)
     script = tmp_path / "etc" / "sriov-setup.sh"
@@ -84,7 +85,7 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
            "RDMA": str(bin_dir / "rdma"), "UDEVADM": str(bin_dir / "udevadm"),
            "MODPROBE_DIR": str(tmp_path / "modprobe.d"), "GRUB_DIR": str(tmp_path / "grub.d"),
            "UPDATE_GRUB": str(bin_dir / "update-grub"), "GRUBBY": str(bin_dir / "grubby"),
-           "PROC_CMDLINE": str(tmp_path / "proc-cmdline"),
+           "GRUB_CFG": str(tmp_path / "grub.cfg"), "PROC_CMDLINE": str(tmp_path / "proc-cmdline"),
            "STUB_STATE": str(tmp_path / "state"), "NODE_NAME": NODE, "SRIOV_WAIT_SECONDS": "1"}
     return FakeHost(tmp_path, script, env)
 

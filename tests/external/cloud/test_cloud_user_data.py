@@ -229,6 +229,8 @@ def ali_host(tmp_path: Path, script: str, os_id: str = "alinux", erdma: bool = T
     """An ECS instance with two ERIs (eth0, eth1) at MTU 1500; with ``erdma`` the eRDMA stack is installed, with
     ``driver`` (a version) the NVIDIA driver, with ``fabric_manager`` NVIDIA Fabric Manager."""
     machine = host(tmp_path, script, os_id=os_id, modules=("erdma",) if erdma else (), devices=[])
+    if os_id == "alinux":
+        write(machine.root / "etc" / "os-release", "ID=alinux\nVERSION_ID=3")  # Alibaba Cloud Linux 3
     for name, version in (("driver-version", driver), ("fm-version", fabric_manager)):
         if version:
             write(machine.root / "state" / name, version)
@@ -330,11 +332,13 @@ def test_first_boot_installs_the_pinned_driver_and_its_fabric_manager(tmp_path: 
     run_file = f"NVIDIA-Linux-x86_64-{DRIVER}.run"
     assert gpu_calls(machine)[:6] == [
         "yum install -y kernel-devel-6.8.0-1015-aws gcc make",
+        "yum install -y dkms",  # the runfile registers the modules with DKMS: rebuilt for every later kernel
         next(c for c in machine.calls if c.endswith(f"https://us.download.nvidia.com/tesla/{DRIVER}/{run_file}")),
-        "driver.run --silent -m=kernel-open",
-        f"curl -fsSL -o {machine.root}/etc/yum.repos.d/cuda-rhel8.repo "
-        "https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/cuda-rhel8.repo",
-        f"yum install -y nvidia-fabric-manager-{DRIVER}-1",
+        "driver.run --silent -m=kernel-open --dkms",
+        # the RPM by its URL: NVIDIA's RHEL 8 repository holds it in a dnf module stream, which dnf filters out of
+        # "yum install nvidia-fabric-manager-<version>" unless that stream is enabled
+        "yum install -y https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/"
+        f"nvidia-fabric-manager-{DRIVER}-1.x86_64.rpm",
         "systemctl enable nvidia-fabricmanager.service",
     ]
     assert "systemctl start nvidia-fabricmanager.service" in machine.calls
@@ -372,7 +376,7 @@ def test_pcie_gpu_types_get_the_driver_without_fabric_manager(tmp_path: Path) ->
     machine = ali_host(tmp_path / "host", script, driver="", fabric_manager="")
     done = machine.run()
     assert done.returncode == 0, done.stderr
-    assert "driver.run --silent -m=kernel-open" in machine.calls
+    assert "driver.run --silent -m=kernel-open --dkms" in machine.calls
     assert not [c for c in machine.calls if "fabric-manager" in c or "fabricmanager" in c]
 
 
@@ -386,3 +390,90 @@ def test_in_tree_erdma_driver_still_gets_alibabas_stack(tmp_path: Path) -> None:
     assert (machine.root / "var/lib/fabricgen/erdma-installed").exists()
     assert machine.run().returncode == 0
     assert machine.calls.count("env_setup.sh --egs") == 1
+
+
+@pytest.mark.parametrize(("release", "repo"), [("ID=rhel\nVERSION_ID=9.4", "rhel9"), ("ID=alinux\nVERSION_ID=4", "")])
+def test_fabric_manager_comes_from_the_os_releases_cuda_repository(tmp_path: Path, release: str, repo: str) -> None:
+    """The CUDA repository follows the RHEL major (rhel8 was used for every RHEL-family OS); a release with none
+    known fails first boot with the reason instead of installing an el8 package."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), fabric_manager="")
+    write(machine.root / "etc" / "os-release", release)
+    done = machine.run()
+    installs = [c for c in machine.calls if "nvidia-fabric-manager" in c]
+    if repo:
+        assert done.returncode == 0, done.stderr
+        assert installs == ["yum install -y https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
+                            f"nvidia-fabric-manager-{DRIVER}-1.x86_64.rpm"]
+    else:
+        assert done.returncode == 1 and installs == []
+        assert "no NVIDIA CUDA repository is known for alinux 4" in done.stderr
+
+
+def test_nouveau_is_blacklisted_and_unloaded_before_the_runfile(tmp_path: Path) -> None:
+    """NVIDIA's runfile refuses to install while nouveau is loaded: the blacklist goes to modprobe.d and the
+    initramfs, nouveau is unloaded, then the runfile runs; a second boot changes nothing."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), driver="", fabric_manager="")
+    (machine.root / "sys" / "module" / "nouveau").mkdir(parents=True)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    conf = machine.root / "etc" / "modprobe.d" / "blacklist-nouveau.conf"
+    assert conf.read_text() == "blacklist nouveau\noptions nouveau modeset=0\n"
+    order = ["dracut -f", "modprobe -r nouveau", "driver.run --silent -m=kernel-open --dkms"]
+    assert [c for c in machine.calls if c in order] == order
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert "dracut -f" not in machine.calls[calls:]
+
+
+def test_a_busy_nouveau_reboots_and_first_boot_runs_again(tmp_path: Path) -> None:
+    """nouveau in use cannot be unloaded: first boot installs itself as a one-shot unit, reboots (no runfile run to
+    fail), and after the reboot (nouveau blacklisted, not loaded) installs the driver and removes the unit."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), driver="", fabric_manager="")
+    (machine.root / "sys" / "module" / "nouveau").mkdir(parents=True)
+    (machine.root / "state" / "nouveau-busy").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "nouveau is loaded and in use: rebooting" in done.stderr
+    assert "driver.run --silent -m=kernel-open --dkms" not in machine.calls
+    assert machine.calls[-2:] == ["systemctl enable fabricgen-first-boot.service", "systemctl reboot"]
+    unit = machine.root / "etc" / "systemd" / "system" / "fabricgen-first-boot.service"
+    assert "ExecStart=/usr/local/sbin/fabricgen-erdma-node first-boot\n" in unit.read_text()
+    installed = machine.root / "usr" / "local" / "sbin" / "fabricgen-erdma-node"
+    assert installed.read_text() == machine.script.read_text()
+    (machine.root / "sys" / "module" / "nouveau").rmdir()  # the reboot, with nouveau blacklisted
+    (machine.root / "state" / "nouveau-busy").unlink()
+    again = subprocess.run([str(installed), "first-boot"], env=machine.env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "driver.run --silent -m=kernel-open --dkms" in machine.calls
+    assert not unit.exists() and "systemctl disable fabricgen-first-boot.service" in machine.calls
+
+
+@pytest.mark.parametrize(("kernel", "open_module", "loaded"), [
+    ("5.10.134-16.3.al8.x86_64", True, True),  # Alibaba Cloud Linux 3: no DMA-BUF before 5.12
+    ("6.8.0-1015-aws", False, True),  # the proprietary module has no DMA-BUF export
+    ("6.8.0-1015-aws", True, False)])
+def test_nvidia_peermem_where_gpudirect_has_no_dma_buf(tmp_path: Path, kernel: str, open_module: bool,
+                                                       loaded: bool) -> None:
+    """GPUDirect RDMA: nvidia_peermem now and at every boot (modules-load.d) unless the driver's open module on
+    Linux 5.12+ gives NCCL DMA-BUF; without either NCCL silently stages through host memory."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path))
+    write(machine.root / "state" / "uname-r", kernel)
+    if open_module:
+        write(machine.root / "proc" / "driver" / "nvidia" / "version",
+              f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build")
+    assert machine.run().returncode == 0
+    conf = machine.root / "etc" / "modules-load.d" / "nvidia-peermem.conf"
+    assert conf.exists() is loaded and ("modprobe nvidia_peermem" in machine.calls) is loaded
+    if loaded:
+        assert conf.read_text() == "nvidia_peermem\n"
+
+
+def test_without_dkms_the_driver_is_built_once_and_first_boot_says_so(tmp_path: Path) -> None:
+    """A RHEL-family image whose repositories have no dkms: the runfile builds for the running kernel only, and the
+    log says a kernel update leaves the node without a driver (the driver is still installed: first boot goes on)."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path), driver="", fabric_manager="")
+    (machine.root / "state" / "no-dkms").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "driver.run --silent -m=kernel-open" in machine.calls
+    assert "no dkms package: the driver is built for kernel 6.8.0-1015-aws only" in done.stderr

@@ -18,9 +18,11 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from fabricgen.features.kubernetes import nodes
 from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
+from fabricgen.stages.render import render
 from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import HELM_VALUES, MODES, ROCE, documents, manifests
 
@@ -147,11 +149,68 @@ def nv_ipam_blocks(pool: dict[str, Any], nodes: int) -> list[list[ipaddress.IPv4
     return out
 
 
+def selected_nodes(pool: dict[str, Any], topology: Topology) -> list[str]:
+    """The nodes a pool's nodeSelector picks (terms ORed, each one In expression) among the labels label-nodes.sh
+    gives them, in cluster order: nv-ipam hands each one block."""
+    labels = nodes.planned_labels(topology)
+    return [name for name, own in labels.items()
+            if any(all(own.get(e["key"]) in e["values"] for e in term["matchExpressions"])
+                   for term in pool["spec"]["nodeSelector"]["nodeSelectorTerms"])]
+
+
+def check_leaf_pool(pool: dict[str, Any], topology: Topology, fabric: str) -> None:
+    """A leaf's IPPool, as nv-ipam allocates it to the nodes its selector picks from label-nodes.sh's labels: the
+    nodes are exactly those with a pod port cabled to the leaf; every address a node can get is in the leaf's pod
+    range, the one its SONiC config announces (a second VLAN_INTERFACE address), is no host's, and never the network,
+    broadcast or gateway address; the pool's gateway is the leaf's pod gateway and its route reaches every host
+    subnet (storage servers) and every other leaf's pod range through it."""
+    assert webhook_problems(pool) == []
+    plan = topology.addresses[fabric]
+    (pod_range,) = [r for r in plan.pods if pool["metadata"]["name"] == f"{fabric}-pods-{r.leaf}"]
+    network = ipaddress.ip_network(pod_range.network)
+    assert ipaddress.ip_network(pool["spec"]["subnet"]) == network
+    assert pool["spec"]["gateway"] == pod_range.gateway and pool.get("defaultGateway") is None
+    cabled = [n.name for n in topology.cluster.nodes
+              if any(leaf == pod_range.leaf for leaf in nodes.pod_leaves(topology, topology.fabric(fabric).fabric)
+                     .get(n.name, {}).values())]
+    chosen = selected_nodes(pool, topology)
+    assert chosen == cabled and chosen
+    blocks = nv_ipam_blocks(pool, len(chosen))
+    size = pool["spec"]["perNodeBlockSize"]
+    assert all(len(block) == size for block in blocks), "a node with a short (or no) block"
+    handed = [ip for block in blocks for ip in block]
+    assert len(set(handed)) == len(handed) == size * len(chosen)
+    gateway = ipaddress.ip_address(pod_range.gateway)
+    assert all(ip in network and ip not in (network.network_address, network.broadcast_address, gateway)
+               for ip in handed)
+    hosts = {ipaddress.ip_address(ip) for s in plan.hosts for _, _, ip in s.hosts}
+    assert not hosts & set(handed)
+    routes = [ipaddress.ip_network(r["dst"]) for r in pool["spec"]["routes"]]
+    others = [ipaddress.ip_network(s.network) for s in plan.hosts] + [
+        ipaddress.ip_network(r.network) for r in plan.pods if r.leaf != pod_range.leaf]
+    assert all(any(o.subnet_of(r) for r in routes) for o in others)
+    config = json.loads(sonic_configs(topology)[f"switches/{pod_range.leaf}/config_db.json"])
+    assert f"Vlan100|{pod_range.gateway}/{network.prefixlen}" in config["VLAN_INTERFACE"], "the leaf announces it"
+
+
+_SONIC: list[tuple[Topology, dict[str, bytes]]] = []
+
+
+def sonic_configs(topology: Topology) -> dict[str, bytes]:
+    """The topology's SONiC switch configurations by path, rendered once per topology (the last one kept)."""
+    if not _SONIC or _SONIC[0][0] is not topology:
+        _SONIC[:] = [(topology, {a.path: a.content for a in render(topology, ["sonic"])})]
+    return _SONIC[0][1]
+
+
 def check_pool(pool: dict[str, Any], topology: Topology, fabric: str) -> None:
     """The fabric's IPPool: the webhook's rules hold, and every node with the pool's profiles gets a full block of
     addresses under upstream's allocation, none of them a planned host address, in a host subnet or a Lustre MGS's
     (a pod holding an MGS address would cut the clients off their MGS)."""
     assert webhook_problems(pool) == []
+    if topology.addresses[fabric].pods:
+        check_leaf_pool(pool, topology, fabric)
+        return
     (term,) = pool["spec"]["nodeSelector"]["nodeSelectorTerms"]
     (expr,) = term["matchExpressions"]
     assert expr["key"] == "fabricgen.dev/node-profile" and expr["operator"] == "In"
@@ -171,10 +230,21 @@ def check_pool(pool: dict[str, Any], topology: Topology, fabric: str) -> None:
         next(f for f in topology.cluster.fabrics if f.name == fabric).addressing.hosts)  # type: ignore[union-attr]
 
 
-def check_ipam(ipam: dict[str, Any], pools: dict[str, dict[str, Any]], fabric: str) -> None:
-    """A pod network's IPAM is nv-ipam from its fabric's pool, which the manifests carry."""
-    assert ipam == {"type": "nv-ipam", "poolName": f"{fabric}-pods", "poolType": "ippool"}
+def check_ipam(ipam: dict[str, Any], pools: dict[str, dict[str, Any]], name: str, topology: Topology) -> None:
+    """A pod network's IPAM is nv-ipam from one pool the manifests carry: its fabric's, or on a fabric with per-leaf
+    pod ranges the pool of the leaf in its name (``<fabric>-<kind><n>-<leaf>``)."""
+    fabric = name.split("-")[0]
+    leaf = name.split("-", 2)[2] if topology.addresses[fabric].pods else ""
+    assert ipam == {"type": "nv-ipam", "poolName": f"{fabric}-pods-{leaf}" if leaf else f"{fabric}-pods",
+                    "poolType": "ippool"}
     assert ipam["poolName"] in pools
+
+
+def meta_plugins(name: str, topology: Topology, vfs: bool) -> list[dict[str, str]]:
+    """The meta plugins after the main CNI: rdma on a VF, sbr on a per-leaf attachment (its routes in a table of
+    its own)."""
+    return [*([{"type": "rdma"}] if vfs else []), *([{"type": "sbr"}] if topology.addresses[name.split("-")[0]].pods
+                                                   else [])]
 
 
 def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict[str, Any]]) -> None:
@@ -182,10 +252,11 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict
     kind, spec = doc["kind"], doc.get("spec", {})
     pools = {d["metadata"]["name"]: d for d in docs if d["kind"] == "IPPool"}
     if kind == "IPPool":
-        check_pool(doc, topology, doc["metadata"]["name"].removesuffix("-pods"))
+        check_pool(doc, topology, doc["metadata"]["name"].split("-pods")[0])
     elif kind in ("SriovNetwork", "SriovIBNetwork"):
-        check_ipam(json.loads(spec["ipam"]), pools, doc["metadata"]["name"].split("-")[0])
-        assert json.loads(spec["metaPlugins"]) == {"type": "rdma"}
+        check_ipam(json.loads(spec["ipam"]), pools, doc["metadata"]["name"], topology)
+        # the operator's template puts metaPlugins verbatim after the main plugin in a JSON list
+        assert json.loads(f"[{spec['metaPlugins']}]") == meta_plugins(doc["metadata"]["name"], topology, True)
     elif kind == "NetworkAttachmentDefinition":
         config = json.loads(spec["config"])
         assert config["cniVersion"] == "0.3.1" and config["name"] == doc["metadata"]["name"]
@@ -193,8 +264,8 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict
         assert main["type"] in ("sriov", "ib-sriov", "host-device")
         # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
         # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
-        assert meta == ([] if main["type"] == "host-device" else [{"type": "rdma"}])
-        check_ipam(main["ipam"], pools, config["name"].split("-")[0])
+        assert meta == meta_plugins(config["name"], topology, main["type"] != "host-device")
+        check_ipam(main["ipam"], pools, config["name"], topology)
         resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
         assert resource.startswith("nvidia.com/")
     elif kind == "NicClusterPolicy":
@@ -229,7 +300,10 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
         check_embedded_json(doc, topology, docs)
     networks = [d for d in docs if d["kind"] in ("SriovNetwork", "NetworkAttachmentDefinition")]
-    assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}" for r in range(8)]
+    # routed RoCE: one attachment per rail and leaf; the one scalable unit puts rail r of every node on its leaf r
+    leaves = [r.leaf for r in topology.addresses["compute"].pods]
+    assert len(leaves) == 8
+    assert [d["metadata"]["name"] for d in networks] == [f"compute-rail{r}-{leaves[r]}" for r in range(8)]
     policy = next(d for d in docs if d["kind"] == "NicClusterPolicy")
     assert ("sriovDevicePlugin" in policy["spec"]) == (mode == "multus-sriov")
     # one RDMA namespace mode per node: the shared device plugin only where no VF takes the rdma meta plugin
@@ -238,12 +312,14 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
         shared = json.loads(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["config.json"])
         assert {c["rdmaHcaMax"] for c in shared["configList"]} == {1}
         assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
-    plugins = {json.loads(d["spec"]["config"])["plugins"][i]["type"] for d in networks
-               if d["kind"] == "NetworkAttachmentDefinition" for i in (0, -1)}
-    if mode == "multus-sriov":  # every CNI binary the attachments name is installed by the daemon set
+    plugins = {p["type"] for d in networks if d["kind"] == "NetworkAttachmentDefinition"
+               for p in json.loads(d["spec"]["config"])["plugins"]}
+    # sbr is a reference plugin (containernetworking/plugins), which the NicClusterPolicy's cniPlugins install
+    assert "sbr" not in plugins or "cniPlugins" in policy["spec"]["secondaryNetwork"]
+    if mode == "multus-sriov":  # every other CNI binary the attachments name is installed by the daemon set
         daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
         copied = [c["image"].split("/")[-1].split(":")[0] for c in daemon["initContainers"]]
-        assert plugins == {"sriov", "rdma"} and copied == ["sriov-cni", "rdma-cni"]
+        assert plugins == {"sriov", "rdma", "sbr"} and copied == ["sriov-cni", "rdma-cni"]
         assert all(c["args"] == ["--no-sleep"] for c in daemon["initContainers"])
         assert daemon["volumes"] == [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]
     if mode == "operator":
@@ -258,8 +334,9 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
     docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-workloads"])})
-    assert len(docs) == 2 * (8 + 2) + 2 + 5  # networks and policies of 8 rails and 2 storage ports, 2 IP pools;
-    # namespace, pool config, NicClusterPolicy, Pod, PyTorchJob
+    # networks and policies of 8 rails, 2 storage ports x 2 leaves each and their 2 policies, the compute pool and
+    # 4 storage leaf pools; namespace, pool config, NicClusterPolicy, Pod, PyTorchJob
+    assert len(docs) == 2 * 8 + 4 + 2 + 1 + 4 + 5
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
         check_embedded_json(doc, compiled.topology, docs)

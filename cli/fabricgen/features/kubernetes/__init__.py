@@ -10,7 +10,7 @@ from fabricgen.features.kubernetes import build, ipam, nodes, render, storage, w
 FEATURE = Feature(
     "kubernetes",
     build=build.build,
-    checks=(ipam.check_pod_blocks,),
+    checks=(ipam.check_pod_blocks, workloads.check_leaf_group),
     targets=(Target("kubernetes", render.render), Target("k8s-storage", storage.render),
              Target("k8s-workloads", workloads.render), Target("k8s-nodes", nodes.render)),
 )

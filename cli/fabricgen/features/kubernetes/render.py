@@ -8,9 +8,14 @@ Under ``kubernetes/network/``:
 - ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
   settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
   sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
-  ID; the PF's RDMA device stays shared). IP addresses come from nv-ipam (:mod:`.ipam`).
-- ``<fabric>-ip-pool.yaml``: the fabric's nv-ipam IPPool: its host pool in per-node blocks, without the blocks
-  holding a host subnet's or a Lustre MGS's address, so pods never take a host's, gateway's or MGS's address.
+  ID; the PF's RDMA device stays shared). IP addresses come from nv-ipam (:mod:`.ipam`). On a fabric with per-leaf
+  pod ranges, one per rail and leaf (``<network>-<leaf>``, the same device plugin resource), each naming its leaf's
+  pool, with the sbr meta plugin: it moves the interface's routes into a table of its own, looked up for its
+  address, so two ports of one pod (storage port 0 and 1, on two leaves) each reach the fabric through their own
+  leaf, as the hosts' per-port tables do.
+- ``<fabric>-ip-pool.yaml``: the fabric's nv-ipam IPPools: its host pool in per-node blocks, without the blocks
+  holding a host subnet's or a Lustre MGS's address, so pods never take a host's, gateway's or MGS's address; or,
+  with per-leaf pod ranges, one per leaf (the range, its gateway, a route to the host pool).
 - ``rdma-pool-config.yaml`` (SR-IOV operator): a SriovNetworkPoolConfig putting the nodes with VF pod networks in
   exclusive RDMA namespace mode, which the rdma meta plugin needs (without the operator sriov-setup.sh sets it).
 - ``cni-binaries.yaml`` (no operator, VFs): a DaemonSet copying the sriov / ib-sriov and rdma CNI binaries into
@@ -46,8 +51,8 @@ import yaml
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
-from fabricgen.features.kubernetes.ipam import ip_pool, ipam, pod_pool
-from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, profile_affinity
+from fabricgen.features.kubernetes.ipam import fabric_pools, ip_pool, ipam, pool_name
+from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, per_leaf, pod_leaves, profile_affinity
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.kubernetes import SHARED, Kubernetes
 from fabricgen.model.sriov import Sriov
@@ -62,15 +67,27 @@ RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$")  #
 
 @dataclass(frozen=True)
 class PodNetwork:
-    """One rail (or port) of a fabric as a pod network: its name, device plugin resource and PFs per profile."""
+    """One rail (or port) of a fabric as a pod network: its name, device plugin resource and PFs per profile, and the
+    leaves its ports are cabled to where the fabric has per-leaf pod ranges (one attachment each)."""
 
     fabric: Fabric
     slot: int
     pfs: tuple[tuple[str, str, str], ...]  # (profile, PF netdev, PCI address or "")
+    leaves: tuple[str, ...] = ()  # in leaf order; empty: one attachment over the fabric's pool
 
     @property
     def name(self) -> str:
         return pod_network_name(self.fabric, self.slot)
+
+    def attachment(self, leaf: str = "") -> str:
+        """The network attachment's name: the network's, or with per-leaf pools the network's and the leaf's."""
+        return f"{self.name}-{leaf}" if leaf else self.name
+
+    def attachments(self) -> tuple[tuple[str, str], ...]:
+        """(attachment name, its nv-ipam pool) of every attachment of the network."""
+        if not self.leaves:
+            return ((self.name, pool_name(self.fabric)),)
+        return tuple((self.attachment(leaf), pool_name(self.fabric, leaf)) for leaf in self.leaves)
 
     @property
     def resource(self) -> str:
@@ -135,7 +152,12 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
                 slots.setdefault(Sriov.slot(nic), []).append(
                     (checked(IDENTIFIER, name, "profile name"), checked(NETDEV, nic.netdev, f"profile {name}: netdev"),
                      nic.pci))
-        out += [PodNetwork(fabric, slot, tuple(pfs)) for slot, pfs in sorted(slots.items())]
+        leaves = pod_leaves(topology, fabric)
+        order = {sw.name: i for i, sw in enumerate(ft.switches)}
+        for slot, pfs in sorted(slots.items()):
+            name = pod_network_name(fabric, slot)
+            on = sorted({ports[name] for ports in leaves.values() if name in ports}, key=order.__getitem__)
+            out.append(PodNetwork(fabric, slot, tuple(pfs), tuple(on)))
     return out
 
 
@@ -160,12 +182,23 @@ def _node_policies(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
     return docs
 
 
-def _operator_network(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> dict[str, Any]:
+def _meta_plugins(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
+    """The meta plugins after the main CNI: rdma for a VF (it needs exclusive RDMA netns mode and a VF's device ID),
+    and sbr on per-leaf networks (containernetworking/plugins ``plugins/meta/sbr``, installed with the reference
+    plugins by the NicClusterPolicy's secondaryNetwork): it moves the interface's routes, the one to the fabric
+    through its leaf's gateway among them, into a table of its own with a rule ``from <address>``, so each port's
+    traffic leaves through its own leaf."""
+    return [*([{"type": "rdma"}] if k8s.uses_vfs else []), *([{"type": "sbr"}] if net.leaves else [])]
+
+
+def _operator_network(net: PodNetwork, k8s: Kubernetes, name: str, addresses: dict[str, Any]) -> dict[str, Any]:
     sriov = net.fabric.sriov
     assert sriov is not None
+    # the operator's template inserts metaPlugins verbatim after the main plugin in the "plugins" list
+    # (sriov-network-operator bindata/manifests/cni-config/sriov/sriov-cni-config.yaml): objects joined by commas
     spec: dict[str, Any] = {"resourceName": net.resource, "networkNamespace": k8s.namespace,
                             "linkState": sriov.link_state, "ipam": _json(addresses),
-                            "metaPlugins": _json({"type": "rdma"})}
+                            "metaPlugins": ",".join(_json(p) for p in _meta_plugins(net, k8s))}
     kind = "SriovIBNetwork"
     if sriov.link_type == "eth":
         kind = "SriovNetwork"
@@ -173,7 +206,7 @@ def _operator_network(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any
                  "trust": "on" if sriov.trust else "off", "minTxRate": sriov.min_tx_rate_mbps,
                  "maxTxRate": sriov.max_tx_rate_mbps}
     return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": kind,
-            "metadata": metadata(net.name, k8s.operator_namespace), "spec": spec}
+            "metadata": metadata(name, k8s.operator_namespace), "spec": spec}
 
 
 def _cni_plugin(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -195,12 +228,11 @@ def _cni_plugin(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> 
     return plugin, net.resource
 
 
-def _attachment(net: PodNetwork, k8s: Kubernetes, addresses: dict[str, Any]) -> dict[str, Any]:
+def _attachment(net: PodNetwork, k8s: Kubernetes, name: str, addresses: dict[str, Any]) -> dict[str, Any]:
     plugin, resource = _cni_plugin(net, k8s, addresses)
-    rdma = [{"type": "rdma"}] if k8s.uses_vfs else []  # rdma CNI needs exclusive RDMA netns mode and a VF device ID
-    config = {"cniVersion": CNI_VERSION, "name": net.name, "plugins": [plugin, *rdma]}
+    config = {"cniVersion": CNI_VERSION, "name": name, "plugins": [plugin, *_meta_plugins(net, k8s)]}
     return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-            "metadata": metadata(net.name, k8s.namespace,
+            "metadata": metadata(name, k8s.namespace,
                                   annotations={RESOURCE_ANNOTATION: f"{k8s.resource_prefix}/{resource}"}),
             "spec": {"config": _json(config)}}
 
@@ -313,24 +345,44 @@ def render(topology: Topology) -> list[Artifact]:
     for fabric in [f.fabric for f in topology.fabrics if f.fabric.name in k8s.fabrics]:
         mine = [n for n in nets if n.fabric is fabric]
         name = checked(IDENTIFIER, fabric.name, "fabric name")
-        pool = pod_pool(topology, fabric, k8s)
+        pools = fabric_pools(topology, fabric, k8s)
+        if per_leaf(topology, fabric):
+            about = (f"nv-ipam pools of fabric {name}'s pod networks, one per leaf: the leaf's pod range "
+                     f"(addressing/{name}-pod-ranges.csv) and its pod gateway,\na second address of the leaf's SVI "
+                     "that the leaf announces, a route to the fabric's host pool through it, the nodes whose pod "
+                     "ports are cabled to the leaf\n(their leaf labels, set by kubernetes/label-nodes.sh); "
+                     f"{pools[0].block} addresses per node and leaf (the VFs of its pod ports there: "
+                     f"{pools[0].ports} x {pools[0].pods_per_port}); the block holding the gateway is excluded whole.")
+        else:
+            about = (f"nv-ipam pool of fabric {name}'s pod networks: its host pool, {pools[0].block} addresses per "
+                     f"node ({pools[0].ports} ports x {pools[0].pods_per_port} pods); the\nblocks holding the hosts' "
+                     "subnets or Lustre MGS addresses are excluded whole (nv-ipam hands out a block unless all of it "
+                     "is excluded).")
         out.append(Artifact(f"kubernetes/network/{name}-ip-pool.yaml", dump(
-            [ip_pool(pool, k8s)],
-            f"nv-ipam pool of fabric {name}'s pod networks: its host pool, {pool.block} addresses per node "
-            f"({pool.ports} ports x {pool.pods_per_port} pods); the\nblocks holding the hosts' subnets or Lustre MGS "
-            f"addresses are excluded whole (nv-ipam hands out a block unless all of it is excluded). {generated}")))
+            [ip_pool(pool, k8s) for pool in pools],
+            f"{about}\nnvIpam's webhook is off (it needs cert-manager): an edited pool is not validated when "
+            f"applied. {generated}")))
         if k8s.operator != "none":
             out.append(Artifact(f"kubernetes/network/{name}-node-policies.yaml", dump(
                 [d for n in mine for d in _node_policies(n, k8s)],
                 f"SR-IOV node policies of fabric {name}: one per rail (or port) and node profile; nodes carry the "
                 f"label {PROFILE_LABEL}=<profile>.\nexternallyManaged: sriov-setup.sh creates the VFs at boot with the "
                 f"planned GUIDs or MACs; the operator hands them out. {generated}")))
-            networks = [_operator_network(n, k8s, ipam(fabric)) for n in mine]
+            networks = [_operator_network(n, k8s, attachment, ipam(pool)) for n in mine
+                        for attachment, pool in n.attachments()]
         else:
-            networks = [_attachment(n, k8s, ipam(fabric)) for n in mine]
+            networks = [_attachment(n, k8s, attachment, ipam(pool)) for n in mine
+                        for attachment, pool in n.attachments()]
+        if per_leaf(topology, fabric):
+            about = (f"Pod networks of fabric {name}, one per rail (or port) and leaf, each from its leaf's nv-ipam "
+                     f"pool ({name}-ip-pool.yaml): a pod names,\nfor each port, the attachment of the leaf its node's "
+                     "port is cabled to (the node's label fabricgen.dev/<network>-leaf); sbr gives each port its\n"
+                     "own routing table, so each reaches the fabric through its own leaf.")
+        else:
+            about = (f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
+                     f"{pools[0].name} ({name}-ip-pool.yaml).")
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", dump(
-            networks, f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
-                      f"{pool.name} ({name}-ip-pool.yaml; nv-ipam is the NicClusterPolicy's nvIpam). {generated}")))
+            networks, f"{about} nv-ipam is the NicClusterPolicy's nvIpam. {generated}")))
     if k8s.rdma_mode == SHARED:
         out.append(Artifact("kubernetes/network/rdma-shared-device-plugin.yaml", dump(
             [{"apiVersion": "v1", "kind": "ConfigMap",

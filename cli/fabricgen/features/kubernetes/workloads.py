@@ -14,6 +14,11 @@ mounted by the CSI driver on the host, not over pod VFs), IPC_LOCK for pinned me
 Lustre claims of its namespace and the NVMe cache (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL
 environment of :func:`fabricgen.features.nccl.render.nccl_settings`.
 
+On a compute fabric with per-leaf pod ranges (routed RoCE) each rail has one attachment per leaf, and a pod template
+names attachments, not leaves: so the job runs on one leaf group, the nodes whose rails share the same leaves (a
+rail-optimized scalable unit), selected by their leaf labels, and names that group's attachments; a job larger than
+every group is refused (:func:`check_leaf_group`).
+
 Resume: the job's checkpoints live in ``<checkpoint mount>/<job name>/``, one directory per checkpoint; a checkpoint
 is complete once it holds ``.metadata``, the file PyTorch Distributed Checkpoint writes last. The init container
 ``resume`` creates the job's directory, picks the highest complete one in version order (``step-900`` before
@@ -23,12 +28,13 @@ writes new checkpoints under ``CHECKPOINT_DIR``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.features.kubernetes.nodes import PROFILE_LABEL
+from fabricgen.core.errors import Finding, Severity
+from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, leaf_label, pod_leaves
 from fabricgen.features.kubernetes.render import NETWORKS_ANNOTATION, PodNetwork, dump, metadata, pod_networks
 from fabricgen.features.lustre.build import claim_name, pod_storage
 from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
@@ -62,6 +68,48 @@ def compute_networks(topology: Topology, k8s: Kubernetes, workload: Workload) ->
     return nets
 
 
+def leaf_groups(topology: Topology, workload: Workload, nets: Sequence[PodNetwork]) -> list[tuple[dict[str, str], int]]:
+    """The workload profile's nodes grouped by the leaf of each per-leaf rail (network name -> leaf) with their
+    count, largest group first (then cluster order); one empty group of every such node when no rail has per-leaf
+    attachments."""
+    per_leaf = [n for n in nets if n.leaves]
+    profile_nodes = [n.name for n in topology.cluster.nodes if n.profile.name == workload.profile]
+    if not per_leaf:
+        return [({}, len(profile_nodes))]
+    leaves = pod_leaves(topology, per_leaf[0].fabric)
+    groups: dict[tuple[str, ...], int] = {}
+    for node in profile_nodes:
+        key = tuple(leaves.get(node, {}).get(n.name, "") for n in per_leaf)
+        if "" not in key:
+            groups[key] = groups.get(key, 0) + 1
+    return [({n.name: leaf for n, leaf in zip(per_leaf, key, strict=True)}, count)
+            for key, count in sorted(groups.items(), key=lambda g: -g[1])]
+
+
+def leaf_group(topology: Topology, workload: Workload, nets: Sequence[PodNetwork]) -> dict[str, str]:
+    """The leaf group the workload's pods run in (module docstring): the largest."""
+    groups = leaf_groups(topology, workload, nets)
+    if not groups:
+        raise ValueError(f"no {workload.profile} node has every compute rail on a leaf")
+    return groups[0][0]
+
+
+def check_leaf_group(topology: Topology) -> Iterator[Finding]:
+    """A job whose pods need more nodes than one leaf group holds cannot be written as one pod template."""
+    k8s = topology.cluster.kubernetes
+    if k8s is None or k8s.workload is None:
+        return
+    workload = k8s.workload
+    nets = compute_networks(topology, k8s, workload)
+    size = max((count for _, count in leaf_groups(topology, workload, nets)), default=0)
+    if size < workload.nodes:
+        yield Finding(Severity.ERROR, "kubernetes-leaf-group", "kubernetes.workload.nodes",
+                      f"the job asks for {workload.nodes} nodes, but its pods name one network attachment per rail "
+                      f"and leaf (per-leaf pod ranges on fabric {nets[0].fabric.name}), and at most {size} "
+                      f"{workload.profile} nodes share the same leaves",
+                      f"at most {size} nodes, or a job per leaf group", k8s.position)
+
+
 def _checkpoints(topology: Topology, k8s: Kubernetes) -> tuple[str, str] | None:
     """(claim, mount path) of the checkpoint file system: the first ReadWriteMany Lustre claim of the namespace."""
     for fs in topology.cluster.lustre:
@@ -71,8 +119,9 @@ def _checkpoints(topology: Topology, k8s: Kubernetes) -> tuple[str, str] | None:
 
 
 def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequence[PodNetwork],
-             container: str, job: str | None) -> dict[str, Any]:
-    """The training pod's spec; with ``job``, a PyTorchJob replica's (the resume init container, one pod a node)."""
+             leaves: Mapping[str, str], container: str, job: str | None) -> dict[str, Any]:
+    """The training pod's spec on the nodes of the leaf group ``leaves`` (:func:`leaf_group`); with ``job``, a
+    PyTorchJob replica's (the resume init container, one pod a node)."""
     profile = topology.cluster.profiles[workload.profile]
     fabric = nets[0].fabric
     vfs = k8s.uses_vfs
@@ -85,7 +134,8 @@ def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequ
     limits = {"nvidia.com/gpu": workload.gpus, **resources}
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}, *storage.volume_mounts]
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": workload.shm_size}}, *storage.volumes]
-    spec: dict[str, Any] = {"nodeSelector": {PROFILE_LABEL: workload.profile}}
+    spec: dict[str, Any] = {"nodeSelector": {PROFILE_LABEL: workload.profile,
+                                             **{leaf_label(net): leaf for net, leaf in leaves.items()}}}
     checkpoints = _checkpoints(topology, k8s)
     if job is None:  # torchrun alone: one node, a process per GPU (in the job the operator sets PET_*)
         env.append({"name": "PET_NPROC_PER_NODE", "value": str(workload.gpus)})
@@ -111,12 +161,18 @@ def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequ
     return spec
 
 
+def _networks(nets: Sequence[PodNetwork], leaves: Mapping[str, str]) -> str:
+    """The pod's networks annotation: each rail's attachment (its leaf's, with per-leaf pod ranges)."""
+    return ",".join(n.attachment(leaves.get(n.name, "")) for n in nets)
+
+
 def pytorch_job(topology: Topology, k8s: Kubernetes, workload: Workload) -> dict[str, Any]:
     """The PyTorchJob: a Master and nodes - 1 Workers, each replica's pod as :func:`pod_spec` builds it."""
     nets = compute_networks(topology, k8s, workload)
+    leaves = leaf_group(topology, workload, nets)
     template = {"metadata": {"labels": {"app.kubernetes.io/name": workload.name},
-                             "annotations": {NETWORKS_ANNOTATION: ",".join(n.name for n in nets)}},
-                "spec": pod_spec(topology, k8s, workload, nets, "pytorch", workload.name)}
+                             "annotations": {NETWORKS_ANNOTATION: _networks(nets, leaves)}},
+                "spec": pod_spec(topology, k8s, workload, nets, leaves, "pytorch", workload.name)}
     replicas = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
     if workload.nodes > 1:
         replicas["Worker"] = {"replicas": workload.nodes - 1, "restartPolicy": "OnFailure", "template": template}
@@ -132,10 +188,11 @@ def pytorch_job(topology: Topology, k8s: Kubernetes, workload: Workload) -> dict
 def example_pod(topology: Topology, k8s: Kubernetes, workload: Workload) -> dict[str, Any]:
     """The same training pod as a bare Pod on one node (clusters without the training operator; no restarts)."""
     nets = compute_networks(topology, k8s, workload)
-    spec = {"restartPolicy": "Never", **pod_spec(topology, k8s, workload, nets, "trainer", None)}
+    leaves = leaf_group(topology, workload, nets)
+    spec = {"restartPolicy": "Never", **pod_spec(topology, k8s, workload, nets, leaves, "trainer", None)}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": metadata(workload.name, k8s.namespace, labels={"app.kubernetes.io/name": workload.name},
-                                 annotations={NETWORKS_ANNOTATION: ",".join(n.name for n in nets)}),
+                                 annotations={NETWORKS_ANNOTATION: _networks(nets, leaves)}),
             "spec": spec}
 
 

@@ -15,6 +15,7 @@ from netaddr import IPAddress
 from fabricgen.core.errors import SpecError
 from fabricgen.features.kubernetes import ipam, workloads
 from fabricgen.features.kubernetes import render as kubernetes
+from fabricgen.features.kubernetes.nodes import planned_labels as nodes_labels
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import ROCE, documents, manifests
@@ -27,8 +28,11 @@ def test_workload_pod(tmp_path: Path) -> None:
     assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
     limits = container["resources"]["limits"]
     assert limits["nvidia.com/gpu"] == 8 and all(limits[f"nvidia.com/compute_rail{r}"] == 1 for r in range(8))
+    # routed RoCE: rail r's attachment of the leaf the pod's node has rail r on, and the node selected by those leaves
     assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
-        f"compute-rail{r}" for r in range(8))
+        f"compute-rail{r}-compute-su01-leaf{r}" for r in range(8))
+    assert pod["spec"]["nodeSelector"] == {"fabricgen.dev/node-profile": "hgx-8gpu-generic", **{
+        f"fabricgen.dev/compute-rail{r}-leaf": f"compute-su01-leaf{r}" for r in range(8)}}
     assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
     assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     env = {e["name"]: e["value"] for e in container["env"]}
@@ -96,3 +100,28 @@ def test_workload_needs_the_compute_rails(tmp_path: Path) -> None:
     report = str(info.value)
     assert "kubernetes.workload: the workload's NCCL needs the compute fabric's rails as pod networks" in report
     assert "hint: add compute to kubernetes.fabrics" in report
+
+
+@pytest.mark.parametrize(("nodes", "refused"), [(4, False), (5, True)])
+def test_a_job_runs_in_one_leaf_group(nodes: int, refused: bool, tmp_path: Path) -> None:
+    """Per-leaf pod ranges (routed RoCE compute, two scalable units of 4 nodes): a pod template names one attachment
+    per rail and leaf, so the job runs on the nodes of one unit (selected by their leaf labels); a job larger than
+    every unit is refused at kubernetes.workload.nodes instead of pods that attach to another leaf's range."""
+    spec = tmp_path / "two-units.yaml"
+    spec.write_text(ROCE.read_text().replace("scalable_unit: 8", "scalable_unit: 4").replace(
+        "{name: M, racks: 1, kind: network}", "{name: M, racks: 3, kind: network}").replace(
+        "  workload:\n", f"  workload:\n    nodes: {nodes}\n"))
+    if refused:
+        with pytest.raises(Exception) as info:
+            compile_spec(spec)
+        assert "[kubernetes-leaf-group]" in str(info.value) and "at most 4 hgx-8gpu-generic nodes" in str(info.value)
+        return
+    topology = compile_spec(spec).topology
+    job = workloads.pytorch_job(topology, topology.cluster.kubernetes, topology.cluster.kubernetes.workload)
+    template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    selector = template["spec"]["nodeSelector"]
+    assert {selector[f"fabricgen.dev/compute-rail{r}-leaf"] for r in range(8)} == {
+        f"compute-su01-leaf{r}" for r in range(8)}
+    labels = nodes_labels(topology)
+    chosen = [n for n, own in labels.items() if all(own.get(k) == v for k, v in selector.items())]
+    assert chosen == ["hgx01", "hgx02", "hgx03", "hgx04"]

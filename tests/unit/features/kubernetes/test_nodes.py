@@ -1,5 +1,6 @@
 """label-nodes.sh, the one script that labels nodes from the plan, against a stub kubectl: every planned node gets
-its profile label (where a generated object selects the profile) and its topology labels (where it is scheduled),
+its profile label (where a generated object selects the profile), its pod ports' leaves (fabrics with per-leaf pod
+ranges) and its topology labels (where it is scheduled),
 a second run changes nothing, a node the cluster lacks is reported (exit 3) while the others are still labelled, and
 --dry-run changes nothing. shellcheck checks the script in tests/external/kubernetes/test_nodes.py, the real
 kubectl runs it in tests/external/scheduler/test_node_labels.py."""
@@ -45,7 +46,9 @@ def _labels(tmp_path: Path, name: str) -> dict[str, str]:
 def test_both_label_sets_are_planned() -> None:
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     labels = nodes.planned_labels(topology)["gpu001"]
-    assert labels == {nodes.PROFILE_LABEL: "dgx-h100", "fabricgen.dev/topology": "compute",
+    # the storage ports' leaves: their nv-ipam pools and attachments select on them (per-leaf pod ranges)
+    assert labels == {nodes.PROFILE_LABEL: "dgx-h100", "fabricgen.dev/storage-port0-leaf": "storage-leaf001",
+                      "fabricgen.dev/storage-port1-leaf": "storage-leaf002", "fabricgen.dev/topology": "compute",
                       "fabric.topograph.run/tier-0": "compute-su01", "fabric.topograph.run/tier-1": "compute-spines",
                       "fabricgen.dev/rack": "A01"}
     assert "ufm01" not in nodes.planned_labels(topology), "UFM runs no pods and takes no jobs"

@@ -173,7 +173,7 @@ def test_dry_run_prints_every_change_and_makes_none(host: FakeHost) -> None:
     assert host.changing_calls() == [] and host.snapshot() == before
     assert f"would {IB_PFS[0]}: remove the 4 VFs" in done.stdout
     assert f"would {ETH_PFS[1]}: create 4 VFs: write 4 to" in done.stdout
-    assert done.stdout.rstrip().endswith("dry run: 14 changes not made")
+    assert done.stdout.rstrip().endswith("dry run: 15 changes not made")  # the GRUB drop-in, then update-grub
 
 
 def test_missing_vf_netdev_times_out_clearly(host: FakeHost) -> None:
@@ -249,12 +249,53 @@ def test_operator_nodes_get_the_kernel_argument_at_bring_up(host: FakeHost) -> N
     calls = len(host.calls)
     assert host.run().returncode == 0
     assert [c for c in host.calls[calls:] if c.startswith("update-grub")] == []
-    grubby = host.root / "bin" / "grubby"
-    write(grubby, f'#!/bin/sh\necho "grubby $*" >>"{host.root}/state/calls"\n'
-                  'case "$1" in --info=ALL) echo "args=\\"ro iommu=pt\\"" ;; esac')
-    grubby.chmod(0o755)
+    grubby = _grubby(host, default="ro iommu=pt", others=("ro iommu=pt ib_core.netns_mode=0",))
     assert host.run(GRUBBY=str(grubby)).returncode == 0
-    assert "grubby --update-kernel=ALL --args=ib_core.netns_mode=0" in host.calls, "RHEL-family hosts: grubby"
+    # RHEL-family hosts: grubby; an older entry with the argument does not make the default entry's
+    assert "grubby --update-kernel=ALL --args=ib_core.netns_mode=0" in host.calls
+
+
+def _grubby(host: FakeHost, default: str, others: tuple[str, ...] = ()) -> Path:
+    """A grubby stub: --info=DEFAULT prints the default entry with kernel arguments ``default``, --info=ALL that
+    entry and one per ``others``; every call is recorded."""
+    grubby = host.root / "bin" / "grubby"
+    entries = "".join(f'echo \'index={i}\'; echo \'args="{a}"\'; ' for i, a in enumerate((default, *others)))
+    write(grubby, f'#!/bin/sh\necho "grubby $*" >>"{host.root}/state/calls"\n'
+                  f'case "$1" in --info=DEFAULT) echo index=0; echo \'args="{default}"\' ;;\n'
+                  f'  --info=ALL) {entries};;\nesac')
+    grubby.chmod(0o755)
+    return grubby
+
+
+def test_a_pxe_booted_node_relies_on_modprobe_and_does_not_ask_for_reboots(host: FakeHost) -> None:
+    """A node whose kernel command line comes from a boot server (no grubby default entry, no grub.cfg) cannot get
+    the argument from this script: it exits 0 (it used to exit 3 on every boot), says the boot server must add it,
+    and ib_core takes netns_mode=0 from modprobe.d; KERNEL_CMDLINE=boot-server says so where a local GRUB exists."""
+    write(host.root / "proc-cmdline", "BOOT_IMAGE=/vmlinuz-6.8.0 root=UUID=1 ro iommu=pt")
+    (host.root / "grub.cfg").unlink()
+    done = host.run()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the kernel command line comes from a boot server" in done.stdout
+    assert "the SR-IOV operator's config daemon reboots the node for it until the boot server adds it" in done.stdout
+    assert not (host.root / "grub.d").exists() and "update-grub" not in host.calls
+    assert (host.root / "modprobe.d" / "fabricgen-rdma-netns.conf").read_text() == "options ib_core netns_mode=0\n"
+    write(host.root / "grub.cfg", 'menuentry "Linux" {\n\tlinux /vmlinuz root=UUID=1 ro\n}')
+    assert host.run(KERNEL_CMDLINE="boot-server").returncode == 0 and "update-grub" not in host.calls
+
+
+def test_update_grub_is_checked_in_the_generated_grub_cfg(host: FakeHost) -> None:
+    """The drop-in appends the argument, but a later /etc/default/grub.d file that assigns GRUB_CMDLINE_LINUX drops it:
+    the script reads the generated grub.cfg and fails with the reason instead of waiting for a boot that never has
+    it."""
+    write(host.root / "grub.d" / "zz-site.cfg", 'GRUB_CMDLINE_LINUX="quiet"')
+    done = host.run()
+    assert done.returncode == 1
+    assert "grub.cfg has no ib_core.netns_mode=0 after" in done.stderr
+    (host.root / "grub.d" / "zz-site.cfg").unlink()
+    assert host.run().returncode == 0
+    assert "ib_core.netns_mode=0" in (host.root / "grub.cfg").read_text()
+    calls = len(host.calls)
+    assert host.run().returncode == 0 and "update-grub" not in host.calls[calls:], "grub.cfg has it: nothing to do"
 
 
 def test_wrong_pci_address_and_unknown_node_fail_before_any_change(host: FakeHost) -> None:

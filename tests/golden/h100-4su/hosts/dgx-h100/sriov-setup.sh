@@ -7,8 +7,12 @@
 #      allows the VF count (sriov_totalvfs) once the firmware enables it.
 #   RDMA namespace mode: exclusive (ib_core netns_mode=0), so the rdma CNI can move each VF's RDMA device into its
 #      pod (it refuses to run in shared mode): set at once with `rdma system set netns exclusive`, for every later
-#      load of ib_core in /etc/modprobe.d, and on the kernel command line (ib_core.netns_mode=0: grubby, or a
-#      /etc/default/grub.d drop-in and update-grub), which also holds when ib_core loads from the initramfs.
+#      load of ib_core in /etc/modprobe.d, and on the kernel command line (ib_core.netns_mode=0: grubby on every
+#      kernel, checked on the default entry; or a /etc/default/grub.d drop-in and update-grub, checked in the
+#      generated grub.cfg), which also holds when ib_core loads from the initramfs. A node whose command line comes
+#      from a boot server (PXE, iPXE, BCM, Warewulf, MAAS: no grubby default entry and no grub.cfg, or
+#      KERNEL_CMDLINE=boot-server) relies on the modprobe.d option and the immediate switch; the boot server's
+#      kernel arguments must carry ib_core.netns_mode=0, the script says so and does not ask for a reboot for it.
 #      The kernel refuses the change while other network namespaces exist: then the script exits 3 (reboot, and
 #      this unit sets it before kubelet starts). The SR-IOV operator's pool config asks for the same mode; its config
 #      daemon checks /proc/cmdline for ib_core.netns_mode=0 and drains and reboots every node that lacks it, one
@@ -44,8 +48,9 @@
 # Environment: SYSFS_ROOT (default /sys), IP (default ip), MSTCONFIG (default mstconfig; mlxconfig takes the
 #   same arguments), UDEVADM (default udevadm; without it the script only polls sysfs), RDMA (default
 #   rdma, from iproute2), MODPROBE_DIR (default /etc/modprobe.d), GRUB_DIR (default /etc/default/grub.d),
-#   GRUBBY (default grubby, used where it exists), UPDATE_GRUB (default update-grub), PROC_CMDLINE (default
-#   /proc/cmdline), NODE_NAME (default: hostname -s; selects
+#   GRUBBY (default grubby, used where it exists), UPDATE_GRUB (default update-grub), GRUB_CFG (default
+#   /boot/grub/grub.cfg), PROC_CMDLINE (default /proc/cmdline), KERNEL_CMDLINE (local, the default, or
+#   boot-server), NODE_NAME (default: hostname -s; selects
 #   this node's rows of the data file), SRIOV_VFS (the data file, default sriov-vfs.tsv next to this script),
 #   SRIOV_WAIT_SECONDS (default 30).
 # Exit codes: 0 done, 1 error (nothing changed when found by the checks), 2 bad usage, 3 firmware changed (or
@@ -61,7 +66,9 @@ MODPROBE_DIR="${MODPROBE_DIR:-/etc/modprobe.d}"
 GRUB_DIR="${GRUB_DIR:-/etc/default/grub.d}"
 GRUBBY="${GRUBBY:-grubby}"
 UPDATE_GRUB="${UPDATE_GRUB:-update-grub}"
+GRUB_CFG="${GRUB_CFG:-/boot/grub/grub.cfg}"
 PROC_CMDLINE="${PROC_CMDLINE:-/proc/cmdline}"
+KERNEL_CMDLINE="${KERNEL_CMDLINE:-local}"
 SRIOV_VFS="${SRIOV_VFS:-$(dirname "${BASH_SOURCE[0]}")/sriov-vfs.tsv}"
 SRIOV_WAIT_SECONDS="${SRIOV_WAIT_SECONDS:-30}"
 DRY_RUN=0
@@ -270,22 +277,40 @@ GRUB_LINE="GRUB_CMDLINE_LINUX=\"\${GRUB_CMDLINE_LINUX} ${NETNS_ARG}\""
 if [[ "$(cat "$NETNS_CONF" 2>/dev/null)" != "$NETNS_OPTION" ]]; then
   write_file "RDMA namespace mode exclusive at every load of ib_core" "$NETNS_CONF" "$NETNS_OPTION"
 fi
-if command -v "$GRUBBY" >/dev/null; then
-  if ! "$GRUBBY" --info=ALL | grep -q -- "$NETNS_ARG"; then
+# has_arg: whether the words on stdin (kernel command lines, maybe quoted) include NETNS_ARG as a whole word; reads
+# all of stdin (grep -q would stop early, and the writer would die of SIGPIPE under pipefail).
+has_arg() {
+  tr -s ' "\t' '\n' | grep -x -- "$NETNS_ARG" >/dev/null
+}
+[[ "$KERNEL_CMDLINE" == local || "$KERNEL_CMDLINE" == boot-server ]] \
+  || die "KERNEL_CMDLINE is ${KERNEL_CMDLINE}: local or boot-server"
+if [[ "$KERNEL_CMDLINE" == local ]] && command -v "$GRUBBY" >/dev/null && "$GRUBBY" --info=DEFAULT >/dev/null 2>&1; then
+  # the default entry is the one the next boot takes (an older entry with the argument proves nothing); the update
+  # of every entry is idempotent
+  if ! "$GRUBBY" --info=DEFAULT | awk -F= '$1 == "args" { sub(/^args=/, ""); print }' | has_arg; then
     change "kernel command line: ${NETNS_ARG} on every kernel" "$GRUBBY" --update-kernel=ALL --args="$NETNS_ARG"
   fi
-elif [[ "$(cat "$GRUB_CONF" 2>/dev/null)" != "$GRUB_LINE" ]]; then
-  if ((DRY_RUN)); then
-    write_file "kernel command line ${NETNS_ARG} (then ${UPDATE_GRUB})" "$GRUB_CONF" "$GRUB_LINE"
-  else
-    mkdir -p "$GRUB_DIR"
+elif [[ "$KERNEL_CMDLINE" == local ]] && command -v "$UPDATE_GRUB" >/dev/null && [[ -e "$GRUB_CFG" ]]; then
+  if [[ "$(cat "$GRUB_CONF" 2>/dev/null)" != "$GRUB_LINE" ]]; then
+    ((DRY_RUN)) || mkdir -p "$GRUB_DIR"
     write_file "kernel command line ${NETNS_ARG}" "$GRUB_CONF" "$GRUB_LINE"
-    "$UPDATE_GRUB" || die "${UPDATE_GRUB} failed: ${NETNS_ARG} is not on the next boot's kernel command line"
   fi
+  if ! grep -E '^[[:space:]]*linux[[:space:]]' "$GRUB_CFG" | has_arg; then
+    change "put ${NETNS_ARG} into ${GRUB_CFG}" "$UPDATE_GRUB" \
+      || die "${UPDATE_GRUB} failed: ${NETNS_ARG} is not on the next boot's kernel command line"
+    # a later /etc/default/grub.d file that assigns GRUB_CMDLINE_LINUX drops the drop-in's argument
+    ((DRY_RUN)) || grep -E '^[[:space:]]*linux[[:space:]]' "$GRUB_CFG" | has_arg \
+      || die "${GRUB_CFG} has no ${NETNS_ARG} after ${UPDATE_GRUB}: a file in ${GRUB_DIR} after ${GRUB_CONF##*/} (or /etc/default/grub) sets GRUB_CMDLINE_LINUX without it"
+  fi
+else
+  KERNEL_CMDLINE=boot-server
+  log "the kernel command line comes from a boot server (KERNEL_CMDLINE=boot-server, or no grubby default entry and no ${GRUB_CFG}): ${NETNS_ARG} belongs in its kernel arguments; until then ib_core takes netns_mode=0 from ${NETNS_CONF} (ib_core netns_mode now: $(cat "${SYSFS_ROOT}/module/ib_core/parameters/netns_mode" 2>/dev/null || echo unknown))"
 fi
 CMDLINE_PENDING=0
-if ! tr ' ' '\n' <"$PROC_CMDLINE" | grep -qx -- "$NETNS_ARG"; then
+if [[ "$KERNEL_CMDLINE" == local ]] && ! has_arg <"$PROC_CMDLINE"; then
   CMDLINE_PENDING=1  # the operator's config daemon would drain and reboot the node for it
+elif ! has_arg <"$PROC_CMDLINE"; then
+  log "warning: ${NETNS_ARG} is not on this boot's kernel command line: the SR-IOV operator's config daemon reboots the node for it until the boot server adds it"
 fi
 netns="$("$RDMA" system show | awk '$1 == "netns" { print $2; exit }')"
 if [[ "$netns" != exclusive ]]; then
