@@ -7,8 +7,10 @@ Per size (16k and 64k GPUs, the specs of bench.py):
   promises (each file fsynced in a staging directory, the directories fsynced, one rename per file into place,
   the target directories fsynced), and the same tree with plain writes (no fsync) for scale.
 Each command is run `REPEATS` times (median wall; CPU from the child's rusage, workers included) so a busy
-machine shows as spread, not as a wrong figure. Ratios, not seconds, are the targets (issue 20): apply within
-2x the write limit, 64k/16k ratios <= 4.5.
+machine shows as spread, not as a wrong figure; the load average is printed before and after each size, since
+on a shared 2-core machine wall time is only meaningful beside it. Ratios, not seconds, are the targets
+(issue 20): apply within 2x the write limit, 64k/16k ratios <= 4.5. A size whose spec fabricgen refuses is
+reported as refused (with the first lines of its report), and the ratios that need it are left out.
 """
 
 from __future__ import annotations
@@ -26,9 +28,15 @@ from pathlib import Path
 
 from bench import spec_text  # bench/bench.py (this directory is on sys.path when run as a script)
 
+from fabricgen.outdir.fs import in_parallel
+
 SIZES_GPUS = (16384, 65536)
 REPEATS = 3
 FABRICGEN = Path(sys.executable).with_name("fabricgen")
+
+
+class RefusedError(Exception):
+    """fabricgen exited with an error: the spec is refused (its report is the message)."""
 
 
 def _run(args: Sequence[str], ok: Sequence[int] = (0,)) -> tuple[float, float, int]:
@@ -39,7 +47,8 @@ def _run(args: Sequence[str], ok: Sequence[int] = (0,)) -> tuple[float, float, i
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in ok:
-        raise SystemExit(f"fabricgen {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+        report = [line for line in done.stderr.splitlines() if line.strip()]
+        raise RefusedError(f"fabricgen {args[0]} exited {done.returncode}: " + " / ".join(report[:3]))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, after.ru_maxrss // 1024  # ru_maxrss of children is the largest child so far
 
@@ -63,25 +72,32 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_file(file: tuple[Path, bytes, bool]) -> None:
+    path, content, durable = file
+    with path.open("wb") as handle:
+        handle.write(content)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
 def write_limit(files: list[tuple[str, bytes]], root: Path, durable: bool) -> float:
     """Seconds to write ``files`` under ``root``: with ``durable`` as apply does it (staging, fsync of every file
-    and directory, a rename per file, fsync of the target directories), else with plain writes."""
+    and directory, a rename per file, fsync of the target directories; the fsyncs from the same threads as apply's,
+    :func:`fabricgen.outdir.fs.in_parallel`), else with plain writes."""
     start = time.perf_counter()
     staging = root / ("staging" if durable else "plain")
     dirs = set()
+    jobs = []
     for rel, content in files:
         path = staging / rel
         if path.parent not in dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             dirs.add(path.parent)
-        with path.open("wb") as handle:
-            handle.write(content)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+        jobs.append((path, content, durable))
     if durable:
-        for directory in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
-            _fsync_dir(directory)
+        in_parallel(_write_file, jobs)
+        in_parallel(_fsync_dir, dirs)
         final = root / "out"
         targets = set()
         for rel, _ in files:
@@ -90,12 +106,15 @@ def write_limit(files: list[tuple[str, bytes]], root: Path, durable: bool) -> fl
                 target.parent.mkdir(parents=True, exist_ok=True)
                 targets.add(target.parent)
             (staging / rel).replace(target)
-        for directory in sorted(targets, key=lambda d: len(d.parts), reverse=True):
-            _fsync_dir(directory)
+        in_parallel(_fsync_dir, targets)
+    else:
+        for job in jobs:
+            _write_file(job)
     return time.perf_counter() - start
 
 
 def measure(gpus: int, tmp: Path) -> dict[str, float]:
+    """One size's figures; raises RefusedError when fabricgen refuses the size's spec."""
     spec = tmp / f"bench-{gpus}.yaml"
     text = spec_text(gpus)
     spec.write_text(text, encoding="utf-8")
@@ -125,45 +144,79 @@ def measure(gpus: int, tmp: Path) -> dict[str, float]:
         shutil.rmtree(base, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
     apply_wall, apply_cpu, apply_rss = _median(fresh)
-    row = {"files": len(files), "mb": sum(len(c) for _, c in files) / 1e6,
+    row = {"files": len(files), "mb": sum(len(c) for _, c in files) / 1e6, "change_plan_cpu_s": _median(change_plan)[1],
            "apply_s": apply_wall, "apply_cpu_s": apply_cpu, "apply_rss_mb": apply_rss,
            "plan_s": plan[0], "plan_cpu_s": plan[1],
            "change_plan_s": _median(change_plan)[0], "change_apply_s": _median(change_apply)[0],
+           "change_apply_cpu_s": _median(change_apply)[1],
            "limit_s": statistics.median(limits), "plain_s": statistics.median(plain)}
     row["apply_per_limit"] = row["apply_s"] / row["limit_s"]
     return row
 
 
 def main() -> int:
-    """``--sizes 1024,4096`` for a quick look; the targets are judged on the first two sizes."""
-    sizes = SIZES_GPUS
-    if len(sys.argv) == 3 and sys.argv[1] == "--sizes":
-        sizes = tuple(int(size) for size in sys.argv[2].split(","))
-    load = os.getloadavg()[0]
-    rows = {}
+    """``--sizes 1024,4096`` for a quick look, ``--repeats N``; the targets are judged on the first two sizes."""
+    global REPEATS
+    sizes: tuple[int, ...] = SIZES_GPUS
+    args = sys.argv[1:]
+    while len(args) >= 2 and args[0] in ("--sizes", "--repeats"):
+        if args[0] == "--sizes":
+            sizes = tuple(int(size) for size in args[1].split(","))
+        else:
+            REPEATS = int(args[1])
+        args = args[2:]
+    rows: dict[int, dict[str, float]] = {}
+    refused: dict[int, str] = {}
+    loads: dict[int, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for gpus in sizes:
-            rows[gpus] = measure(gpus, Path(tmp))
-    header = ("GPUs", "files", "MB", "apply s", "apply CPU s", "peak RSS MB", "plan s", "1-node plan s",
-              "1-node apply s", "write limit s", "plain writes s", "apply / limit")
-    print(f"\nCLI as whole processes (median of {REPEATS}; load average {load:.1f} on {os.cpu_count()} cores at start)")
+            before = os.getloadavg()[0]
+            try:
+                rows[gpus] = measure(gpus, Path(tmp))
+            except RefusedError as exc:
+                refused[gpus] = str(exc)
+            loads[gpus] = (before, os.getloadavg()[0])
+    header = ("GPUs", "load", "files", "MB", "apply s", "apply CPU s", "peak RSS MB", "plan s", "plan CPU s",
+              "1-node plan s", "1-node apply s", "1-node apply CPU s", "write limit s", "plain writes s",
+              "apply / limit")
+    print(f"\nCLI as whole processes (median of {REPEATS}; load: 1-minute average before/after the size, "
+          f"{os.cpu_count()} cores)")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for gpus, r in rows.items():
-        print(f"| {gpus} | {r['files']:.0f} | {r['mb']:.0f} | {r['apply_s']:.2f} | {r['apply_cpu_s']:.2f} "
-              f"| {r['apply_rss_mb']:.0f} | {r['plan_s']:.2f} | {r['change_plan_s']:.2f} | {r['change_apply_s']:.2f} "
-              f"| {r['limit_s']:.2f} | {r['plain_s']:.2f} | {r['apply_per_limit']:.2f} |")
-    small, large = rows[sizes[0]], rows[sizes[1]]
-    ratios = {key: large[key] / small[key] for key in ("apply_s", "apply_cpu_s", "plan_s", "change_apply_s")}
-    listed = ", ".join(f"{key} {value:.2f}" for key, value in ratios.items())
-    print(f"{sizes[1]}/{sizes[0]} GPUs ratios: {listed} (target <= 4.5)")
-    targets = {  # as issue 20 sets them for 16k and 64k GPUs
-        "16k apply < 5 s": small["apply_s"] < 5, "16k apply < 1 GB": small["apply_rss_mb"] < 1024,
-        "16k plan < 3 s": small["plan_s"] < 3, "16k one-node change < 3 s": small["change_apply_s"] < 3,
+    for gpus in sizes:
+        load = f"{loads[gpus][0]:.1f}/{loads[gpus][1]:.1f}"
+        if gpus in refused:
+            print(f"| {gpus} | {load} | refused: {refused[gpus][:300]} |")
+            continue
+        r = rows[gpus]
+        print(f"| {gpus} | {load} | {r['files']:.0f} | {r['mb']:.0f} | {r['apply_s']:.2f} | {r['apply_cpu_s']:.2f} "
+              f"| {r['apply_rss_mb']:.0f} | {r['plan_s']:.2f} | {r['plan_cpu_s']:.2f} | {r['change_plan_s']:.2f} "
+              f"| {r['change_apply_s']:.2f} | {r['change_apply_cpu_s']:.2f} | {r['limit_s']:.2f} | {r['plain_s']:.2f} "
+              f"| {r['apply_per_limit']:.2f} |")
+    small = rows.get(sizes[0])
+    large = rows.get(sizes[1]) if len(sizes) > 1 else None
+    if small is None:
+        print(f"CLI targets not judged: the {sizes[0]}-GPU spec is refused")
+        return 1
+    ratio_keys = ("apply_s", "apply_cpu_s", "plan_s", "plan_cpu_s", "change_apply_s")
+    ratios = {key: large[key] / small[key] for key in ratio_keys} if large is not None else {}
+    if ratios:
+        listed = ", ".join(f"{key} {value:.2f}" for key, value in ratios.items())
+        print(f"{sizes[1]}/{sizes[0]} GPUs ratios: {listed} (target <= 4.5)")
+    elif len(sizes) > 1:
+        print(f"{sizes[1]}/{sizes[0]} GPUs ratios: not measured, the {sizes[1]}-GPU spec is refused")
+    first = f"{sizes[0] // 1024}k"  # issue 20 sets the targets for 16k and 64k GPUs, the default sizes
+    targets = {
+        f"{first} apply < 5 s": small["apply_s"] < 5, f"{first} apply < 1 GB": small["apply_rss_mb"] < 1024,
+        f"{first} plan < 3 s": small["plan_s"] < 3,
+        f"{first} one-node change < 3 s": max(small["change_plan_s"], small["change_apply_s"]) < 3,
         "apply <= 2x write limit": small["apply_per_limit"] <= 2,
-        "64k/16k <= 4.5": all(v <= 4.5 for v in ratios.values()),
     }
-    print("CLI targets: " + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in targets.items()))
+    verdicts = [f"{name} {'met' if ok else 'MISSED'}" for name, ok in targets.items()]
+    second = f"{sizes[1] // 1024}k/{first}" if len(sizes) > 1 else "second size"
+    verdicts.append(f"{second} <= 4.5 " + ("not measured (refused)" if not ratios else
+                                         "met" if all(v <= 4.5 for v in ratios.values()) else "MISSED"))
+    print("CLI targets: " + ", ".join(verdicts))
     return 0
 
 

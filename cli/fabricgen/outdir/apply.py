@@ -3,7 +3,8 @@
 The protocol has one commit point and rolls forward, in this order (each step depends on the one before):
   1. take OUT/.fabricgen/apply.lock (flock, non-blocking) so two applies cannot interleave, finish any
      interrupted apply, then re-plan: another process may have changed OUT since the caller planned;
-  2. write every new or changed file into OUT/.fabricgen/staging-<random>/ and fsync it; OUT is untouched;
+  2. write every new or changed file into OUT/.fabricgen/staging-<random>/ and fsync it and its directories
+     (from several threads: the disk commits concurrent fsyncs together); OUT is untouched;
   3. write OUT/.fabricgen/journal.json atomically (temp file, fsync, os.replace, fsync dir): the commit point;
   4. roll forward: deletions (and the directories they empty), then one os.replace per staged file, then the
      lock file, last, so a lock on disk always describes a finished apply;
@@ -20,7 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from fabricgen.core.errors import OutputError
-from fabricgen.outdir.fs import new_name, tree, write_atomically, write_new
+from fabricgen.outdir.fs import in_parallel, new_name, tree, write_atomically, write_new
 from fabricgen.outdir.journal import (
     JOURNAL_FILE,
     STAGING_PREFIX,
@@ -135,14 +136,14 @@ def _stage(plan: Plan, state: State, staging: str) -> None:
     """Every new file into the private staging directory, made by this run (0700), each directory opened without
     following a symlink."""
     with tree(state.state_fd) as private:
-        for artifact in plan.writes:
+        files = []
+        for artifact in plan.writes:  # the directories first, one thread: Tree is not shared between threads
             parent_rel, _, name = artifact.path.rpartition("/")
             directory = private.get(f"{staging}/{parent_rel}" if parent_rel else staging, create=True)
             assert directory is not None
-            write_new(directory, name, artifact.content, artifact.mode)
+            files.append((directory, name, artifact))
+        in_parallel(lambda file: write_new(file[0], file[1], file[2].content, file[2].mode), files)
         # New directory entries are durable only once their directory is synced; the journal must not outlive them
-        for rel, fd in sorted(private.opened().items(), key=lambda item: item[0].count("/"), reverse=True):
-            if rel:
-                os.fsync(fd)
+        in_parallel(os.fsync, [fd for rel, fd in private.opened().items() if rel])
         os.fsync(state.state_fd)
 

@@ -13,9 +13,11 @@ import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TypeVar
 
 from fabricgen.core.errors import OutputError
 from fabricgen.core.files import TooLargeError, read_bounded
@@ -26,6 +28,10 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 NOT_A_DIRECTORY = (errno.ELOOP, errno.ENOTDIR)
 # fabricgen's own files in OUT (lock, journal) are small; the bound keeps a planted device or pipe from hanging a run.
 MAX_STATE_BYTES = 256 * 1024 * 1024
+# fsync waits on the disk, not on the CPU, and ext4 commits concurrent fsyncs in one journal transaction: 1,500
+# files of 20 kB fsynced one by one took 10 s on this machine's disk, from 8 threads 1.5 s (32 threads: 2.6 s).
+SYNC_THREADS = 8
+_Item = TypeVar("_Item")
 
 
 class Tree:
@@ -148,6 +154,20 @@ def exists(dir_fd: int, name: str) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def in_parallel(job: Callable[[_Item], object], items: Iterable[_Item]) -> None:
+    """Run ``job`` on every item from SYNC_THREADS threads; return once all have ended, then raise the first error
+    (in item order), so a caller that cleans up after a failure never races a write still under way."""
+    work = list(items)
+    if len(work) < 2:
+        for item in work:
+            job(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(SYNC_THREADS, len(work))) as pool:
+        futures = [pool.submit(job, item) for item in work]
+    for future in futures:
+        future.result()
 
 
 def write_new(dir_fd: int, name: str, content: bytes, mode: int) -> None:

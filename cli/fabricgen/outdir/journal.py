@@ -26,6 +26,7 @@ from fabricgen.outdir.fs import (
     NOT_A_DIRECTORY,
     Tree,
     exists,
+    in_parallel,
     open_out,
     open_state,
     read_own_file,
@@ -211,8 +212,7 @@ def _roll_forward(state: State, journal: Journal) -> bool:
             _move_into_place(private, out, journal.staging, entry.path, state)
             touched.add(entry.path.rpartition("/")[0])
         opened = out.opened()
-        for rel_dir in sorted(touched):
-            os.fsync(opened[rel_dir])
+        in_parallel(os.fsync, [opened[rel_dir] for rel_dir in sorted(touched)])
     return _write_lock(state, journal.lock_bytes)
 
 

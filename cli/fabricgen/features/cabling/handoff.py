@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.topology import Topology
@@ -53,8 +54,10 @@ def end_label(cable: Cable, a_end: bool) -> str:
     return f"{name}/{'A' if a_end else 'Z'} to {far.rack} {far.device} {far.port}"
 
 
+@lru_cache(maxsize=65536)
 def port_order(port: str) -> tuple[tuple[int, str], ...]:
-    """Physical order of port names: numbers compared as numbers (``1/2`` < ``1/10``, ``OSFP2P1`` < ``OSFP10P1``)."""
+    """Physical order of port names: numbers compared as numbers (``1/2`` < ``1/10``, ``OSFP2P1`` < ``OSFP10P1``).
+    Cached: a cluster has few distinct port names and every cable end is sorted by one."""
     return tuple((int(part), "") if part.isdigit() else (-1, part) for part in _DIGITS.split(port) if part)
 
 

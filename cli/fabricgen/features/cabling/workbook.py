@@ -42,9 +42,8 @@ def _fill(rail: int | None) -> int:
 def _widths(header: Sequence[str], rows: Sequence[tuple[Cell, ...]]) -> tuple[float, ...]:
     """Every column as wide as its longest text, header included (+3 for bold and the filter button)."""
     longest = [len(h) + 3 for h in header]
-    for row in rows:
-        for i, v in enumerate(row):
-            longest[i] = max(longest[i], len(str(v)) + 2)
+    for i, column in enumerate(zip(*rows, strict=True)):  # a column at a time: the loops run in C
+        longest[i] = max(longest[i], max(map(len, map(str, column))) + 2)
     return tuple(min(_MAX_WIDTH, float(n)) for n in longest)
 
 
