@@ -93,7 +93,8 @@ def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
     nic = link.nic if lower else None
     cage = _cage_form_factor(place, port) if place.switch is not None else ""
     return CableEnd(place.rack.row, place.rack.name, place.u, port.device, port.name, port.number,
-                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "", cage)
+                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "", cage,
+                    place.switch.vendor if place.switch is not None else "")
 
 
 def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
@@ -393,6 +394,9 @@ def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
 
 def _cable_text(cable: Cable) -> str:
     m = cable.medium
+    if m.fanout_m:
+        return (f"{m.kind} 1:{m.legs} breakout {cable.length_m:g} m, custom staggered fan-out: leg lengths per "
+                "cables.csv run_m")
     return f"{m.kind} 1:{m.legs} splitter {cable.length_m:g} m" if m.legs > 1 else f"{m.kind} {cable.length_m:g} m"
 
 
