@@ -1,6 +1,6 @@
 """Target ``workbook``: the XLSX handoff for the datacenter team.
 
-cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technician needs, not cables.csv's 34),
+cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technician needs, not cables.csv's 38),
 the rail colour legend and the bill of materials. cabling/rows/<row>.xlsx: one sheet per rack of the row (every
 cable end in the rack, the handoff order of ``handoff``), so even a 16,384-GPU cluster's files stay a few
 thousand rows each. Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
