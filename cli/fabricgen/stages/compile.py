@@ -37,6 +37,7 @@ from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Attachment, Cluster, Fabric, Tier, TopologyKind
 from fabricgen.model.hardware import (
     SWITCH_SWITCH,
+    Medium,
     SwitchModel,
     breakout,
     pair_unit,
@@ -423,7 +424,9 @@ class _FabricCompiler:
                 "pick a spine switch with more ports",
             )
         core_unit = self.pair_unit(Tier.SPINE, Tier.CORE)
-        spine_up = -(-(full * up // per_pod) // core_unit) * core_unit  # whole cage pairs towards the cores
+        spine_up = full * up // per_pod
+        if self.breakout() is not None:  # pods sized around partly used cages: whole cage pairs to the cores
+            spine_up = -(-spine_up // core_unit) * core_unit
         planes: list[list[Switch]] = [[] for _ in range(per_pod)]
         for p, pod in enumerate(pods):
             for j, spine in enumerate(
@@ -487,14 +490,18 @@ class _FabricCompiler:
                     )
         return created
 
+    def breakout(self) -> Medium | None:
+        """The breakout that serves the spines' split cages from the leaves' uplinks, if any."""
+        return breakout(self.fabric.switches[Tier.LEAF], self.fabric.switches[Tier.SPINE],
+                        self.fabric.uplink_speed.name, self.cluster.media)
+
     def spine_slots(self, leaves: list[Switch], per_spine: int) -> tuple[list[int], int]:
         """Where each leaf's links start among a spine's downlinks, and how many downlinks they take: leaf after
         leaf, except where a breakout serves the spine's cages from the leaves' uplinks. One breakout's legs lie in
         adjacent racks of one row within its fan-out, so a top-of-rack leaf in another row, or farther along the
         row from the cage's first leaf than the fan-out reaches, starts the next cage (leaving a cage partly used
         at each row's end)."""
-        spine = self.fabric.switches[Tier.SPINE]
-        medium = breakout(self.fabric.switches[Tier.LEAF], spine, self.fabric.uplink_speed.name, self.cluster.media)
+        medium = self.breakout()
         racks = {r.name: r for r in self.cluster.facility.racks}
         width = self.cluster.facility.rack_width_m
         starts: list[int] = []
