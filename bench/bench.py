@@ -91,14 +91,16 @@ def _cpu_seconds() -> float:
 
 
 def roce_spec_text(nodes: int = 2048) -> str:
-    """A 2048-node cluster whose rail-optimized compute fabric is RoCE on SN5600 with an address plan."""
+    """A 2048-node cluster whose rail-optimized compute fabric is RoCE on SN5600 with an address plan (and
+    Ethernet VFs, as the workload's pod networks are the compute rails)."""
     base = spec_text(nodes * 8)
     compute = base[base.index("  compute:\n"):base.index("  storage:")]
     roce = ("  compute:\n    type: roce\n    speed: 400G\n    switch: SN5600\n    nos: sonic\n"
             "    topology: {kind: rail-optimized, scalable_unit: 32}\n"
             "    addressing: {hosts: 10.128.0.0/12, p2p: 10.144.0.0/14, loopbacks: 10.148.0.0/20,\n"
-            "                 asn: {core: 4200200000, spine: 4200100000, leaf_base: 4200000000}}\n")
-    return base.replace(compute, roce).replace("  fabrics: [compute, storage]\n", "  fabrics: [storage]\n")
+            "                 asn: {core: 4200200000, spine: 4200100000, leaf_base: 4200000000}}\n"
+            '    sriov: {vfs_per_port: 8, mac_base: "02:10:00:00:00:00"}\n')
+    return base.replace(compute, roce)
 
 
 def switch_config_times(spec: Path) -> dict[str, float]:

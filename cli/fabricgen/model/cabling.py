@@ -21,6 +21,7 @@ class CableEnd:
     rdma_dev: str = ""
     netdev: str = ""
     form_factor: str = ""  # the switch cage's form factor (empty at a node end)
+    vendor: str = ""  # the switch's vendor (empty at a node end): vendors take their own optics
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +46,35 @@ class Cable:
             object.__setattr__(self, "physical", self.id)
 
     @property
+    def name(self) -> str:
+        """What the cable is called on its labels: its id, a splitter leg ``<physical id>/L<leg>``."""
+        return f"{self.physical}/L{self.leg}" if self.leg else self.id
+
+    @property
+    def leg_fibers(self) -> str:
+        """A breakout leg's MPO fiber positions (Tx/Rx at the plug), from its medium; empty otherwise."""
+        fibers = self.medium.leg_fibers
+        return fibers[self.leg - 1] if self.leg and self.leg <= len(fibers) else ""
+
+    @property
+    def leg_order(self) -> str:
+        """A breakout leg as the crew checks it: which leg of how many, its fibers and the harness polarity, so a
+        leg fitted to the wrong port (which still links up, on another switch's /31) is caught at install."""
+        if not self.leg_fibers:
+            return ""
+        return f"leg {self.leg} of {self.medium.legs}: MPO fibers {self.leg_fibers}, {self.medium.polarity}"
+
+    @property
     def label(self) -> str:
         """Printed on both ends: the id (a splitter leg: ``<physical id>/L<leg>``) and both device:port pairs."""
-        name = f"{self.physical}/L{self.leg}" if self.leg else self.id
-        return f"{name} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
+        return f"{self.name} {self.a.device}:{self.a.port} {self.z.device}:{self.z.port}"
 
     @property
     def a_optic(self) -> Optic | None:
-        return self.medium.host_optic if self.tier == "node-leaf" else self.medium.switch_optic_for(self.a.form_factor)
+        if self.tier == "node-leaf":
+            return self.medium.host_optic
+        return self.medium.switch_optic_for(self.a.form_factor, self.a.vendor)
 
     @property
     def z_optic(self) -> Optic | None:
-        return self.medium.switch_optic_for(self.z.form_factor)
+        return self.medium.switch_optic_for(self.z.form_factor, self.z.vendor)

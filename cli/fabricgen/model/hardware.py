@@ -135,10 +135,19 @@ class Medium:
     # a switch-to-switch cable that, between two cages split alike at one of these speeds, carries every logical
     # port of one cage to the port on the same lanes of the other (one cable per lane-aligned cage pair)
     cage_pair: tuple[str, ...] = ()
+    # (vendor, cage form factor, transceiver): a switch of that vendor takes its own part in such a cage (Arista
+    # optics in Arista switches, NVIDIA's in NVIDIA's); before switch_optics and switch_optic
+    vendor_optics: tuple[tuple[str, str, Optic], ...] = ()
+    # a breakout: the longest stagger between its legs (longest minus shortest run along the row) its fan-out is
+    # built with, so its legs lie in adjacent racks of one row (0: not a breakout)
+    fanout_m: float = 0.0
+    leg_fibers: tuple[str, ...] = ()  # a breakout: the MPO fiber positions of leg n (Tx/Rx), n = the cage's port
+    polarity: str = ""  # a breakout: the MPO end's gender, fibers and polarity type (TIA-568.3)
 
-    def switch_optic_for(self, form_factor: str) -> Optic | None:
-        """The transceiver a switch cage of ``form_factor`` takes for this medium."""
-        return next((optic for ff, optic in self.switch_optics if ff == form_factor), self.switch_optic)
+    def switch_optic_for(self, form_factor: str, vendor: str = "") -> Optic | None:
+        """The transceiver a switch cage of ``form_factor`` on a switch of ``vendor`` takes for this medium."""
+        return next((optic for v, ff, optic in self.vendor_optics if v == vendor and ff == form_factor),
+                    next((optic for ff, optic in self.switch_optics if ff == form_factor), self.switch_optic))
 
     def fits(self, switch_form_factors: tuple[str, ...], host_form_factor: str | None) -> bool:
         """Whether the parts plug into these cages (an empty constraint accepts any cage)."""
@@ -164,6 +173,19 @@ def serves_split_cage(medium: Medium, form_factor: str, speed: str, ends: str, c
         return False
     optic = medium.switch_optic_for(form_factor)
     return medium.legs * (optic.connections if optic else 1) == cage_ports
+
+
+def breakout(lower: SwitchModel, upper: SwitchModel, speed: str, media: tuple[Medium, ...]) -> Medium | None:
+    """The first breakout in the catalog that serves a cage of ``upper`` split for ``speed`` from unsplit cages of
+    ``lower``: its plug fills the upper cage, its legs plug into the lower ones (``host_form_factors``)."""
+    lower_cages = {g.form_factor for g in lower.port_groups if g.per_cage(speed) == 1}
+    for medium in media:
+        if medium.legs < 2 or SWITCH_SWITCH not in medium.ends or not lower_cages & set(medium.host_form_factors):
+            continue
+        if any(split > 1 and serves_split_cage(medium, g.form_factor, speed, SWITCH_SWITCH, split)
+               for g in upper.port_groups if (split := g.per_cage(speed))):
+            return medium
+    return None
 
 
 def unserved_groups(model: SwitchModel, speed: str, ends: str, media: tuple[Medium, ...]) -> tuple[PortGroup, ...]:

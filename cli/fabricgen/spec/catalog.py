@@ -98,7 +98,10 @@ def medium(entry: Mapping[str, Any]) -> Medium:
                   entry["netbox_type"], entry.get("color", ""), tuple(entry.get("switch_form_factors", ())),
                   tuple(entry.get("host_form_factors", ())), int(entry.get("legs", 1)),
                   tuple((ff, optic) for ff, raw in sorted(entry.get("switch_optics", {}).items())
-                        if (optic := _optic(raw)) is not None), tuple(entry.get("cage_pair", ())))
+                        if (optic := _optic(raw)) is not None), tuple(entry.get("cage_pair", ())),
+                  tuple((vendor, ff, optic) for vendor, by_ff in sorted(entry.get("vendor_optics", {}).items())
+                        for ff, raw in sorted(by_ff.items()) if (optic := _optic(raw)) is not None),
+                  float(entry.get("fanout_m", 0)), tuple(entry.get("leg_fibers", ())), entry.get("polarity", ""))
 
 
 def media(overrides: Sequence[Mapping[str, Any]] | None) -> tuple[Medium, ...]:

@@ -35,7 +35,15 @@ from fabricgen.core.gcpause import without_gc
 from fabricgen.core.naming import DEVICE_NAME, expand
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Attachment, Cluster, Fabric, Tier, TopologyKind
-from fabricgen.model.hardware import SWITCH_SWITCH, SwitchModel, pair_unit, single_port_groups, unserved_groups
+from fabricgen.model.hardware import (
+    SWITCH_SWITCH,
+    Medium,
+    SwitchModel,
+    breakout,
+    pair_unit,
+    single_port_groups,
+    unserved_groups,
+)
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import (
     LEAF_SPINE,
@@ -354,7 +362,10 @@ class _FabricCompiler:
         uplink = self.fabric.uplink_speed.name
         up = max(leaf.up_ports for leaf in leaves)
         unit = self.pair_unit(Tier.LEAF, Tier.SPINE)
-        spines = _even_spread(len(leaves), up, spine_model.logical_ports(uplink), 2 if len(leaves) > 1 else 1, unit)
+        spine_ports = spine_model.logical_ports(uplink)
+        spines = _even_spread(len(leaves), up, spine_ports, 2 if len(leaves) > 1 else 1, unit)
+        if spines is not None and self.spine_slots(leaves, up // spines)[1] > spine_ports:
+            spines = None  # the cages breakouts leave partly used at row ends do not fit under one spine tier
         if asked == "2" or (asked == "auto" and spines is not None):
             if spines is None and up < 2 <= len(leaves):
                 raise _InfeasibleError(f"each leaf has {up} uplink, which cannot reach the 2 or more spines that "
@@ -386,8 +397,13 @@ class _FabricCompiler:
         pods: list[list[Switch]] = []
         for group in groups:
             count = math.ceil(len(group) / per_pod_max)
-            size = math.ceil(len(group) / count)
-            pods.extend(group[i * size : (i + 1) * size] for i in range(count))
+            while True:  # more, smaller pods while the cages breakouts leave partly used overfill a pod's spines
+                size = math.ceil(len(group) / count)
+                chunks = [group[i * size : (i + 1) * size] for i in range(count)]
+                if size == 1 or all(self.spine_slots(chunk, 1)[1] <= per_pod_max for chunk in chunks):
+                    break
+                count += 1
+            pods.extend(chunk for chunk in chunks if chunk)
         return pods
 
     def three_tiers(self, leaves: list[Switch], up: int) -> None:
@@ -407,7 +423,10 @@ class _FabricCompiler:
                 f"pods of {full} leaves with {up} uplinks do not fit {spine_model.name} spines",
                 "pick a spine switch with more ports",
             )
+        core_unit = self.pair_unit(Tier.SPINE, Tier.CORE)
         spine_up = full * up // per_pod
+        if self.breakout() is not None:  # pods sized around partly used cages: whole cage pairs to the cores
+            spine_up = -(-spine_up // core_unit) * core_unit
         planes: list[list[Switch]] = [[] for _ in range(per_pod)]
         for p, pod in enumerate(pods):
             for j, spine in enumerate(
@@ -416,8 +435,7 @@ class _FabricCompiler:
                 )
             ):
                 planes[j].append(spine)
-        cores_per_plane = _even_spread(len(pods), spine_up, core_model.logical_ports(uplink), 1,
-                                       self.pair_unit(Tier.SPINE, Tier.CORE))
+        cores_per_plane = _even_spread(len(pods), spine_up, core_model.logical_ports(uplink), 1, core_unit)
         if cores_per_plane is None:
             raise _InfeasibleError(
                 f"{len(pods)} pods need more than one {core_model.name} core tier can hold",
@@ -439,7 +457,8 @@ class _FabricCompiler:
         model = self.fabric.switches[Tier.SPINE]
         uplink = self.fabric.uplink_speed.name
         per_spine = leaves[0].up_ports // spines
-        down = full_leaves * per_spine
+        starts, used = self.spine_slots(leaves, per_spine)
+        down = max(full_leaves * per_spine, used)
         leaf_up, spine_down = self.lone_cages(Tier.LEAF, Tier.SPINE, per_spine)
         created = []
         for j in range(spines):
@@ -457,7 +476,7 @@ class _FabricCompiler:
                 spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up, spine_down)
                 for t in range(per_spine):
                     lp = leaf_ups[j * per_spine + t]
-                    sp = spine_downs[i * per_spine + t]
+                    sp = spine_downs[starts[i] + t]
                     self.links.append(
                         Link(
                             self.fabric.name,
@@ -470,6 +489,35 @@ class _FabricCompiler:
                         )
                     )
         return created
+
+    def breakout(self) -> Medium | None:
+        """The breakout that serves the spines' split cages from the leaves' uplinks, if any."""
+        return breakout(self.fabric.switches[Tier.LEAF], self.fabric.switches[Tier.SPINE],
+                        self.fabric.uplink_speed.name, self.cluster.media)
+
+    def spine_slots(self, leaves: list[Switch], per_spine: int) -> tuple[list[int], int]:
+        """Where each leaf's links start among a spine's downlinks, and how many downlinks they take: leaf after
+        leaf, except where a breakout serves the spine's cages from the leaves' uplinks. One breakout's legs lie in
+        adjacent racks of one row within its fan-out, so a top-of-rack leaf in another row, or farther along the
+        row from the cage's first leaf than the fan-out reaches, starts the next cage (leaving a cage partly used
+        at each row's end)."""
+        medium = self.breakout()
+        racks = {r.name: r for r in self.cluster.facility.racks}
+        width = self.cluster.facility.rack_width_m
+        starts: list[int] = []
+        cursor, first = 0, None
+        for leaf in leaves:
+            rack = racks.get(leaf.rack or "")
+            if medium is not None and rack is not None:
+                legs = medium.legs
+                if cursor % legs == 0 or first is None:
+                    first = rack
+                elif rack.row != first.row or abs(rack.index - first.index) * width > medium.fanout_m:
+                    cursor += legs - cursor % legs
+                    first = rack
+            starts.append(cursor)
+            cursor += per_spine
+        return starts, cursor
 
     def connect_plane(self, spines: list[Switch], cores: int, first_index: int, spine_up: int) -> None:
         model = self.fabric.switches[Tier.CORE]

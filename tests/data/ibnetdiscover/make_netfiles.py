@@ -1,8 +1,8 @@
 """Write the ibsim net files behind the recordings here, from the plan of ``tiny.yaml``.
 
 ``python tests/data/ibnetdiscover/make_netfiles.py`` (from the repository root) writes ``tiny-ok.net`` (the plan),
-``tiny-swapped.net`` (the host ends of cables compute-000001 and compute-000005 swapped: node01's two rails
-crossed) and ``tiny-faults.net`` (one cable missing, one unplanned cable, a NodeDescription not set, a duplicate
+``tiny-swapped.net`` (the host ends of cables compute-su01-leaf0-001 and compute-su01-leaf1-001 swapped: node01's two
+rails crossed) and ``tiny-faults.net`` (one cable missing, one unplanned cable, a NodeDescription not set, a duplicate
 NodeDescription, one link at 2x width, one at EDR). ``record.sh`` then boots each in ibsim and records
 ibnetdiscover. Links run at 4xHDR: Debian's ibsim 0.10 knows no NDR (it turns ``4xNDR`` into ``4xSDR``).
 """
@@ -67,11 +67,11 @@ def main() -> None:
     ib = plan()
     (HERE / "tiny-ok.net").write_text(net_file(ib, ib.links, {}, {}), encoding="utf-8")
     (HERE / "tiny-swapped.net").write_text(
-        net_file(ib, swapped(ib.links, "compute-000001", "compute-000005"), {}, {}), encoding="utf-8")
-    faults = [link for link in ib.links if link.cable != "compute-000016"]
+        net_file(ib, swapped(ib.links, "compute-su01-leaf0-001", "compute-su01-leaf1-001"), {}, {}), encoding="utf-8")
+    faults = [link for link in ib.links if link.cable != "compute-spine002-004"]
     faults.append(IbLink("compute-su01-leaf0", 9, "compute-su01-leaf1", 9, "NDR", "extra", "extra"))
     (HERE / "tiny-faults.net").write_text(net_file(
-        ib, faults, {"compute-000010": "2xHDR", "compute-000012": "4xEDR"},
+        ib, faults, {"compute-spine001-002": "2xHDR", "compute-spine002-002": "4xEDR"},
         {"node02 mlx5_0": "MT4129 ConnectX7 Mellanox Technologies", "node03 mlx5_1": "node04 mlx5_1"},
     ), encoding="utf-8")
 

@@ -103,7 +103,8 @@ def test_prometheus_reads_the_plan_from_node_exporter_and_joins_it(tmp_path: Pat
         assert joined, error
         assert [r["metric"] for r in joined] == [{
             "node": "hgx01", "device": "mlx5_0", "port": "1", "job": "node", "instance": f"127.0.0.1:{node_port}",
-            "fabric": "compute", "cable": "compute-000001", "rail": "0", "su": "1", "leaf": "compute-su01-leaf0",
+            "fabric": "compute", "cable": "compute-su01-leaf0-001", "rail": "0", "su": "1",
+            "leaf": "compute-su01-leaf0",
             "leaf_port": "1"}]
         plans = _query(base, 'count by(job, instance) ({__name__=~"fabricgen_.+_info"})')
         samples = sum(1 for f in (generated / "textfile").glob("*.prom") for line in f.read_text().splitlines()

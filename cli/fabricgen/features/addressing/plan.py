@@ -1,6 +1,7 @@
 """The IPv4 and eBGP underlay plan of an Ethernet/RoCE fabric, allocated with netaddr, in a documented order.
 
-- Loopbacks: one /32 per switch from ``loopbacks``, switches in compile order (leaves, spines, cores).
+- Loopbacks: one /32 per switch from ``loopbacks``, top tier first (cores, spines, leaves; compile order within
+  a tier), so adding or removing leaves at the end moves no other switch's router id (field review U1).
 - Management: one address per switch from ``management`` (when given), same order.
 - Point-to-point: one /31 per switch-to-switch link from ``p2p``, links in compile order; the upper end
   (spine/core) takes the even address, the lower end the odd one.
@@ -37,7 +38,7 @@ from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
 from fabricgen.model.cluster import FabricType, Tier
-from fabricgen.model.topology import FabricTopology, Topology
+from fabricgen.model.topology import FabricTopology, Switch, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
 ASN_MAX = 4294967294  # 4294967295 is reserved (RFC 7300)
@@ -156,11 +157,17 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_group
         return FabricAddresses({}, management, {}, (), _rail_subnets(ft, a, pools["hosts"], node_order))
     name = ft.fabric.name
     loop = _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True)
-    loopbacks = {sw.name: str(loop.take(32, len(ft.switches)).ip) for sw in ft.switches}
+    loopbacks = {sw.name: str(loop.take(32, len(ft.switches)).ip) for sw in top_down(ft)}
     carver = _Carver(name, "hosts", pools["hosts"], a)
     hosts = _leaf_subnets(ft, carver)
     return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts,
                            _pod_ranges(ft, carver, node_groups or {}))
+
+
+def top_down(ft: FabricTopology) -> list[Switch]:
+    """The fabric's switches top tier first, compile order within a tier: the leaves, whose count follows the
+    nodes, come last."""
+    return [sw for tier in (Tier.CORE, Tier.SPINE, Tier.LEAF) for sw in ft.switches if sw.tier is tier]
 
 
 def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) -> dict[str, str]:
@@ -168,7 +175,7 @@ def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) 
         return {}
     mgmt = _Carver(ft.fabric.name, "management", pools["management"], a, skip_network=True)
     management = {}
-    for sw in ft.switches:
+    for sw in top_down(ft):
         address = str(mgmt.take(32, len(ft.switches)).ip)
         if address == a.management_gateway:  # the gateway is never a switch's address
             address = str(mgmt.take(32, len(ft.switches)).ip)

@@ -22,7 +22,8 @@ FEATURE = Feature(
     checks=(checks.cable_plan,),
     targets=(Target("workbook", workbook.render), Target("print", printout.render), Target("cabling", sheets.render),
              Target("diagram", diagram.render)),
-    # A cable is its two ends: ids and labels are renumbered when nodes come and go, and plan says so per cable.
+    # A cable is its two ends; its id (the label on the installed cable) is its switch-side port's, so it changes
+    # only with a re-patch, and plan says so per cable.
     tables=(Table("cabling/cables.csv", "cable", ("a_device", "a_port", "z_device", "z_port"),
                   "{a_device}:{a_port} <-> {z_device}:{z_port}",
                   parts=(("port", "{a_device}:{a_port}"), ("port", "{z_device}:{z_port}")),

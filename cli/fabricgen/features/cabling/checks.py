@@ -50,6 +50,39 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
     if plugs:
         yield from _shared_plug_cages(topology.cables, plugs)
     yield from cage_plugs(topology)
+    yield from breakout_fanout(topology)
+
+
+def breakout_fanout(topology: Topology) -> Iterator[Finding]:
+    """One breakout is one harness whose LC legs fan out from one trunk: its legs (the lower-tier ends) lie in one
+    row, in adjacent racks no farther apart than the fan-out its medium declares (``fanout_m``). An error per
+    fabric, naming the first harnesses."""
+    racks = {r.name: r for r in topology.cluster.facility.racks}
+    width = topology.cluster.facility.rack_width_m
+    legs: dict[str, list[Cable]] = {}
+    for cable in topology.cables:
+        if cable.leg and cable.tier != "node-leaf" and cable.medium.legs > 1:
+            legs.setdefault(cable.physical, []).append(cable)
+    bad: dict[str, list[str]] = {}
+    for physical, group in legs.items():
+        places = [racks[c.a.rack] for c in group]
+        rows = sorted({r.row for r in places})
+        spread = (max(r.index for r in places) - min(r.index for r in places)) * width
+        fanout = group[0].medium.fanout_m
+        if len(rows) > 1 or spread > fanout:
+            where = f"rows {', '.join(rows)}" if len(rows) > 1 else f"{spread:g} m along row {rows[0]}"
+            bad.setdefault(group[0].fabric, []).append(
+                f"{physical} ({group[0].z.device}:{switch_cage(group[0].z.port)}) to "
+                f"{', '.join(sorted({c.a.rack for c in group}))}: {where}, fan-out {fanout:g} m")
+    for ft in topology.fabrics:
+        if found := bad.get(ft.fabric.name):
+            yield fabric_error(
+                ft.fabric, "breakout-fanout", f"fabrics.{ft.fabric.name}",
+                f"{len(found)} breakouts have legs their fan-out cannot reach: {_examples(found)}; one harness's "
+                "legs must lie in adjacent racks of one row within its medium's fanout_m",
+                "place the lower-tier switches of one breakout in one row (fabrics.<name>.placement or top-of-rack "
+                "leaves, whose breakouts fill per row), or list a breakout with a longer fan-out (catalog.media: "
+                "fanout_m, with its source)")
 
 
 CAGE_EXAMPLES = 3  # cages named in a cage-plugs finding; the rest are counted

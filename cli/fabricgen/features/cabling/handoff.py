@@ -49,9 +49,8 @@ def end_label(cable: Cable, a_end: bool) -> str:
     """The label printed for one end: the cable (a splitter leg ``<physical>/L<leg>``), which end, and where the
     other end goes, so the label read at one rack says where to walk. The near device and port are where the
     label hangs."""
-    name = f"{cable.physical}/L{cable.leg}" if cable.leg else cable.id
     far = cable.z if a_end else cable.a
-    return f"{name}/{'A' if a_end else 'Z'} to {far.rack} {far.device} {far.port}"
+    return f"{cable.name}/{'A' if a_end else 'Z'} to {far.rack} {far.device} {far.port}"
 
 
 @lru_cache(maxsize=65536)

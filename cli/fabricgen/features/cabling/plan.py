@@ -10,7 +10,7 @@ run. The medium is the first catalog entry (spec overrides first) that serves th
 and reaches the run; the cable is its shortest standard length at least as long as the run.
 
 Direction is fixed: A is the lower tier (node below leaf below spine below core), Z the upper, and every
-physical link appears exactly once.
+physical link appears exactly once, named after its Z port (``cable_name``).
 
 Splitters: a medium with ``legs`` > 1 is one physical cable whose single switch-side connector serves ``legs``
 consecutive logical ports of a cage (``<cage>/1`` and ``<cage>/2`` share the first connector of the cage at 1:2,
@@ -93,7 +93,8 @@ def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
     nic = link.nic if lower else None
     cage = _cage_form_factor(place, port) if place.switch is not None else ""
     return CableEnd(place.rack.row, place.rack.name, place.u, port.device, port.name, port.number,
-                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "", cage)
+                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "", cage,
+                    place.switch.vendor if place.switch is not None else "")
 
 
 def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
@@ -153,14 +154,14 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
     # cages); a cage where some first fit is a splitter is regrouped by connector.
     by_cage: dict[tuple[str, str], list[tuple[int, Cable, Link, str | None, tuple[str, ...]]]] = {}
     splitting = {key for key, options in choices.items() if any(m.legs > 1 for m in options)}
-    for seq, link in enumerate(ft.links, start=1):
+    for link in ft.links:
         a_place, z_place = places[link.a.device], places[link.z.device]
         run = geometry.run(a_place, z_place)
         ends = HOST_SWITCH if link.tier == "node-leaf" else SWITCH_SWITCH
         host = nic_form_factors.get(link.nic.model, "") if link.nic else None
         cages = (_cage_form_factor(z_place, link.z),) if host is not None else (
             _cage_form_factor(a_place, link.a), _cage_form_factor(z_place, link.z))
-        cable_id = f"{name}-{seq:06d}"
+        cable_id = cable_name(link.z)
         split = (link.speed, ends) in splitting
         cage_ports = 0  # the z cage's logical ports, looked up when a splitter is tried
         for medium in choices.get((link.speed, ends), ()):
@@ -334,6 +335,13 @@ def plan_cables(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> tuple[Ca
     return tuple(cables)
 
 
+def cable_name(z: Port) -> str:
+    """A cable's id, the label on the installed cable: its switch-side (Z) port's, ``<switch>-<port number>``, so
+    a cable keeps it while its ports stay (never a running count, which renumbered every uplink when nodes came or
+    went: field review U1)."""
+    return f"{z.device}-{z.number:03d}"
+
+
 def switch_cage(port_name: str) -> str:
     """The cage of a physical switch port name (``17/2`` -> ``17``); optics are counted per cage."""
     return port_name.split("/", 1)[0]
@@ -393,6 +401,9 @@ def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
 
 def _cable_text(cable: Cable) -> str:
     m = cable.medium
+    if m.fanout_m:
+        return (f"{m.kind} 1:{m.legs} breakout {cable.length_m:g} m, custom staggered fan-out: leg lengths per "
+                "cables.csv run_m")
     return f"{m.kind} 1:{m.legs} splitter {cable.length_m:g} m" if m.legs > 1 else f"{m.kind} {cable.length_m:g} m"
 
 

@@ -2,7 +2,8 @@
 
 cables.csv has one row per cable (A = lower tier); the legs of a 1:N splitter are one row each, sharing
 ``physical_cable`` (the id of the first leg) and numbered in ``leg`` (empty for an ordinary cable, whose
-``physical_cable`` is its own id): count physical cables by distinct ``physical_cable``, as bom.csv does.
+``physical_cable`` is its own id): count physical cables by distinct ``physical_cable``, as bom.csv does. A
+breakout leg also gives ``leg_fibers`` (its MPO positions, Tx/Rx) and the harness ``polarity``.
 ``a_label`` and ``z_label`` are the labels printed for each end (``handoff.end_label``).
 """
 
@@ -16,8 +17,8 @@ from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
 CABLE_COLUMNS = (
-    "cable_id", "physical_cable", "leg", "label", "fabric", "tier", "rail", "su", "speed", "medium", "kind", "fiber",
-    "length_m", "run_m", "cable_part", "a_optic", "z_optic",
+    "cable_id", "physical_cable", "leg", "leg_fibers", "polarity", "label", "fabric", "tier", "rail", "su", "speed",
+    "medium", "kind", "fiber", "length_m", "run_m", "cable_part", "a_optic", "z_optic",
     "a_site", "a_row", "a_rack", "a_u", "a_device", "a_port", "a_port_number", "a_gpu", "a_rdma_dev", "a_netdev",
     "z_site", "z_row", "z_rack", "z_u", "z_device", "z_port", "z_port_number", "a_label", "z_label",
 )
@@ -33,7 +34,8 @@ def _blank(value: int | None) -> Cell:
 def cable_row(cable: Cable, site: str) -> tuple[Cell, ...]:
     """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order."""
     a, z, m = cable.a, cable.z, cable.medium
-    return (cable.id, cable.physical, cable.leg or "", cable.label, cable.fabric, cable.tier, _blank(cable.rail),
+    return (cable.id, cable.physical, cable.leg or "", cable.leg_fibers, m.polarity if cable.leg_fibers else "",
+            cable.label, cable.fabric, cable.tier, _blank(cable.rail),
             _blank(cable.su), cable.speed, m.name, m.kind, m.fiber, cable.length_m, cable.run_m, cable.part,
             cable.a_optic.part if cable.a_optic else "", cable.z_optic.part if cable.z_optic else "",
             site, a.row, a.rack, a.u, a.device, a.port, a.port_number, _blank(a.gpu), a.rdma_dev, a.netdev,

@@ -1,11 +1,12 @@
 """Target ``workbook``: the XLSX handoff for the datacenter team.
 
-cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technician needs, not cables.csv's 34),
+cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technician needs, not cables.csv's 38),
 the rail colour legend and the bill of materials. cabling/rows/<row>.xlsx: one sheet per rack of the row (every
 cable end in the rack, the handoff order of ``handoff``), so even a 16,384-GPU cluster's files stay a few
 thousand rows each. Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
 a header with the site, the sheet's rack or fabric and the spec digest, and a footer "Page n of m"; columns are as
-wide as their longest text (device names are never cut); rows carry their rail's colour and number.
+wide as their longest text (device names are never cut); rows carry their rail's colour and number. A breakout
+leg says which leg it is, its MPO fibers and the harness polarity ("breakout leg").
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from fabricgen.model.topology import Topology
 
 PALETTE = (*RAIL_PALETTE, NO_RAIL)
 FABRIC_COLUMNS = (*CHECK_COLUMNS, "cable", "rail", "su", "speed", "medium", "length m", "cable part",
-                  "A rack", "A U", "A device", "A port", "Z rack", "Z U", "Z device", "Z port")
-RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS)
+                  "A rack", "A U", "A device", "A port", "Z rack", "Z U", "Z device", "Z port", "breakout leg")
+RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS, "breakout leg")
 _MAX_WIDTH = 120.0  # characters; far beyond any name the spec's patterns allow, so no name is cut
 
 
@@ -48,9 +49,9 @@ def _widths(header: Sequence[str], rows: Sequence[tuple[Cell, ...]]) -> tuple[fl
 
 
 def _fabric_row(c: Cable) -> tuple[Cell, ...]:
-    name = f"{c.physical}/L{c.leg}" if c.leg else c.id
-    return ("", "", name, "" if c.rail is None else c.rail, "" if c.su is None else c.su, c.speed, c.medium.name,
-            c.length_m, c.part, c.a.rack, c.a.u, c.a.device, c.a.port, c.z.rack, c.z.u, c.z.device, c.z.port)
+    return ("", "", c.name, "" if c.rail is None else c.rail, "" if c.su is None else c.su, c.speed, c.medium.name,
+            c.length_m, c.part, c.a.rack, c.a.u, c.a.device, c.a.port, c.z.rack, c.z.u, c.z.device, c.z.port,
+            c.leg_order)
 
 
 def _fabric_sheet(name: str, cables: Sequence[Cable], head: tuple[str, str]) -> Sheet:
@@ -70,7 +71,7 @@ def row_workbook(sheets: RowSheets, head: tuple[str, str]) -> bytes:
     """One row's workbook: a printable sheet per rack, then the legend."""
     books = []
     for rack, ends in sheets.racks.items():
-        rows = [("", "", *end.cells()) for end in ends]
+        rows = [("", "", *end.cells(), end.cable.leg_order) for end in ends]
         books.append(Sheet(name=f"rack {rack}", header=RACK_COLUMNS, rows=rows,
                            fills=[_fill(e.cable.rail) for e in ends], widths=_widths(RACK_COLUMNS, rows),
                            page_header=(head[0], f"rack {rack} (row {sheets.row})", head[1])))

@@ -71,7 +71,7 @@ def test_out_of_reach_run_names_the_cable() -> None:
     with pytest.raises(SpecError) as caught:
         _topology(far)
     text = str(caught.value)
-    assert "compute-000001 hgx01:" in text and "no medium in the catalog serves it" in text
+    assert "compute-su01-leaf0-001 hgx01:" in text and "no medium in the catalog serves it" in text
     assert "more not listed" in text
 
 

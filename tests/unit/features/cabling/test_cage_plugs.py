@@ -5,18 +5,20 @@ straight cable per logical port and for a straight plug on any port but its conn
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pytest
 
 from fabricgen.core.errors import Severity
-from fabricgen.features.cabling.checks import cage_plugs
+from fabricgen.features.cabling.checks import breakout_fanout, cage_plugs
 from fabricgen.features.cabling.plan import switch_cage, switch_lane
 from fabricgen.model.hardware import single_port_groups
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.stages.compile import _InfeasibleError, port_layout
 from tests.conftest import INVENTORIES
+from tests.helpers.cabling import by_physical
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +60,14 @@ def test_switch_links_share_one_cable_per_lane_aligned_cage_pair(lab: Topology, 
 
 
 def test_oob_uplinks_are_dr4_breakouts(lab: Topology, h100: Topology) -> None:
-    """SN2201 QSFP28 uplinks (4 x 25G NRZ) into C128 cages (4 x 100G on 2 x 50G PAM4 lanes each): one
-    QDD-400G-DR4 per agg cage, a QSFP-100G-DR on each leaf, a 1:4 MPO-to-LC breakout between them."""
+    """SN2201 QSFP28 uplinks (4 x 25G NRZ) into C128 cages (4 x 100G on 2 x 50G PAM4 lanes each): one DR4 per
+    agg cage, a DR1 on each leaf, a 1:4 MPO-to-LC breakout between them; NVIDIA's own pair on NVIDIA switches
+    (Cumulus Linux, "DR1 and DR4 Modules": MMS1V00-WM, MMS1V70-CM)."""
     for topology in (lab, h100):
         up = [c for c in topology.cables if c.fabric == "oob" and c.tier == "leaf-spine"]
         assert up and all(c.medium.name == "qsfpdd-dr4-breakout-4x100g" for c in up)
         assert {(c.a_optic.part if c.a_optic else "", c.z_optic.part if c.z_optic else "") for c in up} == {
-            ("QSFP-100G-DR", "QDD-400G-DR4")}
+            ("MMS1V70-CM", "MMS1V00-WM")}
         legs: dict[str, set[str]] = {}
         for c in up:
             assert c.leg == switch_lane(c.z.port)
@@ -112,3 +115,62 @@ def test_no_room_for_one_host_per_cage_is_refused(lab: Topology) -> None:
         port_layout(model, "200G", 32, "200G", 16, single)
     assert "its cages split at 200G take one host each, on their first port" in str(caught.value)
     assert "add such a splitter" in caught.value.hint
+
+
+def test_arista_switches_take_arista_breakout_optics(h100: Topology) -> None:
+    """The same breakout on an Arista cage takes Arista's pair (vendor_optics), the NVIDIA end keeps NVIDIA's."""
+    leg = next(c for c in h100.cables if c.medium.name == "qsfpdd-dr4-breakout-4x100g")
+    arista = replace(leg, z=replace(leg.z, vendor="Arista"))
+    assert (arista.a_optic, arista.z_optic) == (leg.a_optic, leg.medium.switch_optic_for("QSFP-DD", "Arista"))
+    assert arista.z_optic is not None and arista.z_optic.part == "QDD-400G-DR4"
+    assert leg.medium.switch_optic_for("QSFP28", "Arista").part == "QSFP-100G-DR"  # type: ignore[union-attr]
+
+
+def test_breakouts_fill_agg_cages_row_by_row(h100: Topology) -> None:
+    """Field review G2: one harness's legs lie in adjacent racks of one row, within the row's fan-out (2 m: four
+    racks 0.6 m apart); the last cage of a row is left partly used (rows A-C: 10 racks, 4 + 4 + 2 legs), and so is
+    a cage before a gap (row D's leaves stand in D01-D02 and D09-D10: 2 + 2)."""
+    racks = {r.name: r for r in h100.cluster.facility.racks}
+    legs = by_physical([c for c in h100.cables if c.medium.name == "qsfpdd-dr4-breakout-4x100g"])
+    assert len(legs) == 2 * (3 * 3 + 2)  # two aggs: three cages in each of rows A-C, two in row D
+    for group in legs.values():
+        places = [racks[c.a.rack] for c in group]
+        assert len({r.row for r in places}) == 1
+        assert (max(r.index for r in places) - min(r.index for r in places)) * 0.6 <= group[0].medium.fanout_m
+        assert sorted(r.index for r in places) == list(range(min(r.index for r in places),
+                                                             min(r.index for r in places) + len(places)))
+    assert Counter(len(g) for g in legs.values()) == {4: 12, 2: 10}
+    assert list(breakout_fanout(h100)) == []
+
+
+def test_a_breakout_across_rows_is_refused(h100: Topology) -> None:
+    """The plan before the fix: agg cage 3 fanned out to A09, A10 and B01, B02 (two rows)."""
+    legs = [c for c in h100.cables if c.z.device == "oob-agg01" and c.z.port in ("3/1", "3/2", "4/1", "4/2")]
+    moved = {c.id: replace(c, physical=legs[0].physical, leg=i + 1, z=replace(c.z, port=f"3/{i + 1}"))
+             for i, c in enumerate(legs)}
+    cables = tuple(moved.get(c.id, c) for c in h100.cables)
+    found = list(breakout_fanout(replace(h100, cables=cables)))
+    assert [(f.severity, f.check, f.subject) for f in found] == [(Severity.ERROR, "breakout-fanout", "fabrics.oob")]
+    assert f"{legs[0].physical} (oob-agg01:3) to A09, A10, B01, B02: rows A, B, fan-out 2 m" in found[0].message
+    assert found[0].position is not None and found[0].hint
+
+
+def test_a_breakout_beyond_its_fanout_is_refused(h100: Topology) -> None:
+    """Legs in one row but farther apart than the medium's fan-out (a 1 m fan-out for four racks 0.6 m apart)."""
+    legs = [c for c in h100.cables if c.medium.name == "qsfpdd-dr4-breakout-4x100g"]
+    short = replace(legs[0].medium, fanout_m=1.0)
+    cables = tuple(replace(c, medium=short) if c.medium is legs[0].medium else c for c in h100.cables)
+    found = list(breakout_fanout(replace(h100, cables=cables)))
+    assert len(found) == 1 and "1.8 m along row A, fan-out 1 m" in found[0].message
+
+
+def test_breakout_legs_print_their_fibers_and_polarity(h100: Topology) -> None:
+    """Field review G5: leg n is the DR4's lane n, the agg's sub-port n: MPO positions n / 13-n, Type B."""
+    for c in h100.cables:
+        if c.medium.name == "qsfpdd-dr4-breakout-4x100g":
+            assert c.leg == switch_lane(c.z.port)
+            assert c.leg_fibers == f"{c.leg}/{13 - c.leg}"
+            assert c.leg_order == (f"leg {c.leg} of 4: MPO fibers {c.leg}/{13 - c.leg}, MPO-12/APC female, 8 fibers, "
+                                   "Type B")
+        elif c.tier == "node-leaf":
+            assert c.leg_order == ""

@@ -131,11 +131,12 @@ def test_bom_counts_physical_cables_and_connectors() -> None:
 def test_cables_csv_has_physical_cable_and_leg() -> None:
     topology = _topology(NDR200)
     artifacts = {a.path: a.content for a in cable_sheets.render(topology)}
-    assert CABLE_COLUMNS[:4] == ("cable_id", "physical_cable", "leg", "label")
+    assert CABLE_COLUMNS[:6] == ("cable_id", "physical_cable", "leg", "leg_fibers", "polarity", "label")
     rows = _csv(artifacts["cabling/cables.csv"])
     assert tuple(rows[0]) == CABLE_COLUMNS and len(rows) == len(topology.cables)
     host_rows = [r for r in rows if r["tier"] == "node-leaf"]
     assert {r["leg"] for r in host_rows} == {"1", "2"}
+    assert {(r["leg_fibers"], r["polarity"]) for r in rows} == {("", "")}, "only a breakout's legs name fibers"
     assert all(r["label"].startswith(f"{r['physical_cable']}/L{r['leg']} ") for r in host_rows)
     uplinks = [r for r in rows if r["tier"] != "node-leaf"]
     assert all(r["physical_cable"] == r["cable_id"] and r["leg"] == "" for r in uplinks)

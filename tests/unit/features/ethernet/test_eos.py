@@ -137,7 +137,7 @@ def test_routed_and_host_ports(topology: Topology, configs: dict[str, dict[str, 
     assert leaf["vlans"] == [{"id": HOST_VLAN, "name": "HOSTS"}]
     assert leaf["vlan_interfaces"][0]["ip_address"] == "10.20.0.1/26", "SVI = the hosts' gateway (32 host ports)"
     assert leaf["loopback_interfaces"] == [{"name": "Loopback0", "description": "router-id",
-                                            "ip_address": "10.22.0.1/32"}]
+                                            "ip_address": "10.22.0.5/32"}]
     assert "vlans" not in configs["storage-spine01"] and "vlan_interfaces" not in configs["storage-spine01"]
 
 
@@ -257,7 +257,7 @@ def test_management_port_in_its_own_vrf_with_the_gateway(configs: dict[str, dict
     """Management1 takes the switch's address from the management pool, in VRF MGMT, default route to the gateway."""
     leaf = configs["storage-leaf001"]
     assert leaf["management_interfaces"] == [{"name": "Management1", "description": "out-of-band management",
-                                              "shutdown": False, "vrf": "MGMT", "ip_address": "10.23.0.2/24",
+                                              "shutdown": False, "vrf": "MGMT", "ip_address": "10.23.0.6/24",
                                               "type": "oob", "gateway": "10.23.0.1"}]
     assert leaf["static_routes"] == [{"vrf": "MGMT", "prefix": "0.0.0.0/0", "next_hop": "10.23.0.1"}]
     assert leaf["vrfs"] == [{"name": "MGMT", "ip_routing": False}]

@@ -251,12 +251,12 @@ def test_swapped_cables_are_exactly_those_two_cables(form: str) -> None:
     node01_0, node01_1 = End("node01 mlx5_0", 1), End("node01 mlx5_1", 1)
     leaf0_1, leaf1_1 = End(LEAF0, 1), End(LEAF1, 1)
     assert [(f.cable, f.planned, f.found) for f in report.findings] == [
-        ("compute-000001", (node01_0, leaf0_1), (leaf1_1, node01_1)),
-        ("compute-000005", (node01_1, leaf1_1), (leaf0_1, node01_0)),
+        ("compute-su01-leaf0-001", (node01_0, leaf0_1), (leaf1_1, node01_1)),
+        ("compute-su01-leaf1-001", (node01_1, leaf1_1), (leaf0_1, node01_0)),
     ]
     first = report.findings[0]
-    assert first.label == "compute-000001 node01:NIC0 compute-su01-leaf0:1/1"
-    assert "(planned for cable compute-000005)" in first.message
+    assert first.label == "compute-su01-leaf0-001 node01:NIC0 compute-su01-leaf0:1/1"
+    assert "(planned for cable compute-su01-leaf1-001)" in first.message
     assert first.found_text == (
         "node01 mlx5_0:1 <-> compute-su01-leaf1:1; compute-su01-leaf0:1 <-> node01 mlx5_1:1")
     assert report.matched_links == 14
@@ -272,14 +272,14 @@ def test_recorded_faults(form: str) -> None:
         ("duplicate", "", "node04 mlx5_1", "", dup),
         ("renamed", "", "node02 mlx5_0", "node02 mlx5_0", "MT4129 ConnectX7 Mellanox Technologies"),
         ("renamed", "", "node03 mlx5_1", "node03 mlx5_1", "node04 mlx5_1"),
-        ("missing", "compute-000016", "", "", ""),
+        ("missing", "compute-spine002-004", "", "", ""),
         ("unexpected", "", "", "", "4xHDR"),
-        ("wrong-width", "compute-000010", "", "4x", "2x"),
-        ("wrong-speed", "compute-000012", "", "HDR", "EDR"),
+        ("wrong-width", "compute-spine001-002", "", "4x", "2x"),
+        ("wrong-speed", "compute-spine002-002", "", "HDR", "EDR"),
     ]
     missing = report.of_kind(MismatchKind.MISSING)[0]
     assert missing.planned == (End(LEAF1, 8), End(SPINE2, 4))
-    assert missing.label == "compute-000016 compute-su01-leaf1:4/2 compute-spine002:2/2"
+    assert missing.label == "compute-spine002-004 compute-su01-leaf1:4/2 compute-spine002:2/2"
     unexpected = report.of_kind(MismatchKind.UNEXPECTED)[0]
     assert unexpected.found == (End(LEAF0, 9), End(LEAF1, 9))
     width = report.of_kind(MismatchKind.WRONG_WIDTH)[0]
@@ -296,12 +296,12 @@ def test_without_guids_devices_are_matched_by_node_description() -> None:
         ("missing-device", "node02 mlx5_0"),
         ("missing-device", "node03 mlx5_1"),
         ("unexpected-device", "MT4129 ConnectX7 Mellanox Technologies"),
-        ("miswired", "compute-000002"),
-        ("miswired", "compute-000007"),
-        ("missing", "compute-000016"),
+        ("miswired", "compute-su01-leaf0-002"),
+        ("miswired", "compute-su01-leaf1-003"),
+        ("missing", "compute-spine002-004"),
         ("unexpected", ""),
-        ("wrong-width", "compute-000010"),
-        ("wrong-speed", "compute-000012"),
+        ("wrong-width", "compute-spine001-002"),
+        ("wrong-speed", "compute-spine002-002"),
     ]
     renamed_cable = report.of_kind(MismatchKind.MISWIRED)[0]
     assert renamed_cable.found == (None, End("MT4129 ConnectX7 Mellanox Technologies", 1))
@@ -310,13 +310,13 @@ def test_without_guids_devices_are_matched_by_node_description() -> None:
 
 
 def test_missing_link() -> None:
-    # drop both ends' lines of cable compute-000016 (leaf1 port 8 <-> spine002 port 4)
+    # drop both ends' lines of cable compute-spine002-004 (leaf1 port 8 <-> spine002 port 4)
     lines = [line for line in recording("ok", "ports").splitlines()
              if not line.startswith(("SW     2  8 ", "SW     4  4 "))]
     assert len(lines) == len(recording("ok", "ports").splitlines()) - 2
     report = check(parse_ibnetdiscover("\n".join(lines)))
     assert [(f.kind, f.cable, f.planned, f.found) for f in report.findings] == [
-        (MismatchKind.MISSING, "compute-000016", (End(LEAF1, 8), End(SPINE2, 4)), (None, None))]
+        (MismatchKind.MISSING, "compute-spine002-004", (End(LEAF1, 8), End(SPINE2, 4)), (None, None))]
 
 
 def test_unexpected_link() -> None:
@@ -399,7 +399,7 @@ def test_cli_mismatch_exits_1_with_a_table() -> None:
     # each end where a technician finds it: rack, U, device and faceplate port, beside the port the fabric reports
     table = [line.strip()[1:-1].split("│") for line in result.output.splitlines() if line.startswith("│")]
     cells = [[cell.strip() for cell in row] for row in table]
-    assert cells[0] == ["miswired", "compute-000001", "L01 U2 node01 NIC0 (IB port 1)",
+    assert cells[0] == ["miswired", "compute-su01-leaf0-001", "L01 U2 node01 NIC0 (IB port 1)",
                         "M01 U2 compute-su01-leaf1 1/1 (IB port 1)"]
     assert cells[1] == ["", "", "M01 U1 compute-su01-leaf0 1/1 (IB port 1)", "L01 U2 node01 NIC1 (IB port 1)"]
 

@@ -24,11 +24,11 @@ def _lines(conf: bytes) -> list[str]:
 def test_leaf_config_is_what_bgpcfgd_writes() -> None:
     leaf = _read("storage-leaf001")
     lines = _lines(bgpd_conf(leaf))
-    assert lines[:9] == ["hostname storage-leaf001", "!", "router bgp 65100", "bgp router-id 10.22.0.1",
+    assert lines[:9] == ["hostname storage-leaf001", "!", "router bgp 65100", "bgp router-id 10.22.0.5",
                          "bgp log-neighbor-changes", "no bgp default ipv4-unicast", "no bgp ebgp-requires-policy",
                          "bgp bestpath as-path multipath-relax", "neighbor PEER_V4 peer-group"]
     family = lines[lines.index("address-family ipv4 unicast"):lines.index("exit-address-family")]
-    assert family[1:6] == ["network 10.22.0.1/32", "network 10.20.0.0/25", "network 10.20.4.0/23",
+    assert family[1:6] == ["network 10.22.0.5/32", "network 10.20.0.0/25", "network 10.20.4.0/23",
                            f"maximum-paths {FRR_MULTIPATH_LIMIT}", "neighbor PEER_V4 allowas-in 1"]
     assert family[6:] == [f"neighbor {n.address} activate" for n in leaf.neighbors] and len(family[6:]) == 64
     for n in leaf.neighbors:
@@ -42,7 +42,7 @@ def test_leaf_config_is_what_bgpcfgd_writes() -> None:
 def test_spine_has_no_allowas_in_and_announces_its_loopback_only() -> None:
     lines = _lines(bgpd_conf(_read("storage-spine01")))
     assert "router bgp 65000" in lines and not any("allowas-in" in line for line in lines)
-    assert [line for line in lines if line.startswith("network ")] == ["network 10.22.0.7/32"]
+    assert [line for line in lines if line.startswith("network ")] == ["network 10.22.0.1/32"]
 
 
 def test_shutdown_default_paths_and_limit() -> None:

@@ -19,7 +19,7 @@ def test_switch_batch_configures_only_cabled_ports() -> None:
     uplink = next(p for p in leaf.ports if p.addresses)
     host = leaf.vlans[0].members[0]
     lines = netns.switch_batch(leaf, {uplink.name, host}).splitlines()
-    assert lines == ["link set lo up", "address add 10.22.0.1/32 dev lo",
+    assert lines == ["link set lo up", "address add 10.22.0.5/32 dev lo",
                      f"link set {host} mtu 9100", f"link set {host} up",  # a VLAN member: no address of its own
                      f"link set {uplink.name} mtu 9100", f"address add {uplink.addresses[0]} dev {uplink.name}",
                      f"link set {uplink.name} up",
