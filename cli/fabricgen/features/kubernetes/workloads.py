@@ -35,10 +35,17 @@ from typing import Any
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, leaf_label, pod_leaves
-from fabricgen.features.kubernetes.render import NETWORKS_ANNOTATION, PodNetwork, dump, metadata, pod_networks
+from fabricgen.features.kubernetes.render import (
+    NETWORKS_ANNOTATION,
+    UCX_TRAFFIC_CLASS,
+    PodNetwork,
+    dump,
+    metadata,
+    pod_networks,
+)
 from fabricgen.features.lustre.build import claim_name, pod_storage
 from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
-from fabricgen.model.cluster import FabricRole
+from fabricgen.model.cluster import FabricRole, FabricType
 from fabricgen.model.kubernetes import Kubernetes, Workload
 from fabricgen.model.topology import Topology
 
@@ -129,6 +136,8 @@ def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequ
     env = [{"name": s.name, "value": s.value}
            for s in nccl_settings(profile, fabric, POD_VFS if vfs else POD_PFS, partitions,
                                  topology.cluster.nccl)]
+    if fabric.type is FabricType.ROCE and fabric.qos is not None:  # UCX on the VFs: rdma_cm's ToS is 0 in the pod
+        env.append({"name": UCX_TRAFFIC_CLASS, "value": str(fabric.qos.nccl_tc)})
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in nets}
     storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
     limits = {"nvidia.com/gpu": workload.gpus, **resources}
