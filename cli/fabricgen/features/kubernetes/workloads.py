@@ -49,6 +49,10 @@ from fabricgen.model.cluster import FabricRole, FabricType
 from fabricgen.model.kubernetes import Kubernetes, Workload
 from fabricgen.model.topology import Topology
 
+# kubeflow/training-operator v1.9.0 standalone, the command of kubeflow.org/docs/components/training/installation
+# at that release (the CRD copy in tests/data/kubernetes/crds/ is that release's).
+TRAINING_OPERATOR_INSTALL = ("kubectl apply --server-side -k "
+                             "'github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.0'")
 JOB_LABEL = "training.kubeflow.org/job-name"  # the training operator labels each pod of a job with its name
 # The port the training operator's Master service and torchrun's rendezvous use (training-operator v1.9.0
 # pkg/apis/kubeflow.org/v1/pytorch_types.go PyTorchJobDefaultPort*); declared, so nothing depends on its defaulting
@@ -221,7 +225,8 @@ def render(topology: Topology) -> list[Artifact]:
             f"Training job on {workload.nodes} {workload.profile} nodes (Kubeflow training operator v1): one pod per "
             f"node with the GPUs, one RDMA network per\ncompute rail, the checkpoint and dataset claims, the NVMe "
             f"cache, /dev/shm and the NCCL environment; each pod resumes from the job's latest complete checkpoint.\n"
-            f"{generated}")),
+            f"Needs the Kubeflow training operator v1.9.0 (the PyTorchJob schema tested here; v1 is in maintenance, "
+            f"Kubeflow Trainer v2's TrainJob replaces it):\n{TRAINING_OPERATOR_INSTALL}\n{generated}")),
         Artifact(f"kubernetes/network/workload-{workload.name}.yaml", dump(
             [example_pod(topology, k8s, workload)],
             f"Example training pod on one {workload.profile} node, for clusters without the training operator: "

@@ -152,3 +152,11 @@ def test_roce_pod_networks_name_the_lossless_class_roce_qos_sets() -> None:
     assert "UCX_IB_TRAFFIC_CLASS" not in artifacts["kubernetes/network/compute-networks.yaml"].decode(), \
         "InfiniBand VFs have no RoCE class"
 
+
+def test_headers_name_the_operators_the_manifests_need() -> None:
+    """The Lustre PVs need the HPE CSI driver and the PyTorchJob the training operator: named with their release."""
+    _, artifacts = h100_4su()
+    lustre = [text.decode() for path, text in artifacts.items() if path.startswith("kubernetes/storage/lustre-")]
+    assert lustre and all("lustre-csi-driver/deploy/kubernetes/base?ref=v0.1.11" in text for text in lustre)
+    job = next(text.decode() for path, text in artifacts.items() if path.startswith("kubernetes/workloads/pytorchjob-"))
+    assert "training-operator.git/manifests/overlays/standalone?ref=v1.9.0" in job
