@@ -203,7 +203,8 @@ def main() -> None:
     deployment = alicloud.ecs.EcsDeploymentSet("low-latency", strategy="LowLatency",
                                                deployment_set_name=f"{DATA['cluster']}-low-latency")
     cpfs = filesystems(vpc_id, switch_ids[0])
-    boot = first_boot.user_data(Path(__file__).parent, cpfs, [spec["mountpoint"] for spec in DATA["filesystems"]])
+    boot = first_boot.user_data(Path(__file__).parent, cpfs, [spec["mountpoint"] for spec in DATA["filesystems"]],
+                                DATA["user_data_limit"])
     instances = {name: instance(name, switch_ids[0], group, deployment, boot_after, boot)
                  for name in INSTANCES["names"]}
     pulumi.export("private_ips", {name: i.private_ip for name, i in instances.items()})

@@ -192,7 +192,7 @@ def main() -> None:
     scaling = INSTANCES["group"] == "auto-scaling"
     boot = first_boot.user_data(Path(__file__).parent,
                                 [pulumi.Output.concat(fs.dns_name, "@tcp:/", fs.mount_name) for fs in fsx],
-                                [spec["mountpoint"] for spec in DATA["filesystems"]])
+                                [spec["mountpoint"] for spec in DATA["filesystems"]], DATA["user_data_limit"])
     template = launch_template(group, None if scaling else subnet_ids[0], placement, boot, profile)
     if scaling:
         asg = aws.autoscaling.Group(

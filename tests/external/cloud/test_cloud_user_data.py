@@ -468,6 +468,19 @@ def test_nvidia_peermem_where_gpudirect_has_no_dma_buf(tmp_path: Path, kernel: s
         assert conf.read_text() == "nvidia_peermem\n"
 
 
+def test_nvidia_peermem_that_cannot_load_gets_no_modules_load_entry(tmp_path: Path) -> None:
+    """A kernel without the peer-memory API (upstream ib_core, not MOFED): nvidia_peermem's init returns EINVAL.
+    First boot goes on, and writes no modules-load.d entry, which would fail systemd-modules-load at every boot."""
+    machine = ali_host(tmp_path, cpfs_user_data(tmp_path))
+    write(machine.root / "state" / "uname-r", "5.10.134-16.3.al8.x86_64")
+    (machine.root / "state" / "no-peer-memory").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert "modprobe nvidia_peermem" in machine.calls
+    assert "nvidia_peermem did not load: no GPUDirect RDMA on Linux 5.10.134-16.3.al8.x86_64" in done.stderr
+    assert not (machine.root / "etc" / "modules-load.d" / "nvidia-peermem.conf").exists()
+
+
 def test_without_dkms_the_driver_is_built_once_and_first_boot_says_so(tmp_path: Path) -> None:
     """A RHEL-family image whose repositories have no dkms: the runfile builds for the running kernel only, and the
     log says a kernel update leaves the node without a driver (the driver is still installed: first boot goes on)."""

@@ -9,6 +9,7 @@ from fabricgen.features.feature import Feature, Target
 FEATURE = Feature(
     "cloud",
     build=build.build,
+    checks=(render.user_data_size,),
     targets=(Target("pulumi", render.render, cloud=True),),
     cluster_section="cloud",
 )

@@ -9,10 +9,13 @@ cluster (a DNS label, checked by the schema).
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Finding, Severity
 from fabricgen.core.resources import shipped_dir
 from fabricgen.core.templating import render_template
 from fabricgen.features.cloud.build import catalog
@@ -29,6 +32,9 @@ PINS = {
                  ("alibabacloud-credentials", "1.0.12"), ("alibabacloud-tea-openapi", "0.4.6")),
 }
 USER_DATA = "user-data.sh"  # the program fills in the file systems' outputs and hands it to the instances
+# Bytes set aside per file system for the mount source the program fills in (FSx: "<dns>@tcp:/<mount name>", about
+# 62; CPFS: "<export domain>:/share", about 55): its real length is known only once the cloud has created it.
+SOURCE_ALLOWANCE = 128
 FSX_LUSTRE_VERSION = "2.15"  # EFA-enabled FSx needs Lustre 2.15 (PERSISTENT_2 with a metadata configuration)
 
 
@@ -82,6 +88,32 @@ def user_data(name: str, source: str, cloud: Cloud) -> Artifact | None:
         "pulumi/fsx-client.sh.j2", cluster=name, source=source, efa_interfaces=efa_interfaces, stride=stride))
 
 
+def user_data_limit(cloud: Cloud) -> int:
+    """The most bytes of user data the provider accepts before base64 (the catalog's, with its source)."""
+    return int(catalog()[cloud.provider]["user_data"]["limit"])
+
+
+def user_data_size(topology: Topology) -> Iterator[Finding]:
+    """User data above the provider's limit makes every instance fail at ``pulumi up``: refused here, counting the
+    mount sources the program adds (SOURCE_ALLOWANCE each) and the mount points."""
+    cluster = topology.cluster
+    cloud = cluster.cloud
+    if cloud is None:
+        return
+    boot = user_data(cluster.metadata.name, PurePosixPath(cluster.source).name, cloud)
+    if boot is None:
+        return
+    filled = len(boot.content) + sum(SOURCE_ALLOWANCE + len(shlex.quote(fs.mountpoint)) + 2 for fs in cloud.filesystems)
+    limit = user_data_limit(cloud)
+    if filled > limit:
+        yield Finding(Severity.ERROR, "cloud-user-data-size", f"pulumi/{cluster.metadata.name}/{USER_DATA}",
+                      f"the first-boot script would be {filled} bytes of user data ({len(boot.content)} rendered, "
+                      f"{len(cloud.filesystems)} file systems filled in), above {cloud.provider}'s limit of {limit} "
+                      "bytes before base64: every instance would fail at pulumi up",
+                      "fewer file systems (mount the others from a configuration tool after first boot)",
+                      cloud.position)
+
+
 def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
     """What the program reads: the compiled cloud cluster in the provider's terms."""
     capacity = {"kind": cloud.capacity_kind, "id": cloud.capacity_id} if cloud.capacity_kind else None
@@ -101,6 +133,7 @@ def cluster_data(name: str, cloud: Cloud) -> dict[str, Any]:
         "interfaces": interfaces(cloud),
         "filesystems": [_filesystem(fs) for fs in cloud.filesystems],
         "tags": dict(cloud.tags),
+        "user_data_limit": user_data_limit(cloud),
     }
     if cloud.provider == "aws":  # a new VPC's egress: the NAT gateway's public subnet (none: the VPC is left alone)
         data["public_subnet"] = {"cidr": cloud.public_subnet, "zone": cloud.zone} if cloud.public_subnet else None

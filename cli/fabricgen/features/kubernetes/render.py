@@ -53,7 +53,8 @@ from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.features.kubernetes.ipam import fabric_pools, ip_pool, ipam, pool_name
 from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, per_leaf, pod_leaves, profile_affinity
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Fabric, FabricType
+from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.kubernetes import SHARED, Kubernetes
 from fabricgen.model.sriov import Sriov
 from fabricgen.model.topology import Topology
@@ -129,6 +130,18 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _text)
+
+
+UCX_TRAFFIC_CLASS = "UCX_IB_TRAFFIC_CLASS"
+
+
+def roce_class_note(qos: RoceQos) -> str:
+    """What a pod on a RoCE VF sets to send in the lossless class: moving the VF's RDMA device into the pod's
+    namespace re-creates its rdma_cm device with default ToS 0 (lossy priority 0), whatever the host set."""
+    return (f"RoCE from these VFs is lossless only with traffic class {qos.nccl_tc} (DSCP {qos.lossless.dscp} << 2 | "
+            f"ECT(0), priority {qos.lossless.priority}): in the pod the VF's rdma_cm\ndefault ToS is 0. Set "
+            f"NCCL_IB_TC={qos.nccl_tc} (NCCL), {UCX_TRAFFIC_CLASS}={qos.nccl_tc} (UCX), or "
+            f"ToS {qos.nccl_tc} by rdma_set_option(RDMA_OPTION_ID_TOS) (rdma_cm).")
 
 
 def dump(documents: Sequence[Mapping[str, Any]], header: str) -> bytes:
@@ -377,10 +390,14 @@ def render(topology: Topology) -> list[Artifact]:
             about = (f"Pod networks of fabric {name}, one per rail (or port) and leaf, each from its leaf's nv-ipam "
                      f"pool ({name}-ip-pool.yaml): a pod names,\nfor each port, the attachment of the leaf its node's "
                      "port is cabled to (the node's label fabricgen.dev/<network>-leaf); sbr gives each port its\n"
-                     "own routing table, so each reaches the fabric through its own leaf.")
+                     "own routing table, so traffic bound to a port's address reaches the fabric through its own "
+                     "leaf; traffic not bound to it\n(a socket or rdma_cm id without a source address) leaves via "
+                     "eth0: bind the VF's address (rdma_bind_addr, perftest -R with --bind_source_ip).")
         else:
             about = (f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
                      f"{pools[0].name} ({name}-ip-pool.yaml).")
+        if fabric.type is FabricType.ROCE and fabric.qos is not None:
+            about += f"\n{roce_class_note(fabric.qos)}"
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", dump(
             networks, f"{about} nv-ipam is the NicClusterPolicy's nvIpam. {generated}")))
     if k8s.rdma_mode == SHARED:

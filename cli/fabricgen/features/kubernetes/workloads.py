@@ -35,13 +35,24 @@ from typing import Any
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, leaf_label, pod_leaves
-from fabricgen.features.kubernetes.render import NETWORKS_ANNOTATION, PodNetwork, dump, metadata, pod_networks
+from fabricgen.features.kubernetes.render import (
+    NETWORKS_ANNOTATION,
+    UCX_TRAFFIC_CLASS,
+    PodNetwork,
+    dump,
+    metadata,
+    pod_networks,
+)
 from fabricgen.features.lustre.build import claim_name, pod_storage
 from fabricgen.features.nccl.render import POD_PFS, POD_VFS, compute_partitions, nccl_settings
-from fabricgen.model.cluster import FabricRole
+from fabricgen.model.cluster import FabricRole, FabricType
 from fabricgen.model.kubernetes import Kubernetes, Workload
 from fabricgen.model.topology import Topology
 
+# kubeflow/training-operator v1.9.0 standalone, the command of kubeflow.org/docs/components/training/installation
+# at that release (the CRD copy in tests/data/kubernetes/crds/ is that release's).
+TRAINING_OPERATOR_INSTALL = ("kubectl apply --server-side -k "
+                             "'github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.0'")
 JOB_LABEL = "training.kubeflow.org/job-name"  # the training operator labels each pod of a job with its name
 # The port the training operator's Master service and torchrun's rendezvous use (training-operator v1.9.0
 # pkg/apis/kubeflow.org/v1/pytorch_types.go PyTorchJobDefaultPort*); declared, so nothing depends on its defaulting
@@ -129,6 +140,8 @@ def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequ
     env = [{"name": s.name, "value": s.value}
            for s in nccl_settings(profile, fabric, POD_VFS if vfs else POD_PFS, partitions,
                                  topology.cluster.nccl)]
+    if fabric.type is FabricType.ROCE and fabric.qos is not None:  # UCX on the VFs: rdma_cm's ToS is 0 in the pod
+        env.append({"name": UCX_TRAFFIC_CLASS, "value": str(fabric.qos.nccl_tc)})
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in nets}
     storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
     limits = {"nvidia.com/gpu": workload.gpus, **resources}
@@ -212,7 +225,8 @@ def render(topology: Topology) -> list[Artifact]:
             f"Training job on {workload.nodes} {workload.profile} nodes (Kubeflow training operator v1): one pod per "
             f"node with the GPUs, one RDMA network per\ncompute rail, the checkpoint and dataset claims, the NVMe "
             f"cache, /dev/shm and the NCCL environment; each pod resumes from the job's latest complete checkpoint.\n"
-            f"{generated}")),
+            f"Needs the Kubeflow training operator v1.9.0 (the PyTorchJob schema tested here; v1 is in maintenance, "
+            f"Kubeflow Trainer v2's TrainJob replaces it):\n{TRAINING_OPERATOR_INSTALL}\n{generated}")),
         Artifact(f"kubernetes/network/workload-{workload.name}.yaml", dump(
             [example_pod(topology, k8s, workload)],
             f"Example training pod on one {workload.profile} node, for clusters without the training operator: "

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from fabricgen.cli import app
 from fabricgen.features.cloud import deploy
 from fabricgen.features.cloud.build import catalog, instance_types
-from fabricgen.features.cloud.render import interfaces
+from fabricgen.features.cloud.render import SOURCE_ALLOWANCE, interfaces, user_data_limit, user_data_size
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
 from tests.helpers.cloud import emit
@@ -242,3 +242,18 @@ def test_project_directory_is_complete(tmp_path: Path) -> None:
     requirements = [line for line in (project / "requirements.txt").read_text().splitlines()
                     if not line.startswith("#")]
     assert requirements == ["pulumi==3.272.0", "pulumi-aws==7.51.1"]
+
+
+@pytest.mark.parametrize("spec", ["aws-p5-efa.yaml", "alicloud-erdma.yaml"])
+def test_example_user_data_fits_the_providers_limit(spec: str) -> None:
+    """Each example's first-boot script, with its file systems' sources filled in at the allowance, stays under the
+    provider's documented limit (16 KB before base64 on both), which the README reports with the margin."""
+    compiled = compile_spec(INVENTORIES / spec)
+    cloud = compiled.topology.cluster.cloud
+    assert cloud is not None
+    assert list(user_data_size(compiled.topology)) == []
+    [boot] = [a for a in render_spec(compiled, ["pulumi"]) if a.path.endswith("/user-data.sh")]
+    filled = len(boot.content) + sum(SOURCE_ALLOWANCE + len(fs.mountpoint) + 2 for fs in cloud.filesystems)
+    assert user_data_limit(cloud) == 16384 and filled < 16384
+    data = json.loads(next(a.content for a in render_spec(compiled, ["pulumi"]) if a.path.endswith("cluster.json")))
+    assert data["user_data_limit"] == 16384, "the program refuses a filled script above it at deploy"

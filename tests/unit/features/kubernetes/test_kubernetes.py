@@ -16,7 +16,8 @@ from fabricgen.core.errors import SpecError
 from fabricgen.features.kubernetes import ipam, workloads
 from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.features.kubernetes.nodes import planned_labels as nodes_labels
-from fabricgen.pipeline import compile_spec
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
 from tests.helpers.kubernetes import ROCE, documents, manifests
 
@@ -37,6 +38,8 @@ def test_workload_pod(tmp_path: Path) -> None:
     assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["NCCL_IB_TC"] == "106" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
+    # rdma_cm's ToS is 0 in the pod's namespace: UCX gets the lossless class too, the same byte as NCCL
+    assert env["UCX_IB_TRAFFIC_CLASS"] == "106"
     host_device = documents(manifests(ROCE, "multus-host-device", tmp_path / "pf")[1])
     pod_pf = next(d for d in host_device if d["kind"] == "Pod")["spec"]["containers"][0]
     env_pf = {e["name"]: e["value"] for e in pod_pf["env"]}
@@ -125,3 +128,35 @@ def test_a_job_runs_in_one_leaf_group(nodes: int, refused: bool, tmp_path: Path)
     labels = nodes_labels(topology)
     chosen = [n for n, own in labels.items() if all(own.get(k) == v for k, v in selector.items())]
     assert chosen == ["hgx01", "hgx02", "hgx03", "hgx04"]
+
+
+def h100_4su() -> tuple[Topology, dict[str, bytes]]:
+    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    targets = ["kubernetes", "k8s-workloads", "k8s-storage"]
+    return compiled.topology, {a.path: a.content for a in render_spec(compiled, targets)}
+
+
+def test_roce_pod_networks_name_the_lossless_class_roce_qos_sets() -> None:
+    """Users' pods on the storage VFs: the networks' header gives the traffic class, the very byte roce-qos.sh
+    writes as the hosts' default RoCE ToS (DSCP 26 << 2 | ECT(0) = 106), and says unbound traffic leaves via eth0."""
+    topology, artifacts = h100_4su()
+    header = "".join(line for line in artifacts["kubernetes/network/storage-networks.yaml"].decode().splitlines(True)
+                     if line.startswith("#"))
+    qos = next(f for f in topology.cluster.fabrics if f.name == "storage").qos
+    assert qos is not None and qos.nccl_tc == 106
+    roce_qos = (REPO / "tests" / "golden" / "h100-4su" / "hosts" / "dgx-h100" / "roce-qos.sh").read_text()
+    assert "'mlx5_7' '1' '106'" in roce_qos
+    for setting in ("NCCL_IB_TC=106", "UCX_IB_TRAFFIC_CLASS=106", "ToS 106 by rdma_set_option(RDMA_OPTION_ID_TOS)"):
+        assert setting in header.replace("\n# ", " ")
+    assert "not bound to it" in header and "leaves via eth0" in header
+    assert "UCX_IB_TRAFFIC_CLASS" not in artifacts["kubernetes/network/compute-networks.yaml"].decode(), \
+        "InfiniBand VFs have no RoCE class"
+
+
+def test_headers_name_the_operators_the_manifests_need() -> None:
+    """The Lustre PVs need the HPE CSI driver and the PyTorchJob the training operator: named with their release."""
+    _, artifacts = h100_4su()
+    lustre = [text.decode() for path, text in artifacts.items() if path.startswith("kubernetes/storage/lustre-")]
+    assert lustre and all("lustre-csi-driver/deploy/kubernetes/base?ref=v0.1.11" in text for text in lustre)
+    job = next(text.decode() for path, text in artifacts.items() if path.startswith("kubernetes/workloads/pytorchjob-"))
+    assert "training-operator.git/manifests/overlays/standalone?ref=v1.9.0" in job

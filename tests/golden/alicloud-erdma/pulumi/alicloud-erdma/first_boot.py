@@ -22,7 +22,17 @@ def filled(template: str, mounts: Sequence[tuple[str, str]]) -> str:
     return template.replace(FILESYSTEMS, f"FILESYSTEMS=({words})\n")
 
 
-def user_data(project: Path, sources: Sequence[pulumi.Input[str]], mountpoints: Sequence[str]
+def encoded(script: str, limit: int) -> str:
+    """The script base64-encoded, refused when it is above the provider's user data limit (bytes before base64),
+    which the cloud would reject for every instance."""
+    raw = script.encode()
+    if len(raw) > limit:
+        raise ValueError(f"user-data.sh filled in is {len(raw)} bytes, above the provider's user data limit of "
+                         f"{limit} bytes before base64")
+    return base64.b64encode(raw).decode()
+
+
+def user_data(project: Path, sources: Sequence[pulumi.Input[str]], mountpoints: Sequence[str], limit: int
               ) -> pulumi.Output[str] | None:
     """The project's user-data.sh, filled once every mount source is known, base64 (None when the project has no
     first-boot script)."""
@@ -30,5 +40,5 @@ def user_data(project: Path, sources: Sequence[pulumi.Input[str]], mountpoints: 
     if not script.exists():
         return None
     template = script.read_text(encoding="utf-8")
-    return pulumi.Output.all(*sources).apply(lambda resolved: base64.b64encode(
-        filled(template, list(zip(resolved, mountpoints, strict=True))).encode()).decode())
+    return pulumi.Output.all(*sources).apply(lambda resolved: encoded(
+        filled(template, list(zip(resolved, mountpoints, strict=True))), limit))

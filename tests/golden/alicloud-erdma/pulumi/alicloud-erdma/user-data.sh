@@ -263,8 +263,9 @@ install_fabric_manager() {
 # enable_peermem: GPUDirect RDMA over eRDMA. NCCL registers GPU memory through DMA-BUF only with NVIDIA's open
 # kernel module on Linux 5.12 or later (Alibaba Cloud Linux 3 runs 5.10); otherwise through nvidia_peermem, which
 # the driver installs but nothing loads: without it NCCL stages every transfer through host memory, silently. So
-# there it is loaded now and at every boot (modules-load.d); when it cannot load, first boot says so and goes on
-# (NCCL still runs, slower).
+# there it is loaded now and, once it has loaded, at every boot (modules-load.d). Its init fails (EINVAL) on a
+# kernel without the peer-memory API (MOFED's, not upstream ib_core): then first boot says so and goes on (NCCL
+# still runs, slower) and writes no modules-load.d entry, which would fail systemd-modules-load at every boot.
 enable_peermem() {
   local kernel major minor
   kernel="$(uname -r)"
@@ -274,12 +275,13 @@ enable_peermem() {
   if ((major > 5 || (major == 5 && minor >= 12))) && grep -qs 'Open Kernel Module' "${ROOT}/proc/driver/nvidia/version"; then
     return 0
   fi
+  if [[ ! -e "${ROOT}/sys/module/nvidia_peermem" ]] && ! modprobe nvidia_peermem; then
+    log "nvidia_peermem did not load: no GPUDirect RDMA on Linux ${kernel} (NCCL stages through host memory)"
+    return 0
+  fi
   if [[ "$(cat "${ROOT}${PEERMEM_CONF}" 2>/dev/null)" != nvidia_peermem ]]; then
     mkdir -p "${ROOT}${PEERMEM_CONF%/*}"
     echo nvidia_peermem >"${ROOT}${PEERMEM_CONF}"
-  fi
-  if [[ ! -e "${ROOT}/sys/module/nvidia_peermem" ]] && ! modprobe nvidia_peermem; then
-    log "nvidia_peermem did not load: no GPUDirect RDMA on Linux ${kernel} (NCCL stages through host memory)"
   fi
 }
 
