@@ -35,7 +35,14 @@ from fabricgen.core.gcpause import without_gc
 from fabricgen.core.naming import DEVICE_NAME, expand
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Attachment, Cluster, Fabric, Tier, TopologyKind
-from fabricgen.model.hardware import SWITCH_SWITCH, SwitchModel, pair_unit, single_port_groups, unserved_groups
+from fabricgen.model.hardware import (
+    SWITCH_SWITCH,
+    SwitchModel,
+    pair_unit,
+    port_name,
+    single_port_groups,
+    unserved_groups,
+)
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import (
     LEAF_SPINE,
@@ -85,7 +92,7 @@ def port_layout(
         for lane in range(1, usable + 1):  # a cage taking one host is one logical port
             number += 1
             if len(target) < wanted:
-                target.append((number, f"{cage_number}/{lane}" if per_cage > 1 else str(cage_number)))
+                target.append((number, port_name(cage_number, lane, per_cage)))
     if len(downs) < down or len(ups) < up:
         one = (f"; its cages split at {down_speed} take one host each, on their first port, as the catalog has no "
                f"splitter that plugs one link per port there" if single else "")
