@@ -1,0 +1,124 @@
+"""The NetBox import set against a real NetBox 4.7.3 (started by tests/external/netbox/netbox-up): `fabricgen apply`
+writes OUT/netbox/, and every file is pasted, in its order, into its object type's bulk-import view of a logged-in
+session, as a user would. Every file imports with no error and NetBox then holds exactly the plan's objects; a
+second import of the same files creates nothing; a second cluster (another site with the same device, VLAN-group
+and switch names) imports beside the first."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner
+
+from fabricgen.cli import app
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES
+from tests.helpers.netbox import Session, require_netbox, reset
+
+# A refusal a second cluster may meet, and only on objects NetBox holds once for every site: manufacturers,
+# roles, device types, the RIR, the private ASNs and fabricgen's custom field (see README "NetBox import").
+SHARED = ("00", "03", "04", "05", "10", "11")
+EXISTS = re.compile(r"already exists|must be unique")
+
+
+def _apply(spec: str, out: Path) -> list[Path]:
+    result = CliRunner().invoke(app, ["apply", str(INVENTORIES / f"{spec}.yaml"), "-o", str(out), "--yes"])
+    assert result.exit_code == 0, result.output
+    files = sorted(p for p in (out / "netbox").rglob("*") if p.is_file())
+    assert files, "apply wrote no NetBox files"
+    return files
+
+
+def _name(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _rows(files: list[Path], prefix: str) -> list[dict[str, str]]:
+    return [row for f in files if f.name.startswith(prefix) and f.suffix == ".csv"
+            for row in csv.DictReader(io.StringIO(f.read_text()))]
+
+
+def _types(files: list[Path]) -> dict[str, dict[str, Any]]:
+    return {str(d["model"]): d for f in files if f.suffix == ".yaml" for d in yaml.safe_load_all(f.read_text())}
+
+
+def _expected(spec: str, files: list[Path]) -> Counter[str]:
+    """What the files make NetBox hold, each count also checked against the compiled plan."""
+    topology = compile_spec(INVENTORIES / f"{spec}.yaml").topology
+    types = _types(files)
+    devices = _rows(files, "07-")
+    switches = sum(len(ft.switches) for ft in topology.fabrics)
+    assert len(devices) == len(topology.cluster.nodes) + switches
+    assert len(_rows(files, "09-")) == len(topology.cables)
+    templated = sum(len(types[d["device_type"]]["interfaces"]) for d in devices)
+    return Counter({
+        "dcim/sites": len(_rows(files, "01-")), "dcim/locations": len(_rows(files, "02-")),
+        "dcim/racks": len(_rows(files, "06-")), "dcim/devices": len(devices),
+        "dcim/interfaces": templated + len(_rows(files, "08-")), "dcim/cables": len(topology.cables),
+        "ipam/vlan-groups": len(_rows(files, "12-")), "ipam/vlans": len(_rows(files, "13-")),
+        "ipam/prefixes": len(_rows(files, "14-")), "ipam/ip-addresses": len(_rows(files, "15-")),
+    })
+
+
+def _shared(files: list[Path]) -> dict[str, set[str]]:
+    return {"dcim/manufacturers": {r["name"] for r in _rows(files, "03-")},
+            "dcim/device-roles": {r["name"] for r in _rows(files, "04-")},
+            "dcim/device-types": set(_types(files)), "ipam/asns": {r["asn"] for r in _rows(files, "11-")}}
+
+
+def _import(session: Session, root: Path, files: list[Path]) -> dict[str, list[str]]:
+    """Every file in order; NetBox's errors by file (only files it refused)."""
+    refused = {}
+    for path in files:
+        name = _name(root, path)
+        errors = session.bulk_import(name, path.read_text())
+        if errors:
+            refused[name] = errors
+    return refused
+
+
+def _held(session: Session, endpoints: list[str]) -> Counter[str]:
+    return Counter({endpoint: session.count(endpoint) for endpoint in endpoints})
+
+
+def test_both_example_clusters_import_into_one_netbox(tmp_path: Path) -> None:
+    env = require_netbox()
+    reset(env)
+    session = Session(env)
+    h100 = _apply("h100-4su", tmp_path / "h100")
+    lab = _apply("lab-1su", tmp_path / "lab")
+    h100_root, lab_root = tmp_path / "h100" / "netbox", tmp_path / "lab" / "netbox"
+
+    started = time.monotonic()
+    assert _import(session, h100_root, h100) == {}, "h100-4su: NetBox refused files of a first import"
+    first_import = time.monotonic() - started
+    expected = _expected("h100-4su", h100)
+    endpoints = sorted(expected)
+    assert _held(session, endpoints) == expected
+    shared = _shared(h100)
+    assert {e: session.count(e) for e in shared} == {e: len(names) for e, names in shared.items()}
+    primary = {r["device"] for r in _rows(h100, "15-") if r["is_primary"] == "true"}
+    oob = {r["device"] for r in _rows(h100, "15-") if r["is_oob"] == "true"}
+    assert session.count("dcim/devices", has_primary_ip="true") == len(primary)
+    assert session.count("dcim/devices", has_oob_ip="true") == len(oob)
+
+    # the same files again: NetBox refuses each one (every object is there), nothing is created
+    again = _import(session, h100_root, h100)
+    assert set(again) == {_name(h100_root, p) for p in h100}, "a second import of a file was taken"
+    assert _held(session, endpoints) == expected
+
+    # a second cluster: another site, the same switch names (compute-spine001, ...) and VLAN-group names
+    refused = _import(session, lab_root, lab)
+    for name, errors in refused.items():
+        assert name[:2] in SHARED and all(EXISTS.search(e) for e in errors), (name, errors)
+    assert _held(session, endpoints) == expected + _expected("lab-1su", lab)
+    both = {e: names | _shared(lab)[e] for e, names in shared.items()}
+    assert {e: session.count(e) for e in both} == {e: len(names) for e, names in both.items()}
+    print(f"h100-4su first import: {first_import:.0f} s")
