@@ -24,8 +24,10 @@ IMPORT_VIEWS = {"00": "extras/custom-fields", "01": "dcim/sites", "02": "dcim/lo
                 "08": "dcim/interfaces", "09": "dcim/cables", "10": "ipam/rirs", "11": "ipam/asns",
                 "12": "ipam/vlan-groups", "13": "ipam/vlans", "14": "ipam/prefixes", "15": "ipam/ip-addresses"}
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-# NetBox's bulk import reports a refused file as form errors: "Record <n> <field>: <message>" or a form-level one
-_ERRORS = re.compile(r'<div class="alert alert-danger[^"]*"[^>]*>(.*?)</div>', re.S)
+# NetBox's bulk import shows a refused file's errors ("Record <n> <field>: <message>") as error toasts, and an error
+# of the form itself (the data's format) under its field
+_ERRORS = re.compile(r'<div class="toast-header text-bg-danger">.*?</div>\s*<div class="toast-body">(.*?)</div>'
+                     r'|<div class="form-text text-danger"[^>]*>(.*?)</div>', re.S)
 
 
 def require_netbox() -> dict[str, str]:
@@ -78,7 +80,7 @@ class Session:
                                         "changelog_message": ""})
         if urllib.parse.urlparse(final).path != path:
             return []  # redirected to the object list: imported
-        errors = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", e)).split()) for e in _ERRORS.findall(page)]
+        errors = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", "".join(e))).split()) for e in _ERRORS.findall(page)]
         return errors or [f"{name}: not imported and no error shown (page {final})"]
 
     def count(self, endpoint: str, **query: str) -> int:

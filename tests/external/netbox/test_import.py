@@ -18,6 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
+from fabricgen.features.netbox.render import DEVICE_COLUMN
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
 from tests.helpers.netbox import Session, require_netbox, reset
@@ -104,8 +105,8 @@ def test_both_example_clusters_import_into_one_netbox(tmp_path: Path) -> None:
     assert _held(session, endpoints) == expected
     shared = _shared(h100)
     assert {e: session.count(e) for e in shared} == {e: len(names) for e, names in shared.items()}
-    primary = {r["device"] for r in _rows(h100, "15-") if r["is_primary"] == "true"}
-    oob = {r["device"] for r in _rows(h100, "15-") if r["is_oob"] == "true"}
+    primary = {r[DEVICE_COLUMN] for r in _rows(h100, "15-") if r["is_primary"] == "true"}
+    oob = {r[DEVICE_COLUMN] for r in _rows(h100, "15-") if r["is_oob"] == "true"}
     assert session.count("dcim/devices", has_primary_ip="true") == len(primary)
     assert session.count("dcim/devices", has_oob_ip="true") == len(oob)
 

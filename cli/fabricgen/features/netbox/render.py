@@ -64,7 +64,7 @@ DEVICE_FIELD = "fabricgen_device"  # fabricgen's custom field on devices: <site>
 # (<field>.<lookup>) as the lookup of the related object, and a device's name alone is ambiguous in a NetBox that
 # holds two sites ("not a unique value": InterfaceImportForm.device is every device, by name).
 DEVICE_COLUMN = f"device.custom_field_data__{DEVICE_FIELD}"
-INTERFACE_COLUMNS = (DEVICE_COLUMN, "name", "type", "parent", "mgmt_only", "description")
+INTERFACE_COLUMNS = (DEVICE_COLUMN, "name", "type", "mgmt_only", "description")
 
 
 @cache
@@ -169,10 +169,10 @@ def _nic_ports(topology: Topology, profile: NodeProfile, cabled: dict[tuple[str,
 
 
 def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]],
-                                               list[tuple[str, str, str, str]]]:
+                                               list[tuple[str, str, str]]]:
     """NetBox device types (switch models, node profiles) with their interface templates, every port of the
     hardware (``_faceplate``, ``_nic_ports``) and a switch's management port; device -> (manufacturer, model);
-    the cabled ports no template makes, (device, port, type, parent): the sub-ports of a cage split finer than its
+    the cabled ports no template makes, (device, port, type): the sub-ports of a cage split finer than its
     native split, which 08-interfaces imports."""
     cabled = _port_types(topology)
     types: dict[str, dict[str, Any]] = {}
@@ -186,7 +186,7 @@ def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, t
         if profile.name not in types:
             types[profile.name] = _type_entry(NODE_MANUFACTURER, profile.name, profile.height_u,
                                               _nic_ports(topology, profile, cabled, by_profile[profile.name]))
-    sub_ports: list[tuple[str, str, str, str]] = []
+    sub_ports: list[tuple[str, str, str]] = []
     for ft in topology.fabrics:
         for sw in ft.switches:
             model = sw.model
@@ -195,10 +195,8 @@ def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, t
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True))
             device_type[sw.name] = (model.vendor, model.name)
     for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
-        templates = types[device_type[device][1]]["interfaces"]
-        if port not in templates:
-            cage = switch_cage(port)
-            sub_ports.append((device, port, kind, cage if cage in templates else ""))
+        if port not in types[device_type[device][1]]["interfaces"]:
+            sub_ports.append((device, port, kind))
     documents = []
     for name in sorted(types):
         entry = dict(types[name])
@@ -241,8 +239,10 @@ def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict
                  device_key(site, s.name))
                 for ft in topology.fabrics for s in ft.switches]
     return [
-        *_chunks("00-custom-fields", ("name", "label", "type", "object_types", "unique", "description"),
-                 [(DEVICE_FIELD, "fabricgen device", "text", "dcim.device", "true",
+        # search_weight, filter_logic and weight: the import form requires them (NetBox's UI defaults)
+        *_chunks("00-custom-fields", ("name", "label", "type", "object_types", "unique", "search_weight",
+                                      "filter_logic", "weight", "description"),
+                 [(DEVICE_FIELD, "fabricgen device", "text", "dcim.device", "true", 1000, "exact", 100,
                    "<site>/<name>: the device NetBox-wide, for fabricgen's interface and IP-address imports")]),
         *_chunks("01-sites", ("name", "slug", "status", "description"),
                  [(site, slug(site), STATUS_PLANNED, f"fabricgen cluster {cluster.metadata.name}")]),
@@ -251,7 +251,7 @@ def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict
         *_chunks("03-manufacturers", ("name", "slug"), [(m, slug(m)) for m in manufacturers]),
         *_chunks("04-device-roles", ("name", "slug", "color"), [(r, slug(r), c) for r, c in sorted(roles.items())]),
         *(Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
-                   yaml.safe_dump(d, sort_keys=False).encode()) for d in documents),
+                   yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode()) for d in documents),
         *_chunks("06-racks", ("site", "location", "name", "status", "u_height", "width"),
                  [(site, _location(r.row), r.name, STATUS_PLANNED, facility.rack_units, 19) for r in racks]),
         *_chunks("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
@@ -272,10 +272,11 @@ def _cable(c: Cable, site: str) -> Row:
             c.medium.color, c.length_m, "m")
 
 
-def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str, str]]) -> list[Artifact]:
+def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Artifact]:
     site = topology.cluster.metadata.site
-    interfaces: list[Row] = [(device_key(site, device), port, kind, parent, "false", "a cage's breakout sub-port")
-                             for device, port, kind, parent in sub_ports]
+    # NetBox takes a parent only for a virtual interface: the sub-port names its cage in its description
+    interfaces: list[Row] = [(device_key(site, device), port, kind, "false", f"sub-port of cage {switch_cage(port)}")
+                             for device, port, kind in sub_ports]
     addresses: list[Row] = []
     prefixes: dict[str, Row] = {}
     vlans: list[Row] = []
@@ -305,7 +306,7 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str, str]]) -> lis
                 kind = {"gateway": "hosts", "host": "hosts", "pod-gateway": "pods"}.get(role, role)
                 prefixes.setdefault(network, (network, STATUS_RESERVED, site, f"{name} {kind}"))
             if role in ("loopback", "gateway"):
-                interfaces.append((device_key(site, device), interface, "virtual", "", "false", f"{name} {role}"))
+                interfaces.append((device_key(site, device), interface, "virtual", "false", f"{name} {role}"))
             primary = (role == "loopback" or (role == "host" and name in primary_fabrics)) and device not in has_primary
             oob = (role == "management" or (role == "host" and name in bmc_fabrics)) and device not in has_oob
             has_primary |= {device} if primary else set()
