@@ -27,6 +27,12 @@ def lane_options(gbps: float, lanes: int, lane_gbps: tuple[int, ...]) -> frozens
     return frozenset((int(gbps // rate), rate) for rate in lane_gbps if gbps % rate == 0 and gbps // rate <= lanes)
 
 
+def port_name(cage: int, lane: int, per_cage: int) -> str:
+    """A switch port's physical name: ``<cage>/<lane>`` in a cage split into several logical ports, else
+    ``<cage>`` (NVIDIA's and Arista's front-panel naming; 1-based cage counted across port groups)."""
+    return f"{cage}/{lane}" if per_cage > 1 else str(cage)
+
+
 @dataclass(frozen=True)
 class PortGroup:
     """Cages of one form factor; ``ports_per_cage`` gives the logical ports per cage at each speed, ``lanes`` the
@@ -46,6 +52,11 @@ class PortGroup:
     @property
     def speeds(self) -> tuple[str, ...]:
         return tuple(speed for speed, _ in self.ports_per_cage)
+
+    @property
+    def native_split(self) -> int:
+        """Logical ports of one cage unsplit: the fewest any speed gives (a twin-port OSFP cage is two ports)."""
+        return min(n for _, n in self.ports_per_cage)
 
     def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
         """(lanes, Gb/s per lane) one logical port of a cage split for ``speed`` can run it on."""

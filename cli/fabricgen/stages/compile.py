@@ -41,6 +41,7 @@ from fabricgen.model.hardware import (
     SwitchModel,
     breakout,
     pair_unit,
+    port_name,
     single_port_groups,
     unserved_groups,
 )
@@ -93,7 +94,7 @@ def port_layout(
         for lane in range(1, usable + 1):  # a cage taking one host is one logical port
             number += 1
             if len(target) < wanted:
-                target.append((number, f"{cage_number}/{lane}" if per_cage > 1 else str(cage_number)))
+                target.append((number, port_name(cage_number, lane, per_cage)))
     if len(downs) < down or len(ups) < up:
         one = (f"; its cages split at {down_speed} take one host each, on their first port, as the catalog has no "
                f"splitter that plugs one link per port there" if single else "")

@@ -1,15 +1,17 @@
 """Target ``netbox``: the cluster as NetBox's bulk import takes it, one file per object type, numbered in the
 order NetBox needs them (each references only what an earlier file created).
 
-01 site, 02 locations (one per row), 03 manufacturers, 04 device roles (a switch role per fabric and tier, a node
-role per profile role), 05 device types (YAML: NetBox's device-type import, with the interface templates every
-device of the type gets, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only
-those no template creates: loopbacks and VLAN gateways), 09 cables (side A/B by site, device and interface; a
-splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import takes one termination per
-side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13 VLANs (the leaves'
-host VLAN), 14 prefixes (the pools as containers, then every subnet), 15 IP addresses (with the primary and
-out-of-band marks that set each device's primary and OOB IP: a switch's loopback and management address, a node's
-first in-band address and its BMC's).
+00 fabricgen's device custom field (``<site>/<name>``: the interface and IP-address imports find a device by it, as
+a name is unique only within a site), 01 site, 02 locations (one per row), 03 manufacturers, 04 device roles (a
+switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per type, so an
+existing type refuses only its own file: every port of the hardware, switch cages at their native split and a
+profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only those
+no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (side A/B by site,
+device and interface; a splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import takes one
+termination per side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13 VLANs
+(the leaves' host VLAN, in its group by the group's site-prefixed slug), 14 prefixes (the pools as containers, then
+every subnet), 15 IP addresses (with the primary and out-of-band marks that set each device's primary and OOB IP: a
+switch's loopback and management address, a node's first in-band address and its BMC's).
 
 Re-importing the set creates nothing twice: every object has a NetBox uniqueness rule that refuses the second
 copy (names per site, location or device, a cable per interface, an ASN, a VLAN id per group, an address or
@@ -37,11 +39,14 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.addressing.render import interface_names, plan_rows
 from fabricgen.features.cabling.handoff import port_order
+from fabricgen.features.cabling.plan import switch_cage
 from fabricgen.features.ethernet.switch_view import HOST_VLAN
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import FabricRole, FabricType
-from fabricgen.model.nodes import NicRole
+from fabricgen.model.hardware import SwitchModel, port_name
+from fabricgen.model.nodes import NicRole, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
+from fabricgen.spec import catalog
 from fabricgen.spec.load import load_file
 
 CHUNK_ROWS = 5000  # a 5,000-row cable part is ~0.7 MB of CSV
@@ -54,6 +59,12 @@ ROLE_COLOURS = {"leaf": "2196f3", "spine": "3f51b5", "core": "673ab7", "compute"
                 "storage": "795548"}
 
 Row = tuple[object, ...]
+DEVICE_FIELD = "fabricgen_device"  # fabricgen's custom field on devices: <site>/<name> (device_key)
+# The interface and IP-address imports find their device by that field: NetBox's CSV import takes a dotted column
+# (<field>.<lookup>) as the lookup of the related object, and a device's name alone is ambiguous in a NetBox that
+# holds two sites ("not a unique value": InterfaceImportForm.device is every device, by name).
+DEVICE_COLUMN = f"device.custom_field_data__{DEVICE_FIELD}"
+INTERFACE_COLUMNS = (DEVICE_COLUMN, "name", "type", "mgmt_only", "description")
 
 
 @cache
@@ -119,46 +130,98 @@ def _port_types(topology: Topology) -> dict[tuple[str, str], tuple[str, bool]]:
     return types
 
 
-def _device_types(topology: Topology) -> tuple[list[dict[str, object]], dict[str, tuple[str, str]]]:
-    """NetBox device types (switch models, node profiles) with their interface templates; device -> (manufacturer,
-    model). A type's templates are every port its devices are cabled on, plus a switch's management port."""
-    ports = _port_types(topology)
-    by_device: dict[str, dict[str, tuple[str, bool]]] = {}
-    for (device, port), kind in ports.items():
-        by_device.setdefault(device, {})[port] = kind
+def _faceplate(model: SwitchModel) -> dict[str, tuple[str, bool]]:
+    """Every front-panel port of a switch model, each cage at its native split (a twin-port OSFP cage is ``1/1`` and
+    ``1/2``, a QSFP-DD cage ``1``), typed by its cage at the fastest speed of that split: the hardware, whatever
+    this cluster cables (device types are global in NetBox and their templates apply only when a device is
+    made)."""
+    infiniband = model.fabric_type == FabricType.INFINIBAND.value
+    ports: dict[str, tuple[str, bool]] = {}
+    cage = 0
+    for group in model.port_groups:
+        split = group.native_split
+        speed = max((catalog.speeds()[s] for s, n in group.ports_per_cage if n == split), key=lambda s: s.gbps)
+        kind = interface_type(group.form_factor, speed, infiniband)
+        for _ in range(group.cages):
+            cage += 1
+            ports |= {port_name(cage, lane, split): (kind, False) for lane in range(1, split + 1)}
+    return ports
+
+
+def _nic_ports(topology: Topology, profile: NodeProfile, cabled: dict[tuple[str, str], tuple[str, bool]],
+               devices: list[str]) -> dict[str, tuple[str, bool]]:
+    """Every NIC port and the BMC of a node profile: typed as cabled on its first device that cables it, an
+    uncabled one by its NIC's cage at the NIC's fastest speed."""
+    ports: dict[str, tuple[str, bool]] = {}
+    for nic in (*profile.compute, *profile.storage, *profile.inband):
+        kind = next((cabled[(d, nic.port)] for d in devices if (d, nic.port) in cabled), None)
+        model = topology.cluster.nic_models.get(nic.model)
+        if kind is None and model is not None:
+            fastest = max((catalog.speeds()[s] for s in model.speeds if s in catalog.speeds()),
+                          key=lambda s: s.gbps, default=None)
+            if fastest is not None:
+                kind = (interface_type(model.form_factor, fastest,
+                                       fastest.type == FabricType.INFINIBAND.value), False)
+        ports[nic.port] = kind or ("other", False)
+    if profile.bmc:
+        ports[profile.bmc.port] = (MANAGEMENT_TYPE, True)
+    return ports
+
+
+def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]],
+                                               list[tuple[str, str, str]]]:
+    """NetBox device types (switch models, node profiles) with their interface templates, every port of the
+    hardware (``_faceplate``, ``_nic_ports``) and a switch's management port; device -> (manufacturer, model);
+    the cabled ports no template makes, (device, port, type): the sub-ports of a cage split finer than its
+    native split, which 08-interfaces imports."""
+    cabled = _port_types(topology)
     types: dict[str, dict[str, Any]] = {}
     device_type: dict[str, tuple[str, str]] = {}
-
-    def add(device: str, manufacturer: str, model: str, height: int, extra: dict[str, tuple[str, bool]]) -> None:
-        entry = types.setdefault(model, {"manufacturer": manufacturer, "model": model, "slug": slug(model),
-                                         "u_height": height, "is_full_depth": True, "interfaces": {}})
-        for port, kind in {**by_device.get(device, {}), **extra}.items():
-            entry["interfaces"].setdefault(port, kind)
-        device_type[device] = (manufacturer, model)
-
+    by_profile: dict[str, list[str]] = {}
     for node in topology.cluster.nodes:
-        bmc = node.profile.bmc
-        add(node.name, NODE_MANUFACTURER, node.profile.name, node.profile.height_u,
-            {bmc.port: (MANAGEMENT_TYPE, True)} if bmc else {})
+        by_profile.setdefault(node.profile.name, []).append(node.name)
+        device_type[node.name] = (NODE_MANUFACTURER, node.profile.name)
+    for node in topology.cluster.nodes:
+        profile = node.profile
+        if profile.name not in types:
+            types[profile.name] = _type_entry(NODE_MANUFACTURER, profile.name, profile.height_u,
+                                              _nic_ports(topology, profile, cabled, by_profile[profile.name]))
+    sub_ports: list[tuple[str, str, str]] = []
     for ft in topology.fabrics:
         for sw in ft.switches:
-            management = interface_names(ft, sw.tier)[1]
-            add(sw.name, sw.model.vendor, sw.model.name, sw.model.height_u, {management: (MANAGEMENT_TYPE, True)})
+            model = sw.model
+            entry = types.setdefault(model.name, _type_entry(model.vendor, model.name, model.height_u,
+                                                             _faceplate(model)))
+            entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True))
+            device_type[sw.name] = (model.vendor, model.name)
+    for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
+        if port not in types[device_type[device][1]]["interfaces"]:
+            sub_ports.append((device, port, kind))
     documents = []
-    for model in sorted(types):
-        entry = types[model]
-        interfaces = entry.pop("interfaces")
-        entry["interfaces"] = [{"name": name, "type": kind, "mgmt_only": mgmt}
-                               for name, (kind, mgmt) in sorted(interfaces.items(), key=lambda i: port_order(i[0]))]
+    for name in sorted(types):
+        entry = dict(types[name])
+        entry["interfaces"] = [{"name": port, "type": kind, "mgmt_only": mgmt} for port, (kind, mgmt)
+                               in sorted(entry["interfaces"].items(), key=lambda i: port_order(i[0]))]
         documents.append(entry)
-    return documents, device_type
+    return documents, device_type, sub_ports
 
 
-def _dcim(topology: Topology) -> list[Artifact]:
+def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, tuple[str, bool]]) -> dict[str, Any]:
+    return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height,
+            "is_full_depth": True, "interfaces": dict(ports)}
+
+
+def device_key(site: str, device: str) -> str:
+    """The value of fabricgen's device custom field: NetBox names a device uniquely only within its site, and
+    the interface and IP-address imports find their device by one value, NetBox-wide."""
+    return f"{site}/{device}"
+
+
+def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict[str, tuple[str, str]]
+          ) -> list[Artifact]:
     cluster = topology.cluster
     site = cluster.metadata.site
     facility = cluster.facility
-    documents, device_type = _device_types(topology)
     roles = {_switch_role(ft, s.tier.value): ROLE_COLOURS[s.tier.value] for ft in topology.fabrics
              for s in ft.switches}
     roles |= {_node_role(n.profile.role): ROLE_COLOURS.get(n.profile.role, "9e9e9e") for n in cluster.nodes}
@@ -168,24 +231,31 @@ def _dcim(topology: Topology) -> list[Artifact]:
     rows = sorted({r.row for r in racks}, key=[name for name, _ in facility.rows].index)
     manufacturers = sorted({str(d["manufacturer"]) for d in documents})
     devices: list[Row] = [(n.name, _node_role(n.profile.role), *device_type[n.name], STATUS_PLANNED, site,
-                           _location(n.rack.row), n.rack.name, n.u, "front") for n in cluster.nodes]
+                           _location(n.rack.row), n.rack.name, n.u, "front", device_key(site, n.name))
+                          for n in cluster.nodes]
     row_of = {r.name: r.row for r in facility.racks}
     devices += [(s.name, _switch_role(ft, s.tier.value), *device_type[s.name], STATUS_PLANNED, site,
-                 _location(row_of[s.rack]) if s.rack else "", s.rack or "", s.u or "", "front" if s.rack else "")
+                 _location(row_of[s.rack]) if s.rack else "", s.rack or "", s.u or "", "front" if s.rack else "",
+                 device_key(site, s.name))
                 for ft in topology.fabrics for s in ft.switches]
-    type_yaml = yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True).encode()
     return [
+        # search_weight, filter_logic and weight: the import form requires them (NetBox's UI defaults)
+        *_chunks("00-custom-fields", ("name", "label", "type", "object_types", "unique", "search_weight",
+                                      "filter_logic", "weight", "description"),
+                 [(DEVICE_FIELD, "fabricgen device", "text", "dcim.device", "true", 1000, "exact", 100,
+                   "<site>/<name>: the device NetBox-wide, for fabricgen's interface and IP-address imports")]),
         *_chunks("01-sites", ("name", "slug", "status", "description"),
                  [(site, slug(site), STATUS_PLANNED, f"fabricgen cluster {cluster.metadata.name}")]),
         *_chunks("02-locations", ("site", "name", "slug", "status"),
                  [(site, _location(r), slug(f"{site}-row-{r}"), STATUS_PLANNED) for r in rows]),
         *_chunks("03-manufacturers", ("name", "slug"), [(m, slug(m)) for m in manufacturers]),
         *_chunks("04-device-roles", ("name", "slug", "color"), [(r, slug(r), c) for r, c in sorted(roles.items())]),
-        Artifact("netbox/05-device-types.yaml", type_yaml),
+        *(Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
+                   yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode()) for d in documents),
         *_chunks("06-racks", ("site", "location", "name", "status", "u_height", "width"),
                  [(site, _location(r.row), r.name, STATUS_PLANNED, facility.rack_units, 19) for r in racks]),
         *_chunks("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
-                                "position", "face"), devices),
+                                "position", "face", f"cf_{DEVICE_FIELD}"), devices),
         *_chunks("09-cables", CABLE_COLUMNS, [_cable(c, site) for c in topology.cables]),
     ]
 
@@ -202,9 +272,11 @@ def _cable(c: Cable, site: str) -> Row:
             c.medium.color, c.length_m, "m")
 
 
-def _ipam(topology: Topology) -> list[Artifact]:
+def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Artifact]:
     site = topology.cluster.metadata.site
-    interfaces: list[Row] = []
+    # NetBox takes a parent only for a virtual interface: the sub-port names its cage in its description
+    interfaces: list[Row] = [(device_key(site, device), port, kind, "false", f"sub-port of cage {switch_cage(port)}")
+                             for device, port, kind in sub_ports]
     addresses: list[Row] = []
     prefixes: dict[str, Row] = {}
     vlans: list[Row] = []
@@ -234,27 +306,29 @@ def _ipam(topology: Topology) -> list[Artifact]:
                 kind = {"gateway": "hosts", "host": "hosts", "pod-gateway": "pods"}.get(role, role)
                 prefixes.setdefault(network, (network, STATUS_RESERVED, site, f"{name} {kind}"))
             if role in ("loopback", "gateway"):
-                interfaces.append((device, interface, "virtual", "false", f"{name} {role}"))
+                interfaces.append((device_key(site, device), interface, "virtual", "false", f"{name} {role}"))
             primary = (role == "loopback" or (role == "host" and name in primary_fabrics)) and device not in has_primary
             oob = (role == "management" or (role == "host" and name in bmc_fabrics)) and device not in has_oob
             has_primary |= {device} if primary else set()
             has_oob |= {device} if oob else set()
-            addresses.append((address, STATUS_RESERVED, "loopback" if role == "loopback" else "", device, interface,
+            addresses.append((address, STATUS_RESERVED, "loopback" if role == "loopback" else "",
+                              device_key(site, device), interface,
                               str(primary).lower(), str(oob).lower(), f"{name} {role}"))
     if not addresses:
-        return []
+        return [*_chunks("08-interfaces", INTERFACE_COLUMNS, interfaces)] if interfaces else []
     return [
-        *_chunks("08-interfaces", ("device", "name", "type", "mgmt_only", "description"), interfaces),
+        *_chunks("08-interfaces", INTERFACE_COLUMNS, interfaces),
         *_chunks("10-rirs", ("name", "slug", "is_private", "description"),
                  [(PRIVATE_ASNS, slug(PRIVATE_ASNS), "true", "private ASNs")] if asns else []),
         *_chunks("11-asns", ("asn", "rir", "description"), [(a, PRIVATE_ASNS, d) for a, d in sorted(asns.items())]),
         *_chunks("12-vlan-groups", ("name", "slug", "scope_type", "scope_name", "description"),
                  [(v[1], slug(f"{site}-{v[1]}"), "dcim.site", site, f"fabric {v[1]}") for v in vlans]),
-        *_chunks("13-vlans", ("site", "group", "vid", "name", "status", "description"), vlans),
+        *_chunks("13-vlans", ("site", "group.slug", "vid", "name", "status", "description"),
+                 [(s, slug(f"{s}-{group}"), *rest) for s, group, *rest in vlans]),
         *_chunks("14-prefixes", ("prefix", "status", "scope_type", "scope_name", "description"),
                  [(p, status, "dcim.site", s, d) for p, status, s, d in _prefix_order(prefixes)]),
-        *_chunks("15-ip-addresses", ("address", "status", "role", "device", "interface", "is_primary", "is_oob",
-                                     "description"), addresses),
+        *_chunks("15-ip-addresses", ("address", "status", "role", DEVICE_COLUMN, "interface", "is_primary",
+                                     "is_oob", "description"), addresses),
     ]
 
 
@@ -271,5 +345,6 @@ def _prefix_order(prefixes: dict[str, Row]) -> Iterator[tuple[str, str, str, str
 def render(topology: Topology) -> list[Artifact]:
     if not topology.cables and not topology.cluster.nodes:
         return []
-    artifacts = [*_dcim(topology), *_ipam(topology)]
+    documents, device_type, sub_ports = _device_types(topology)
+    artifacts = [*_dcim(topology, documents, device_type), *_ipam(topology, sub_ports)]
     return sorted(artifacts, key=lambda a: a.path)

@@ -74,23 +74,27 @@ def netbox_set(spec: str) -> dict[str, Any]:
     files: dict[str, Any] = {}
     for a in render_spec(compile_spec(INVENTORIES / f"{spec}.yaml"), ("netbox",)):
         if a.path.endswith(".yaml"):
-            files["05-device-types"] = list(yaml.safe_load_all(a.content))
+            assert a.path.startswith("netbox/05-device-types/"), a.path
+            files.setdefault("05-device-types", []).append(yaml.safe_load(a.content))  # one type per file
             continue
         name = re.sub(r"-part\d{3}$", "", a.path.removeprefix("netbox/").removesuffix(".csv"))
-        files.setdefault(name, []).extend(csv.DictReader(io.StringIO(a.content.decode())))
+        # a dotted column names the related object by another field (NetBox's CSV import): keyed by the field
+        rows = csv.DictReader(io.StringIO(a.content.decode()))
+        files.setdefault(name, []).extend({k.split(".", 1)[0]: v for k, v in row.items()} for row in rows)
     return files
 
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> None:
     files = netbox_set(spec)
-    assert set(files) <= {*FILES, "05-device-types"}
+    assert set(files) <= {*FILES, "00-custom-fields", "05-device-types"}
     for name, rows in files.items():
-        if name == "05-device-types":
+        if name in ("00-custom-fields", "05-device-types"):  # the custom field: proven by tests/external/netbox
             continue
         form, choice_columns = FILES[name]
         fields = form_fields(form)
-        assert "id" in fields and set(rows[0]) <= fields, f"{name}: not fields of {form}: {set(rows[0]) - fields}"
+        columns = {c for c in rows[0] if not c.startswith("cf_")}  # custom fields: 00-custom-fields makes them
+        assert "id" in fields and columns <= fields, f"{name}: not fields of {form}: {columns - fields}"
         for column, choice_set in choice_columns.items():
             used = {r[column] for r in rows if r[column]}
             assert used <= choices(choice_set), f"{name}.{column}: {used - choices(choice_set)} not in {choice_set}"
@@ -133,20 +137,22 @@ def test_every_reference_is_made_by_an_earlier_file(spec: str) -> None:
         assert not device["rack"] or (device["location"], device["rack"]) in racks
         for template in types[(device["manufacturer"], device["device_type"])]["interfaces"]:
             templated[(device["name"], template["name"])] = template
-    imported = {(r["device"], r["name"]) for r in f.get("08-interfaces", [])}
+    keys = {device["cf_fabricgen_device"]: device["name"] for device in f["07-devices"]}
+    assert len(keys) == len(f["07-devices"]) and all(k == f"{site}/{n}" for k, n in keys.items())
+    imported = {(keys[r["device"]], r["name"]) for r in f.get("08-interfaces", [])}
     assert not imported & set(templated), "an imported interface collides with a device-type template"
     interfaces = imported | set(templated)
     ends = Counter()
     for cable in f["09-cables"]:
         for side in ("a", "b"):
             end = (cable[f"side_{side}_device"], cable[f"side_{side}_name"])
-            assert end in templated, f"cable {cable['label']}: {end} is no device's interface"
+            assert end in interfaces, f"cable {cable['label']}: {end} is no device's interface"
             ends[end] += 1
     assert max(ends.values()) == 1, "an interface takes one cable"
     assert {r["rir"] for r in f.get("11-asns", [])} <= {r["name"] for r in f.get("10-rirs", [])}
-    assert {r["group"] for r in f.get("13-vlans", [])} <= {r["name"] for r in f.get("12-vlan-groups", [])}
+    assert {r["group"] for r in f.get("13-vlans", [])} <= {r["slug"] for r in f.get("12-vlan-groups", [])}
     for ip in f.get("15-ip-addresses", []):
-        assert (ip["device"], ip["interface"]) in interfaces, ip
+        assert (keys[ip["device"]], ip["interface"]) in interfaces, ip
         assert "/" in ip["address"], "NetBox needs a prefix length"
     for kind in ("is_primary", "is_oob"):
         marked = Counter(ip["device"] for ip in f.get("15-ip-addresses", []) if ip[kind] == "true")
@@ -173,14 +179,36 @@ def test_h100_interfaces_are_typed_by_cage_and_bmc_ports_are_management() -> Non
     mgmt = [t for (model, _), t in templates.items() if t["mgmt_only"] and model not in
             {n.profile.name for n in topology.cluster.nodes}]
     assert mgmt and all(t["type"] == "1000base-t" for t in mgmt)
-    oob = {ip["device"] for ip in f["15-ip-addresses"] if ip["is_oob"] == "true"}
-    primary = {ip["device"] for ip in f["15-ip-addresses"] if ip["is_primary"] == "true"}
+    oob = {ip["device"].split("/", 1)[1] for ip in f["15-ip-addresses"] if ip["is_oob"] == "true"}
+    primary = {ip["device"].split("/", 1)[1] for ip in f["15-ip-addresses"] if ip["is_primary"] == "true"}
     plans = topology.addresses.values()
     assert set().union(*(p.management for p in plans)) <= oob
     assert set().union(*(p.loopbacks for p in plans)) <= primary
     bmc = {node for ft in topology.fabrics if ft.fabric.role.value == "oob"
            for s in topology.addresses[ft.fabric.name].hosts for node, _, _ in s.hosts}
     assert bmc and bmc <= oob, "every node's BMC address is its out-of-band IP"
+
+
+def test_device_types_are_the_hardware_not_the_cabling() -> None:
+    """U3: a type is global in NetBox and its templates apply only when a device is made, so a switch type carries
+    every cage of the catalog model (the same in both clusters), a node type every NIC port of its profile; the
+    cabled sub-ports of a split cage are 08 interfaces under their cage."""
+    types = {spec: {d["model"]: d for d in netbox_set(spec)["05-device-types"]} for spec in SPECS}
+    shared = set(types["lab-1su"]) & set(types["h100-4su"])
+    assert {"QM9700", "SN4700", "SN2201"} <= shared
+    for model in shared:
+        assert types["lab-1su"][model] == types["h100-4su"][model], model
+    qm9700 = [t["name"] for t in types["h100-4su"]["QM9700"]["interfaces"]]
+    assert qm9700 == ["mgmt0", *(f"{c}/{p}" for c in range(1, 33) for p in (1, 2))]  # 32 twin-port OSFP cages
+    sn4700 = [t["name"] for t in types["h100-4su"]["SN4700"]["interfaces"] if not t["mgmt_only"]]
+    assert sn4700 == [str(c) for c in range(1, 33)]  # 32 QSFP-DD cages, one port each unsplit
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    for node in topology.cluster.nodes:
+        ports = {t["name"] for t in types["h100-4su"][node.profile.name]["interfaces"]}
+        p = node.profile
+        assert {n.port for n in (*p.compute, *p.storage, *p.inband)} | ({p.bmc.port} if p.bmc else set()) == ports
+    sub_ports = [r for r in netbox_set("h100-4su")["08-interfaces"] if r["type"] != "virtual"]
+    assert sub_ports and all(r["description"] == f"sub-port of cage {r['name'].split('/')[0]}" for r in sub_ports)
 
 
 def test_large_files_are_split_under_the_paste_limit(monkeypatch: pytest.MonkeyPatch) -> None:

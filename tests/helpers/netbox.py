@@ -1,0 +1,99 @@
+"""A user's session on a running NetBox (tests/external/netbox/netbox-up starts one): log in through the login
+page, paste a file into an object type's bulk-import view, count objects through the REST API."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+import urllib.parse
+import urllib.request
+from http.cookiejar import CookieJar
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[1] / "external" / "netbox" / "netbox-up"
+ENV = ("FABRICGEN_NETBOX_URL", "FABRICGEN_NETBOX_USER", "FABRICGEN_NETBOX_PASSWORD", "FABRICGEN_NETBOX_TOKEN",
+       "FABRICGEN_NETBOX_DIR")
+# An import file's number -> the bulk-import view a user pastes it into
+IMPORT_VIEWS = {"00": "extras/custom-fields", "01": "dcim/sites", "02": "dcim/locations", "03": "dcim/manufacturers",
+                "04": "dcim/device-roles", "05": "dcim/device-types", "06": "dcim/racks", "07": "dcim/devices",
+                "08": "dcim/interfaces", "09": "dcim/cables", "10": "ipam/rirs", "11": "ipam/asns",
+                "12": "ipam/vlan-groups", "13": "ipam/vlans", "14": "ipam/prefixes", "15": "ipam/ip-addresses"}
+_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+# NetBox's bulk import shows a refused file's errors ("Record <n> <field>: <message>") as error toasts, and an error
+# of the form itself (the data's format) under its field
+_ERRORS = re.compile(r'<div class="toast-header text-bg-danger">.*?</div>\s*<div class="toast-body">(.*?)</div>'
+                     r'|<div class="form-text text-danger"[^>]*>(.*?)</div>', re.S)
+
+
+def require_netbox() -> dict[str, str]:
+    """The harness's environment; skip when no NetBox runs locally, fail when CI requires it."""
+    missing = [name for name in ENV if not os.environ.get(name)]
+    if not missing:
+        return {name: os.environ[name] for name in ENV}
+    if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
+        pytest.fail(f"a running NetBox is required in CI but {', '.join(missing)} is not set (.ci/run sources the "
+                    "env file of tests/external/netbox/netbox-up)")
+    pytest.skip("no NetBox running: start one with tests/external/netbox/netbox-up and source its env file")
+
+
+def reset(env: dict[str, str]) -> None:
+    """Back to the freshly migrated database (the superuser and its token kept)."""
+    subprocess.run([str(HARNESS), "--reset"], check=True, env={**os.environ, **env}, capture_output=True,
+                   timeout=300)
+
+
+class Session:
+    """A logged-in browser session: what a user does in the web UI, cookies and CSRF token included."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.url = env["FABRICGEN_NETBOX_URL"]
+        self.token = env["FABRICGEN_NETBOX_TOKEN"]
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+        page = self._get("/login/")
+        answer = self._post("/login/", {"csrfmiddlewaretoken": _csrf(page), "username": env["FABRICGEN_NETBOX_USER"],
+                                        "password": env["FABRICGEN_NETBOX_PASSWORD"], "next": "/"})
+        if "/login/" in answer[0]:
+            raise AssertionError("NetBox refused the harness's superuser login")
+
+    def _get(self, path: str) -> str:
+        with self.opener.open(self.url + path, timeout=60) as response:
+            return str(response.read().decode())
+
+    def _post(self, path: str, fields: dict[str, str]) -> tuple[str, str]:
+        """(final URL after redirects, page)."""
+        body = urllib.parse.urlencode(fields).encode()
+        request = urllib.request.Request(self.url + path, data=body, headers={"Referer": self.url + path})
+        with self.opener.open(request, timeout=1800) as response:
+            return str(response.geturl()), str(response.read().decode())
+
+    def bulk_import(self, name: str, data: str) -> list[str]:
+        """Paste one import file into its object type's bulk-import view, as a user would; NetBox's errors (none when
+        it imported the file)."""
+        path = f"/{IMPORT_VIEWS[name[:2]]}/import/"
+        final, page = self._post(path, {"csrfmiddlewaretoken": _csrf(self._get(path)), "import_method": "direct",
+                                        "data": data, "format": "auto", "csv_delimiter": "auto",
+                                        "changelog_message": ""})
+        if urllib.parse.urlparse(final).path != path:
+            return []  # redirected to the object list: imported
+        errors = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", "".join(e))).split()) for e in _ERRORS.findall(page)]
+        return errors or [f"{name}: not imported and no error shown (page {final})"]
+
+    def count(self, endpoint: str, **query: str) -> int:
+        """Objects of a REST endpoint (``dcim/devices``) matching ``query``, read with the API token."""
+        params = urllib.parse.urlencode({**query, "limit": 1, "brief": 1})
+        request = urllib.request.Request(f"{self.url}/api/{endpoint}/?{params}",
+                                         headers={"Authorization": self.token, "Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return int(json.load(response)["count"])
+
+
+def _csrf(page: str) -> str:
+    match = _CSRF.search(page)
+    if match is None:
+        raise AssertionError("NetBox's page carries no CSRF token")
+    return match.group(1)
