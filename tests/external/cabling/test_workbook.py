@@ -3,6 +3,7 @@ setup (landscape, fit to width, repeated title row, header and footer), full-wid
 
 from __future__ import annotations
 
+import csv
 import io
 from collections import Counter
 
@@ -97,5 +98,5 @@ def test_bom_sheet_matches_csv() -> None:
     artifacts = {a.path: a.content for a in render_spec(compile_spec(INVENTORIES / "lab-1su.yaml"))}
     book = openpyxl.load_workbook(io.BytesIO(artifacts["cabling/cables.xlsx"]))
     rows = [tuple(str(c.value) for c in row) for row in book["BOM"].iter_rows()]
-    csv_rows = [tuple(line.split(",")) for line in artifacts["cabling/bom.csv"].decode().splitlines()]
+    csv_rows = [tuple(row) for row in csv.reader(io.StringIO(artifacts["cabling/bom.csv"].decode()))]
     assert rows == csv_rows

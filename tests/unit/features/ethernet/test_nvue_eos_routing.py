@@ -74,7 +74,9 @@ def _session(n: Any) -> tuple[object, ...]:
 
 
 def _by_panel(s: SwitchRouting) -> dict[str, tuple[object, ...]]:
-    return {p.panel: (p.addresses, p.mtu, p.up) for p in s.ports}
+    """The ports that carry traffic, by front-panel position: SONiC keeps every uncabled port in PORT, shut, for
+    its breakout commands (README "SONiC breakout and dark ports"); NVUE and EOS write the cabled ones only."""
+    return {p.panel: (p.addresses, p.mtu, p.up) for p in s.ports if p.up}
 
 
 def test_nvue_reads_back_as_the_sonic_files_of_the_same_fabric(nvue: dict[str, SwitchRouting],
@@ -106,8 +108,8 @@ def test_nvue_gives_every_prefix_the_same_ecmp_as_sonic(nvue: dict[str, SwitchRo
     assert widths == _widths(sonic)
     # a leaf learns another leaf's host subnet over all 64 uplinks (16 to each of 4 spines), within NVUE's 64 paths
     assert widths[("storage-leaf001", IPv4Network("10.20.0.128/25"))] == (64, 64)
-    assert widths[("storage-spine01", IPv4Network("10.22.0.1/32"))] == (16, 16)
-    assert widths[("storage-spine02", IPv4Network("10.22.0.7/32"))] == (0, 0)  # spine01's loopback: same AS
+    assert widths[("storage-spine01", IPv4Network("10.22.0.5/32"))] == (16, 16)
+    assert widths[("storage-spine02", IPv4Network("10.22.0.1/32"))] == (0, 0)  # spine01's loopback: same AS
 
 
 def _nvue_tree(switch: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -186,8 +188,8 @@ def eos_fabric(eos_compiled: Topology) -> FabricTopology:
 
 def test_eos_reads_back_what_the_plan_gives(eos: dict[str, SwitchRouting], eos_fabric: FabricTopology) -> None:
     leaf = eos["storage-leaf001"]
-    assert (leaf.asn, leaf.router_id, leaf.loopback) == (65100, IPv4Address("10.22.0.1"),
-                                                         IPv4Interface("10.22.0.1/32"))
+    assert (leaf.asn, leaf.router_id, leaf.loopback) == (65100, IPv4Address("10.22.0.5"),
+                                                         IPv4Interface("10.22.0.5/32"))
     assert (leaf.maximum_paths, leaf.multipath_relax, leaf.allowas_in) == (32, True, 0)  # EOS relaxes by default
     [vlan] = leaf.vlans
     assert (vlan.name, vlan.vid, vlan.mtu) == ("vlan100", 100, 9100) and len(vlan.members) == 32
@@ -270,14 +272,14 @@ def test_eos_every_value_comes_from_the_file(eos: dict[str, SwitchRouting]) -> N
     cli = cli.replace("interface Ethernet33/1\n   description storage-spine01:1/1 (port 33, cable 3 m)\n"
                       "   no shutdown\n", "interface Ethernet33/1\n   description storage-spine01:1/1 (port 33, "
                       "cable 3 m)\n   shutdown\n")
-    cli = cli.replace("      network 10.22.0.1/32\n", "      redistribute connected\n")
+    cli = cli.replace("      network 10.22.0.5/32\n", "      redistribute connected\n")
     edited = eos_routing("storage-leaf001", cli.encode())
     assert (edited.maximum_paths, edited.multipath_relax, edited.allowas_in) == (1, False, 2)  # EOS: one path
     [changed] = [n for n in edited.neighbors if n.address == IPv4Address("10.21.0.0")]
     assert (changed.remote_asn, changed.keepalive_s, changed.hold_s, changed.shutdown) == (65009, 10, 30, True)
     assert {(n.keepalive_s, n.hold_s) for n in edited.neighbors if n is not changed} == {(60, 180)}
     assert not next(p for p in edited.ports if p.name == "et33_1").up
-    assert IPv4Network("10.22.0.1/32") in edited.networks and IPv4Network("10.21.0.2/31") in edited.networks
+    assert IPv4Network("10.22.0.5/32") in edited.networks and IPv4Network("10.21.0.2/31") in edited.networks
     assert IPv4Network("10.21.0.0/31") not in edited.networks  # the shut port's subnet is not connected
     assert edited.networks != eos["storage-leaf001"].networks
 
