@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import urllib.parse
 import urllib.request
 from http.cookiejar import CookieJar
@@ -23,6 +24,9 @@ IMPORT_VIEWS = {"00": "extras/custom-fields", "01": "dcim/sites", "02": "dcim/lo
                 "04": "dcim/device-roles", "05": "dcim/device-types", "06": "dcim/racks", "07": "dcim/devices",
                 "08": "dcim/interfaces", "09": "dcim/cables", "10": "ipam/rirs", "11": "ipam/asns",
                 "12": "ipam/vlan-groups", "13": "ipam/vlans", "14": "ipam/prefixes", "15": "ipam/ip-addresses"}
+HARNESS_WAIT_S = 40 * 60  # pip and ~350 migrations on a busy 2-core machine
+# A line of the harness's env file: export NAME='value' (its values hold no quote)
+_ENV_LINE = re.compile(r"^export (FABRICGEN_NETBOX_[A-Z]+)='([^']*)'$", re.M)
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 # NetBox's bulk import shows a refused file's errors ("Record <n> <field>: <message>") as error toasts, and an error
 # of the form itself (the data's format) under its field
@@ -32,6 +36,7 @@ _ERRORS = re.compile(r'<div class="toast-header text-bg-danger">.*?</div>\s*<div
 
 def require_netbox() -> dict[str, str]:
     """The harness's environment; skip when no NetBox runs locally, fail when CI requires it."""
+    _await_harness()
     missing = [name for name in ENV if not os.environ.get(name)]
     if not missing:
         return {name: os.environ[name] for name in ENV}
@@ -39,6 +44,28 @@ def require_netbox() -> dict[str, str]:
         pytest.fail(f"a running NetBox is required in CI but {', '.join(missing)} is not set (.ci/run sources the "
                     "env file of tests/external/netbox/netbox-up)")
     pytest.skip("no NetBox running: start one with tests/external/netbox/netbox-up and source its env file")
+
+
+def _await_harness() -> None:
+    """Wait for the harness .ci/run started in the background (its ~15 minutes of pip and migrations overlap the
+    tests before this one), then take its env file: FABRICGEN_NETBOX_PENDING names the file the harness's exit
+    status is written to, its log beside it (<status>.log)."""
+    pending = os.environ.get("FABRICGEN_NETBOX_PENDING")
+    if not pending or all(os.environ.get(name) for name in ENV):
+        return
+    status = Path(pending)
+    deadline = time.monotonic() + HARNESS_WAIT_S
+    while not status.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the NetBox harness started by .ci/run wrote no exit status in {HARNESS_WAIT_S} s")
+        time.sleep(2)
+    log = Path(f"{pending}.log")
+    if status.read_text().strip() != "0":
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() else ""
+        pytest.fail(f"the NetBox harness failed (exit {status.read_text().strip()}):\n{tail}")
+    env_file = Path(os.environ.get("FABRICGEN_NETBOX_DIR", "/var/tmp/fabricgen-netbox")) / "env"
+    for name, value in _ENV_LINE.findall(env_file.read_text()):
+        os.environ[name] = value
 
 
 def reset(env: dict[str, str]) -> None:
