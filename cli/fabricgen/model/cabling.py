@@ -20,8 +20,9 @@ class CableEnd:
     gpu: int | None = None
     rdma_dev: str = ""
     netdev: str = ""
-    form_factor: str = ""  # the switch cage's form factor (empty at a node end)
+    form_factor: str = ""  # the cage's form factor: the switch cage's, at a node end the NIC's
     vendor: str = ""  # the switch's vendor (empty at a node end): vendors take their own optics
+    cage: str = ""  # a node end: the chassis cage of the port (a twin-port cage holds two); empty at a switch
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ class Cable:
     @property
     def a_optic(self) -> Optic | None:
         if self.tier == "node-leaf":
-            return self.medium.host_optic
+            return self.medium.host_optic_for(self.a.form_factor)
         return self.medium.switch_optic_for(self.a.form_factor, self.a.vendor)
 
     @property

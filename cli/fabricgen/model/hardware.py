@@ -154,6 +154,13 @@ class Medium:
     fanout_m: float = 0.0
     leg_fibers: tuple[str, ...] = ()  # a breakout: the MPO fiber positions of leg n (Tx/Rx), n = the cage's port
     polarity: str = ""  # a breakout: the MPO end's gender, fibers and polarity type (TIA-568.3)
+    # (NIC form factor, transceiver): a node cage of that form factor takes its own part instead of host_optic
+    # (a DGX twin-port-OSFP cage: one twin-port flat-top transceiver for its two ports)
+    host_optics: tuple[tuple[str, Optic], ...] = ()
+
+    def host_optic_for(self, form_factor: str) -> Optic | None:
+        """The transceiver a node cage of ``form_factor`` takes for this medium."""
+        return next((optic for ff, optic in self.host_optics if ff == form_factor), self.host_optic)
 
     def switch_optic_for(self, form_factor: str, vendor: str = "") -> Optic | None:
         """The transceiver a switch cage of ``form_factor`` on a switch of ``vendor`` takes for this medium."""

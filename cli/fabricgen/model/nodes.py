@@ -32,6 +32,12 @@ class Nic:
     rail: int | None = None
     pci: str = ""
     gpu_pci: str = ""  # compute NICs: the PCI address of the GPU next to this NIC
+    cage: str = ""  # the chassis cage the port shares with others (DGX twin-port OSFP); empty: the port's own
+
+    @property
+    def host_cage(self) -> str:
+        """The cage whose one transceiver serves this port: its shared cage, else the port itself."""
+        return self.cage or self.port
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,9 @@ def medium(entry: Mapping[str, Any]) -> Medium:
                         if (optic := _optic(raw)) is not None), tuple(entry.get("cage_pair", ())),
                   tuple((vendor, ff, optic) for vendor, by_ff in sorted(entry.get("vendor_optics", {}).items())
                         for ff, raw in sorted(by_ff.items()) if (optic := _optic(raw)) is not None),
-                  float(entry.get("fanout_m", 0)), tuple(entry.get("leg_fibers", ())), entry.get("polarity", ""))
+                  float(entry.get("fanout_m", 0)), tuple(entry.get("leg_fibers", ())), entry.get("polarity", ""),
+                  tuple((ff, optic) for ff, raw in sorted(entry.get("host_optics", {}).items())
+                        if (optic := _optic(raw)) is not None))
 
 
 def media(overrides: Sequence[Mapping[str, Any]] | None) -> tuple[Medium, ...]:

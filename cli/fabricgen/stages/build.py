@@ -152,6 +152,7 @@ class _Site:
                 e.get("rail", index) if role is NicRole.COMPUTE else None,
                 e.get("pci", ""),
                 e.get("gpu_pci", ""),
+                e.get("cage", ""),
             )
 
         compute = tuple(

@@ -1,6 +1,7 @@
 """The cable plan against the compiled links: a cable per link and per port, lengths within reach, splitters
 that are one object (one medium, connector and length for all legs; a cable-plug splitter alone in its cage),
-cage-pair cables that keep every port on its lanes, and every cable pluggable (cage-plugs)."""
+cage-pair cables that keep every port on its lanes, every cable pluggable (cage-plugs), and the ports of a node's
+twin-port cage on one transceiver (host-cage-optics)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,36 @@ def cable_plan(topology: Topology) -> Iterator[Finding]:
         yield from _shared_plug_cages(topology.cables, plugs)
     yield from cage_plugs(topology)
     yield from breakout_fanout(topology)
+    yield from host_cage_optics(topology)
+
+
+def host_cage_optics(topology: Topology) -> Iterator[Finding]:
+    """The ports of one node cage (a DGX twin-port OSFP) share its one transceiver: their cables must take the same
+    part, no more of them than it has connectors. Two runs on either side of a medium's reach (one multimode, one
+    single mode) would need two transceivers in one cage. An error per fabric, naming the first cages."""
+    taken: dict[tuple[str, str], tuple[str, set[str], list[Cable]]] = {}
+    for cable in topology.cables:
+        optic = cable.a_optic
+        if cable.tier != "node-leaf" or optic is None or optic.connections < 2:
+            continue
+        key = (cable.a.device, cable.a.cage or cable.a.port)
+        _, parts, group = taken.setdefault(key, (cable.fabric, set(), []))
+        parts.add(optic.part)
+        group.append(cable)
+    bad: dict[str, list[str]] = {}
+    for (device, cage), (fabric, parts, group) in taken.items():
+        connectors = min(c.a_optic.connections for c in group if c.a_optic is not None)
+        if len(parts) > 1 or len(group) > connectors:
+            ports = ", ".join(f"{c.a.port} {c.a_optic.part if c.a_optic else ''} {c.run_m:g} m" for c in group)
+            bad.setdefault(fabric, []).append(f"{device} cage {cage} ({ports})")
+    for ft in topology.fabrics:
+        if found := bad.get(ft.fabric.name):
+            yield fabric_error(
+                ft.fabric, "host-cage-optics", f"fabrics.{ft.fabric.name}",
+                f"{len(found)} node cages need two transceivers: {_examples(found)}; the ports of one twin-port cage "
+                "share one transceiver",
+                "place the node nearer its leaves so both runs take the same medium, or list one medium for both "
+                "(catalog.media: host_optics)")
 
 
 def breakout_fanout(topology: Topology) -> Iterator[Finding]:

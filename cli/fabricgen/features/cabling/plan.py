@@ -89,12 +89,16 @@ def _places(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> dict[str, _P
     return places
 
 
-def _end(port: Port, place: _Place, link: Link, lower: bool) -> CableEnd:
+def _end(port: Port, place: _Place, link: Link, lower: bool, host_form_factor: str | None = None) -> CableEnd:
+    """A switch end knows its cage's form factor and vendor; a node end its NIC's form factor and chassis cage."""
     nic = link.nic if lower else None
-    cage = _cage_form_factor(place, port) if place.switch is not None else ""
+    if place.switch is not None:
+        return CableEnd(place.rack.row, place.rack.name, place.u, port.device, port.name, port.number,
+                        nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "",
+                        _cage_form_factor(place, port), place.switch.vendor)
     return CableEnd(place.rack.row, place.rack.name, place.u, port.device, port.name, port.number,
-                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "", cage,
-                    place.switch.vendor if place.switch is not None else "")
+                    nic.gpu if nic else None, nic.dev if nic else "", nic.netdev if nic else "",
+                    host_form_factor or "", cage=nic.host_cage if nic else port.name)
 
 
 def _candidates(media: Sequence[Medium]) -> dict[tuple[str, str], tuple[Medium, ...]]:
@@ -174,8 +178,8 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
             picked = medium.standard_length(run)
             if picked is not None:
                 cable = Cable(cable_id, name, link.tier, link.speed, link.rail, link.su,
-                              _end(link.a, a_place, link, True), _end(link.z, z_place, link, False), run, picked[0],
-                              picked[1], medium, cable_id)
+                              _end(link.a, a_place, link, True, host), _end(link.z, z_place, link, False), run,
+                              picked[0], picked[1], medium, cable_id)
                 if split:
                     by_cage.setdefault((link.z.device, switch_cage(link.z.name)), []).append(
                         (len(cables), cable, link, host, cages))
@@ -380,17 +384,17 @@ class BomLine:
 
 
 def _optic_counts(cables: Sequence[Cable]) -> Counter[str]:
-    """Transceivers by part: a host port (every splitter leg) takes one; a switch cage takes one per
-    ``connections`` physical cables that end in it (a twin-port OSFP serves two; a splitter, a breakout and a
-    cage-pair cable are one physical cable, so the breakout's legs each count at their own switch)."""
+    """Transceivers by part: a node cage takes one per ``connections`` cables (every splitter leg) that end in it
+    (a DGX twin-port cage one for its two ports, any other host port one); a switch cage one per ``connections``
+    physical cables that end in it (a twin-port OSFP serves two; a splitter, a breakout and a cage-pair cable are
+    one physical cable, so the breakout's legs each count at their own switch)."""
     totals: Counter[str] = Counter()
     per_cage: dict[tuple[str, str, Optic], set[str]] = {}
     for cable in cables:
-        host_optic = cable.medium.host_optic
-        if host_optic is not None and cable.tier == "node-leaf":
-            totals[host_optic.part] += 1
         a_optic, z_optic = cable.a_optic, cable.z_optic
-        if a_optic is not None and cable.tier != "node-leaf":
+        if a_optic is not None and cable.tier == "node-leaf":  # a leg each: cable.id, not the splitter's
+            per_cage.setdefault((cable.a.device, cable.a.cage or cable.a.port, a_optic), set()).add(cable.id)
+        elif a_optic is not None:
             per_cage.setdefault((cable.a.device, switch_cage(cable.a.port), a_optic), set()).add(cable.physical)
         if z_optic is not None:
             per_cage.setdefault((cable.z.device, switch_cage(cable.z.port), z_optic), set()).add(cable.physical)
