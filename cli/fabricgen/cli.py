@@ -49,6 +49,7 @@ from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
 from fabricgen.features.infiniband.verify import End as VerifyEnd
 from fabricgen.features.infiniband.verify import (
     IbSpeed,
+    PortPlace,
     VerifyError,
     compare,
     planned_rates,
@@ -756,13 +757,14 @@ def verify(
         report = compare(ib_fabric(compiled.topology, ft), found, width, speed, rates=rates)
         _progress.stop()
         holder["clean"] = report.clean
+        where = port_locations(compiled.topology, ft)
         if as_json:
-            data = report_to_json(report)
+            data = report_to_json(report, where)
             data = {"spec": str(spec), "ibnetdiscover": str(ibnetdiscover), "form": found.form,
                     "expected_rate": f"{width}{speed}", **data}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            _print_verify(report, f"{width}{speed}", port_locations(compiled.topology, ft))
+            _print_verify(report, f"{width}{speed}", where)
             _print_warnings(compiled)
 
     _run(action, as_json)
@@ -832,7 +834,7 @@ def _read_discovery(path: Path, what: str = "the ibnetdiscover output") -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _print_verify(report: VerifyReport, rate: str, where: dict[tuple[str, int], str]) -> None:
+def _print_verify(report: VerifyReport, rate: str, where: dict[tuple[str, int], PortPlace]) -> None:
     """The differences, each planned end where a technician finds it (rack, U, device, faceplate port) next to
     the InfiniBand port the fabric reports."""
 

@@ -352,11 +352,20 @@ def _rate_findings(link: IbLink, ends: tuple[End, End], found: FoundLink,
     return out
 
 
-def report_to_json(report: Report) -> dict[str, Any]:
-    """The report for tools: summary counts and every finding, in the report's (deterministic) order."""
+def report_to_json(report: Report, where: Mapping[tuple[str, int], PortPlace] | None = None) -> dict[str, Any]:
+    """The report for tools: summary counts and every finding, in the report's (deterministic) order; with
+    ``where`` (port_locations) each end also carries where a technician finds it (rack, U, device, faceplate
+    port), null for an end the plan does not cable."""
+    places = where or {}
 
     def ends(items: Iterable[End | None]) -> list[dict[str, Any] | None]:
-        return [{"device": e.device, "port": e.port} if e else None for e in items]
+        return [{"device": e.device, "port": e.port, **_located(e)} if e else None for e in items]
+
+    def _located(end: End) -> dict[str, Any]:
+        if where is None:
+            return {}
+        place = places.get((end.device, end.port)) or places.get((end.device, -1))
+        return {"location": place.as_json() if place else None}
 
     return {
         "fabric": report.fabric,
@@ -387,18 +396,34 @@ def report_to_json(report: Report) -> dict[str, Any]:
     }
 
 
-def port_locations(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], str]:
+@dataclass(frozen=True)
+class PortPlace:
+    """Where a technician finds a planned port: rack, U, device and faceplate port name (empty: the device)."""
+
+    rack: str
+    u: int
+    device: str
+    port: str = ""
+
+    def __str__(self) -> str:
+        return " ".join(part for part in (self.rack, f"U{self.u}", self.device, self.port) if part)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"rack": self.rack, "u": self.u, "device": self.device, "port": self.port or None}
+
+
+def port_locations(topology: Topology, ft: FabricTopology) -> dict[tuple[str, int], PortPlace]:
     """Where a technician finds each planned port, by the (NodeDescription, port) the report names it:
     ``M01 U1 compute-su01-leaf0 1/1`` (rack, U, device, faceplate name), ``L01 U2 hgx01 NIC0``; port -1 holds
     the device alone (``M01 U1 compute-su01-leaf0``), for ports and devices the plan does not cable."""
     hcas = hca_ports(topology, ft)
-    out: dict[tuple[str, int], str] = {}
+    out: dict[tuple[str, int], PortPlace] = {}
     for cable in topology.cables:
         if cable.fabric != ft.fabric.name:
             continue
         for end in (cable.a, cable.z):
             desc, port = hcas.get((end.device, end.port_number), (end.device, end.port_number))
-            out[(desc, port)] = f"{end.rack} U{end.u} {end.device} {end.port}"
-            out.setdefault((desc, -1), f"{end.rack} U{end.u} {desc}")
+            out[(desc, port)] = PortPlace(end.rack, end.u, end.device, end.port)
+            out.setdefault((desc, -1), PortPlace(end.rack, end.u, desc))
     return out
 

@@ -404,6 +404,20 @@ def test_cli_mismatch_exits_1_with_a_table() -> None:
     assert cells[1] == ["", "", "M01 U1 compute-su01-leaf0 1/1 (IB port 1)", "L01 U2 node01 NIC1 (IB port 1)"]
 
 
+def test_cli_json_carries_where_each_end_is() -> None:
+    """verify --json gives each end the rack, U, device and faceplate port the table prints (a tool that opens
+    work orders needs them as fields, not text)."""
+    result = runner.invoke(app, ["verify", str(SPEC), "--ibnetdiscover", str(DATA / "tiny-swapped.topology.txt"),
+                                 "--speed-as", "hdr", "--json"])
+    assert result.exit_code == 1, result.output
+    first = json.loads(result.stdout)["findings"][0]
+    assert first["planned"] == [
+        {"device": "node01 mlx5_0", "port": 1, "location": {"rack": "L01", "u": 2, "device": "node01",
+                                                            "port": "NIC0"}},
+        {"device": LEAF0, "port": 1, "location": {"rack": "M01", "u": 1, "device": LEAF0, "port": "1/1"}}]
+    assert first["found"][0]["location"] == {"rack": "M01", "u": 2, "device": LEAF1, "port": "1/1"}
+
+
 def test_cli_garbage_is_not_ibnetdiscover_output(tmp_path: Path) -> None:
     garbage = tmp_path / "notes.txt"
     garbage.write_text("hello\nthis is not a fabric\n")
