@@ -239,6 +239,13 @@ def test_validate_reads_stdin() -> None:
     assert bad.exit_code == 1
     problem = json.loads(bad.stdout)[0]["problems"][0]
     assert problem["file"] == "<stdin>" and "did you mean 'NDR'?" in problem["hint"]
+    # on a terminal the source line and its caret are printed from the bytes read, as for a file
+    shown = runner.invoke(app, ["validate", "-"], input=text.replace("speed: NDR", "speed: ndr", 1))
+    lines = shown.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "fabrics.compute.speed" in line)
+    line_no = problem["line"]
+    assert lines[at + 1].strip() == f"{line_no} | {text.splitlines()[line_no - 1]}".strip()
+    assert lines[at + 2].strip().endswith("^")
 
 
 def test_errors_show_the_source_line_and_a_caret(tmp_path: Path) -> None:

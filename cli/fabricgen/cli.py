@@ -68,7 +68,7 @@ from fabricgen.outdir.changes import FileDiff, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
-from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN
+from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, stdin_spec
 from fabricgen.spec.validate import secret_keys
 from fabricgen.stages.render import TABLES
 
@@ -182,9 +182,14 @@ EXCERPT_WIDTH = 100  # characters of a source line shown under a problem
 
 
 def _excerpt(position: SourcePosition | None) -> list[str]:
-    """The source line of a position and a caret under its column, as compilers print them; nothing for a file
-    that cannot be read again (stdin, a pipe) or a position past its end."""
-    if position is None or position.line < 1 or position.file == STDIN or not Path(position.file).is_file():
+    """The source line of a position and a caret under its column, as compilers print them (a spec from stdin
+    from the bytes its loader kept); nothing for a file that cannot be read again (a pipe) or a position past its
+    end."""
+    if position is None or position.line < 1:
+        return []
+    if position.file == STDIN:
+        _sources.setdefault(STDIN, stdin_spec().decode("utf-8", errors="replace").splitlines())
+    elif not Path(position.file).is_file():
         return []
     if position.file not in _sources:
         try:

@@ -248,6 +248,15 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
     return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys, secrets)
 
 
+# The spec read from standard input, kept for the source lines under its errors: a pipe cannot be read twice.
+_stdin_spec: list[bytes] = []
+
+
+def stdin_spec() -> bytes:
+    """The bytes of the spec this process read from standard input (empty if it read none)."""
+    return _stdin_spec[0] if _stdin_spec else b""
+
+
 def load_file(path: Path) -> Document:
     """Read (bounded, whatever the file is) and load a spec file; unreadable files become a :class:`SpecError`.
     ``-`` reads standard input (the spec is then named ``<stdin>``)."""
@@ -257,6 +266,7 @@ def load_file(path: Path) -> Document:
         if len(raw) > MAX_SPEC_BYTES:
             raise SpecError([SpecIssue(SourcePosition(STDIN, 0, 0), "", TooLargeError(MAX_SPEC_BYTES, None)
                                        .describe("spec"))])
+        _stdin_spec[:] = [raw]
         return load_text(raw, STDIN)
     try:
         raw = read_bounded(path, MAX_SPEC_BYTES)
