@@ -3,7 +3,7 @@
 Order matters where a feature reads what another built, and only there:
 - build: infiniband, ethernet and addressing complete each fabric before sriov reads their types and MTUs;
   kubernetes reads the fabrics' sriov and addressing; lustre reads their address plans and lossless class; gds
-  reads the lustre file systems;
+  reads the lustre file systems; object_storage reads the Lustre claims' mount paths;
 - compile: cabling, then addressing (independent plans; the first that fails stops compile, so the cable plan's
   problems are reported first), then lustre (its named storage servers' NIDs come from the address plan);
 - render: the slowest target (the XLSX workbook) first, so a parallel render starts it first.
@@ -25,6 +25,7 @@ from fabricgen.features import (
     monitoring,
     nccl,
     netbox,
+    object_storage,
     scheduler,
     sriov,
     topology,
@@ -42,6 +43,7 @@ FEATURES: tuple[Feature, ...] = (
     kubernetes.FEATURE,
     lustre.FEATURE,
     gds.FEATURE,
+    object_storage.FEATURE,
     nccl.FEATURE,
     scheduler.FEATURE,
     monitoring.FEATURE,

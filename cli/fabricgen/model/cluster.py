@@ -23,6 +23,7 @@ from fabricgen.model.lustre import LustreFs
 from fabricgen.model.monitoring import Monitoring
 from fabricgen.model.nccl import NcclOption
 from fabricgen.model.nodes import Facility, NicRole, Node, NodeGroup, NodeProfile, Rack
+from fabricgen.model.object_storage import ObjectStore
 from fabricgen.model.scheduler import Scheduler
 from fabricgen.model.sriov import Sriov
 
@@ -142,6 +143,7 @@ class Cluster:
     cloud: Cloud | None = None
     lustre: tuple[LustreFs, ...] = ()
     gds: tuple[GdsProfile, ...] = ()  # GPUDirect Storage per node profile (gds feature)
+    object_stores: tuple[ObjectStore, ...] = ()  # the object tier (object_storage feature)
     kubernetes: Kubernetes | None = None
     management: SwitchManagement | None = None  # the switches' management baseline (ethernet feature)
     scheduler: Scheduler | None = None  # the schedulers' view of the fabric (scheduler feature)

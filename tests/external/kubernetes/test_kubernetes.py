@@ -437,19 +437,24 @@ def test_pytorchjob_runs_nccl_on_the_gpu_near_vfs() -> None:
     assert any("restartpolicy" in p for p in validate(bad))
 
 
-def test_example_workload_mounts_the_three_storage_tiers() -> None:
-    """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the node's NVMe cache, and
-    the resume container's hand-off."""
+def test_example_workload_mounts_the_storage_tiers() -> None:
+    """/dev/shm in memory, the Lustre claims of the pod's namespace (datasets read-only), the object tier's claims
+    (Mountpoint's PVC, and the one Fluid makes for its Dataset), the node's NVMe cache, and the resume container's
+    hand-off."""
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
-    docs = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads", "k8s-storage"])})
+    docs = documents({a.path: a.content for a in render_spec(compiled, ["k8s-workloads", "k8s-storage",
+                                                                        "object-storage"])})
     pod = next(d for d in docs if d["kind"] == "Pod")
     mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
-    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/cache", "/run/fabricgen"}
+    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/datasets/corpus", "/archive", "/cache",
+                           "/run/fabricgen"}
     assert mounts["/data"]["readOnly"] is True and mounts["/lustre/ckpt"]["readOnly"] is False
+    assert mounts["/datasets/corpus"]["readOnly"] is True and mounts["/archive"]["readOnly"] is False
     claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v}
-    pvcs = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"
-            and d["metadata"]["namespace"] == pod["metadata"]["namespace"]}
-    assert claims == pvcs and len(claims) == 2
+    namespace = pod["metadata"]["namespace"]
+    pvcs = {d["metadata"]["name"] for d in docs if d["kind"] in ("PersistentVolumeClaim", "Dataset")
+            and d["metadata"]["namespace"] == namespace}
+    assert claims == pvcs and len(claims) == 4
     assert validate(pod) == []
     # torchrun alone starts one process unless told: the bare Pod would train on 1 of its 8 GPUs
     (trainer,) = pod["spec"]["containers"]

@@ -57,17 +57,21 @@ def test_pod_storage(compiled: Compiled, files: dict[str, Artifact]) -> None:
     storage = pod_storage(compiled.cluster)
     by_name = {v["name"]: v for v in storage.volumes}
     mounts = {m["name"]: m for m in storage.volume_mounts}
-    assert set(by_name) == set(mounts) == {"lustre-checkpoints", "lustre-datasets", "nvme-cache"}
+    assert set(by_name) == set(mounts) == {"lustre-checkpoints", "lustre-datasets", "nvme-cache", "object-corpus",
+                                           "object-archive"}
     assert by_name["lustre-datasets"]["persistentVolumeClaim"] == {"claimName": "lustre-datasets", "readOnly": True}
     assert mounts["lustre-datasets"] == {"name": "lustre-datasets", "mountPath": "/data", "readOnly": True}
     assert mounts["lustre-checkpoints"]["mountPath"] == "/lustre/ckpt" and not mounts["lustre-checkpoints"]["readOnly"]
     claims = {d["metadata"]["name"] for p, a in files.items() if p.startswith("kubernetes/storage/lustre-")
               for d in _docs(a) if d["kind"] == "PersistentVolumeClaim"}
-    assert {v["persistentVolumeClaim"]["claimName"] for v in storage.volumes if "persistentVolumeClaim" in v} == claims
+    assert {v["persistentVolumeClaim"]["claimName"] for v in storage.volumes if "persistentVolumeClaim" in v
+            and v["name"].startswith("lustre-")} == claims
     template = by_name["nvme-cache"]["ephemeral"]["volumeClaimTemplate"]["spec"]
     request = template["resources"]["requests"]["storage"]
     capacity = compiled.cluster.profiles["dgx-h100"].local_nvme
-    assert capacity is not None and request == f"{capacity.capacity_gib * 9 // 10}Gi", "below the PV statfs reports"
+    fluid = sum(s.cache.quota_gib for s in compiled.cluster.object_stores if s.cache)  # the Fluid tier's share
+    assert capacity is not None and request == f"{(capacity.capacity_gib - fluid) * 9 // 10}Gi", \
+        "below the PV statfs reports"
     assert template["storageClassName"] == CACHE_STORAGE_CLASS
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "ai-training"},
            "spec": {"containers": [{"name": "trainer", "image": "pytorch:latest",

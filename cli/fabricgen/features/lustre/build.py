@@ -543,26 +543,34 @@ def claim_name(fs: LustreFs) -> str:
 
 
 def cache_request_gib(cluster: Cluster) -> int | None:
-    """The cache claim: 90% of the smallest local NVMe of any node. The local static provisioner gives each PV the
-    size its file system reports (statfs), below the raw capacity by the file system's own overhead; a claim of the
-    raw capacity would stay Pending. Each node's one PV goes whole to the pod that claims it."""
-    sizes = [n.profile.local_nvme.capacity_gib for n in cluster.nodes if n.profile.local_nvme is not None]
+    """The cache claim: 90% of the smallest local NVMe of any node, less the Fluid caches of the object tier its
+    profile holds on the same file system. The local static provisioner gives each PV the size its file system
+    reports (statfs), below the raw capacity by the file system's own overhead; a claim of the raw capacity would
+    stay Pending. Each node's one PV goes whole to the pod that claims it. Neither size is enforced on the shared
+    file system: the claim is the scheduler's figure of what is left."""
+    fluid = {p: sum(s.cache.quota_gib for s in cluster.object_stores if s.cache and p in s.cache.profiles)
+             for p in cluster.profiles}
+    sizes = [n.profile.local_nvme.capacity_gib - fluid.get(n.profile.name, 0) for n in cluster.nodes
+             if n.profile.local_nvme is not None]
     return max(1, min(sizes) * 9 // 10) if sizes else None
 
 
 def pod_storage(cluster: Cluster, namespace: str | None = None) -> PodStorage:
-    """What a training pod mounts: each Lustre PVC (read-only for ReadOnlyMany) at its mount path, and a generic
-    ephemeral volume from the local-nvme class at /cache (bound to a local PV on the pod's node). A pod reaches
-    only the claims of its own ``namespace`` (all claims when None)."""
+    """What a training pod mounts: each Lustre PVC (read-only for ReadOnlyMany) at its mount path, each object
+    store's claim (Mountpoint's, or the one Fluid makes for its Dataset) at its own, and a generic ephemeral volume
+    from the local-nvme class at /cache (bound to a local PV on the pod's node). A pod reaches only the claims of
+    its own ``namespace`` (all claims when None)."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
-    for fs in cluster.lustre:
-        if fs.volume is None or namespace not in (None, fs.volume.namespace):
+    claims = [(claim_name(fs), fs.volume.namespace, fs.volume.mount_path, fs.volume.access == "ReadOnlyMany")
+              for fs in cluster.lustre if fs.volume is not None]
+    claims += [(store.claim, store.namespace, store.mount_path, store.read_only or store.cache is not None)
+               for store in cluster.object_stores]
+    for claim, claim_namespace, mount_path, read_only in claims:
+        if namespace not in (None, claim_namespace):
             continue
-        read_only = fs.volume.access == "ReadOnlyMany"
-        volumes.append({"name": claim_name(fs),
-                        "persistentVolumeClaim": {"claimName": claim_name(fs), "readOnly": read_only}})
-        mounts.append({"name": claim_name(fs), "mountPath": fs.volume.mount_path, "readOnly": read_only})
+        volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only}})
+        mounts.append({"name": claim, "mountPath": mount_path, "readOnly": read_only})
     request = cache_request_gib(cluster)
     if request is not None:
         volumes.append({"name": CACHE_VOLUME, "ephemeral": {"volumeClaimTemplate": {"spec": {

@@ -1,0 +1,144 @@
+"""Target ``object-storage``: per store of ``storage.object``, ``kubernetes/storage/object-<name>.yaml``:
+
+- without ``cache``: a static PersistentVolume through the Mountpoint for Amazon S3 CSI driver (``s3.csi.aws.com``:
+  the bucket as ``volumeAttributes.bucketName``, mount-s3's flags as ``mountOptions``: ``prefix``, ``region`` on S3,
+  ``endpoint-url`` and ``force-path-style`` on an S3-compatible store, ``read-only`` for ReadOnlyMany, else
+  ``allow-delete`` and ``allow-overwrite``) pre-bound to its PersistentVolumeClaim ``object-<name>``;
+- with ``cache``: a Fluid Dataset (the bucket as an ``s3://`` or ``oss://`` mount, its options and the access keys
+  as ``encryptOptions`` from the named Secret, read-only, node affinity to the cache's profiles) and its
+  AlluxioRuntime (``workers`` replicas, one SSD tier of ``quota_gib`` under the profiles' local NVMe); Fluid creates
+  the claim ``object-<name>`` itself.
+
+Training pods mount the claim at ``mount_path`` (:func:`fabricgen.features.lustre.build.pod_storage`). Each file's
+header names the driver release it was checked against and how to install it, since without the driver the pods
+stay ContainerCreating.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.naming import DEVICE_NAME, checked
+from fabricgen.features.kubernetes.nodes import PROFILE_LABEL
+from fabricgen.features.object_storage.build import drivers
+from fabricgen.model.object_storage import ObjectStore
+from fabricgen.model.topology import Topology
+
+LABELS = {"app.kubernetes.io/managed-by": "fabricgen"}
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+CAPACITY = "1Pi"  # Mountpoint ignores a PV's capacity, but Kubernetes requires one
+# The keys of the Secret each Fluid underlay reads (Fluid's samples), by provider.
+FLUID_KEYS = {"s3": ("aws.accessKeyId", "aws.secretKey"), "minio": ("aws.accessKeyId", "aws.secretKey"),
+              "oss": ("fs.oss.accessKeyId", "fs.oss.accessKeySecret")}
+
+
+def mount_options(store: ObjectStore) -> list[str]:
+    """mount-s3's flags for the store, without their dashes, as the CSI driver takes them."""
+    options = [f"prefix {store.prefix}"] if store.prefix else []
+    if store.provider == "s3":
+        options.append(f"region {store.region}")
+    else:  # an S3-compatible store: its own endpoint, path-style requests (its buckets are no DNS names)
+        options += [f"endpoint-url {store.endpoint}", "force-path-style"]
+    options += ["read-only"] if store.read_only else ["allow-delete", "allow-overwrite"]
+    return options
+
+
+def mountpoint_volume(store: ObjectStore, cluster: str) -> list[dict[str, Any]]:
+    """The static PV and its PVC of a bucket mounted through Mountpoint."""
+    labels = {**LABELS, "fabricgen.dev/object-store": store.name}
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": store.claim, "labels": labels},
+          "spec": {"capacity": {"storage": CAPACITY}, "accessModes": [store.access], "storageClassName": "",
+                   "persistentVolumeReclaimPolicy": "Retain",
+                   "claimRef": {"kind": "PersistentVolumeClaim", "namespace": store.namespace, "name": store.claim},
+                   "mountOptions": mount_options(store),
+                   "csi": {"driver": drivers()["mountpoint"]["driver"],
+                           "volumeHandle": f"{cluster}-{store.claim}",  # unique: the driver mounts a handle once
+                           "volumeAttributes": {"bucketName": store.bucket}}}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": store.claim, "namespace": store.namespace, "labels": labels},
+           "spec": {"accessModes": [store.access], "storageClassName": "", "volumeName": store.claim,
+                    "resources": {"requests": {"storage": CAPACITY}}}}
+    return [pv, pvc]
+
+
+def _underlay(store: ObjectStore) -> tuple[str, dict[str, str]]:
+    """The Dataset's mount point and options of the store's provider (Alluxio's under-storage properties)."""
+    point = f"{'oss' if store.provider == 'oss' else 's3'}://{store.bucket}/{store.prefix}"
+    if store.provider == "s3":
+        return point, {"alluxio.underfs.s3.region": store.region}
+    if store.provider == "minio":
+        return point, {"alluxio.underfs.s3.endpoint": store.endpoint, "alluxio.underfs.s3.disable.dns.buckets": "true",
+                       "alluxio.underfs.s3.inherit.acl": "false"}
+    return point, {"fs.oss.endpoint": store.endpoint.split("://", 1)[-1]}  # OSS takes the host
+
+
+def fluid_dataset(store: ObjectStore) -> list[dict[str, Any]]:
+    """The Dataset and AlluxioRuntime of a bucket cached on the nodes' NVMe."""
+    assert store.cache is not None
+    fluid = drivers()["fluid"]
+    point, options = _underlay(store)
+    mount: dict[str, Any] = {"mountPoint": point, "name": store.name, "readOnly": True, "options": options}
+    if store.credentials_secret:
+        mount["encryptOptions"] = [{"name": key, "valueFrom": {"secretKeyRef": {"name": store.credentials_secret,
+                                                                                "key": key}}}
+                                   for key in FLUID_KEYS[store.provider]]
+    meta = {"name": store.claim, "namespace": store.namespace,
+            "labels": {**LABELS, "fabricgen.dev/object-store": store.name}}
+    dataset = {"apiVersion": "data.fluid.io/v1alpha1", "kind": "Dataset", "metadata": meta,
+               "spec": {"mounts": [mount], "accessModes": ["ReadOnlyMany"],
+                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                            {"key": PROFILE_LABEL, "operator": "In", "values": list(store.cache.profiles)}]}]}}}}
+    runtime = {"apiVersion": "data.fluid.io/v1alpha1", "kind": "AlluxioRuntime", "metadata": meta,
+               "spec": {"replicas": store.cache.workers, "tieredstore": {"levels": [
+                   {"mediumtype": "SSD", "volumeType": "hostPath", "path": store.cache.path,
+                    "quota": f"{store.cache.quota_gib}Gi", "high": fluid["tier_high"], "low": fluid["tier_low"]}]}}}
+    return [dataset, runtime]
+
+
+def _about(store: ObjectStore) -> str:
+    """The header: what the file needs running before its pods can start, and where the keys come from."""
+    where = f"{store.provider} bucket {store.bucket}{'/' + store.prefix if store.prefix else ''}"
+    lines = [f"Object tier {store.name}: {where}{' (' + store.description + ')' if store.description else ''}."]
+    if store.cache is not None:
+        fluid = drivers()["fluid"]
+        lines += [f"Needs Fluid {fluid['release']} (helm repo add fluid {fluid['helm_repo']}; helm install fluid "
+                  f"fluid/{fluid['helm_chart']}): it creates the claim {store.claim} in {store.namespace} once the "
+                  f"AlluxioRuntime is ready; the cache lives under {store.cache.path} on the nodes."]
+        keys = " and ".join(FLUID_KEYS[store.provider])
+        lines.append(f"Access keys: Secret {store.credentials_secret} in {store.namespace}, keys {keys}."
+                     if store.credentials_secret else "Access keys: none (the bucket allows the nodes' identity).")
+        return "\n".join(lines)
+    mp = drivers()["mountpoint"]
+    lines += [f"Needs the Mountpoint for Amazon S3 CSI driver ({mp['driver']}) {mp['release']} on every node that "
+              f"mounts it: helm repo add {mp['helm_chart']} {mp['helm_repo']}; helm upgrade --install "
+              f"{mp['helm_chart']} {mp['helm_chart']}/{mp['helm_chart']} --namespace {mp['namespace']}."]
+    lines.append(f"Access keys: the driver's Secret {store.credentials_secret} in {mp['namespace']} (keys key_id and "
+                 f"access_key, set as the chart's awsAccessSecret.name), read when the driver starts."
+                 if store.credentials_secret else "Access keys: the driver's identity (IRSA, EKS Pod Identity or the "
+                                                  "node's instance profile).")
+    if store.provider == "minio":
+        lines.append("Mountpoint is built for Amazon S3; on an S3-compatible store, path-style requests go to the "
+                     "endpoint above (verify the store serves what mount-s3 asks).")
+    return "\n".join(lines)
+
+
+def _documents(docs: list[dict[str, Any]], source: str, about: str) -> bytes:
+    head = "".join(f"# {line}\n" for line in [*about.splitlines(), f"Generated by fabricgen from {source}; do not "
+                                                                   "edit."])
+    return (head + yaml.dump_all(docs, Dumper=_DUMPER, sort_keys=False, default_flow_style=False)).encode()
+
+
+def render(topology: Topology) -> list[Artifact]:
+    """One manifest file per object store: see the module docstring."""
+    cluster = topology.cluster
+    source = PurePosixPath(cluster.source).name
+    out = []
+    for store in cluster.object_stores:
+        claim = checked(DEVICE_NAME, store.claim, "object store claim")
+        docs = fluid_dataset(store) if store.cache is not None else mountpoint_volume(store, cluster.metadata.name)
+        out.append(Artifact(f"kubernetes/storage/{claim}.yaml", _documents(docs, source, _about(store))))
+    return out
