@@ -68,11 +68,17 @@ def _redis(db: dict[str, Any], layout: Any) -> dict[str, dict[str, dict[str, str
     return {"0": appl, "4": config, "6": state}
 
 
-def test_traditional_pools_are_what_the_lua_leaves() -> None:
+# each example's SKUs: h100-4su's SN5600/SN4700/SN2201 ones, ref-256's SN4600 (64 x 4-lane ports)
+EXAMPLE_SKUS = {"h100-4su": {"Mellanox-SN5600-O128", "Mellanox-SN4700-V64", "Mellanox-SN4700-C128", "ACS-SN2201"},
+                "ref-256": {"ACS-MSN4600"}}
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLE_SKUS))
+def test_traditional_pools_are_what_the_lua_leaves(example: str) -> None:
     lua = require_tool("lua5.4")
     script = subprocess.run(["git", "-C", SWSS, "show", f"{RELEASE}:cfgmgr/buffer_pool_mellanox.lua"],
                             capture_output=True, text=True, check=True).stdout
-    compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
+    compiled = compile_spec(INVENTORIES / f"{example}.yaml")
     seen = set()
     for ft in compiled.topology.fabrics:
         if not ft.fabric.type.ethernet:
@@ -97,4 +103,4 @@ def test_traditional_pools_are_what_the_lua_leaves() -> None:
             assert set(result.values()) == {budget.pool_size}, (view.name, out)
             for name in shared:
                 assert int(db["BUFFER_POOL"][name]["size"]) <= budget.pool_size, (view.name, name)
-    assert {"Mellanox-SN5600-O128", "Mellanox-SN4700-V64", "Mellanox-SN4700-C128", "ACS-SN2201"} <= seen
+    assert EXAMPLE_SKUS[example] <= seen

@@ -102,6 +102,30 @@ def test_in_band_and_out_of_band_config_dbs_validate(artifacts: dict[str, bytes]
         _validate(validator, path)
 
 
+# ref-256 on SN4600 (ACS-MSN4600): a compute leaf and spine, a full storage leaf, the last storage leaf (dark ports)
+# and a storage spine (dark ports), in both buffer models
+REF_256_SWITCHES = ("compute-su01-leaf0", "compute-spine001", "storage-leaf001", "storage-leaf024", "storage-spine01")
+REF_256_WATCHDOG = "pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}\n"
+
+
+@pytest.mark.external
+@pytest.mark.parametrize("model", ["traditional", "dynamic"])
+def test_sn4600_config_dbs_validate(model: str, tmp_path: Path) -> None:
+    validator = require_sonic_yang()
+    text = (INVENTORIES / "ref-256.yaml").read_text()
+    assert text.count(REF_256_WATCHDOG) == 2
+    spec = tmp_path / "ref-256.yaml"
+    spec.write_text(text.replace(REF_256_WATCHDOG, f"{REF_256_WATCHDOG}      buffer_model: {model}\n"))
+    rendered = {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+    for switch in REF_256_SWITCHES:
+        db = json.loads(rendered[f"switches/{switch}/config_db.json"])
+        assert (db["DEVICE_METADATA"]["localhost"]["hwsku"], db["DEVICE_METADATA"]["localhost"]["buffer_model"]) == (
+            "ACS-MSN4600", model)
+        path = tmp_path / f"{switch}.json"
+        path.write_bytes(rendered[f"switches/{switch}/config_db.json"])
+        _validate(validator, path)
+
+
 @pytest.mark.external
 @pytest.mark.parametrize("release", ["202311", "202405", "202411"])
 def test_every_release_validates(release: str, tmp_path: Path) -> None:

@@ -208,6 +208,18 @@ def test_bench_16k_compute_fabric(inventory: dict[str, Topology]) -> None:
         assert link.rail == leaves[link.a.device].rail
 
 
+def test_ref_256_is_two_tiers_at_radix_64(inventory: dict[str, Topology]) -> None:
+    """256 DGX A100 x 8 rails at 200G on SN4600 (64 native 200G QSFP56 cages): 8 SUs of 32, 64 rail leaves with 32
+    ports up, and 32 spines with one link to every leaf hold the cluster non-blocking in two tiers (no third or
+    fourth layer); every leaf cage carries one port."""
+    ft = inventory["ref-256"].fabric("compute")
+    assert ft.tiers == 2
+    assert counts(ft) == ([64, 32, 0], [2048, 2048, 0])
+    assert_even_spread(ft)
+    assert {link.a.device for link in ft.links_in(NODE_LEAF)} == {f"dgx{n:03d}" for n in range(1, 257)}
+    assert all("/" not in link.z.name for link in ft.links_in(NODE_LEAF))
+
+
 # -- ports and links ---------------------------------------------------------------------------------------------
 
 

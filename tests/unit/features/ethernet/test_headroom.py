@@ -269,8 +269,11 @@ def test_new_lua_reproduces_nvidias_sn5600_table() -> None:
 def test_switch_models_map_to_their_asics() -> None:
     cat = catalog()
     assert {m: s.asic.name for m, s in cat.switches.items()} == {
-        "SN5600": "spectrum-4", "SN4700": "spectrum-3", "SN2201": "spectrum-1"}
+        "SN5600": "spectrum-4", "SN4700": "spectrum-3", "SN4600": "spectrum-3", "SN2201": "spectrum-1"}
     assert cat.switches["SN5600"].platform == "x86_64-nvidia_sn5600-r0"
+    # platform/mellanox/asic_table.j2: 'x86_64-mlnx_msn4600-r0':'MELLANOX-SPECTRUM-3'
+    assert (cat.switches["SN4600"].platform, cat.switches["SN4600"].asic.asic_table) == (
+        "x86_64-mlnx_msn4600-r0", "MELLANOX-SPECTRUM-3")
     assert cat.lossless_mtu == 1024
 
 

@@ -370,6 +370,68 @@ def test_sn4700_200g_runs_v64_with_its_shared_headroom_pool() -> None:
     assert {r["shared_headroom_pool_xoff"] for r in sheet} == {"3637248"}
 
 
+# ... and from device/mellanox/x86_64-mlnx_msn4700-r0/ACS-MSN4700/pg_profile_lookup.ini (b1b13a5c30), which
+# ACS-MSN4600's pg_profile_lookup.ini links to: "200000 5m 55296 19456 35840 0", "200000 40m 74752 19456 55296 0"
+SN4600_200G_ROWS = {"5m": ("55296", "19456", "35840", "0"), "40m": ("74752", "19456", "55296", "0")}
+
+
+def test_sn4600_200g_runs_acs_msn4600() -> None:
+    """ref-256: SN4600 at 200G is NVIDIA's ACS-MSN4600, one 4-lane port per QSFP56 cage: its port_config.ini rows
+    (Ethernet<4 x (cage - 1)>, lanes from 8 x (cage - 1), etp<cage>; not Ethernet<first lane>), platform.json's
+    1x200G mode in BREAKOUT_CFG, no subport (one port a cage), fec rs (4 x 50G-PAM4), and ACS-MSN4700's buffers,
+    which its templates link to: t0 pools on leaves, t1 on spines, two-profile ingress lists, the table's rows."""
+    out = {a.path: a.content for a in sonic.render(compile_spec(INVENTORIES / "ref-256.yaml").topology)}
+    sku, v4700 = _sku("ACS-MSN4600"), _sku("ACS-MSN4700")
+    assert (sku.pools, sku.profiles, sku.lookup_rows) == (v4700.pools, v4700.profiles, v4700.lookup_rows)
+    dark_ports = {}
+    for switch, pools in (("compute-su01-leaf0", "t0"), ("compute-spine001", "t1"), ("storage-leaf001", "t0"),
+                          ("storage-leaf024", "t0"), ("storage-spine01", "t1")):
+        db = json.loads(out[f"switches/{switch}/config_db.json"])
+        meta = db["DEVICE_METADATA"]["localhost"]
+        assert (meta["hwsku"], meta["platform"]) == ("ACS-MSN4600", "x86_64-mlnx_msn4600-r0"), switch
+        assert db["BREAKOUT_CFG"] == {f"Ethernet{4 * c}": {"brkout_mode": "1x200G[100G,50G,40G,25G,10G,1G]"}
+                                      for c in range(64)}
+        for c in range(64):
+            port = db["PORT"][f"Ethernet{4 * c}"]
+            assert {k: port[k] for k in ("lanes", "alias", "index", "speed", "fec")} == {
+                "lanes": ",".join(str(8 * c + n) for n in range(4)), "alias": f"etp{c + 1}", "index": str(c + 1),
+                "speed": "200000", "fec": "rs"}, (switch, c)
+            assert "subport" not in port
+        dark = set(db["PORT"]) - set(_cabled(db))
+        for name, fields in sku.pools[pools].items():
+            written = db["BUFFER_POOL"][name]
+            assert (written["type"], written["mode"]) == (fields["type"], fields["mode"])
+            assert int(written["size"]) <= int(fields["size"]), (switch, name)  # capped by the lua's budget
+        assert ("ingress_zero_pool" in db["BUFFER_POOL"]) == bool(dark), switch
+        for port in _cabled(db):
+            assert db["BUFFER_PORT_INGRESS_PROFILE_LIST"][port] == {
+                "profile_list": "ingress_lossless_profile,ingress_lossy_profile"}
+            profile = db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{port}|{LOSSLESS_PRIO}"]["profile"]]
+            cable = db["CABLE_LENGTH"]["AZURE"][port]
+            assert (profile["size"], profile["xon"], profile["xoff"], profile["dynamic_th"]) == SN4600_200G_ROWS[cable]
+        for port in dark:
+            assert db["BUFFER_PG"][f"{port}|0"] == {"profile": "ingress_lossy_pg_zero_profile"}
+            assert db["PORT"][port]["admin_status"] == "down" and db["CABLE_LENGTH"]["AZURE"][port] == "0m"
+        dark_ports[switch] = len(dark)
+    # the last storage leaf pair takes the remainder of the 718 host ports (7 of them) and 32 uplinks
+    assert dark_ports == {"compute-su01-leaf0": 0, "compute-spine001": 0, "storage-leaf001": 0,
+                          "storage-leaf024": 25, "storage-spine01": 16}
+
+
+def test_sn4600_100g_runs_one_port_a_cage(tmp_path: Path) -> None:
+    """100G on SN4600 is the 1x200G mode's 100G on each cage's one port (platform.json lists 100G in its brackets;
+    the 2x100G mode is not modelled), so ACS-MSN4600 still fits: speed 100000, the table's 100G row."""
+    spec = tmp_path / "ref-256.yaml"
+    spec.write_text((INVENTORIES / "ref-256.yaml").read_text().replace("speed: 200G", "speed: 100G"))
+    out = {a.path: a.content for a in sonic.render(compile_spec(spec).topology)}
+    db = json.loads(out["switches/compute-su01-leaf0/config_db.json"])
+    assert db["DEVICE_METADATA"]["localhost"]["hwsku"] == "ACS-MSN4600"
+    assert (db["PORT"]["Ethernet0"]["lanes"], db["PORT"]["Ethernet0"]["speed"]) == ("0,1,2,3", "100000")
+    assert db["BREAKOUT_CFG"]["Ethernet0"] == {"brkout_mode": "1x200G[100G,50G,40G,25G,10G,1G]"}
+    cable = db["CABLE_LENGTH"]["AZURE"]["Ethernet0"]
+    assert db["BUFFER_PG"]["Ethernet0|3"] == {"profile": f"pg_lossless_100000_{cable}_profile"}
+
+
 def test_sku_choice_follows_the_port_layout(views: dict[str, SwitchView]) -> None:
     """The SN5600's SKUs by breakout: 2 x 400G a cage O128, 1 x 800G ACS-SN5600, 4 x 200G or 100G V256."""
     view = views["storage-spine01"]
@@ -484,6 +546,8 @@ def test_dynamic_profile_names_follow_buffermgrdyn(views: dict[str, SwitchView])
     assert dataclasses.replace(eight, speed_mbps=200_000).dynamic_profile(9100, sn4700) == (
         f"pg_lossless_200000_{cable}_8lane_profile")
     assert eight.dynamic_profile(9100, "x86_64-accton_as9716_32d-r0") == f"pg_lossless_400000_{cable}_profile"
+    four = dataclasses.replace(port, speed_mbps=200_000)  # SN4600: 200G on 4 lanes, not below an 8-lane full speed
+    assert four.dynamic_profile(9100, "x86_64-mlnx_msn4600-r0") == f"pg_lossless_200000_{cable}_profile"
 
 
 def test_dynamic_port_mtu_names_the_predicted_profile(tmp_path: Path) -> None:

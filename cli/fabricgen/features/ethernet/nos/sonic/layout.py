@@ -4,13 +4,13 @@ keeps a switch from running as planned (no SKU fits its ports, a cable longer th
 speed the table lacks) is a check finding before anything is written.
 
 Port names, lanes and aliases are the SKU's port_config.ini rows (NVIDIA's Spectrum convention: Ethernet<first
-lane>, alias etp<cage><a, b ...>, index = cage), found by cage and position: fabricgen port ``<cage>/<n>`` is the
-n-th row of index ``<cage>``. The SKU's other ports are the switch's dark ports: SONiC's dynamic port breakout
-re-splits a cage only when every port of its current mode is in PORT (sonic-utilities config/main.py
-``breakout``: each port to delete must be a valid interface), so they stay there, shut. CABLE_LENGTH in the
-traditional model is the SKU table's row length at or above the port's cable (buffermgrd finds no profile for
-another length); in the dynamic model the cable rounded up to whole metres, which the release's lua turns into
-headroom itself.
+lane>, or on ACS-MSN4600 Ethernet<4 x (cage - 1)> over lanes from 8 x (cage - 1); alias etp<cage><a, b ...>, index =
+cage), found by cage and position: fabricgen port ``<cage>/<n>`` is the n-th row of index ``<cage>``. The SKU's
+other ports are the switch's dark ports: SONiC's dynamic port breakout re-splits a cage only when every port of its
+current mode is in PORT (sonic-utilities config/main.py ``breakout``: each port to delete must be a valid
+interface), so they stay there, shut. CABLE_LENGTH in the traditional model is the SKU table's row length at or
+above the port's cable (buffermgrd finds no profile for another length); in the dynamic model the cable rounded up
+to whole metres, which the release's lua turns into headroom itself.
 """
 
 from __future__ import annotations
