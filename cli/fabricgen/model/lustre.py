@@ -66,6 +66,7 @@ class LustreTarget:
     device: str
     servers: tuple[str, str]
     position: SourcePosition = field(compare=False)
+    where: tuple[str | int, ...] = field(default=(), compare=False)  # the spec path of its servers, for reports
 
     def label(self, fsname: str) -> str:
         """The target's name as mkfs.lustre writes it (ldd_svname): MGS, or fsname-MDTxxxx / fsname-OSTxxxx."""

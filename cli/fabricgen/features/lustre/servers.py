@@ -85,8 +85,8 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
     if mgt is not None:
         pair = _pair(issues, (*where, "mgt", "servers"), mgt["servers"], fabric, nodes)
         if pair is not None:
-            out.append(LustreTarget("mgt", 0, mgt["device"], turns.take(pair),
-                                    issues.position((*where, "mgt"))))
+            out.append(LustreTarget("mgt", 0, mgt["device"], turns.take(pair), issues.position((*where, "mgt")),
+                                    (*issues.prefix, *where, "mgt", "servers")))
     for kind in KINDS:
         index = 0
         for i, group in enumerate(section[kind]):
@@ -94,7 +94,8 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
             for j, device in enumerate(group["devices"]):
                 if pair is not None:
                     out.append(LustreTarget(kind, index, device, turns.take(pair),
-                                            issues.position((*where, kind, i, "devices", j))))
+                                            issues.position((*where, kind, i, "devices", j)),
+                                            (*issues.prefix, *where, kind, i, "servers")))
                 index += 1
     return tuple(out)
 
@@ -102,43 +103,40 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
 def check_shared(issues: Issues, filesystems: Sequence[LustreFs]) -> None:
     """Across file systems: one failover partner per server, at most one MGT per server (a node runs one MGS),
     one target per device of a server, and one LNet setup per server and network."""
+    root = issues.root()
     partner: dict[str, tuple[str, str]] = {}
     mgt: dict[str, str] = {}
     device: dict[tuple[str, str], str] = {}
     lnet: dict[tuple[str, str], LustreFs] = {}
+    reported: set[tuple[str, str]] = set()
     for fs in filesystems:
         for target in fs.targets:
-            at = _path(fs, target)
+            at = f"{target.label(fs.fsname)} (lustre.{fs.name})"
             for server, other in (target.servers, target.servers[::-1]):
                 known = partner.setdefault(server, (other, at))
-                if known[0] != other:
-                    issues.root().error(_spec_path(fs, target), f"server {server} is paired with {other} here but "
-                                        f"with {known[0]} at {known[1]}",
-                                        "a server has one failover partner: the one that sees its shared storage")
+                if known[0] != other and (server, other) not in reported:
+                    reported.add((server, other))
+                    root.error(target.where, f"server {server} is paired with {other} here but with {known[0]} "
+                                             f"for {known[1]}",
+                               "a server has one failover partner: the one that sees its shared storage")
                 owner = device.setdefault((server, target.device), at)
                 if owner != at:
-                    issues.root().error(_spec_path(fs, target), f"device {target.device} of server {server} already "
-                                        f"holds {owner}", "each target needs its own device")
+                    root.error(target.where, f"device {target.device} of server {server} already holds {owner}",
+                               "each target needs its own device")
                 known_lnet = lnet.setdefault((server, fs.lnet.network), fs)
-                if known_lnet.lnet != fs.lnet:
-                    issues.root().error(("lustre", fs.name, "tuning"), f"server {server} would configure LNet "
-                                        f"network {fs.lnet.network} differently for {known_lnet.name} and {fs.name}",
-                                        "file systems served on one network share its LNet tunables")
+                if known_lnet.lnet != fs.lnet and (server, fs.name) not in reported:
+                    reported.add((server, fs.name))
+                    root.error(("lustre", fs.name, "tuning"), f"server {server} would configure LNet network "
+                                                              f"{fs.lnet.network} differently for {known_lnet.name} "
+                                                              f"and {fs.name}",
+                               "file systems served on one network share its LNet tunables")
             if target.kind == "mgt":
                 for server in target.servers:
                     owner = mgt.setdefault(server, fs.name)
                     if owner != fs.name:
-                        issues.root().error(_spec_path(fs, target), f"server {server} already serves the MGT of "
-                                            f"lustre.{owner}", "a node runs one MGS; file systems sharing it "
-                                            "declare the MGT once and mount the same MGS NIDs")
-
-
-def _path(fs: LustreFs, target: LustreTarget) -> str:
-    return f"{target.label(fs.fsname)} (lustre.{fs.name})"
-
-
-def _spec_path(fs: LustreFs, target: LustreTarget) -> PathKey:
-    return ("lustre", fs.name, "targets", target.kind)
+                        root.error(target.where, f"server {server} already serves the MGT of lustre.{owner}",
+                                   "a node runs one MGS; file systems sharing it declare the MGT once and mount "
+                                   "the same MGS NIDs")
 
 
 # -- compile: every named server's NIDs ---------------------------------------------------------------------------
@@ -173,7 +171,8 @@ def mgt_of(fs: LustreFs, filesystems: Sequence[LustreFs]) -> tuple[LustreFs, Lus
         return fs, own
     for other in filesystems:
         target = next((t for t in other.targets if t.kind == "mgt"), None)
-        if target is not None and other.fabric == fs.fabric and mgs_nids(other, target, fs.lnet.network) == fs.mgs:
+        if target is not None and other.fabric == fs.fabric and set(fs.mgs) <= set(
+                mgs_nids(other, target, fs.lnet.network)):  # check_mgs reports a server of the pair left out
             return other, target
     return None
 
@@ -196,7 +195,7 @@ def check_mgs(topology: Topology) -> Iterator[Finding]:
             yield Finding(Severity.ERROR, "lustre-mgt", f"lustre.{fs.name}.mgs",
                           f"no planned MGT serves the MGS NIDs the clients mount ({fs.mgs_spec})",
                           "declare targets.mgt on the MGS pair here, or mount the MGS of a file system that "
-                          "declares one (the same mgs entries)", fs.position)
+                          "declares one (the same mgs entries)", _position(fs, 0))
             continue
         owner, mgt = found
         planned = dict(zip(mgs_nids(owner, mgt, fs.lnet.network), mgt.servers, strict=True))
@@ -214,7 +213,7 @@ def check_mgs(topology: Topology) -> Iterator[Finding]:
             yield Finding(Severity.ERROR, "lustre-mgs-nids", f"lustre.{fs.name}.mgs",
                           f"the client mount lists no NIDs of MGT server {', '.join(missing)}: clients cannot "
                           "reach the MGS after it fails over", "list both servers of the MGT pair in mgs",
-                          fs.position)
+                          _position(fs, 0))
 
 
 def _position(fs: LustreFs, i: int) -> SourcePosition:
