@@ -31,3 +31,21 @@ def test_lustre_tos_must_carry_the_lossless_dscp(h100: tuple[Compiled, tuple[Art
     assert not_ect and all("LNet ToS 104 (DSCP 26)" in m for m in not_ect)
     missing = _messages(compiled, _mutate(artifacts, "lustre/lnet.conf", lambda c: c.replace(b"tos: 106", b"x: 1")))
     assert missing and all("LNet ToS None" in m for m in missing)
+
+
+def test_servers_lnet_nids_are_the_planned_ones(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """Each Lustre server's LNet NIs over its netplan give exactly its planned NIDs, each port with its own source
+    rule: the example passes; a port moved to another address, a missing rule or an NI on the wrong port fail."""
+    compiled, artifacts = h100
+    assert _messages(compiled, artifacts) == []
+    moved = _messages(compiled, _mutate(artifacts, "hosts/mds01/netplan-roce.yaml",
+                                        lambda c: c.replace(b"10.20.1.193", b"10.20.1.194")))
+    assert any("LNet would give mds01 the NIDs 10.20.1.65@o2ib, 10.20.1.194@o2ib (lnet.conf over its netplan), but "
+               "clients mount and targets are formatted with 10.20.1.65@o2ib, 10.20.1.193@o2ib" in m for m in moved)
+    norule = _messages(compiled, _mutate(artifacts, "hosts/oss01/netplan-roce.yaml",
+                                         lambda c: c.replace(b"- from: 10.20.2.3\n", b"- from: 1.2.3.4\n")))
+    assert norule and all("oss01 enp65s0f0np0: LNet interface enp65s0f0np0 (10.20.2.3) has no source rule" in m
+                          for m in norule)
+    swapped = _messages(compiled, _mutate(artifacts, "hosts/lustre-server/lustre/lnet.conf",
+                                          lambda c: c.replace(b"0: enp65s0f1np1", b"0: enp65s0f0np0")))
+    assert len([m for m in swapped if "lustre-server-lnet" in m]) == 12, "every server, both file systems"

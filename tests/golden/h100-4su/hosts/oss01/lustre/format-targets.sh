@@ -117,9 +117,10 @@ param() {
   done
 }
 
-# label_of PATH: the Lustre target name on PATH and, on the next line, its parameters; fails without a label.
+# label_of PATH: the Lustre target name on PATH and, on the next line, its parameters; fails without a label
+# (read from its output alone, whatever the exit status of tunefs.lustre).
 label_of() {
-  "$TUNEFS_LUSTRE" --dryrun "$1" 2>/dev/null | awk '
+  { "$TUNEFS_LUSTRE" --dryrun "$1" 2>/dev/null || true; } | awk '
     /^ *Permanent disk data/ { exit }
     /^Target:/ { target = $2 }
     /^Parameters:/ { sub(/^Parameters:/, ""); params = $0 }
