@@ -3,7 +3,8 @@ nodes), their checks, the servers' NIDs from the address plan, and the checks th
 
 - every target has a servicenode set of two storage nodes on the file system's fabric, a server has one failover
   partner and serves at most one MGT, a device holds one target per pair;
-- the MGS a file system's clients mount is a planned MGT, NID for NID (its pair's planned NIDs, in order);
+- the MGS a file system's clients mount is a planned MGT: each MGS entry all the planned NIDs of one server of the
+  MGT's pair, both servers listed;
 - a storage server without an in-band port is reached by no planned network (NTP, DNS, monitoring): a warning.
 
 mkfs.lustre's own rules these follow are in lustre-release lustre/utils/mkfs_lustre.c and
@@ -62,15 +63,17 @@ def _pair(issues: Issues, where: PathKey, names: Sequence[str], fabric: Fabric, 
 
 @dataclass
 class Turns:
-    """Whose turn it is to format (and first serve) the next target of each pair: the two alternate, so both
-    servers of a pair carry half the targets while neither has failed (active/active)."""
+    """Whose turn it is to format (and first serve) the next target of each pair: the server named first at the
+    pair's first mention takes its first target, then the two alternate ([a, b] and [b, a] are one pair), so both
+    carry half the targets while neither has failed (active/active)."""
 
-    count: dict[tuple[str, str], int]
+    count: dict[frozenset[str], tuple[tuple[str, str], int]]
 
     def take(self, pair: tuple[str, str]) -> tuple[str, str]:
-        turn = self.count.get(pair, 0)
-        self.count[pair] = turn + 1
-        return pair if turn % 2 == 0 else (pair[1], pair[0])
+        """The pair in the order this target uses it: the first formats it."""
+        first, turn = self.count.get(frozenset(pair), (pair, 0))
+        self.count[frozenset(pair)] = (first, turn + 1)
+        return first if turn % 2 == 0 else (first[1], first[0])
 
 
 def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabric, nodes: Mapping[str, Node],

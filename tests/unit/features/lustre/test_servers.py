@@ -185,3 +185,13 @@ def test_refuses_wrong_lnet_nids_missing_devices_and_other_nodes(mds01: ScriptHo
     assert gone.returncode == 1 and "mds01 cannot take over ckpt-MDT0000 from mds02" in gone.stderr
     assert [c.split()[2] for c in _changes(mds01)] == ["--mgs", "--mdt"], "the other targets are still set up"
     assert "this script is for mds01, not mds02" in mds01.run(NODE="mds02").stderr
+
+
+def test_a_pair_written_the_other_way_keeps_its_turns(tmp_path: Path) -> None:
+    text = H100.read_text()
+    old = "{servers: [oss01, oss02], devices: [/dev/mapper/data-ost0"
+    assert text.count(old) == 1
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text.replace(old, "{servers: [oss02, oss01], devices: [/dev/mapper/data-ost0"))
+    data = compile_spec(spec).cluster.lustre[1]
+    assert [t.servers for t in data.targets[1:3]] == [("oss01", "oss02"), ("oss02", "oss01")]
