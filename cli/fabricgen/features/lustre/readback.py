@@ -6,6 +6,7 @@ multi-homed node's replies leave by the port of their address)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -77,6 +78,30 @@ def _servers(topology: Topology, artifacts: Mapping[str, Artifact]) -> Iterator[
                                    f"{', '.join(nids)}", "the server's LNet interfaces must be its planned ports")
 
 
+_CONFIGURE = re.compile(r"^configure '([^']+)'", re.MULTILINE)
+
+
+def _configured(path: str, content: bytes, artifacts: Mapping[str, Artifact], networks: Mapping[str, Fabric]
+                ) -> Iterator[Finding]:
+    """Every LNet NI on a RoCE fabric is a port its profile's roce-qos.sh configures: the lossless class and the
+    multi-homed node's ARP and link-down sysctls (arp_ignore=1, arp_announce=2, ignore_routes_with_linkdown=1)."""
+    script = artifacts.get(path.replace("/lustre/lnet.conf", "/roce-qos.sh"))
+    if script is None:
+        return
+    ports = set(_CONFIGURE.findall(script.content.decode()))
+    for net in yaml.safe_load(content).get("net") or []:
+        fabric = networks.get(net.get("net type", ""))
+        if fabric is None or fabric.qos is None:
+            continue
+        for ni in net.get("local NI(s)") or []:
+            interface = (ni.get("interfaces") or {}).get(0, "?")
+            if interface not in ports:
+                yield mismatch(f"{path} {net['net type']} {interface}",
+                               f"LNet interface {interface} is not a port roce-qos.sh configures", fabric,
+                               "without it the port has no lossless class and no per-port ARP sysctls: a "
+                               "multi-homed node answers ARP for one port's address on the other")
+
+
 def readback(topology: Topology, artifacts: Mapping[str, Artifact]) -> Iterator[Finding]:
     """Every lnet.conf against the lossless class of the fabric each of its networks runs on; every Lustre server's
     LNet NIDs against the plan's."""
@@ -85,4 +110,5 @@ def readback(topology: Topology, artifacts: Mapping[str, Artifact]) -> Iterator[
     for path in sorted(artifacts):
         if path.startswith("hosts/") and path.rpartition("/")[2] == "lnet.conf":
             yield from _lnet(path, artifacts[path].content, networks)
+            yield from _configured(path, artifacts[path].content, artifacts, networks)
     yield from _servers(topology, artifacts)

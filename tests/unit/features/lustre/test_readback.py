@@ -49,3 +49,16 @@ def test_servers_lnet_nids_are_the_planned_ones(h100: tuple[Compiled, tuple[Arti
     swapped = _messages(compiled, _mutate(artifacts, "hosts/lustre-server/lustre/lnet.conf",
                                           lambda c: c.replace(b"0: enp65s0f1np1", b"0: enp65s0f0np0")))
     assert len([m for m in swapped if "lustre-server-lnet" in m]) == 12, "every server, both file systems"
+
+
+def test_lnet_interfaces_are_roce_qos_ports(h100: tuple[Compiled, tuple[Artifact, ...]]) -> None:
+    """Every LNet NI of a server (and client) profile on the RoCE fabric is a port its roce-qos.sh configures
+    (lossless class, ARP and link-down sysctls): a port left out of the script is found."""
+    compiled, artifacts = h100
+    dropped = _messages(compiled, _mutate(artifacts, "hosts/lustre-server/roce-qos.sh",
+                                          lambda c: c.replace(b"configure 'enp65s0f1np1'", b"# configure 'x'")))
+    assert [m.split(": ", 1)[1] for m in dropped] == [
+                       "error: [lossless-chain] hosts/lustre-server/lustre/lnet.conf "
+                       "o2ib enp65s0f1np1: LNet interface enp65s0f1np1 is not a port roce-qos.sh configures (hint: "
+                       "without it the port has no lossless class and no per-port ARP sysctls: a multi-homed node "
+                       "answers ARP for one port's address on the other)"]
