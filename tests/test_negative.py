@@ -111,9 +111,11 @@ def test_cli_validate_json_exit_codes() -> None:
     good = runner.invoke(app, ["validate", "--format", "json", "inventories/h100-4su.yaml"])
     assert good.exit_code == 0, good.output
     (report,) = json.loads(good.stdout)
-    # valid with warnings only: h100-4su's OOB switches run their management services without a route
+    # valid with warnings only: h100-4su's OOB switches run their management services without a route, and its
+    # Lustre servers have no in-band port (reachability review R8)
     assert (report["file"], report["valid"]) == ("inventories/h100-4su.yaml", True)
-    assert {(p["severity"], p["check"]) for p in report["problems"]} == {("warning", "management-unrouted")}
+    assert {(p["severity"], p["check"]) for p in report["problems"]} == {
+        ("warning", "management-unrouted"), ("warning", "lustre-server-unreachable")}
     both = runner.invoke(app, ["validate", "--format", "json", "inventories/lab-1su.yaml",
                                "tests/negative/rack-overflow.yaml"])
     assert both.exit_code == 1, both.output

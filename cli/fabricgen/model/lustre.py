@@ -57,6 +57,23 @@ class LustreVolume:
 
 
 @dataclass(frozen=True)
+class LustreTarget:
+    """A Lustre target on shared storage: the MGT (no fsname, no index), an MDT or an OST, served by a failover
+    pair (``servers``, the mkfs.lustre --servicenode set); ``servers[0]`` formats it and mounts it first."""
+
+    kind: str  # mgt, mdt or ost
+    index: int  # the MDT or OST index; 0 for the MGT
+    device: str
+    servers: tuple[str, str]
+    position: SourcePosition = field(compare=False)
+    where: tuple[str | int, ...] = field(default=(), compare=False)  # the spec path of its servers, for reports
+
+    def label(self, fsname: str) -> str:
+        """The target's name as mkfs.lustre writes it (ldd_svname): MGS, or fsname-MDTxxxx / fsname-OSTxxxx."""
+        return "MGS" if self.kind == "mgt" else f"{fsname}-{self.kind.upper()}{self.index:04x}"
+
+
+@dataclass(frozen=True)
 class LustreFs:
     """A Lustre file system the nodes of ``profiles`` mount over ``fabric`` through ``interfaces`` (per profile)."""
 
@@ -76,6 +93,8 @@ class LustreFs:
     position: SourcePosition = field(compare=False)
     mgs_servers: tuple[str, ...] = ()  # per MGS entry: the storage node it names, or "" for explicit NIDs
     mgs_positions: tuple[SourcePosition, ...] = field(default=(), compare=False)  # per MGS entry
+    targets: tuple[LustreTarget, ...] = ()  # the MGT (if this file system declares it), MDTs and OSTs
+    server_nids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # every server named: its NIDs (compile)
 
     @property
     def mgs_spec(self) -> str:

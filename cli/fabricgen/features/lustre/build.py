@@ -28,6 +28,7 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME as DNS_LABEL
 from fabricgen.features.feature import BuildContext
+from fabricgen.features.lustre import servers
 from fabricgen.model.addressing import FabricAddresses, HostSubnet
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
@@ -134,6 +135,7 @@ class _Context:
     groups: Mapping[str, NodeGroup]
     fabrics: Mapping[str, Fabric]
     nodes: Mapping[str, Node]
+    turns: servers.Turns  # whose turn it is to serve a pair's next target first, across file systems
 
 
 def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> str:
@@ -423,7 +425,8 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     options = (*(o for o in spec["mount_options"] if o != "_netdev"), "_netdev")
     return LustreFs(name, spec["fsname"], mgs.nids, spec["mountpoint"], fabric.name, groups, interfaces, lnet,
                     options, spec["tuning"]["profile"], client, _layouts(ctx, path, spec),
-                    _volume(ctx, path, name, spec), ctx.issues.position(path), mgs.servers, mgs.positions)
+                    _volume(ctx, path, name, spec), ctx.issues.position(path), mgs.servers, mgs.positions,
+                    servers.targets(ctx.issues, path, spec, fabric, ctx.nodes, ctx.turns))
 
 
 def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
@@ -450,31 +453,14 @@ def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
 def build(context: BuildContext, cluster: Cluster) -> Cluster:
     """The cluster with the file systems of the ``lustre`` section."""
     ctx = _Context(context.issues, cluster.profiles, {g.pattern: g for g in cluster.groups},
-                   {f.name: f for f in cluster.fabrics}, {n.name: n for n in cluster.nodes})
+                   {f.name: f for f in cluster.fabrics}, {n.name: n for n in cluster.nodes}, servers.Turns({}))
     built = [fs for name, entry in context.data["lustre"].items() if (fs := _filesystem(ctx, name, entry)) is not None]
     _shared(ctx, built)
+    servers.check_shared(ctx.issues, built)
     return replace(cluster, lustre=tuple(built))
 
 
-# -- compile: the named servers' NIDs; check over the compiled topology ------------------------------------------
-def server_nids(topology: Topology) -> Topology:
-    """The topology whose file systems carry the NIDs of the storage nodes their MGS entries name: the node's
-    addresses on the fabric in the plan, one per port in profile order (one failover node, several NIDs)."""
-    if not any(any(fs.mgs_servers) for fs in topology.cluster.lustre):
-        return topology
-    resolved = []
-    for fs in topology.cluster.lustre:
-        plan = topology.addresses.get(fs.fabric)
-        ports: dict[str, list[tuple[int, str]]] = {}
-        for subnet in plan.hosts if plan is not None else ():
-            for node, port, ip in subnet.hosts:
-                ports.setdefault(node, []).append((port, ip))
-        mgs = tuple(tuple(f"{ip}@{fs.lnet.network}" for _, ip in sorted(ports.get(server, ()))) if server else nids
-                    for nids, server in zip(fs.mgs, fs.mgs_servers, strict=True))
-        resolved.append(replace(fs, mgs=mgs))
-    return replace(topology, cluster=replace(topology.cluster, lustre=tuple(resolved)))
-
-
+# -- check over the compiled topology ------------------------------------------------------------------------
 def check_mgs_addresses(topology: Topology) -> Iterator[Finding]:
     """An explicit MGS NID must lie in a subnet a leaf announces (else no client reaches it) and must not take an
     address the plan gives a node port, a leaf gateway or a subnet's ends."""

@@ -11,6 +11,13 @@ Per node profile, under ``hosts/<profile>/lustre/``:
   value differs (idempotent, ``--dry-run``; ``LCTL``/``NODE`` overrides for tests);
 - ``mount.<fsname>.params``: the same parameters for ``/etc/lustre/`` on Lustre 2.17+ clients, applied at mount.
 
+Per Lustre server profile (a storage profile whose nodes serve a file system), under ``hosts/<profile>/lustre/``:
+``lnet.conf``, ``lnet.modprobe.conf`` and ``ko2iblnd.conf`` with one NI per storage port (multi-rail, as the
+clients) and the clients' LNet values of each network (o2iblnd takes the smaller queue depth of two peers only
+after refusing the larger one: kiblnd_passive_connect in lnet/klnds/o2iblnd/o2iblnd_cb.c).
+Per server of a file system with ``targets``: ``hosts/<node>/lustre/format-targets.sh`` (mkfs.lustre or
+tunefs.lustre of the targets it formats, checks of those it backs up; ``--dry-run``).
+
 Per file system, under ``storage/lustre/<fsname>/``: ``mgs-set_param.sh`` (``lctl set_param -P`` on the MGS)
 and ``setstripe.sh`` (``lfs setstripe`` of each directory layout).
 """
@@ -26,7 +33,8 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
 from fabricgen.core.templating import render_template
 from fabricgen.features.lustre.build import format_size, mount_unit_name
-from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout
+from fabricgen.features.lustre.servers import mgs_nids, mgt_of
+from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTarget
 from fabricgen.model.nodes import NodeProfile
 from fabricgen.model.topology import Topology
 
@@ -47,6 +55,7 @@ class Net:
     filesystems: tuple[str, ...]
     tos: int | None
     dscp: int | None
+    use: str = "used by"  # clients use a file system, servers serve it
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,10 @@ def _mounted(topology: Topology) -> dict[str, tuple[NodeProfile, list[LustreFs]]
     return {name: out[name] for name in sorted(out)}
 
 
-def _nets(topology: Topology, profile: str, filesystems: list[LustreFs]) -> list[Net]:
+def _nets(topology: Topology, profile: str, filesystems: list[LustreFs],
+          server: NodeProfile | None = None) -> list[Net]:
+    """The LNet networks of a client profile (its interfaces of each file system) or of a ``server`` profile
+    (every port of it on the file system's fabric), with the file system's LNet values."""
     fabrics = {f.fabric.name: f.fabric for f in topology.fabrics}
     nets: dict[str, Net] = {}
     for fs in filesystems:
@@ -77,9 +89,12 @@ def _nets(topology: Topology, profile: str, filesystems: list[LustreFs]) -> list
             continue
         qos = fabrics[fs.fabric].qos
         tos = dict(fs.lnet.lnd_tunables).get("tos")
-        interfaces = tuple(checked(NETDEV, n, f"profile {profile}: netdev") for n in fs.interfaces[profile])
+        netdevs = fs.interfaces[profile] if server is None else tuple(dict.fromkeys(
+            server.interface(nic) for nic in server.nics(fabrics[fs.fabric].role.nic_role)))
+        interfaces = tuple(checked(NETDEV, n, f"profile {profile}: netdev") for n in netdevs)
         nets[fs.lnet.network] = Net(fs.lnet.network, fs.fabric, interfaces, fs.lnet.tunables, fs.lnet.lnd_tunables,
-                                    fs.lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None)
+                                    fs.lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None,
+                                    "used by" if server is None else "serving")
     return list(nets.values())
 
 
@@ -124,16 +139,7 @@ def _client_artifacts(topology: Topology, source: str, name: str, profile: NodeP
     base = f"hosts/{checked(IDENTIFIER, name, 'profile name')}/lustre"
     nets = _nets(topology, name, filesystems)
     common = {"profile": name, "source": source}
-    out = [
-        Artifact(f"{base}/lnet.conf", render_template("lustre/lnet.conf.j2", nets=nets, **common)),
-        Artifact(f"{base}/lnet.modprobe.conf", render_template(
-            "lustre/lnet.modprobe.conf.j2", networks=",".join(f"{n.network}({','.join(n.interfaces)})" for n in nets),
-            **common)),
-    ]
-    if any(n.settings.lnd == "o2ib" for n in nets):
-        options, why = _module_options(nets)
-        out.append(Artifact(f"{base}/ko2iblnd.conf", render_template("lustre/ko2iblnd.conf.j2", options=options,
-                                                                     why=why, **common)))
+    out = _lnet_artifacts(base, nets, common)
     lines = []
     for fs in filesystems:
         checked(FSNAME, fs.fsname, "fsname")
@@ -149,6 +155,96 @@ def _client_artifacts(topology: Topology, source: str, name: str, profile: NodeP
     out.append(Artifact(f"{base}/lustre-client-tune.sh", render_template(
         "lustre/lustre-client-tune.sh.j2", filesystems=filesystems, settings=settings,
         nodes=_node_nids(topology, profile, filesystems, nets), **common), 0o755))
+    return out
+
+
+def _lnet_artifacts(base: str, nets: list[Net], common: dict[str, str]) -> list[Artifact]:
+    """lnet.conf for lnetctl import, and the same networks and o2ib values as module options."""
+    out = [
+        Artifact(f"{base}/lnet.conf", render_template("lustre/lnet.conf.j2", nets=nets, **common)),
+        Artifact(f"{base}/lnet.modprobe.conf", render_template(
+            "lustre/lnet.modprobe.conf.j2", networks=",".join(f"{n.network}({','.join(n.interfaces)})" for n in nets),
+            **common)),
+    ]
+    if any(n.settings.lnd == "o2ib" for n in nets):
+        options, why = _module_options(nets)
+        out.append(Artifact(f"{base}/ko2iblnd.conf", render_template("lustre/ko2iblnd.conf.j2", options=options,
+                                                                     why=why, **common)))
+    return out
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """One target in a server's script: what it is, and the quoted words of its ``format`` or ``partner`` line."""
+
+    label: str
+    device: str
+    role: str
+    pair: str
+    mgs: str
+    first: bool
+    label_q: str
+    device_q: str
+    mgsnode_q: str
+    failover_q: str
+    options_q: str
+    first_q: str
+
+
+def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, tuple[str, ...]]) -> TargetView:
+    """``nids``: each server's NIDs for --servicenode (the MGT's on every network of the file systems it serves).
+    --mgsnode takes the mount's MGS (nodes ':'-separated, NIDs ','), which check_mgs proved is the MGT pair's."""
+    label = target.label(fs.fsname)
+    first, second = target.servers
+    mgs = "" if target.kind == "mgt" else ":".join(",".join(n) for n in fs.mgs)
+    failover = ":".join(",".join(nids[s]) for s in target.servers)
+    options = ["--mgs"] if target.kind == "mgt" else [f"--{target.kind}", f"--fsname={fs.fsname}",
+                                                      f"--index={target.index}"]
+    role = (f"formatted here, backed up by {second}" if node == first else f"backed up here, formatted by {first}")
+    return TargetView(label, target.device, role, f"{first} ({','.join(nids[first])}), {second} "
+                      f"({','.join(nids[second])})", mgs, node == first, shlex.quote(label),
+                      shlex.quote(target.device), shlex.quote(mgs), shlex.quote(failover),
+                      " ".join(shlex.quote(o) for o in options), shlex.quote(first))
+
+
+def _mgt_nids(owner: LustreFs, mgt: LustreTarget, filesystems: tuple[LustreFs, ...]) -> dict[str, tuple[str, ...]]:
+    """The MGT pair's NIDs on every LNet network of the file systems it serves, so clients of each reach it."""
+    networks = dict.fromkeys(fs.lnet.network for fs in filesystems if mgt_of(fs, filesystems) == (owner, mgt))
+    per_network = [mgs_nids(owner, mgt, network) for network in networks]
+    return {s: tuple(nid for nids in per_network for nid in nids[i]) for i, s in enumerate(mgt.servers)}
+
+
+def _server_artifacts(topology: Topology, source: str) -> list[Artifact]:
+    """Each Lustre server profile's LNet files and each server's format-targets.sh."""
+    cluster = topology.cluster
+    nodes = {n.name: n for n in cluster.nodes}
+    served: dict[str, list[LustreFs]] = {}
+    for fs in cluster.lustre:
+        for server in fs.server_nids:
+            served.setdefault(server, []).append(fs)
+    out: list[Artifact] = []
+    profiles: dict[str, list[LustreFs]] = {}
+    for server in sorted(served):
+        known = profiles.setdefault(nodes[server].profile.name, [])
+        known += [fs for fs in served[server] if fs not in known]
+    for name in sorted(profiles):
+        base = f"hosts/{checked(IDENTIFIER, name, 'profile name')}/lustre"
+        nets = _nets(topology, name, profiles[name], cluster.profiles[name])
+        out += _lnet_artifacts(base, nets, {"profile": name, "source": source})
+    for server in sorted(served):
+        views = []
+        for fs in served[server]:
+            for target in fs.targets:
+                if server in target.servers:
+                    pair = _mgt_nids(fs, target, cluster.lustre) if target.kind == "mgt" else fs.server_nids
+                    views.append(_target_view(fs, target, server, dict(pair)))
+        if not views:
+            continue
+        node = checked(DEVICE_NAME, server, "node name")
+        nids = list(dict.fromkeys(nid for fs in served[server] for nid in fs.server_nids[server]))
+        out.append(Artifact(f"hosts/{node}/lustre/format-targets.sh", render_template(
+            "lustre/format-targets.sh.j2", node=node, node_q=shlex.quote(node), profile=nodes[server].profile.name,
+            nids=nids, nids_q=" ".join(shlex.quote(n) for n in nids), targets=views, source=source), 0o755))
     return out
 
 
@@ -200,6 +296,7 @@ def render(topology: Topology) -> list[Artifact]:
     out = []
     for name, (profile, filesystems) in _mounted(topology).items():
         out += _client_artifacts(topology, source, name, profile, filesystems)
+    out += _server_artifacts(topology, source)
     for fs in topology.cluster.lustre:
         out += _storage_artifacts(topology, source, fs)
     return out

@@ -6,6 +6,7 @@ Kubernetes storage tiers are in tests/unit/features/kubernetes/test_storage.py."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -41,6 +42,8 @@ NET_TUNABLES = {"peer_timeout", "peer_credits", "peer_buffer_credits", "credits"
 O2IB_LND_TUNABLES = {"map_on_demand", "concurrent_sends", "fmr_pool_size", "fmr_flush_trigger", "fmr_cache", "ntx",
                      "conns_per_peer", "tos"}
 STORAGE_PORTS = ("enp170s0f0np0", "enp41s0f0np0")
+SERVER_FILES = [f"hosts/lustre-server/lustre/{f}" for f in ("lnet.conf", "lnet.modprobe.conf", "ko2iblnd.conf")]
+SERVER_SCRIPTS = [f"hosts/{n}/lustre/format-targets.sh" for n in ("mds01", "mds02", "oss01", "oss02", "oss03", "oss04")]
 
 
 @pytest.fixture(scope="module")
@@ -149,10 +152,10 @@ def test_artifact_set(files: dict[str, Artifact]) -> None:
         "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh",
         "kubernetes/storage/lustre-checkpoints.yaml", "kubernetes/storage/lustre-datasets.yaml",
         "kubernetes/storage/local-nvme.yaml", "hosts/dgx-h100/k8s-cache/fabricgen-k8s-cache.conf",
-        "hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount"])
+        "hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount", *SERVER_FILES, *SERVER_SCRIPTS])
     assert {p for p, a in files.items() if a.mode == 0o755} == {
         f"{BASE}/lustre-client-tune.sh", "storage/lustre/ckpt/mgs-set_param.sh", "storage/lustre/ckpt/setstripe.sh",
-        "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh"}
+        "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh", *SERVER_SCRIPTS}
 
 
 def test_lnet_conf_has_the_structure_lnetctl_imports(files: dict[str, Artifact], compiled: Compiled) -> None:
@@ -358,12 +361,19 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
     assert f"{mgs}:/data /lustre/data lustre".encode() in files[f"{BASE}/fstab"], "the servers' NIDs on tcp"
     assert b'gpu001) echo "10.20.0.2@o2ib 10.20.0.130@o2ib 10.20.0.2@tcp 10.20.0.130@tcp" ;;' in files[
         f"{BASE}/lustre-client-tune.sh"]
+    # one MGS serves both networks: its servicenodes carry each server's NIDs on both, the data MDT's mgsnode tcp
+    mds01, mds02 = (",".join(f"{ip}@{net}" for net in ("o2ib", "tcp") for ip in ips)
+                    for ips in (("10.20.1.65", "10.20.1.193"), ("10.20.2.2", "10.20.2.130")))
+    script = files["hosts/mds01/lustre/format-targets.sh"]
+    assert f"format MGS /dev/mapper/mgt '' {mds01}:{mds02} --mgs\n".encode() in script
+    assert f"format data-MDT0000 /dev/mapper/data-mdt0 {mgs} ".encode() in script
 
 
 def test_lustre_over_ipoib(tmp_path: Path) -> None:
     """An InfiniBand fabric with an IPoIB address plan carries LNet: one NI per rail, the node's NIDs from the
     plan, the MGS at free addresses of rail 0's subnet (10.24.0.0/24: on the link of every rail-0 port)."""
-    text = H100.read_text().replace(
+    text = re.sub(r"    targets:.*\n(      .*\n)+", "", H100.read_text())  # the servers serve the storage fabric
+    text = text.replace(
         "    mgs: [mds01, mds02]           # the MGS failover pair: their NIDs are their storage addresses in the "
         "plan\n    mountpoint: /lustre/ckpt\n    fabric: storage\n",
         "    mgs: [10.24.0.250@o2ib1, 10.24.0.251@o2ib1]\n    mountpoint: /lustre/ckpt\n    fabric: compute\n"

@@ -1,0 +1,197 @@
+"""Lustre servers: the example's targets and failover pairs in the model, the servers' lnet.conf against the
+clients', the in-band warning, and format-targets.sh against stub mkfs.lustre/tunefs.lustre/blkid/lctl on a fake
+root (formats once, then nothing; backs up without formatting; refuses another target or file system; rewrites
+changed NIDs with tunefs.lustre unless mounted; refuses wrong LNet NIDs). The bad specs are tests/negative/lustre-*;
+shellcheck runs in tests/external/lustre/test_lustre.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabricgen.core.artifacts import Artifact
+from fabricgen.core.errors import Severity
+from fabricgen.features.lustre import render as lustre
+from fabricgen.pipeline import Compiled, compile_spec
+from tests.conftest import INVENTORIES
+from tests.helpers.fake_host import ScriptHost, write
+from tests.helpers.lustre import LUSTRE_STUBS as STUBS
+
+H100 = INVENTORIES / "h100-4su.yaml"
+MDS01 = ("10.20.1.65@o2ib", "10.20.1.193@o2ib")
+MDS02 = ("10.20.2.2@o2ib", "10.20.2.130@o2ib")
+MGSNODE = f"{','.join(MDS01)}:{','.join(MDS02)}"
+
+
+@pytest.fixture(scope="module")
+def compiled() -> Compiled:
+    return compile_spec(H100)
+
+
+@pytest.fixture(scope="module")
+def files(compiled: Compiled) -> dict[str, Artifact]:
+    return {a.path: a for a in lustre.render(compiled.topology)}
+
+
+def test_targets_and_pairs(compiled: Compiled) -> None:
+    ckpt, data = compiled.cluster.lustre
+    assert [(t.label(ckpt.fsname), t.device, t.servers) for t in ckpt.targets] == [
+        ("MGS", "/dev/mapper/mgt", ("mds01", "mds02")),
+        ("ckpt-MDT0000", "/dev/mapper/ckpt-mdt0", ("mds02", "mds01")),  # the pair takes turns
+        ("ckpt-OST0000", "/dev/mapper/ckpt-ost0", ("oss01", "oss02")),
+        ("ckpt-OST0001", "/dev/mapper/ckpt-ost1", ("oss02", "oss01")),
+        ("ckpt-OST0002", "/dev/mapper/ckpt-ost2", ("oss03", "oss04")),
+        ("ckpt-OST0003", "/dev/mapper/ckpt-ost3", ("oss04", "oss03")),
+    ]
+    assert [t.label(data.fsname) for t in data.targets] == ["data-MDT0000", *(f"data-OST000{i}" for i in range(4))]
+    assert data.targets[0].servers == ("mds01", "mds02"), "turns run across file systems"
+    assert ckpt.server_nids["mds01"] == MDS01 and ckpt.server_nids["mds02"] == MDS02
+    assert ckpt.mgs == data.mgs == (MDS01, MDS02), "the mount's MGS is the MGT pair's planned NIDs"
+
+
+def test_server_lnet_matches_the_clients(files: dict[str, Artifact]) -> None:
+    server = yaml.safe_load(files["hosts/lustre-server/lustre/lnet.conf"].content)["net"]
+    client = yaml.safe_load(files["hosts/dgx-h100/lustre/lnet.conf"].content)["net"]
+    assert [n["net type"] for n in server] == [n["net type"] for n in client] == ["o2ib"]
+    nis = server[0]["local NI(s)"]
+    assert [ni["interfaces"][0] for ni in nis] == ["enp65s0f0np0", "enp65s0f1np1"], "both ports: multi-rail"
+    for ni in nis:  # o2iblnd refuses a peer's larger queue depth before it takes the smaller: the same values
+        assert ni["tunables"] == client[0]["local NI(s)"][0]["tunables"]
+        assert ni["lnd tunables"] == client[0]["local NI(s)"][0]["lnd tunables"]
+        assert ni["lnd tunables"]["tos"] == 106
+    options = files["hosts/lustre-server/lustre/ko2iblnd.conf"].content.decode()
+    assert options.split("options ko2iblnd ")[1] == files["hosts/dgx-h100/lustre/ko2iblnd.conf"].content.decode(
+    ).split("options ko2iblnd ")[1]
+    modprobe = files["hosts/lustre-server/lustre/lnet.modprobe.conf"].content
+    assert b'networks="o2ib(enp65s0f0np0,enp65s0f1np1)"' in modprobe
+    scripts = sorted(p for p in files if p.endswith("format-targets.sh"))
+    assert scripts == [f"hosts/{n}/lustre/format-targets.sh" for n in
+                       ("mds01", "mds02", "oss01", "oss02", "oss03", "oss04")]
+
+
+def test_servers_without_inband_are_warned(compiled: Compiled) -> None:
+    warned = [f for f in compiled.findings if f.check == "lustre-server-unreachable"]
+    assert [(f.severity, f.subject) for f in warned] == [(Severity.WARNING, "nodes[mds{n:02d}]"),
+                                                         (Severity.WARNING, "nodes[oss{n:02d}]")]
+    assert warned[0].position is not None and warned[0].position.line == 65
+
+
+# --- format-targets.sh against stub tools on a fake root --------------------------------------------------------
+DEVICES = ("mgt", "ckpt-mdt0", "data-mdt0")
+
+
+def _host(tmp_path: Path, files: dict[str, Artifact], node: str, nids: tuple[str, ...]) -> ScriptHost:
+    script = tmp_path / f"{node}.sh"
+    script.write_bytes(files[f"hosts/{node}/lustre/format-targets.sh"].content)
+    write(tmp_path / "nids", "\n".join(nids))
+    write(tmp_path / "proc" / "mounts", "/dev/sda1 / ext4 rw 0 0")
+    env = {**os.environ, "STUB_STATE": str(tmp_path), "LCTL": str(STUBS / "lctl"),
+           "MKFS_LUSTRE": str(STUBS / "mkfs.lustre"), "TUNEFS_LUSTRE": str(STUBS / "tunefs.lustre"),
+           "BLKID": str(STUBS / "blkid"), "PROCFS_ROOT": str(tmp_path), "DEVICE_ROOT": str(tmp_path), "NODE": node}
+    return ScriptHost(tmp_path, script, env, calls_file="calls")
+
+
+@pytest.fixture
+def mds01(tmp_path: Path, files: dict[str, Artifact]) -> ScriptHost:
+    for name in DEVICES:
+        (tmp_path / "dev" / "mapper").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "dev" / "mapper" / name).write_bytes(b"")
+    return _host(tmp_path, files, "mds01", MDS01)
+
+
+def _changes(host: ScriptHost, since: int = 0) -> list[str]:
+    return [c.replace(str(host.root), "") for c in host.calls[since:]
+            if c.startswith("mkfs.lustre") or (c.startswith("tunefs.lustre") and "--dryrun" not in c)]
+
+
+def test_formats_its_targets_once_then_nothing(mds01: ScriptHost, files: dict[str, Artifact]) -> None:
+    dry = mds01.run("--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert _changes(mds01) == [] and "2 change(s) would be made" in dry.stdout
+    typed = [n.replace(",", "\\,") for n in (",".join(MDS01), ",".join(MDS02))]  # as printf %q shows them
+    assert (f"would format MGS on /dev/mapper/mgt: {STUBS}/mkfs.lustre --backfstype=ldiskfs --mgs "
+            f"--servicenode={typed[0]} --servicenode={typed[1]} {mds01.root}/dev/mapper/mgt") in dry.stdout
+    first = mds01.run()
+    assert first.returncode == 0, first.stderr
+    assert _changes(mds01) == [
+        f"mkfs.lustre --backfstype=ldiskfs --mgs --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
+        "/dev/mapper/mgt",
+        f"mkfs.lustre --backfstype=ldiskfs --mdt --fsname=data --index=0 --mgsnode={','.join(MDS01)} "
+        f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
+        "/dev/mapper/data-mdt0",
+    ]
+    assert "ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: visible, not formatted yet (mds02 formats it)" in first.stdout
+    before, snapshot = len(mds01.calls), mds01.snapshot()
+    second = mds01.run()
+    assert second.returncode == 0 and _changes(mds01, before) == [] and mds01.snapshot() == snapshot
+    assert "nothing to change" in second.stdout
+    # its partner formats the MDT it is first for, and finds the two mds01 formatted
+    mds02 = _host(mds01.root, files, "mds02", MDS02)
+    other = mds02.run()
+    assert other.returncode == 0, other.stderr
+    assert _changes(mds02, before) == [
+        f"mkfs.lustre --backfstype=ldiskfs --mdt --fsname=ckpt --index=0 --mgsnode={MGSNODE.split(':')[0]} "
+        f"--mgsnode={MGSNODE.split(':')[1]} --servicenode={','.join(MDS02)} --servicenode={','.join(MDS01)} "
+        "/dev/mapper/ckpt-mdt0"]
+    assert "MGS on /dev/mapper/mgt: visible, formatted by mds01" in other.stdout
+    disk = (mds01.root / "dev/mapper/data-mdt0").read_text()
+    assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk
+
+
+def test_refuses_another_target_or_file_system(mds01: ScriptHost) -> None:
+    (mds01.root / "dev/mapper/mgt").write_text("Target:     scratch-OST0007\nLustre FS:  scratch\nParameters:\n")
+    (mds01.root / "dev/mapper/data-mdt0").write_text("fstype: xfs\n")
+    done = mds01.run()
+    assert done.returncode == 1 and _changes(mds01) == []
+    assert "MGS: /dev/mapper/mgt already holds Lustre target scratch-OST0007; refusing to reformat it" in done.stderr
+    assert "data-MDT0000: /dev/mapper/data-mdt0 holds a xfs file system and no Lustre label" in done.stderr
+    assert "2 target(s) not set up" in done.stderr
+
+
+def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
+    assert mds01.run().returncode == 0
+    disk = mds01.root / "dev/mapper/data-mdt0"
+    disk.write_text(disk.read_text().replace("10.20.2.130@o2ib", "10.20.255.2@o2ib"))
+    write(mds01.root / "proc/mounts", f"{disk} /lustre/data-mdt0 lustre rw 0 0")
+    before = len(mds01.calls)
+    mounted = mds01.run()
+    assert mounted.returncode == 1 and "is mounted with other NIDs" in mounted.stderr
+    assert _changes(mds01, before) == []
+    write(mds01.root / "proc/mounts", "/dev/sda1 / ext4 rw 0 0")
+    before = len(mds01.calls)
+    done = mds01.run()
+    assert done.returncode == 0, done.stderr
+    assert _changes(mds01, before) == [
+        f"tunefs.lustre --erase-param failover.node --erase-param mgsnode --mgsnode={','.join(MDS01)} "
+        f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
+        "/dev/mapper/data-mdt0"]
+    assert "after a writeconf of the whole file system" in done.stdout
+    assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk.read_text()
+    assert "nothing to change" in mds01.run().stdout
+
+
+def test_refuses_wrong_lnet_nids_missing_devices_and_other_nodes(mds01: ScriptHost) -> None:
+    write(mds01.root / "nids", MDS01[0])
+    done = mds01.run()
+    assert done.returncode == 1 and f"NID {MDS01[1]} of mds01 is not configured" in done.stderr
+    write(mds01.root / "nids", "\n".join((*MDS01, "10.99.0.7@tcp")))
+    assert "LNet has NID 10.99.0.7@tcp, which the plan does not give mds01" in mds01.run().stderr
+    write(mds01.root / "nids", "\n".join(MDS01))
+    (mds01.root / "dev/mapper/ckpt-mdt0").unlink()
+    gone = mds01.run()
+    assert gone.returncode == 1 and "mds01 cannot take over ckpt-MDT0000 from mds02" in gone.stderr
+    assert [c.split()[2] for c in _changes(mds01)] == ["--mgs", "--mdt"], "the other targets are still set up"
+    assert "this script is for mds01, not mds02" in mds01.run(NODE="mds02").stderr
+
+
+def test_a_pair_written_the_other_way_keeps_its_turns(tmp_path: Path) -> None:
+    text = H100.read_text()
+    old = "{servers: [oss01, oss02], devices: [/dev/mapper/data-ost0"
+    assert text.count(old) == 1
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text.replace(old, "{servers: [oss02, oss01], devices: [/dev/mapper/data-ost0"))
+    data = compile_spec(spec).cluster.lustre[1]
+    assert [t.servers for t in data.targets[1:3]] == [("oss01", "oss02"), ("oss02", "oss01")]
