@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from fabricgen.core.document import PathKey
 from fabricgen.core.issues import Issues
 from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.feature import BuildContext
@@ -90,14 +91,18 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric, spec: Mapping
         asics = data.adaptive_routing.get("asics", ())
         if asics and model.name not in checked_models and model.asic not in asics:
             checked_models.add(model.name)
-            at.error((), f"the {tier.value} switch {model.name} ({model.asic or 'ASIC unknown'}) has no adaptive "
-                         f"routing under {data.title}",
-                     f"{data.title} runs adaptive routing on {', '.join(asics)} switches only, e.g. SN5600")
+            switch = spec.get("switch")
+            where = ("switch",) if not isinstance(switch, Mapping) else ("switch", next(
+                k for k in (tier.value, "spine", "leaf") if k in switch))
+            issues.error(where, f"the {tier.value} switch {model.name} ({model.asic or 'ASIC unknown'}) has no "
+                                f"adaptive routing under {data.title}, which Spectrum-X needs",
+                         f"{data.title} runs adaptive routing on {', '.join(asics)} switches only, e.g. SN5600")
     speeds = {s for t in tiers for s in systems()[by_tier[t]].data.adaptive_routing.get("link_speeds", ())}
     if speeds and fabric.uplink_speed.name not in speeds:
-        at.error((), f"switch-to-switch links run at {fabric.uplink_speed.name}, where Spectrum-4 has no adaptive "
-                     "routing", f"set uplink_speed: {' or '.join(sorted(speeds, reverse=True))} (Cumulus Linux runs "
-                                "adaptive routing at 400G and 200G only, never on 800G links)")
+        issues.error(("uplink_speed",) if "uplink_speed" in spec else ("spectrum_x",),
+                     f"switch-to-switch links run at {fabric.uplink_speed.name}, where Spectrum-4 has no adaptive "
+                     "routing", f"set uplink_speed: {' or '.join(sorted(speeds, reverse=True))} (Cumulus Linux "
+                                "runs adaptive routing at 400G and 200G only, never on 800G links)")
     profile = ra_profile(s["profile"])
     if qos.lossless.priority != profile["lossless_priority"]:
         issues.error(("qos", "lossless", "priority"), f"Spectrum-X {s['profile']} runs the lossless class on "
@@ -122,14 +127,28 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric, spec: Mapping
             refused.add(key)
             kind = ("a SuperNIC whose device id has no settings in " + s["profile"] if card.supernic
                     else "not a SuperNIC")
-            at.error((), f"node profile {node_profile.name}: its {fabric.role.value} port {nic.port} is a "
-                         f"{nic.model}, {kind}", "Spectrum-X needs a BlueField-3 or ConnectX-8 SuperNIC on every "
-                                                 "port (catalog supernic: true, e.g. BlueField-3-B3140H)")
+            path: PathKey = _nic_path(context, node_profile, nic) or at.prefix
+            context.issues.error(path, f"node profile {node_profile.name}: its {fabric.role.value} port {nic.port} "
+                                        f"is a {nic.model}, {kind}, on Spectrum-X fabric {fabric.name}",
+                                 "Spectrum-X needs a BlueField-3 or ConnectX-8 SuperNIC on every port (catalog "
+                                 "supernic: true, e.g. BlueField-3-B3140H)")
         elif node_profile.bluefield_mode == "dpu" and card.pci_device_id in bluefield_devices():
             refused.add(key)
             at.error((), f"node profile {node_profile.name} runs its BlueField-3 cards in DPU mode",
                      "Spectrum-X's SuperNIC settings are NIC mode: bluefield_mode: nic, or leave it out")
     return SpectrumX(s["profile"], s.get("link_utilization_threshold"), issues.position(("spectrum_x",)))
+
+
+def _nic_path(context: BuildContext, profile: NodeProfile, nic: Nic) -> PathKey | None:
+    """The spec path of a NIC's model when the spec defines the profile (a catalog profile has no line)."""
+    spec = context.data.get("node_profiles", {}).get(profile.name)
+    if spec is None:
+        return None
+    role = nic.role.value
+    entry = spec["nics"].get(role)
+    if isinstance(entry, Mapping):
+        return ("node_profiles", profile.name, "nics", role, "model")
+    return ("node_profiles", profile.name, "nics", role, nic.index, "model")
 
 
 def bluefield_modes(context: BuildContext, cluster: Cluster) -> None:
