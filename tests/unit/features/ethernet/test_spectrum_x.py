@@ -263,3 +263,19 @@ def test_missing_port_or_parameter_changes_nothing(host: Host) -> None:
     done = host.run()
     assert done.returncode == 1 and "MULTIPATH_DSCP" in done.stderr
     assert not [c for c in host.calls() if " set " in c]
+
+
+def test_a_connectx8_supernic_from_the_spec_catalog_gets_its_own_settings(tmp_path: Path) -> None:
+    """A SuperNIC the shipped catalog lacks (ConnectX-8, device 1023) enters through catalog.nics and gets the RA's
+    settings for its device id: no BlueField mode keys."""
+    cx8 = ("catalog:\n  nics:\n    ConnectX-8-SuperNIC:\n      vendor: NVIDIA\n      ports: 1\n      form_factor: OSFP\n"
+           "      speeds: [400G]\n      link_types: [eth, ib]\n      lanes: 4\n      lane_gbps: [100]\n"
+           "      supernic: true\n      pci_device_id: '1023'\nnodes:\n")
+    spec = _variant(tmp_path, ("    bluefield_mode: nic   # SuperNICs ship in NIC mode; written so a card found in DPU mode is "
+                     "switched back\n", ""), ("nodes:\n", cx8))
+    spec.write_text(spec.read_text().replace("model: BlueField-3-B3140H}", "model: ConnectX-8-SuperNIC}"))
+    files = {a.path: a.content.decode() for a in nic_firmware.render(compile_spec(spec).topology)}
+    script = files[f"hosts/{PROFILE}/nic-firmware.sh"]
+    settings = ra_profile("RA2.2")["nvconfig"]["1023"]
+    assert f"add_port 'SNIC0' 'ens1np0' '' {' '.join(repr(f'{k}={v}') for k, v in settings.items())}\n" in script
+    assert "INTERNAL_CPU" not in script
