@@ -268,11 +268,11 @@ def test_missing_port_or_parameter_changes_nothing(host: Host) -> None:
 def test_a_connectx8_supernic_from_the_spec_catalog_gets_its_own_settings(tmp_path: Path) -> None:
     """A SuperNIC the shipped catalog lacks (ConnectX-8, device 1023) enters through catalog.nics and gets the RA's
     settings for its device id: no BlueField mode keys."""
-    cx8 = ("catalog:\n  nics:\n    ConnectX-8-SuperNIC:\n      vendor: NVIDIA\n      ports: 1\n      form_factor: OSFP\n"
-           "      speeds: [400G]\n      link_types: [eth, ib]\n      lanes: 4\n      lane_gbps: [100]\n"
-           "      supernic: true\n      pci_device_id: '1023'\nnodes:\n")
-    spec = _variant(tmp_path, ("    bluefield_mode: nic   # SuperNICs ship in NIC mode; written so a card found in DPU mode is "
-                     "switched back\n", ""), ("nodes:\n", cx8))
+    cx8 = {"vendor": "NVIDIA", "ports": 1, "form_factor": "OSFP", "speeds": ["400G"], "link_types": ["eth", "ib"],
+           "lanes": 4, "lane_gbps": [100], "supernic": True, "pci_device_id": "1023"}
+    catalog = yaml.safe_dump({"catalog": {"nics": {"ConnectX-8-SuperNIC": cx8}}})
+    mode = next(line for line in SPEC.read_text().splitlines(keepends=True) if "bluefield_mode:" in line)
+    spec = _variant(tmp_path, (mode, ""), ("nodes:\n", catalog + "nodes:\n"))
     spec.write_text(spec.read_text().replace("model: BlueField-3-B3140H}", "model: ConnectX-8-SuperNIC}"))
     files = {a.path: a.content.decode() for a in nic_firmware.render(compile_spec(spec).topology)}
     script = files[f"hosts/{PROFILE}/nic-firmware.sh"]
