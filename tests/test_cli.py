@@ -198,7 +198,7 @@ def test_help_shows_defaults_and_no_type_noise() -> None:
     assert "-o, --out OUT" in plan_help and "[default: out/<cluster name>]" in plan_help
     assert "-out, --save PLANFILE" in plan_help
     assert "<bool>" not in plan_help and "--diff " in plan_help
-    init_help = runner.invoke(app, ["init", "--help"]).output
+    init_help = " ".join(runner.invoke(app, ["init", "--help"]).output.split())  # as read, whatever the wrapping
     assert "lab-1su" in init_help and "h100-4su" in init_help and "[default: lab-1su]" in init_help
     top = runner.invoke(app, ["--help"]).output
     assert "--install-completion" in top and "--show-completion" in top

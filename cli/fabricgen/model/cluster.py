@@ -14,7 +14,7 @@ from enum import StrEnum
 from fabricgen.core.errors import SourcePosition
 from fabricgen.model.addressing import Addressing
 from fabricgen.model.cloud import Cloud
-from fabricgen.model.ethernet import RoceQos, SwitchManagement
+from fabricgen.model.ethernet import RoceQos, SpectrumX, SwitchManagement
 from fabricgen.model.gds import GdsProfile
 from fabricgen.model.hardware import Medium, NicModel, Speed, SwitchModel
 from fabricgen.model.infiniband import SubnetManager
@@ -119,6 +119,7 @@ class Fabric:
     qos: RoceQos | None = None
     addressing: Addressing | None = None
     sriov: Sriov | None = None
+    spectrum_x: SpectrumX | None = None  # NVIDIA Spectrum-X: adaptive routing and the SuperNICs' settings
 
 
 @dataclass(frozen=True)

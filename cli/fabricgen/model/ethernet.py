@@ -41,6 +41,16 @@ class RoceQos:
 
 
 @dataclass(frozen=True)
+class SpectrumX:
+    """NVIDIA Spectrum-X on a RoCE fabric: adaptive routing on the switches and the SuperNIC firmware settings of
+    one release of NVIDIA's reference architecture (``profile``, e.g. RA2.2) on the hosts."""
+
+    profile: str
+    link_utilization_threshold: int | None = None  # percent; None: adaptive routing ignores link utilization
+    position: SourcePosition | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class SwitchManagement:
     """NTP, DNS, syslog, SNMP and TACACS+ of every configured switch; secrets only as where to read them."""
 

@@ -71,6 +71,7 @@ class SwitchModel:
     fabric_type: str
     height_u: int
     port_groups: tuple[PortGroup, ...]
+    asic: str = ""  # NVIDIA's ASIC name (Spectrum-4, Quantum-2); "" unknown: ASIC-bound features are refused
 
     def capacity(self, speeds: tuple[str, ...]) -> int:
         """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""
@@ -109,6 +110,8 @@ class NicModel:
     lanes: int = 0  # electrical lanes of one port (0: not in the catalog)
     lane_gbps: tuple[int, ...] = ()  # SerDes lane rates a port runs
     gpudirect: bool = False  # reads and writes GPU memory directly (GPUDirect RDMA), as GDS over RDMA needs
+    supernic: bool = False  # an NVIDIA SuperNIC: the host end of Spectrum-X (RoCE adaptive routing, programmable CC)
+    pci_device_id: str = ""  # lspci -n's device ID (a2dc BlueField-3, 1023 ConnectX-8): keys per-device firmware data
 
     def lane_options(self, speed: Speed) -> frozenset[tuple[int, int]]:
         """(lanes, Gb/s per lane) one port can run ``speed`` on."""

@@ -73,6 +73,7 @@ class NodeProfile:
     memory_gb: int | None = None
     local_nvme: LocalVolume | None = None
     bonds: tuple[Bond, ...] = ()
+    bluefield_mode: str = ""  # nic or dpu: set in the BlueField cards' firmware (nic-firmware.sh); "" left as it is
 
     def bond_of(self, netdev: str) -> Bond | None:
         """The bond ``netdev`` is a member of, if any."""

@@ -62,7 +62,8 @@ def switch_model(name: str, entry: Mapping[str, Any]) -> SwitchModel:
                   int(g.get("lanes", 0)), tuple(int(r) for r in g.get("lane_gbps", ())))
         for g in entry["port_groups"]
     )
-    return SwitchModel(name, entry["vendor"], entry["fabric_type"], int(entry["height_u"]), groups)
+    return SwitchModel(name, entry["vendor"], entry["fabric_type"], int(entry["height_u"]), groups,
+                       entry.get("asic", ""))
 
 
 def nic_model(name: str, entry: Mapping[str, Any]) -> NicModel:
@@ -77,6 +78,8 @@ def nic_model(name: str, entry: Mapping[str, Any]) -> NicModel:
         int(entry.get("lanes", 0)),
         tuple(int(r) for r in entry.get("lane_gbps", ())),
         bool(entry.get("gpudirect", False)),
+        bool(entry.get("supernic", False)),
+        entry.get("pci_device_id", ""),
     )
 
 

@@ -188,6 +188,7 @@ class _Site:
             LocalVolume(entry["local_nvme"]["path"], entry["local_nvme"]["capacity_gib"]) if "local_nvme" in entry
             else None,
             bonds,
+            entry.get("bluefield_mode", ""),
         )
 
     @staticmethod

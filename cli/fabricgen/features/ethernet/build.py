@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fabricgen.core.issues import Issues
+from fabricgen.features.ethernet import spectrum_x
 from fabricgen.features.ethernet.nos import NosData, systems
 from fabricgen.features.feature import BuildContext, per_fabric
 from fabricgen.model.cluster import Cluster, Fabric, FabricType, Tier
@@ -19,14 +20,17 @@ from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.infiniband import Secret
 from fabricgen.spec.validate import with_defaults
 
-ETHERNET_ONLY = ("nos", "software", "mtu", "host_mtu", "qos")
+ETHERNET_ONLY = ("nos", "software", "mtu", "host_mtu", "qos", "spectrum_x")
 QOS_SCHEMA = "sections/ethernet.schema.json#/$defs/qos"
 MANAGEMENT_SCHEMA = "sections/management.schema.json"
 
 
 def build_sections(context: BuildContext, cluster: Cluster) -> Cluster:
-    """Each Ethernet fabric's sections (:func:`build`), then the switches' management baseline."""
-    return management(context, per_fabric(build)(context, cluster))
+    """Each Ethernet fabric's sections (:func:`build`), then the switches' management baseline; the profiles'
+    BlueField-3 modes are checked once the fabrics' lossless classes are known."""
+    cluster = management(context, per_fabric(build)(context, cluster))
+    spectrum_x.bluefield_modes(context, cluster)
+    return cluster
 
 
 def management(context: BuildContext, cluster: Cluster) -> Cluster:
@@ -75,7 +79,8 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:
     if fabric.type is FabricType.ROCE:
         used = [systems()[name].data for name in sorted(set(by_tier.values()))]
         qos = _roce_qos(issues.at("qos"), with_defaults(spec.get("qos", {}), QOS_SCHEMA), used)
-    return replace(fabric, nos=by_tier, software=software, mtu=mtu, host_mtu=host_mtu, qos=qos)
+    return replace(fabric, nos=by_tier, software=software, mtu=mtu, host_mtu=host_mtu, qos=qos,
+                   spectrum_x=spectrum_x.build(context, cluster, fabric, spec, issues, by_tier, qos))
 
 
 def _nos_by_tier(issues: Issues, fabric: Fabric, nos: str | Mapping[str, str] | None) -> Mapping[Tier, str]:

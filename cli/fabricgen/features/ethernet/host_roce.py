@@ -5,7 +5,8 @@
   (DCQCN) on the lossless priority, the CNP DSCP and priority, ARP settings for several ports on one host, and
   the host MTU. Idempotent, ``--dry-run``, ``SYSFS_ROOT``/``PROCFS_ROOT`` and ``MLNX_QOS``/``IP`` overrides.
   A BlueField port must run in NIC mode: the script reads INTERNAL_CPU_OFFLOAD_ENGINE with mstconfig (its current
-  value) and refuses, changing nothing, a port in DPU mode, where host-side mlnx_qos is undefined.
+  value) and refuses, changing nothing, a port in DPU mode, where host-side mlnx_qos is undefined; the profile's
+  ``bluefield_mode: nic`` has nic-firmware.sh (target ``host-firmware``) select NIC mode, and the refusal says so.
 - ``hosts/<profile>/roce-qos.service``: a oneshot unit running the script at every boot (its settings do not
   survive one), loading rdma_ucm first (rdma_cm's configfs directory exists only then), after the RoCE ports'
   netdevs and the SR-IOV VFs, before the network is online (LNet, kubelet, slurmd).
@@ -198,7 +199,7 @@ def _profile_ports(topology: Topology) -> dict[str, _ProfilePorts]:
 def _qos_script(name: str, entry: _ProfilePorts, source: str) -> bytes:
     return render_template("host-roce/roce-qos.sh.j2", profile=checked(IDENTIFIER, name, "profile name"), source=source,
                            classes=list(entry.fabrics.values()), ports=list(entry.ports.values()),
-                           unnamed=entry.unnamed)
+                           unnamed=entry.unnamed, nic_firmware=entry.profile.bluefield_mode == "nic")
 
 
 def _firewall(name: str, entry: _ProfilePorts, source: str) -> bytes:

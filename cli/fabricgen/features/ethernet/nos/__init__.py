@@ -48,6 +48,8 @@ class NosData:
     default_release: str = ""
     releases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # release -> the facts it decides
     routing: Mapping[str, Any] = field(default_factory=dict)  # its routing daemon's defaults, for Nos.routing
+    # where it runs adaptive routing (Spectrum-X): switch ASICs and link speeds; empty: it has none
+    adaptive_routing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def runs_on(self, model: SwitchModel) -> bool:
         """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
@@ -77,7 +79,8 @@ def nos_data(name: str) -> NosData:
                    MappingProxyType(dict(data["interfaces"])), management["interface"], management["vrf"],
                    tuple(switches.get("vendors", ())), tuple(switches.get("models", ())),
                    str(software.get("default", "")), MappingProxyType(releases),
-                   MappingProxyType(dict(data.get("routing", {}))))
+                   MappingProxyType(dict(data.get("routing", {}))),
+                   MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}))
 
 
 @dataclass(frozen=True)

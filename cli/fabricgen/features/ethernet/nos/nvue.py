@@ -54,7 +54,7 @@ from fabricgen.features.ethernet.switch_view import (
 )
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric, FabricType
-from fabricgen.model.ethernet import RoceQos
+from fabricgen.model.ethernet import RoceQos, SpectrumX
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
 
@@ -427,7 +427,39 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     if lossless:
         assert view.qos is not None
         blocks.extend(_qos_blocks(view, view.qos, ports))
+    spx = view.fabric.spectrum_x
+    if spx is not None and routed:
+        blocks.append(_adaptive_routing_block(spx, routed))
     return blocks
+
+
+def _adaptive_routing_block(spx: SpectrumX, routed: list[NvPort]) -> Block:
+    """Spectrum-X adaptive routing: on globally and on every routed switch-to-switch port, the members of this
+    switch's ECMP routes (host ports are access ports of the VLAN's SVI, where Cumulus Linux has none; a host port
+    is one path anyway)."""
+    speeds = DATA.adaptive_routing.get("link_speeds", ())
+    for p in routed:
+        if p.port.speed not in speeds:
+            raise ValueError(f"{p.name} at {p.port.speed}: Cumulus Linux has no adaptive routing on it (only at "
+                             f"{', '.join(speeds)})")
+    block = Block([
+        f"Spectrum-X ({spx.profile}): adaptive routing, per packet to the less loaded ECMP member, on every routed",
+        f"port ({len(routed)}) and globally. Cumulus Linux 5.x, Spectrum-4 at 400G/200G, layer 3 ports only; applying",
+        "it reloads switchd (5.13+; 5.12 and earlier restart it). The SuperNICs put the sprayed packets back in order.",
+        "5.15+ spells it `router adaptive-routing state enabled`.",
+    ])
+    block.add("router", "adaptive-routing", "enable", value=ON)
+    threshold = spx.link_utilization_threshold
+    if threshold is not None:
+        block.comments.append(f"Link utilization above {threshold} % steers traffic away (global switch on, "
+                              "threshold per port; NVUE's default threshold is 70, off globally).")
+        block.add("router", "adaptive-routing", "link-utilization-threshold", value=ON)
+    for p in routed:
+        block.add("interface", p.name, "router", "adaptive-routing", "enable", value=ON)
+        if threshold is not None:
+            block.add("interface", p.name, "router", "adaptive-routing", "link-utilization-threshold",
+                      value=threshold)
+    return block
 
 
 def settings_tree(settings: Iterable[Setting]) -> dict[str, Any]:
@@ -519,6 +551,21 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
     if sp_to_tc[dscp_to_sp[cnp.dscp]] not in strict:
         yield mismatch(host, f"CNP DSCP {cnp.dscp} lands in traffic class {sp_to_tc[dscp_to_sp[cnp.dscp]]}, which "
                              "is not strict priority", fabric)
+    if fabric.spectrum_x is not None:
+        yield from _adaptive_routing_readback(host, tree, fabric)
+
+
+def _adaptive_routing_readback(host: str, tree: dict[str, Any], fabric: Fabric) -> Iterator[Finding]:
+    """Spectrum-X: adaptive routing on globally and on every routed port (a port with an address)."""
+    if tree.get("router", {}).get("adaptive-routing", {}).get("enable") != ON:
+        yield mismatch(host, "Spectrum-X fabric, but adaptive routing is not enabled (router adaptive-routing)",
+                       fabric)
+    for name, interface in sorted(tree.get("interface", {}).items()):
+        if not name.startswith("swp") or "ip" not in interface:
+            continue
+        if interface.get("router", {}).get("adaptive-routing", {}).get("enable") != ON:
+            yield mismatch(host, f"routed port {name} has no adaptive routing: ECMP traffic over it is hashed, "
+                                 "not sprayed", fabric)
 
 
 NOS = Nos(DATA, render, readback, routing=routing)

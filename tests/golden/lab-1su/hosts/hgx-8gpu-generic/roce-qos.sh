@@ -187,7 +187,7 @@ check_nic_mode() {
   case "$engine" in
     DISABLED*) ;;
     ENABLED*)
-      PROBLEMS+=("${port}: the BlueField at ${pci} runs in DPU mode (INTERNAL_CPU_OFFLOAD_ENGINE ${engine}): its Arm owns the port and host mlnx_qos is undefined; switch it to NIC mode (mstconfig -d ${pci} set INTERNAL_CPU_OFFLOAD_ENGINE=1, then power-cycle the host)") ;;
+      PROBLEMS+=("${port}: the BlueField at ${pci} runs in DPU mode (INTERNAL_CPU_OFFLOAD_ENGINE ${engine}): its Arm owns the port and host mlnx_qos is undefined; switch it to NIC mode (bluefield_mode: nic in the node profile writes nic-firmware.sh for it; or mstconfig -d ${pci} set INTERNAL_CPU_OFFLOAD_ENGINE=1), then power-cycle the host") ;;
     *)
       PROBLEMS+=("${port}: cannot read the mode of the BlueField at ${pci} (mstconfig -e -d ${pci} query INTERNAL_CPU_OFFLOAD_ENGINE); roce-qos configures BlueField ports in NIC mode only") ;;
   esac
