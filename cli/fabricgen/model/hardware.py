@@ -71,6 +71,7 @@ class SwitchModel:
     fabric_type: str
     height_u: int
     port_groups: tuple[PortGroup, ...]
+    sharp: str = ""  # InfiniBand: the ASIC generation whose SHARP it has (infiniband/sharp.yaml); "" = none
 
     def capacity(self, speeds: tuple[str, ...]) -> int:
         """Logical ports when each cage runs at whichever of ``speeds`` gives it the most ports."""

@@ -62,7 +62,8 @@ def switch_model(name: str, entry: Mapping[str, Any]) -> SwitchModel:
                   int(g.get("lanes", 0)), tuple(int(r) for r in g.get("lane_gbps", ())))
         for g in entry["port_groups"]
     )
-    return SwitchModel(name, entry["vendor"], entry["fabric_type"], int(entry["height_u"]), groups)
+    return SwitchModel(name, entry["vendor"], entry["fabric_type"], int(entry["height_u"]), groups,
+                       entry.get("sharp", ""))
 
 
 def nic_model(name: str, entry: Mapping[str, Any]) -> NicModel:
