@@ -417,8 +417,9 @@ def _adaptive_routing(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[
 
 def _sharp(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str], compute: Sequence[str]) -> Sharp | None:
     """SHARP's partition (a compute partition: the jobs' HCAs are its full members at P_Key index 0) and NVIDIA's SM,
-    which sharp_am needs: it reads the fabric from NVIDIA OpenSM's subnet dump and runs beside its master; upstream
-    OpenSM has no SHARP at all. The routing engines are those sharp_am builds trees on."""
+    which sharp_am needs: it reads the fabric from NVIDIA OpenSM's subnet dump and runs beside its master, on a server
+    that is no compute node; upstream OpenSM has no SHARP at all. The routing engines are those sharp_am builds trees
+    on."""
     stated = spec.get("sharp")
     if stated is None:
         return None
@@ -440,6 +441,13 @@ def _sharp(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str], compu
         ctx.issues.error(("sharp",), "SHARP needs NVIDIA's subnet manager: sharp_am builds its trees from NVIDIA "
                                      "OpenSM's subnet dump and runs beside its master; upstream OpenSM has no SHARP",
                          "use flavor: ufm, or run NVIDIA's OpenSM (DOCA-OFED) and state opensm_version 5.x")
+    roles = {n.name: n.profile.role for n in ctx.nodes}
+    for i, host in enumerate(spec["hosts"]):
+        if roles.get(host["name"]) == "compute":
+            ctx.issues.error(("hosts", i, "name"),
+                             f"SM host {host['name']} is a compute node, but sharp_am runs beside the master SM on a "
+                             "dedicated server that cannot serve as a compute node (NVIDIA SHARP deployment guide, "
+                             "Setting up NVIDIA SHARP Environment)", "run the SM (and sharp_am) on management nodes")
     for i, engine in enumerate(engines):
         if engine not in SHARP_ENGINES:
             ctx.issues.error(("routing_engine",) if isinstance(spec["routing_engine"], str) else ("routing_engine", i),

@@ -12,21 +12,28 @@ from typing import Any
 import pytest
 import yaml
 
-from fabricgen.core.errors import CheckError, SpecError
+from fabricgen.core.errors import SpecError
 from fabricgen.features.infiniband.view import routing_engines
 from fabricgen.model.infiniband import AdaptiveRouting, SubnetManager
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 
-UFM = {"flavor": "ufm", "hosts": [{"name": "hgx01", "priority": 15}, {"name": "hgx02", "priority": 14}],
+UFM = {"flavor": "ufm", "hosts": [{"name": "sm01", "priority": 15}, {"name": "sm02", "priority": 14}],
        "guids": "simulated"}
+# The SM (and sharp_am) hosts: management nodes with one port each, on rails 0 and 1 of the spare slot
+SM_PROFILES = {f"sm-server-{x}": {"role": "management", "height_u": 1, "nics": {"compute": [
+    {"dev": "mlx5_0", "netdev": "ib0", "port": "P1", "model": "ConnectX-7-OSFP", "rail": rail}]}}
+    for x, rail in (("a", 0), ("b", 1))}
+SM_NODES = [{"name": f"sm0{i}", "count": 1, "profile": f"sm-server-{x}",
+             "placement": {"rows": ["L"], "per_rack": 1, "start_u": 30}} for i, x in ((1, "a"), (2, "b"))]
 
 
 def _spec(tmp_path: Path, sm: dict[str, Any], *, switch: str = "QM9700", speed: str = "NDR",
-          topology: dict[str, Any] | None = None, nodes: int = 8) -> Path:
+          topology: dict[str, Any] | None = None, nodes: int = 7) -> Path:
     doc = {"apiVersion": "fabricgen/v1", "kind": "Cluster", "metadata": {"name": "sharp"},
            "facility": {"rows": [{"name": "L", "racks": 4}, {"name": "M", "racks": 1, "kind": "network"}]},
+           "node_profiles": SM_PROFILES,
            "nodes": [{"name": "hgx{n:02d}", "count": nodes, "profile": "hgx-8gpu-generic",
-                      "placement": {"rows": ["L"], "per_rack": 2, "start_u": 2}}],
+                      "placement": {"rows": ["L"], "per_rack": 2, "start_u": 2}}, *SM_NODES],
            "fabrics": {"compute": {"type": "infiniband", "speed": speed, "switch": switch,
                                    "topology": topology or {"kind": "rail-optimized", "scalable_unit": 8},
                                    "subnet_manager": sm}}}
@@ -97,17 +104,24 @@ def test_quantum_warns_that_one_streaming_tree_fits_a_switch(tmp_path: Path) -> 
     assert len(warnings) == 1 and "one active streaming-aggregation tree per switch" in warnings[0]
 
 
-def test_sharp_on_a_single_switch_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CheckError) as err:
-        compile_spec(_spec(tmp_path, {**UFM, "sharp": {}}, topology={"kind": "leaf-spine"}, nodes=4))
-    messages = [f.message for f in err.value.findings if f.check == "sharp"]
-    assert any("routes with minhop" in m for m in messages), messages
+def test_sharp_needs_a_tree_engine(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as err:
+        compile_spec(_spec(tmp_path, {**UFM, "routing_engine": ["ar_updn", "minhop"], "sharp": {}}))
+    assert [str(i.path) for i in err.value.issues if "builds trees only" in i.message] == [
+        "fabrics.compute.subnet_manager.routing_engine[1]"]
+
+
+def test_sharp_am_needs_a_server_that_is_no_compute_node(tmp_path: Path) -> None:
+    sm = {**UFM, "hosts": [{"name": "hgx01", "priority": 15}, {"name": "sm02", "priority": 14}], "sharp": {}}
+    with pytest.raises(SpecError) as err:
+        compile_spec(_spec(tmp_path, sm))
+    assert [i.message for i in err.value.issues if "is a compute node" in i.message]
 
 
 def test_two_compute_partitions_need_sharp_to_name_one(tmp_path: Path) -> None:
     sm = {**UFM, "keys": {"m_key": {"env": "M"}},
           "partitions": [{"name": "a", "pkey": "0x8001", "members": {"nodes": ["hgx01", "hgx02", "hgx03", "hgx04"]}},
-                         {"name": "b", "pkey": "0x8002", "members": {"nodes": ["hgx05", "hgx06", "hgx07", "hgx08"]}}],
+                         {"name": "b", "pkey": "0x8002", "members": {"nodes": ["hgx05", "hgx06", "hgx07"]}}],
           "traffic": {"compute": ["a", "b"]}, "sharp": {}}
     with pytest.raises(SpecError) as err:
         compile_spec(_spec(tmp_path, sm))
