@@ -565,6 +565,10 @@ def stage_ufm_config(fabric_dir: Path, workdir: Path, key_env: Mapping[str, str]
     sm_dir.mkdir(parents=True, exist_ok=True)
     scripts.mkdir(parents=True, exist_ok=True)
     shutil.copy2(defaults, sm_dir / "opensm.conf")
+    # UFM's gv.cfg and sharp_am.cfg, which ufm-install.sh edits for SHARP: stand-ins (UFM's own are not public)
+    (sm_dir.parent / "gv.cfg").write_text("[Sharp]\nsharp_enabled = false\n")
+    (sm_dir.parent / "sharp").mkdir(exist_ok=True)
+    (sm_dir.parent / "sharp" / "sharp_am.cfg").write_text("ib_qpc_pkey 0xffff\n")
     sync = scripts / "sync_partitions_conf.sh"
     sync.write_text(_SYNC_SCRIPT.format(rule=UFM_DEFAULT_RULE))
     sync.chmod(0o755)

@@ -128,6 +128,25 @@ class GuidEntry:
 
 
 @dataclass(frozen=True)
+class AdaptiveRouting:
+    """NVIDIA's SM only: adaptive routing (the ar_ engines) and SHIELD; ``service_levels`` the SLs adaptive routing
+    applies to (ar_sl_mask), None for NVIDIA's default (all)."""
+
+    enabled: bool = True
+    shield: str = "on"  # on | no-pfrn | off
+    service_levels: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Sharp:
+    """SHARP on the fabric: the compute partition its jobs run on and how sharp_am talks to the jobs' libsharp."""
+
+    partition: str
+    smx_protocol: str = "sockets"  # sockets | ucx
+    position: SourcePosition | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class SubnetManager:
     flavor: str
     engines: tuple[str, ...]
@@ -147,6 +166,8 @@ class SubnetManager:
     m_key_protection_level: int = 0
     m_key_lease_period: int = 0
     opensm_version: str = ""  # flavor opensm: the OpenSM release on the SM hosts, when the spec states it
+    adaptive_routing: AdaptiveRouting | None = None  # NVIDIA's SM (flavor ufm) only; None: static routing
+    sharp: Sharp | None = None
 
     def partition(self, name: str) -> Partition:
         return next(p for p in self.partitions if p.name == name)

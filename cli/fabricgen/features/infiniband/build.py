@@ -21,6 +21,7 @@ from fabricgen.features.infiniband.view import FTREE_ENGINES
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.infiniband import (
     DEFAULT_PKEY,
+    AdaptiveRouting,
     GuidEntry,
     Ipoib,
     Members,
@@ -28,6 +29,7 @@ from fabricgen.model.infiniband import (
     Qos,
     QosLevel,
     Secret,
+    Sharp,
     SubnetManager,
 )
 from fabricgen.model.nodes import Node, rail_count
@@ -40,6 +42,12 @@ DROP_VL = 15  # an SL mapped to VL 15 in qos_sl2vl is dropped (man opensm, QoS)
 M_KEY_PROTECTION = 2  # with an M_Key: neither queries nor changes without it (level 0 hands the key to any query)
 M_KEY_LEASE_S = 60  # with an M_Key: a lost key is recoverable after a minute (UFM's default lease)
 UFM_HA_HOSTS = 2  # UFM Enterprise HA is an active/standby pair
+AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "ar_dor")  # NVIDIA's adaptive-routing engines
+# The engines sharp_am builds trees on for tree topologies (NVIDIA SHARP deployment guide, "Setting up NVIDIA SHARP
+# Environment": "Tree based topologies: updn, ar_updn, ftree, ar_ftree"; dfp and dor serve topologies fabricgen does
+# not build).
+SHARP_ENGINES = ("ftree", "updn", "ar_ftree", "ar_updn")
+NVIDIA_OPENSM = (5,)  # NVIDIA's OpenSM (DOCA-OFED/MLNX_OFED, UFM) numbers its releases 5.x; upstream's last is 3.3.24
 
 
 def parse_pkey(value: int | str) -> int:
@@ -371,6 +379,83 @@ def _flavor(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partiti
                          "list the two UFM servers of the HA pair")
 
 
+def _adaptive_routing(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str],
+                      partitions: Sequence[Partition], compute: Sequence[str]) -> AdaptiveRouting | None:
+    """NVIDIA's SM has adaptive routing and SHIELD (on by default under UFM); upstream OpenSM has neither: it has no
+    ar_ engine and reads shield_mode and ar_sl_mask as unrecognized tokens it skips (shown on ibsim). The SLs
+    adaptive routing applies to must hold every compute partition's, or NCCL's traffic stays static."""
+    stated = spec.get("adaptive_routing")
+    if spec["flavor"] != "ufm":
+        if stated is not None:
+            ctx.issues.error(("adaptive_routing",),
+                             "upstream OpenSM has no adaptive routing or SHIELD: with an ar_ engine it routes nothing "
+                             "(the subnet never comes up), and it skips shield_mode and ar_sl_mask as unrecognized "
+                             "tokens", "drop adaptive_routing, or run NVIDIA's SM: flavor: ufm")
+        return None
+    given = stated or {}
+    levels = given.get("service_levels")
+    ar = AdaptiveRouting(given.get("enabled", True), given.get("shield", "on"), tuple(levels) if levels else None)
+    adaptive = [e for e in engines if e in AR_ENGINES]
+    if engines and ar.enabled and not adaptive and (
+            *ctx.issues.prefix, "adaptive_routing", "enabled") in ctx.issues.doc.key_positions:
+        ctx.issues.error(("adaptive_routing", "enabled"), f"adaptive routing is on, but routing_engine "
+                                                          f"({', '.join(engines)}) has no adaptive engine",
+                         "route with ar_ftree, ar_updn, or drop routing_engine for fabricgen's default")
+    if engines and not ar.enabled and adaptive:
+        ctx.issues.error(("adaptive_routing", "enabled"), f"adaptive routing is off, but routing_engine names "
+                                                          f"{', '.join(adaptive)}",
+                         "route with ftree, updn, or turn adaptive routing on")
+    if ar.service_levels is not None:
+        for p in partitions:
+            if p.name in compute and p.sl not in ar.service_levels:
+                ctx.issues.error(("adaptive_routing", "service_levels"),
+                                 f"compute partition {p.name} runs on SL {p.sl}, which adaptive routing leaves out: "
+                                 "NCCL's traffic there is routed statically",
+                                 f"add {p.sl} to service_levels, or drop service_levels for NVIDIA's default (all SLs)")
+    return ar
+
+
+def _sharp(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str], compute: Sequence[str]) -> Sharp | None:
+    """SHARP's partition (a compute partition: the jobs' HCAs are its full members at P_Key index 0) and NVIDIA's SM,
+    which sharp_am needs: it reads the fabric from NVIDIA OpenSM's subnet dump and runs beside its master, on a server
+    that is no compute node; upstream OpenSM has no SHARP at all. The routing engines are those sharp_am builds trees
+    on."""
+    stated = spec.get("sharp")
+    if stated is None:
+        return None
+    if "partition" in stated:
+        partition = stated["partition"]
+        if partition not in compute:
+            ctx.issues.error(("sharp", "partition"), f"SHARP runs on partition {partition!r}, which carries no compute "
+                                                     f"traffic (traffic.compute: {', '.join(compute)})",
+                             "name a compute partition: NCCL's SHARP jobs run where its HCAs are full members")
+    elif len(compute) == 1:
+        partition = compute[0]
+    else:
+        ctx.issues.error(("sharp",), f"the fabric has {len(compute)} compute partitions ({', '.join(compute)}): "
+                                     "sharp_am runs SHARP on one static P_Key", "name it in sharp.partition")
+        partition = compute[0]
+    version = spec.get("opensm_version", "")
+    nvidia = bool(version) and tuple(int(x) for x in version.split(".")) >= NVIDIA_OPENSM
+    if spec["flavor"] == "opensm" and not nvidia:
+        ctx.issues.error(("sharp",), "SHARP needs NVIDIA's subnet manager: sharp_am builds its trees from NVIDIA "
+                                     "OpenSM's subnet dump and runs beside its master; upstream OpenSM has no SHARP",
+                         "use flavor: ufm, or run NVIDIA's OpenSM (DOCA-OFED) and state opensm_version 5.x")
+    roles = {n.name: n.profile.role for n in ctx.nodes}
+    for i, host in enumerate(spec["hosts"]):
+        if roles.get(host["name"]) == "compute":
+            ctx.issues.error(("hosts", i, "name"),
+                             f"SM host {host['name']} is a compute node, but sharp_am runs beside the master SM on a "
+                             "dedicated server that cannot serve as a compute node (NVIDIA SHARP deployment guide, "
+                             "Setting up NVIDIA SHARP Environment)", "run the SM (and sharp_am) on management nodes")
+    for i, engine in enumerate(engines):
+        if engine not in SHARP_ENGINES:
+            ctx.issues.error(("routing_engine",) if isinstance(spec["routing_engine"], str) else ("routing_engine", i),
+                             f"sharp_am builds trees only on fabrics routed by {', '.join(SHARP_ENGINES)}, not "
+                             f"{engine}", "route the fat tree with ftree/updn (ar_ftree/ar_updn under UFM)")
+    return Sharp(partition, stated["smx_protocol"], ctx.issues.position(("sharp",)))
+
+
 def _guids(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, Mapping[str, GuidEntry]]:
     source = spec.get("guids")
     if source is None:
@@ -414,10 +499,12 @@ def _subnet_manager(ctx: _Context, spec: Mapping[str, Any], speed: str) -> Subne
     _tenants_apart(ctx, spec, partitions, compute)
     _flavor(ctx, spec, partitions, hosts)
     version = _version(ctx, spec, speed)
+    adaptive = _adaptive_routing(ctx, spec, engines, partitions, compute)
+    sharp = _sharp(ctx, spec, engines, compute)
     protection, lease = _m_key(ctx, spec, compute)
     keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
                  for name, k in sorted(spec.get("keys", {}).items()))
     guids, inventory = _guids(ctx, spec)
     return SubnetManager(spec["flavor"], engines, spec["fallback_to_minhop"], hosts, spec["lmc"],
                          spec["sweep_interval"], spec["config_dir"], partitions, qos, keys, guids, inventory,
-                         ctx.issues.position(()), compute, ipoib, protection, lease, version)
+                         ctx.issues.position(()), compute, ipoib, protection, lease, version, adaptive, sharp)

@@ -12,6 +12,7 @@ from fabricgen.core.errors import Finding, Severity, SourcePosition
 from fabricgen.features.feature import fabric_error, fabric_warning
 from fabricgen.features.infiniband.build import opensm_needed
 from fabricgen.features.infiniband.ipoib import child_interface
+from fabricgen.features.infiniband.sharp import sharp_findings
 from fabricgen.features.infiniband.view import NODE_DESCRIPTION_BYTES, ib_fabric, routing_engines, uses_ftree
 from fabricgen.model.cluster import Fabric, FabricRole, FabricType
 from fabricgen.model.infiniband import SubnetManager
@@ -232,6 +233,7 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
             yield fabric_error(ft.fabric, "routing-engine", ft.fabric.name,
                                "ftree needs at least two switch tiers; this fabric has one switch",
                                "use routing_engine: minhop for a single switch")
+        yield from sharp_findings(topology, ft, sm)
         if ib.missing_guids:
             yield fabric_warning(ft.fabric, "guids", ft.fabric.name,
                                  f"GUIDs of {len(ib.missing_guids)} devices are unknown (e.g. {ib.missing_guids[0]}): "

@@ -87,13 +87,17 @@ ROOTED_ENGINES = (*FTREE_ENGINES, "updn", "ar_updn")  # read root_guid_file
 def routing_engines(sm: SubnetManager, tiers: int, speed: str) -> tuple[str, ...]:
     """The spec's engines, or by default: minhop for a lone switch; for a fat tree ftree, then updn when ftree
     fails (a node at the wrong rank after a cabling fault: updn is credit-loop free on any topology and roots at
-    the same switches); on UFM their adaptive-routing forms (NVIDIA's core SM since UFM 6.4), except on XDR, where
-    UFM's manual lists no ar_ftree."""
+    the same switches); with NVIDIA's adaptive routing (UFM, its core SM since 6.4) their ar_ forms, and on XDR
+    ar_updn alone (UFM's manual, Appendix - Adaptive Routing: "For XDR topologies, only the ar_updn routing mode is
+    supported"; ar_ftree no longer is)."""
     if sm.engines:
         return sm.engines
     if tiers < 2:
         return ("minhop",)
-    return ("ar_ftree", "ar_updn") if sm.flavor == "ufm" and speed != "XDR" else ("ftree", "updn")
+    adaptive = sm.adaptive_routing is not None and sm.adaptive_routing.enabled
+    if sm.flavor == "ufm" and speed == "XDR":
+        return ("ar_updn",) if adaptive else ("updn",)
+    return ("ar_ftree", "ar_updn") if adaptive else ("ftree", "updn")
 
 
 def uses_ftree(engines: tuple[str, ...]) -> bool:

@@ -114,6 +114,12 @@ def _partition_settings(sm: SubnetManager, partitions: Sequence[Partition]) -> l
         "QoS is off: OpenSM runs every path on SL 0")
     settings += [Setting("NCCL_IB_SL", str(sl), f"service level of the compute partition ({origin})"),
                  Setting("UCX_IB_SL", str(sl), "the same service level for UCX")]
+    if sm.sharp is not None and any(p.name == sm.sharp.partition for p in partitions):
+        settings.append(Setting("NCCL_COLLNET_ENABLE", "1", f"SHARP on partition {sm.sharp.partition}: NCCL's CollNet "
+                                "algorithms through NCCL's SHARP plugin (nccl-rdma-sharp-plugins' libnccl-net.so, "
+                                "which NCCL loads from the library path, e.g. HPC-X's); the plugin itself sets "
+                                "SHARP_COLL_ENABLE_SAT=1 (streaming aggregation) and SHARP_COLL_LOCK_ON_COMM_INIT=1 "
+                                "unless set; without the plugin NCCL runs without CollNet"))
     return settings
 
 

@@ -20,6 +20,11 @@ from tests.conftest import INVENTORIES
 
 KEYS = {"OPENSM_SM_KEY": "0x00000000000000b1", "OPENSM_SA_KEY": "0x00000000000000b2",
         "OPENSM_M_KEY": "0x00000000000000b3"}
+# Stand-ins for UFM's gv.cfg (an INI file; SHARP in its [Sharp] section, UFM user manual, Appendix - NVIDIA SHARP
+# Integration) and sharp_am.cfg ("parameter value" lines with sharp_am's defaults): UFM's own are not public.
+GV_CFG = ("[Server]\nport = 8000\n\n[Sharp]\nsharp_enabled = false\nsharp_allocation_enabled = false\n\n"
+          "[Logging]\nlevel = INFO\n")
+SHARP_AM_CFG = "# sharp_am stand-in\nib_qpc_pkey 0xffff\nsmx_protocol 2\ndynamic_tree_allocation TRUE\n"
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +36,8 @@ def h100() -> dict[str, Artifact]:
 def test_ufm_gets_the_files_it_reads_and_no_opensm_unit(h100: dict[str, Artifact]) -> None:
     names = {p.rsplit("/", 1)[1] for p in h100}
     assert names == {"opensm-settings.conf", "partitions.conf.user_ext", "qos-policy.conf", "root-guids.conf",
-                     "cn-guids.conf", "io-guids.conf", "ib-node-name-map", "topology.net", "ufm-install.sh"}
+                     "cn-guids.conf", "io-guids.conf", "ib-node-name-map", "topology.net", "ufm-install.sh",
+                     "sharp_am-settings.conf"}
     assert not [p for p in h100 if "opensm.service" in p or p.endswith(("opensm.conf", "opensm-keys.sh"))]
     user_ext = h100["infiniband/compute/partitions.conf.user_ext"].content.decode()
     assert "Default" not in user_ext.split("# Switch ports")[1], "UFM owns Default"
@@ -57,6 +63,10 @@ def _ufm_tree(tmp_path: Path, h100: dict[str, Artifact]) -> tuple[Path, Path, Pa
     sm_dir = root / "opt/ufm/files/conf/opensm"
     sm_dir.mkdir(parents=True)
     shutil.copy(Path(infiniband_render.__file__).with_name("opensm-3.3.23.conf"), sm_dir / "opensm.conf")
+    (root / "opt/ufm/files/conf/gv.cfg").write_text(GV_CFG)
+    (root / "opt/ufm/files/conf/sharp").mkdir()
+    (root / "opt/ufm/files/conf/sharp/sharp_am.cfg").write_text(SHARP_AM_CFG)
+    (root / "opt/ufm/files/conf/sharp/sharp_am.cfg").chmod(0o644)
     scripts = root / "opt/ufm/scripts"
     scripts.mkdir(parents=True)
     sync = scripts / "sync_partitions_conf.sh"
@@ -89,6 +99,11 @@ def test_install_merges_settings_keys_and_partitions_once(tmp_path: Path, h100: 
     assert (root / "opt/ufm/scripts/sync.log").read_text() == "synced\n"
     for value in KEYS.values():
         assert value not in first.stdout + first.stderr, "a key was printed"
+    gv = (root / "opt/ufm/files/conf/gv.cfg").read_text()
+    assert gv == GV_CFG.replace("sharp_enabled = false", "sharp_enabled = true"), "only [Sharp] sharp_enabled changes"
+    am = root / "opt/ufm/files/conf/sharp/sharp_am.cfg"
+    assert am.read_text() == SHARP_AM_CFG.replace("ib_qpc_pkey 0xffff", "ib_qpc_pkey 0x8001"), "tenant-a, full member"
+    assert stat.S_IMODE(am.stat().st_mode) == 0o644, "UFM's mode kept"
     again = _run(script, root)
     assert again.returncode == 0 and "0 change(s)" in again.stdout, again.stdout + again.stderr
     assert (root / "opt/ufm/scripts/sync.log").read_text() == "synced\n", "no second sync"
@@ -102,6 +117,7 @@ def test_dry_run_and_missing_keys_change_nothing(tmp_path: Path, h100: dict[str,
     dry = _run(script, root, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would set in" in dry.stdout and "sm_key" in dry.stdout and "would run" in dry.stdout
+    assert "[Sharp] sharp_enabled" in dry.stdout and "ib_qpc_pkey" in dry.stdout
     assert not [v for v in KEYS.values() if v in dry.stdout]
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before and (sm_dir / "opensm.conf").read_bytes() \
         == conf

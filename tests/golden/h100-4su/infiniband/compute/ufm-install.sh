@@ -13,12 +13,14 @@
 #      /opt/ufm/scripts/sync_partitions_conf.sh merges it into UFM's partitions.conf and starts a heavy sweep.
 #   3. each setting of opensm-settings.conf replaces its line in /opt/ufm/files/conf/opensm/opensm.conf (appended when
 #      absent), keys substituted from the sources the spec names; every other line stays as UFM wrote it.
+#   4. SHARP: [Sharp] sharp_enabled = true in /opt/ufm/files/conf/gv.cfg, and each setting of sharp_am-settings.conf
+#      in /opt/ufm/files/conf/sharp/sharp_am.cfg, the same way.
 #
 # Usage: ufm-install.sh [--dry-run]
 #   --dry-run   print every change without making it (settings by name: key values are never printed)
 # Environment: UFM_ROOT (default empty: the real /opt/ufm; a prefix for tests), OPENSM_M_KEY (m_key), OPENSM_SA_KEY (sa_key), OPENSM_SM_KEY (sm_key).
-# Exit codes: 0 done, 1 error, 2 bad usage, 3 opensm.conf changed: restart UFM (ufm-enterprise on the master) so its
-#   SM reads the new settings.
+# Exit codes: 0 done, 1 error, 2 bad usage, 3 opensm.conf, gv.cfg or sharp_am.cfg changed: restart UFM (ufm-enterprise on the
+#   master) so it reads the new settings.
 set -euo pipefail
 
 UFM_ROOT="${UFM_ROOT:-}"
@@ -26,6 +28,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SM_DIR="${UFM_ROOT}/opt/ufm/files/conf/opensm"
 USER_EXT="${UFM_ROOT}/opt/ufm/files/conf/partitions.conf.user_ext"
 SYNC="${UFM_ROOT}/opt/ufm/scripts/sync_partitions_conf.sh"
+GV_CFG="${UFM_ROOT}/opt/ufm/files/conf/gv.cfg"
+SHARP_AM_CFG="${UFM_ROOT}/opt/ufm/files/conf/sharp/sharp_am.cfg"
 DRY_RUN=0
 CHANGES=0
 
@@ -116,33 +120,89 @@ if install_file "${HERE}/partitions.conf.user_ext" "$USER_EXT" 0644; then
   fi
 fi
 
-# 3. The settings, in a root-only copy of opensm.conf compared with the live one.
-umask 077
-tmp="$(mktemp "${SM_DIR}/opensm.conf.XXXXXX")"
-trap 'rm -f "$tmp"' EXIT
-cp "${SM_DIR}/opensm.conf" "$tmp"
-changed=()
-changes=0
-while read -r key value; do
-  [[ -z "$key" || "$key" == \#* ]] && continue
-  [[ -n "${KEYS[$key]:-}" ]] && value="${KEYS[$key]}"
-  before="$(awk -v k="$key" '$1 == k { print; exit }' "$tmp")"
-  SETTING_VALUE="$value" set_setting "$tmp" "$key"
-  if [[ "$(awk -v k="$key" '$1 == k { print; exit }' "$tmp")" != "$before" ]]; then
-    changed+=("$key")
-    changes=$((changes + 1))
+# merge_settings SETTINGS TARGET MODE: set each "key value" line of SETTINGS in the opensm.conf-style TARGET (key
+# placeholders replaced by the keys read above) in a root-only copy, which replaces TARGET (with MODE) only when a
+# line changed; RESTART counts the files changed.
+merge_settings() {
+  local tmp key value before changed=()
+  tmp="$(mktemp "$2.XXXXXX")"
+  TMPS+=("$tmp")
+  cp "$2" "$tmp"
+  while read -r key value; do
+    [[ -z "$key" || "$key" == \#* ]] && continue
+    [[ -n "${KEYS[$key]:-}" ]] && value="${KEYS[$key]}"
+    before="$(awk -v k="$key" '$1 == k { print; exit }' "$tmp")"
+    SETTING_VALUE="$value" set_setting "$tmp" "$key"
+    if [[ "$(awk -v k="$key" '$1 == k { print; exit }' "$tmp")" != "$before" ]]; then
+      changed+=("$key")
+    fi
+  done <"$1"
+  commit "$tmp" "$2" "$3" "${changed[*]}"
+}
+
+# commit TMP TARGET MODE WHAT: move TMP over TARGET when WHAT (the settings changed) is not empty; --dry-run only
+# says so.
+commit() {
+  if [[ -z "$4" ]]; then
+    return 0
   fi
-done < "${HERE}/opensm-settings.conf"
-if ((changes == 0)); then
-  log "${CHANGES} change(s); opensm.conf already holds every setting"
+  RESTART=$((RESTART + 1))
+  if ((DRY_RUN)); then
+    log "would set in $2: $4"
+    return 0
+  fi
+  chmod "$3" "$1"
+  mv "$1" "$2"
+  log "set in $2: $4"
+}
+
+# set_ini FILE SECTION KEY VALUE: KEY = VALUE in [SECTION] of the INI file FILE (UFM's gv.cfg; section names
+# matched without case, as UFM's manuals write both [Sharp] and [sharp]), the section appended when absent.
+set_ini() {
+  local tmp
+  tmp="$(mktemp "$1.XXXXXX")"
+  TMPS+=("$tmp")
+  INI_SECTION="$2" INI_KEY="$3" INI_VALUE="$4" awk '
+    function put() { if (in_section && !done) { print ENVIRON["INI_KEY"] " = " ENVIRON["INI_VALUE"]; done = 1 } }
+    /^[[:space:]]*\[/ {
+      put(); name = $0; gsub(/^[[:space:]]*\[|\][[:space:]]*$/, "", name)
+      in_section = (tolower(name) == tolower(ENVIRON["INI_SECTION"])); print; next
+    }
+    in_section {
+      key = $0; sub(/[[:space:]]*=.*/, "", key); gsub(/^[[:space:]]+/, "", key)
+      if (key == ENVIRON["INI_KEY"]) { put(); next }
+    }
+    { print }
+    END { put(); if (!done) { print "[" ENVIRON["INI_SECTION"] "]"; print ENVIRON["INI_KEY"] " = " ENVIRON["INI_VALUE"] } }
+  ' "$1" >"$tmp"
+  if cmp -s "$1" "$tmp"; then
+    return 0
+  fi
+  commit "$tmp" "$1" "$(stat -c %a "$1")" "[$2] $3"
+}
+
+umask 077
+TMPS=()
+trap 'rm -f "${TMPS[@]}"' EXIT
+RESTART=0
+
+# 3. The SM's settings in UFM's opensm.conf (root-only: it holds the keys).
+merge_settings "${HERE}/opensm-settings.conf" "${SM_DIR}/opensm.conf" 0600
+
+# 4. SHARP: UFM runs its aggregation manager when gv.cfg says [Sharp] sharp_enabled = true (UFM user manual,
+#    Appendix - NVIDIA SHARP Integration; the default from UFM 6.23 on), with fabricgen's settings in its own
+#    sharp_am.cfg (every other line as UFM ships it).
+[[ -f "$GV_CFG" ]] || die "${GV_CFG} not found: is UFM Enterprise installed here?"
+[[ -f "$SHARP_AM_CFG" ]] || die "${SHARP_AM_CFG} not found: UFM ships sharp_am's configuration there"
+set_ini "$GV_CFG" Sharp sharp_enabled true
+merge_settings "${HERE}/sharp_am-settings.conf" "$SHARP_AM_CFG" "$(stat -c %a "$SHARP_AM_CFG")"
+
+if ((RESTART == 0)); then
+  log "${CHANGES} change(s); UFM's configuration already holds every setting"
   exit 0
 fi
 if ((DRY_RUN)); then
-  log "would set in ${SM_DIR}/opensm.conf: ${changed[*]}"
   exit 0
 fi
-chmod 0600 "$tmp"
-mv "$tmp" "${SM_DIR}/opensm.conf"
-trap - EXIT
-log "set in ${SM_DIR}/opensm.conf: ${changed[*]}; restart UFM for its SM to read them"
+log "restart UFM for its SM and aggregation manager to read the new settings"
 exit 3

@@ -1,0 +1,128 @@
+"""SHARP and NVIDIA's adaptive routing: what each setting renders to (UFM's opensm.conf lines, sharp_am's settings,
+nccl.env), the engines chosen, and the checks that need the compiled fabric. Refusals a spec can show are negative
+cases (tests/negative/sm-sharp-*.yaml, sm-adaptive-routing-upstream.yaml, sm-ar-sls-miss-compute.yaml); what upstream
+OpenSM does with NVIDIA's keywords is shown on ibsim (tests/external/infiniband/test_nvidia_only_upstream.py); UFM's
+ufm-install.sh editing gv.cfg and sharp_am.cfg runs in test_ufm.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fabricgen.core.errors import SpecError
+from fabricgen.features.infiniband.view import routing_engines
+from fabricgen.model.infiniband import AdaptiveRouting, SubnetManager
+from fabricgen.pipeline import Compiled, compile_spec, render_spec
+
+UFM = {"flavor": "ufm", "hosts": [{"name": "sm01", "priority": 15}, {"name": "sm02", "priority": 14}],
+       "guids": "simulated"}
+# The SM (and sharp_am) hosts: management nodes with one port each, on rails 0 and 1 of the spare slot
+SM_PROFILES = {f"sm-server-{x}": {"role": "management", "height_u": 1, "nics": {"compute": [
+    {"dev": "mlx5_0", "netdev": "ib0", "port": "P1", "model": "ConnectX-7-OSFP", "rail": rail}]}}
+    for x, rail in (("a", 0), ("b", 1))}
+SM_NODES = [{"name": f"sm0{i}", "count": 1, "profile": f"sm-server-{x}",
+             "placement": {"rows": ["L"], "per_rack": 1, "start_u": 30}} for i, x in ((1, "a"), (2, "b"))]
+
+
+def _spec(tmp_path: Path, sm: dict[str, Any], *, switch: str = "QM9700", speed: str = "NDR",
+          topology: dict[str, Any] | None = None, nodes: int = 7) -> Path:
+    doc = {"apiVersion": "fabricgen/v1", "kind": "Cluster", "metadata": {"name": "sharp"},
+           "facility": {"rows": [{"name": "L", "racks": 4}, {"name": "M", "racks": 1, "kind": "network"}]},
+           "node_profiles": SM_PROFILES,
+           "nodes": [{"name": "hgx{n:02d}", "count": nodes, "profile": "hgx-8gpu-generic",
+                      "placement": {"rows": ["L"], "per_rack": 2, "start_u": 2}}, *SM_NODES],
+           "fabrics": {"compute": {"type": "infiniband", "speed": speed, "switch": switch,
+                                   "topology": topology or {"kind": "rail-optimized", "scalable_unit": 8},
+                                   "subnet_manager": sm}}}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _files(compiled: Compiled) -> dict[str, str]:
+    return {a.path: a.content.decode() for a in render_spec(compiled, ["infiniband", "nccl"])}
+
+
+def _settings(text: str) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def test_ufm_defaults_route_adaptively_with_shield_as_nvidia_ships_it(tmp_path: Path) -> None:
+    files = _files(compile_spec(_spec(tmp_path, UFM)))
+    settings = _settings(files["infiniband/compute/opensm-settings.conf"])
+    assert settings["routing_engine"] == "ar_ftree,ar_updn,no_fallback"
+    assert "shield_mode" not in settings and "ar_sl_mask" not in settings, "NVIDIA's defaults: AR and SHIELD on"
+    assert not [p for p in files if "sharp" in p], "no SHARP unless the spec asks"
+    assert "NCCL_COLLNET_ENABLE" not in files["hosts/hgx-8gpu-generic/nccl.env"]
+
+
+@pytest.mark.parametrize(("shield", "mode"), [("off", "0"), ("no-pfrn", "2")])
+def test_shield_modes(tmp_path: Path, shield: str, mode: str) -> None:
+    files = _files(compile_spec(_spec(tmp_path, {**UFM, "adaptive_routing": {"shield": shield}})))
+    assert _settings(files["infiniband/compute/opensm-settings.conf"])["shield_mode"] == mode
+
+
+def test_static_routing_and_the_sl_mask(tmp_path: Path) -> None:
+    sm = {**UFM, "adaptive_routing": {"enabled": False, "service_levels": [0, 3]}}
+    settings = _settings(_files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/opensm-settings.conf"])
+    assert settings["routing_engine"] == "ftree,updn,no_fallback"
+    assert settings["ar_sl_mask"] == "0x0009"
+
+
+def test_xdr_under_ufm_routes_with_ar_updn_alone() -> None:
+    sm = SubnetManager("ufm", (), False, (), 0, 10, "/etc/opensm", (), None, (), "simulated",
+                       adaptive_routing=AdaptiveRouting())
+    assert routing_engines(sm, 2, "XDR") == ("ar_updn",)
+    assert routing_engines(sm, 2, "NDR") == ("ar_ftree", "ar_updn")
+
+
+def test_sharp_under_ufm(tmp_path: Path) -> None:
+    sm = {**UFM, "partitions": [{"name": "training", "pkey": "0x8001", "members": {"groups": ["hgx{n:02d}"]}}],
+          "traffic": {"compute": "training"}, "sharp": {"smx_protocol": "ucx"}}
+    files = _files(compile_spec(_spec(tmp_path, sm)))
+    am = files["infiniband/compute/sharp_am-settings.conf"]
+    assert _settings(am) == {"ib_qpc_pkey": "0x8001", "smx_protocol": "1", "smx_enabled_protocols": "7"}
+    assert "Quantum-2 (SHARPv3) holds 511 streaming-aggregation" in am and "at most 63 jobs on all 8 rails" in am
+    assert "NCCL_COLLNET_ENABLE=1" in files["hosts/hgx-8gpu-generic/nccl.env"].splitlines()
+    script = files["infiniband/compute/ufm-install.sh"]
+    assert "set_ini \"$GV_CFG\" Sharp sharp_enabled true" in script and "sharp_am-settings.conf" in script
+
+
+def test_sharp_beside_nvidia_opensm_gets_a_standalone_sharp_am_cfg(tmp_path: Path) -> None:
+    sm = {"opensm_version": "5.21.0", "guids": "simulated", "sharp": {}}
+    files = _files(compile_spec(_spec(tmp_path, sm)))
+    am = files["infiniband/compute/sharp_am.cfg"]
+    assert "/etc/sharp/sharp_am.cfg" in am and _settings(am) == {"ib_qpc_pkey": "0xffff", "smx_protocol": "2"}
+
+
+def test_quantum_warns_that_one_streaming_tree_fits_a_switch(tmp_path: Path) -> None:
+    compiled = compile_spec(_spec(tmp_path, {**UFM, "sharp": {}}, switch="QM8700", speed="HDR"))
+    warnings = [f.message for f in compiled.findings if f.check == "sharp"]
+    assert len(warnings) == 1 and "one active streaming-aggregation tree per switch" in warnings[0]
+
+
+def test_sharp_needs_a_tree_engine(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as err:
+        compile_spec(_spec(tmp_path, {**UFM, "routing_engine": ["ar_updn", "minhop"], "sharp": {}}))
+    assert [str(i.path) for i in err.value.issues if "builds trees only" in i.message] == [
+        "fabrics.compute.subnet_manager.routing_engine[1]"]
+
+
+def test_sharp_am_needs_a_server_that_is_no_compute_node(tmp_path: Path) -> None:
+    sm = {**UFM, "hosts": [{"name": "hgx01", "priority": 15}, {"name": "sm02", "priority": 14}], "sharp": {}}
+    with pytest.raises(SpecError) as err:
+        compile_spec(_spec(tmp_path, sm))
+    assert [i.message for i in err.value.issues if "is a compute node" in i.message]
+
+
+def test_two_compute_partitions_need_sharp_to_name_one(tmp_path: Path) -> None:
+    sm = {**UFM, "keys": {"m_key": {"env": "M"}},
+          "partitions": [{"name": "a", "pkey": "0x8001", "members": {"nodes": ["hgx01", "hgx02", "hgx03", "hgx04"]}},
+                         {"name": "b", "pkey": "0x8002", "members": {"nodes": ["hgx05", "hgx06", "hgx07"]}}],
+          "traffic": {"compute": ["a", "b"]}, "sharp": {}}
+    with pytest.raises(SpecError) as err:
+        compile_spec(_spec(tmp_path, sm))
+    assert any("name it in sharp.partition" in (i.hint or "") for i in err.value.issues)
