@@ -27,8 +27,8 @@ def checked(script: str, limit: int) -> str:
     base64 where the provider encodes it), which the cloud would reject for every instance."""
     size = len(script.encode())
     if size > limit:
-        raise ValueError(f"the first-boot script filled in is {size} bytes, above the provider's limit of {limit} "
-                         "bytes")
+        raise ValueError(f"the first-boot script filled in is {size} bytes, above the provider's user data limit of "
+                         f"{limit} bytes")
     return script
 
 

@@ -132,6 +132,13 @@ def scheduling(template: bool) -> Any:
     return args(on_host_maintenance="TERMINATE", automatic_restart=True)
 
 
+def service_account(template: bool) -> Any:
+    """The project's default compute service account with the cloud-platform scope (IAM decides what it may do), as
+    Cluster Toolkit's vm-instance module attaches it: the startup script pulls from Artifact Registry with it."""
+    args = gcp.compute.InstanceTemplateServiceAccountArgs if template else gcp.compute.InstanceServiceAccountArgs
+    return args(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+
+
 def main() -> None:
     cluster, project = DATA["cluster"], GOOGLE["project"]
     nets, subnets = networks()
@@ -149,7 +156,7 @@ def main() -> None:
             disks=[gcp.compute.InstanceTemplateDiskArgs(boot=True, auto_delete=True, source_image=INSTANCES["image"],
                                                         disk_size_gb=INSTANCES["system_disk_gib"],
                                                         disk_type=GOOGLE["boot_disk"])],
-            scheduling=scheduling(True), reservation_affinity=reservation(True),
+            scheduling=scheduling(True), reservation_affinity=reservation(True), service_account=service_account(True),
             resource_policies=policy.self_link if policy else None, labels=labels())
         group = gcp.compute.InstanceGroupManager(
             "a3", name=cluster, project=project, zone=DATA["zone"], base_instance_name=cluster,
@@ -164,8 +171,9 @@ def main() -> None:
                 image=INSTANCES["image"], size=INSTANCES["system_disk_gib"], type=GOOGLE["boot_disk"])),
             network_interfaces=interfaces(subnets, False), metadata=metadata, metadata_startup_script=script,
             scheduling=scheduling(False), reservation_affinity=reservation(False),
-            resource_policies=policy.self_link if policy else None,  # pulumi-gcp 10: one self link
-            labels=labels(), opts=boot_after) for name in INSTANCES["names"]}
+            service_account=service_account(False), labels=labels(), opts=boot_after,
+            resource_policies=policy.self_link if policy else None)  # pulumi-gcp 10: one self link
+            for name in INSTANCES["names"]}
         pulumi.export("private_ips", {name: i.network_interfaces[0].network_ip for name, i in instances.items()})
     pulumi.export("networks", [net.name for net in nets])
     pulumi.export("placement_policy", policy.name if policy else None)

@@ -46,7 +46,7 @@ class Recorder(pulumi.runtime.Mocks):
         if args.typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
             state["exportId"] = f"exp-{args.name}"
         if args.typ == "gcp:lustre/instance:Instance":  # Managed Lustre's IP_ADDRESS@tcp:/FILESYSTEM
-            state["mountPoint"] = f"172.16.0.{len(self.resources)}@tcp:/{args.inputs['filesystem']}"
+            state["mountPoint"] = f"10.90.0.2@tcp:/{args.inputs['filesystem']}"
         if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork",
                         "gcp:compute/resourcePolicy:ResourcePolicy", "gcp:compute/instanceTemplate:InstanceTemplate"):
             state["selfLink"] = f"https://www.googleapis.com/compute/v1/{args.name}"

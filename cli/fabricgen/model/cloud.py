@@ -137,4 +137,4 @@ class Cloud:
     @property
     def interface_kind(self) -> str:
         """What the RDMA interfaces are called on this provider."""
-        return {"aws": "EFA", "alicloud": "ERI"}.get(self.provider, "GPU NIC")
+        return {"aws": "EFA", "alicloud": "ERI"}.get(self.provider, "GPUDirect")

@@ -185,7 +185,7 @@ def _instance_type(ctx: _Context) -> CloudInstanceType | None:
     if name in known:
         return known[name]
     other = next((p for p in INTERFACE_SECTION if p != ctx.provider and name in instance_types(p)), "")
-    hint = (f"{name} is a {other} type; set provider: {other}" if other else
+    hint = (f"{name} is {'an' if other[:1] in 'aeiou' else 'a'} {other} type; set provider: {other}" if other else
             did_you_mean(name, known) or f"known {ctx.provider} types: {', '.join(sorted(known))}")
     ctx.issues.error(("instances", "type"), f"unknown {ctx.provider} instance type {name!r}", hint)
     return None

@@ -64,11 +64,11 @@ def lustre_capacity_hint(capacity: int, throughput: int, tiers: Mapping[str, lis
         return f"Managed Lustre tiers: {', '.join(sorted(tiers, key=int))} MB/s/TiB"
     first, step, threshold, large_step, largest = tier
     small = first <= capacity <= threshold and capacity % step == 0
-    large = threshold < capacity <= largest and (capacity - threshold) % large_step == 0
+    large = threshold < capacity <= largest and capacity % large_step == 0  # 20,016,000 = 139 x 144,000
     if small or large:
         return ""
-    return (f"the {throughput} MB/s/TiB tier takes {first} GiB and steps of {step} GiB up to {threshold} GiB, "
-            f"then steps of {large_step} GiB up to {largest} GiB")
+    return (f"the {throughput} MB/s/TiB tier takes multiples of {step} GiB from {first} up to {threshold} GiB, "
+            f"then multiples of {large_step} GiB up to {largest} GiB")
 
 
 def names(issues: Issues, cluster: str, instances: tuple[str, ...]) -> None:
