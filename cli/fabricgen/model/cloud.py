@@ -84,8 +84,9 @@ class GpuDirectStack:
 @dataclass(frozen=True)
 class Gcp:
     """What a Google Cloud A3 cluster adds: the project, its NICs and VPCs, their MTU, the GPUDirect stack, the
-    compact placement's max distance (0: best effort), the boot disk type and the NCCL environment Google documents
-    for the type (name, value, why), loaded after the stack's profile."""
+    compact placement's max distance (0: best effort), the boot disk type, the NCCL environment Google documents
+    for the type (name, value, why), loaded after the stack's profile, and the private service access range Managed
+    Lustre is peered into (carved from network.vpc.cidr; empty without file systems)."""
 
     project: str
     stack: GpuDirectStack
@@ -94,10 +95,7 @@ class Gcp:
     max_distance: int
     boot_disk: str
     nccl: tuple[tuple[str, str, str], ...] = ()
-
-    @property
-    def networks(self) -> int:
-        return 1 + max(nic.network for nic in self.nics)
+    services: str = ""
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def by_id(mocks: Recorder, typ: str) -> dict[str, dict[str, Any]]:
 
 def test_a3_mega_resources(tmp_path: Path) -> None:
     mocks = run(emit(GCP_SPEC, tmp_path))
-    assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 10, "Instance": 17, "ResourcePolicy": 1,
+    assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 11, "Instance": 17, "ResourcePolicy": 1,
                              "Router": 1, "RouterNat": 1, "GlobalAddress": 1, "Connection": 1}
     assert len(mocks.of_type(INSTANCE)) == 16 and len(mocks.of_type("gcp:lustre/instance:Instance")) == 1
 
@@ -98,6 +98,7 @@ def test_firewall_admits_the_cluster_subnets_and_iap_ssh(tmp_path: Path) -> None
     nets = {r.id: r.name for r in mocks.of_type(NETWORK)}
     rules = {r.name: r.inputs for r in mocks.of_type(FIREWALL)}
     internal = {name: rule for name, rule in rules.items() if name.endswith("-internal")}
+    assert sorted(set(rules) - set(internal)) == ["iap-ssh", "lustre"]
     assert len(internal) == 9
     for subnet in mocks.of_type(SUBNET):
         rule = internal[f"{nets[subnet.inputs['network']]}-internal"]
@@ -145,6 +146,9 @@ def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
     host = mocks.named(NETWORK, "gcp-a3-tcpxo-host-0").id
     psa = mocks.one("gcp:compute/globalAddress:GlobalAddress").inputs
     assert (psa["purpose"], psa["addressType"], psa["network"]) == ("VPC_PEERING", "INTERNAL", host)
+    assert (psa["address"], psa["prefixLength"]) == ("10.60.240.0", 20)  # the top /20 of 10.60.0.0/16, clear of subnets
+    rule = mocks.named(FIREWALL, "lustre").inputs
+    assert rule["sourceRanges"] == ["10.60.240.0/20"] and rule["allows"] == [{"protocol": "tcp", "ports": ["988"]}]
     peering = mocks.one("gcp:servicenetworking/connection:Connection").inputs
     assert peering["service"] == "servicenetworking.googleapis.com" and peering["network"] == host
     lustre = mocks.one("gcp:lustre/instance:Instance").inputs

@@ -93,19 +93,13 @@ def _network(ctx: _Context, text: str, where: PathKey, limits: list[int], what: 
     return network
 
 
-def _public_subnet(ctx: _Context, vpc: IPNetwork, taken: list[IPNetwork]) -> str:
-    """The NAT gateway's subnet in a new AWS VPC: the VPC's last free block of the smallest subnet size AWS takes.
-
-    The NAT gateway needs one address; carving from the top keeps clear of the cluster subnets, which
-    specs usually number from the bottom.
-    """
-    prefix = int(ctx.facts["network"]["subnet_prefix"][1])
+def _top_block(ctx: _Context, vpc: IPNetwork, taken: list[IPNetwork], prefix: int, what: str, hint: str) -> str:
+    """The VPC's last free block of a prefix length: a new AWS VPC's NAT gateway subnet, or Google's private service
+    access range for Managed Lustre. Carving from the top keeps clear of the cluster subnets, which specs usually
+    number from the bottom."""
     free = [block for block in (IPSet([vpc]) - IPSet(taken)).iter_cidrs() if block.prefixlen <= prefix]
     if not free:
-        ctx.issues.error(("network", "vpc", "cidr"),
-                         f"the VPC {vpc} has no free /{prefix} for the NAT gateway's subnet",
-                         f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new VPC "
-                         "egress, or reuse an existing VPC by id")
+        ctx.issues.error(("network", "vpc", "cidr"), f"the VPC {vpc} has no free /{prefix} for {what}", hint)
         return ""
     last = free[-1]
     return str(IPNetwork(f"{IPAddress(last.last - 2 ** (32 - prefix) + 1)}/{prefix}"))
@@ -144,8 +138,20 @@ def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...], str]:
             if network is not None:
                 taken.append((i, network))
         subnets.append(CloudSubnet(entry.get("id", ""), entry.get("cidr", ""), subnet_zone))
-    new_vpc = "id" not in vpc and ctx.provider == "aws"
-    public = _public_subnet(ctx, vpc_network, [n for _, n in taken]) if new_vpc and vpc_network is not None else ""
+    # AWS, a new VPC: the NAT gateway's public subnet (the smallest subnet AWS takes: it needs one address);
+    # gcp with Managed Lustre: the private service access range, which must not overlap any subnet
+    public = ""
+    if vpc_network is not None and "id" not in vpc and ctx.provider == "aws":
+        prefix = int(limits["subnet_prefix"][1])
+        public = _top_block(ctx, vpc_network, [n for _, n in taken], prefix, "the NAT gateway's subnet",
+                            f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new "
+                            "VPC egress, or reuse an existing VPC by id")
+    if vpc_network is not None and ctx.provider == "gcp" and ctx.spec["filesystems"]:
+        prefix = int(ctx.facts["filesystems"]["managed-lustre"]["psa_prefix"])
+        public = _top_block(ctx, vpc_network, [n for _, n in taken], prefix,
+                            "Managed Lustre's private service access range",
+                            f"leave a /{prefix} of network.vpc.cidr outside the subnets: Google peers Managed Lustre "
+                            "into it")
     return vpc.get("id", ""), vpc.get("cidr", ""), tuple(subnets), public
 
 
@@ -413,7 +419,8 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     google = None
     if ctx.provider == "gcp":
         gcp.names(ctx.issues, data["metadata"]["name"], names)
-        google = gcp.build(ctx.issues, ctx.spec, itype.name, ctx.facts)
+        google = gcp.build(ctx.issues, ctx.spec, itype.name, ctx.facts, public_subnet)
+        public_subnet = ""
     spec, meta = ctx.spec, data["metadata"]
     instances = spec["instances"]
     return replace(cluster, cloud=Cloud(

@@ -90,8 +90,9 @@ def stack(kind: str, facts: Mapping[str, Any]) -> GpuDirectStack:
                           facts.get("package", ""), facts.get("profile", ""))
 
 
-def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[str, Any]) -> Gcp:
-    """The Google-only part of an A3 cluster, all of it checked."""
+def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[str, Any], services: str) -> Gcp:
+    """The Google-only part of an A3 cluster, all of it checked; ``services`` is the private service access range
+    carved from network.vpc.cidr for Managed Lustre (empty without file systems)."""
     facts, limits = catalog["instances"][itype], catalog["network"]
     where: PathKey = ("project",)
     if "project" not in spec:
@@ -103,4 +104,5 @@ def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[
     layout = nics(issues, itype, facts, len(spec["network"]["subnets"]))
     return Gcp(spec.get("project", ""), stack(facts["gpudirect"], catalog["gpudirect"][facts["gpudirect"]]), layout,
                mtu(issues, spec, itype, facts, limits["mtu"]), int(spec["instances"].get("max_distance", 0)),
-               facts["boot_disk"], tuple((name, value, why) for name, value, why in catalog["nccl"].get(itype, ())))
+               facts["boot_disk"], tuple((name, value, why) for name, value, why in catalog["nccl"].get(itype, ())),
+               services)

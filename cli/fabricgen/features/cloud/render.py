@@ -185,7 +185,8 @@ def _google(name: str, cloud: Cloud) -> tuple[dict[str, Any], list[dict[str, Any
                                                                      else "")}
             for i, nic in enumerate(google.nics)]
     return {"project": google.project, "networks": nets, "max_distance": google.max_distance,
-            "boot_disk": google.boot_disk, "gpudirect": google.stack.kind}, nics
+            "boot_disk": google.boot_disk, "gpudirect": google.stack.kind, "services_range": google.services,
+            "lustre_port": catalog()["gcp"]["filesystems"]["managed-lustre"]["lnet_port"]}, nics
 
 
 def render(topology: Topology) -> list[Artifact]:

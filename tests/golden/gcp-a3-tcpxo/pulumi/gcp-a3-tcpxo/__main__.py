@@ -23,7 +23,6 @@ DATA: dict[str, Any] = json.loads((Path(__file__).parent / "cluster.json").read_
 INSTANCES: dict[str, Any] = DATA["instances"]
 GOOGLE: dict[str, Any] = DATA["gcp"]
 IAP_RANGE = "35.235.240.0/20"  # the range IAP TCP forwarding connects from (Google, "Using IAP for TCP forwarding")
-PSA_PREFIX = 16  # private service access range for Managed Lustre (Cluster Toolkit private-service-access default)
 
 
 def labels() -> dict[str, str]:
@@ -92,12 +91,20 @@ def placement() -> gcp.compute.ResourcePolicy | None:
 
 
 def filesystems(host: gcp.compute.Network) -> list[gcp.lustre.Instance]:
-    """Managed Lustre in the cluster's zone on the host network, which needs private service access first."""
+    """Managed Lustre in the cluster's zone on the host network, which needs private service access first: the range
+    fabricgen carved from network.vpc.cidr (clear of every subnet, on every NIC's VPC), peered to Google's service
+    network, and a firewall rule admitting Lustre's TCP port from it (Managed Lustre, "Configure a VPC network")."""
     if not DATA["filesystems"]:
         return []
     cluster, project = DATA["cluster"], GOOGLE["project"]
+    address, prefix = GOOGLE["services_range"].split("/")
     reserved = gcp.compute.GlobalAddress("psa", name=f"{cluster}-psa", project=project, network=host.id,
-                                         purpose="VPC_PEERING", address_type="INTERNAL", prefix_length=PSA_PREFIX)
+                                         purpose="VPC_PEERING", address_type="INTERNAL", address=address,
+                                         prefix_length=int(prefix))
+    gcp.compute.Firewall("lustre", name=f"{cluster}-lustre", project=project, network=host.id, direction="INGRESS",
+                         source_ranges=[GOOGLE["services_range"]],
+                         allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(GOOGLE["lustre_port"])])],
+                         description=f"{cluster}: Managed Lustre's servers to its clients")
     peering = gcp.servicenetworking.Connection("psa", network=host.id, service="servicenetworking.googleapis.com",
                                                reserved_peering_ranges=[reserved.name])
     return [gcp.lustre.Instance(
