@@ -29,7 +29,8 @@ from tests.helpers.hostile import EXTREMES, HOSTILE_STRINGS, dump, leaves, mutat
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-FAST_EXAMPLES = ("lab-1su", "aws-p5-efa", "alicloud-erdma")  # h100-4su and bench-16k: bench/adversarial.py
+# h100-4su and bench-16k: bench/adversarial.py
+FAST_EXAMPLES = ("lab-1su", "aws-p5-efa", "alicloud-erdma", "gcp-a3-tcpxo")
 odd = st.sampled_from([*EXTREMES, *HOSTILE_STRINGS])
 
 

@@ -17,7 +17,7 @@ from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
 
 GOLDEN = REPO / "tests" / "golden"
-CASES = ["lab-1su", "h100-4su", "ref-256", "spectrumx-1su", "aws-p5-efa", "alicloud-erdma"]
+CASES = ["lab-1su", "h100-4su", "ref-256", "spectrumx-1su", "aws-p5-efa", "alicloud-erdma", "gcp-a3-tcpxo"]
 
 
 def _tree(root: Path) -> dict[str, bytes]:

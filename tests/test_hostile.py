@@ -29,7 +29,7 @@ from tests.conftest import INVENTORIES, REPO, require_tool
 
 runner = CliRunner()
 LAB = INVENTORIES / "lab-1su.yaml"
-EXAMPLES = ["lab-1su", "h100-4su", "aws-p5-efa", "alicloud-erdma"]
+EXAMPLES = ["lab-1su", "h100-4su", "aws-p5-efa", "alicloud-erdma", "gcp-a3-tcpxo"]
 # A file name as an attacker would write it: newlines, command substitution, quotes, a comment, XML's "--".
 HOSTILE_NAME = "x\n$(touch PWNED1)\n`touch PWNED2`;touch PWNED3 #'\"\r\u2028--> <b>.yaml"
 

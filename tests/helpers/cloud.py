@@ -1,4 +1,4 @@
-"""What the cloud tests share: the two cloud example specs and their emitted Pulumi project on disk
+"""What the cloud tests share: the three cloud example specs and their emitted Pulumi project on disk
 (tests/unit/features/cloud, tests/external/cloud)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from tests.conftest import INVENTORIES
 
 AWS_SPEC = INVENTORIES / "aws-p5-efa.yaml"
 ALI_SPEC = INVENTORIES / "alicloud-erdma.yaml"
+GCP_SPEC = INVENTORIES / "gcp-a3-tcpxo.yaml"
 
 
 def emit(spec: Path, tmp_path: Path, edit: dict[str, str] | None = None) -> Path:

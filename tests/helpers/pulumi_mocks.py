@@ -45,6 +45,15 @@ class Recorder(pulumi.runtime.Mocks):
             state["protocolServiceId"] = f"ptc-{args.name}"
         if args.typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
             state["exportId"] = f"exp-{args.name}"
+        if args.typ == "gcp:lustre/instance:Instance":  # Managed Lustre's IP_ADDRESS@tcp:/FILESYSTEM
+            state["mountPoint"] = f"10.90.0.2@tcp:/{args.inputs['filesystem']}"
+        if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork",
+                        "gcp:compute/resourcePolicy:ResourcePolicy", "gcp:compute/instanceTemplate:InstanceTemplate"):
+            state["selfLink"] = f"https://www.googleapis.com/compute/v1/{args.name}"
+            state["selfLinkUnique"] = f"https://www.googleapis.com/compute/v1/{args.name}?id=1"
+        if args.typ == "gcp:compute/instance:Instance":
+            state["networkInterfaces"] = [{**nic, "networkIp": f"10.60.0.{len(self.resources)}"}
+                                          for nic in args.inputs["networkInterfaces"]]
         if args.typ == "pulumi-python:dynamic:Resource":  # the CPFS export's mount domain, read from the NAS API
             state["domain"] = f"{args.inputs['file_system_id']}.cn-wulanchabu.cpfs.aliyuncs.com"
         resource_id = f"{args.name}-id"

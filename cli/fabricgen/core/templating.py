@@ -38,6 +38,12 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _MAYBE_FORMULA = re.compile(r'(?:^|,)"?[=+\-@\t\r\n]', re.MULTILINE)
 
 
+def env_line(name: str, value: str) -> str:
+    """NAME=VALUE as an environment file (sourced by sh, or systemd's EnvironmentFile=) holds it: single-quoted
+    when the value has a ';' (GPUDirect-TCPX's CPU bindings); the callers allow no other special character."""
+    return f"{name}='{value}'" if ";" in value else f"{name}={value}"
+
+
 def formula_like(text: str) -> bool:
     """Whether a spreadsheet would take this text cell for a formula: it starts with ``= + - @``, a tab or a line
     break (OWASP, "CSV Injection") and is not a plain number (``-1`` stays a number)."""

@@ -55,6 +55,50 @@ class CloudAccess:
 
 
 @dataclass(frozen=True)
+class GcpNic:
+    """One NIC of a Google Cloud A3 instance, in NIC order: ``host`` (gVNIC, nic0 first) or ``gpu`` (gVNIC for
+    GPUDirect-TCPX/TCPXO, MRDMA for RDMA); ``network`` is the index of its VPC (MRDMA NICs share the RoCE VPC)."""
+
+    role: str
+    nic_type: str
+    network: int
+    subnet: int
+
+
+@dataclass(frozen=True)
+class GpuDirectStack:
+    """Google's software for one GPUDirect kind (``tcpx``, ``tcpxo``, ``rdma``), from the catalog: the NCCL plugin
+    (an installer image, or a Debian package), the receive-datapath manager (RxDM) image, where the plugin's
+    libraries land and the environment profile Google's installer writes."""
+
+    kind: str
+    name: str
+    library_dir: str
+    plugin_image: str = ""
+    plugin_install: tuple[str, ...] = ()
+    rxdm_image: str = ""
+    package: str = ""
+    profile: str = ""
+
+
+@dataclass(frozen=True)
+class Gcp:
+    """What a Google Cloud A3 cluster adds: the project, its NICs and VPCs, their MTU, the GPUDirect stack, the
+    compact placement's max distance (0: best effort), the boot disk type, the NCCL environment Google documents
+    for the type (name, value, why), loaded after the stack's profile, and the private service access range Managed
+    Lustre is peered into (carved from network.vpc.cidr; empty without file systems)."""
+
+    project: str
+    stack: GpuDirectStack
+    nics: tuple[GcpNic, ...]
+    mtu: int
+    max_distance: int
+    boot_disk: str
+    nccl: tuple[tuple[str, str, str], ...] = ()
+    services: str = ""
+
+
+@dataclass(frozen=True)
 class Cloud:
     """A cloud cluster: one group of identical GPU instances in one zone, its network and its file systems."""
 
@@ -81,6 +125,7 @@ class Cloud:
     public_subnet: str = ""
     system_disk_gib: int = 200
     jumbo_frames: bool = False  # Alibaba Cloud: jumbo frames, and the ERIs' MTU 8500 instead of 1400
+    gcp: Gcp | None = None
 
     @property
     def eri_mtu(self) -> int:
@@ -90,4 +135,4 @@ class Cloud:
     @property
     def interface_kind(self) -> str:
         """What the RDMA interfaces are called on this provider."""
-        return "EFA" if self.provider == "aws" else "ERI"
+        return {"aws": "EFA", "alicloud": "ERI"}.get(self.provider, "GPUDirect")

@@ -1,9 +1,11 @@
-"""Build the ``cloud`` section: a cloud cluster (AWS EFA or Alibaba Cloud eRDMA) instead of racks and fabrics.
+"""Build the ``cloud`` section: a cloud cluster (AWS EFA, Alibaba Cloud eRDMA or Google Cloud A3 with GPUDirect)
+instead of racks and fabrics.
 
 Everything a provider would reject only after minutes of ``pulumi up`` is checked here first, each with the
 spec's file:line: instance types from the cloud catalog, interface counts above the type's maximum, FSx and
 CPFS capacity and throughput values, subnets outside the cluster's zone (EFA and eRDMA do not cross zones),
-a placement group next to a capacity block, and the VPC/subnet CIDRs (netaddr).
+a placement group next to a capacity block, and the VPC/subnet CIDRs (netaddr). Google Cloud's own checks (zones,
+NIC counts, MTU) are in :mod:`.gcp`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.core.naming import DEVICE_NAME, expand, placeholders, unknown_placeholders
+from fabricgen.features.cloud import gcp
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cloud import Cloud, CloudAccess, CloudFileSystem, CloudInstanceType, CloudSubnet
 from fabricgen.model.cluster import Cluster
@@ -31,8 +34,11 @@ from fabricgen.spec.validate import schema_issues
 CATALOG_SCHEMA = "sections/cloud.schema.json#/$defs/catalog_file"
 # cloud: cloud.filesystems; nccl: the provider documents its instances' NCCL environment, which nccl.env holds
 ON_PREM_SECTIONS = ("facility", "node_profiles", "nodes", "fabrics", "lustre", "gds", "kubernetes", "nccl")
-INTERFACE_SECTION = {"aws": "efa", "alicloud": "eri"}
-FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs"}
+INTERFACE_SECTION = {"aws": "efa", "alicloud": "eri", "gcp": "gpudirect"}
+FILESYSTEM_KIND = {"aws": "fsx-lustre", "alicloud": "cpfs", "gcp": "managed-lustre"}
+RDMA_KIND = {"aws": "EFA", "alicloud": "eRDMA", "gcp": "GPUDirect"}
+DEFAULT_ACCESS = {"aws": "ssm", "alicloud": "none", "gcp": "iap"}
+ACCESS_KINDS = {"aws": ("ssm", "bastion", "none"), "alicloud": ("none",), "gcp": ("iap", "none")}
 
 
 @cache
@@ -87,19 +93,13 @@ def _network(ctx: _Context, text: str, where: PathKey, limits: list[int], what: 
     return network
 
 
-def _public_subnet(ctx: _Context, vpc: IPNetwork, taken: list[IPNetwork]) -> str:
-    """The NAT gateway's subnet in a new AWS VPC: the VPC's last free block of the smallest subnet size AWS takes.
-
-    The NAT gateway needs one address; carving from the top keeps clear of the cluster subnets, which
-    specs usually number from the bottom.
-    """
-    prefix = int(ctx.facts["network"]["subnet_prefix"][1])
+def _top_block(ctx: _Context, vpc: IPNetwork, taken: list[IPNetwork], prefix: int, what: str, hint: str) -> str:
+    """The VPC's last free block of a prefix length: a new AWS VPC's NAT gateway subnet, or Google's private service
+    access range for Managed Lustre. Carving from the top keeps clear of the cluster subnets, which specs usually
+    number from the bottom."""
     free = [block for block in (IPSet([vpc]) - IPSet(taken)).iter_cidrs() if block.prefixlen <= prefix]
     if not free:
-        ctx.issues.error(("network", "vpc", "cidr"),
-                         f"the VPC {vpc} has no free /{prefix} for the NAT gateway's subnet",
-                         f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new VPC "
-                         "egress, or reuse an existing VPC by id")
+        ctx.issues.error(("network", "vpc", "cidr"), f"the VPC {vpc} has no free /{prefix} for {what}", hint)
         return ""
     last = free[-1]
     return str(IPNetwork(f"{IPAddress(last.last - 2 ** (32 - prefix) + 1)}/{prefix}"))
@@ -112,7 +112,7 @@ def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...], str]:
     vpc_network = _network(ctx, vpc["cidr"], ("network", "vpc", "cidr"), limits["vpc_prefix"], "VPC") if (
         "cidr" in vpc) else None
     zone = ctx.spec["zone"]
-    kind = "EFA" if ctx.provider == "aws" else "eRDMA"
+    kind = RDMA_KIND[ctx.provider]
     subnets: list[CloudSubnet] = []
     taken: list[tuple[int, IPNetwork]] = []
     for i, entry in enumerate(net["subnets"]):
@@ -138,19 +138,36 @@ def _subnets(ctx: _Context) -> tuple[str, str, tuple[CloudSubnet, ...], str]:
             if network is not None:
                 taken.append((i, network))
         subnets.append(CloudSubnet(entry.get("id", ""), entry.get("cidr", ""), subnet_zone))
-    new_vpc = "id" not in vpc and ctx.provider == "aws"
-    public = _public_subnet(ctx, vpc_network, [n for _, n in taken]) if new_vpc and vpc_network is not None else ""
+    # AWS, a new VPC: the NAT gateway's public subnet (the smallest subnet AWS takes: it needs one address);
+    # gcp with Managed Lustre: the private service access range, which must not overlap any subnet
+    public = ""
+    if vpc_network is not None and "id" not in vpc and ctx.provider == "aws":
+        prefix = int(limits["subnet_prefix"][1])
+        public = _top_block(ctx, vpc_network, [n for _, n in taken], prefix, "the NAT gateway's subnet",
+                            f"leave a /{prefix} of the VPC outside the subnets for the NAT gateway that gives a new "
+                            "VPC egress, or reuse an existing VPC by id")
+    if vpc_network is not None and ctx.provider == "gcp" and ctx.spec["filesystems"]:
+        prefix = int(ctx.facts["filesystems"]["managed-lustre"]["psa_prefix"])
+        public = _top_block(ctx, vpc_network, [n for _, n in taken], prefix,
+                            "Managed Lustre's private service access range",
+                            f"leave a /{prefix} of network.vpc.cidr outside the subnets: Google peers Managed Lustre "
+                            "into it")
     return vpc.get("id", ""), vpc.get("cidr", ""), tuple(subnets), public
 
 
 def _access(ctx: _Context, public_subnet: str) -> CloudAccess:
     """The operators' way in: the instances have no public address, so an SSH rule alone reaches nothing."""
     spec = ctx.spec.get("access", {})
-    kind = spec.get("kind", "ssm" if ctx.provider == "aws" else "none")
+    kind = spec.get("kind", DEFAULT_ACCESS[ctx.provider])
     where: PathKey = ("access", "kind")
-    if ctx.provider == "alicloud" and kind != "none":
-        ctx.issues.error(where, f"access {kind} is AWS's", "Alibaba Cloud instances are reached through Cloud "
-                                                          "Assistant or Workbench, which need no resource: access none")
+    if kind not in ACCESS_KINDS[ctx.provider]:
+        owner = next(p for p, kinds in ACCESS_KINDS.items() if kind in kinds and p != ctx.provider)
+        hint = {"alicloud": "Alibaba Cloud instances are reached through Cloud Assistant or Workbench, which need no "
+                            "resource: access none",
+                "gcp": "Google Cloud instances are reached through IAP TCP forwarding (access iap) or not at all "
+                       "(none)",
+                "aws": "use ssm, bastion or none"}[ctx.provider]
+        ctx.issues.error(where, f"access {kind} is {owner}'s, not {ctx.provider}'s", hint)
     if kind != "bastion":
         for key in ("ingress", "instance_type"):
             if key in spec:
@@ -173,8 +190,8 @@ def _instance_type(ctx: _Context) -> CloudInstanceType | None:
     known = instance_types(ctx.provider)
     if name in known:
         return known[name]
-    other = "alicloud" if ctx.provider == "aws" else "aws"
-    hint = (f"{name} is an {other} type; set provider: {other}" if name in instance_types(other) else
+    other = next((p for p in INTERFACE_SECTION if p != ctx.provider and name in instance_types(p)), "")
+    hint = (f"{name} is {'an' if other[:1] in 'aeiou' else 'a'} {other} type; set provider: {other}" if other else
             did_you_mean(name, known) or f"known {ctx.provider} types: {', '.join(sorted(known))}")
     ctx.issues.error(("instances", "type"), f"unknown {ctx.provider} instance type {name!r}", hint)
     return None
@@ -188,6 +205,10 @@ def _interfaces(ctx: _Context, itype: CloudInstanceType | None) -> int:
     asked = ctx.spec.get(wanted, {}).get("interfaces", "max")
     if itype is None:
         return 0
+    if ctx.provider == "gcp" and asked not in ("max", itype.interfaces):
+        ctx.issues.error((wanted, "interfaces"), f"{itype.name} has {itype.interfaces} GPU NICs, not {asked}",
+                         f"Google's NCCL plugin and GPU NIC layout use every GPU NIC: max or {itype.interfaces}")
+        return itype.interfaces
     if asked != "max" and asked > itype.interfaces:
         kind = "EFA interfaces" if ctx.provider == "aws" else "ERIs"
         ctx.issues.error((wanted, "interfaces"), f"{itype.name} has at most {itype.interfaces} {kind}, not {asked}",
@@ -220,12 +241,30 @@ def _placement(ctx: _Context) -> tuple[bool, str, str]:
     spec = ctx.spec["instances"]
     capacity = spec.get("capacity", {})
     kind, block = capacity.get("kind", ""), capacity.get("kind") == "block"
+    group = spec["group"]
+    if "max_distance" in spec and ctx.provider != "gcp":
+        ctx.issues.error(("instances", "max_distance"), "max_distance is for provider gcp",
+                         "remove it: a placement group has no distance")
+    if ctx.provider == "gcp":
+        if block:
+            ctx.issues.error(("instances", "capacity", "kind"), "capacity blocks are AWS's",
+                             "on gcp, consume a reservation by name: kind: reservation")
+        if group == "auto-scaling":
+            ctx.issues.error(("instances", "group"), "auto-scaling is for provider aws",
+                             "use group: instances or managed-instance-group")
+        if "max_distance" in spec and not spec.get("placement_group", True):
+            ctx.issues.error(("instances", "max_distance"), "max_distance needs the compact placement policy",
+                             "remove max_distance or placement_group: false")
+        return spec.get("placement_group", True), kind, capacity.get("id", "")
+    if group == "managed-instance-group":
+        ctx.issues.error(("instances", "group"), "a managed instance group is for provider gcp",
+                         "use group: instances" + (" or auto-scaling" if ctx.provider == "aws" else ""))
     if ctx.provider != "aws":
         for key in ("capacity", "placement_group"):
             if key in spec:
                 ctx.issues.error(("instances", key), f"{key} is for provider aws",
                                  "Alibaba Cloud instances always join a LowLatency deployment set")
-        if spec["group"] != "instances":
+        if spec["group"] == "auto-scaling":
             ctx.issues.error(("instances", "group"), "auto-scaling is for provider aws", "use group: instances")
         return False, "", ""
     if spec.get("placement_group") and block:
@@ -256,6 +295,8 @@ def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any], itype: CloudInst
                          f"use kind: {FILESYSTEM_KIND[ctx.provider]}")
         return None
     facts = ctx.facts["filesystems"][kind]
+    if kind == "managed-lustre":
+        return _managed_lustre(ctx, where, spec, facts)
     if not _capacity_ok(spec["capacity_gib"], facts):
         ctx.issues.error((*where, "capacity_gib"), f"{kind} does not accept {spec['capacity_gib']} GiB",
                          f"valid: {_capacity_values(facts)}")
@@ -270,6 +311,25 @@ def _filesystem(ctx: _Context, i: int, spec: Mapping[str, Any], itype: CloudInst
                          f"valid: {', '.join(sorted(storage_types))} MB/s/TiB")
     return CloudFileSystem(kind, spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
                            storage_type=storage_types.get(str(spec["throughput"]), ""))
+
+
+def _managed_lustre(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[str, Any]
+                    ) -> CloudFileSystem:
+    """Managed Lustre capacities Google accepts at the performance tier (``throughput``, MB/s per TiB)."""
+    for key in ("efa", "metadata_iops"):
+        if key in spec:
+            ctx.issues.error((*where, key), f"{key} is for fsx-lustre", f"remove {key}")
+    tiers = facts["tiers"]
+    if str(spec["throughput"]) not in tiers:
+        ctx.issues.error((*where, "throughput"), f"Managed Lustre has no {spec['throughput']} MB/s/TiB tier",
+                         f"valid: {', '.join(sorted(tiers, key=int))} MB/s/TiB")
+    else:
+        hint = gcp.lustre_capacity_hint(spec["capacity_gib"], spec["throughput"], tiers)
+        if hint:
+            ctx.issues.error((*where, "capacity_gib"), f"Managed Lustre does not take {spec['capacity_gib']} GiB "
+                                                       f"at {spec['throughput']} MB/s/TiB", hint)
+    return CloudFileSystem(spec["kind"], spec["name"], spec["capacity_gib"], spec["throughput"], spec["mountpoint"],
+                           storage_type=facts["filesystem"])
 
 
 def _fsx(ctx: _Context, where: PathKey, spec: Mapping[str, Any], facts: Mapping[str, Any],
@@ -344,6 +404,11 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     if not ctx.spec["zone"].startswith(ctx.spec["region"]):
         ctx.issues.error(("zone",), f"zone {ctx.spec['zone']} is not in region {ctx.spec['region']}",
                          f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
+    if "project" in ctx.spec and ctx.provider != "gcp":
+        ctx.issues.error(("project",), "project is for provider gcp", "remove project")
+    if "mtu" in ctx.spec["network"] and ctx.provider != "gcp":
+        ctx.issues.error(("network", "mtu"), "network.mtu is for provider gcp",
+                         "remove it: EFA and ERI MTUs follow the instance type (eri.jumbo_frames on Alibaba Cloud)")
     vpc_id, vpc_cidr, subnets, public_subnet = _subnets(ctx)
     access = _access(ctx, public_subnet)
     itype = _instance_type(ctx)
@@ -354,6 +419,11 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     filesystems = _filesystems(ctx, itype)
     if itype is None:
         return cluster
+    google = None
+    if ctx.provider == "gcp":
+        gcp.names(ctx.issues, data["metadata"]["name"], names)
+        google = gcp.build(ctx.issues, ctx.spec, itype.name, ctx.facts, public_subnet)
+        public_subnet = ""
     spec, meta = ctx.spec, data["metadata"]
     instances = spec["instances"]
     return replace(cluster, cloud=Cloud(
@@ -361,4 +431,4 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
         itype, names, instances["image"], instances.get("key_pair", ""), instances["group"], placement_group,
         capacity_kind, capacity_id, interfaces, filesystems,
         tuple(sorted({**spec["tags"], "cluster": meta["name"]}.items())), ctx.issues.position(()), public_subnet,
-        _system_disk(ctx), spec.get("eri", {}).get("jumbo_frames", False)))
+        _system_disk(ctx), spec.get("eri", {}).get("jumbo_frames", False), google))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.templating import render_template
+from fabricgen.core.templating import env_line, render_template
 from fabricgen.features.nccl.topo import INSTALLED, topology_nics, topology_xml
 from fabricgen.model.cloud import Cloud
 from fabricgen.model.cluster import Fabric, FabricType
@@ -33,6 +33,11 @@ class Setting:
     name: str
     value: str
     why: str
+
+    @property
+    def line(self) -> str:
+        """NAME=VALUE as nccl.env holds it."""
+        return env_line(self.name, self.value)
 
 
 def hca_list(profile: NodeProfile, fabric: Fabric) -> str:
@@ -125,13 +130,17 @@ def _partition_settings(sm: SubnetManager, partitions: Sequence[Partition]) -> l
 
 def _checked(settings: list[Setting]) -> list[Setting]:
     for s in settings:
-        if not _SAFE_VALUE.fullmatch(s.value):
+        if not _SAFE_VALUE.fullmatch(s.value.replace(";", ",")):  # a ';' is quoted (env_line)
             raise ValueError(f"NCCL value {s.value!r} of {s.name} is not a plain word")
     return settings
 
 
 def cloud_settings(cloud: Cloud) -> list[Setting]:
-    """EFA (aws-ofi-nccl >= 1.7 with libfabric >= 1.18, as AWS's EFA installer ships) or eRDMA (NCCL >= 2.19)."""
+    """EFA (aws-ofi-nccl >= 1.7 with libfabric >= 1.18, as AWS's EFA installer ships), eRDMA (NCCL >= 2.19) or
+    Google's A3 GPUDirect settings (the catalog's, from Cluster Toolkit's NCCL test scripts, loaded after the
+    profile Google's plugin installs, which the startup script's login profile sources first)."""
+    if cloud.gcp is not None:
+        return _checked([Setting(name, value, why) for name, value, why in cloud.gcp.nccl])
     if cloud.provider == "aws":
         return _checked([
             Setting("FI_PROVIDER", "efa", "libfabric's EFA provider, never a silent fallback to TCP sockets"),
@@ -152,9 +161,16 @@ def cloud_settings(cloud: Cloud) -> list[Setting]:
 
 def _render_cloud(cloud: Cloud, source: str) -> list[Artifact]:
     itype = cloud.instance_type
-    kind = f"{'AWS EFA' if cloud.provider == 'aws' else 'Alibaba Cloud eRDMA'}, {cloud.interfaces} per instance"
-    content = render_template("nccl/nccl.env.j2", profile=itype.name, fabric=cloud.interface_kind.lower(),
-                              kind=kind, source=source, settings=cloud_settings(cloud))
+    if cloud.gcp is not None:
+        stack = cloud.gcp.stack
+        kind = f"{stack.name}, {cloud.interfaces} GPU NICs"
+        after = f"Load after {stack.profile}, which Google's plugin installs." if stack.profile else ""
+        fabric = stack.kind
+    else:
+        kind = f"{'AWS EFA' if cloud.provider == 'aws' else 'Alibaba Cloud eRDMA'}, {cloud.interfaces} per instance"
+        after, fabric = "", cloud.interface_kind.lower()
+    content = render_template("nccl/nccl.env.j2", profile=itype.name, fabric=fabric, kind=kind, source=source,
+                              settings=cloud_settings(cloud), after=after)
     return [Artifact(f"hosts/{itype.name}/nccl.env", content)]
 
 
@@ -181,6 +197,6 @@ def render(topology: Topology) -> list[Artifact]:
                                     topology_xml(profile, fabric, nics, source).encode()))
             content = render_template("nccl/nccl.env.j2", profile=name, fabric=fabric.name,
                                       kind=f"{fabric.type} {fabric.speed.name}", source=source,
-                                      settings=_checked(settings))
+                                      settings=_checked(settings), after="")
             out.append(Artifact(f"hosts/{name}/nccl.env", content))
     return out

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from fabricgen.cli import app
 from fabricgen.features.cloud import deploy
 from fabricgen.features.cloud.build import catalog, instance_types
+from fabricgen.features.cloud.gcp import lustre_capacity_hint
 from fabricgen.features.cloud.render import SOURCE_ALLOWANCE, interfaces, user_data_limit, user_data_size
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
@@ -257,3 +258,14 @@ def test_example_user_data_fits_the_providers_limit(spec: str) -> None:
     assert user_data_limit(cloud) == 16384 and filled < 16384
     data = json.loads(next(a.content for a in render_spec(compiled, ["pulumi"]) if a.path.endswith("cluster.json")))
     assert data["user_data_limit"] == 16384, "the program refuses a filled script above it at deploy"
+
+
+@pytest.mark.parametrize(("capacity", "throughput", "takes"), [
+    (18000, 500, True), (36000, 500, True), (40000, 500, False), (3060000, 500, True), (3078000, 500, False),
+    (3168000, 500, True), (3204000, 500, False), (20016000, 500, True), (20160000, 500, False), (9000, 1000, True),
+    (4500, 1000, False),
+    (72000, 125, True), (36000, 125, False), (36000, 300, False)])
+def test_managed_lustre_capacity_steps(capacity: int, throughput: int, takes: bool) -> None:
+    """Google's performance tiers: a minimum and step per tier, a larger step above a threshold, a maximum."""
+    tiers = catalog()["gcp"]["filesystems"]["managed-lustre"]["tiers"]
+    assert (lustre_capacity_hint(capacity, throughput, tiers) == "") is takes

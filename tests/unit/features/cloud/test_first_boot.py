@@ -41,5 +41,8 @@ def test_user_data_above_the_limit_is_refused_at_deploy() -> None:
     first_boot = load_first_boot()
     assert base64.b64decode(first_boot.encoded(script, len(script))).decode() == script
     with pytest.raises(ValueError, match=f"{len(script)} bytes, above the provider's user data limit of "
-                                         f"{len(script) - 1} bytes before base64"):
+                                         f"{len(script) - 1} bytes"):
         first_boot.encoded(script, len(script) - 1)
+    assert first_boot.checked(script, len(script)) == script  # Compute Engine's startup-script: plain text
+    with pytest.raises(ValueError, match=f"{len(script)} bytes"):
+        first_boot.checked(script, len(script) - 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pulumi
@@ -22,23 +22,40 @@ def filled(template: str, mounts: Sequence[tuple[str, str]]) -> str:
     return template.replace(FILESYSTEMS, f"FILESYSTEMS=({words})\n")
 
 
+def checked(script: str, limit: int) -> str:
+    """The script, refused when it is above the provider's user data (or startup-script) limit in bytes (before
+    base64 where the provider encodes it), which the cloud would reject for every instance."""
+    size = len(script.encode())
+    if size > limit:
+        raise ValueError(f"the first-boot script filled in is {size} bytes, above the provider's user data limit of "
+                         f"{limit} bytes")
+    return script
+
+
 def encoded(script: str, limit: int) -> str:
-    """The script base64-encoded, refused when it is above the provider's user data limit (bytes before base64),
-    which the cloud would reject for every instance."""
-    raw = script.encode()
-    if len(raw) > limit:
-        raise ValueError(f"user-data.sh filled in is {len(raw)} bytes, above the provider's user data limit of "
-                         f"{limit} bytes before base64")
-    return base64.b64encode(raw).decode()
+    """The script base64-encoded (EC2 and ECS user data), refused above the limit."""
+    return base64.b64encode(checked(script, limit).encode()).decode()
+
+
+def _filled(project: Path, name: str, sources: Sequence[pulumi.Input[str]], mountpoints: Sequence[str],
+            finish: Callable[[str], str]) -> pulumi.Output[str] | None:
+    script = project / name
+    if not script.exists():
+        return None
+    template = script.read_text(encoding="utf-8")
+    return pulumi.Output.all(*sources).apply(lambda resolved: finish(
+        filled(template, list(zip(resolved, mountpoints, strict=True)))))
 
 
 def user_data(project: Path, sources: Sequence[pulumi.Input[str]], mountpoints: Sequence[str], limit: int
               ) -> pulumi.Output[str] | None:
     """The project's user-data.sh, filled once every mount source is known, base64 (None when the project has no
     first-boot script)."""
-    script = project / "user-data.sh"
-    if not script.exists():
-        return None
-    template = script.read_text(encoding="utf-8")
-    return pulumi.Output.all(*sources).apply(lambda resolved: encoded(
-        filled(template, list(zip(resolved, mountpoints, strict=True))), limit))
+    return _filled(project, "user-data.sh", sources, mountpoints, lambda text: encoded(text, limit))
+
+
+def script(project: Path, sources: Sequence[pulumi.Input[str]], mountpoints: Sequence[str], limit: int
+           ) -> pulumi.Output[str] | None:
+    """The project's startup-script.sh (Compute Engine metadata, plain text), filled once every mount source is
+    known."""
+    return _filled(project, "startup-script.sh", sources, mountpoints, lambda text: checked(text, limit))

@@ -1,0 +1,312 @@
+"""The emitted Google Cloud A3 project (stacks/gcp_a3), run from its own directory under Pulumi's unit-test mocks, and
+its startup script (shellcheck, then run against a fake root with stub tools).
+
+What Google would receive is checked per machine type: one VPC and subnet per gVNIC NIC at the cluster's MTU (A3
+Ultra's MRDMA NICs in one RoCE VPC of the zone's network profile, with no firewall rule), each NIC of every instance
+on its own subnet in NIC order, the firewall within the cluster, the compact placement policy, the reservation, the
+managed instance group, Managed Lustre behind private service access and its mount in the startup script. Nothing
+here reaches Google Cloud: no account is available to these tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, require_tool
+from tests.helpers.cloud import GCP_SPEC, emit
+from tests.helpers.fake_host import ScriptHost, write
+from tests.helpers.pulumi_mocks import Recorder, run
+
+STUBS = REPO / "tests" / "data" / "fake-cloud-host"
+SUBNETS = ["10.60.0.0/20", *(f"10.60.{16 + i}.0/24" for i in range(8))]  # the example's, nic0 first
+NETWORK = "gcp:compute/network:Network"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+FIREWALL = "gcp:compute/firewall:Firewall"
+INSTANCE = "gcp:compute/instance:Instance"
+RESERVATION = "    capacity: {kind: reservation, id: a3mega-reservation}\n"
+HIGH = {"type: a3-megagpu-8g": "type: a3-highgpu-8g",
+        "      - {cidr: 10.60.20.0/24}\n      - {cidr: 10.60.21.0/24}\n      - {cidr: 10.60.22.0/24}\n"
+        "      - {cidr: 10.60.23.0/24}\n": ""}
+ULTRA = {"type: a3-megagpu-8g": "type: a3-ultragpu-8g", "zone: us-central1-a": "zone: us-central1-b",
+         "      - {cidr: 10.60.16.0/24}": "      - {cidr: 10.60.64.0/20}\n      - {cidr: 10.60.16.0/24}"}
+
+
+# The SDK warns about its own deprecated resources when imported: noise, not about this program.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_gcp")
+
+
+def subnets_in_nic_order(mocks: Recorder, networks: list[str] | None = None) -> list[Any]:
+    """The subnets by NIC (the mocks see resources in no fixed order): the program names each after its network."""
+    names = [f"gcp-a3-tcpxo-{n}" for n in networks or ["host-0-subnet", *(f"gpu-{i}-subnet" for i in range(8))]]
+    return [mocks.named(SUBNET, name) for name in names]
+
+
+ULTRA_SUBNETS = ["host-0-subnet", "host-1-subnet", *(f"roce-subnet-{i}" for i in range(8))]
+
+
+def counts(mocks: Recorder) -> Counter[str]:
+    return Counter(r.type.rsplit(":", 1)[-1] for r in mocks.resources)
+
+
+def by_id(mocks: Recorder, typ: str) -> dict[str, dict[str, Any]]:
+    return {r.id: r.inputs for r in mocks.of_type(typ)}
+
+
+def test_a3_mega_resources(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 11, "Instance": 17, "ResourcePolicy": 1,
+                             "Router": 1, "RouterNat": 1, "GlobalAddress": 1, "Connection": 1}
+    assert len(mocks.of_type(INSTANCE)) == 16 and len(mocks.of_type("gcp:lustre/instance:Instance")) == 1
+
+
+def test_every_gvnic_vpc_at_8244_with_one_subnet(tmp_path: Path) -> None:
+    """A3 Mega: the host VPC and eight GPU VPCs, each at 8244 (Google's A3 Mega MTU) with one subnet of the spec."""
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    nets = by_id(mocks, NETWORK)
+    assert {n["mtu"] for n in nets.values()} == {8244}
+    assert all(n["autoCreateSubnetworks"] is False and "networkProfile" not in n for n in nets.values())
+    subnets = subnets_in_nic_order(mocks)
+    assert [s.inputs["ipCidrRange"] for s in subnets] == SUBNETS
+    assert len({s.inputs["network"] for s in subnets}) == 9, "one VPC per NIC"
+    assert [s.inputs["region"] for s in subnets] == ["us-central1"] * 9
+    assert [s.inputs["privateIpGoogleAccess"] for s in subnets] == [True] + [False] * 8
+
+
+def test_each_nic_on_its_subnet_in_nic_order(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    subnet_ids = [s.id for s in subnets_in_nic_order(mocks)]
+    for instance in mocks.of_type(INSTANCE):
+        nics = instance.inputs["networkInterfaces"]
+        assert [n["subnetwork"] for n in nics] == subnet_ids
+        assert {n["nicType"] for n in nics} == {"GVNIC"}
+        assert all("accessConfigs" not in n for n in nics), "no external address"
+        assert instance.inputs["machineType"] == "a3-megagpu-8g" and instance.inputs["zone"] == "us-central1-a"
+        assert instance.inputs["scheduling"] == {"onHostMaintenance": "TERMINATE", "automaticRestart": True}
+        assert instance.inputs["bootDisk"]["initializeParams"]["type"] == "pd-ssd"
+        assert instance.inputs["bootDisk"]["initializeParams"]["size"] == 300
+        assert instance.inputs["serviceAccount"] == {"scopes": ["https://www.googleapis.com/auth/cloud-platform"]}
+
+
+def test_firewall_admits_the_cluster_subnets_and_iap_ssh(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    nets = {r.id: r.name for r in mocks.of_type(NETWORK)}
+    rules = {r.name: r.inputs for r in mocks.of_type(FIREWALL)}
+    internal = {name: rule for name, rule in rules.items() if name.endswith("-internal")}
+    assert sorted(set(rules) - set(internal)) == ["iap-ssh", "lustre"]
+    assert len(internal) == 9
+    for subnet in mocks.of_type(SUBNET):
+        rule = internal[f"{nets[subnet.inputs['network']]}-internal"]
+        assert rule["sourceRanges"] == [subnet.inputs["ipCidrRange"]] and rule["direction"] == "INGRESS"
+        assert [a["protocol"] for a in rule["allows"]] == ["tcp", "udp", "icmp"]
+    iap = rules["iap-ssh"]
+    assert iap["sourceRanges"] == ["35.235.240.0/20"] and iap["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
+    assert nets[iap["network"]] == "gcp-a3-tcpxo-host-0"
+
+
+def test_compact_placement_and_reservation(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    policy = mocks.one("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED", "maxDistance": 2}
+    assert policy.inputs["region"] == "us-central1"
+    for instance in mocks.of_type(INSTANCE):
+        assert instance.inputs["resourcePolicies"] == "https://www.googleapis.com/compute/v1/placement"
+        assert instance.inputs["reservationAffinity"] == {"type": "SPECIFIC_RESERVATION", "specificReservation": {
+            "key": "compute.googleapis.com/reservation-name", "values": ["a3mega-reservation"]}}
+
+
+def test_without_placement_or_reservation(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: "    placement_group: false\n", "    max_distance: 2\n": ""}))
+    assert not mocks.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert all("reservationAffinity" not in i.inputs and "resourcePolicies" not in i.inputs
+               for i in mocks.of_type(INSTANCE))
+
+
+def test_managed_instance_group(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: RESERVATION + "    group: managed-instance-group\n"}))
+    assert not mocks.of_type(INSTANCE)
+    template = mocks.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs
+    assert [n["subnetwork"] for n in template["networkInterfaces"]] == [s.id for s in subnets_in_nic_order(mocks)]
+    assert template["resourcePolicies"] == "https://www.googleapis.com/compute/v1/placement"
+    assert template["reservationAffinity"]["specificReservation"]["values"] == ["a3mega-reservation"]
+    (disk,) = template["disks"]
+    assert (disk["boot"], disk["diskType"], disk["diskSizeGb"]) == (True, "pd-ssd", 300)
+    group = mocks.one("gcp:compute/instanceGroupManager:InstanceGroupManager").inputs
+    assert group["targetSize"] == 16 and group["zone"] == "us-central1-a"
+    assert group["versions"] == [{"instanceTemplate": "https://www.googleapis.com/compute/v1/a3?id=1"}]
+
+
+def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    host = mocks.named(NETWORK, "gcp-a3-tcpxo-host-0").id
+    psa = mocks.one("gcp:compute/globalAddress:GlobalAddress").inputs
+    assert (psa["purpose"], psa["addressType"], psa["network"]) == ("VPC_PEERING", "INTERNAL", host)
+    assert (psa["address"], psa["prefixLength"]) == ("10.60.240.0", 20)  # the top /20 of 10.60.0.0/16, clear of subnets
+    rule = mocks.named(FIREWALL, "lustre").inputs
+    assert rule["sourceRanges"] == ["10.60.240.0/20"] and rule["allows"] == [{"protocol": "tcp", "ports": ["988"]}]
+    peering = mocks.one("gcp:servicenetworking/connection:Connection").inputs
+    assert peering["service"] == "servicenetworking.googleapis.com" and peering["network"] == host
+    lustre = mocks.one("gcp:lustre/instance:Instance").inputs
+    assert lustre == {**lustre, "instanceId": "gcp-a3-tcpxo-scratch", "location": "us-central1-a",
+                      "capacityGib": "36000", "perUnitStorageThroughput": "500", "filesystem": "lustrefs",
+                      "network": host}
+
+
+def startup_script(mocks: Recorder) -> str:
+    scripts = {r.inputs["metadataStartupScript"] for r in mocks.of_type(INSTANCE)}
+    (script,) = scripts
+    return str(script)
+
+
+def test_startup_script_mounts_managed_lustre(tmp_path: Path) -> None:
+    script = startup_script(run(emit(GCP_SPEC, tmp_path)))
+    assert "FILESYSTEMS=(10.90.0.2@tcp:/lustrefs /lustre)\n" in script
+    assert "RXDM_IMAGE=us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.23" in script
+
+
+def test_a3_high_tcpx_four_gpu_vpcs(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path, HIGH))
+    assert counts(mocks)["Network"] == 5 and counts(mocks)["Subnetwork"] == 5
+    assert {n["mtu"] for n in by_id(mocks, NETWORK).values()} == {8244}
+    nics = mocks.of_type(INSTANCE)[0].inputs["networkInterfaces"]
+    high = ["host-0-subnet", *(f"gpu-{i}-subnet" for i in range(4))]
+    assert [n["subnetwork"] for n in nics] == [s.id for s in subnets_in_nic_order(mocks, high)]
+    assert "--gpu_nic_preset a3vm" in startup_script(mocks)
+
+
+def test_a3_ultra_roce_vpc_without_firewall(tmp_path: Path) -> None:
+    """A3 Ultra: two host VPCs at 8896 and one RoCE VPC (the zone's network profile) with eight subnets, the
+    MRDMA NICs on them; no firewall rule on the RoCE VPC (Google refuses them there)."""
+    mocks = run(emit(GCP_SPEC, tmp_path, ULTRA))
+    nets = {r.name: r.inputs for r in mocks.of_type(NETWORK)}
+    assert sorted(nets) == ["gcp-a3-tcpxo-host-0", "gcp-a3-tcpxo-host-1", "gcp-a3-tcpxo-roce"]
+    roce = nets["gcp-a3-tcpxo-roce"]
+    assert roce["networkProfile"] == "projects/ml-infra-prod/global/networkProfiles/us-central1-b-vpc-roce"
+    assert {n["mtu"] for n in nets.values()} == {8896}
+    roce_id = mocks.named(NETWORK, "gcp-a3-tcpxo-roce").id
+    assert sum(s.inputs["network"] == roce_id for s in mocks.of_type(SUBNET)) == 8
+    assert all(f.inputs["network"] != roce_id for f in mocks.of_type(FIREWALL))
+    nics = mocks.of_type(INSTANCE)[0].inputs["networkInterfaces"]
+    assert [n["nicType"] for n in nics] == ["GVNIC"] * 2 + ["MRDMA"] * 8
+    assert [n["subnetwork"] for n in nics] == [s.id for s in subnets_in_nic_order(mocks, ULTRA_SUBNETS)]
+    assert mocks.of_type(INSTANCE)[0].inputs["bootDisk"]["initializeParams"]["type"] == "hyperdisk-balanced"
+
+
+@pytest.fixture(name="scripts", scope="module")
+def fixture_scripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The startup script of each A3 type as its program fills it."""
+    tmp_path = tmp_path_factory.mktemp("scripts")
+    out = {}
+    for kind, edit in (("tcpxo", {}), ("tcpx", HIGH), ("rdma", ULTRA)):
+        (tmp_path / kind).mkdir()
+        out[kind] = startup_script(run(emit(GCP_SPEC, tmp_path / kind, edit)))
+    return out
+
+
+def test_startup_scripts_are_shellcheck_clean(tmp_path: Path, scripts: dict[str, str]) -> None:
+    shellcheck = require_tool("shellcheck")
+    paths = []
+    for kind, text in scripts.items():
+        paths.append(tmp_path / f"{kind}.sh")
+        paths[-1].write_text(text)
+    done = subprocess.run([shellcheck, "-S", "style", *map(str, paths)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def host(tmp_path: Path, script: str, kernel: str = "6.8.0-1015-gcp", os_id: str = "ubuntu") -> ScriptHost:
+    root = tmp_path / "root"
+    write(root / "etc" / "os-release", f"ID={os_id}\nUBUNTU_CODENAME=jammy")
+    write(root / "state" / "uname-r", kernel)
+    write(root / "state" / "driver-version", "570.172.08")
+    path = tmp_path / "startup-script.sh"
+    path.write_text(script)
+    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "USER_DATA_ROOT": str(root),
+           "STUB_STATE": str(root / "state")}
+    return ScriptHost(root, path, env)
+
+
+def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["tcpxo"])
+    (machine.root / "state" / "no-import-helper").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    calls = machine.calls
+    assert "apt-get install -y -q dmabuf-import-helper" in calls  # the helper was missing: Google's apt repository
+    assert any(c.startswith("udevadm trigger --subsystem-match=pci") for c in calls)
+    assert ("docker run --rm --name fabricgen-nccl-installer --network=host -v /var/lib:/var/lib "
+            "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17 install "
+            "--install-nccl") in calls
+    assert [c for c in calls if c.startswith("systemctl")] == [
+        "systemctl enable fabricgen-rxdm.service", "systemctl daemon-reload",
+        "systemctl restart fabricgen-rxdm.service"]
+    unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
+    assert "--num_hops=2 --num_nics=8 --uid= --alsologtostderr" in unit and "tcpgpudmarxd-dev:v1.0.23" in unit
+    env = (machine.root / "etc/fabricgen/nccl.env").read_text()
+    assert "NCCL_FASTRAK_IFNAME=enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0\n" in env
+    profile = (machine.root / "etc/profile.d/fabricgen-nccl.sh").read_text()
+    assert 'NCCL_LIB_DIR="/var/lib/tcpxo/lib64" . "/var/lib/tcpxo/lib64/nccl-env-profile.sh"' in profile
+    assert "lustre-client-modules-6.8.0-1015-gcp" in " ".join(calls)
+    assert (machine.root / "etc/fstab").read_text() == "10.90.0.2@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0\n"
+
+
+def test_tcpxo_startup_again_leaves_rxdm_running(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["tcpxo"])
+    assert machine.run().returncode == 0
+    before = machine.snapshot()
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    again = machine.calls[calls:]
+    assert not any(c.startswith("docker run") for c in again), "the plugin is installed once per image"
+    assert [c for c in again if c.startswith("systemctl")] == ["systemctl enable fabricgen-rxdm.service",
+                                                               "systemctl start fabricgen-rxdm.service"]
+    assert machine.snapshot() == before
+
+
+def test_tcpxo_startup_fails_when_rxdm_does_not_come_up(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["tcpxo"])
+    (machine.root / "state" / "rxdm-hangs").touch()
+    done = machine.run()
+    assert done.returncode == 1 and "RxDM did not finish its initialization" in done.stderr
+
+
+def test_tcpx_needs_the_tcpx_kernel(tmp_path: Path, scripts: dict[str, str]) -> None:
+    done = host(tmp_path, scripts["tcpx"]).run()
+    assert done.returncode == 1 and "GPUDirect-TCPX needs Google's TCPX kernel" in done.stderr
+    (tmp_path / "tcpx").mkdir()
+    machine = host(tmp_path / "tcpx", scripts["tcpx"], kernel="6.5.0-1014-gcp-tcpx")
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
+    assert "--gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx" in unit
+    env = (machine.root / "etc/fabricgen/nccl.env").read_text()
+    assert ("NCCL_GPUDIRECTTCPX_TX_BINDINGS='enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;"
+            "enp140s0:60-73,164-177'\n") in env
+
+
+def test_rdma_installs_gib_once_without_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["rdma"])
+    assert machine.run().returncode == 0
+    assert "apt-get install -y -q --allow-downgrades nccl-gib=1.1.0" in machine.calls
+    assert "apt-mark hold nccl-gib" in machine.calls
+    assert not any(c.startswith(("docker", "systemctl")) for c in machine.calls)
+    calls = len(machine.calls)
+    assert machine.run().returncode == 0
+    assert not any("nccl-gib=" in c for c in machine.calls[calls:])
+    assert "NCCL_NET=gIB\n" in (machine.root / "etc/fabricgen/nccl.env").read_text()
+
+
+def test_an_image_without_the_nvidia_driver_is_refused(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["rdma"])
+    bare = tmp_path / "bin"  # the stub tools but nvidia-smi
+    bare.mkdir()
+    for tool in STUBS.iterdir():
+        if tool.name != "nvidia-smi":
+            (bare / tool.name).symlink_to(tool)
+    path = ":".join(str(bare) if p == str(STUBS) else p for p in machine.env["PATH"].split(":"))
+    done = machine.run(PATH=path)
+    assert done.returncode == 1 and "the image has no NVIDIA driver" in done.stderr
