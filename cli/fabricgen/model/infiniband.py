@@ -142,7 +142,7 @@ class Sharp:
     """SHARP on the fabric: the compute partition its jobs run on and how sharp_am talks to the jobs' libsharp."""
 
     partition: str
-    smx_protocol: str = "sockets"  # sockets | ucx
+    smx_protocol: str = "ucx"  # ucx | sockets
     position: SourcePosition | None = field(default=None, compare=False)
 
 
