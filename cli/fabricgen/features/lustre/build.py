@@ -135,7 +135,6 @@ class _Context:
     groups: Mapping[str, NodeGroup]
     fabrics: Mapping[str, Fabric]
     nodes: Mapping[str, Node]
-    turns: servers.Turns  # whose turn it is to serve a pair's next target first, across file systems
 
 
 def _network(ctx: _Context, path: PathKey, spec: Mapping[str, Any], fabric: Fabric) -> str:
@@ -426,7 +425,7 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     return LustreFs(name, spec["fsname"], mgs.nids, spec["mountpoint"], fabric.name, groups, interfaces, lnet,
                     options, spec["tuning"]["profile"], client, _layouts(ctx, path, spec),
                     _volume(ctx, path, name, spec), ctx.issues.position(path), mgs.servers, mgs.positions,
-                    servers.targets(ctx.issues, path, spec, fabric, ctx.nodes, ctx.turns))
+                    servers.targets(ctx.issues, path, spec, fabric, ctx.nodes))
 
 
 def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
@@ -453,7 +452,7 @@ def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:
 def build(context: BuildContext, cluster: Cluster) -> Cluster:
     """The cluster with the file systems of the ``lustre`` section."""
     ctx = _Context(context.issues, cluster.profiles, {g.pattern: g for g in cluster.groups},
-                   {f.name: f for f in cluster.fabrics}, {n.name: n for n in cluster.nodes}, servers.Turns({}))
+                   {f.name: f for f in cluster.fabrics}, {n.name: n for n in cluster.nodes})
     built = [fs for name, entry in context.data["lustre"].items() if (fs := _filesystem(ctx, name, entry)) is not None]
     _shared(ctx, built)
     servers.check_shared(ctx.issues, built)

@@ -15,7 +15,7 @@ MDTs and OSTs; --fsname not for the MGS).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from fabricgen.core.document import PathKey
@@ -61,24 +61,18 @@ def _pair(issues: Issues, where: PathKey, names: Sequence[str], fabric: Fabric, 
     return (names[0], names[1]) if ok else None
 
 
-@dataclass
-class Turns:
-    """Whose turn it is to format (and first serve) the next target of each pair: the server named first at the
-    pair's first mention takes its first target, then the two alternate ([a, b] and [b, a] are one pair), so both
-    carry half the targets while neither has failed (active/active)."""
-
-    count: dict[frozenset[str], tuple[tuple[str, str], int]]
-
-    def take(self, pair: tuple[str, str]) -> tuple[str, str]:
-        """The pair in the order this target uses it: the first formats it."""
-        first, turn = self.count.get(frozenset(pair), (pair, 0))
-        self.count[frozenset(pair)] = (first, turn + 1)
-        return first if turn % 2 == 0 else (first[1], first[0])
+def _turn(pair: tuple[str, str], index: int) -> tuple[str, str]:
+    """The pair in the order a target uses it, from the target's own index: an even index is its first server's to
+    format and serve first, an odd one its second's, so both carry half the targets while neither has failed
+    (active/active), and adding a target elsewhere never moves one."""
+    return pair if index % 2 == 0 else (pair[1], pair[0])
 
 
-def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabric, nodes: Mapping[str, Node],
-            turns: Turns) -> tuple[LustreTarget, ...]:
-    """The targets of one file system's ``targets`` section, in order: its MGT (if declared), MDTs, OSTs."""
+def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabric,
+            nodes: Mapping[str, Node]) -> tuple[LustreTarget, ...]:
+    """The targets of one file system's ``targets`` section, in order: its MGT (if declared), MDTs, OSTs. A group's
+    targets take the indices from its ``first_index`` (required beside another group of the kind, whose range it
+    may not overlap: a formatted target's index is on it and in the MGS's logs)."""
     section = spec.get("targets")
     if section is None:
         return ()
@@ -88,18 +82,29 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
     if mgt is not None:
         pair = _pair(issues, (*where, "mgt", "servers"), mgt["servers"], fabric, nodes)
         if pair is not None:
-            out.append(LustreTarget("mgt", 0, mgt["device"], turns.take(pair), issues.position((*where, "mgt")),
+            out.append(LustreTarget("mgt", 0, mgt["device"], pair, issues.position((*where, "mgt")),
                                     (*issues.prefix, *where, "mgt", "servers")))
     for kind in KINDS:
-        index = 0
-        for i, group in enumerate(section[kind]):
+        groups = section[kind]
+        taken: dict[int, int] = {}  # index -> the group holding it
+        for i, group in enumerate(groups):
+            if len(groups) > 1 and "first_index" not in group:
+                issues.error((*where, kind, i), f"{kind} group {i} of {len(groups)} states no first_index",
+                             "give every group its first_index (0 for the first): an index is the target's for "
+                             "life, and without it a device added to an earlier group renumbers the later ones")
+            first = group.get("first_index", 0)
             pair = _pair(issues, (*where, kind, i, "servers"), group["servers"], fabric, nodes)
             for j, device in enumerate(group["devices"]):
+                index = first + j
+                if index in taken and taken[index] != i:
+                    issues.error((*where, kind, i, "devices", j), f"{kind.upper()}{index:04x} is already a target "
+                                 f"of {kind} group {taken[index]}",
+                                 "start this group's first_index after the other group's last target")
+                taken.setdefault(index, i)
                 if pair is not None:
-                    out.append(LustreTarget(kind, index, device, turns.take(pair),
+                    out.append(LustreTarget(kind, index, device, _turn(pair, index),
                                             issues.position((*where, kind, i, "devices", j)),
                                             (*issues.prefix, *where, kind, i, "servers")))
-                index += 1
     return tuple(out)
 
 

@@ -85,6 +85,11 @@ def nccl_settings(profile: NodeProfile, fabric: Fabric, pod: str = "", partition
                                                      "GID, so no fixed NCCL_IB_GID_INDEX is set"),
             Setting("NCCL_IB_ADDR_FAMILY", "AF_INET", "the IPv4 RoCE v2 GID, matching the fabric's IPv4 plan"),
         ]
+        if fabric.spectrum_x is not None:
+            settings.append(Setting("NCCL_IB_ADAPTIVE_ROUTING", "1", "Spectrum-X sprays each flow over every uplink "
+                                    "and the SuperNIC restores order: NCCL posts its large transfers as adaptive-"
+                                    "routing-safe writes (data, then a 0-byte write with immediate), which it does on "
+                                    "InfiniBand only by default (net_ib/init.cc: ar = link layer is InfiniBand)"))
     if fabric.type is FabricType.INFINIBAND and fabric.subnet_manager is not None:
         settings += _partition_settings(fabric.subnet_manager, partitions)
     settings += [Setting(o.env, str(o.value), f"{o.why} (spec: nccl)") for o in options]

@@ -78,6 +78,15 @@ def test_adaptive_routing_on_every_routed_port_and_no_host_port(switches: dict[s
         assert sum(c.endswith("router adaptive-routing enable on") for c in commands) == len(routed) + 1
 
 
+def test_nccl_posts_adaptive_routing_safe_writes_on_spectrum_x(compiled: Compiled) -> None:
+    """NCCL turns its adaptive-routing write mode on for InfiniBand only (net_ib/init.cc); a Spectrum-X fabric
+    sprays packets too, so its profiles' nccl.env turns it on, and an ordinary RoCE fabric's does not."""
+    files = {a.path: a.content.decode() for a in render_spec(compiled, ["nccl"])}
+    assert "NCCL_IB_ADAPTIVE_ROUTING=1" in files[f"hosts/{PROFILE}/nccl.env"].splitlines()
+    lab = {a.path: a.content.decode() for a in render_spec(compile_spec(INVENTORIES / "h100-4su.yaml"), ["nccl"])}
+    assert not any("NCCL_IB_ADAPTIVE_ROUTING" in text for text in lab.values())
+
+
 def test_link_utilization_threshold(tmp_path: Path) -> None:
     spec = _variant(tmp_path, ("spectrum_x: {profile: RA2.2}",
                                "spectrum_x: {profile: RA2.2, link_utilization_threshold: 85}"))

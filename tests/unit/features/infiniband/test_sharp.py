@@ -95,7 +95,10 @@ def test_sharp_beside_nvidia_opensm_gets_a_standalone_sharp_am_cfg(tmp_path: Pat
     sm = {"opensm_version": "5.21.0", "guids": "simulated", "sharp": {}}
     files = _files(compile_spec(_spec(tmp_path, sm)))
     am = files["infiniband/compute/sharp_am.cfg"]
-    assert "/etc/sharp/sharp_am.cfg" in am and _settings(am) == {"ib_qpc_pkey": "0xffff", "smx_protocol": "2"}
+    assert "/etc/sharp/sharp_am.cfg" in am and _settings(am) == {"ib_qpc_pkey": "0xffff", "smx_protocol": "1",
+                                                                 "smx_enabled_protocols": "7"}  # UCX by default
+    sockets = _files(compile_spec(_spec(tmp_path, {**sm, "sharp": {"smx_protocol": "sockets"}})))
+    assert _settings(sockets["infiniband/compute/sharp_am.cfg"]) == {"ib_qpc_pkey": "0xffff", "smx_protocol": "2"}
 
 
 def test_quantum_warns_that_one_streaming_tree_fits_a_switch(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.errors import Severity
+from fabricgen.core.errors import Severity, SpecError
 from fabricgen.features.lustre import render as lustre
 from fabricgen.pipeline import Compiled, compile_spec
 from tests.conftest import INVENTORIES
@@ -40,14 +40,14 @@ def test_targets_and_pairs(compiled: Compiled) -> None:
     ckpt, data = compiled.cluster.lustre
     assert [(t.label(ckpt.fsname), t.device, t.servers) for t in ckpt.targets] == [
         ("MGS", "/dev/mapper/mgt", ("mds01", "mds02")),
-        ("ckpt-MDT0000", "/dev/mapper/ckpt-mdt0", ("mds02", "mds01")),  # the pair takes turns
+        ("ckpt-MDT0000", "/dev/mapper/ckpt-mdt0", ("mds01", "mds02")),  # an even index: the first listed
         ("ckpt-OST0000", "/dev/mapper/ckpt-ost0", ("oss01", "oss02")),
         ("ckpt-OST0001", "/dev/mapper/ckpt-ost1", ("oss02", "oss01")),
         ("ckpt-OST0002", "/dev/mapper/ckpt-ost2", ("oss03", "oss04")),
         ("ckpt-OST0003", "/dev/mapper/ckpt-ost3", ("oss04", "oss03")),
     ]
     assert [t.label(data.fsname) for t in data.targets] == ["data-MDT0000", *(f"data-OST000{i}" for i in range(4))]
-    assert data.targets[0].servers == ("mds01", "mds02"), "turns run across file systems"
+    assert data.targets[0].servers == ("mds02", "mds01"), "the spec lists mds02 first for the data MDT"
     assert ckpt.server_nids["mds01"] == MDS01 and ckpt.server_nids["mds02"] == MDS02
     assert ckpt.mgs == data.mgs == (MDS01, MDS02), "the mount's MGS is the MGT pair's planned NIDs"
 
@@ -119,11 +119,11 @@ def test_formats_its_targets_once_then_nothing(mds01: ScriptHost, files: dict[st
     assert _changes(mds01) == [
         f"mkfs.lustre --backfstype=ldiskfs --mgs --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
         "/dev/mapper/mgt",
-        f"mkfs.lustre --backfstype=ldiskfs --mdt --fsname=data --index=0 --mgsnode={','.join(MDS01)} "
+        f"mkfs.lustre --backfstype=ldiskfs --mdt --fsname=ckpt --index=0 --mgsnode={','.join(MDS01)} "
         f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
-        "/dev/mapper/data-mdt0",
+        "/dev/mapper/ckpt-mdt0",
     ]
-    assert "ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: visible, not formatted yet (mds02 formats it)" in first.stdout
+    assert "data-MDT0000 on /dev/mapper/data-mdt0: visible, not formatted yet (mds02 formats it)" in first.stdout
     before, snapshot = len(mds01.calls), mds01.snapshot()
     second = mds01.run()
     assert second.returncode == 0 and _changes(mds01, before) == [] and mds01.snapshot() == snapshot
@@ -133,29 +133,43 @@ def test_formats_its_targets_once_then_nothing(mds01: ScriptHost, files: dict[st
     other = mds02.run()
     assert other.returncode == 0, other.stderr
     assert _changes(mds02, before) == [
-        f"mkfs.lustre --backfstype=ldiskfs --mdt --fsname=ckpt --index=0 --mgsnode={MGSNODE.split(':')[0]} "
+        f"mkfs.lustre --backfstype=ldiskfs --mdt --fsname=data --index=0 --mgsnode={MGSNODE.split(':')[0]} "
         f"--mgsnode={MGSNODE.split(':')[1]} --servicenode={','.join(MDS02)} --servicenode={','.join(MDS01)} "
-        "/dev/mapper/ckpt-mdt0"]
+        "/dev/mapper/data-mdt0"]
     assert "MGS on /dev/mapper/mgt: visible, formatted by mds01" in other.stdout
-    disk = (mds01.root / "dev/mapper/data-mdt0").read_text()
+    disk = (mds01.root / "dev/mapper/ckpt-mdt0").read_text()
     assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk
 
 
 def test_refuses_another_target_or_file_system(mds01: ScriptHost) -> None:
     (mds01.root / "dev/mapper/mgt").write_text("Target:     scratch-OST0007\nLustre FS:  scratch\nParameters:\n")
-    (mds01.root / "dev/mapper/data-mdt0").write_text("fstype: xfs\n")
+    (mds01.root / "dev/mapper/ckpt-mdt0").write_text("fstype: xfs\n")
     done = mds01.run()
     assert done.returncode == 1 and _changes(mds01) == []
     assert "MGS: /dev/mapper/mgt already holds Lustre target scratch-OST0007; refusing to reformat it" in done.stderr
-    assert "data-MDT0000: /dev/mapper/data-mdt0 holds a xfs file system and no Lustre label" in done.stderr
+    assert "ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a xfs signature (a file system or partition table)" in done.stderr
+    assert "2 target(s) not set up" in done.stderr
+    # a LUN holding only a partition table has no file system, and mke2fs -F would format over it (review D1)
+    (mds01.root / "dev/mapper/ckpt-mdt0").write_text("pttype: gpt\n")
+    partitioned = mds01.run()
+    assert partitioned.returncode == 1 and _changes(mds01) == []
+    assert "/dev/mapper/ckpt-mdt0 holds a gpt signature" in partitioned.stderr
+
+
+def test_a_failing_mkfs_is_reported_and_the_other_targets_still_run(mds01: ScriptHost) -> None:
+    """A tool that fails is one target not set up (review D3), not the end of the script."""
+    done = mds01.run(MKFS_LUSTRE="false")
+    assert done.returncode == 1
+    assert "MGS: mkfs.lustre failed on /dev/mapper/mgt" in done.stderr
+    assert "ckpt-MDT0000: mkfs.lustre failed on /dev/mapper/ckpt-mdt0" in done.stderr
     assert "2 target(s) not set up" in done.stderr
 
 
 def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
     assert mds01.run().returncode == 0
-    disk = mds01.root / "dev/mapper/data-mdt0"
+    disk = mds01.root / "dev/mapper/ckpt-mdt0"
     disk.write_text(disk.read_text().replace("10.20.2.130@o2ib", "10.20.255.2@o2ib"))
-    write(mds01.root / "proc/mounts", f"{disk} /lustre/data-mdt0 lustre rw 0 0")
+    write(mds01.root / "proc/mounts", f"{disk} /lustre/ckpt-mdt0 lustre rw 0 0")
     before = len(mds01.calls)
     mounted = mds01.run()
     assert mounted.returncode == 1 and "is mounted with other NIDs" in mounted.stderr
@@ -167,8 +181,8 @@ def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
     assert _changes(mds01, before) == [
         f"tunefs.lustre --erase-param failover.node --erase-param mgsnode --mgsnode={','.join(MDS01)} "
         f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
-        "/dev/mapper/data-mdt0"]
-    assert "after a writeconf of the whole file system" in done.stdout
+        "/dev/mapper/ckpt-mdt0"]
+    assert "takes a writeconf of the whole file system" in done.stdout
     assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk.read_text()
     assert "nothing to change" in mds01.run().stdout
 
@@ -180,18 +194,33 @@ def test_refuses_wrong_lnet_nids_missing_devices_and_other_nodes(mds01: ScriptHo
     write(mds01.root / "nids", "\n".join((*MDS01, "10.99.0.7@tcp")))
     assert "LNet has NID 10.99.0.7@tcp, which the plan does not give mds01" in mds01.run().stderr
     write(mds01.root / "nids", "\n".join(MDS01))
-    (mds01.root / "dev/mapper/ckpt-mdt0").unlink()
+    (mds01.root / "dev/mapper/data-mdt0").unlink()
     gone = mds01.run()
-    assert gone.returncode == 1 and "mds01 cannot take over ckpt-MDT0000 from mds02" in gone.stderr
+    assert gone.returncode == 1 and "mds01 cannot take over data-MDT0000 from mds02" in gone.stderr
     assert [c.split()[2] for c in _changes(mds01)] == ["--mgs", "--mdt"], "the other targets are still set up"
     assert "this script is for mds01, not mds02" in mds01.run(NODE="mds02").stderr
 
 
-def test_a_pair_written_the_other_way_keeps_its_turns(tmp_path: Path) -> None:
+def test_an_added_device_never_moves_a_target(tmp_path: Path) -> None:
+    """A formatted target's index and its first server are its own (review B1: positional indices renumbered every
+    later group when a device joined an earlier one): a device added to the last group takes the next index and
+    moves nothing; one added to an earlier group collides with the next group's range and is refused; several
+    groups of a kind must each state first_index."""
     text = H100.read_text()
-    old = "{servers: [oss01, oss02], devices: [/dev/mapper/data-ost0"
-    assert text.count(old) == 1
-    spec = tmp_path / "h100.yaml"
-    spec.write_text(text.replace(old, "{servers: [oss02, oss01], devices: [/dev/mapper/data-ost0"))
-    data = compile_spec(spec).cluster.lustre[1]
-    assert [t.servers for t in data.targets[1:3]] == [("oss01", "oss02"), ("oss02", "oss01")]
+    last = "first_index: 2, devices: [/dev/mapper/ckpt-ost2, /dev/mapper/ckpt-ost3]"
+    first = "first_index: 0, devices: [/dev/mapper/ckpt-ost0, /dev/mapper/ckpt-ost1]"
+    assert text.count(last) == text.count(first) == 1
+    before = compile_spec(H100).cluster.lustre[0].targets
+    grown = tmp_path / "grown.yaml"
+    grown.write_text(text.replace(last, last.replace("ckpt-ost3]", "ckpt-ost3, /dev/mapper/ckpt-ost4]")))
+    after = compile_spec(grown).cluster.lustre[0].targets
+    assert after[:len(before)] == before
+    assert (after[-1].kind, after[-1].index, after[-1].servers) == ("ost", 4, ("oss03", "oss04"))
+    clash = tmp_path / "clash.yaml"
+    clash.write_text(text.replace(first, first.replace("ckpt-ost1]", "ckpt-ost1, /dev/mapper/ckpt-ost4]")))
+    with pytest.raises(SpecError, match="OST0002 is already a target of ost group 0"):
+        compile_spec(clash)
+    unstated = tmp_path / "unstated.yaml"
+    unstated.write_text(text.replace(last, last.replace("first_index: 2, ", "")))
+    with pytest.raises(SpecError, match="ost group 1 of 2 states no first_index"):
+        compile_spec(unstated)

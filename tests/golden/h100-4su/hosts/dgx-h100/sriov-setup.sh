@@ -45,8 +45,8 @@
 #
 # Usage: sriov-setup.sh [--dry-run]
 #   --dry-run   print every change without making it
-# Environment: SYSFS_ROOT (default /sys), IP (default ip), MSTCONFIG (default mstconfig; mlxconfig takes the
-#   same arguments), UDEVADM (default udevadm; without it the script only polls sysfs), RDMA (default
+# Environment: SYSFS_ROOT (default /sys), IP (default ip), MSTCONFIG (default mstconfig, else mlxconfig,
+#   which takes the same arguments), UDEVADM (default udevadm; without it the script only polls sysfs), RDMA (default
 #   rdma, from iproute2), MODPROBE_DIR (default /etc/modprobe.d), GRUB_DIR (default /etc/default/grub.d),
 #   GRUBBY (default grubby, used where it exists), UPDATE_GRUB (default update-grub), GRUB_CFG (default
 #   /boot/grub/grub.cfg), PROC_CMDLINE (default /proc/cmdline), KERNEL_CMDLINE (local, the default, or
@@ -59,7 +59,7 @@ set -euo pipefail
 
 SYSFS_ROOT="${SYSFS_ROOT:-/sys}"
 IP="${IP:-ip}"
-MSTCONFIG="${MSTCONFIG:-mstconfig}"
+MSTCONFIG="${MSTCONFIG:-$(command -v mstconfig || command -v mlxconfig || echo mstconfig)}"  # mstflint's, else MFT's
 UDEVADM="${UDEVADM:-udevadm}"
 RDMA="${RDMA:-rdma}"
 MODPROBE_DIR="${MODPROBE_DIR:-/etc/modprobe.d}"

@@ -40,7 +40,7 @@
 #   --dry-run   print every change without making it
 # Environment: SYSFS_ROOT (sysfs mount point, default /sys), PROCFS_ROOT (procfs, default /proc), CONFIGFS_ROOT
 #   (configfs, default /sys/kernel/config), MLNX_QOS (default mlnx_qos), IP (default ip), MSTCONFIG:
-#   tests point them at a fake tree and stubs. MSTCONFIG (default mstconfig, from mstflint) runs the BlueField NIC-mode check.
+#   tests point them at a fake tree and stubs. MSTCONFIG (default mstconfig, from mstflint, else MFT's mlxconfig) runs the BlueField NIC-mode check.
 # Exit status: 0 done (or nothing to change), 1 an error (nothing changed).
 set -euo pipefail
 
@@ -49,7 +49,8 @@ PROCFS_ROOT="${PROCFS_ROOT:-/proc}"
 CONFIGFS_ROOT="${CONFIGFS_ROOT:-/sys/kernel/config}"
 MLNX_QOS="${MLNX_QOS:-mlnx_qos}"
 IP="${IP:-ip}"
-MSTCONFIG="${MSTCONFIG:-mstconfig}"
+# mstflint's mstconfig, else MFT's mlxconfig (same arguments): a host with only one of them still reads the modes
+MSTCONFIG="${MSTCONFIG:-$(command -v mstconfig || command -v mlxconfig || echo mstconfig)}"
 DRY_RUN=0
 CHANGES=0
 
