@@ -88,7 +88,8 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
         groups = section[kind]
         taken: dict[int, int] = {}  # index -> the group holding it
         for i, group in enumerate(groups):
-            if len(groups) > 1 and "first_index" not in group:
+            unstated = len(groups) > 1 and "first_index" not in group
+            if unstated:
                 issues.error((*where, kind, i), f"{kind} group {i} of {len(groups)} states no first_index",
                              "give every group its first_index (0 for the first): an index is the target's for "
                              "life, and without it a device added to an earlier group renumbers the later ones")
@@ -96,7 +97,7 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
             pair = _pair(issues, (*where, kind, i, "servers"), group["servers"], fabric, nodes)
             for j, device in enumerate(group["devices"]):
                 index = first + j
-                if index in taken and taken[index] != i:
+                if index in taken and taken[index] != i and not unstated:  # an unstated range is reported once
                     issues.error((*where, kind, i, "devices", j), f"{kind.upper()}{index:04x} is already a target "
                                  f"of {kind} group {taken[index]}",
                                  "start this group's first_index after the other group's last target")

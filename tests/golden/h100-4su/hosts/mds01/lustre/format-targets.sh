@@ -18,8 +18,8 @@
 #
 # Targets:
 #   MGS on /dev/mapper/mgt: formatted here, backed up by mds02; servicenodes mds01 (10.20.1.65@o2ib,10.20.1.193@o2ib), mds02 (10.20.2.2@o2ib,10.20.2.130@o2ib)
-#   ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: backed up here, formatted by mds02; servicenodes mds02 (10.20.2.2@o2ib,10.20.2.130@o2ib), mds01 (10.20.1.65@o2ib,10.20.1.193@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
-#   data-MDT0000 on /dev/mapper/data-mdt0: formatted here, backed up by mds02; servicenodes mds01 (10.20.1.65@o2ib,10.20.1.193@o2ib), mds02 (10.20.2.2@o2ib,10.20.2.130@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
+#   ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: formatted here, backed up by mds02; servicenodes mds01 (10.20.1.65@o2ib,10.20.1.193@o2ib), mds02 (10.20.2.2@o2ib,10.20.2.130@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
+#   data-MDT0000 on /dev/mapper/data-mdt0: backed up here, formatted by mds02; servicenodes mds02 (10.20.2.2@o2ib,10.20.2.130@o2ib), mds01 (10.20.1.65@o2ib,10.20.1.193@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
 #
 # Usage: format-targets.sh [--dry-run]
 # Environment for tests: MKFS_LUSTRE, TUNEFS_LUSTRE, BLKID, LCTL (the tools), NODE (default: hostname -s),
@@ -155,16 +155,19 @@ format() {
       return
     fi
     change "set the planned NIDs of ${label} on ${device} (was: ${have# })" \
-      "$TUNEFS_LUSTRE" "${tune[@]}" "${nids[@]}" "$path"
-    log "${label}: the MGS takes the new NIDs only after a writeconf of the whole file system (tunefs.lustre(8))"
+      "$TUNEFS_LUSTRE" "${tune[@]}" "${nids[@]}" "$path" \
+      || { fail "${label}: tunefs.lustre failed on ${device}"; return; }
+    log "${label}: the target registers the new NIDs at its next mount; only removing the old ones from the MGS logs takes a writeconf of the whole file system (tunefs.lustre(8))"
     return
   fi
-  type="$("$BLKID" -p -o value -s TYPE -- "$path" 2>/dev/null || true)"
+  # a file system or a partition table (mkfs.lustre passes -F to mke2fs, which formats over either)
+  type="$("$BLKID" -p -o value -s TYPE -s PTTYPE -- "$path" 2>/dev/null || true)"
   if [[ -n "$type" ]]; then
-    fail "${label}: ${device} holds a ${type} file system and no Lustre label; refusing to format it (wipefs it first if it is really free)"
+    fail "${label}: ${device} holds a ${type//$'\n'/ and } signature (a file system or partition table) and no Lustre label; refusing to format it"
     return
   fi
-  change "format ${label} on ${device}" "$MKFS_LUSTRE" --backfstype=ldiskfs "$@" "${nids[@]}" "$path"
+  change "format ${label} on ${device}" "$MKFS_LUSTRE" --backfstype=ldiskfs "$@" "${nids[@]}" "$path" \
+    || fail "${label}: mkfs.lustre failed on ${device}"
 }
 
 # partner LABEL DEVICE FIRST: a target this server backs up: its device is visible, unformatted or the plan's.
@@ -185,8 +188,8 @@ partner() {
 [[ "$NODE" == mds01 ]] || die "this script is for mds01, not ${NODE}"
 check_nids
 format MGS /dev/mapper/mgt '' 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib --mgs
-partner ckpt-MDT0000 /dev/mapper/ckpt-mdt0 mds02
-format data-MDT0000 /dev/mapper/data-mdt0 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib --mdt --fsname=data --index=0
+format ckpt-MDT0000 /dev/mapper/ckpt-mdt0 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib --mdt --fsname=ckpt --index=0
+partner data-MDT0000 /dev/mapper/data-mdt0 mds02
 
 if ((FAILED)); then
   die "${FAILED} target(s) not set up"

@@ -156,16 +156,19 @@ format() {
       return
     fi
     change "set the planned NIDs of ${label} on ${device} (was: ${have# })" \
-      "$TUNEFS_LUSTRE" "${tune[@]}" "${nids[@]}" "$path"
-    log "${label}: the MGS takes the new NIDs only after a writeconf of the whole file system (tunefs.lustre(8))"
+      "$TUNEFS_LUSTRE" "${tune[@]}" "${nids[@]}" "$path" \
+      || { fail "${label}: tunefs.lustre failed on ${device}"; return; }
+    log "${label}: the target registers the new NIDs at its next mount; only removing the old ones from the MGS logs takes a writeconf of the whole file system (tunefs.lustre(8))"
     return
   fi
-  type="$("$BLKID" -p -o value -s TYPE -- "$path" 2>/dev/null || true)"
+  # a file system or a partition table (mkfs.lustre passes -F to mke2fs, which formats over either)
+  type="$("$BLKID" -p -o value -s TYPE -s PTTYPE -- "$path" 2>/dev/null || true)"
   if [[ -n "$type" ]]; then
-    fail "${label}: ${device} holds a ${type} file system and no Lustre label; refusing to format it (wipefs it first if it is really free)"
+    fail "${label}: ${device} holds a ${type//$'\n'/ and } signature (a file system or partition table) and no Lustre label; refusing to format it"
     return
   fi
-  change "format ${label} on ${device}" "$MKFS_LUSTRE" --backfstype=ldiskfs "$@" "${nids[@]}" "$path"
+  change "format ${label} on ${device}" "$MKFS_LUSTRE" --backfstype=ldiskfs "$@" "${nids[@]}" "$path" \
+    || fail "${label}: mkfs.lustre failed on ${device}"
 }
 
 # partner LABEL DEVICE FIRST: a target this server backs up: its device is visible, unformatted or the plan's.
