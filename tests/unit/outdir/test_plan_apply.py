@@ -20,6 +20,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.journal import FLOCK_FILE, JOURNAL_FILE, recover
+from fabricgen.outdir.lastrun import LAST_RUN_FILE
 from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, Lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 
@@ -81,7 +82,7 @@ def mtimes(out: Path) -> dict[str, int]:
 
 
 def state_residue(out: Path) -> set[str]:
-    return {p.name for p in (out / STATE_DIR).iterdir()} - {FLOCK_FILE}
+    return {p.name for p in (out / STATE_DIR).iterdir()} - {FLOCK_FILE, LAST_RUN_FILE}
 
 
 def by_path(plan: Plan) -> dict[str, Any]:
