@@ -595,3 +595,19 @@ def test_property_apply_a_then_b_equals_b(first: list[Artifact], second: list[Ar
 
         assert snapshot(out) == expected_tree(second, _USER)
         assert not plan_for(second, out).needs_apply
+
+
+def test_a_version_1_lock_is_read_and_rewritten(tmp_path: Path) -> None:
+    """Before the input digest (lock_version 1): still fabricgen's files; the next apply writes version 2."""
+    out = tmp_path / "out"
+    artifacts = [art("a.txt", "a")]
+    apply_all(artifacts, out)
+    doc = json.loads((out / LOCK_FILE).read_text())
+    del doc["inputs"]
+    (out / LOCK_FILE).write_text(json.dumps({**doc, "lock_version": 1}))
+
+    plan = plan_for(artifacts, out)
+    apply_plan(plan)
+
+    assert not plan.has_changes and plan.lock_changed
+    assert json.loads((out / LOCK_FILE).read_text())["lock_version"] == 2
