@@ -123,7 +123,8 @@ def test_lock_file_is_deterministic_and_relative(tmp_path: Path) -> None:
             "a.txt": {"mode": "0644", "sha256": art("a.txt", "a").sha256},
             "x/y.sh": {"mode": "0755", "sha256": art("x/y.sh", "y").sha256},
         },
-        "lock_version": 1,
+        "inputs": {"digest": "", "named_files": []},
+        "lock_version": 2,
         "spec_digest": DIGEST,
         "tool": {"name": "fabricgen", "version": VERSION},
     }
