@@ -18,6 +18,7 @@ from fabricgen.cli import app
 from fabricgen.core import inputs
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.outdir import lastrun, plan
+from fabricgen.outdir.journal import STAGING_PREFIX
 from fabricgen.outdir.lastrun import LAST_RUN_FILE
 from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR
 from fabricgen.pipeline import compile_spec
@@ -105,6 +106,12 @@ def _garbled_last_run(out: Path, spec: Path) -> Path:
     return spec
 
 
+def _staging_residue(out: Path, spec: Path) -> Path:
+    """An apply killed before its commit point: the full path removes the residue (after compiling)."""
+    (out / STATE_DIR / f"{STAGING_PREFIX}0123456789abcdef").mkdir()
+    return spec
+
+
 def _spec_named_otherwise(out: Path, spec: Path) -> Path:
     """The warnings name the spec as given; named another way, they are compiled again."""
     return Path(os.path.relpath(spec))
@@ -119,6 +126,7 @@ def _spec_named_otherwise(out: Path, spec: Path) -> Path:
         (_other_code, "No changes. The lock file will be refreshed"),
         (_other_version, "No changes. The lock file will be refreshed"),
         (_garbled_last_run, "No changes"),
+        (_staging_residue, "No changes"),
         (_spec_named_otherwise, "No changes"),
     ],
 )
@@ -136,6 +144,7 @@ def test_anything_changed_takes_the_full_path(tmp_path: Path, compiles: list[Pat
     assert compiles == [spec]
     assert expected in result.output
     assert result.output == run("plan", str(spec), "-o", str(out), "--full").output
+    assert not any(p.name.startswith(STAGING_PREFIX) for p in (out / STATE_DIR).iterdir())
 
 
 def test_a_changed_guid_inventory_is_an_input(tmp_path: Path, compiles: list[Path]) -> None:

@@ -25,7 +25,7 @@ from typing import Literal
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir.fs import file_digest
-from fabricgen.outdir.journal import recover
+from fabricgen.outdir.journal import needs_recovery, recover
 from fabricgen.outdir.lastrun import Known, LastRun, read_last_run, settled
 from fabricgen.outdir.lock import (
     LOCK_FILE,
@@ -169,31 +169,31 @@ def unchanged_plan(out_dir: Path, digest_now: Callable[[Inputs], str | None]) ->
     found from the lock and a stat per file (hashing only files whose stat changed), without rendering.
 
     ``digest_now`` computes the input digest from the spec and the files the lock says it names. None when
-    anything differs: another digest, a lock in another format, no record of the last run's warnings for this
-    spec, or any managed file missing, edited, of another mode or behind a symlink. The caller then renders, and
-    the full plan reports exactly what differs. Every artifact path is in the lock on a match, so there is
-    nothing to create, delete or find unmanaged.
+    anything differs or cannot be read: another digest, a lock in another format or corrupt, an interrupted apply
+    to finish, no record of the last run's warnings for this spec, or any managed file missing, edited, of another
+    mode or behind a symlink. The caller then compiles and renders, and the full plan reports exactly what
+    differs, in its usual order. Only reads. Every artifact path is in the lock on a match, so there is nothing to
+    create, delete or find unmanaged.
     """
-    recover(out_dir)
-    previous_bytes = read_lock_bytes(out_dir)
-    if previous_bytes is None:
-        return None
-    lock = parse_lock(previous_bytes, str(out_dir / LOCK_FILE))
-    if not lock.inputs.digest or lock.to_bytes() != previous_bytes or digest_now(lock.inputs) != lock.inputs.digest:
-        return None
-    last = read_last_run(out_dir)
-    if last.inputs != lock.inputs.digest:
-        return None
-    disk = _Disk(out_dir, last.files)
-    changes = []
     try:
+        if needs_recovery(out_dir) or (previous_bytes := read_lock_bytes(out_dir)) is None:
+            return None  # the full path recovers (after validating the spec) or plans from nothing
+        lock = parse_lock(previous_bytes, str(out_dir / LOCK_FILE))
+        if (not lock.inputs.digest or lock.to_bytes() != previous_bytes
+                or digest_now(lock.inputs) != lock.inputs.digest):
+            return None
+        last = read_last_run(out_dir)
+        if last.inputs != lock.inputs.digest:
+            return None
+        disk = _Disk(out_dir, last.files)
+        changes = []
         for entry in lock.entries:
             seen = disk.inspect(entry.path) if disk.blocker(entry.path) is None else _OnDisk("other")
             if not seen.matches(entry.sha256, entry.mode):
                 return None
             changes.append(Change(Action.UNCHANGED, entry.path, "up to date", seen=seen.sha256))
-    except OSError as exc:
-        raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
+    except (OSError, OutputError):  # reported by the full path, in its order (the spec's problems first)
+        return None
     return Plan(out_dir, tuple(changes), lock, (), previous_bytes, disk.known, last)
 
 
