@@ -133,7 +133,8 @@ def measure(gpus: int, tmp: Path) -> dict[str, Sample]:
     spec = tmp / f"bench-{gpus}.yaml"
     text = spec_text(gpus)
     spec.write_text(text, encoding="utf-8")
-    changed = tmp / f"bench-{gpus}-changed.yaml"
+    changed = tmp / "changed" / spec.name  # the same file name: every artifact's header names the spec's file
+    changed.parent.mkdir(exist_ok=True)
     nodes = gpus // 8
     changed.write_text(text.replace(f"    count: {nodes}\n", f"    count: {nodes - 1}\n"), encoding="utf-8")
     out = tmp / f"out-{gpus}"
