@@ -33,6 +33,7 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	-$(BIN)/python bench/bench.py
 	$(BIN)/python bench/cli.py
+	$(BIN)/python bench/avd.py
 	@if command -v opensm >/dev/null && command -v ibsim >/dev/null; then \
 		$(BIN)/python bench/opensm_bringup.py --nodes 256; \
 	else echo "opensm/ibsim not installed: skipping the OpenSM bring-up measurement (see .ci/run for the packages)"; fi

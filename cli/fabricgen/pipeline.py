@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fabricgen.core import inputs
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
-from fabricgen.core.errors import CheckError, Finding, Severity
+from fabricgen.core.errors import CheckError, Finding, Severity, SpecError
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_file
@@ -31,10 +32,15 @@ class Compiled:
     cluster: Cluster
     topology: Topology
     findings: tuple[Finding, ...]
+    named_files: tuple[tuple[str, str], ...] = ()  # files the spec names (GUID inventories): relative path, sha256
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    def input_digest(self, tool_version: str) -> str:
+        """Everything this compile read, as the lock records it (:mod:`fabricgen.core.inputs`)."""
+        return inputs.input_digest(self.document.source, self.document.digest, dict(self.named_files), tool_version)
 
 
 Step = Callable[[str], None]
@@ -47,17 +53,35 @@ def _quiet(_: str) -> None:
 
 def compile_spec(path: Path, step: Step = _quiet) -> Compiled:
     """Load, validate, build, compile and check a spec; raise SpecError or CheckError on any error."""
-    step(f"loading {path}")
-    document = load_file(path)
-    step("validating the spec and building the cluster model")
-    cluster = build_cluster(document)
-    step(f"compiling the topology of {len(cluster.nodes)} nodes")
-    topology = compile_topology(cluster)
-    step(f"checking {sum(len(f.links) for f in topology.fabrics)} links")
-    findings = run_checks(topology)
+    with inputs.recording(path) as named:
+        step(f"loading {path}")
+        document = load_file(path)
+        step("validating the spec and building the cluster model")
+        cluster = build_cluster(document)
+        step(f"compiling the topology of {len(cluster.nodes)} nodes")
+        topology = compile_topology(cluster)
+        step(f"checking {sum(len(f.links) for f in topology.fabrics)} links")
+        findings = run_checks(topology)
     if any(f.severity is Severity.ERROR for f in findings):
         raise CheckError(findings)
-    return Compiled(document, topology.cluster, topology, findings)  # compile completes the model (server NIDs)
+    # compile completes the model (server NIDs), hence topology.cluster
+    return Compiled(document, topology.cluster, topology, findings, tuple(sorted(named.items())))
+
+
+def loaded(path: Path) -> Document | None:
+    """The spec parsed (not validated), or None when it cannot be read or parsed: the full path reports why."""
+    try:
+        return load_file(path)
+    except SpecError:
+        return None
+
+
+def input_digest_now(document: Document, named_files: Sequence[str], tool_version: str) -> str:
+    """The input digest a compile of ``document`` would record, from the spec's bytes and, read again now, the
+    files a previous compile found it names (their names come from the spec's bytes, which are in the digest)."""
+    path = Path(document.source)
+    files = {rel: inputs.read_named_file(path, rel, inputs.MAX_NAMED_FILE_BYTES) for rel in named_files}
+    return inputs.input_digest(document.source, document.digest, files, tool_version)
 
 
 def render_spec(compiled: Compiled, targets: Sequence[str] | None = None, step: Step = _quiet

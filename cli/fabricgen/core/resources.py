@@ -20,3 +20,8 @@ def shipped_dir(name: str) -> Path:
 def data_dir() -> Path:
     """Package data (hardware catalog) that lives inside the Python package itself."""
     return _PACKAGE_DIR / "data"
+
+
+def package_dir() -> Path:
+    """The fabricgen package itself (its code and the data beside it)."""
+    return _PACKAGE_DIR

@@ -8,7 +8,9 @@ The protocol has one commit point and rolls forward, in this order (each step de
   3. write OUT/.fabricgen/journal.json atomically (temp file, fsync, os.replace, fsync dir): the commit point;
   4. roll forward: deletions (and the directories they empty), then one os.replace per staged file, then the
      lock file, last, so a lock on disk always describes a finished apply;
-  5. remove the journal, then the staging directory.
+  5. remove the journal, then the staging directory;
+  6. record what it knows of the tree in OUT/.fabricgen/last-run.json (:mod:`fabricgen.outdir.lastrun`), an aid
+     to later plans that is never needed for the tree to be right.
 Dying before 3 leaves the old tree plus staging residue; dying after it leaves a journal. `recover`, run first
 by every plan and apply, removes the residue or finishes the journal; every roll-forward step is idempotent.
 Every step works on descriptors of OUT and OUT/.fabricgen (:mod:`fabricgen.outdir.fs`), never through a symlink.
@@ -17,10 +19,11 @@ Every step works on descriptors of OUT and OUT/.fabricgen (:mod:`fabricgen.outdi
 from __future__ import annotations
 
 import os
+import time
 from contextlib import suppress
 from dataclasses import dataclass
 
-from fabricgen.core.errors import OutputError
+from fabricgen.core.errors import Finding, OutputError
 from fabricgen.outdir.fs import in_parallel, new_name, tree, write_atomically, write_new
 from fabricgen.outdir.journal import (
     JOURNAL_FILE,
@@ -35,8 +38,9 @@ from fabricgen.outdir.journal import (
     recover,
     recover_locked,
 )
+from fabricgen.outdir.lastrun import Known, LastRun, write_last_run
 from fabricgen.outdir.lock import LockEntry
-from fabricgen.outdir.plan import Plan, plan_without_recovery
+from fabricgen.outdir.plan import Action, Plan, plan_without_recovery, settled_writes
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,14 @@ class ApplyResult:
         return bool(self.written or self.deleted or self.lock_written)
 
 
-def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = None) -> ApplyResult:
-    """Write ``plan`` to disk atomically; with nothing to do, touch nothing at all.
+def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = None, spec: str = "",
+               warnings: tuple[Finding, ...] = ()) -> ApplyResult:
+    """Write ``plan`` to disk atomically; with nothing to do, touch no artifact and not the lock (last-run.json is
+    brought up to date when it would change).
 
     ``expected_state``: the :attr:`Plan.state_digest` of a saved plan; the re-plan under the lock must find OUT
-    exactly so, or nothing is written.
+    exactly so, or nothing is written. ``spec`` (as named) and ``warnings``: what the compile said, recorded for a
+    later plan of the same inputs to say again without compiling.
 
     Raises:
         OutputError: another apply holds the lock, unmanaged files are in the way and ``force`` is false, the
@@ -67,6 +74,7 @@ def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = 
     out_dir = plan.out_dir
     recover(out_dir)
     if not plan.needs_apply:
+        _remember_unchanged(plan, spec, warnings)
         return ApplyResult(plan)
     _refuse_unmanaged(plan, force)
     with opened_state(out_dir, create=True) as opened:
@@ -74,18 +82,43 @@ def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = 
         with exclusive_lock(state):
             recover_locked(state)
             fresh = plan_without_recovery(
-                plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version
+                plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version,
+                inputs=plan.lock.inputs,
             )
             if expected_state is not None and fresh.state_digest != expected_state:
                 raise OutputError(f"{out_dir} changed since the plan was saved: run plan again")
             if not fresh.needs_apply:
+                _remember(state, fresh, {}, spec, warnings)
                 return ApplyResult(fresh)
             _refuse_unmanaged(fresh, force)
             journal = _stage_and_commit(fresh, state)
+            renamed_since = time.time_ns()  # every staged file was written before this
             lock_written = finish(state, journal)
+            _remember(state, fresh, settled_writes(fresh, renamed_since), spec, warnings)
     return ApplyResult(
         fresh, written=tuple(a.path for a in fresh.writes), deleted=fresh.deletions, lock_written=lock_written
     )
+
+
+def _remember_unchanged(plan: Plan, spec: str, warnings: tuple[Finding, ...]) -> None:
+    """Bring last-run.json up to date after a run that changed nothing (files hashed because their stat moved, a
+    spec named another way), under apply's lock; skipped while another apply holds it."""
+    known = {c.path: plan.known[c.path] for c in plan.changes if c.path in plan.known}
+    last = LastRun(plan.lock.inputs.digest, spec, warnings, known)
+    if last == plan.last_run:
+        return
+    with suppress(OutputError), opened_state(plan.out_dir, create=False) as state:
+        if state is not None:
+            with exclusive_lock(state):
+                _remember(state, plan, {}, spec, warnings)
+
+
+def _remember(state: State, plan: Plan, written: dict[str, Known], spec: str, warnings: tuple[Finding, ...]) -> None:
+    """Step 6: the files this apply verified or wrote, and what the compile said. A failure here costs later plans
+    time, never correctness, so it does not fail the apply."""
+    known = {c.path: plan.known[c.path] for c in plan.changes if c.action is Action.UNCHANGED and c.path in plan.known}
+    with suppress(OSError, OutputError):
+        write_last_run(state.state_fd, LastRun(plan.lock.inputs.digest, spec, warnings, known | written), TMP_PREFIX)
 
 
 def _made(state: State | None) -> State:

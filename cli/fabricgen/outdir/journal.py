@@ -158,6 +158,15 @@ def exclusive_lock(state: State) -> Iterator[None]:
         os.close(fd)
 
 
+def needs_recovery(out_dir: Path) -> bool:
+    """Whether an apply left a journal or residue in OUT (read only; any doubt counts as yes)."""
+    try:
+        with opened_state(out_dir, create=False) as state:
+            return state is not None and _has_leftovers(state)
+    except (OSError, OutputError):
+        return True
+
+
 def _has_leftovers(state: State) -> bool:
     names = os.listdir(state.state_fd)  # noqa: PTH208 - by descriptor; one cheap call on the hot path of every plan
     return any(n == JOURNAL_FILE or n.startswith((STAGING_PREFIX, TMP_PREFIX)) for n in names)

@@ -1,6 +1,8 @@
 """The lock file, OUT/fabricgen.lock.json: every artifact fabricgen wrote with its sha256 and mode, the spec
-digest and the tool version. Only what it lists is fabricgen's to update or delete; it is parsed strictly,
-since its paths are deleted and replaced.
+digest, the tool version and the input digest (everything the render read: :mod:`fabricgen.core.inputs`, with the
+files the spec names). Only what it lists is fabricgen's to update or delete; it is parsed strictly, since its
+paths are deleted and replaced. It is written only at the end of a successful apply, so an input digest found in
+it is one whose spec passed validation and checks.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from fabricgen.core.errors import OutputError
 from fabricgen.outdir.fs import open_out, read_own_file
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_NAMED_FILE = re.compile(r"^[A-Za-z0-9_./-]{1,4096}\.(csv|ya?ml)$")  # what the spec may name (a GUID inventory)
 TOOL_NAME = "fabricgen"
 LOCK_FILE = "fabricgen.lock.json"
 # Private state of apply (flock, staging, journal). Artifact paths cannot start with a dot, so never collide.
 STATE_DIR = ".fabricgen"
-LOCK_FORMAT = 1
+LOCK_FORMAT = 2  # 2 added "inputs"; a version 1 lock is read (it has no input digest, so every plan renders)
 _MODE_TEXT = {0o644: "0644", 0o755: "0755"}
 _MODE_VALUE = {text: mode for mode, text in _MODE_TEXT.items()}
 
@@ -36,6 +39,17 @@ class LockEntry:
 
 
 @dataclass(frozen=True)
+class Inputs:
+    """What the render read: the input digest and the files the spec names (relative to the spec), whose bytes a
+    later plan reads again to recompute the digest without compiling."""
+
+    digest: str = ""
+    named_files: tuple[str, ...] = ()
+
+
+NO_INPUTS = Inputs()  # a lock of format 1, or a plan made without a spec (the outdir tests)
+
+@dataclass(frozen=True)
 class Lock:
     """The manifest in OUT/fabricgen.lock.json; deterministic bytes, so an unchanged lock is not rewritten."""
 
@@ -43,11 +57,14 @@ class Lock:
     tool_version: str
     entries: tuple[LockEntry, ...]
     tool_name: str = TOOL_NAME
+    inputs: Inputs = NO_INPUTS
 
     @classmethod
-    def for_artifacts(cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str) -> Lock:
+    def for_artifacts(
+        cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
+    ) -> Lock:
         entries = tuple(sorted(LockEntry(a.path, a.sha256, a.mode) for a in artifacts))
-        return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries)
+        return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries, inputs=inputs)
 
     def by_path(self) -> dict[str, LockEntry]:
         return {e.path: e for e in self.entries}
@@ -56,6 +73,7 @@ class Lock:
         """Sorted keys, indent 2, trailing newline, no timestamps: equal locks are equal bytes."""
         doc = {
             "files": {e.path: {"mode": _MODE_TEXT[e.mode], "sha256": e.sha256} for e in self.entries},
+            "inputs": {"digest": self.inputs.digest, "named_files": list(self.inputs.named_files)},
             "lock_version": LOCK_FORMAT,
             "spec_digest": self.spec_digest,
             "tool": {"name": self.tool_name, "version": self.tool_version},
@@ -75,16 +93,14 @@ def parse_lock(data: bytes, source: str) -> Lock:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _corrupt(source, f"not valid JSON ({exc})") from exc
-    _require(
-        isinstance(doc, dict) and set(doc) == {"files", "lock_version", "spec_digest", "tool"},
-        source,
-        "expected an object with exactly the keys files, lock_version, spec_digest, tool",
-    )
+    _require(isinstance(doc, dict) and type(doc.get("lock_version")) is int, source,
+             "expected an object with an integer lock_version")
     version = doc["lock_version"]
-    _require(type(version) is int, source, "lock_version is not an integer")
     if version > LOCK_FORMAT:
         raise _corrupt(source, f"lock_version {version} was written by a newer fabricgen")
-    _require(version == LOCK_FORMAT, source, f"unknown lock_version {version}")
+    _require(version in (1, LOCK_FORMAT), source, f"unknown lock_version {version}")
+    keys = {"files", "lock_version", "spec_digest", "tool"} | ({"inputs"} if version == LOCK_FORMAT else set())
+    _require(set(doc) == keys, source, f"expected an object with exactly the keys {', '.join(sorted(keys))}")
     tool = doc["tool"]
     _require(
         isinstance(tool, dict)
@@ -99,7 +115,21 @@ def parse_lock(data: bytes, source: str) -> Lock:
         tool_version=tool["version"],
         tool_name=tool["name"],
         entries=_parse_lock_files(doc["files"], source),
+        inputs=_parse_inputs(doc.get("inputs", {"digest": "", "named_files": []}), source),
     )
+
+
+def _parse_inputs(inputs: object, source: str) -> Inputs:
+    _require(
+        isinstance(inputs, dict) and set(inputs) == {"digest", "named_files"}
+        and isinstance(inputs["digest"], str) and (inputs["digest"] == "" or bool(_SHA256.fullmatch(inputs["digest"])))
+        and isinstance(inputs["named_files"], list)
+        and all(isinstance(f, str) and bool(_NAMED_FILE.fullmatch(f)) for f in inputs["named_files"]),
+        source,
+        "inputs must be an object with a sha256 digest and a list of named_files",
+    )
+    assert isinstance(inputs, dict)
+    return Inputs(inputs["digest"], tuple(inputs["named_files"]))
 
 
 def _parse_lock_files(files: object, source: str) -> tuple[LockEntry, ...]:

@@ -15,7 +15,8 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -24,9 +25,12 @@ from typing import Literal
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir.fs import file_digest
-from fabricgen.outdir.journal import recover
+from fabricgen.outdir.journal import needs_recovery, recover
+from fabricgen.outdir.lastrun import Known, LastRun, read_last_run, settled
 from fabricgen.outdir.lock import (
     LOCK_FILE,
+    NO_INPUTS,
+    Inputs,
     Lock,
     LockEntry,
     parse_lock,
@@ -60,7 +64,9 @@ class Plan:
     """The diff between rendered artifacts and OUT; apply recomputes it under its lock before writing.
 
     ``artifacts`` holds every rendered artifact (not only the changed ones) so apply can re-plan; ``writes``
-    and ``deletions`` are what apply would do now.
+    and ``deletions`` are what apply would do now. ``known``: the files whose bytes this plan verified, for apply
+    to record (:mod:`fabricgen.outdir.lastrun`). A plan found without rendering (:func:`unchanged_plan`) has no
+    artifacts and no changes.
     """
 
     out_dir: Path
@@ -68,6 +74,8 @@ class Plan:
     lock: Lock
     artifacts: tuple[Artifact, ...]
     previous_lock_bytes: bytes | None = field(default=None, repr=False)
+    known: Mapping[str, Known] = field(default_factory=dict, repr=False, compare=False)
+    last_run: LastRun = field(default=LastRun(), repr=False, compare=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -128,7 +136,7 @@ def _digest(lines: Iterable[str]) -> str:
 
 
 def compute_plan(
-    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str
+    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
 ) -> Plan:
     """Diff ``artifacts`` against ``out_dir`` and its lock file, after finishing any interrupted apply.
 
@@ -137,11 +145,12 @@ def compute_plan(
             file where a directory is needed), two artifacts clash, or another apply is mid-way.
     """
     recover(out_dir)
-    return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version)
+    return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version,
+                                 inputs=inputs)
 
 
 def plan_without_recovery(
-    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str
+    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
 ) -> Plan:
     """`compute_plan` minus recovery: for apply, which has already recovered while holding its lock."""
     rendered = _checked_artifacts(artifacts)
@@ -149,10 +158,58 @@ def plan_without_recovery(
         return _diff(
             rendered,
             out_dir,
-            Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version),
+            Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version, inputs=inputs),
         )
     except OSError as exc:
         raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
+
+
+def unchanged_plan(out_dir: Path, digest_now: Callable[[Inputs], str | None]) -> Plan | None:
+    """The plan of a run whose inputs are those of the last apply, when OUT still holds exactly what it wrote:
+    found from the lock and a stat per file (hashing only files whose stat changed), without rendering.
+
+    ``digest_now`` computes the input digest from the spec and the files the lock says it names. None when
+    anything differs or cannot be read: another digest, a lock in another format or corrupt, an interrupted apply
+    to finish, no record of the last run's warnings for this spec, or any managed file missing, edited, of another
+    mode or behind a symlink. The caller then compiles and renders, and the full plan reports exactly what
+    differs, in its usual order. Only reads. Every artifact path is in the lock on a match, so there is nothing to
+    create, delete or find unmanaged.
+    """
+    try:
+        if needs_recovery(out_dir) or (previous_bytes := read_lock_bytes(out_dir)) is None:
+            return None  # the full path recovers (after validating the spec) or plans from nothing
+        lock = parse_lock(previous_bytes, str(out_dir / LOCK_FILE))
+        if (not lock.inputs.digest or lock.to_bytes() != previous_bytes
+                or digest_now(lock.inputs) != lock.inputs.digest):
+            return None
+        last = read_last_run(out_dir)
+        if last.inputs != lock.inputs.digest:
+            return None
+        disk = _Disk(out_dir, last.files)
+        changes = []
+        for entry in lock.entries:
+            seen = disk.inspect(entry.path) if disk.blocker(entry.path) is None else _OnDisk("other")
+            if not seen.matches(entry.sha256, entry.mode):
+                return None
+            changes.append(Change(Action.UNCHANGED, entry.path, "up to date", seen=seen.sha256))
+    except (OSError, OutputError):  # reported by the full path, in its order (the spec's problems first)
+        return None
+    return Plan(out_dir, tuple(changes), lock, (), previous_bytes, disk.known, last)
+
+
+def settled_writes(plan: Plan, renamed_since_ns: int) -> dict[str, Known]:
+    """What apply records of the files it just moved into place (written before ``renamed_since_ns``): their lstat
+    now, with the sha256 of the bytes it wrote; a file that is not (or no longer) those bytes' size is left out."""
+    disk = _Disk(plan.out_dir, {})
+    known = {}
+    for artifact in plan.writes:
+        st = disk.lstat(artifact.path) if disk.blocker(artifact.path) is None else None
+        entry = None
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == len(artifact.content):
+            entry = settled(st, artifact.sha256, renamed_since_ns)
+        if entry is not None:
+            known[artifact.path] = entry
+    return known
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:
@@ -203,11 +260,16 @@ class _OnDisk:
 
 
 class _Disk:
-    """OUT as plan sees it, with one lstat per path: directories on the way are shared by many artifacts."""
+    """OUT as plan sees it, with one lstat per path: directories on the way are shared by many artifacts. A file
+    whose lstat matches what the last apply recorded is not read again; ``known`` collects what this plan verified.
+    """
 
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, last_known: Mapping[str, Known]) -> None:
         self.out_dir = out_dir
         self._stats: dict[str, os.stat_result | None] = {}
+        self._last_known = last_known
+        self._since_ns = time.time_ns()  # before any lstat: bytes read later were there at least since then
+        self.known: dict[str, Known] = {}
 
     def lstat(self, rel: str) -> os.stat_result | None:
         if rel not in self._stats:
@@ -235,6 +297,10 @@ class _Disk:
             return _OnDisk("dir")
         if not stat.S_ISREG(st.st_mode):
             return _OnDisk("other")
+        known = self._last_known.get(rel)
+        if known is not None and known.matches(st):
+            self.known[rel] = known
+            return _OnDisk("file", known.sha256, stat.S_IMODE(st.st_mode) & 0o777)
         try:
             digest = file_digest(self.out_dir / rel)
         except OSError as exc:
@@ -243,6 +309,8 @@ class _Disk:
             digest = None  # replaced by a symlink since the lstat above
         if digest is None:
             return _OnDisk("other")
+        if (now_known := settled(st, digest, self._since_ns)) is not None:
+            self.known[rel] = now_known
         return _OnDisk("file", digest, stat.S_IMODE(st.st_mode) & 0o777)
 
 
@@ -253,7 +321,8 @@ def _diff(rendered: tuple[Artifact, ...], out_dir: Path, new_lock: Lock) -> Plan
     previous = {}
     if previous_bytes is not None:
         previous = parse_lock(previous_bytes, str(out_dir / LOCK_FILE)).by_path()
-    disk = _Disk(out_dir)
+    last = read_last_run(out_dir)
+    disk = _Disk(out_dir, last.files)
     rendered_paths = {a.path for a in rendered}
     deletions = [
         change
@@ -268,6 +337,8 @@ def _diff(rendered: tuple[Artifact, ...], out_dir: Path, new_lock: Lock) -> Plan
         lock=new_lock,
         artifacts=rendered,
         previous_lock_bytes=previous_bytes,
+        known=disk.known,
+        last_run=last,
     )
 
 

@@ -20,6 +20,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.journal import FLOCK_FILE, JOURNAL_FILE, recover
+from fabricgen.outdir.lastrun import LAST_RUN_FILE
 from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, Lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
 
@@ -81,7 +82,7 @@ def mtimes(out: Path) -> dict[str, int]:
 
 
 def state_residue(out: Path) -> set[str]:
-    return {p.name for p in (out / STATE_DIR).iterdir()} - {FLOCK_FILE}
+    return {p.name for p in (out / STATE_DIR).iterdir()} - {FLOCK_FILE, LAST_RUN_FILE}
 
 
 def by_path(plan: Plan) -> dict[str, Any]:
@@ -122,7 +123,8 @@ def test_lock_file_is_deterministic_and_relative(tmp_path: Path) -> None:
             "a.txt": {"mode": "0644", "sha256": art("a.txt", "a").sha256},
             "x/y.sh": {"mode": "0755", "sha256": art("x/y.sh", "y").sha256},
         },
-        "lock_version": 1,
+        "inputs": {"digest": "", "named_files": []},
+        "lock_version": 2,
         "spec_digest": DIGEST,
         "tool": {"name": "fabricgen", "version": VERSION},
     }
@@ -594,3 +596,19 @@ def test_property_apply_a_then_b_equals_b(first: list[Artifact], second: list[Ar
 
         assert snapshot(out) == expected_tree(second, _USER)
         assert not plan_for(second, out).needs_apply
+
+
+def test_a_version_1_lock_is_read_and_rewritten(tmp_path: Path) -> None:
+    """Before the input digest (lock_version 1): still fabricgen's files; the next apply writes version 2."""
+    out = tmp_path / "out"
+    artifacts = [art("a.txt", "a")]
+    apply_all(artifacts, out)
+    doc = json.loads((out / LOCK_FILE).read_text())
+    del doc["inputs"]
+    (out / LOCK_FILE).write_text(json.dumps({**doc, "lock_version": 1}))
+
+    plan = plan_for(artifacts, out)
+    apply_plan(plan)
+
+    assert not plan.has_changes and plan.lock_changed
+    assert json.loads((out / LOCK_FILE).read_text())["lock_version"] == 2

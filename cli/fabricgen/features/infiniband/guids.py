@@ -9,11 +9,13 @@ the spec itself; every problem is reported with file:line.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 from pathlib import Path
 from typing import Any
 
+from fabricgen.core import inputs
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.model.infiniband import GuidEntry
@@ -21,14 +23,16 @@ from fabricgen.spec.load import load_file
 
 GUID = re.compile(r"^0x[0-9a-fA-F]{16}$")
 COLUMNS = ("device", "rdma_dev", "node_guid", "port_guid")
-MAX_INVENTORY_BYTES = 64 * 1024 * 1024  # ~600,000 rows: every HCA of a 256k-GPU site
+MAX_INVENTORY_BYTES = inputs.MAX_NAMED_FILE_BYTES  # ~600,000 rows: every HCA of a 256k-GPU site
 
 
 def _rows(path: Path) -> list[tuple[SourcePosition, dict[str, Any]]]:
     if path.suffix == ".csv":
         where = SourcePosition(str(path), 1, 1)
         try:
-            text = read_bounded(path, MAX_INVENTORY_BYTES).decode("utf-8")
+            raw = read_bounded(path, MAX_INVENTORY_BYTES)
+            inputs.record(path, hashlib.sha256(raw).hexdigest())
+            text = raw.decode("utf-8")
         except TooLargeError as exc:
             raise SpecError([SpecIssue(where, "", exc.describe("GUID inventory"))]) from exc
         except OSError as exc:
@@ -42,6 +46,7 @@ def _rows(path: Path) -> list[tuple[SourcePosition, dict[str, Any]]]:
                                        f"{', '.join(missing)}", f"header: {','.join(COLUMNS)}")])
         return [(SourcePosition(str(path), reader.line_num, 1), row) for row in reader]
     doc = load_file(path)
+    inputs.record(path, doc.digest)
     if not isinstance(doc.data, list):
         raise SpecError([SpecIssue(doc.position(()), "", "GUID inventory must be a list of rows",
                                    f"each row with {', '.join(COLUMNS)}")])
