@@ -33,6 +33,7 @@ from fabricgen.core.errors import (
     CheckError,
     FabricgenError,
     Finding,
+    LabError,
     OutputError,
     Severity,
     SourcePosition,
@@ -782,10 +783,12 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     found = {file.stem: lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table")) for file in files}
     planned: dict[tuple[str, str], tuple[str, str, str]] = {}
+    ids: dict[tuple[str, str], str] = {}
     for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
         planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
-    findings = list(lldp_tables.compare(planned, found))
+        ids.update(lldp_tables.port_ids(fl.switches))
+    findings = list(lldp_tables.compare(planned, found, ids))
     if as_json:
         sys.stdout.write(json.dumps({"devices": sorted(found), "findings": [
             {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
@@ -1017,6 +1020,36 @@ def lab_check(
 
     _lab(action)
     _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
+
+
+@lab_app.command("lldp")
+def lab_lldp(
+    spec: SpecArg,
+    to: Annotated[Path, typer.Option("--to", help="Directory for one <device>.json per lab device.",
+                                     metavar="DIR")],
+    out_dir: OutOpt = None,
+    fabric: LabFabricOpt = None,
+) -> None:
+    """Save each running lab device's LLDP neighbours (`lldpctl -f json`, from the lldpd in its namespace) as
+    DIR/<device>.json, for `fabricgen verify SPEC --lldp DIR`. One fabric (--fabric when the spec has several)."""
+
+    def action() -> None:
+        compiled = _compile(spec)
+        if fabric is None and len(lab_run.routed_fabrics(compiled.topology, None)) > 1:
+            raise LabError("the spec has several routed fabrics: choose one with --fabric (a host is in several, "
+                           "and a directory holds one table per device)")
+        sample = lab_run.recorded_sample(compiled.topology, fabric) or 1
+        [fl] = lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample)
+        tables = lab_run.lldp_tables(fl)
+        to.mkdir(parents=True, exist_ok=True)
+        for device, text in sorted(tables.items()):
+            (to / f"{device}.json").write_text(text, encoding="utf-8")
+        neighbours = sum(len(lldp_tables.parse(device, text)) for device, text in tables.items())
+        out.print(f"fabric {_safe(fl.lab.fabric)}: {len(tables)} LLDP tables, {neighbours} neighbours in "
+                  f"{_safe(str(to))}; next: fabricgen verify {_safe(str(spec))} --lldp {_safe(str(to))}",
+                  soft_wrap=True)
+
+    _lab(action)
 
 
 @lab_app.command("down")
