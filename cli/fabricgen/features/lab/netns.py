@@ -274,16 +274,32 @@ class Ping:
 
 
 def pings(jobs: Sequence[Ping], parallel: int = 32, count: int = 1) -> list[bool]:
-    """Whether each echo was answered, ``parallel`` at a time (``ping -M do``: DF set, never fragmented); with
-    ``count`` > 1, whether any of that many was."""
-    answered: list[bool] = []
-    for start in range(0, len(jobs), parallel):
-        started = [subprocess.Popen(["ip", "netns", "exec", j.namespace, "ping", "-n", "-q", "-c", str(count), "-i",
-                                     "0.2", "-W", "2", "-M", "do", "-s", str(j.size - 28), "-I", str(j.source),
-                                     str(j.target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                   for j in jobs[start:start + parallel]]
-        answered += [p.wait(timeout=60) == 0 for p in started]
-    return answered
+    """Whether each echo was answered, ``parallel`` running at a time (``ping -M do``: DF set, never fragmented);
+    with ``count`` > 1, whether any of that many was. A finished ping makes room for the next at once: an echo
+    that must go unanswered waits out its 2 s, and should not hold up the others."""
+    answered: dict[int, bool] = {}
+    running: dict[int, subprocess.Popen[bytes]] = {}
+    queue = list(enumerate(jobs))
+    limit_s = 60 + 3 * len(jobs)  # far beyond any ping's own -W 2 per echo
+    deadline = time.monotonic() + limit_s
+    while queue or running:
+        while queue and len(running) < parallel:
+            n, j = queue.pop(0)
+            running[n] = subprocess.Popen(["ip", "netns", "exec", j.namespace, "ping", "-n", "-q", "-c", str(count),
+                                           "-i", "0.2", "-W", "2", "-M", "do", "-s", str(j.size - 28), "-I",
+                                           str(j.source), str(j.target)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for n, p in list(running.items()):
+            if p.poll() is not None:
+                answered[n] = p.returncode == 0
+                del running[n]
+        if time.monotonic() > deadline:
+            for p in running.values():
+                p.kill()
+                p.wait()
+            raise LabError(f"{len(running)} pings still running after {limit_s} s")
+        time.sleep(0.01)
+    return [answered[n] for n in range(len(jobs))]
 
 
 def down(state_dir: Path) -> list[str]:
