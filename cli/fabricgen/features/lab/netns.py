@@ -138,7 +138,6 @@ def host_batch(interfaces: Sequence[HostInterface], cabled: set[str]) -> str:
             primary = i.primary or i.members[0]
             lines += [f"link add {i.name} type bridge", f"link set {i.name} mtu {i.mtu}"]
             lines += [f"link set {primary} master {i.name}"] if primary in cabled else []
-            lines += [f"link set {m} up" for m in i.members if m != primary and m in cabled]
         elif i.name in cabled:
             lines.append(f"link set {i.name} mtu {i.mtu}")
         else:
