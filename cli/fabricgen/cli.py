@@ -951,6 +951,8 @@ def init(
 lab_app = typer.Typer(no_args_is_help=True, help="Run the routed Ethernet fabrics in network namespaces (root).")
 app.add_typer(lab_app, name="lab")
 LabFabricOpt = Annotated[str | None, typer.Option("--fabric", help="Routed Ethernet fabric [default: all].")]
+LabWaitOpt = Annotated[float, typer.Option("--wait", min=1, max=3600, metavar="SECONDS",
+                                           help="How long to wait for every BGP session to come up.")]
 
 
 def _lab(action: Any) -> None:
@@ -974,6 +976,7 @@ def lab_up(
     out_dir: OutOpt = None,
     fabric: LabFabricOpt = None,
     sample: Annotated[int, typer.Option("--sample", help="Hosts per leaf (storage servers always).")] = 1,
+    wait: LabWaitOpt = 120,
 ) -> None:
     """Build each routed fabric in network namespaces from the artifacts in OUT: every switch (FRR from its
     configuration's read-back) and SAMPLE hosts per leaf (from their netplan). Again: unchanged, or rebuilt when
@@ -982,7 +985,7 @@ def lab_up(
     def action() -> None:
         compiled = _compile(spec)
         for fl in lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample):
-            out.print(f"fabric {_safe(fl.lab.fabric)}: {_safe(lab_run.up(fl))}", soft_wrap=True)
+            out.print(f"fabric {_safe(fl.lab.fabric)}: {_safe(lab_run.up(fl, wait))}", soft_wrap=True)
 
     _lab(action)
 
@@ -993,6 +996,7 @@ def lab_check(
     out_dir: OutOpt = None,
     fabric: LabFabricOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+    wait: LabWaitOpt = 60,
 ) -> None:
     """Check each running lab: BGP sessions, each switch's routes and ECMP width, every sampled host reaching the
     others, the storage servers and its gateways at the planned MTU with DF set. Exit 0 only if all hold."""
@@ -1001,7 +1005,7 @@ def lab_check(
     def action() -> None:
         compiled = _compile(spec)
         sample = lab_run.recorded_sample(compiled.topology, fabric) or 1
-        reports = [lab_run.run_check(fl) for fl in
+        reports = [lab_run.run_check(fl, wait) for fl in
                    lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample)]
         holder["clean"] = all(not r.failures for r in reports)
         if as_json:

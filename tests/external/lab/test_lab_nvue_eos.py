@@ -69,10 +69,12 @@ def applied(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pa
         assert _namespaces() <= before
 
 
-def _up_and_check(spec: Path, out: Path) -> tuple[int, str]:
-    code, text = _cli("lab", "up", str(spec), "-o", str(out), "--fabric", "storage")
+def _up_and_check(spec: Path, out: Path, wait: str = "") -> tuple[int, str]:
+    """Up and check; ``wait``: how long each waits for sessions (a broken lab's never all come up)."""
+    waiting = ("--wait", wait) if wait else ()
+    code, text = _cli("lab", "up", str(spec), "-o", str(out), "--fabric", "storage", *waiting)
     assert code == 0, text
-    return _cli("lab", "check", str(spec), "-o", str(out), "--fabric", "storage")
+    return _cli("lab", "check", str(spec), "-o", str(out), "--fabric", "storage", *waiting)
 
 
 def _lldp_verifies(spec: Path, out: Path, tables: Path) -> None:
@@ -101,7 +103,7 @@ def test_nvue_fabric_holds_and_a_wrong_peer_as_is_named(applied: tuple[Path, Pat
     edited, count = re.subn(r"(remote-as: )65100\b", r"\g<1>65101", startup.read_text())
     assert count == 10  # spine01's sessions to storage-leaf001 (AS 65100)
     startup.write_text(edited)
-    code, text = _up_and_check(spec, out)
+    code, text = _up_and_check(spec, out, wait="20")
     assert code == 1, text
     named = re.findall(r"storage-spine01: BGP session to (\S+) \(\S+, AS 65101\) on (swp\S+) \(cable ", text)
     assert len(named) == len({port for _, port in named}) == 10  # each session once, by its port
