@@ -210,10 +210,11 @@ def lldp_neighbors(state_dir: Path, namespace: str) -> str:
                  "-f", "json"])
 
 
-def carrying(namespace: str) -> set[str]:
-    """The interfaces of one namespace whose link is up at both ends (a veth has carrier only then)."""
+def admin_up(namespace: str) -> set[str]:
+    """The interfaces of one namespace set up (``ip link set ... up``): a veth with both ends up gets carrier, a
+    moment later."""
     links = json.loads(_run(["ip", "-n", namespace, "-j", "link", "show"]) or "[]")
-    return {str(link["ifname"]) for link in links if link.get("operstate") == "UP"}
+    return {str(link["ifname"]) for link in links if "UP" in link.get("flags", ())}
 
 
 def vtysh(state_dir: Path, namespace: str, command: str) -> object:
@@ -325,4 +326,6 @@ def down(state_dir: Path) -> list[str]:
             removed.append(namespace)
         shutil.rmtree(state_dir / namespace, ignore_errors=True)
     state.unlink()
+    with contextlib.suppress(OSError):  # the lab's directory goes too, unless something else was put in it
+        state_dir.rmdir()
     return removed
