@@ -123,8 +123,15 @@ def _start_lldpd(namespace: str, system: str, run_dir: Path, interfaces: set[str
     run_dir.mkdir(parents=True, exist_ok=True)
     run_dir.chmod(0o755)
     (run_dir / "lldpd.conf").write_bytes(lldpd_conf(system, ports))
+    pidfile = run_dir / "lldpd.pid"
     _run(["ip", "netns", "exec", namespace, str(LLDPD), "-u", str(run_dir / "lldpd.socket"),
-          "-p", str(run_dir / "lldpd.pid"), "-O", str(run_dir / "lldpd.conf"), "-I", ",".join(sorted(interfaces))])
+          "-p", str(pidfile), "-O", str(run_dir / "lldpd.conf"), "-I", ",".join(sorted(interfaces))])
+    # lldpd's parent returns before the daemon writes its pid file: without it `down` could not stop the daemon
+    deadline = time.monotonic() + 10
+    while _daemon_pid(pidfile) is None:
+        if time.monotonic() > deadline:
+            raise LabError(f"{namespace}: lldpd wrote no pid file {pidfile} within 10 s")
+        time.sleep(0.05)
 
 
 def host_batch(interfaces: Sequence[HostInterface], cabled: set[str]) -> str:
