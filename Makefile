@@ -37,9 +37,9 @@ bench: $(VENV)/.installed-test
 	@if command -v opensm >/dev/null && command -v ibsim >/dev/null; then \
 		$(BIN)/python bench/opensm_bringup.py --nodes 256; \
 	else echo "opensm/ibsim not installed: skipping the OpenSM bring-up measurement (see .ci/run for the packages)"; fi
-	@if [ "$$(id -u)" = 0 ] && command -v vtysh >/dev/null && command -v ping >/dev/null; then \
+	@if [ "$$(id -u)" = 0 ] && command -v vtysh >/dev/null && command -v ping >/dev/null && command -v lldpctl >/dev/null; then \
 		$(BIN)/python bench/lab_up.py; \
-	else echo "not root, or frr/iputils-ping not installed: skipping the lab measurement (see .ci/run)"; fi
+	else echo "not root, or frr/iputils-ping/lldpd not installed: skipping the lab measurement (see .ci/run)"; fi
 
 golden: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_negative.py --update-goldens

@@ -34,6 +34,7 @@ from fabricgen.core.errors import (
     CheckError,
     FabricgenError,
     Finding,
+    LabError,
     OutputError,
     Severity,
     SourcePosition,
@@ -824,10 +825,12 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     found = {file.stem: lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table")) for file in files}
     planned: dict[tuple[str, str], tuple[str, str, str]] = {}
+    ids: dict[tuple[str, str], str] = {}
     for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
         planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
-    findings = list(lldp_tables.compare(planned, found))
+        ids.update(lldp_tables.port_ids(fl.switches))
+    findings = list(lldp_tables.compare(planned, found, ids))
     if as_json:
         sys.stdout.write(json.dumps({"devices": sorted(found), "findings": [
             {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
@@ -990,6 +993,8 @@ def init(
 lab_app = typer.Typer(no_args_is_help=True, help="Run the routed Ethernet fabrics in network namespaces (root).")
 app.add_typer(lab_app, name="lab")
 LabFabricOpt = Annotated[str | None, typer.Option("--fabric", help="Routed Ethernet fabric [default: all].")]
+LabWaitOpt = Annotated[float, typer.Option("--wait", min=1, max=3600, metavar="SECONDS",
+                                           help="How long to wait for every BGP session to come up.")]
 
 
 def _lab(action: Any) -> None:
@@ -1013,6 +1018,7 @@ def lab_up(
     out_dir: OutOpt = None,
     fabric: LabFabricOpt = None,
     sample: Annotated[int, typer.Option("--sample", help="Hosts per leaf (storage servers always).")] = 1,
+    wait: LabWaitOpt = 120,
 ) -> None:
     """Build each routed fabric in network namespaces from the artifacts in OUT: every switch (FRR from its
     configuration's read-back) and SAMPLE hosts per leaf (from their netplan). Again: unchanged, or rebuilt when
@@ -1021,7 +1027,7 @@ def lab_up(
     def action() -> None:
         compiled = _compile(spec)
         for fl in lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample):
-            out.print(f"fabric {_safe(fl.lab.fabric)}: {_safe(lab_run.up(fl))}", soft_wrap=True)
+            out.print(f"fabric {_safe(fl.lab.fabric)}: {_safe(lab_run.up(fl, wait))}", soft_wrap=True)
 
     _lab(action)
 
@@ -1032,6 +1038,7 @@ def lab_check(
     out_dir: OutOpt = None,
     fabric: LabFabricOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+    wait: LabWaitOpt = 60,
 ) -> None:
     """Check each running lab: BGP sessions, each switch's routes and ECMP width, every sampled host reaching the
     others, the storage servers and its gateways at the planned MTU with DF set. Exit 0 only if all hold."""
@@ -1040,7 +1047,7 @@ def lab_check(
     def action() -> None:
         compiled = _compile(spec)
         sample = lab_run.recorded_sample(compiled.topology, fabric) or 1
-        reports = [lab_run.run_check(fl) for fl in
+        reports = [lab_run.run_check(fl, wait) for fl in
                    lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample)]
         holder["clean"] = all(not r.failures for r in reports)
         if as_json:
@@ -1059,6 +1066,36 @@ def lab_check(
 
     _lab(action)
     _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
+
+
+@lab_app.command("lldp")
+def lab_lldp(
+    spec: SpecArg,
+    to: Annotated[Path, typer.Option("--to", help="Directory for one <device>.json per lab device.",
+                                     metavar="DIR")],
+    out_dir: OutOpt = None,
+    fabric: LabFabricOpt = None,
+) -> None:
+    """Save each running lab device's LLDP neighbours (`lldpctl -f json`, from the lldpd in its namespace) as
+    DIR/<device>.json, for `fabricgen verify SPEC --lldp DIR`. One fabric (--fabric when the spec has several)."""
+
+    def action() -> None:
+        compiled = _compile(spec)
+        if fabric is None and len(lab_run.routed_fabrics(compiled.topology, None)) > 1:
+            raise LabError("the spec has several routed fabrics: choose one with --fabric (a host is in several, "
+                           "and a directory holds one table per device)")
+        sample = lab_run.recorded_sample(compiled.topology, fabric) or 1
+        [fl] = lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample)
+        tables = lab_run.lldp_tables(fl)
+        to.mkdir(parents=True, exist_ok=True)
+        for device, text in sorted(tables.items()):
+            (to / f"{device}.json").write_text(text, encoding="utf-8")
+        neighbours = sum(len(lldp_tables.parse(device, text)) for device, text in tables.items())
+        out.print(f"fabric {_safe(fl.lab.fabric)}: {len(tables)} LLDP tables, {neighbours} neighbours in "
+                  f"{_safe(str(to))}; next: fabricgen verify {_safe(str(spec))} --lldp {_safe(str(to))}",
+                  soft_wrap=True)
+
+    _lab(action)
 
 
 @lab_app.command("down")

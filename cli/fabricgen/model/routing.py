@@ -16,7 +16,8 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 class RoutedPort:
     """A front-panel port as configured: its NOS name, the cage (and lane group) it is in, in fabricgen's
     ``<cage>/<n>`` form (how the plan names it, so the lab can put the planned cable on it), its MTU, whether it is
-    up, the peer its description names and, on a routed port, its addresses (a VLAN member has none of its own)."""
+    up, the peer its description names and, on a routed port, its addresses (a VLAN member has none of its own).
+    ``lldp_id``: the Port ID the NOS's LLDP agent sends for it where that is not ``name`` (SONiC: the PORT alias)."""
 
     name: str
     panel: str
@@ -24,6 +25,7 @@ class RoutedPort:
     up: bool
     description: str = ""
     addresses: tuple[IPv4Interface, ...] = ()
+    lldp_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def test_up_check_down(tools: None) -> None:
     assert code == 0 and "removed 18 namespaces" in text
     assert _namespaces() == before
     assert all(not Path(f"/proc/{pid}/exe").exists() or Path(f"/proc/{pid}/exe").resolve().name not in
-               ("zebra", "bgpd") for pid in pids)
+               ("zebra", "bgpd", "lldpd") for pid in pids)
     code, text = _lab("check", str(SPEC), "-o", str(GOLDEN), "--fabric", "storage")
     assert code == 1 and "no lab runs (run `fabricgen lab up`)" in text
 

@@ -7,8 +7,15 @@ named as their NOS names them, read back from the configuration artifact in OUT 
 
 Reported per planned cable whose end a table covers: missing (the port sees no neighbour), miswired (it sees
 another device or port: both ends named as planned and what was found); and unexpected neighbours on ports the
-plan does not use. A remote port matches by its port ID or its description (lldpd sends the interface name as
-the ID; SONiC's lldpmgrd sends the port's alias as ID and its description).
+plan does not use. A remote port matches by its Port ID or its description, against its planned name and the
+Port ID its NOS sends (``RoutedPort.lldp_id``): lldpd on a host sends its MAC address as ID and its interface name
+as description, Cumulus the interface name (``swp1``), EOS ``Ethernet1/1``, SONiC's lldpmgrd the PORT alias
+(``etp1a``) with the PORT description.
+
+``lldpctl -f json`` changes shape with the number of entries (lldpd 1.0.16, measured in the lab): one neighbour is
+``{"lldp": {"interface": {"Ethernet0": {...}}}}``, several a list of one-key objects (a port with two neighbours is
+in it twice), none ``{"lldp": {}}``; the neighbour's chassis is keyed by its system name, or is the bare
+``{"id": ...}`` when it sends none.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class Neighbor:
     system: str
     port_id: str
     port_descr: str = ""
+    port_id_type: str = ""  # lldpctl's subtype name: ifname, local, mac ...
 
 
 @dataclass(frozen=True)
@@ -48,8 +56,7 @@ class LldpFinding:
 
 
 def _lldpctl(text: str) -> list[Neighbor]:
-    """``lldpctl -f json``: ``{"lldp": {"interface": [{"Ethernet0": {...}}, ...]}}`` (a dict, not a list, when
-    there is one interface)."""
+    """``lldpctl -f json`` in each of its shapes (see the module's docstring)."""
     data = json.loads(text)
     interfaces = data["lldp"].get("interface", [])
     if isinstance(interfaces, dict):
@@ -58,11 +65,14 @@ def _lldpctl(text: str) -> list[Neighbor]:
     for item in interfaces:
         for local, body in item.items():
             chassis = body.get("chassis", {})
-            system = next(iter(chassis)) if isinstance(chassis, dict) and chassis else ""
-            if isinstance(chassis.get(system), dict) and "name" in chassis[system]:  # the unnamed form
-                system = _value(chassis[system]["name"])
+            if not isinstance(chassis, dict):
+                raise ValueError(f"interface {local}: chassis is not an object")
+            unnamed = isinstance(chassis.get("id"), dict) and "type" in chassis["id"]
+            system = "" if unnamed or not chassis else str(next(iter(chassis)))
             port = body.get("port", {})
-            out.append(Neighbor(str(local), str(system), _value(port.get("id", "")), _value(port.get("descr", ""))))
+            port_id = port.get("id", "")
+            out.append(Neighbor(str(local), system, _value(port_id), _value(port.get("descr", "")),
+                                str(port_id.get("type", "")) if isinstance(port_id, dict) else ""))
     return out
 
 
@@ -129,28 +139,50 @@ def planned_ends(ft: FabricTopology, switches: Mapping[str, SwitchRouting], cabl
     return out
 
 
-def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, list[Neighbor]]
-            ) -> Iterator[LldpFinding]:
+def port_ids(switches: Mapping[str, SwitchRouting]) -> dict[tuple[str, str], str]:
+    """(switch, port name) -> the Port ID its NOS's LLDP agent sends, where that is not the name."""
+    return {(s.name, p.name): p.lldp_id for s in switches.values() for p in s.ports if p.lldp_id not in ("", p.name)}
+
+
+def _seen_port(n: Neighbor, names: Mapping[tuple[str, str], str]) -> str:
+    """The port a neighbour says it is, by the name the plan uses where it can tell (a SONiC alias, a host's MAC
+    address beside its interface name)."""
+    return names.get((n.system, n.port_id)) or (n.port_descr if n.port_id_type == "mac" and n.port_descr
+                                                 else n.port_id)
+
+
+def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, list[Neighbor]],
+            ids: Mapping[tuple[str, str], str] | None = None) -> Iterator[LldpFinding]:
     """Every difference between the planned ends and the tables found (devices without a table are not judged);
-    a swap of two cables names exactly those two cables, each from both its ends where both have tables."""
-    seen: dict[tuple[str, str], Neighbor] = {}
+    a swap of two cables names exactly those two cables, each from both its ends where both have tables. ``ids``
+    (:func:`port_ids`): the Port IDs switch ports are known by besides their names. A port is right only when every
+    neighbour it lists is its planned peer: lldpd keeps a neighbour until its TTL (120 s) runs out, so a cable
+    moved within that time shows both, and the old one must not hide the new."""
+    ids = ids or {}
+    names = {(device, port_id): port for (device, port), port_id in ids.items()}
+    seen: dict[tuple[str, str], list[Neighbor]] = {}
     for device, neighbors in found.items():
         for entry in neighbors:
-            seen[(device, entry.local_port)] = entry
+            seen.setdefault((device, entry.local_port), []).append(entry)
+
+    def sees(device: str, port: str) -> str:
+        return f"{device}:{port} sees " + " and ".join(f"{n.system}:{_seen_port(n, names)}"
+                                                       for n in seen[(device, port)])
+
     reported: set[str] = set()
     for (device, port), (peer, peer_port, label) in sorted(planned.items()):
         if device not in found:
             continue
-        n = seen.get((device, port))
         where = f"{device}:{port} <-> {peer}:{peer_port}"
-        if n is None:
+        if (device, port) not in seen:
             if peer in found and (peer, peer_port) in seen:
                 continue  # the other end sees something: that end reports the cable
             if label not in reported:
                 reported.add(label)
                 yield LldpFinding("missing", label, where, "no LLDP neighbour")
-        elif n.system != peer or peer_port not in (n.port_id, n.port_descr):
-            yield LldpFinding("miswired", label, where, f"{device}:{port} sees {n.system}:{n.port_id}")
-    for (device, port), n in sorted(seen.items()):
+        elif any(n.system != peer or not {peer_port, ids.get((peer, peer_port), peer_port)} &
+                 {n.port_id, n.port_descr} for n in seen[(device, port)]):
+            yield LldpFinding("miswired", label, where, sees(device, port))
+    for device, port in sorted(seen):
         if (device, port) not in planned:
-            yield LldpFinding("unexpected", "", "-", f"{device}:{port} sees {n.system}:{n.port_id}")
+            yield LldpFinding("unexpected", "", "-", sees(device, port))

@@ -1,12 +1,15 @@
-"""The lab's only I/O: Linux network namespaces, veth pairs, addresses, FRR (zebra + bgpd) per switch, ping,
-and the state file that lists everything it made so ``down`` removes that and nothing else. Needs root.
+"""The lab's only I/O: Linux network namespaces, veth pairs, addresses, FRR (zebra + bgpd) per switch, lldpd in
+every namespace, ping, and the state file that lists everything it made so ``down`` removes that and nothing
+else. Needs root.
 
 Each switch's namespace gets what its read-back says: the routed ports' addresses and MTUs, admin state,
 Loopback0's address on ``lo`` (no dummy interface: this machine's kernel has no dummy driver), each VLAN as a
 bridge named as the SVI, with its addresses; FRR runs in it with its sockets and pid files in the state directory.
 Each host's namespace gets what its netplan says: MTUs, addresses, routes, source rules; an active-backup bond is
 a bridge named as the bond over its primary member only (the kernel here has no bonding driver either; with its
-primary up, an active-backup bond sends and receives on the primary alone, as this does).
+primary up, an active-backup bond sends and receives on the primary alone, as this does; its other members are
+up without addresses, as a bond's backup members are, so LLDP runs on them too). lldpd runs in every namespace with
+its control socket, pid file and start-up file in the namespace's state directory.
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ from pathlib import Path
 
 from fabricgen.core.errors import LabError
 from fabricgen.features.lab.frr import bgpd_conf
+from fabricgen.features.lab.lldpd import lldpd_conf
 from fabricgen.features.lab.netplan import HostInterface
 from fabricgen.features.lab.plan import PREFIX, LabFabric
-from fabricgen.model.routing import SwitchRouting
+from fabricgen.model.routing import RoutedPort, SwitchRouting
 
 STATE = "lab.json"
 FRR_DAEMONS = Path("/usr/lib/frr")  # Debian's frr installs zebra and bgpd here, off PATH
+LLDPD = Path("/usr/sbin/lldpd")     # Debian's lldpd
+# the programs whose pid files the lab writes (<daemon>.pid): `down` signals a pid only while it runs that program
+DAEMONS = {"zebra": FRR_DAEMONS / "zebra", "bgpd": FRR_DAEMONS / "bgpd", "lldpd": LLDPD}
 
 
 def _run(argv: Sequence[str], stdin: str | None = None) -> str:
@@ -109,6 +116,24 @@ def _start_frr(namespace: str, switch: SwitchRouting, run_dir: Path) -> None:
               "-i", str(run_dir / f"{daemon}.pid"), "--vty_socket", str(run_dir), "-z", str(run_dir / "zserv.api")])
 
 
+def _start_lldpd(namespace: str, system: str, run_dir: Path, interfaces: set[str],
+                 ports: Sequence[RoutedPort] | None) -> None:
+    """lldpd on the cabled ``interfaces`` of one namespace, as ``system`` (its switch ``ports``, None on a host);
+    started after the links are up, so it finds them all."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.chmod(0o755)
+    (run_dir / "lldpd.conf").write_bytes(lldpd_conf(system, ports))
+    pidfile = run_dir / "lldpd.pid"
+    _run(["ip", "netns", "exec", namespace, str(LLDPD), "-u", str(run_dir / "lldpd.socket"),
+          "-p", str(pidfile), "-O", str(run_dir / "lldpd.conf"), "-I", ",".join(sorted(interfaces))])
+    # lldpd's parent returns before the daemon writes its pid file: without it `down` could not stop the daemon
+    deadline = time.monotonic() + 10
+    while _daemon_pid(pidfile) is None:
+        if time.monotonic() > deadline:
+            raise LabError(f"{namespace}: lldpd wrote no pid file {pidfile} within 10 s")
+        time.sleep(0.05)
+
+
 def host_batch(interfaces: Sequence[HostInterface], cabled: set[str]) -> str:
     """``ip -batch`` lines configuring one host's namespace from its netplan interfaces: links, then source rules
     and routes (their gateways are on links that are up by then)."""
@@ -138,12 +163,12 @@ def host_batch(interfaces: Sequence[HostInterface], cabled: set[str]) -> str:
 def require_tools() -> None:
     """Root and the programs the lab runs, each missing one said before anything is made."""
     missing = [] if os.geteuid() == 0 else ["root (network namespaces, veth pairs, FRR): run it as root"]
-    for program, package in (("ip", "iproute2"), ("vtysh", "frr"), ("ping", "iputils-ping")):
+    for program, package in (("ip", "iproute2"), ("vtysh", "frr"), ("ping", "iputils-ping"), ("lldpctl", "lldpd")):
         if shutil.which(program) is None:
             missing.append(f"{program} (Debian package {package})")
-    for daemon in ("zebra", "bgpd"):
-        if not os.access(FRR_DAEMONS / daemon, os.X_OK):
-            missing.append(f"{FRR_DAEMONS / daemon} (Debian package frr)")
+    for daemon, path in DAEMONS.items():
+        if not os.access(path, os.X_OK):
+            missing.append(f"{path} (Debian package {'lldpd' if daemon == 'lldpd' else 'frr'})")
     if missing:
         raise LabError("the lab needs " + "; ".join(missing))
 
@@ -174,6 +199,29 @@ def up(lab: LabFabric, switches: Mapping[str, SwitchRouting], state_dir: Path,
         _start_frr(namespace, switches[name], state_dir / namespace)
     for name, namespace in lab.host_namespaces.items():
         _run(["ip", "-n", namespace, "-batch", "-"], host_batch((hosts or {}).get(name, ()), cabled[namespace]))
+    for name, namespace in lab.namespaces.items():
+        ports = [p for p in switches[name].ports if p.name in cabled[namespace]]
+        _start_lldpd(namespace, name, state_dir / namespace, cabled[namespace], ports)
+    for name, namespace in lab.host_namespaces.items():
+        _start_lldpd(namespace, name, state_dir / namespace, cabled[namespace], None)
+
+
+def lldp_update(state_dir: Path, namespace: str) -> None:
+    """Have one namespace's lldpd send on every port now (its first frames went out before its peers listened)."""
+    _run(["ip", "netns", "exec", namespace, "lldpcli", "-u", str(state_dir / namespace / "lldpd.socket"), "update"])
+
+
+def lldp_neighbors(state_dir: Path, namespace: str) -> str:
+    """One namespace's LLDP neighbours as lldpd writes them (``lldpctl -f json``)."""
+    return _run(["ip", "netns", "exec", namespace, "lldpctl", "-u", str(state_dir / namespace / "lldpd.socket"),
+                 "-f", "json"])
+
+
+def admin_up(namespace: str) -> set[str]:
+    """The interfaces of one namespace set up (``ip link set ... up``): a veth with both ends up gets carrier, a
+    moment later."""
+    links = json.loads(_run(["ip", "-n", namespace, "-j", "link", "show"]) or "[]")
+    return {str(link["ifname"]) for link in links if "UP" in link.get("flags", ())}
 
 
 def vtysh(state_dir: Path, namespace: str, command: str) -> object:
@@ -204,17 +252,18 @@ def wait_established(lab: LabFabric, state_dir: Path, expected: Mapping[str, int
 
 
 def _daemon_pid(pidfile: Path) -> int | None:
-    """The pid a pid file names while that pid still runs that FRR daemon (a stale file's pid may belong to
-    another process by now)."""
+    """The pid a pid file names while that pid still runs that daemon (a stale file's pid may belong to another
+    process by now)."""
     with contextlib.suppress(ValueError, IndexError, OSError):
         pid = int(pidfile.read_text().split()[0])
-        if Path(f"/proc/{pid}/exe").resolve() == (FRR_DAEMONS / pidfile.stem).resolve():
+        program = DAEMONS.get(pidfile.stem)
+        if program is not None and Path(f"/proc/{pid}/exe").resolve() == program.resolve():
             return pid
     return None
 
 
 def stop_daemon(pidfile: Path, how: signal.Signals = signal.SIGTERM) -> None:
-    """SIGTERM (or ``how``) to the FRR daemon a pid file names, if it still runs."""
+    """SIGTERM (or ``how``) to the daemon a pid file names, if it still runs."""
     pid = _daemon_pid(pidfile)
     if pid is not None:
         with contextlib.suppress(OSError):
@@ -232,20 +281,37 @@ class Ping:
 
 
 def pings(jobs: Sequence[Ping], parallel: int = 32, count: int = 1) -> list[bool]:
-    """Whether each echo was answered, ``parallel`` at a time (``ping -M do``: DF set, never fragmented); with
-    ``count`` > 1, whether any of that many was."""
-    answered: list[bool] = []
-    for start in range(0, len(jobs), parallel):
-        started = [subprocess.Popen(["ip", "netns", "exec", j.namespace, "ping", "-n", "-q", "-c", str(count), "-i",
-                                     "0.2", "-W", "2", "-M", "do", "-s", str(j.size - 28), "-I", str(j.source),
-                                     str(j.target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                   for j in jobs[start:start + parallel]]
-        answered += [p.wait(timeout=60) == 0 for p in started]
-    return answered
+    """Whether each echo was answered, ``parallel`` running at a time (``ping -M do``: DF set, never fragmented);
+    with ``count`` > 1, whether any of that many was. A finished ping makes room for the next at once: an echo
+    that must go unanswered waits out its 2 s, and should not hold up the others."""
+    answered: dict[int, bool] = {}
+    running: dict[int, subprocess.Popen[bytes]] = {}
+    queue = list(enumerate(jobs))
+    limit_s = 60 + 3 * len(jobs)  # far beyond any ping's own -W 2 per echo
+    deadline = time.monotonic() + limit_s
+    while queue or running:
+        while queue and len(running) < parallel:
+            n, j = queue.pop(0)
+            running[n] = subprocess.Popen(["ip", "netns", "exec", j.namespace, "ping", "-n", "-q", "-c", str(count),
+                                           "-i", "0.2", "-W", "2", "-M", "do", "-s", str(j.size - 28), "-I",
+                                           str(j.source), str(j.target)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for n, p in list(running.items()):
+            if p.poll() is not None:
+                answered[n] = p.returncode == 0
+                del running[n]
+        if time.monotonic() > deadline:
+            for p in running.values():
+                p.kill()
+                p.wait()
+            raise LabError(f"{len(running)} pings still running after {limit_s} s")
+        time.sleep(0.01)
+    return [answered[n] for n in range(len(jobs))]
 
 
 def down(state_dir: Path) -> list[str]:
-    """Stop the FRR daemons and delete the namespaces the state file lists (only ``fg-`` ones); the names removed."""
+    """Stop the daemons (FRR, lldpd) and delete the namespaces the state file lists (only ``fg-`` ones); the names
+    removed."""
     state = state_dir / STATE
     if not state.exists():
         return []
@@ -267,4 +333,6 @@ def down(state_dir: Path) -> list[str]:
             removed.append(namespace)
         shutil.rmtree(state_dir / namespace, ignore_errors=True)
     state.unlink()
+    with contextlib.suppress(OSError):  # the lab's directory goes too, unless something else was put in it
+        state_dir.rmdir()
     return removed

@@ -15,6 +15,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
 from fabricgen.core.errors import ConfigReadError, LabError
+from fabricgen.features.ethernet import lldp
 from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.lab import check, netns
 from fabricgen.features.lab.netplan import HostInterface, host_interfaces
@@ -236,6 +237,37 @@ def run_check(fl: FabricLab, settle_s: float = 60) -> CheckReport:
               "routes": sum(len(v) for v in expected.values()),
               "addresses": sum(len(i.addresses) for h in fl.hosts.values() for i in h)}
     return CheckReport(fl.lab.fabric, tuple(failures), tuple(notes), counts)
+
+
+def lldp_tables(fl: FabricLab, timeout_s: float = 30) -> dict[str, str]:
+    """Every lab device's LLDP neighbours as its lldpd writes them (``lldpctl -f json``), device name -> text: each
+    lldpd is made to send at once, then the tables are read until every cabled interface that is up at both ends
+    (a port shut on either end carries nothing) has a neighbour, or ``timeout_s`` has passed (an interface still
+    without one is then ``missing`` to verify)."""
+    netns.require_tools()
+    _running(fl)
+    devices = {**fl.lab.namespaces, **fl.lab.host_namespaces}
+    for namespace in devices.values():
+        netns.lldp_update(fl.state_dir, namespace)
+    up = {namespace: netns.admin_up(namespace) for namespace in devices.values()}
+    wanted: dict[str, set[str]] = {namespace: set() for namespace in devices.values()}
+    for v in fl.lab.veths:
+        if v.a_interface in up[v.a_namespace] and v.z_interface in up[v.z_namespace]:
+            wanted[v.a_namespace].add(v.a_interface)
+            wanted[v.z_namespace].add(v.z_interface)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        tables = {device: netns.lldp_neighbors(fl.state_dir, namespace) for device, namespace in devices.items()}
+        seen = {device: {n.local_port for n in lldp.parse(device, text)} for device, text in tables.items()}
+        short = {device for device, namespace in devices.items() if not wanted[namespace] <= seen[device]}
+        if not short or time.monotonic() > deadline:
+            return tables
+        time.sleep(1)
+        # a port made since the last update (a cable re-plugged) waits for lldpd's next 30 s send: send now
+        peers = {v.z_namespace if v.a_namespace == devices[d] else v.a_namespace for d in short
+                 for v in fl.lab.veths if devices[d] in (v.a_namespace, v.z_namespace)}
+        for namespace in sorted(peers):
+            netns.lldp_update(fl.state_dir, namespace)
 
 
 def down(topology: Topology, fabric: str | None) -> dict[str, list[str]]:

@@ -96,3 +96,41 @@ def test_verify_needs_one_source() -> None:
     assert result.exit_code == 1
     text = " ".join(result.output.split())
     assert "give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|DIR (Ethernet)" in text
+
+
+LLDPD = REPO / "tests/data/lab/lldp"  # lldpd 1.0.16's own `lldpctl -f json`, captured in lab namespaces
+
+
+def test_lldpctl_json_in_each_of_its_shapes() -> None:
+    """One neighbour is an object keyed by the interface, several a list of one-key objects, none no key at all;
+    a SONiC port goes out with its alias as Port ID (lldpmgrd's form), a host port with its MAC address as Port ID
+    and its interface name as description (lldpd's default without an ifAlias)."""
+    from fabricgen.features.ethernet.lldp import Neighbor, parse
+    one = json.loads((LLDPD / "one-neighbour-dgx01.json").read_text())
+    assert isinstance(one["lldp"]["interface"], dict)
+    assert parse("dgx01", (LLDPD / "one-neighbour-dgx01.json").read_text()) == [
+        Neighbor("enp24s0np0", "compute-su01-leaf0", "etp1a", "dgx01:OSFP4P2", "local")]
+    [host] = parse("compute-su01-leaf0", (LLDPD / "one-neighbour-compute-su01-leaf0.json").read_text())
+    assert (host.local_port, host.system, host.port_descr, host.port_id_type) == (
+        "Ethernet0", "dgx01", "enp24s0np0", "mac")
+    three = (LLDPD / "three-neighbours-compute-su01-leaf0.json").read_text()
+    assert isinstance(json.loads(three)["lldp"]["interface"], list)
+    assert [(n.local_port, n.system, n.port_id_type, n.port_descr if n.port_id_type == "mac" else n.port_id)
+            for n in parse("compute-su01-leaf0", three)] == [
+        ("Ethernet0", "dgx01", "mac", "enp24s0np0"), ("Ethernet8", "compute-spine001", "local", "etp1a"),
+        ("Ethernet12", "compute-spine002", "local", "etp1a")]
+    assert parse("idle", '{\n  "lldp": {\n    \n  }\n}\n') == []
+
+
+def test_a_port_listing_an_old_and_a_new_neighbour_is_judged_by_both() -> None:
+    """lldpd keeps a neighbour until its TTL runs out: a cable moved shows both, and the right one must not hide
+    the wrong one; a SONiC peer is matched by its alias."""
+    from fabricgen.features.ethernet.lldp import Neighbor, compare
+    planned = {("leaf0", "Ethernet8"): ("spine1", "Ethernet0", "C1")}
+    ids = {("spine1", "Ethernet0"): "etp1a", ("spine1", "Ethernet4"): "etp1b"}
+    right = Neighbor("Ethernet8", "spine1", "etp1a", "leaf0:2/1", "local")
+    wrong = Neighbor("Ethernet8", "spine1", "etp1b", "leaf1:2/1", "local")
+    assert list(compare(planned, {"leaf0": [right]}, ids)) == []
+    [finding] = compare(planned, {"leaf0": [right, wrong]}, ids)
+    assert (finding.kind, finding.label, finding.found) == (
+        "miswired", "C1", "leaf0:Ethernet8 sees spine1:Ethernet0 and spine1:Ethernet4")

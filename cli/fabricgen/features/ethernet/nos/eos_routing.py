@@ -271,7 +271,7 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
                 r.problems.append(f"interface {name} description {iface.description!r}: printable ASCII only")
             ports.append(RoutedPort(kernel_name(name), r.panel(iface), iface.mtu or default_mtu, iface.up,
                                     iface.description,
-                                    tuple(iface.addresses) if iface.routed else ()))
+                                    tuple(iface.addresses) if iface.routed else (), name))
             if not iface.routed:
                 members.setdefault(iface.access_vlan, []).append(kernel_name(name))
         elif not (_VLAN.fullmatch(name) or name in (DATA.interface("loopback"), DATA.management_interface)):

@@ -92,7 +92,7 @@ def _ports(r: _Reader, routing: Mapping[str, Any]) -> tuple[RoutedPort, ...]:
                    r.integer(f"PORT|{name} mtu", entry.get("mtu", str(routing["default_mtu"])), 68, 9216),
                    entry.get("admin_status", "down") == "up",
                    r.text(f"PORT|{name} description", entry.get("description", "")),
-                   tuple(addresses.get(name, ())))
+                   tuple(addresses.get(name, ())), str(entry.get("alias") or ""))
         for name, entry in sorted(ports.items(), key=lambda item: _natural(item[0])))
 
 
