@@ -192,6 +192,20 @@ def route_failures(lab: LabFabric, switches: Mapping[str, SwitchRouting], state_
                 yield f"{what} has {len(got)} next hops, expected {width}: missing {named}{more}"
 
 
+def narrowed(switches: Mapping[str, SwitchRouting], expected: Mapping[str, Mapping[IPv4Network, Expected]]
+             ) -> Iterator[str]:
+    """Every switch whose configured maximum-paths is below the equal-cost sessions eBGP offers it for a prefix:
+    the lab would install (and accept) that many next hops while the planned uplinks stay idle, so it is a failure,
+    not a width to check against (NVUE ``multipaths ebgp 1``, EOS without ``maximum-paths``: its default is 1)."""
+    for name, prefixes in sorted(expected.items()):
+        limit = switches[name].maximum_paths
+        wide = max((len(e.via) for e in prefixes.values()), default=0)
+        if limit and limit < wide:
+            example = next(p for p, e in sorted(prefixes.items()) if len(e.via) == wide)
+            yield (f"{name}: maximum-paths {limit} is below the {wide} equal-cost sessions eBGP offers (e.g. for "
+                   f"{example}): ECMP narrows to {limit} of the planned paths")
+
+
 def capped(switches: Mapping[str, SwitchRouting], expected: Mapping[str, Mapping[IPv4Network, Expected]]
            ) -> Iterator[str]:
     """Notes (not failures) where the design wants more next hops than the installed FRR installs."""

@@ -220,6 +220,7 @@ def run_check(fl: FabricLab, settle_s: float = 60) -> CheckReport:
     failures += check.unannounced(fl.lab, fl.switches, fl.planned)
     failures += check.session_failures(fl.lab, fl.switches, fl.state_dir)
     expected = check.expected_routes(fl.switches, fl.planned)
+    failures += check.narrowed(fl.switches, expected)
     deadline, seen, same = time.monotonic() + settle_s, None, 0
     while True:  # the RIB settles a moment after the sessions: until no failure, or the same ones three times
         routes = list(check.route_failures(fl.lab, fl.switches, fl.state_dir, expected))

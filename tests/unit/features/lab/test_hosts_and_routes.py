@@ -15,7 +15,7 @@ from fabricgen.cli import app
 from fabricgen.core.errors import ConfigReadError
 from fabricgen.features.ethernet.nos.sonic.routing import routing
 from fabricgen.features.lab import netns
-from fabricgen.features.lab.check import expected_routes, unsessioned_cables
+from fabricgen.features.lab.check import expected_routes, narrowed, unsessioned_cables
 from fabricgen.features.lab.netplan import host_interfaces
 from fabricgen.features.lab.plan import lab_fabric, sample_hosts
 from fabricgen.model.routing import SwitchRouting
@@ -82,6 +82,16 @@ def test_expected_routes_follow_ebgp(switches: dict[str, SwitchRouting]) -> None
     assert len(expected["storage-leaf001"][spine02].via) == 16
     assert set(expected["storage-leaf001"]) == {p for s in STORAGE_SWITCHES if s != "storage-leaf001"
                                                 for p in switches[s].networks}
+
+
+def test_a_maximum_paths_below_the_planned_uplinks_fails(switches: dict[str, SwitchRouting]) -> None:
+    """The lab installs as many next hops as the NOS allows: a leaf limited to 1 path would pass the width check
+    while 63 of its 64 planned sessions stay idle (lab read-back review F7), so the narrowing itself fails."""
+    assert list(narrowed(switches, expected_routes(switches))) == []  # SONiC's 514 paths
+    leaf = switches["storage-leaf001"]
+    one = dict(switches, **{"storage-leaf001": dataclasses.replace(leaf, maximum_paths=1)})
+    [failure] = narrowed(one, expected_routes(one))
+    assert failure.startswith("storage-leaf001: maximum-paths 1 is below the 64 equal-cost sessions eBGP offers")
 
 
 def test_a_session_with_a_wrong_asn_is_not_expected_to_carry_routes(switches: dict[str, SwitchRouting]) -> None:
