@@ -239,6 +239,9 @@ def _print_error(exc: FabricgenError) -> None:
     if isinstance(exc, deploy.DeployError) and exc.after_apply:
         err.print("the artifacts were written; the cloud deployment did not finish")
         return
+    if isinstance(exc, netbox_sync.SyncError) and exc.partial:
+        err.print("NetBox keeps what this sync wrote before the error; a sync run again finishes the rest")
+        return
     err.print("nothing was written")
 
 

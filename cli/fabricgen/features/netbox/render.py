@@ -16,8 +16,8 @@ switch's loopback and management address, a node's first in-band address and its
 Re-importing the set creates nothing twice: every object has a NetBox uniqueness rule that refuses the second
 copy (names per site, location or device, a cable per interface, an ASN, a VLAN id per group, an address or
 prefix in the global table under NetBox's default ENFORCE_GLOBAL_UNIQUE). NetBox's bulk import updates an
-object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through NetBox's
-own edit (see the README's "Not yet implemented").
+object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through ``fabricgen
+netbox sync`` (:mod:`fabricgen.features.netbox.sync`), which sends these same tables through the REST API.
 
 Every choice value is one of NetBox's own (tests check them against the choice sets of the release in
 tests/data/netbox/). Objects that are not live yet carry NetBox's "not live" status of their model: planned

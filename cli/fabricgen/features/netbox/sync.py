@@ -51,7 +51,10 @@ Json = dict[str, Any]
 
 
 class SyncError(FabricgenError):
-    """NetBox refused a request, or holds objects at fabricgen's keys that fabricgen did not create."""
+    """NetBox refused a request, or holds objects at fabricgen's keys that fabricgen did not create; ``partial``
+    when NetBox already took writes of this run (a sync run again goes on from there)."""
+
+    partial = False
 
 
 @dataclass
@@ -169,9 +172,11 @@ class NetBox:
         try:
             return action()
         except self._request_error as exc:
-            raise SyncError(f"NetBox refused {what}: {exc.error}") from exc
+            error = SyncError(f"NetBox refused {what}: {exc.error}")
         except OSError as exc:
-            raise SyncError(f"cannot reach NetBox ({what}): {exc}") from exc
+            error = SyncError(f"cannot reach NetBox ({what}): {exc}")
+        error.partial = self.report.writes > 0
+        raise error
 
     def read(self, path: str, fields: str, **filters: Any) -> list[Json]:
         """Every object of an endpoint matching ``filters`` (a list value is split over several GETs)."""
