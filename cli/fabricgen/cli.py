@@ -61,13 +61,14 @@ from fabricgen.features.infiniband.verify import (
 from fabricgen.features.infiniband.verify import Report as VerifyReport
 from fabricgen.features.infiniband.view import ib_fabric
 from fabricgen.features.lab import run as lab_run
+from fabricgen.features.netbox import sync as netbox_sync
 from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import FileDiff, describe
-from fabricgen.outdir.lock import Inputs
+from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
 from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
@@ -247,6 +248,9 @@ def _print_error(exc: FabricgenError) -> None:
         err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
     if isinstance(exc, deploy.DeployError) and exc.after_apply:
         err.print("the artifacts were written; the cloud deployment did not finish")
+        return
+    if isinstance(exc, netbox_sync.SyncError) and exc.partial:
+        err.print("NetBox keeps what this sync wrote before the error; a sync run again finishes the rest")
         return
     err.print("nothing was written")
 
@@ -1108,6 +1112,85 @@ def lab_down(spec: SpecArg, fabric: LabFabricOpt = None) -> None:
             out.print(f"fabric {_safe(name)}: " + (f"removed {len(removed)} namespaces" if removed else "no lab ran"))
 
     _lab(action)
+
+
+netbox_app = typer.Typer(no_args_is_help=True, help="Put the cluster into a running NetBox (REST API).")
+app.add_typer(netbox_app, name="netbox")
+TOKEN_ENV = "NETBOX_TOKEN"
+
+
+def _netbox_token(token_file: Path | None) -> str:
+    """The API token from --token-file or $NETBOX_TOKEN; never printed, never an argument (ps would show it)."""
+    if token_file is not None:
+        try:
+            data = read_bounded(token_file, 4096)
+        except TooLargeError as exc:
+            raise OutputError(f"the token file {token_file} is over 4 KiB: not a token") from exc
+        except OSError as exc:
+            raise OutputError(f"cannot read the token file {token_file}: {exc.strerror or exc}") from exc
+        return netbox_sync.token_value(data.decode("utf-8", errors="replace"))
+    if os.environ.get(TOKEN_ENV):
+        return netbox_sync.token_value(os.environ[TOKEN_ENV])
+    raise OutputError(f"no NetBox token: give --token-file FILE or set {TOKEN_ENV}")
+
+
+def _print_sync(report: netbox_sync.Report) -> None:
+    table = _table("NetBox: would change" if report.dry_run else "NetBox: changed", ("object", "create", "update",
+                                                                                      "delete"), 1)
+    for kind, c in report.counts.items():
+        table.add_row(kind, str(c["create"]), str(c["update"]), str(c["delete"]))
+    if report.counts:
+        out.print(table)
+    requests = ", ".join(f"{n} {method}" for method, n in sorted(report.requests.items()))
+    verdict = "no changes" if not report.changes else f"{report.changes} changes"
+    done = "to make (dry run, nothing written)" if report.dry_run else "made"
+    out.print(f"{verdict} {done}; {sum(report.requests.values())} requests ({requests}) in {report.seconds:.1f} s")
+
+
+@netbox_app.command("sync", short_help="Make NetBox hold the cluster: create, update, delete by natural key.")
+def netbox_sync_command(
+    spec: SpecArg,
+    url: Annotated[str, typer.Option("--url", help="NetBox's base URL (https://netbox.example.com).",
+                                     show_default=False)],
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", "-o", metavar="OUT", help="Refuse unless OUT was applied from this very spec (so NetBox's labels "
+        "are the printed sheets').")] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", metavar="FILE", help=f"File holding the API token [default: ${TOKEN_ENV}].")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only read NetBox and count what a sync would change.")
+                       ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report on stdout.")] = False,
+    detailed_exitcode: Annotated[bool, typer.Option(
+        "--detailed-exitcode", help="With --dry-run: exit 2 when NetBox would change, 0 when it holds the plan.")
+                                 ] = False,
+) -> None:
+    """Create, update and delete in NetBox what the spec changed, and nothing else: objects matched by natural
+    key, written in bulk, every object fabricgen makes tagged 'fabricgen'; only tagged objects of the cluster's
+    site are ever updated or deleted. A second sync of an unchanged spec writes nothing."""
+    holder: dict[str, int] = {"changes": 0}
+
+    def action() -> None:
+        token = _netbox_token(token_file)
+        compiled = _compile(spec)
+        if out_dir is not None:
+            lock = read_lock(out_dir)
+            if lock is None or lock.spec_digest != compiled.cluster.spec_digest:
+                raise OutputError(f"{out_dir} was not applied from this spec (its lock file records another or "
+                                  f"none): its sheets' labels would differ from NetBox's; run `fabricgen apply "
+                                  f"{spec} -o {out_dir}` first")
+        _progress.step(f"{'reading' if dry_run else 'syncing'} NetBox at {url}")
+        report = netbox_sync.sync(compiled.topology, url, token, dry_run)
+        _progress.stop()
+        holder["changes"] = report.changes
+        if as_json:
+            sys.stdout.write(json.dumps({"dry_run": report.dry_run, "objects": report.counts,
+                                         "requests": dict(report.requests), "seconds": round(report.seconds, 2)},
+                                        indent=2, sort_keys=True) + "\n")
+            return
+        _print_sync(report)
+
+    _run(action, as_json)
+    _fail(EXIT_CHANGES if detailed_exitcode and dry_run and holder["changes"] else EXIT_OK)
 
 
 def _version_callback(value: bool) -> None:

@@ -16,8 +16,8 @@ switch's loopback and management address, a node's first in-band address and its
 Re-importing the set creates nothing twice: every object has a NetBox uniqueness rule that refuses the second
 copy (names per site, location or device, a cable per interface, an ASN, a VLAN id per group, an address or
 prefix in the global table under NetBox's default ENFORCE_GLOBAL_UNIQUE). NetBox's bulk import updates an
-object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through NetBox's
-own edit (see the README's "Not yet implemented").
+object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through ``fabricgen
+netbox sync`` (:mod:`fabricgen.features.netbox.sync`), which sends these same tables through the REST API.
 
 Every choice value is one of NetBox's own (tests check them against the choice sets of the release in
 tests/data/netbox/). Objects that are not live yet carry NetBox's "not live" status of their model: planned
@@ -28,6 +28,7 @@ split into parts (``-partNNN``) so each stays far under NetBox's upload and past
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,20 @@ ROLE_COLOURS = {"leaf": "2196f3", "spine": "3f51b5", "core": "673ab7", "compute"
                 "storage": "795548"}
 
 Row = tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One import file's rows (``07-devices``): the CSV set writes it, ``netbox sync`` sends the same rows."""
+
+    name: str
+    header: tuple[str, ...]
+    rows: tuple[Row, ...]
+
+    def records(self) -> list[dict[str, object]]:
+        return [dict(zip(self.header, row, strict=True)) for row in self.rows]
+
+
 DEVICE_FIELD = "fabricgen_device"  # fabricgen's custom field on devices: <site>/<name> (device_key)
 # The interface and IP-address imports find their device by that field: NetBox's CSV import takes a dotted column
 # (<field>.<lookup>) as the lookup of the related object, and a device's name alone is ambiguous in a NetBox that
@@ -89,11 +104,17 @@ def slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
-def _chunks(name: str, header: Sequence[str], rows: Sequence[Row]) -> list[Artifact]:
+def _table(name: str, header: Sequence[str], rows: Sequence[Row]) -> Table:
+    return Table(name, tuple(header), tuple(rows))
+
+
+def _chunks(table: Table) -> list[Artifact]:
+    rows = table.rows
     parts = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [rows]
     if len(parts) == 1:
-        return [Artifact(f"netbox/{name}.csv", csv_bytes(header, rows))]
-    return [Artifact(f"netbox/{name}-part{i:03d}.csv", csv_bytes(header, part)) for i, part in enumerate(parts, 1)]
+        return [Artifact(f"netbox/{table.name}.csv", csv_bytes(table.header, rows))]
+    return [Artifact(f"netbox/{table.name}-part{i:03d}.csv", csv_bytes(table.header, part))
+            for i, part in enumerate(parts, 1)]
 
 
 def _location(row: str) -> str:
@@ -218,7 +239,7 @@ def device_key(site: str, device: str) -> str:
 
 
 def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict[str, tuple[str, str]]
-          ) -> list[Artifact]:
+          ) -> list[Table]:
     cluster = topology.cluster
     site = cluster.metadata.site
     facility = cluster.facility
@@ -240,23 +261,21 @@ def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict
                 for ft in topology.fabrics for s in ft.switches]
     return [
         # search_weight, filter_logic and weight: the import form requires them (NetBox's UI defaults)
-        *_chunks("00-custom-fields", ("name", "label", "type", "object_types", "unique", "search_weight",
+        _table("00-custom-fields", ("name", "label", "type", "object_types", "unique", "search_weight",
                                       "filter_logic", "weight", "description"),
                  [(DEVICE_FIELD, "fabricgen device", "text", "dcim.device", "true", 1000, "exact", 100,
                    "<site>/<name>: the device NetBox-wide, for fabricgen's interface and IP-address imports")]),
-        *_chunks("01-sites", ("name", "slug", "status", "description"),
+        _table("01-sites", ("name", "slug", "status", "description"),
                  [(site, slug(site), STATUS_PLANNED, f"fabricgen cluster {cluster.metadata.name}")]),
-        *_chunks("02-locations", ("site", "name", "slug", "status"),
+        _table("02-locations", ("site", "name", "slug", "status"),
                  [(site, _location(r), slug(f"{site}-row-{r}"), STATUS_PLANNED) for r in rows]),
-        *_chunks("03-manufacturers", ("name", "slug"), [(m, slug(m)) for m in manufacturers]),
-        *_chunks("04-device-roles", ("name", "slug", "color"), [(r, slug(r), c) for r, c in sorted(roles.items())]),
-        *(Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
-                   yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode()) for d in documents),
-        *_chunks("06-racks", ("site", "location", "name", "status", "u_height", "width"),
+        _table("03-manufacturers", ("name", "slug"), [(m, slug(m)) for m in manufacturers]),
+        _table("04-device-roles", ("name", "slug", "color"), [(r, slug(r), c) for r, c in sorted(roles.items())]),
+        _table("06-racks", ("site", "location", "name", "status", "u_height", "width"),
                  [(site, _location(r.row), r.name, STATUS_PLANNED, facility.rack_units, 19) for r in racks]),
-        *_chunks("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
+        _table("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
                                 "position", "face", f"cf_{DEVICE_FIELD}"), devices),
-        *_chunks("09-cables", CABLE_COLUMNS, [_cable(c, site) for c in topology.cables]),
+        _table("09-cables", CABLE_COLUMNS, [_cable(c, site) for c in topology.cables]),
     ]
 
 
@@ -272,7 +291,7 @@ def _cable(c: Cable, site: str) -> Row:
             c.medium.color, c.length_m, "m")
 
 
-def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Artifact]:
+def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Table]:
     site = topology.cluster.metadata.site
     # NetBox takes a parent only for a virtual interface: the sub-port names its cage in its description
     interfaces: list[Row] = [(device_key(site, device), port, kind, "false", f"sub-port of cage {switch_cage(port)}")
@@ -315,19 +334,19 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Art
                               device_key(site, device), interface,
                               str(primary).lower(), str(oob).lower(), f"{name} {role}"))
     if not addresses:
-        return [*_chunks("08-interfaces", INTERFACE_COLUMNS, interfaces)] if interfaces else []
+        return [_table("08-interfaces", INTERFACE_COLUMNS, interfaces)] if interfaces else []
     return [
-        *_chunks("08-interfaces", INTERFACE_COLUMNS, interfaces),
-        *_chunks("10-rirs", ("name", "slug", "is_private", "description"),
+        _table("08-interfaces", INTERFACE_COLUMNS, interfaces),
+        _table("10-rirs", ("name", "slug", "is_private", "description"),
                  [(PRIVATE_ASNS, slug(PRIVATE_ASNS), "true", "private ASNs")] if asns else []),
-        *_chunks("11-asns", ("asn", "rir", "description"), [(a, PRIVATE_ASNS, d) for a, d in sorted(asns.items())]),
-        *_chunks("12-vlan-groups", ("name", "slug", "scope_type", "scope_name", "description"),
+        _table("11-asns", ("asn", "rir", "description"), [(a, PRIVATE_ASNS, d) for a, d in sorted(asns.items())]),
+        _table("12-vlan-groups", ("name", "slug", "scope_type", "scope_name", "description"),
                  [(v[1], slug(f"{site}-{v[1]}"), "dcim.site", site, f"fabric {v[1]}") for v in vlans]),
-        *_chunks("13-vlans", ("site", "group.slug", "vid", "name", "status", "description"),
+        _table("13-vlans", ("site", "group.slug", "vid", "name", "status", "description"),
                  [(s, slug(f"{s}-{group}"), *rest) for s, group, *rest in vlans]),
-        *_chunks("14-prefixes", ("prefix", "status", "scope_type", "scope_name", "description"),
+        _table("14-prefixes", ("prefix", "status", "scope_type", "scope_name", "description"),
                  [(p, status, "dcim.site", s, d) for p, status, s, d in _prefix_order(prefixes)]),
-        *_chunks("15-ip-addresses", ("address", "status", "role", DEVICE_COLUMN, "interface", "is_primary",
+        _table("15-ip-addresses", ("address", "status", "role", DEVICE_COLUMN, "interface", "is_primary",
                                      "is_oob", "description"), addresses),
     ]
 
@@ -342,9 +361,31 @@ def _prefix_order(prefixes: dict[str, Row]) -> Iterator[tuple[str, str, str, str
         yield str(p), str(status), str(s), str(d)
 
 
+@dataclass(frozen=True, slots=True)
+class ImportSet:
+    """What the cluster puts in NetBox: the device types (with their interface templates) and one table per
+    import file, by name (``07-devices``)."""
+
+    device_types: tuple[dict[str, Any], ...]
+    tables: dict[str, Table]
+
+    def records(self, name: str) -> list[dict[str, object]]:
+        table = self.tables.get(name)
+        return table.records() if table else []
+
+
+def import_set(topology: Topology) -> ImportSet:
+    documents, device_type, sub_ports = _device_types(topology)
+    tables = [*_dcim(topology, documents, device_type), *_ipam(topology, sub_ports)]
+    return ImportSet(tuple(documents), {t.name: t for t in tables})
+
+
 def render(topology: Topology) -> list[Artifact]:
     if not topology.cables and not topology.cluster.nodes:
         return []
-    documents, device_type, sub_ports = _device_types(topology)
-    artifacts = [*_dcim(topology, documents, device_type), *_ipam(topology, sub_ports)]
+    imports = import_set(topology)
+    artifacts = [a for t in imports.tables.values() for a in _chunks(t)]
+    artifacts += [Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
+                           yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode())
+                  for d in imports.device_types]
     return sorted(artifacts, key=lambda a: a.path)

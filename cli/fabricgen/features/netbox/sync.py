@@ -1,0 +1,576 @@
+"""``fabricgen netbox sync``: the cluster put into a running NetBox through its REST API (pynetbox), so a second
+run changes only what the spec changed.
+
+Every object is found by its natural key (site and VLAN group by slug, location by slug in the site, rack and
+device by name in the site, interface by device and name, cable by label among fabricgen's cables of the site,
+prefix and IP address by value in the global table, ASN by number, VLAN by group and VID, the shared objects by
+slug), compared field by field with what the import set (:func:`render.import_set`, the same rows as the CSV
+files) wants, and only the differences are sent, in bulk (NetBox takes a list on POST, PATCH and DELETE). Every
+object fabricgen creates carries the ``fabricgen`` tag; only tagged objects of this site are ever updated or
+deleted. An object found at fabricgen's key without the tag belongs to someone else: a parent (site, location,
+rack, manufacturer, role, device type, RIR, ASN, VLAN group, prefix) is used as it is; a device or IP address is a
+conflict that stops the sync before that object type is written (``--dry-run`` finds them without writing).
+Manufacturers, roles, device types, the RIR and ASNs are shared by every cluster of a NetBox: created when missing,
+never changed or deleted.
+
+Beyond the CSV set: interface ``speed`` (the link's, in kbit/s) on every cabled port, templated ones included;
+``mgmt_only``; each device's primary and OOB address; and a splitter as one cable (NetBox >= 4.5 cable profiles):
+a cable's legs are its connectors in order, ``trunk-<n>c1p`` (connector k of side A carries leg k to connector k
+of side B), so each leg's two interfaces trace to each other. Splitters of a leg count no profile has stay one
+cable per leg, labelled as in the CSV set.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import count
+from typing import Any
+
+from netaddr import IPNetwork
+
+from fabricgen.core.errors import FabricgenError
+from fabricgen.features.netbox.render import DEVICE_COLUMN, DEVICE_FIELD, ImportSet, import_set, slug
+from fabricgen.model.cabling import Cable
+from fabricgen.model.topology import Topology
+from fabricgen.spec import catalog
+
+TAG = "fabricgen"
+TAG_COLOUR = "2196f3"
+BATCH = 500  # objects per bulk request: one transaction each in NetBox, a few seconds at most
+QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
+# NetBox's cable profiles that carry n one-lane connectors per side, connector k to connector k
+# (dcim/cable_profiles.py, NetBox >= 4.5): a splitter of n legs is one cable with n terminations per side
+TRUNK_PROFILES = {2: "trunk-2c1p", 4: "trunk-4c1p"}
+INTERFACE = "dcim.interface"
+
+Json = dict[str, Any]
+
+
+class SyncError(FabricgenError):
+    """NetBox refused a request, or holds objects at fabricgen's keys that fabricgen did not create; ``partial``
+    when NetBox already took writes of this run (a sync run again goes on from there)."""
+
+    partial = False
+
+
+@dataclass
+class Changes:
+    """What one object type needs: new payloads, (id, changed fields), ids to delete."""
+
+    create: list[tuple[Any, Json]] = field(default_factory=list)
+    update: list[Json] = field(default_factory=list)
+    delete: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """Counts per object type (create, update, delete), requests by method, seconds."""
+
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    requests: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    def add(self, kind: str, action: str, n: int) -> None:
+        if n:
+            self.counts.setdefault(kind, Counter())[action] += n
+
+    @property
+    def writes(self) -> int:
+        return sum(n for method, n in self.requests.items() if method != "GET")
+
+    @property
+    def changes(self) -> int:
+        return sum(sum(c.values()) for c in self.counts.values())
+
+
+def token_value(text: str) -> str:
+    """The token from a token file or NETBOX_TOKEN: a bare key (v1 40 hex, v2 ``nbt_<key>.<token>``) or a whole
+    Authorization value (``Bearer nbt_...``, ``Token <hex>``); pynetbox adds the scheme itself."""
+    value = text.strip()
+    for scheme in ("Bearer ", "Token "):
+        if value.startswith(scheme):
+            value = value[len(scheme):].strip()
+    if not value or any(c.isspace() for c in value):
+        raise SyncError("the NetBox token is empty or not one line")
+    return value
+
+
+def _value(v: Any) -> Any:
+    """A NetBox field as the comparison sees it: a choice by its value, a related object by its id, tags by id."""
+    if isinstance(v, dict):
+        if "value" in v and "label" in v:
+            return v["value"]
+        if "id" in v:
+            return v["id"]
+        return {k: _value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and isinstance(v[0], dict) and "object_id" in v[0]:
+            return [(t["object_type"], t["object_id"]) for t in v]
+        return sorted(_value(x) for x in v)
+    if isinstance(v, float):
+        return round(v, 2)
+    return "" if v is None else v
+
+
+def _differs(want: Any, have: Any) -> bool:
+    if isinstance(want, dict):
+        have = have if isinstance(have, dict) else {}
+        return any(_differs(v, have.get(k)) for k, v in want.items())
+    if isinstance(want, list) and want and isinstance(want[0], dict) and "object_id" in want[0]:
+        return bool([(t["object_type"], t["object_id"]) for t in want] != _value(have))
+    if isinstance(want, list):
+        return bool(sorted(_value(x) for x in want) != _value(have))
+    if isinstance(want, float | int) and not isinstance(want, bool) and isinstance(have, float | int):
+        return round(float(want), 2) != round(float(have), 2)
+    return bool(("" if want is None else want) != _value(have))
+
+
+def _stand_in(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v < 0
+
+
+def _chunked(items: list[Any], n: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+class NetBox:
+    """pynetbox with every request counted; in a dry run, writes are not sent and new objects get stand-in ids."""
+
+    def __init__(self, url: str, token: str, dry_run: bool, report: Report) -> None:
+        try:
+            import pynetbox
+            import requests
+        except ImportError as exc:
+            raise SyncError("netbox sync needs pynetbox: pip install 'fabricgen[netbox]'") from exc
+        self.report = report
+        self.dry_run = dry_run
+        session = requests.Session()
+        session.hooks["response"].append(self._count)
+        self.api = pynetbox.api(url.rstrip("/"), token=token, threading=True)
+        self.api.http_session = session
+        self._stand_ins = count(-1, -1)
+        self._request_error = pynetbox.RequestError
+
+    def stand_in(self) -> int:
+        """An id for an object a dry run would create (negative: never one of NetBox's)."""
+        return next(self._stand_ins)
+
+    def _count(self, response: Any, *_: Any, **__: Any) -> None:
+        self.report.requests[response.request.method] += 1
+
+    def _endpoint(self, path: str) -> Any:
+        app, name = path.split(".")
+        return getattr(getattr(self.api, app), name)
+
+    def _call(self, what: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except self._request_error as exc:
+            error = SyncError(f"NetBox refused {what}: {exc.error}")
+        except OSError as exc:
+            error = SyncError(f"cannot reach NetBox ({what}): {exc}")
+        error.partial = self.report.writes > 0
+        raise error
+
+    def read(self, path: str, fields: str, **filters: Any) -> list[Json]:
+        """Every object of an endpoint matching ``filters`` (a list value is split over several GETs)."""
+        if any(_stand_in(v) for v in filters.values()):
+            return []  # an object a dry run would create: NetBox holds nothing under it
+        filters = {k: [x for x in v if not _stand_in(x)] if isinstance(v, list) else v for k, v in filters.items()}
+        lists = {k: v for k, v in filters.items() if isinstance(v, list)}
+        if len(lists) > 1:
+            raise ValueError("one list filter per read")
+        endpoint = self._endpoint(path)
+
+        def get(query: dict[str, Any]) -> list[Json]:
+            found: list[Json] = self._call(f"reading {path}", lambda: [dict(r) for r in endpoint.filter(
+                fields=fields, limit=1000, **query)])
+            return found
+
+        if not lists:
+            return get(filters)
+        (name, values), = lists.items()
+        return [o for part in _chunked(sorted(set(values)), QUERY_VALUES) for o in get({**filters, name: part})]
+
+    def write(self, path: str, changes: Changes) -> dict[Any, int]:
+        """Deletes, updates, then creates, in batches; the new objects' ids by key (stand-ins in a dry run)."""
+        endpoint = self._endpoint(path)
+        made: dict[Any, int] = {}
+        if self.dry_run:
+            return {key: self.stand_in() for key, _ in changes.create}
+        for ids in _chunked(changes.delete, BATCH):
+            self._call(f"deleting {len(ids)} {path}", partial(endpoint.delete, ids))
+        for updates in _chunked(changes.update, BATCH):
+            self._call(f"updating {len(updates)} {path}", partial(endpoint.update, updates))
+        for batch in _chunked(changes.create, BATCH):
+            created = self._call(f"creating {len(batch)} {path}", partial(endpoint.create, [p for _, p in batch]))
+            made |= {key: int(record.id) for (key, _), record in zip(batch, created, strict=True)}
+        return made
+
+
+class Sync:
+    """One run: each object type read, compared and written in NetBox's dependency order; deletions of objects
+    others depend on come last, in reverse order."""
+
+    def __init__(self, topology: Topology, netbox: NetBox, report: Report) -> None:
+        self.topology = topology
+        self.nb = netbox
+        self.report = report
+        self.imports: ImportSet = import_set(topology)
+        self.site_slug = slug(topology.cluster.metadata.site)
+        self.tag = 0
+        self.site = 0
+        self.ids: dict[str, dict[Any, int]] = {}
+        self.deferred: list[tuple[str, Changes]] = []  # deletions run at the end, reversed
+        self.devices_have: dict[str, Json] = {}
+        self.templated: set[str] = set()
+
+    # -- the generic step ------------------------------------------------------------------------------------
+
+    def _tagged(self, obj: Json) -> bool:
+        return self.tag in {t.get("id") for t in obj.get("tags") or ()}
+
+    def reconcile(self, kind: str, path: str, want: dict[Any, Json], have: dict[Any, Json], *,
+                  owned: Callable[[Json], bool] | None = None, shared: bool = False, tagged: bool = True,
+                  delete: Iterable[Json] = (), defer_delete: bool = True, conflict: bool = False) -> dict[Any, int]:
+        """Create what is missing, update what fabricgen owns and differs, delete what fabricgen owns and the spec
+        no longer has (``delete``: the candidates, e.g. the tagged objects of this site). Ids by key. With
+        ``conflict``, an object at a wanted key that fabricgen does not own stops the sync before this type is
+        written."""
+        owned = owned or self._tagged
+        changes = Changes()
+        ids: dict[Any, int] = {}
+        conflicts = []
+        for key, payload in want.items():
+            obj = have.get(key)
+            if obj is None:
+                changes.create.append((key, {**payload, "tags": [self.tag]} if tagged else payload))
+                continue
+            ids[key] = int(obj["id"])
+            if shared:
+                continue
+            if not owned(obj):
+                if conflict:
+                    conflicts.append(f"{kind} {_key_text(key)}")
+                continue
+            diff = {k: v for k, v in payload.items() if _differs(v, obj.get(k))}
+            if diff:
+                changes.update.append({"id": obj["id"], **diff})
+        if conflicts:
+            raise SyncError(f"NetBox holds {len(conflicts)} {kind} at fabricgen's keys that fabricgen did not make "
+                            f"(no '{TAG}' tag), so it leaves them alone and stops before writing {kind}: "
+                            f"{', '.join(conflicts[:20])}{' ...' if len(conflicts) > 20 else ''} (hint: tag them "
+                            f"'{TAG}' to hand them to fabricgen, or move them)")
+        kept = {ids[k] for k in want if k in ids}
+        gone = sorted({int(o["id"]) for o in delete if owned(o)} - kept)
+        if defer_delete:
+            self.deferred.append((path, Changes(delete=gone)))
+        else:
+            changes.delete = gone
+        self.report.add(kind, "create", len(changes.create))
+        self.report.add(kind, "update", len(changes.update))
+        self.report.add(kind, "delete", len(gone))
+        ids |= self.nb.write(path, changes)
+        return ids
+
+    # -- the object types, in dependency order ---------------------------------------------------------------
+
+    def run(self) -> None:
+        self._tag_and_field()
+        self._site()
+        self._locations()
+        self._shared_dcim()
+        self._racks()
+        self._devices()
+        self._interfaces()
+        self._cables()
+        self._ipam()
+        for path, changes in reversed(self.deferred):
+            self.nb.write(path, changes)
+
+    def _tag_and_field(self) -> None:
+        tags = {t["slug"]: t for t in self.nb.read("extras.tags", "id,slug", slug=TAG)}
+        ids = self.reconcile("tags", "extras.tags", {TAG: {
+            "name": TAG, "slug": TAG, "color": TAG_COLOUR,
+            "description": "made by fabricgen netbox sync, which updates and deletes it"}},
+            tags, shared=True, tagged=False)
+        self.tag = ids[TAG]
+        field_row = self.imports.records("00-custom-fields")[0]
+        have = {f["name"]: f for f in self.nb.read("extras.custom_fields", "id,name", name=DEVICE_FIELD)}
+        self.reconcile("custom fields", "extras.custom_fields", {DEVICE_FIELD: {
+            "name": DEVICE_FIELD, "label": field_row["label"], "type": "text", "object_types": ["dcim.device"],
+            "unique": True, "search_weight": 1000, "filter_logic": "exact", "weight": 100,
+            "description": field_row["description"]}}, have, shared=True, tagged=False)
+
+    def _site(self) -> None:
+        row = self.imports.records("01-sites")[0]
+        have = {s["slug"]: s for s in self.nb.read("dcim.sites", "id,slug,name,status,description,tags",
+                                                   slug=self.site_slug)}
+        self.site = self.reconcile("sites", "dcim.sites", {self.site_slug: {
+            "name": row["name"], "slug": row["slug"], "status": row["status"], "description": row["description"]}},
+            have)[self.site_slug]
+
+    def _locations(self) -> None:
+        have = {o["slug"]: o for o in self.nb.read("dcim.locations", "id,slug,name,site,status,tags",
+                                                      site_id=self.site)}
+        want = {r["name"]: {"site": self.site, "name": r["name"], "slug": r["slug"], "status": r["status"]}
+                for r in self.imports.records("02-locations")}
+        by_slug = {str(p["slug"]): name for name, p in want.items()}
+        ids = self.reconcile("locations", "dcim.locations", {p["slug"]: p for p in want.values()}, have,
+                             delete=have.values())
+        self.ids["locations"] = {by_slug[s]: i for s, i in ids.items()}
+
+    def _shared_dcim(self) -> None:
+        manufacturers = {str(r["slug"]): r for r in self.imports.records("03-manufacturers")}
+        have = {o["slug"]: o for o in self.nb.read("dcim.manufacturers", "id,slug", slug=list(manufacturers))}
+        made = self.reconcile("manufacturers", "dcim.manufacturers",
+                              {s: {"name": r["name"], "slug": s} for s, r in manufacturers.items()}, have, shared=True)
+        self.ids["manufacturers"] = made
+        roles = {str(r["slug"]): r for r in self.imports.records("04-device-roles")}
+        have = {o["slug"]: o for o in self.nb.read("dcim.device_roles", "id,slug", slug=list(roles))}
+        made = self.reconcile("device roles", "dcim.device_roles",
+                              {s: {"name": r["name"], "slug": s, "color": r["color"]} for s, r in roles.items()},
+                              have, shared=True)
+        self.ids["roles"] = {str(roles[s]["name"]): i for s, i in made.items()}
+        self._device_types()
+
+    def _device_types(self) -> None:
+        maker = self.ids["manufacturers"]
+        types = {(slug(str(d["manufacturer"])), str(d["model"])): d for d in self.imports.device_types}
+        have = {(o["manufacturer"]["slug"], o["model"]): o for o in self.nb.read(
+            "dcim.device_types", "id,model,slug,manufacturer", manufacturer_id=list(maker.values()))}
+        want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
+                      "u_height": d["u_height"], "is_full_depth": d["is_full_depth"]} for key, d in types.items()}
+        new = [key for key in want if key not in have]
+        made = self.reconcile("device types", "dcim.device_types", want, have, shared=True)
+        self.ids["device types"] = {key[1]: i for key, i in made.items()}
+        # a type fabricgen creates gets its templates (NetBox makes a device's interfaces from them); an existing
+        # type is left as it is, and the interfaces step adds the ports its templates lack
+        templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"], "type": port["type"],
+                                              "mgmt_only": port["mgmt_only"]}
+                     for key in new for port in types[key]["interfaces"]}
+        self.reconcile("interface templates", "dcim.interface_templates", templates, {}, shared=True)
+
+    def _racks(self) -> None:
+        locations = self.ids["locations"]
+        have = {o["name"]: o for o in self.nb.read("dcim.racks", "id,name,site,location,status,u_height,width,tags",
+                                                   site_id=self.site)}
+        want = {r["name"]: {"site": self.site, "location": locations[str(r["location"])], "name": r["name"],
+                            "status": r["status"], "u_height": r["u_height"], "width": r["width"]}
+                for r in self.imports.records("06-racks")}
+        self.ids["racks"] = self.reconcile("racks", "dcim.racks", want, have, delete=have.values())
+
+    def _devices(self) -> None:
+        have = {o["name"]: o for o in self.nb.read(
+            "dcim.devices", "id,name,role,device_type,status,site,location,rack,position,face,custom_fields,tags,"
+            "primary_ip4,primary_ip6,oob_ip", site_id=self.site)}
+        self.devices_have = have
+        want = {}
+        for r in self.imports.records("07-devices"):
+            rack = str(r["rack"])
+            want[str(r["name"])] = {
+                "name": r["name"], "role": self.ids["roles"][str(r["role"])],
+                "device_type": self.ids["device types"][str(r["device_type"])], "status": r["status"],
+                "site": self.site, "location": self.ids["locations"][str(r["location"])] if r["location"] else None,
+                "rack": self.ids["racks"][rack] if rack else None, "position": r["position"] or None,
+                "face": r["face"] or None, "custom_fields": {DEVICE_FIELD: r[f"cf_{DEVICE_FIELD}"]}}
+        self.ids["devices"] = self.reconcile("devices", "dcim.devices", want, have, delete=have.values(),
+                                             conflict=True)
+        self.templated = {name for name in want if name not in have}  # NetBox made their interfaces just now
+
+    def _interfaces(self) -> None:
+        devices = self.ids["devices"]
+        name_of = {i: n for n, i in devices.items()}
+        have = {(name_of[o["device"]["id"]], o["name"]): o for o in self.nb.read(
+            "dcim.interfaces", "id,device,name,type,mgmt_only,speed,description,tags", site_id=self.site)
+            if o["device"]["id"] in name_of}
+        speeds = port_speeds(self.topology)
+        want: dict[tuple[str, str], Json] = {}
+        by_type = {str(d["model"]): d["interfaces"] for d in self.imports.device_types}
+        for r in self.imports.records("07-devices"):
+            for port in by_type[str(r["device_type"])]:
+                want[(str(r["name"]), port["name"])] = {"type": port["type"], "mgmt_only": port["mgmt_only"]}
+        for r in self.imports.records("08-interfaces"):
+            want[(_device(r), str(r["name"]))] = {"type": r["type"], "mgmt_only": r["mgmt_only"] == "true",
+                                                 "description": r["description"]}
+        for key, payload in want.items():
+            payload |= {"speed": speeds.get(key)} if key in speeds else {}
+        if self.nb.dry_run:  # a new device's interfaces come from its type's templates, as NetBox makes them
+            have |= {k: {"id": self.nb.stand_in(), "device": {"id": devices[k[0]]}, "name": k[1], "type": p["type"],
+                         "mgmt_only": p["mgmt_only"], "speed": None, "tags": []}
+                     for k, p in want.items() if k[0] in self.templated and "description" not in p}
+        # a port NetBox made from a template is the device's (fabricgen's): updated, never deleted
+        owned_devices = {n for n, o in self.devices_have.items() if self._tagged(o)} | self.templated
+        payloads = {k: {"device": devices[k[0]], "name": k[1], **p} for k, p in want.items()}
+        self.ids["interfaces"] = self.reconcile(
+            "interfaces", "dcim.interfaces", payloads, have, owned=lambda o: self._tagged(o) or (
+                name_of.get(o["device"]["id"]) in owned_devices if "device" in o else True),
+            delete=[o for o in have.values() if self._tagged(o)])
+
+    def _cables(self) -> None:
+        interfaces = self.ids["interfaces"]
+        have = {o["label"]: o for o in self.nb.read(
+            "dcim.cables", "id,label,type,status,color,length,length_unit,profile,description,tags",
+            site_id=self.site, tag=TAG)}
+        # the ends from NetBox's termination records (a cable's own a/b_terminations render every far object:
+        # ~10 times slower to read), in connector order
+        ends: dict[tuple[int, str], list[tuple[int, int, Json]]] = {}
+        for t in self.nb.read("dcim.cable_terminations", "id,cable,cable_end,termination_type,termination_id,"
+                              "connector", cable_id=[int(o["id"]) for o in have.values()]):
+            ends.setdefault((_value(t["cable"]), t["cable_end"]), []).append((t["connector"] or 0, t["id"], {
+                "object_type": t["termination_type"], "object_id": t["termination_id"]}))
+        for o in have.values():
+            for side in ("A", "B"):
+                o[f"{side.lower()}_terminations"] = [e for *_, e in sorted(ends.get((o["id"], side), []),
+                                                                             key=lambda e: e[:2])]
+        want = {}
+        for label, legs, profile in cable_groups(self.topology.cables):
+            first = legs[0]
+            want[label] = {
+                "a_terminations": [{"object_type": INTERFACE, "object_id": interfaces[(c.a.device, c.a.port)]}
+                                   for c in legs],
+                "b_terminations": [{"object_type": INTERFACE, "object_id": interfaces[(c.z.device, c.z.port)]}
+                                   for c in legs],
+                "type": first.medium.netbox_type, "status": "planned", "label": label,
+                "color": first.medium.color.lower(), "length": max(c.length_m for c in legs), "length_unit": "m",
+                "description": first.medium.name if profile is None else
+                f"{first.medium.name}: {len(legs)} links, connector k of each side is link k",
+                **({"profile": profile} if profile else {})}
+        # a cable whose ends changed is replaced: NetBox re-traces the paths of new terminations only reliably on a
+        # new cable, and its interfaces must be free first, so these deletions run now, not at the end
+        moved = {label for label, p in want.items() if label in have and (
+            _differs(p["a_terminations"], have[label]["a_terminations"])
+            or _differs(p["b_terminations"], have[label]["b_terminations"]))}
+        kept = {k: v for k, v in have.items() if k not in moved}
+        gone = [o for k, o in have.items() if k not in want or k in moved]
+        ids = self.reconcile("cables", "dcim.cables", want, kept, delete=gone, defer_delete=False)
+        self.ids["cables"] = ids
+
+    def _ipam(self) -> None:
+        rirs = {str(r["slug"]): r for r in self.imports.records("10-rirs")}
+        have = {o["slug"]: o for o in self.nb.read("ipam.rirs", "id,slug", slug=list(rirs))}
+        rir = self.reconcile("RIRs", "ipam.rirs", {s: {"name": r["name"], "slug": s,
+                                                       "is_private": r["is_private"] == "true",
+                                                       "description": r["description"]}
+                                                   for s, r in rirs.items()}, have, shared=True)
+        rir_of = {str(r["name"]): rir[s] for s, r in rirs.items()}
+        asns = self.imports.records("11-asns")
+        have = {o["asn"]: o for o in self.nb.read("ipam.asns", "id,asn", asn=[int(str(r["asn"])) for r in asns])}
+        self.reconcile("ASNs", "ipam.asns", {int(str(r["asn"])): {"asn": r["asn"], "rir": rir_of[str(r["rir"])],
+                                                                  "description": r["description"]} for r in asns},
+                       have, shared=True)
+        self._vlans()
+        self._prefixes()
+        self._addresses()
+
+    def _vlans(self) -> None:
+        groups = self.imports.records("12-vlan-groups")
+        have = {o["slug"]: o for o in self.nb.read("ipam.vlan_groups", "id,slug,name,scope_type,scope_id,description,"
+                                                   "tags", scope_type="dcim.site", scope_id=self.site)}
+        ids = self.reconcile("VLAN groups", "ipam.vlan_groups", {str(r["slug"]): {
+            "name": r["name"], "slug": r["slug"], "scope_type": "dcim.site", "scope_id": self.site,
+            "description": r["description"]} for r in groups}, have, delete=have.values())
+        vlans = self.imports.records("13-vlans")
+        have = {(o["group"]["slug"], o["vid"]): o for o in self.nb.read(
+            "ipam.vlans", "id,site,group,vid,name,status,description,tags", group_id=list(ids.values()))}
+        self.reconcile("VLANs", "ipam.vlans", {(str(r["group.slug"]), int(str(r["vid"]))): {
+            "site": self.site, "group": ids[str(r["group.slug"])], "vid": r["vid"], "name": r["name"],
+            "status": r["status"], "description": r["description"]} for r in vlans}, have, delete=have.values())
+
+    def _prefixes(self) -> None:
+        rows = self.imports.records("14-prefixes")
+        fields = "id,prefix,vrf,status,scope_type,scope_id,description,tags"
+        have = {o["prefix"]: o for o in self.nb.read("ipam.prefixes", fields, prefix=[str(r["prefix"]) for r in rows],
+                                                     vrf_id=None)}
+        mine = self.nb.read("ipam.prefixes", fields, site_id=self.site, tag=TAG)
+        have |= {o["prefix"]: o for o in mine if o["prefix"] not in have}
+        self.reconcile("prefixes", "ipam.prefixes", {str(r["prefix"]): {
+            "prefix": r["prefix"], "status": r["status"], "scope_type": "dcim.site", "scope_id": self.site,
+            "description": r["description"]} for r in rows}, have, delete=mine)
+
+    def _addresses(self) -> None:
+        rows = self.imports.records("15-ip-addresses")
+        pools = [str(r["prefix"]) for r in self.imports.records("14-prefixes") if r["status"] == "container"]
+        # keyed by the address alone: NetBox's global uniqueness ignores the mask, so an address whose subnet grew
+        # or shrank is updated in place (a new one beside the old would be refused as a duplicate)
+        have = {_host(o["address"]): o for o in self.nb.read(
+            "ipam.ip_addresses", "id,address,vrf,status,role,assigned_object_type,assigned_object_id,description,tags",
+            parent=pools, vrf_id=None)}
+        interfaces = self.ids["interfaces"]
+        want = {_host(r["address"]): {
+            "address": r["address"], "status": r["status"], "role": r["role"] or None,
+            "assigned_object_type": INTERFACE, "assigned_object_id": interfaces[(_device(r), str(r["interface"]))],
+            "description": r["description"]} for r in rows}
+        ids = self.reconcile("IP addresses", "ipam.ip_addresses", want, have, delete=have.values(), conflict=True)
+        self._primary(rows, ids)
+
+    def _primary(self, rows: list[dict[str, object]], ids: dict[Any, int]) -> None:
+        """Each device's primary and OOB address, once its addresses exist."""
+        want: dict[str, Json] = {}
+        for r in rows:
+            fields = want.setdefault(_device(r), {})
+            if r["is_primary"] == "true":
+                fields["primary_ip6" if IPNetwork(str(r["address"])).version == 6 else "primary_ip4"] = \
+                    ids[_host(r["address"])]
+            if r["is_oob"] == "true":
+                fields["oob_ip"] = ids[_host(r["address"])]
+        devices = self.ids["devices"]
+        changes = Changes(update=[{"id": devices[name], **diff} for name, fields in sorted(want.items())
+                                  if (diff := {k: v for k, v in fields.items() if _differs(
+                                      v, self.devices_have.get(name, {}).get(k))})])
+        self.report.add("device addresses", "update", len(changes.update))
+        self.nb.write("dcim.devices", changes)
+
+
+def _host(address: object) -> str:
+    return str(IPNetwork(str(address)).ip)
+
+
+def _key_text(key: Any) -> str:
+    return ":".join(map(str, key)) if isinstance(key, tuple) else str(key)
+
+
+def _device(row: dict[str, object]) -> str:
+    """The device name of an 08/15 row (its column holds ``<site>/<name>``)."""
+    return str(row[DEVICE_COLUMN]).split("/", 1)[1]
+
+
+def port_speeds(topology: Topology) -> dict[tuple[str, str], int]:
+    """(device, port) -> the speed NetBox records (kbit/s) of every cabled port: its link's."""
+    speeds = catalog.speeds()
+    return {(end.device, end.port): int(speeds[c.speed].gbps * 1_000_000)
+            for c in topology.cables if c.speed in speeds for end in (c.a, c.z)}
+
+
+def cable_groups(cables: Iterable[Cable]) -> list[tuple[str, list[Cable], str | None]]:
+    """NetBox's cables: (label, links in connector order, profile); a splitter with a profile for its leg count is
+    one cable labelled with its physical id, one without stays a cable per leg (labelled as in 09-cables.csv)."""
+    by_physical: dict[str, list[Cable]] = {}
+    for c in cables:
+        by_physical.setdefault(c.physical, []).append(c)
+    groups: list[tuple[str, list[Cable], str | None]] = []
+    for physical, legs in by_physical.items():
+        legs.sort(key=lambda c: c.leg)
+        profile = TRUNK_PROFILES.get(len(legs)) if legs[0].leg else None
+        if profile:
+            groups.append((physical, legs, profile))
+        else:
+            groups += [(c.name, [c], None) for c in legs]
+    return groups
+
+
+def sync(topology: Topology, url: str, token: str, dry_run: bool) -> Report:
+    """Make NetBox hold the cluster (or, dry run, only count what that takes); what was done, per object type."""
+    report = Report(dry_run=dry_run)
+    start = time.monotonic()
+    Sync(topology, NetBox(url, token, dry_run, report), report).run()
+    report.seconds = time.monotonic() - start
+    return report
+
+

@@ -1,0 +1,229 @@
+"""`fabricgen netbox sync` against a real NetBox 4.7.3 (tests/external/netbox/netbox-up): lab-1su, in a site of
+its own beside whatever the import test left (other sites' objects, made by hand or by CSV, must stay as they
+are), lands with the plan's counts and every cable's ends and length; a second sync writes nothing (no write
+request, no changelog entry); a changed spec (one node fewer, rows further apart) is first only counted
+(--dry-run: no write), then synced: the lengths that changed are updated, the removed node's device, cables and
+addresses deleted, and nothing else is touched."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from fabricgen.cli import app
+from fabricgen.features.netbox.render import DEVICE_COLUMN, ImportSet, import_set
+from fabricgen.features.netbox.sync import Report, cable_groups, port_speeds, sync, token_value
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES
+from tests.helpers.netbox import Session, require_netbox, reset
+
+SITE = "lab-sync"
+REMOVED = "hgx08"
+
+
+def _spec(tmp_path: Path, name: str, *, changed: bool) -> Path:
+    """lab-1su in site lab-sync with its pools moved (10.4x -> 10.24x, clear of the import test's sites); changed:
+    one node fewer (hgx08, so the second SM host is hgx07) and the rows 3 m apart."""
+    text = (INVENTORIES / "lab-1su.yaml").read_text().replace("\n  site: lab\n", f"\n  site: {SITE}\n")
+    text = re.sub(r"\b10\.4([0-6])\.", r"10.24\1.", text)
+    if changed:
+        text = text.replace("count: 8", "count: 7").replace("{name: hgx08, priority: 14}",
+                                                           "{name: hgx07, priority: 14}")
+        text = text.replace("facility:\n", "facility:\n  row_pitch_m: 3.0\n")
+    spec = tmp_path / name
+    spec.write_text(text)
+    return spec
+
+
+def _get(session: Session, endpoint: str, **query: str) -> list[dict[str, Any]]:
+    """Every object of an endpoint (REST, with the harness's token)."""
+    found: list[dict[str, Any]] = []
+    url: str | None = f"{session.url}/api/{endpoint}/?" + urllib.parse.urlencode({**query, "limit": 1000})
+    while url:
+        request = urllib.request.Request(url, headers={"Authorization": session.token, "Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            page = json.load(response)
+        found += page["results"]
+        url = page["next"]
+    return found
+
+
+def _last_change(session: Session) -> int:
+    """The id of NetBox's newest changelog entry (0 when none)."""
+    request = urllib.request.Request(f"{session.url}/api/core/object-changes/?ordering=-id&limit=1&fields=id",
+                                     headers={"Authorization": session.token, "Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        results = json.load(response)["results"]
+    return int(results[0]["id"]) if results else 0
+
+
+def _netbox_cables(session: Session, site: int) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]],
+                                                                  float, str]]:
+    """label -> (A ends, B ends as (device, interface) in connector order, length, profile)."""
+    names = {i["id"]: (i["device"]["name"], i["name"]) for i in _get(session, "dcim/interfaces", site_id=str(site),
+                                                                   fields="id,device,name")}
+    cables = {}
+    for c in _get(session, "dcim/cables", site_id=str(site), fields="id,label,length,profile,a_terminations,"
+                  "b_terminations"):
+        ends = [[names[t["object_id"]] for t in c[f"{side}_terminations"]] for side in "ab"]
+        cables[c["label"]] = (ends[0], ends[1], float(c["length"]), (c["profile"] or {}).get("value", ""))
+    return cables
+
+
+def _planned_cables(topology: Topology) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]], float,
+                                                           str]]:
+    return {label: ([(c.a.device, c.a.port) for c in legs], [(c.z.device, c.z.port) for c in legs],
+                    max(c.length_m for c in legs), profile or "")
+            for label, legs, profile in cable_groups(topology.cables)}
+
+
+def _set_changes(before: ImportSet, after: ImportSet) -> dict[str, Counter[str]]:
+    """What the import sets' interface (08, on devices that stay), prefix and address rows say a sync changes."""
+    def keyed(imports: ImportSet, name: str, key: Callable[[dict[str, object]], object]) -> dict[object, object]:
+        return {key(r): r for r in imports.records(name)}
+
+    gone = {str(r["cf_fabricgen_device"]) for r in before.records("07-devices") if r["name"] == REMOVED}
+    changes: dict[str, Counter[str]] = {}
+    for kind, name, key in (("interfaces", "08-interfaces", lambda r: (r[DEVICE_COLUMN], r["name"])),
+                            ("prefixes", "14-prefixes", lambda r: r["prefix"]),
+                            ("IP addresses", "15-ip-addresses", lambda r: str(r["address"]).split("/")[0])):
+        old, new = keyed(before, name, key), keyed(after, name, key)
+        if kind == "interfaces":
+            old = {k: r for k, r in old.items() if str(k[0]) not in gone}
+        counts = Counter({"create": len(set(new) - set(old)), "delete": len(set(old) - set(new)),
+                          "update": sum(old[k] != new[k] for k in set(old) & set(new))})
+        if +counts:
+            changes[kind] = +counts
+    return changes
+
+
+def _counts(session: Session, site: int) -> Counter[str]:
+    q = {"site_id": str(site)}
+    return Counter({"devices": session.count("dcim/devices", **q), "racks": session.count("dcim/racks", **q),
+                    "locations": session.count("dcim/locations", **q),
+                    "interfaces": session.count("dcim/interfaces", **q), "cables": session.count("dcim/cables", **q),
+                    "prefixes": session.count("ipam/prefixes", **q),
+                    "primary": session.count("dcim/devices", has_primary_ip="true", **q),
+                    "oob": session.count("dcim/devices", has_oob_ip="true", **q)})
+
+
+def _everything(session: Session) -> Counter[str]:
+    """Objects NetBox-wide, per type: what a sync must not touch elsewhere."""
+    return Counter({e: session.count(e) for e in ("dcim/sites", "dcim/devices", "dcim/interfaces", "dcim/cables",
+                                                  "dcim/racks", "ipam/prefixes", "ipam/ip-addresses", "ipam/vlans",
+                                                  "dcim/device-types", "dcim/manufacturers", "ipam/asns")})
+
+
+def _summary(report: Report) -> str:
+    return (f"{dict(report.requests)} requests in {report.seconds:.1f} s: "
+            + ", ".join(f"{kind} {dict(c)}" for kind, c in report.counts.items()))
+
+
+def _sync(topology: Topology, env: dict[str, str], dry_run: bool = False) -> Report:
+    return sync(topology, env["FABRICGEN_NETBOX_URL"], token_value(env["FABRICGEN_NETBOX_TOKEN"]), dry_run)
+
+
+def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
+    env = require_netbox()
+    session = Session(env)
+    if _get(session, "dcim/sites", slug=SITE):
+        reset(env)  # a site left by an earlier run of this test: start from the migrated database
+    before = _everything(session)
+    spec = _spec(tmp_path, "lab-sync.yaml", changed=False)
+    topology = compile_spec(spec).topology
+
+    first = _sync(topology, env)
+    print(f"\nfirst sync: {_summary(first)}")
+    site = _get(session, "dcim/sites", slug=SITE)[0]["id"]
+    devices = len(topology.cluster.nodes) + sum(len(ft.switches) for ft in topology.fabrics)
+    planned = _planned_cables(topology)
+    held = _counts(session, site)
+    assert held["devices"] == devices == first.counts["devices"]["create"]
+    assert held["cables"] == len(planned) == first.counts["cables"]["create"]
+    assert held["racks"] == 5 and held["locations"] == 2
+    imports = import_set(topology)
+    templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
+    assert held["interfaces"] == sum(templated[str(r["device_type"])] for r in imports.records("07-devices")) + len(
+        imports.records("08-interfaces"))
+    marked = [r for r in imports.records("15-ip-addresses") if "true" in (r["is_primary"], r["is_oob"])]
+    assert held["primary"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_primary"] == "true"})
+    assert held["oob"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_oob"] == "true"})
+    assert first.counts["device addresses"]["update"] == len({str(r[DEVICE_COLUMN]) for r in marked})
+    assert _netbox_cables(session, site) == planned, "a cable's ends, connector order, length or profile"
+    assert {p for *_, p in planned.values()} == {"", "trunk-2c1p", "trunk-4c1p"}  # both splitter kinds as one cable
+    speeds = port_speeds(topology)
+    held_speeds = {(i["device"]["name"], i["name"]): i["speed"] for i in _get(
+        session, "dcim/interfaces", site_id=str(site), fields="device,name,speed")}
+    assert {k: held_speeds[k] for k in speeds} == speeds
+    ips = {a["address"] for a in _get(session, "ipam/ip-addresses", parent="10.240.0.0/13", fields="address")}
+    assert len(ips) == first.counts["IP addresses"]["create"] > 100
+
+    _resync_and_change(session, env, tmp_path, spec, site, planned, held, devices, len(ips), before)
+
+
+def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, spec: Path, site: int,
+                       planned: dict[str, Any], held: Counter[str], devices: int, ips: int,
+                       before: Counter[str]) -> None:
+    # nothing changed: no write request, no changelog entry (through the CLI: the token from a file)
+    changes = _last_change(session)
+    token = tmp_path / "token"
+    token.write_text(env["FABRICGEN_NETBOX_TOKEN"] + "\n")
+    result = CliRunner().invoke(app, ["netbox", "sync", str(spec), "--url", env["FABRICGEN_NETBOX_URL"],
+                                      "--token-file", str(token), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["objects"] == {} and set(report["requests"]) == {"GET"}, report
+    print(f"second sync: {report['requests']['GET']} GET in {report['seconds']} s")
+    assert token_value(env["FABRICGEN_NETBOX_TOKEN"]) not in result.output
+    assert _last_change(session) == changes
+
+    # a changed spec: the dry run only reads, and counts what the sync then does
+    changed = compile_spec(_spec(tmp_path, "lab-sync-changed.yaml", changed=True)).topology
+    plan = _sync(changed, env, dry_run=True)
+    assert plan.writes == 0 and _last_change(session) == changes
+    done = _sync(changed, env)
+    print(f"changed spec's sync: {_summary(done)}; its dry run: {_summary(plan)}")
+    assert done.counts == plan.counts
+    now = _planned_cables(changed)
+    lengths = {label for label, cable in now.items() if planned[label][2] != cable[2]}
+    removed = set(planned) - set(now)
+    assert not set(now) - set(planned) and lengths and removed
+    assert all(REMOVED in {d for d, _ in planned[label][0] + planned[label][1]} for label in removed)
+    assert done.counts["cables"] == Counter({"update": len(lengths), "delete": len(removed)})
+    assert done.counts["devices"] == Counter({"delete": 1})
+    # the rest as the import sets differ: hgx08's storage sub-port on its leaf, its addresses, and the OOB subnet of
+    # its rack (one host fewer: a /30 for the /29, so two addresses change their mask)
+    assert {k: v for k, v in done.counts.items() if k not in ("cables", "devices")} == _set_changes(
+        import_set(compile_spec(spec).topology), import_set(changed))
+    assert _netbox_cables(session, site) == now
+    assert not _get(session, "dcim/devices", site_id=str(site), name=REMOVED)
+    assert _counts(session, site)["devices"] == devices - 1
+    # the changelog: only the changed cables and addresses updated, nothing created but the new subnet, and NetBox's
+    # own bookkeeping of the far ends of the cables removed (their interfaces' cable field)
+    log = _get(session, "core/object-changes", fields="action,changed_object_type,object_repr", id__gt=str(changes))
+    updates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "update")
+    creates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "create")
+    assert creates == Counter({"ipam.prefix": done.counts["prefixes"]["create"]})
+    assert updates["dcim.cable"] == len(lengths)
+    assert updates["ipam.ipaddress"] == done.counts["IP addresses"]["update"]
+    assert set(updates) <= {"dcim.cable", "dcim.interface", "ipam.ipaddress", "dcim.device"}
+    # NetBox clears the removed node's OOB address on the device as it deletes the address, just before the device
+    assert {e["object_repr"] for e in log if e["changed_object_type"] == "dcim.device"} == {REMOVED}
+
+    # the other sites' objects (the import test's, made without fabricgen's tag) are all still there
+    after = _everything(session)
+    mine = Counter({"dcim/sites": 1, "dcim/devices": devices - 1, "dcim/cables": len(now), "dcim/racks": 5,
+                    "ipam/prefixes": held["prefixes"], "ipam/ip-addresses": ips - done.counts["IP addresses"]["delete"],
+                    "ipam/vlans": 2})
+    for endpoint in ("dcim/sites", "dcim/devices", "dcim/cables", "dcim/racks", "ipam/prefixes", "ipam/ip-addresses",
+                     "ipam/vlans"):
+        assert after[endpoint] == before[endpoint] + mine[endpoint], endpoint
