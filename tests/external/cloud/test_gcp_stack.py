@@ -29,6 +29,7 @@ NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
 INSTANCE = "gcp:compute/instance:Instance"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 RESERVATION = "    capacity: {kind: reservation, id: a3mega-reservation}\n"
 HIGH = {"type: a3-megagpu-8g": "type: a3-highgpu-8g",
         "      - {cidr: 10.60.20.0/24}\n      - {cidr: 10.60.21.0/24}\n      - {cidr: 10.60.22.0/24}\n"
@@ -60,8 +61,8 @@ def by_id(mocks: Recorder, typ: str) -> dict[str, dict[str, Any]]:
 
 def test_a3_mega_resources(tmp_path: Path) -> None:
     mocks = run(emit(GCP_SPEC, tmp_path))
-    assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 11, "Instance": 17, "ResourcePolicy": 1,
-                             "Router": 1, "RouterNat": 1, "GlobalAddress": 1, "Connection": 1}
+    assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 11, "Instance": 17, "Router": 1,
+                             "RouterNat": 1, "GlobalAddress": 1, "Connection": 1}
     assert len(mocks.of_type(INSTANCE)) == 16 and len(mocks.of_type("gcp:lustre/instance:Instance")) == 1
 
 
@@ -109,36 +110,60 @@ def test_firewall_admits_the_cluster_subnets_and_iap_ssh(tmp_path: Path) -> None
     assert nets[iap["network"]] == "gcp-a3-tcpxo-host-0"
 
 
-def test_compact_placement_and_reservation(tmp_path: Path) -> None:
+def test_reserved_instances_get_no_placement_policy(tmp_path: Path) -> None:
+    """The example consumes a specific reservation, which brings its own placement: its VMs carry no policy of
+    fabricgen's (slurm-gcp resume.py gives reserved VMs the reservation's policies or none; Cluster Toolkit PR #3347:
+    only dense reservations take an external one)."""
     mocks = run(emit(GCP_SPEC, tmp_path))
-    policy = mocks.one("gcp:compute/resourcePolicy:ResourcePolicy")
-    assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED", "maxDistance": 2}
-    assert policy.inputs["region"] == "us-central1"
+    assert not mocks.of_type(POLICY)
     for instance in mocks.of_type(INSTANCE):
-        assert instance.inputs["resourcePolicies"] == "https://www.googleapis.com/compute/v1/placement"
+        assert "resourcePolicies" not in instance.inputs
         assert instance.inputs["reservationAffinity"] == {"type": "SPECIFIC_RESERVATION", "specificReservation": {
             "key": "compute.googleapis.com/reservation-name", "values": ["a3mega-reservation"]}}
 
 
+def test_compact_placement_without_reservation(tmp_path: Path) -> None:
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: "    max_distance: 2\n"}))
+    policy = mocks.one(POLICY)
+    assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED", "maxDistance": 2}
+    assert policy.inputs["region"] == "us-central1"
+    for instance in mocks.of_type(INSTANCE):
+        assert instance.inputs["resourcePolicies"] == "https://www.googleapis.com/compute/v1/placement"
+        assert "reservationAffinity" not in instance.inputs
+
+
 def test_without_placement_or_reservation(tmp_path: Path) -> None:
-    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: "    placement_group: false\n", "    max_distance: 2\n": ""}))
-    assert not mocks.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: "    placement_group: false\n"}))
+    assert not mocks.of_type(POLICY)
     assert all("reservationAffinity" not in i.inputs and "resourcePolicies" not in i.inputs
                for i in mocks.of_type(INSTANCE))
 
 
 def test_managed_instance_group(tmp_path: Path) -> None:
     mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: RESERVATION + "    group: managed-instance-group\n"}))
-    assert not mocks.of_type(INSTANCE)
+    assert not mocks.of_type(INSTANCE) and not mocks.of_type(POLICY)
     template = mocks.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs
     assert [n["subnetwork"] for n in template["networkInterfaces"]] == [s.id for s in subnets_in_nic_order(mocks)]
-    assert template["resourcePolicies"] == "https://www.googleapis.com/compute/v1/placement"
+    assert "resourcePolicies" not in template
     assert template["reservationAffinity"]["specificReservation"]["values"] == ["a3mega-reservation"]
     (disk,) = template["disks"]
     assert (disk["boot"], disk["diskType"], disk["diskSizeGb"]) == (True, "pd-ssd", 300)
     group = mocks.one("gcp:compute/instanceGroupManager:InstanceGroupManager").inputs
     assert group["targetSize"] == 16 and group["zone"] == "us-central1-a"
     assert group["versions"] == [{"instanceTemplate": "https://www.googleapis.com/compute/v1/a3?id=1"}]
+    assert "resourcePolicies" not in group
+
+
+def test_managed_instance_group_gets_a_workload_policy(tmp_path: Path) -> None:
+    """A MIG of A3 VMs is placed by a HIGH_THROUGHPUT workload policy on the group (Compute Engine, "Placement
+    policies overview": workload policies for MIGs of A3 High/Mega/Ultra), not a compact policy on its template."""
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: "    group: managed-instance-group\n"}))
+    policy = mocks.one(POLICY).inputs
+    assert policy["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"} and "groupPlacementPolicy" not in policy
+    template = mocks.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs
+    assert "resourcePolicies" not in template and "reservationAffinity" not in template
+    group = mocks.one("gcp:compute/instanceGroupManager:InstanceGroupManager").inputs
+    assert group["resourcePolicies"] == {"workloadPolicy": "https://www.googleapis.com/compute/v1/placement"}
 
 
 def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
@@ -158,9 +183,27 @@ def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
 
 
 def startup_script(mocks: Recorder) -> str:
-    scripts = {r.inputs["metadataStartupScript"] for r in mocks.of_type(INSTANCE)}
+    scripts = {r.inputs["metadata"]["startup-script"] for r in mocks.of_type(INSTANCE)}
     (script,) = scripts
     return str(script)
+
+
+def test_startup_script_is_metadata_not_a_replacing_field(tmp_path: Path) -> None:
+    """The script goes in the startup-script metadata key, as Cluster Toolkit's vm-instance module passes it:
+    pulumi-gcp's metadata_startup_script forces the instance to be recreated when it changes (its own docstring),
+    which on a reservation of exactly the cluster's size wedges `pulumi up` on any change of the script."""
+    import pulumi_gcp  # the installed provider's own documentation is the evidence
+
+    doc = " ".join((pulumi_gcp.compute.InstanceArgs.__init__.__doc__ or "").split())
+    assert "forces the instance to be recreated" in doc
+    (tmp_path / "mig").mkdir()
+    mocks = run(emit(GCP_SPEC, tmp_path / "mig", {RESERVATION: RESERVATION + "    group: managed-instance-group\n"}))
+    template = mocks.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs
+    assert "metadataStartupScript" not in template and template["metadata"]["startup-script"].startswith("#!/bin/bash")
+    assert template["metadata"]["enable-oslogin"] == "TRUE"
+    mocks = run(emit(GCP_SPEC, tmp_path))
+    assert all("metadataStartupScript" not in i.inputs for i in mocks.of_type(INSTANCE))
+    assert startup_script(mocks).startswith("#!/bin/bash")
 
 
 def test_startup_script_mounts_managed_lustre(tmp_path: Path) -> None:
@@ -300,13 +343,73 @@ def test_rdma_installs_gib_once_without_rxdm(tmp_path: Path, scripts: dict[str, 
     assert "NCCL_NET=gIB\n" in (machine.root / "etc/fabricgen/nccl.env").read_text()
 
 
+def without(machine: ScriptHost, *tools: str) -> str:
+    """A PATH without ``tools`` (neither the stubs nor this machine's own, e.g. a real docker), led by the stubs'
+    state/bin, where stub installs put theirs: one directory of links to the first of every other command."""
+    bare = machine.root.parent / "bin"
+    bare.mkdir()
+    for directory in machine.env["PATH"].split(":"):
+        for tool in sorted(Path(directory).iterdir()) if Path(directory).is_dir() else ():
+            link = bare / tool.name
+            if tool.name not in tools and not link.is_symlink() and os.access(tool, os.X_OK):
+                link.symlink_to(tool)
+    return f"{machine.root / 'state' / 'bin'}:{bare}"
+
+
 def test_an_image_without_the_nvidia_driver_is_refused(tmp_path: Path, scripts: dict[str, str]) -> None:
     machine = host(tmp_path, scripts["rdma"])
-    bare = tmp_path / "bin"  # the stub tools but nvidia-smi
-    bare.mkdir()
-    for tool in STUBS.iterdir():
-        if tool.name != "nvidia-smi":
-            (bare / tool.name).symlink_to(tool)
-    path = ":".join(str(bare) if p == str(STUBS) else p for p in machine.env["PATH"].split(":"))
-    done = machine.run(PATH=path)
+    done = machine.run(PATH=without(machine, "nvidia-smi"))
     assert done.returncode == 1 and "the image has no NVIDIA driver" in done.stderr
+
+
+def test_tcpxo_installs_docker_and_the_container_toolkit(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """The example's accelerator image has neither (Cluster Toolkit's A3 Mega blueprint installs both): the script
+    installs them as the blueprint does, then goes on to RxDM, NCCL and Lustre; the next boot installs nothing."""
+    machine = host(tmp_path, scripts["tcpxo"])
+    write(machine.root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nUBUNTU_CODENAME=jammy')
+    path = without(machine, "docker", "nvidia-container-cli")
+    done = machine.run(PATH=path)
+    assert done.returncode == 0, done.stderr
+    calls = machine.calls
+    get_docker = next(c for c in calls if c.endswith(" https://get.docker.com"))
+    assert get_docker.startswith("curl -fsSL -o ") and "get-docker.sh " in calls  # the stub installer ran
+    keyring = next(c for c in calls if c.endswith("cuda-keyring_1.1-1_all.deb"))
+    assert keyring.endswith(" https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+                            "cuda-keyring_1.1-1_all.deb")
+    toolkit = calls.index("apt-get install -y -q nvidia-container-toolkit")
+    assert calls[toolkit - 2].startswith("apt-get install -y -q /") and calls[toolkit - 1] == "apt-get update -q"
+    assert calls.index("systemctl restart docker.service") < calls.index("systemctl enable fabricgen-rxdm.service")
+    assert (machine.root / "etc/apt/preferences.d/block-broken-nvidia-container").read_text() == (
+        "Package: nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools "
+        "libnvidia-container1\nPin: version 1.17.7-1\nPin-Priority: 100\n")
+    assert (machine.root / "etc/fstab").exists() and "ready" in done.stderr
+    again = len(calls)
+    assert machine.run(PATH=path).returncode == 0
+    assert not any("docker.com" in c or "nvidia-container-toolkit" in c or "restart docker" in c
+                   for c in machine.calls[again:])
+
+
+def test_apt_sources_are_signed_by_googles_keys(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """packages.cloud.google.com is signed by its own key (apt/doc/apt-key.gpg), Artifact Registry's repositories by
+    theirs (doc/repo-signing-key.gpg): Cluster Toolkit's install_nccl_gib.yml adds both. Every source names its
+    keyring, but gpudirect-tcpxo, which Cluster Toolkit adds trusted=yes."""
+    keys = {"/etc/apt/keyrings/cloud-google.gpg": "https://packages.cloud.google.com/apt/doc/apt-key.gpg",
+            "/etc/apt/keyrings/gcp-ar-repo.gpg": "https://us-apt.pkg.dev/doc/repo-signing-key.gpg"}
+    for kind in ("tcpxo", "rdma"):
+        (tmp_path / kind).mkdir()
+        machine = host(tmp_path / kind, scripts[kind])
+        (machine.root / "state" / "no-import-helper").touch()
+        assert machine.run().returncode == 0
+        sources = {p.stem: p.read_text().strip() for p in (machine.root / "etc/apt/sources.list.d").iterdir()}
+        assert sources["artifact-registry-transport"].startswith(
+            "deb [signed-by=/etc/apt/keyrings/cloud-google.gpg] https://packages.cloud.google.com/apt ")
+        assert sources["lustre-client"].startswith("deb [signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] https://us-apt")
+        gib, tcpxo = sources.get("gpudirect-gib", ""), sources.get("gpudirect-tcpxo", "")
+        assert (gib or tcpxo) and (not gib or gib.startswith(
+            "deb [signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] ar+https://us-apt.pkg.dev/"))
+        assert not tcpxo or tcpxo.startswith("deb [arch=all trusted=yes] ar+https://us-apt.pkg.dev/")
+        for name, line in sources.items():
+            if name != "gpudirect-tcpxo":
+                keyring = line.split("signed-by=", 1)[1].split("]", 1)[0]
+                assert (machine.root / keyring.lstrip("/")).read_text(), f"{name}: {keyring} not written"
+                assert f"curl -fsSL {keys[keyring]}" in machine.calls

@@ -252,10 +252,7 @@ def _placement(ctx: _Context) -> tuple[bool, str, str]:
         if group == "auto-scaling":
             ctx.issues.error(("instances", "group"), "auto-scaling is for provider aws",
                              "use group: instances or managed-instance-group")
-        if "max_distance" in spec and not spec.get("placement_group", True):
-            ctx.issues.error(("instances", "max_distance"), "max_distance needs the compact placement policy",
-                             "remove max_distance or placement_group: false")
-        return spec.get("placement_group", True), kind, capacity.get("id", "")
+        return gcp.placement(ctx.issues, spec), kind, capacity.get("id", "")
     if group == "managed-instance-group":
         ctx.issues.error(("instances", "group"), "a managed instance group is for provider gcp",
                          "use group: instances" + (" or auto-scaling" if ctx.provider == "aws" else ""))
@@ -422,7 +419,8 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     google = None
     if ctx.provider == "gcp":
         gcp.names(ctx.issues, data["metadata"]["name"], names)
-        google = gcp.build(ctx.issues, ctx.spec, itype.name, ctx.facts, public_subnet)
+        google = gcp.build(ctx.issues, ctx.spec, itype.name, ctx.facts, public_subnet,
+                           placement_group and ctx.spec["instances"]["group"] == "instances")
         public_subnet = ""
     spec, meta = ctx.spec, data["metadata"]
     instances = spec["instances"]

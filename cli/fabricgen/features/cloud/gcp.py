@@ -83,6 +83,46 @@ def names(issues: Issues, cluster: str, instances: tuple[str, ...]) -> None:
                      "Compute Engine names start with a letter, e.g. a3-{n:03d}")
 
 
+def placement(issues: Issues, spec: Mapping[str, Any]) -> bool:
+    """Whether fabricgen makes the placement policy (a compact one for instances, a workload policy for a managed
+    instance group): yes by default, but never for instances that consume a specific reservation. The reservation
+    brings its own placement: slurm-gcp (resume.py) gives such instances the reservation's resource policies or
+    none, never its own, and Cluster Toolkit lets only dense reservations take an external policy (PR #3347).
+    pulumi-gcp 10.2.0's get_reservation does not return a reservation's policies, so fabricgen attaches none."""
+    reserved = spec.get("capacity", {}).get("kind") == "reservation"
+    wanted = bool(spec.get("placement_group", not reserved))
+    if reserved:
+        for key in ("placement_group", "max_distance"):
+            if key in spec and (key == "max_distance" or spec[key]):
+                issues.error(("instances", key), f"{key} cannot be combined with a specific reservation: the "
+                                                 "reservation brings its own placement",
+                             f"remove {key}: reserved VMs are placed by the reservation's own policy, as slurm-gcp "
+                             "(resume.py) and Cluster Toolkit (PR #3347) consume reservations; fabricgen attaches "
+                             "none")
+        return False
+    if "max_distance" in spec and not wanted:
+        issues.error(("instances", "max_distance"), "max_distance needs the compact placement policy",
+                     "remove max_distance or placement_group: false")
+    elif "max_distance" in spec and spec["group"] == "managed-instance-group":
+        issues.error(("instances", "max_distance"), "a managed instance group takes a workload policy, which has no "
+                                                    "max_distance",
+                     "remove max_distance: Google places a MIG of A3 VMs with a HIGH_THROUGHPUT workload policy "
+                     "(a compact placement policy is for MIGs of general-purpose GPUs)")
+    return wanted
+
+
+def max_distance(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any]) -> int:
+    """The compact policy's maxDistance, one the machine type takes (Compute Engine refuses 1 for A3 Ultra and A3
+    High: the catalog's max_distance with its source); 0: best effort."""
+    value = int(spec.get("max_distance", 0))
+    allowed = facts["max_distance"]
+    if value and value not in allowed:
+        issues.error(("instances", "max_distance"), f"{itype} does not take a max_distance of {value}",
+                     f"{itype} takes {' or '.join(map(str, allowed))} (Compute Engine, \"Use compact placement "
+                     "policies\"), or leave max_distance out for best effort")
+    return value
+
+
 def stack(kind: str, facts: Mapping[str, Any]) -> GpuDirectStack:
     """The catalog's GPUDirect software of one kind."""
     return GpuDirectStack(kind, facts["name"], facts["library_dir"], facts.get("plugin_image", ""),
@@ -90,9 +130,11 @@ def stack(kind: str, facts: Mapping[str, Any]) -> GpuDirectStack:
                           facts.get("package", ""), facts.get("profile", ""))
 
 
-def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[str, Any], services: str) -> Gcp:
+def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[str, Any], services: str,
+          compact: bool) -> Gcp:
     """The Google-only part of an A3 cluster, all of it checked; ``services`` is the private service access range
-    carved from network.vpc.cidr for Managed Lustre (empty without file systems)."""
+    carved from network.vpc.cidr for Managed Lustre (empty without file systems); ``compact``: the instances get
+    fabricgen's compact placement policy (see :func:`placement`)."""
     facts, limits = catalog["instances"][itype], catalog["network"]
     where: PathKey = ("project",)
     if "project" not in spec:
@@ -103,6 +145,7 @@ def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[
     zone(issues, itype, spec["zone"], facts)
     layout = nics(issues, itype, facts, len(spec["network"]["subnets"]))
     return Gcp(spec.get("project", ""), stack(facts["gpudirect"], catalog["gpudirect"][facts["gpudirect"]]), layout,
-               mtu(issues, spec, itype, facts, limits["mtu"]), int(spec["instances"].get("max_distance", 0)),
+               mtu(issues, spec, itype, facts, limits["mtu"]),
+               max_distance(issues, spec["instances"], itype, facts) if compact else 0,
                facts["boot_disk"], tuple((name, value, why) for name, value, why in catalog["nccl"].get(itype, ())),
                services)

@@ -1,7 +1,8 @@
 """Google Cloud A3 cluster: one VPC and subnet per gVNIC NIC (the host network, nic0, and on A3 High/Mega one per
 GPU NIC) at the cluster's MTU, A3 Ultra's eight MRDMA NICs in one VPC of the zone's RoCE network profile, firewall
-rules within the cluster, Cloud NAT for the host network, a compact placement policy, the instances (or a managed
-instance group) consuming a reservation, and Managed Lustre behind private service access, mounted by every
+rules within the cluster, Cloud NAT for the host network, a compact placement policy (a workload policy for a
+managed instance group; none for instances of a specific reservation, which places them), the instances (or a
+managed instance group) consuming a reservation, and Managed Lustre behind private service access, mounted by every
 instance's startup script (startup-script.sh beside this file: the GPUDirect stack, its receive-datapath manager,
 the NCCL environment, the Lustre client).
 
@@ -81,11 +82,18 @@ def egress(host: gcp.compute.Network) -> gcp.compute.RouterNat:
 
 
 def placement() -> gcp.compute.ResourcePolicy | None:
-    """The compact placement policy (COLLOCATED; maxDistance when the spec gives one)."""
+    """Instances: the compact placement policy (COLLOCATED; maxDistance when the spec gives one). A managed instance
+    group: a HIGH_THROUGHPUT workload policy instead, which Google documents for MIGs of A3 VMs (a compact policy is
+    for MIGs of general-purpose GPUs). None when the instances consume a specific reservation: it places them."""
     if not INSTANCES["placement_group"]:
         return None
+    name, project, region = DATA["cluster"], GOOGLE["project"], DATA["region"]
+    if INSTANCES["group"] == "managed-instance-group":
+        return gcp.compute.ResourcePolicy(
+            "placement", name=f"{name}-workload", project=project, region=region,
+            workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(type="HIGH_THROUGHPUT"))
     return gcp.compute.ResourcePolicy(
-        "placement", name=f"{DATA['cluster']}-compact", project=GOOGLE["project"], region=DATA["region"],
+        "placement", name=f"{name}-compact", project=project, region=region,
         group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
             collocation="COLLOCATED", max_distance=GOOGLE["max_distance"] or None))
 
@@ -154,29 +162,32 @@ def main() -> None:
     lustre = filesystems(nets[0])
     script = first_boot.script(Path(__file__).parent, [fs.mount_point for fs in lustre],
                                [spec["mountpoint"] for spec in DATA["filesystems"]], DATA["user_data_limit"])
-    metadata = {"enable-oslogin": "TRUE"}
+    # startup-script metadata, not metadata_startup_script: a changed script (a fabricgen upgrade, a new Lustre IP)
+    # is then an in-place metadata update read at the next boot, not the replacement of every (reserved) instance
+    metadata = {"enable-oslogin": "TRUE", "startup-script": script}
     boot_after = pulumi.ResourceOptions(depends_on=[nat])  # the startup script installs from the internet
     if INSTANCES["group"] == "managed-instance-group":
         template = gcp.compute.InstanceTemplate(
             "a3", name_prefix=f"{cluster}-", project=project, machine_type=INSTANCES["type"],
-            network_interfaces=interfaces(subnets, True), metadata=metadata, metadata_startup_script=script,
+            network_interfaces=interfaces(subnets, True), metadata=metadata,
             disks=[gcp.compute.InstanceTemplateDiskArgs(boot=True, auto_delete=True, source_image=INSTANCES["image"],
                                                         disk_size_gb=INSTANCES["system_disk_gib"],
                                                         disk_type=GOOGLE["boot_disk"])],
             scheduling=scheduling(True), reservation_affinity=reservation(True), service_account=service_account(True),
-            resource_policies=policy.self_link if policy else None, labels=labels())
+            labels=labels())
         group = gcp.compute.InstanceGroupManager(
             "a3", name=cluster, project=project, zone=DATA["zone"], base_instance_name=cluster,
             target_size=len(INSTANCES["names"]),
             versions=[gcp.compute.InstanceGroupManagerVersionArgs(instance_template=template.self_link_unique)],
-            opts=boot_after)
+            resource_policies=gcp.compute.InstanceGroupManagerResourcePoliciesArgs(workload_policy=policy.self_link)
+            if policy else None, opts=boot_after)
         pulumi.export("instance_group", group.name)
     else:
         instances = {name: gcp.compute.Instance(
             name, name=name, project=project, zone=DATA["zone"], machine_type=INSTANCES["type"],
             boot_disk=gcp.compute.InstanceBootDiskArgs(initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
                 image=INSTANCES["image"], size=INSTANCES["system_disk_gib"], type=GOOGLE["boot_disk"])),
-            network_interfaces=interfaces(subnets, False), metadata=metadata, metadata_startup_script=script,
+            network_interfaces=interfaces(subnets, False), metadata=metadata,
             scheduling=scheduling(False), reservation_affinity=reservation(False),
             service_account=service_account(False), labels=labels(), opts=boot_after,
             resource_policies=policy.self_link if policy else None)  # pulumi-gcp 10: one self link

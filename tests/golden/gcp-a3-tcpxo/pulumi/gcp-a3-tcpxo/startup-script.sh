@@ -7,8 +7,10 @@
 # udev rule, the NCCL plugin and Google's NCCL from the installer image into /var/lib/tcpxo/lib64, and the
 # receive-datapath manager (RxDM) as fabricgen-rxdm.service;
 # then the NCCL environment Google documents for the type in /etc/fabricgen/nccl.env and
-# /etc/profile.d/fabricgen-nccl.sh, and the Managed Lustre client and mounts. A missing prerequisite of the image
-# stops the script with the reason (NVIDIA driver, Docker with the NVIDIA container toolkit).
+# /etc/profile.d/fabricgen-nccl.sh, and the Managed Lustre client and mounts.
+# Docker and the NVIDIA container toolkit, when the image lacks them, are installed as Cluster Toolkit's A3 Mega
+# blueprint installs them.
+# An image without the NVIDIA driver stops the script with the reason.
 #
 # The Pulumi program fills FILESYSTEMS from Managed Lustre's mount points: pairs of IP@tcp:/FSNAME MOUNTPOINT.
 # USER_DATA_ROOT prefixes every file the script reads or writes (tests run it against a fake root).
@@ -34,7 +36,12 @@ RXDM_IMAGE=us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.
 RXDM_UNIT=fabricgen-rxdm.service
 PROFILE=/var/lib/tcpxo/lib64/nccl-env-profile.sh
 NCCL_ENV=/etc/fabricgen/nccl.env
+# Google's apt signing keys (Cluster Toolkit a3ultra-slurm-blueprint.yaml, install_nccl_gib.yml, adds both): Artifact
+# Registry's repositories (us-apt.pkg.dev) and packages.cloud.google.com's
 AR_KEY=https://us-apt.pkg.dev/doc/repo-signing-key.gpg
+AR_KEYRING=/etc/apt/keyrings/gcp-ar-repo.gpg
+CLOUD_KEY=https://packages.cloud.google.com/apt/doc/apt-key.gpg
+CLOUD_KEYRING=/etc/apt/keyrings/cloud-google.gpg
 CHANGED=0
 
 fail() {
@@ -58,20 +65,24 @@ write_if_changed() {
 check_image() {
   command -v nvidia-smi >/dev/null 2>&1 ||
     fail "the image has no NVIDIA driver: use one of Google's accelerator images (ubuntu-accelerator-*-with-nvidia-*)"
-  command -v docker >/dev/null 2>&1 ||
-    fail "GPUDirect-TCPXO runs Google's NCCL plugin installer and RxDM as containers: the image needs Docker"
-  command -v nvidia-container-cli >/dev/null 2>&1 ||
-    fail "RxDM runs with --gpus all: the image needs the NVIDIA container toolkit"
 }
 
-# apt_repository NAME LINE: an apt source of Google's Artifact Registry (signed by its key), added once.
+# apt_repository NAME KEYRING KEY_URL LINE: an apt source signed by KEYRING (LINE's signed-by), which holds the key
+# from KEY_URL; both written once.
 apt_repository() {
-  local name="$1" line="$2" keyring="${ROOT}/etc/apt/keyrings/gcp-ar-repo.gpg"
+  local name="$1" keyring="${ROOT}$2" key="$3" line="$4"
   if [[ ! -s "$keyring" ]]; then
     mkdir -p "$(dirname "$keyring")"
-    curl -fsSL "$AR_KEY" | gpg --dearmor >"$keyring"
+    curl -fsSL "$key" | gpg --dearmor >"$keyring"
   fi
   write_if_changed "/etc/apt/sources.list.d/${name}.list" 0644 <<<"$line"
+}
+
+# The apt-transport-artifact-registry package (ar+https:// sources) from packages.cloud.google.com.
+install_ar_transport() {
+  apt_repository artifact-registry-transport "$CLOUD_KEYRING" "$CLOUD_KEY" "deb [signed-by=${CLOUD_KEYRING}] https://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main"
+  apt-get update -q
+  apt-get install -y -q apt-transport-artifact-registry
 }
 
 debian_like() {
@@ -81,15 +92,50 @@ debian_like() {
   esac
 }
 
+# Docker and the NVIDIA container toolkit (GPUDirect-TCPXO runs Google's NCCL plugin installer and RxDM as
+# containers, RxDM with --gpus all), when the image lacks them, installed as Cluster Toolkit's A3 Mega blueprint
+# installs them: Docker from get.docker.com (startup-script module, install_docker.yml), nvidia-container-toolkit
+# from NVIDIA's CUDA repository (a3mega-slurm-blueprint.yaml, install_cuda_and_dcgm.yml) kept off the broken
+# 1.17.7-1 (block-broken-nvidia-container), then Docker restarted.
+install_container_runtime() {
+  local dir
+  if command -v docker >/dev/null 2>&1 && command -v nvidia-container-cli >/dev/null 2>&1; then
+    return 0
+  fi
+  debian_like || fail "the image needs Docker and the NVIDIA container toolkit (fabricgen installs them on Ubuntu only)"
+  dir="$(mktemp -d)"
+  if ! command -v docker >/dev/null 2>&1; then
+    curl -fsSL -o "${dir}/get-docker.sh" https://get.docker.com
+    sh "${dir}/get-docker.sh"
+  fi
+  if ! command -v nvidia-container-cli >/dev/null 2>&1; then
+    write_if_changed /etc/apt/preferences.d/block-broken-nvidia-container 0644 <<'EOF'
+Package: nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1
+Pin: version 1.17.7-1
+Pin-Priority: 100
+EOF
+    curl -fsSL -o "${dir}/cuda-keyring.deb" \
+      "https://developer.download.nvidia.com/compute/cuda/repos/$(os_release ID)$(os_release VERSION_ID | tr -d .)/x86_64/cuda-keyring_1.1-1_all.deb"
+    apt-get install -y -q "${dir}/cuda-keyring.deb"
+    apt-get update -q
+    apt-get install -y -q nvidia-container-toolkit
+  fi
+  rm -rf "$dir"
+  if ! command -v docker >/dev/null 2>&1 || ! command -v nvidia-container-cli >/dev/null 2>&1; then
+    fail "Docker or the NVIDIA container toolkit did not install"
+  fi
+  systemctl restart docker.service
+}
+
 # The dmabuf import helper (RxDM imports GPU memory through it) and the LLCM aperture devices, bound under
 # /dev/aperture_devices by Cluster Toolkit's udev rule (a3mega-slurm-blueprint.yaml, aperture_devices.yml).
 setup_tcpxo_devices() {
   if ! modprobe import-helper 2>/dev/null; then
     debian_like || fail "the dmabuf import helper is missing and this OS has no Debian packages for it"
-    apt_repository artifact-registry-transport "deb [signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] https://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main"
-    apt-get update -q
-    apt-get install -y -q apt-transport-artifact-registry dkms
-    apt_repository gpudirect-tcpxo "deb [arch=all trusted=yes] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main"
+    install_ar_transport
+    apt-get install -y -q dkms
+    # trusted=yes, as Cluster Toolkit's install_dmabuf.yml adds this repository
+    apt_repository gpudirect-tcpxo "$AR_KEYRING" "$AR_KEY" "deb [arch=all trusted=yes] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main"
     apt-get update -q
     apt-get install -y -q dmabuf-import-helper
     modprobe import-helper || fail "the dmabuf import helper does not load on kernel $(uname -r)"
@@ -186,7 +232,7 @@ install_lustre_client() {
   fi
   case "$(os_release ID)" in
     ubuntu)
-      apt_repository lustre-client "deb [signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-$(os_release UBUNTU_CODENAME) main"
+      apt_repository lustre-client "$AR_KEYRING" "$AR_KEY" "deb [signed-by=${AR_KEYRING}] https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-$(os_release UBUNTU_CODENAME) main"
       apt-get update -q
       apt-get install -y -q "lustre-client-modules-$(uname -r)" lustre-client-utils ||
         fail "Google ships no Lustre client modules for kernel $(uname -r)"
@@ -227,6 +273,7 @@ mount_filesystems() {
 
 main() {
   check_image
+  install_container_runtime
   setup_tcpxo_devices
   install_plugin
   install_rxdm
