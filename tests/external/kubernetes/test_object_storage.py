@@ -50,13 +50,13 @@ def test_fluid_cache_validates_against_fluids_crds(docs: dict[str, list[dict[str
     dataset, runtime = docs["kubernetes/storage/object-corpus.yaml"]
     assert validate(dataset) == [] and validate(runtime) == []
     [mount] = dataset["spec"]["mounts"]
-    assert mount["mountPoint"] == "s3://corpus/tokenized/"
+    assert mount["mountPoint"] == "s3://corpus/tokenized/" and mount["path"] == "/"  # the bucket is the root
     assert mount["options"]["alluxio.underfs.s3.endpoint"] == "https://minio.dc1.example.net:9000"
     assert mount["options"]["alluxio.underfs.s3.disable.dns.buckets"] == "true"  # MinIO: path-style
     assert [o["valueFrom"]["secretKeyRef"] for o in mount["encryptOptions"]] == [
         {"name": "minio-corpus", "key": "aws.accessKeyId"}, {"name": "minio-corpus", "key": "aws.secretKey"}]
     [level] = runtime["spec"]["tieredstore"]["levels"]
-    assert level == {"mediumtype": "SSD", "volumeType": "hostPath", "path": "/raid/fluid/corpus", "quota": "8192Gi",
+    assert level == {"mediumtype": "SSD", "volumeType": "hostPath", "path": "/raid/fluid", "quota": "8192Gi",
                      "high": "0.95", "low": "0.7"}
     assert runtime["spec"]["replicas"] == 127  # one worker per DGX
     assert dataset["metadata"]["name"] == runtime["metadata"]["name"] == "object-corpus"  # Fluid's claim name

@@ -6,7 +6,9 @@
 - oss is served through a Fluid cache only (the Mountpoint CSI driver speaks S3);
 - a cache is read-only (Fluid's Dataset), needs node profiles that some node group uses and that state local_nvme,
   and its quota, with every other cache on the profile, must fit that NVMe file system;
-- two stores may not share a claim's mount path within one namespace.
+- two stores may not share a claim's mount path within one namespace;
+- every store names the Secret of its keys (an on-premises cluster has no cloud identity), and the stores the
+  Mountpoint driver mounts one and the same (its credentials are driver-level).
 
 Drivers, versions and their sources live in ``drivers.yaml`` beside this module.
 """
@@ -99,7 +101,7 @@ def _cache(issues: Issues, name: str, spec: Mapping[str, Any], cluster: Cluster)
     if nodes and workers > nodes:
         issues.error(("cache", "workers"), f"{workers} cache workers on {nodes} nodes of the profiles",
                      f"at most one worker per node: {nodes}")
-    path = f"{min(paths)}/{CACHE_DIR}/{name}" if paths else ""
+    path = f"{min(paths)}/{CACHE_DIR}" if paths else ""  # Fluid adds /<namespace>/<runtime> below it
     return ObjectCache(tuple(raw["profiles"]), raw["quota_gib"], workers, path)
 
 
@@ -120,9 +122,32 @@ def _fits_nvme(issues: Issues, stores: list[ObjectStore], cluster: Cluster) -> N
                          "shrink quota_gib so every cache on the profile fits its local_nvme.capacity_gib")
 
 
+def _credentials(issues: Issues, name: str, spec: Mapping[str, Any]) -> None:
+    """An on-premises cluster has no cloud identity (no instance profile, IRSA or EKS Pod Identity) to sign its
+    requests with: every store names the Secret holding its keys."""
+    if "credentials_secret" not in spec:
+        issues.error((), f"object store {name} names no credentials_secret: an on-premises cluster has no instance "
+                         "profile, IRSA or EKS Pod Identity to sign its requests",
+                     f"set storage.object.{name}.credentials_secret to the Secret holding its access keys")
+
+
+def _one_driver_secret(issues: Issues, stores: list[ObjectStore]) -> None:
+    """Mountpoint's credentials are the driver's (one Secret, awsAccessSecret.name of its chart), so every store it
+    mounts must name that one."""
+    direct = [s for s in stores if s.cache is None and s.credentials_secret]
+    for store in direct[1:]:
+        if store.credentials_secret != direct[0].credentials_secret:
+            issues.error(("object", store.name, "credentials_secret"),
+                         f"Mountpoint reads one driver-level Secret, and {direct[0].name} names "
+                         f"{direct[0].credentials_secret}, not {store.credentials_secret}",
+                         "give the stores Mountpoint mounts one Secret (keys key_id, access_key), or cache this one "
+                         "through Fluid (a Secret per Dataset)")
+
+
 def _store(issues: Issues, name: str, spec: Mapping[str, Any], cluster: Cluster) -> ObjectStore:
     _endpoint(issues, name, spec)
     _bucket(issues, spec)
+    _credentials(issues, name, spec)
     return ObjectStore(name, spec["provider"], spec["bucket"], spec.get("prefix", ""), spec.get("region", ""),
                        spec.get("endpoint", "").rstrip("/"), spec["access"], spec["namespace"], spec["mount_path"],
                        spec.get("credentials_secret", ""), spec.get("description", ""),
@@ -147,5 +172,6 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     issues = context.issues.at("storage")
     stores = [_store(issues.at("object", name), name, spec, cluster) for name, spec in section.items()]
     _fits_nvme(issues, stores, cluster)
+    _one_driver_secret(issues, stores)
     _shared_mount_paths(issues, stores, cluster)
     return replace(cluster, object_stores=tuple(stores))

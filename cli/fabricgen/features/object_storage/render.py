@@ -81,7 +81,10 @@ def fluid_dataset(store: ObjectStore) -> list[dict[str, Any]]:
     assert store.cache is not None
     fluid = drivers()["fluid"]
     point, options = _underlay(store)
-    mount: dict[str, Any] = {"mountPoint": point, "name": store.name, "readOnly": True, "options": options}
+    # path "/": the bucket is the Dataset's root (a lone mount without it appears under /<name>: Fluid's
+    # ufs_path_builder), so pods see it at mount_path itself
+    mount: dict[str, Any] = {"mountPoint": point, "name": store.name, "path": "/", "readOnly": True,
+                             "options": options}
     if store.credentials_secret:
         mount["encryptOptions"] = [{"name": key, "valueFrom": {"secretKeyRef": {"name": store.credentials_secret,
                                                                                 "key": key}}}
@@ -107,19 +110,21 @@ def _about(store: ObjectStore) -> str:
         fluid = drivers()["fluid"]
         lines += [f"Needs Fluid {fluid['release']} (helm repo add fluid {fluid['helm_repo']}; helm install fluid "
                   f"fluid/{fluid['helm_chart']}): it creates the claim {store.claim} in {store.namespace} once the "
-                  f"AlluxioRuntime is ready; the cache lives under {store.cache.path} on the nodes."]
+                  f"AlluxioRuntime is ready; the cache lives under "
+                  f"{store.cache.path}/{store.namespace}/{store.claim} on the nodes."]
         keys = " and ".join(FLUID_KEYS[store.provider])
-        lines.append(f"Access keys: Secret {store.credentials_secret} in {store.namespace}, keys {keys}."
-                     if store.credentials_secret else "Access keys: none (the bucket allows the nodes' identity).")
+        lines.append(f"Access keys: Secret {store.credentials_secret} in {store.namespace}, keys {keys}.")
         return "\n".join(lines)
     mp = drivers()["mountpoint"]
     lines += [f"Needs the Mountpoint for Amazon S3 CSI driver ({mp['driver']}) {mp['release']} on every node that "
               f"mounts it: helm repo add {mp['helm_chart']} {mp['helm_repo']}; helm upgrade --install "
               f"{mp['helm_chart']} {mp['helm_chart']}/{mp['helm_chart']} --namespace {mp['namespace']}."]
     lines.append(f"Access keys: the driver's Secret {store.credentials_secret} in {mp['namespace']} (keys key_id and "
-                 f"access_key, set as the chart's awsAccessSecret.name), read when the driver starts."
-                 if store.credentials_secret else "Access keys: the driver's identity (IRSA, EKS Pod Identity or the "
-                                                  "node's instance profile).")
+                 f"access_key; install with --set awsAccessSecret.name={store.credentials_secret}), read when the "
+                 "driver starts.")
+    if not store.read_only:
+        lines.append("Mountpoint writes new objects sequentially and has no rename: copy finished checkpoints here; "
+                     "do not save into it (torch.distributed.checkpoint renames its .metadata).")
     if store.provider == "minio":
         lines.append("Mountpoint is built for Amazon S3; on an S3-compatible store, path-style requests go to the "
                      "endpoint above (verify the store serves what mount-s3 asks).")
