@@ -53,7 +53,9 @@ def _text(path: str, content: bytes) -> str:
         with zipfile.ZipFile(io.BytesIO(content)) as archive:
             return "".join(archive.read(name).decode("utf-8", errors="replace") for name in archive.namelist())
     if path.endswith(".pdf"):
-        streams = re.findall(rb"/FlateDecode.*?stream\r?\n(.*?)\r?\nendstream", content, re.DOTALL)
+        # each stream's own /Length bytes: a lazy match up to "\r?\nendstream" cut a stream ending in a CR byte
+        streams = [content[m.end():m.end() + int(m[1])] for m in
+                   re.finditer(rb"/Length (\d+) /Filter /FlateDecode >>\r?\nstream\r?\n", content)]
         return "".join(zlib.decompress(s).decode("latin-1") for s in streams)
     return content.decode("utf-8", errors="replace")
 
