@@ -45,3 +45,8 @@ class ObjectStore:
     @property
     def read_only(self) -> bool:
         return self.access == "ReadOnlyMany"
+
+
+def cached_gib(stores: tuple[ObjectStore, ...] | list[ObjectStore], profile: str) -> int:
+    """What the Fluid caches of ``stores`` take of each node of ``profile``'s local NVMe, GiB."""
+    return sum(s.cache.quota_gib for s in stores if s.cache is not None and profile in s.cache.profiles)

@@ -33,6 +33,7 @@ from fabricgen.model.addressing import FabricAddresses, HostSubnet
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTunable, LustreVolume
 from fabricgen.model.nodes import NicRole, Node, NodeGroup, NodeProfile
+from fabricgen.model.object_storage import cached_gib
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import shipped_data
 
@@ -533,9 +534,8 @@ def cache_request_gib(cluster: Cluster) -> int | None:
     reports (statfs), below the raw capacity by the file system's own overhead; a claim of the raw capacity would
     stay Pending. Each node's one PV goes whole to the pod that claims it. Neither size is enforced on the shared
     file system: the claim is the scheduler's figure of what is left."""
-    fluid = {p: sum(s.cache.quota_gib for s in cluster.object_stores if s.cache and p in s.cache.profiles)
-             for p in cluster.profiles}
-    sizes = [n.profile.local_nvme.capacity_gib - fluid.get(n.profile.name, 0) for n in cluster.nodes
+    fluid = {p: cached_gib(cluster.object_stores, p) for p in cluster.profiles}
+    sizes = [n.profile.local_nvme.capacity_gib - fluid[n.profile.name] for n in cluster.nodes
              if n.profile.local_nvme is not None]
     return max(1, min(sizes) * 9 // 10) if sizes else None
 

@@ -26,7 +26,7 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.features.feature import BuildContext
 from fabricgen.model.cluster import Cluster
-from fabricgen.model.object_storage import ObjectCache, ObjectStore
+from fabricgen.model.object_storage import ObjectCache, ObjectStore, cached_gib
 from fabricgen.spec.load import shipped_data
 
 _IP_ADDRESS = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$")
@@ -114,7 +114,7 @@ def _fits_nvme(issues: Issues, stores: list[ObjectStore], cluster: Cluster) -> N
     for profile_name, users in sorted(per_profile.items()):
         profile = cluster.profiles.get(profile_name)  # an unknown one is reported by its store
         nvme = profile.local_nvme if profile is not None else None
-        total = sum(s.cache.quota_gib for s in users if s.cache)
+        total = cached_gib(users, profile_name)
         if nvme is not None and total > nvme.capacity_gib:
             issues.error(("object", users[-1].name, "cache", "quota_gib"),
                          f"caches on node profile {profile_name} take {total} GiB "
