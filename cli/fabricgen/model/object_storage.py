@@ -25,7 +25,7 @@ class ObjectStore:
     its Dataset, so both paths use the same name)."""
 
     name: str
-    provider: str  # s3 | minio | oss
+    provider: str  # s3 | minio | oss | gcs
     bucket: str
     prefix: str
     region: str

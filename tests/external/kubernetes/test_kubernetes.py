@@ -446,15 +446,15 @@ def test_example_workload_mounts_the_storage_tiers() -> None:
                                                                         "object-storage"])})
     pod = next(d for d in docs if d["kind"] == "Pod")
     mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
-    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/datasets/corpus", "/archive", "/cache",
-                           "/run/fabricgen"}
+    assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/datasets/corpus", "/datasets/text", "/archive",
+                           "/cache", "/run/fabricgen"}
     assert mounts["/data"]["readOnly"] is True and mounts["/lustre/ckpt"]["readOnly"] is False
     assert mounts["/datasets/corpus"]["readOnly"] is True and mounts["/archive"]["readOnly"] is False
     claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v}
     namespace = pod["metadata"]["namespace"]
     pvcs = {d["metadata"]["name"] for d in docs if d["kind"] in ("PersistentVolumeClaim", "Dataset")
             and d["metadata"]["namespace"] == namespace}
-    assert claims == pvcs and len(claims) == 4
+    assert claims == pvcs and len(claims) == 5
     assert validate(pod) == []
     # torchrun alone starts one process unless told: the bare Pod would train on 1 of its 8 GPUs
     (trainer,) = pod["spec"]["containers"]

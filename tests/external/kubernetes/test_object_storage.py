@@ -62,6 +62,26 @@ def test_fluid_cache_validates_against_fluids_crds(docs: dict[str, list[dict[str
     assert dataset["metadata"]["name"] == runtime["metadata"]["name"] == "object-corpus"  # Fluid's claim name
 
 
+def test_gcs_cache_reads_its_key_file_where_the_runtime_mounts_it(docs: dict[str, list[dict[str, Any]]]) -> None:
+    """GCS signs with a service-account key file (Alluxio's UFS version 2): the Secret is a volume of the runtime at
+    one path in master and workers, and the mount option names the file there; no encryptOptions."""
+    dataset, runtime = docs["kubernetes/storage/object-text.yaml"]
+    assert validate(dataset) == [] and validate(runtime) == []
+    [mount] = dataset["spec"]["mounts"]
+    assert mount["mountPoint"] == "gs://sp-h100-a_text/v2/" and "encryptOptions" not in mount
+    key = mount["options"]["fs.gcs.credential.path"]
+    [volume] = runtime["spec"]["volumes"]
+    assert volume == {"name": "gcs-credentials", "secret": {"secretName": "gcs-text"}}
+    for component in ("master", "worker"):
+        [where] = runtime["spec"][component]["volumeMounts"]
+        assert where["name"] == volume["name"] and where["readOnly"] is True
+        assert key == f"{where['mountPath']}/gcloud-application-credentials.json"
+    unmounted = copy.deepcopy(runtime)
+    unmounted["spec"]["worker"]["volumeMounts"][0]["mountpath"] = unmounted["spec"]["worker"]["volumeMounts"][0].pop(
+        "mountPath")
+    assert validate(unmounted)  # the strict CRD knows a volume mount's fields
+
+
 def test_strict_crds_reject_what_the_fluid_sample_gets_wrong(docs: dict[str, list[dict[str, Any]]]) -> None:
     dataset, runtime = docs["kubernetes/storage/object-corpus.yaml"]
     nested = copy.deepcopy(dataset)
@@ -81,11 +101,12 @@ def test_pods_mount_every_claim(compiled: Compiled) -> None:
     mounts = {m["name"]: m for m in storage.volume_mounts}
     assert mounts["object-corpus"] == {"name": "object-corpus", "mountPath": "/datasets/corpus", "readOnly": True}
     assert mounts["object-archive"] == {"name": "object-archive", "mountPath": "/archive", "readOnly": False}
+    assert mounts["object-text"] == {"name": "object-text", "mountPath": "/datasets/text", "readOnly": True}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "ai-training"},
            "spec": {"containers": [{"name": "trainer", "image": "pytorch:latest",
                                     "volumeMounts": list(storage.volume_mounts)}],
                     "volumes": list(storage.volumes)}}
     _core(pod)
-    # the NVMe cache claim leaves the Fluid tier its quota on the shared /raid
+    # the NVMe cache claim leaves the Fluid tiers their quotas on the shared /raid
     nvme = compiled.cluster.profiles["dgx-h100"].local_nvme
-    assert nvme is not None and cache_request_gib(compiled.cluster) == (nvme.capacity_gib - 8192) * 9 // 10
+    assert nvme is not None and cache_request_gib(compiled.cluster) == (nvme.capacity_gib - 8192 - 4096) * 9 // 10

@@ -58,7 +58,7 @@ def test_pod_storage(compiled: Compiled, files: dict[str, Artifact]) -> None:
     by_name = {v["name"]: v for v in storage.volumes}
     mounts = {m["name"]: m for m in storage.volume_mounts}
     assert set(by_name) == set(mounts) == {"lustre-checkpoints", "lustre-datasets", "nvme-cache", "object-corpus",
-                                           "object-archive"}
+                                           "object-text", "object-archive"}
     assert by_name["lustre-datasets"]["persistentVolumeClaim"] == {"claimName": "lustre-datasets", "readOnly": True}
     assert mounts["lustre-datasets"] == {"name": "lustre-datasets", "mountPath": "/data", "readOnly": True}
     assert mounts["lustre-checkpoints"]["mountPath"] == "/lustre/ckpt" and not mounts["lustre-checkpoints"]["readOnly"]

@@ -1,9 +1,12 @@
 """Build ``storage.object``: the object tier, each bucket refused where its path to the pods cannot work:
 
 - s3 needs its region and takes no endpoint (Mountpoint and Alluxio find S3's own); minio and oss need their
-  endpoint (minio: path-style requests, its buckets are no DNS names), and no region;
-- an OSS bucket has no '.', an S3 bucket is no IP address and has no '..' (the providers' naming rules);
-- oss is served through a Fluid cache only (the Mountpoint CSI driver speaks S3);
+  endpoint (minio: path-style requests, its buckets are no DNS names), and no region; gcs takes neither (a GCS
+  bucket's location is its own, its API one endpoint);
+- an OSS bucket has no '.', only a GCS bucket has '_', a GCS bucket neither starts with "goog" nor holds "google",
+  and no bucket is an IP address or has '..' (the providers' naming rules);
+- oss and gcs are served through a Fluid cache only (the Mountpoint CSI driver speaks S3; Google's Cloud Storage
+  FUSE CSI driver runs on GKE only);
 - a cache is read-only (Fluid's Dataset), needs node profiles that some node group uses and that state local_nvme,
   and its quota, with every other cache on the profile, must fit that NVMe file system;
 - two stores may not share a claim's mount path within one namespace;
@@ -30,6 +33,7 @@ from fabricgen.model.object_storage import ObjectCache, ObjectStore, cached_gib
 from fabricgen.spec.load import shipped_data
 
 _IP_ADDRESS = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$")
+MOUNTPOINT_PROVIDERS = ("s3", "minio")  # what the Mountpoint CSI driver mounts; the others need a Fluid cache
 CACHE_DIR = "fluid"  # below local_nvme.path: the Alluxio workers' SSD tier, one directory per store
 
 
@@ -51,6 +55,12 @@ def _endpoint(issues: Issues, name: str, spec: Mapping[str, Any]) -> None:
             issues.error(("endpoint",), "an s3 store takes S3's own endpoint from its region",
                          "remove endpoint, or use provider: minio for an S3-compatible store at that URL")
         return
+    if provider == "gcs":
+        for key in ("region", "endpoint"):
+            if key in spec:
+                issues.error((key,), "a gcs store is reached through Google's one Cloud Storage API",
+                             f"remove {key}: a GCS bucket's location is its own")
+        return
     if "endpoint" not in spec:
         issues.error((), f"a {provider} store needs the endpoint of its service",
                      f"set storage.object.{name}.endpoint to its URL (e.g. https://minio.dc1.example.net:9000)")
@@ -64,6 +74,12 @@ def _bucket(issues: Issues, spec: Mapping[str, Any]) -> None:
     if provider == "oss" and "." in bucket:
         issues.error(("bucket",), f"OSS bucket names hold no '.': {bucket!r}",
                      "lower-case letters, digits and '-' only (Alibaba Cloud's bucket naming rules)")
+    if provider != "gcs" and "_" in bucket:
+        issues.error(("bucket",), f"{provider} bucket names hold no '_': {bucket!r}",
+                     "lower-case letters, digits, '.' and '-' only (only GCS allows '_')")
+    if provider == "gcs" and (bucket.startswith("goog") or "google" in bucket):
+        issues.error(("bucket",), f"GCS bucket names neither start with 'goog' nor hold 'google': {bucket!r}",
+                     "choose another name (Google Cloud Storage's bucket naming rules)")
     if ".." in bucket or _IP_ADDRESS.fullmatch(bucket):
         issues.error(("bucket",), f"{bucket!r} is not a valid bucket name",
                      "no two adjacent periods and not an IP address (S3's bucket naming rules)")
@@ -72,10 +88,12 @@ def _bucket(issues: Issues, spec: Mapping[str, Any]) -> None:
 def _cache(issues: Issues, name: str, spec: Mapping[str, Any], cluster: Cluster) -> ObjectCache | None:
     raw = spec.get("cache")
     if raw is None:
-        if spec["provider"] == "oss":
-            issues.error(("provider",), "an oss store is served through a Fluid cache only",
+        if spec["provider"] not in MOUNTPOINT_PROVIDERS:
+            issues.error(("provider",), f"{'an' if spec['provider'] == 'oss' else 'a'} {spec['provider']} store is "
+                                        "served through a Fluid cache only",
                          f"add storage.object.{name}.cache (profiles, quota_gib): the Mountpoint CSI driver "
-                         "speaks S3 only")
+                         "speaks S3 only" + (", and Google's Cloud Storage FUSE CSI driver runs on GKE only"
+                                             if spec["provider"] == "gcs" else ""))
         return None
     if spec.get("access") == "ReadWriteMany":
         issues.error(("access",), "a Fluid cache serves its bucket read-only",
@@ -134,7 +152,7 @@ def _credentials(issues: Issues, name: str, spec: Mapping[str, Any]) -> None:
 def _one_driver_secret(issues: Issues, stores: list[ObjectStore]) -> None:
     """Mountpoint's credentials are the driver's (one Secret, awsAccessSecret.name of its chart), so every store it
     mounts must name that one."""
-    direct = [s for s in stores if s.cache is None and s.credentials_secret]
+    direct = [s for s in stores if s.cache is None and s.provider in MOUNTPOINT_PROVIDERS and s.credentials_secret]
     for store in direct[1:]:
         if store.credentials_secret != direct[0].credentials_secret:
             issues.error(("object", store.name, "credentials_secret"),

@@ -4,10 +4,12 @@
   the bucket as ``volumeAttributes.bucketName``, mount-s3's flags as ``mountOptions``: ``prefix``, ``region`` on S3,
   ``endpoint-url`` and ``force-path-style`` on an S3-compatible store, ``read-only`` for ReadOnlyMany, else
   ``allow-delete`` and ``allow-overwrite``) pre-bound to its PersistentVolumeClaim ``object-<name>``;
-- with ``cache``: a Fluid Dataset (the bucket as an ``s3://`` or ``oss://`` mount, its options and the access keys
-  as ``encryptOptions`` from the named Secret, read-only, node affinity to the cache's profiles) and its
-  AlluxioRuntime (``workers`` replicas, one SSD tier of ``quota_gib`` under the profiles' local NVMe); Fluid creates
-  the claim ``object-<name>`` itself.
+- with ``cache``: a Fluid Dataset (the bucket as an ``s3://``, ``oss://`` or ``gs://`` mount, its options and the
+  access keys as ``encryptOptions`` from the named Secret, read-only, node affinity to the cache's profiles) and its
+  AlluxioRuntime (``workers`` replicas, one SSD tier of ``quota_gib`` under the profiles' local NVMe); GCS signs
+  with a service-account key file instead, so its Secret is a volume of the runtime, mounted in the master and the
+  workers, and the mount's ``fs.gcs.credential.path`` names the file; Fluid creates the claim ``object-<name>``
+  itself.
 
 Training pods mount the claim at ``mount_path`` (:func:`fabricgen.features.lustre.build.pod_storage`). Each file's
 header names the driver release it was checked against and how to install it, since without the driver the pods
@@ -62,9 +64,20 @@ def mountpoint_volume(store: ObjectStore, cluster: str) -> list[dict[str, Any]]:
     return [pv, pvc]
 
 
+SCHEMES = {"s3": "s3", "minio": "s3", "oss": "oss", "gcs": "gs"}  # Alluxio's under-storage URI scheme
+
+
+def _gcs_key_path() -> str:
+    """Where the Alluxio master and workers read the GCS service-account key (the Secret's volume)."""
+    fluid = drivers()["fluid"]
+    return f"{fluid['gcs_key_dir']}/{fluid['gcs_key']}"
+
+
 def _underlay(store: ObjectStore) -> tuple[str, dict[str, str]]:
     """The Dataset's mount point and options of the store's provider (Alluxio's under-storage properties)."""
-    point = f"{'oss' if store.provider == 'oss' else 's3'}://{store.bucket}/{store.prefix}"
+    point = f"{SCHEMES[store.provider]}://{store.bucket}/{store.prefix}"
+    if store.provider == "gcs":  # UFS version 2 (Alluxio's default, stated): the key file, not HMAC keys
+        return point, {"alluxio.underfs.gcs.version": "2", "fs.gcs.credential.path": _gcs_key_path()}
     if store.provider == "s3":
         return point, {"alluxio.underfs.s3.region": store.region}
     if store.provider == "minio":
@@ -82,7 +95,7 @@ def fluid_dataset(store: ObjectStore) -> list[dict[str, Any]]:
     # ufs_path_builder), so pods see it at mount_path itself
     mount: dict[str, Any] = {"mountPoint": point, "name": store.name, "path": "/", "readOnly": True,
                              "options": options}
-    if store.credentials_secret:
+    if store.credentials_secret and store.provider in FLUID_KEYS:
         mount["encryptOptions"] = [{"name": key, "valueFrom": {"secretKeyRef": {"name": store.credentials_secret,
                                                                                 "key": key}}}
                                    for key in FLUID_KEYS[store.provider]]
@@ -92,11 +105,22 @@ def fluid_dataset(store: ObjectStore) -> list[dict[str, Any]]:
                "spec": {"mounts": [mount], "accessModes": ["ReadOnlyMany"],
                         "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                             {"key": PROFILE_LABEL, "operator": "In", "values": list(store.cache.profiles)}]}]}}}}
-    runtime = {"apiVersion": "data.fluid.io/v1alpha1", "kind": "AlluxioRuntime", "metadata": meta,
-               "spec": {"replicas": store.cache.workers, "tieredstore": {"levels": [
-                   {"mediumtype": "SSD", "volumeType": "hostPath", "path": store.cache.path,
-                    "quota": f"{store.cache.quota_gib}Gi", "high": fluid["tier_high"], "low": fluid["tier_low"]}]}}}
+    spec: dict[str, Any] = {"replicas": store.cache.workers, "tieredstore": {"levels": [
+        {"mediumtype": "SSD", "volumeType": "hostPath", "path": store.cache.path,
+         "quota": f"{store.cache.quota_gib}Gi", "high": fluid["tier_high"], "low": fluid["tier_low"]}]}}
+    if store.provider == "gcs":
+        spec |= _key_volume(store.credentials_secret)
+    runtime = {"apiVersion": "data.fluid.io/v1alpha1", "kind": "AlluxioRuntime", "metadata": meta, "spec": spec}
     return [dataset, runtime]
+
+
+def _key_volume(secret: str) -> dict[str, Any]:
+    """The GCS key Secret as a runtime volume, read-only at one path in the master and the workers (Fluid's GCS
+    sample: the path must be the same in both)."""
+    def mounts() -> list[dict[str, Any]]:  # one list each: a shared one would be written as a YAML alias
+        return [{"name": "gcs-credentials", "mountPath": drivers()["fluid"]["gcs_key_dir"], "readOnly": True}]
+    return {"volumes": [{"name": "gcs-credentials", "secret": {"secretName": secret}}],
+            "master": {"volumeMounts": mounts()}, "worker": {"volumeMounts": mounts()}}
 
 
 def _about(store: ObjectStore) -> str:
@@ -109,8 +133,14 @@ def _about(store: ObjectStore) -> str:
                   f"fluid/{fluid['helm_chart']}): it creates the claim {store.claim} in {store.namespace} once the "
                   f"AlluxioRuntime is ready; the cache lives under "
                   f"{store.cache.path}/{store.namespace}/{store.claim} on the nodes."]
-        keys = " and ".join(FLUID_KEYS[store.provider])
-        lines.append(f"Access keys: Secret {store.credentials_secret} in {store.namespace}, keys {keys}.")
+        if store.provider == "gcs":
+            lines.append(f"Service-account key: Secret {store.credentials_secret} in {store.namespace}, key "
+                         f"{fluid['gcs_key']} (kubectl -n {store.namespace} create secret generic "
+                         f"{store.credentials_secret} --from-file={fluid['gcs_key']}=KEY.json), read by the Alluxio "
+                         f"master and workers at {_gcs_key_path()}.")
+        else:
+            keys = " and ".join(FLUID_KEYS[store.provider])
+            lines.append(f"Access keys: Secret {store.credentials_secret} in {store.namespace}, keys {keys}.")
         return "\n".join(lines)
     mp = drivers()["mountpoint"]
     lines += [f"Needs the Mountpoint for Amazon S3 CSI driver ({mp['driver']}) {mp['release']} on every node that "
