@@ -48,6 +48,7 @@ class SpectrumX:
     profile: str
     link_utilization_threshold: int | None = None  # percent; None: adaptive routing ignores link utilization
     position: SourcePosition | None = field(default=None, compare=False)
+    nic_configuration_operator: bool = False  # Kubernetes: NVIDIA's operator applies the SuperNIC settings
 
 
 @dataclass(frozen=True)

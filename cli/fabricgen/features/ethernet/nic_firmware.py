@@ -4,7 +4,9 @@ of a node profile's NICs, set with mlxconfig where they differ:
 - the BlueField-3 mode the profile asks for (``bluefield_mode``: nic or dpu; INTERNAL_CPU_MODEL and
   INTERNAL_CPU_OFFLOAD_ENGINE, from DOCA "BlueField Modes of Operation");
 - on the ports of a Spectrum-X fabric, the SuperNIC settings of its reference architecture release
-  (ROCE_ADAPTIVE_ROUTING_EN, USER_PROGRAMMABLE_CC, ... as NVIDIA's NIC Configuration Operator sets them).
+  (ROCE_ADAPTIVE_ROUTING_EN, USER_PROGRAMMABLE_CC, ... as NVIDIA's NIC Configuration Operator sets them), unless
+  that operator applies them (``spectrum_x.nic_configuration_operator``: two writers of one card's firmware would
+  undo each other, and the operator reboots a node to apply what it finds changed).
 
 Data and sources: ``nic_firmware.yaml``. The settings apply at the next cold boot only: the script queries first
 (mlxconfig ``-e``: default, current, next boot), sets only what the next boot would not already have, and exits 3
@@ -55,7 +57,7 @@ def _wanted(cluster: Cluster, profile: NodeProfile, nic: Nic) -> tuple[dict[str,
         why.append(f"BlueField-3 {profile.bluefield_mode.upper()} mode")
     for fabric in cluster.fabrics:
         spx = fabric.spectrum_x
-        if spx is None or nic.role is not fabric.role.nic_role:
+        if spx is None or spx.nic_configuration_operator or nic.role is not fabric.role.nic_role:
             continue
         if not any(p.name == profile.name and n == nic for p, n in attached_ports(cluster, fabric)):
             continue

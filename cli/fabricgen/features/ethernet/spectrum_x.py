@@ -136,7 +136,36 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric, spec: Mapping
             refused.add(key)
             at.error((), f"node profile {node_profile.name} runs its BlueField-3 cards in DPU mode",
                      "Spectrum-X's SuperNIC settings are NIC mode: bluefield_mode: nic, or leave it out")
-    return SpectrumX(s["profile"], s.get("link_utilization_threshold"), issues.position(("spectrum_x",)))
+    operator = bool(s["nic_configuration_operator"])
+    if operator and "kubernetes" not in context.data:
+        at.error(("nic_configuration_operator",), "NVIDIA's NIC Configuration Operator runs on Kubernetes nodes, and "
+                 "the spec has no kubernetes section", "add the kubernetes section, or set "
+                 "nic_configuration_operator: false (nic-firmware.sh then sets the firmware half)")
+    if operator:
+        _operator_selects_by_type_or_address(context, cluster, fabric, at)
+    return SpectrumX(s["profile"], s.get("link_utilization_threshold"), issues.position(("spectrum_x",)), operator)
+
+
+def _operator_selects_by_type_or_address(context: BuildContext, cluster: Cluster, fabric: Fabric,
+                                         at: Issues) -> None:
+    """The operator's template selects cards by PCI device id, and by PCI address where a profile holds cards of
+    that id off the fabric too (a storage DPU beside the SuperNICs): those profiles need every fabric port's
+    address, or the template would reconfigure the other cards."""
+    def device(nic: Nic) -> str:
+        model = context.nic_models.get(nic.model)
+        return model.pci_device_id if model is not None else ""
+
+    seen = set()
+    for profile, nic in attached_ports(cluster, fabric):
+        ports = profile.nics(fabric.role.nic_role)
+        others = {device(n) for n in (*profile.compute, *profile.storage, *profile.inband) if n not in ports}
+        if nic.pci or device(nic) not in others or profile.name in seen:
+            continue
+        seen.add(profile.name)
+        at.error(("nic_configuration_operator",), f"node profile {profile.name} has {device(nic)} cards beside "
+                 f"fabric {fabric.name}'s, and its port {nic.port} has no pci address to select it by",
+                 f"give node_profiles.{profile.name}'s ports on the fabric their pci addresses (the operator's "
+                 "template would otherwise configure every card of that type as a Spectrum-X SuperNIC)")
 
 
 def _nic_path(context: BuildContext, profile: NodeProfile, nic: Nic) -> PathKey | None:

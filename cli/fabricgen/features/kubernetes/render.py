@@ -28,7 +28,9 @@ Under ``kubernetes/network/``:
   daemon selects), the device plugin resource prefix of the pod networks.
 - ``nic-cluster-policy.yaml``: the NVIDIA network operator's NicClusterPolicy (named nic-cluster-policy): the RDMA
   shared device plugin (shared mode), the SR-IOV device plugin (VFs without the SR-IOV operator), Multus and the
-  reference CNI plugins, nv-ipam, every image from one network operator release.
+  reference CNI plugins, nv-ipam, the NIC Configuration Operator where a Spectrum-X fabric leaves its SuperNICs to
+  it (its templates: ``nic-configuration.yaml``, :mod:`.nic_configuration`), every image from one network operator
+  release.
 
 The workloads that use these networks are target ``k8s-workloads`` (:mod:`.workloads`).
 
@@ -52,6 +54,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.features.kubernetes.ipam import fabric_pools, ip_pool, ipam, pool_name
+from fabricgen.features.kubernetes.nic_configuration import templates
 from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, per_leaf, pod_leaves, profile_affinity
 from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.ethernet import RoceQos
@@ -315,7 +318,7 @@ def cni_binaries(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
                          "volumes": [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]}}}}
 
 
-def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str, Any]:
+def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes, nic_configuration: bool) -> dict[str, Any]:
     image = images()
     spec: dict[str, Any] = {}
     if k8s.rdma_mode == SHARED:
@@ -328,6 +331,9 @@ def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes) -> dict[str
     # nv-ipam's node daemon installs the nv-ipam CNI of every pod network; without its webhook (which needs
     # cert-manager) the IPPools are checked by fabricgen (check_pod_blocks, the tests port the webhook's rules)
     spec["nvIpam"] = {**image["nv_ipam"], "enableWebhook": False}
+    if nic_configuration:
+        spec["nicConfigurationOperator"] = {"operator": dict(image["nic_configuration_operator"]),
+                                            "configurationDaemon": dict(image["nic_configuration_daemon"])}
     return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
             "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
 
@@ -430,8 +436,17 @@ def render(topology: Topology) -> list[Artifact]:
         f"then apply the other files here. The SR-IOV operator is {sriov_operator}; "
         f"NFD labels the Mellanox NICs, which the\noperator marks network.nvidia.com/operator.mofed.wait=false, the "
         f"label the SR-IOV config daemon selects on. {generated}")))
+    nic_configuration = templates(topology, k8s.operator_namespace)
+    if nic_configuration:
+        out.append(Artifact("kubernetes/network/nic-configuration.yaml", dump(
+            nic_configuration,
+            "NVIDIA NIC Configuration Operator templates: the Spectrum-X SuperNICs of each node profile get the RA "
+            "release's firmware and, at every\nboot, its runtime settings (the operator's built-in profile of that "
+            "release); it resets and reboots a node whose firmware it changes,\none node at a time. The operator "
+            "comes with the NicClusterPolicy (nicConfigurationOperator); nodes carry the label "
+            f"{PROFILE_LABEL}=<profile>.\nhosts/<profile>/nic-firmware.sh leaves these settings to it. {generated}")))
     out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", dump(
-        [_nic_cluster_policy(nets, k8s)],
+        [_nic_cluster_policy(nets, k8s, bool(nic_configuration))],
         f"NVIDIA network operator components, images of {images_release()} (fabricgen "
         f"features/kubernetes/images.yaml). {generated}")))
     return out

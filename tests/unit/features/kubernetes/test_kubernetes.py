@@ -68,7 +68,8 @@ def test_every_image_is_the_network_operator_releases() -> None:
                                f"{kubernetes.images_release()}-release.yaml").read_text())
     keys = {"rdma_shared_device_plugin": "RdmaSharedDevicePlugin", "sriov_device_plugin": "SriovDevicePlugin",
             "multus": "Multus", "cni_plugins": "CniPlugins", "sriov_cni": "SriovCni", "ib_sriov_cni": "SriovIbCni",
-            "rdma_cni": "rdmaCni", "nv_ipam": "nvIpam"}
+            "rdma_cni": "rdmaCni", "nv_ipam": "nvIpam", "nic_configuration_operator": "nicConfigurationOperator",
+            "nic_configuration_daemon": "nicConfigurationConfigDaemon"}
     assert set(kubernetes.images()) == set(keys)
     for name, entry in kubernetes.images().items():
         listed = manifest[keys[name]]
