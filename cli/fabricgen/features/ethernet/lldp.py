@@ -233,13 +233,6 @@ def _fits(n: Neighbor, peer: str, peer_port: str, ids: Mapping[tuple[str, str], 
     return bool({peer_port, ids.get((peer, peer_port), peer_port)} & {n.port_id, n.port_descr})
 
 
-def _end(device: str, port: str, ids: Mapping[tuple[str, str], str]) -> str:
-    """A planned end as ``device:port``, with the Port ID it is also known by (``et1_1 (Ethernet1/1)`` on EOS, the
-    lab's kernel name beside EOS's own; ``Ethernet0 (etp1a)`` on SONiC, its alias)."""
-    known = ids.get((device, port))
-    return f"{device}:{port}" + (f" ({known})" if known else "")
-
-
 def absent(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, object]) -> list[str]:
     """The planned devices no table was given for."""
     return sorted({device for device, _ in planned} - set(found))
@@ -269,7 +262,7 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
     for (device, port), (peer, peer_port, label) in sorted(planned.items()):
         if device not in found:
             continue
-        where = f"{_end(device, port, ids)} <-> {_end(peer, peer_port, ids)}"
+        where = f"{device}:{port} <-> {peer}:{peer_port}"
         if (device, port) not in seen:
             if peer in found and (peer, peer_port) in seen:
                 continue  # the other end sees something: that end reports the cable
