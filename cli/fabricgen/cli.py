@@ -757,9 +757,15 @@ def verify(
     ] = None,
     lldp: Annotated[
         Path | None,
-        typer.Option("--lldp", help="LLDP neighbour tables (`lldpctl -f json` or SONiC `show lldp table`): a file "
-                                    "or a directory of files named <device>.json/.txt.", show_default=False),
+        typer.Option("--lldp", help="LLDP neighbour tables (`lldpctl -f json`, SONiC `show lldp table`, NVUE `nv "
+                                    "show interface -o json`, EOS `show lldp neighbors [detail] | json`): a file or "
+                                    "a directory of files named <device>.json/.txt.", show_default=False),
     ] = None,
+    only_present: Annotated[
+        bool, typer.Option("--only-present", help="With --lldp, a partial capture (a lab started with --sample): a "
+                                                  "port facing a device that gave no table is not reported missing "
+                                                  "when it is dark.")
+    ] = False,
     out_dir: OutOpt = None,
     fabric: Annotated[
         str | None, typer.Option("--fabric", help="Fabric to check (needed when the spec has several).",
@@ -789,7 +795,8 @@ def verify(
             raise VerifyError("give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|DIR (Ethernet)")
         compiled = _compile(spec)
         if lldp is not None:
-            holder["clean"] = _verify_lldp(compiled, lldp, _out_dir(compiled, out_dir), fabric, as_json)
+            holder["clean"] = _verify_lldp(compiled, lldp, _out_dir(compiled, out_dir), fabric, as_json,
+                                           only_present)
             return
         assert ibnetdiscover is not None
         ft = _ib_fabric(compiled, fabric)
@@ -823,20 +830,31 @@ def verify(
     _fail(EXIT_OK if holder["clean"] else EXIT_ERROR)
 
 
-def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | None, as_json: bool) -> bool:
+def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | None, as_json: bool,
+                 only_present: bool) -> bool:
     """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
     fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
-    found = {file.stem: lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table")) for file in files}
+    found: dict[str, list[lldp_tables.Neighbor]] = {}
+    problems = []
+    for file in files:
+        try:
+            found[file.stem] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
+        except lldp_tables.LldpError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise lldp_tables.LldpError("\n".join(problems))
     planned: dict[tuple[str, str], tuple[str, str, str]] = {}
     ids: dict[tuple[str, str], str] = {}
     for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
         planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
         ids.update(lldp_tables.port_ids(fl.switches))
-    findings = list(lldp_tables.compare(planned, found, ids))
+    findings = list(lldp_tables.compare(planned, found, ids, only_present))
+    absent = lldp_tables.absent(planned, found)
     if as_json:
-        sys.stdout.write(json.dumps({"devices": sorted(found), "findings": [
+        sys.stdout.write(json.dumps({"devices": sorted(found), "devices_without_table": absent,
+                                     "only_present": only_present, "findings": [
             {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
             indent=2) + "\n")
         return not findings
@@ -847,6 +865,10 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
         for f in findings:
             table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(f.found))
         out.print(table)
+    if absent:
+        judged = "not judged where dark (--only-present)" if only_present else "missing where dark"
+        out.print(f"No table from {len(absent)} planned devices (their cables are judged from the other end, "
+                  f"{judged}): {_safe(', '.join(absent))}.")
     ports = sum(len(n) for n in found.values())
     verdict = "the cabling matches the plan" if not findings else f"{len(findings)} differences"
     out.print(f"LLDP: {len(found)} devices, {ports} neighbours: {verdict}.")

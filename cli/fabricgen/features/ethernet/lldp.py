@@ -1,21 +1,33 @@
 """``fabricgen verify --lldp``: an Ethernet fabric's cabling as its LLDP neighbour tables show it, against the plan.
 
-Reads, per device, ``lldpctl -f json`` (lldpd, as on SONiC, Cumulus and Linux hosts) or SONiC's ``show lldp
-table``; the device is the file's name without its extension (``storage-leaf001.json``). The switch ports are
-named as their NOS names them, read back from the configuration artifact in OUT (the plan's cage ``33/1`` is
-``Ethernet256`` on SONiC), host ports by their netdev. Pure, no I/O: the CLI reads the files.
+Reads, per device, any of five forms (:func:`parse` tells them apart): ``lldpctl -f json`` (lldpd, as on SONiC,
+Cumulus and Linux hosts), SONiC's ``show lldp table``, Cumulus Linux's ``nv show interface -o json`` (NVUE, the
+document its REST API gives for ``GET /nvue_v1/interface``), EOS's ``show lldp neighbors detail | json`` and plain
+``show lldp neighbors | json``; the device is the file's name without its extension (``storage-leaf001.json``). The
+switch ports are named as their NOS names them, read back from the configuration artifact in OUT (the plan's cage
+``33/1`` is ``Ethernet256`` on SONiC), host ports by their netdev. Pure, no I/O: the CLI reads the files.
 
 Reported per planned cable whose end a table covers: missing (the port sees no neighbour), miswired (it sees
 another device or port: both ends named as planned and what was found); and unexpected neighbours on ports the
 plan does not use. A remote port matches by its Port ID or its description, against its planned name and the
 Port ID its NOS sends (``RoutedPort.lldp_id``): lldpd on a host sends its MAC address as ID and its interface name
-as description, Cumulus the interface name (``swp1``), EOS ``Ethernet1/1``, SONiC's lldpmgrd the PORT alias
-(``etp1a``) with the PORT description.
+as description, Cumulus the interface name (``swp1``), EOS its interface name (``Ethernet1/1``), SONiC's lldpmgrd
+the PORT alias (``etp1a``) with the PORT description. A local port is known by the same names (EOS keys its table
+by ``Ethernet1/1``, the lab's lldpd by the kernel's ``et1_1``). A system name matches the planned device also as a
+fully qualified name (EOS sends ``leaf1.example.net`` when a domain is set).
 
 ``lldpctl -f json`` changes shape with the number of entries (lldpd 1.0.16, measured in the lab): one neighbour is
 ``{"lldp": {"interface": {"Ethernet0": {...}}}}``, several a list of one-key objects (a port with two neighbours is
 in it twice), none ``{"lldp": {}}``; the neighbour's chassis is keyed by its system name, or is the bare
-``{"id": ...}`` when it sends none.
+``{"id": ...}`` when it sends none. The other JSON forms (captures from upstream tests in ``tests/data/lldp/``):
+NVUE nests each port's neighbours, keyed by system name, as ``{"swp1": {"lldp": {"neighbor": {"spine01":
+{"chassis": {"system-name": ...}, "port": {"name": "swp1", "type": "ifname", "description": ...}}}}}}``; EOS's
+detail is ``{"lldpNeighbors": {"Ethernet1": {"lldpNeighborInfo": [{"systemName": ..., "neighborInterfaceInfo":
+{"interfaceIdType": "interfaceName", "interfaceId": "\\"Ethernet1\\"", "interfaceId_v2": "Ethernet1",
+"interfaceDescription": ...}}]}}}`` (the ID in quotes when it is a name; newer EOS, 4.28 in the capture, adds it
+bare as ``interfaceId_v2``), its plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ...,
+"neighborPort": ...}]}`` without descriptions: a host that sends its MAC address as Port ID is then judged by
+its system name only.
 """
 
 from __future__ import annotations
@@ -55,9 +67,8 @@ class LldpFinding:
     found: str
 
 
-def _lldpctl(text: str) -> list[Neighbor]:
+def _lldpctl(data: Any) -> list[Neighbor]:
     """``lldpctl -f json`` in each of its shapes (see the module's docstring)."""
-    data = json.loads(text)
     interfaces = data["lldp"].get("interface", [])
     if isinstance(interfaces, dict):
         interfaces = [{name: body} for name, body in interfaces.items()]
@@ -85,6 +96,45 @@ def _value(field: Any) -> str:
     return str(field)
 
 
+def _nvue(data: Mapping[str, Any]) -> list[Neighbor]:
+    """``nv show interface -o json``: every interface an object (its ``type``, ``link`` ...), the cabled ones with
+    ``lldp.neighbor`` keyed by system name; the Port ID is ``port.name``, its subtype lldpd's name in ``port.type``."""
+    out = []
+    for local, body in data.items():
+        if not isinstance(body, dict) or not body.keys() & {"type", "link", "lldp"}:
+            raise ValueError(f"{local!r} is not an NVUE interface object")
+        for key, entry in ((body.get("lldp") or {}).get("neighbor") or {}).items():
+            port = entry.get("port") or {}
+            out.append(Neighbor(str(local), str((entry.get("chassis") or {}).get("system-name") or key),
+                                str(port.get("name", "")), str(port.get("description", "")),
+                                str(port.get("type", ""))))
+    return out
+
+
+# EOS's names of the Port ID subtypes, as lldpctl names them (IEEE 802.1AB subtypes 3, 5, 7)
+_EOS_ID_TYPES = {"macAddress": "mac", "interfaceName": "ifname", "local": "local"}
+_MAC = re.compile(r"(?:[0-9a-f]{4}\.){2}[0-9a-f]{4}|(?:[0-9a-f]{2}[:-]){5}[0-9a-f]{2}", re.I)
+
+
+def _eos(table: Any) -> list[Neighbor]:
+    """EOS ``show lldp neighbors detail | json`` (an object of ports, each ``lldpNeighborInfo`` a list) or plain
+    ``show lldp neighbors | json`` (a list of rows without subtype or description: a MAC address is taken for one)."""
+    if isinstance(table, list):
+        return [Neighbor(str(row["port"]), str(row["neighborDevice"]), str(row["neighborPort"]), "",
+                         "mac" if _MAC.fullmatch(str(row["neighborPort"])) else "") for row in table]
+    out = []
+    for local, body in table.items():
+        for entry in body["lldpNeighborInfo"]:
+            info = entry.get("neighborInterfaceInfo", {})
+            kind = str(info.get("interfaceIdType", ""))
+            port_id = str(info.get("interfaceId_v2") or info.get("interfaceId", ""))
+            if kind == "interfaceName" and len(port_id) > 1 and port_id[0] == port_id[-1] == '"':
+                port_id = port_id[1:-1]
+            out.append(Neighbor(str(local), str(entry.get("systemName", "")), port_id,
+                                str(info.get("interfaceDescription", "")), _EOS_ID_TYPES.get(kind, kind)))
+    return out
+
+
 _SONIC_HEADER = re.compile(r"^\s*LocalPort\s+RemoteDevice\s+RemotePortID\s+Capability\s+RemotePortDescr\s*$")
 
 
@@ -108,13 +158,30 @@ def _sonic_table(text: str) -> list[Neighbor]:
     return out
 
 
+FORMS = ("lldpctl -f json, SONiC's `show lldp table`, NVUE's `nv show interface -o json`, "
+         "EOS's `show lldp neighbors [detail] | json`")
+
+
+def _json(data: Any) -> list[Neighbor]:
+    """The JSON forms, told apart by their top-level key: ``lldp`` (lldpctl), ``lldpNeighbors`` (EOS), else
+    NVUE's object of interfaces."""
+    if not isinstance(data, dict):
+        raise ValueError("the JSON is not an object")
+    if "lldp" in data:
+        return _lldpctl(data)
+    if "lldpNeighbors" in data:
+        return _eos(data["lldpNeighbors"])
+    if not data:
+        raise ValueError("the JSON object is empty")
+    return _nvue(data)
+
+
 def parse(name: str, text: str) -> list[Neighbor]:
-    """The neighbours in one device's LLDP output, whichever form it is; LldpError when it is neither."""
-    stripped = text.lstrip()
+    """The neighbours in one device's LLDP output, whichever form it is; LldpError when it is none of them."""
     try:
-        return _lldpctl(text) if stripped.startswith("{") else _sonic_table(text)
+        return _json(json.loads(text)) if text.lstrip().startswith("{") else _sonic_table(text)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LldpError(f"{name} is not LLDP output (lldpctl -f json, or SONiC's `show lldp table`): {exc}") from None
+        raise LldpError(f"{name} is not LLDP output ({FORMS}): {exc}") from None
 
 
 def planned_ends(ft: FabricTopology, switches: Mapping[str, SwitchRouting], cables: Iterable[Cable]
@@ -147,23 +214,45 @@ def port_ids(switches: Mapping[str, SwitchRouting]) -> dict[tuple[str, str], str
 def _seen_port(n: Neighbor, names: Mapping[tuple[str, str], str]) -> str:
     """The port a neighbour says it is, by the name the plan uses where it can tell (a SONiC alias, a host's MAC
     address beside its interface name)."""
-    return names.get((n.system, n.port_id)) or (n.port_descr if n.port_id_type == "mac" and n.port_descr
-                                                 else n.port_id)
+    named = names.get((n.system, n.port_id)) or names.get((n.system.split(".", 1)[0], n.port_id))
+    return named or (n.port_descr if n.port_id_type == "mac" and n.port_descr else n.port_id)
+
+
+def _is(system: str, device: str) -> bool:
+    """Whether an LLDP system name is the planned device: its name, or a fully qualified name starting with it."""
+    return system == device or system.split(".", 1)[0] == device
+
+
+def _fits(n: Neighbor, peer: str, peer_port: str, ids: Mapping[tuple[str, str], str]) -> bool:
+    """Whether a neighbour is the planned peer port; one that names its port by MAC address only (EOS's plain
+    table of a host) is judged by its system name."""
+    if not _is(n.system, peer):
+        return False
+    if n.port_id_type == "mac" and not n.port_descr:
+        return True
+    return bool({peer_port, ids.get((peer, peer_port), peer_port)} & {n.port_id, n.port_descr})
+
+
+def absent(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, object]) -> list[str]:
+    """The planned devices no table was given for."""
+    return sorted({device for device, _ in planned} - set(found))
 
 
 def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, list[Neighbor]],
-            ids: Mapping[tuple[str, str], str] | None = None) -> Iterator[LldpFinding]:
+            ids: Mapping[tuple[str, str], str] | None = None, only_present: bool = False) -> Iterator[LldpFinding]:
     """Every difference between the planned ends and the tables found (devices without a table are not judged);
     a swap of two cables names exactly those two cables, each from both its ends where both have tables. ``ids``
-    (:func:`port_ids`): the Port IDs switch ports are known by besides their names. A port is right only when every
-    neighbour it lists is its planned peer: lldpd keeps a neighbour until its TTL (120 s) runs out, so a cable
-    moved within that time shows both, and the old one must not hide the new."""
+    (:func:`port_ids`): the Port IDs switch ports are known by besides their names, locally too. A port is right
+    only when every neighbour it lists is its planned peer: lldpd keeps a neighbour until its TTL (120 s) runs
+    out, so a cable moved within that time shows both, and the old one must not hide the new. ``only_present``: a
+    partial capture (a lab of sampled hosts), where a dark port whose planned peer gave no table is not missing
+    (that device may not be there); what such a port does see is still judged."""
     ids = ids or {}
     names = {(device, port_id): port for (device, port), port_id in ids.items()}
     seen: dict[tuple[str, str], list[Neighbor]] = {}
     for device, neighbors in found.items():
         for entry in neighbors:
-            seen.setdefault((device, entry.local_port), []).append(entry)
+            seen.setdefault((device, names.get((device, entry.local_port), entry.local_port)), []).append(entry)
 
     def sees(device: str, port: str) -> str:
         return f"{device}:{port} sees " + " and ".join(f"{n.system}:{_seen_port(n, names)}"
@@ -177,11 +266,10 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
         if (device, port) not in seen:
             if peer in found and (peer, peer_port) in seen:
                 continue  # the other end sees something: that end reports the cable
-            if label not in reported:
+            if label not in reported and not (only_present and peer not in found):
                 reported.add(label)
                 yield LldpFinding("missing", label, where, "no LLDP neighbour")
-        elif any(n.system != peer or not {peer_port, ids.get((peer, peer_port), peer_port)} &
-                 {n.port_id, n.port_descr} for n in seen[(device, port)]):
+        elif not all(_fits(n, peer, peer_port, ids) for n in seen[(device, port)]):
             yield LldpFinding("miswired", label, where, sees(device, port))
     for device, port in sorted(seen):
         if (device, port) not in planned:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
@@ -16,13 +17,19 @@ SPEC = INVENTORIES / "h100-4su.yaml"
 
 
 def _ends() -> dict[tuple[str, str], tuple[str, str, str]]:
-    from fabricgen.features.ethernet.lldp import planned_ends
+    return _plan()[0]
+
+
+def _plan(spec: Path = SPEC, out: Path = GOLDEN
+          ) -> tuple[dict[tuple[str, str], tuple[str, str, str]], dict[tuple[str, str], str], set[str]]:
+    """The planned ends of h100-4su's storage fabric, the Port IDs its switch ports are known by, its switches."""
+    from fabricgen.features.ethernet.lldp import planned_ends, port_ids
     from fabricgen.features.lab import run
     from fabricgen.pipeline import compile_spec
-    compiled = compile_spec(SPEC)
-    [fl] = run.labs(compiled.topology, GOLDEN, "storage", 1)
+    compiled = compile_spec(spec)
+    [fl] = run.labs(compiled.topology, out, "storage", 1)
     [ft] = [ft for ft in compiled.topology.fabrics if ft.fabric.name == "storage"]
-    return planned_ends(ft, fl.switches, compiled.topology.cables)
+    return planned_ends(ft, fl.switches, compiled.topology.cables), port_ids(fl.switches), set(fl.switches)
 
 
 def _lldpctl(device: str, rows: list[tuple[str, str, str]]) -> str:
@@ -40,9 +47,9 @@ def _sonic(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _verify(folder: Path) -> tuple[int, dict]:
-    result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(folder), "-o", str(GOLDEN),
-                                      "--fabric", "storage", "--json"])
+def _verify(folder: Path, spec: Path = SPEC, out: Path = GOLDEN, *flags: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(app, ["verify", str(spec), "--lldp", str(folder), "-o", str(out),
+                                      "--fabric", "storage", "--json", *flags])
     assert "Traceback" not in result.output
     return result.exit_code, json.loads(result.output[result.output.index("{"):]) if "{" in result.output else {}
 
@@ -84,8 +91,15 @@ def test_garbage_is_not_lldp_output(tmp_path: Path) -> None:
     (tmp_path / "storage-leaf001.txt").write_text("Hello, world\n")
     result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN)])
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "storage-leaf001.txt is not LLDP output (lldpctl -f json, or SONiC's `show lldp table`)" in \
-        " ".join(result.output.split())
+    text = " ".join(result.output.split())
+    assert "storage-leaf001.txt is not LLDP output (lldpctl -f json, SONiC's `show lldp table`, NVUE's `nv show " \
+           "interface -o json`, EOS's `show lldp neighbors [detail] | json`)" in text
+    # every file that is none of the forms is named in the one report: a JSON object of neither shape too
+    (tmp_path / "storage-spine01.json").write_text('{"swp1": {"mtu": 9216}}')
+    result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 1 and "storage-leaf001.txt is not LLDP output" in text
+    assert "storage-spine01.json is not LLDP output" in text and "'swp1' is not an NVUE interface object" in text
     (tmp_path / "storage-leaf001.txt").write_text('{"lldp": 3}')
     result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN)])
     assert result.exit_code == 1 and "is not LLDP output" in " ".join(result.output.split())
@@ -134,3 +148,192 @@ def test_a_port_listing_an_old_and_a_new_neighbour_is_judged_by_both() -> None:
     [finding] = compare(planned, {"leaf0": [right, wrong]}, ids)
     assert (finding.kind, finding.label, finding.found) == (
         "miswired", "C1", "leaf0:Ethernet8 sees spine1:Ethernet0 and spine1:Ethernet4")
+
+
+UPSTREAM = REPO / "tests/data/lldp"  # other NOSes' own JSON, captured upstream (tests/data/lldp/README.md)
+
+
+def test_nvue_and_eos_json_as_captured_upstream() -> None:
+    """NVUE's interface objects (Cumulus Linux 5.6; an EOS neighbour sends its interface name, a dark port and the
+    loopback have no ``lldp``), EOS 4.28's detail (quoted ``interfaceId`` beside ``interfaceId_v2``: an EOS and a
+    Cumulus 5.2 neighbour, ``swp52``), an older EOS detail (a server by MAC address with its interface name as
+    description, a Junos port by name, a port without neighbours) and EOS's plain table (MAC addresses only)."""
+    from fabricgen.features.ethernet.lldp import Neighbor, parse
+
+    def read(name: str) -> list[Neighbor]:
+        return parse(name, (UPSTREAM / name).read_text())
+
+    assert read("nvue-interface-cumulus56.json") == [
+        Neighbor("eth0", "rno1-m04-C10-leaf1.smn.lab1", "Ethernet2", "", "ifname")]
+    assert read("eos-detail-eos428.json") == [
+        Neighbor("Ethernet1", "PDX01-M01-G29-IPMITOR-01", "Ethernet51", "Uplink to IPMISPINE-01:Eth1", "ifname"),
+        Neighbor("Ethernet3", "PDX01-M01-D36-IPMIFAB-01", "swp52", "PDX01-M01-G29-IPMISPINE-01:Et3", "ifname")]
+    assert read("eos-detail-napalm-issue1153.json") == [
+        Neighbor("Ethernet1/1", "some-server", "1ce7.1003.5413", "eth0", "mac"),
+        Neighbor("Ethernet27/1", "some-switch", "et-0/0/20", "et-0/0/20", "ifname")]
+    assert read("eos-plain-napalm.json") == [Neighbor("Ethernet1", "precise64", "0800.274f.332d", "", "mac"),
+                                             Neighbor("Ethernet2", "precise64", "0800.27ca.c5be", "", "mac")]
+
+
+# What a port's neighbour sends, as each NOS's table shows it: (local port, system, Port ID, subtype, description)
+Row = tuple[str, str, str, str, str]
+
+
+def _nvue(rows: list[Row]) -> str:
+    interfaces: dict[str, dict] = {}
+    for local, system, port_id, kind, descr in rows:
+        body = interfaces.setdefault(local, {"type": "swp", "link": {"mtu": 9216, "state": {"up": {}}}})
+        body.setdefault("lldp", {"dcbx-pfc-tlv": "off", "neighbor": {}})["neighbor"][system] = {
+            "age": "120", "chassis": {"chassis-id": "b8:3f:d2:00:00:01", "system-name": system},
+            "port": {"description": descr, "name": port_id, "ttl": 120, "type": kind}}
+    interfaces["lo"] = {"type": "loopback", "link": {"mtu": 65536}}
+    return json.dumps(interfaces)
+
+
+_EOS_TYPES = {"mac": "macAddress", "ifname": "interfaceName", "local": "local"}
+
+
+def _eos_detail(rows: list[Row]) -> str:
+    ports: dict[str, dict] = {}
+    for local, system, port_id, kind, descr in rows:
+        ports.setdefault(local, {"lldpNeighborInfo": []})["lldpNeighborInfo"].append({
+            "chassisIdType": "macAddress", "chassisId": "001c.7300.0001", "systemName": system, "ttl": 120,
+            "neighborInterfaceInfo": {"interfaceIdType": _EOS_TYPES[kind],
+                                      "interfaceId": f'"{port_id}"' if kind == "ifname" else port_id,
+                                      "interfaceDescription": descr}})
+    ports.setdefault("Management1", {"lldpNeighborInfo": []})  # a port without neighbours
+    return json.dumps({"lldpNeighbors": ports})
+
+
+def _eos_plain(rows: list[Row]) -> str:
+    return json.dumps({"tablesLastChangeTime": 1448356585.4, "lldpNeighbors": [
+        {"ttl": 120, "neighborDevice": system, "neighborPort": port_id, "port": local}
+        for local, system, port_id, _, _ in rows]})
+
+
+def _sent(plan: tuple[dict[tuple[str, str], tuple[str, str, str]], dict[tuple[str, str], str], set[str]],
+          device: str, sonic: bool) -> list[Row]:
+    """The neighbours ``device`` sees when the cabling is as planned: a switch peer by the Port ID its NOS sends
+    (SONiC's alias as a local ID, else the interface name), a host by its MAC address with its interface name as
+    description (lldpd's default); local ports as the device's NOS names them (EOS ``Ethernet1/1``)."""
+    ends, ids, switches = plan
+    rows = []
+    for (dev, port), (peer, peer_port, _) in sorted(ends.items()):
+        if dev != device:
+            continue
+        local = ids.get((dev, port), port) if not sonic else port
+        if peer not in switches:
+            rows.append((local, peer, "0a:2b:1e:79:d5:48", "mac", peer_port))
+        else:
+            rows.append((local, peer, ids.get((peer, peer_port), peer_port), "local" if sonic else "ifname", ""))
+    return rows
+
+
+@pytest.fixture(scope="module", params=["nvue", "eos"])
+def dialect(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
+    """h100-4su's storage fabric on NVUE or EOS (tests/test_golden.py's edit): (name, spec, OUT), OUT the
+    example's golden with that dialect's switch configurations."""
+    from tests.test_golden import DIALECTS
+    old, new = DIALECTS[f"h100-4su-{request.param}"]
+    folder = tmp_path_factory.mktemp(request.param)
+    text = SPEC.read_text()
+    assert text.count(old) == 1
+    spec = folder / "h100-4su.yaml"
+    spec.write_text(text.replace(old, new))
+    out = folder / "out"
+    out.mkdir()
+    for part in GOLDEN.iterdir():
+        (out / part.name).symlink_to(part if part.name != "switches"
+                                     else REPO / f"tests/golden/h100-4su-{request.param}/switches")
+    return request.param, spec, out
+
+
+def _swap(rows: list[Row], a: int, b: int) -> list[Row]:
+    """Two ports' cables exchanged at the far end: each local port now sees the other's neighbour."""
+    out = list(rows)
+    out[a], out[b] = (rows[a][0], *rows[b][1:]), (rows[b][0], *rows[a][1:])  # type: ignore[assignment]
+    return out
+
+
+def test_each_nos_json_matches_the_plan_and_names_a_swap(dialect: tuple[str, Path, Path], tmp_path: Path) -> None:
+    """The plan's own neighbours in NVUE's or EOS's JSON (detail, and a spine in the plain form) verify clean;
+    two uplinks swapped at a leaf and its spine are named, each from both ends, a dark host port as missing."""
+    name, spec, out = dialect
+    plan = _plan(spec, out)
+    ends, ids, _ = plan
+    if name == "eos":
+        assert ids[("storage-leaf001", "et1_1")] == "Ethernet1/1"  # EOS's own name, the lab's kernel name beside
+    form = _nvue if name == "nvue" else _eos_detail
+    leaf = _sent(plan, "storage-leaf001", sonic=False)
+    spine = _sent(plan, "storage-spine01", sonic=False)
+    (tmp_path / "storage-leaf001.json").write_text(form(leaf))
+    (tmp_path / "storage-spine01.json").write_text(_eos_plain(spine) if name == "eos" else form(spine))
+    code, report = _verify(tmp_path, spec, out)
+    assert code == 0 and report["findings"] == [], report
+    assert "storage-leaf001" not in report["devices_without_table"] and "storage-spine02" in \
+        report["devices_without_table"]
+    uplinks = [i for i, r in enumerate(leaf) if r[1] == "storage-spine01"][:2]
+    back = [next(i for i, r in enumerate(spine) if r[1] == "storage-leaf001" and r[2] == leaf[u][0]) for u in uplinks]
+    host = next(i for i, r in enumerate(leaf) if r[3] == "mac")
+    swapped = _swap(leaf, *uplinks)
+    del swapped[host]
+    (tmp_path / "storage-leaf001.json").write_text(form(swapped))
+    spine_swapped = _swap(spine, *back)
+    (tmp_path / "storage-spine01.json").write_text(_eos_plain(spine_swapped) if name == "eos"
+                                                   else form(spine_swapped))
+    code, report = _verify(tmp_path, spec, out)
+    assert code == 1
+    local = {port_id: port for (device, port), port_id in ids.items() if device == "storage-leaf001"}
+
+    def label(row: Row) -> str:
+        return ends[("storage-leaf001", local.get(row[0], row[0]))][2]
+
+    labels = {label(leaf[u]) for u in uplinks}
+    miswired = sorted(f["cable"] for f in report["findings"] if f["kind"] == "miswired")
+    assert miswired == sorted(2 * list(labels)), report
+    ends_named = {f["planned"].split(" <-> ")[0].split(":")[0] for f in report["findings"] if f["kind"] == "miswired"}
+    assert ends_named == {"storage-leaf001", "storage-spine01"}
+    assert [f["cable"] for f in report["findings"] if f["kind"] == "missing"] == [label(leaf[host])]
+    assert len(report["findings"]) == 5
+
+
+def test_a_partial_capture_judges_only_what_was_captured(tmp_path: Path) -> None:
+    """A leaf's table whose host ports are dark (the hosts left out of a lab): without --only-present each such
+    cable is missing, with it none is, a host port that sees a wrong neighbour still is miswired, and the
+    devices without a table are listed either way."""
+    leaf = _sent(_plan(), "storage-leaf001", sonic=True)
+    hosts = [r for r in leaf if r[3] == "mac"]
+    kept = [r for r in leaf if r[3] != "mac"]
+    rows = [(r[0], r[1], r[2]) for r in kept]
+    (tmp_path / "storage-leaf001.json").write_text(_lldpctl("storage-leaf001", rows))
+    code, report = _verify(tmp_path)
+    assert code == 1 and len(report["findings"]) == len(hosts)
+    assert {f["kind"] for f in report["findings"]} == {"missing"}
+    code, report = _verify(tmp_path, SPEC, GOLDEN, "--only-present")
+    assert code == 0 and report["findings"] == [] and report["only_present"] is True
+    assert {r[1] for r in hosts} <= set(report["devices_without_table"])
+    wrong = [*rows, (hosts[0][0], "storage-spine01", "etp9a")]
+    (tmp_path / "storage-leaf001.json").write_text(_lldpctl("storage-leaf001", wrong))
+    code, report = _verify(tmp_path, SPEC, GOLDEN, "--only-present")
+    assert code == 1 and [f["kind"] for f in report["findings"]] == ["miswired"]
+    result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN), "--fabric",
+                                      "storage", "--only-present"])
+    text = " ".join(result.output.split())
+    assert "planned devices (their cables are judged from the other end, not judged where dark (--only-present)):" \
+        in text and hosts[0][1] in text
+
+
+def test_a_fully_qualified_system_name_is_the_device() -> None:
+    """EOS (and any NOS with a domain set) sends its FQDN as system name; a name that only begins alike is not."""
+    from fabricgen.features.ethernet.lldp import Neighbor, compare
+    planned = {("leaf0", "Ethernet8"): ("spine1", "Ethernet1/1", "C1")}
+    ids = {("spine1", "et1_1"): "Ethernet1/1"}
+    ok = Neighbor("Ethernet8", "spine1.dc1.example.net", "Ethernet1/1", "", "ifname")
+    assert list(compare(planned, {"leaf0": [ok]}, ids)) == []
+    [finding] = compare(planned, {"leaf0": [Neighbor("Ethernet8", "spine10", "Ethernet1/1", "", "ifname")]}, ids)
+    assert finding.kind == "miswired"
+    # EOS's plain table of a host that sends its MAC address as Port ID: the host is judged, its port cannot be
+    host = {("leaf0", "Ethernet1/1"): ("gpu001", "enp24s0np0", "C2")}
+    assert list(compare(host, {"leaf0": [Neighbor("Ethernet1/1", "gpu001", "0a2b.1e79.d548", "", "mac")]})) == []
+    [finding] = compare(host, {"leaf0": [Neighbor("Ethernet1/1", "gpu002", "0a2b.1e79.d548", "", "mac")]})
+    assert (finding.kind, finding.found) == ("miswired", "leaf0:Ethernet1/1 sees gpu002:0a2b.1e79.d548")
