@@ -21,6 +21,7 @@ from fabricgen.core.errors import SpecError
 from fabricgen.features.ethernet import nic_firmware
 from fabricgen.features.ethernet.nos import nvue
 from fabricgen.features.ethernet.spectrum_x import ra_profile
+from fabricgen.features.kubernetes import nic_configuration
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.stages.readback import check_artifacts
 from tests.conftest import INVENTORIES, REPO
@@ -299,3 +300,17 @@ def test_a_connectx8_supernic_from_the_spec_catalog_gets_its_own_settings(tmp_pa
     settings = ra_profile("RA2.2")["nvconfig"]["1023"]
     assert f"add_port 'SNIC0' 'ens1np0' '' {' '.join(repr(f'{k}={v}') for k, v in settings.items())}\n" in script
     assert "INTERNAL_CPU" not in script
+
+
+def test_the_shipped_connectx8_supernic_runs_spectrum_x(tmp_path: Path) -> None:
+    """The catalog's ConnectX-8 C8240 is a SuperNIC of device 1023: on the example in place of the BlueField-3s it
+    passes every Spectrum-X check, its hosts get the RA's 1023 settings, and the operator's template selects 1023."""
+    mode = next(line for line in SPEC.read_text().splitlines(keepends=True) if "bluefield_mode:" in line)
+    spec = _variant(tmp_path, (mode, ""), OWN_FIRMWARE)
+    spec.write_text(spec.read_text().replace("model: BlueField-3-B3140H}", "model: ConnectX-8-C8240}"))
+    compiled = compile_spec(spec)
+    script = next(a.content.decode() for a in nic_firmware.render(compiled.topology))
+    assert all(f"'{k}={v}'" in script for k, v in ra_profile("RA2.2")["nvconfig"]["1023"].items())
+    spec.write_text(spec.read_text().replace(*reversed(OWN_FIRMWARE)))
+    [template] = nic_configuration.templates(compile_spec(spec).topology, "nvidia-network-operator")
+    assert template["spec"]["nicSelector"] == {"nicType": "1023"}
