@@ -189,6 +189,7 @@ class TargetView:
     failover_q: str
     options_q: str
     first_q: str
+    partner_q: str
 
 
 def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, tuple[str, ...]]) -> TargetView:
@@ -204,7 +205,7 @@ def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, 
     return TargetView(label, target.device, role, f"{first} ({','.join(nids[first])}), {second} "
                       f"({','.join(nids[second])})", mgs, node == first, shlex.quote(label),
                       shlex.quote(target.device), shlex.quote(mgs), shlex.quote(failover),
-                      " ".join(shlex.quote(o) for o in options), shlex.quote(first))
+                      " ".join(shlex.quote(o) for o in options), shlex.quote(first), shlex.quote(second))
 
 
 def _mgt_nids(owner: LustreFs, mgt: LustreTarget, filesystems: tuple[LustreFs, ...]) -> dict[str, tuple[str, ...]]:

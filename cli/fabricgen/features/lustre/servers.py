@@ -28,6 +28,26 @@ from fabricgen.model.nodes import NicRole, Node
 from fabricgen.model.topology import Topology
 
 KINDS = ("mdt", "ost")
+# Names of a shared LUN that both servers of a pair see alike and that survive a reboot: udev's by-id links (the
+# LUN's WWN or serial, 60-persistent-storage.rules) and device-mapper names (a multipath alias or WWID in
+# /etc/multipath/bindings, kept alike on both servers). Not by-path (one host's HBA and port: the partner's
+# differs), by-uuid or by-label (mkfs.lustre gives the file system new ones), nor a kernel name such as /dev/sdc
+# (probe order, not the LUN: after a reboot or a path failure it can name another disk).
+PERSISTENT = ("/dev/disk/by-id/", "/dev/mapper/")
+
+
+def _device(issues: Issues, where: PathKey, device: str) -> None:
+    """A target's device by a persistent name both servers share (review D4: /dev/sdc passed)."""
+    if device.startswith(PERSISTENT):
+        return
+    why = ("by-path names one host's HBA port, so the partner's path differs" if device.startswith("/dev/disk/by-path/")
+           else "mkfs.lustre gives the device a new file system UUID and label" if device.startswith(
+               ("/dev/disk/by-uuid/", "/dev/disk/by-label/", "/dev/disk/by-partuuid/"))
+           else "a kernel name follows probe order, not the LUN: after a reboot or a path failure it can be another "
+                "disk, and mkfs.lustre would format that one")
+    issues.error(where, f"device {device} is not a persistent name of the shared LUN ({why})",
+                 "name it as both servers see it: /dev/disk/by-id/wwn-0x... or /dev/disk/by-id/dm-uuid-mpath-<wwid>, "
+                 "or /dev/mapper/<multipath alias> with the same alias on both servers")
 
 
 def _pair(issues: Issues, where: PathKey, names: Sequence[str], fabric: Fabric, nodes: Mapping[str, Node]
@@ -80,6 +100,7 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
     out = []
     mgt = section.get("mgt")
     if mgt is not None:
+        _device(issues, (*where, "mgt", "device"), mgt["device"])
         pair = _pair(issues, (*where, "mgt", "servers"), mgt["servers"], fabric, nodes)
         if pair is not None:
             out.append(LustreTarget("mgt", 0, mgt["device"], pair, issues.position((*where, "mgt")),
@@ -96,6 +117,7 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
             first = group.get("first_index", 0)
             pair = _pair(issues, (*where, kind, i, "servers"), group["servers"], fabric, nodes)
             for j, device in enumerate(group["devices"]):
+                _device(issues, (*where, kind, i, "devices", j), device)
                 index = first + j
                 if index in taken and taken[index] != i and not unstated:  # an unstated range is reported once
                     issues.error((*where, kind, i, "devices", j), f"{kind.upper()}{index:04x} is already a target "

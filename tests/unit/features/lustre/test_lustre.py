@@ -365,7 +365,7 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
     mds01, mds02 = (",".join(f"{ip}@{net}" for net in ("o2ib", "tcp") for ip in ips)
                     for ips in (("10.20.1.65", "10.20.1.193"), ("10.20.2.2", "10.20.2.130")))
     script = files["hosts/mds01/lustre/format-targets.sh"]
-    assert f"format MGS /dev/mapper/mgt '' {mds01}:{mds02} --mgs\n".encode() in script
+    assert f"format MGS /dev/mapper/mgt '' {mds01}:{mds02} mds02 --mgs\n".encode() in script
     assert f"format data-MDT0000 /dev/mapper/data-mdt0 {mgs} ".encode() in files["hosts/mds02/lustre/format-targets.sh"]
 
 

@@ -111,9 +111,10 @@ def test_formats_its_targets_once_then_nothing(mds01: ScriptHost, files: dict[st
     dry = mds01.run("--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert _changes(mds01) == [] and "2 change(s) would be made" in dry.stdout
-    typed = [n.replace(",", "\\,") for n in (",".join(MDS01), ",".join(MDS02))]  # as printf %q shows them
+    # the command as one types it: a NID list is a plain word, its commas unescaped (review C2)
     assert (f"would format MGS on /dev/mapper/mgt: {STUBS}/mkfs.lustre --backfstype=ldiskfs --mgs "
-            f"--servicenode={typed[0]} --servicenode={typed[1]} {mds01.root}/dev/mapper/mgt") in dry.stdout
+            f"--servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} {mds01.root}/dev/mapper/mgt"
+            ) in dry.stdout
     first = mds01.run()
     assert first.returncode == 0, first.stderr
     assert _changes(mds01) == [
@@ -147,13 +148,31 @@ def test_refuses_another_target_or_file_system(mds01: ScriptHost) -> None:
     done = mds01.run()
     assert done.returncode == 1 and _changes(mds01) == []
     assert "MGS: /dev/mapper/mgt already holds Lustre target scratch-OST0007; refusing to reformat it" in done.stderr
-    assert "ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a xfs signature (a file system or partition table)" in done.stderr
+    assert ("ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a signature (xfs: a file system or partition table) and no "
+            "Lustre target; if its data is not needed, wipefs -a clears it") in done.stderr
     assert "2 target(s) not set up" in done.stderr
     # a LUN holding only a partition table has no file system, and mke2fs -F would format over it (review D1)
     (mds01.root / "dev/mapper/ckpt-mdt0").write_text("pttype: gpt\n")
     partitioned = mds01.run()
     assert partitioned.returncode == 1 and _changes(mds01) == []
-    assert "/dev/mapper/ckpt-mdt0 holds a gpt signature" in partitioned.stderr
+    assert "/dev/mapper/ckpt-mdt0 holds a signature (gpt: a file system or partition table)" in partitioned.stderr
+
+
+def test_a_lustre_label_tunefs_cannot_read_is_never_called_wipeable(mds01: ScriptHost) -> None:
+    """tunefs.lustre finds no target on a real one when its ldiskfs plugin is missing or e2fsprogs cannot open the
+    file system (osd_is_lustre): blkid's label tells, and the refusal says to fix the tools, not to wipe (C4)."""
+    (mds01.root / "dev/mapper/ckpt-mdt0").write_text("fstype: ext4\nlabel: ckpt:MDT0000\n")
+    (mds01.root / "dev/mapper/data-mdt0").write_text("fstype: ext4\nlabel: data-MDT0000\n")
+    done = mds01.run()
+    assert done.returncode == 1 and _changes(mds01) == ["mkfs.lustre --backfstype=ldiskfs --mgs "
+                                                        f"--servicenode={','.join(MDS01)} "
+                                                        f"--servicenode={','.join(MDS02)} /dev/mapper/mgt"]
+    assert ("ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a file system (ext4) labelled ckpt:MDT0000, a Lustre target, "
+            "which tunefs.lustre cannot read (tunefs.lustre FATAL: Device") in done.stderr
+    assert "never wipe or reformat it; refusing to format it" in done.stderr
+    assert "wipefs" not in done.stderr
+    assert ("data-MDT0000: /dev/mapper/data-mdt0 holds a file system (ext4) labelled data-MDT0000, a Lustre target"
+            in done.stderr and "mds02 will refuse to format it" in done.stderr), "the partner reports it too"
 
 
 def test_a_failing_mkfs_is_reported_and_the_other_targets_still_run(mds01: ScriptHost) -> None:
@@ -182,9 +201,51 @@ def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
         f"tunefs.lustre --erase-param failover.node --erase-param mgsnode --mgsnode={','.join(MDS01)} "
         f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
         "/dev/mapper/ckpt-mdt0"]
-    assert "takes a writeconf of the whole file system" in done.stdout
+    assert "the MGS logs keep its old failover NIDs (10.20.255.2@o2ib) until a writeconf" in done.stdout
     assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk.read_text()
     assert "nothing to change" in mds01.run().stdout
+
+
+def _set_params(disk: Path, params: str) -> None:
+    disk.write_text("".join(f"Parameters: {params}\n" if line.startswith("Parameters:") else line
+                            for line in disk.read_text().splitlines(keepends=True)))
+
+
+def test_the_same_nids_in_another_order_are_no_change(mds01: ScriptHost) -> None:
+    """mgsnode and failover.node are node sets as Lustre parses them (':' between nodes, ',' between one node's
+    NIDs): a target formatted by hand or with the pair swapped needs no tunefs.lustre, which multi-mount protection
+    would refuse while the partner serves it (review D2); a NID that moves to another node is a change."""
+    assert mds01.run().returncode == 0
+    disk = mds01.root / "dev/mapper/ckpt-mdt0"
+    swapped = f"{MDS02[1]},{MDS02[0]}:{MDS01[1]},{MDS01[0]}"
+    _set_params(disk, f"mgsnode={swapped} failover.node={swapped}")
+    before = len(mds01.calls)
+    same = mds01.run()
+    assert same.returncode == 0 and _changes(mds01, before) == [], same.stderr
+    assert "ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: formatted, NIDs as planned" in same.stdout
+    # the same four NIDs, one moved to the other node: not the planned nodes
+    moved = f"{MDS01[0]}:{MDS01[1]},{','.join(MDS02)}"
+    _set_params(disk, f"mgsnode={MGSNODE} failover.node={moved}")
+    changed = mds01.run()
+    assert changed.returncode == 0 and len(_changes(mds01, before)) == 1, changed.stderr
+    assert "registers any new failover NIDs at its next mount; no writeconf is needed" in changed.stdout
+
+
+def test_a_removed_failover_nid_is_said_to_need_a_writeconf(mds01: ScriptHost, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid): the script names
+    the NIDs only a writeconf removes. A glob in a parameter is never expanded against the files of the working
+    directory (C3: word splitting with pathname expansion turned 10.20.9.* into the file's name)."""
+    assert mds01.run().returncode == 0
+    disk = mds01.root / "dev/mapper/ckpt-mdt0"
+    monkeypatch.chdir(mds01.root)
+    (mds01.root / f"failover.node={MGSNODE}:10.20.9.9@o2ib").write_text("")
+    _set_params(disk, f"mgsnode={MGSNODE} failover.node={MGSNODE}:10.20.9.*")
+    before = len(mds01.calls)
+    done = mds01.run()
+    assert done.returncode == 0, done.stderr
+    assert _changes(mds01, before)[0].startswith("tunefs.lustre --erase-param failover.node")
+    assert "the MGS logs keep its old failover NIDs (10.20.9.*) until a writeconf" in done.stdout
 
 
 def test_refuses_wrong_lnet_nids_missing_devices_and_other_nodes(mds01: ScriptHost) -> None:
