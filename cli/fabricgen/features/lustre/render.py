@@ -56,6 +56,7 @@ class Net:
     tos: int | None
     dscp: int | None
     use: str = "used by"  # clients use a file system, servers serve it
+    server_values: tuple[str, ...] = ()  # the NI-wide values the servers set for themselves (tuning.servers)
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,17 @@ def _nets(topology: Topology, profile: str, filesystems: list[LustreFs],
             nets[fs.lnet.network] = Net(**{**known.__dict__, "filesystems": (*known.filesystems, fs.fsname)})
             continue
         qos = fabrics[fs.fabric].qos
-        tos = dict(fs.lnet.lnd_tunables).get("tos")
+        lnet = fs.lnet if server is None else fs.serving_lnet
+        tos = dict(lnet.lnd_tunables).get("tos")
         netdevs = fs.interfaces[profile] if server is None else tuple(dict.fromkeys(
             server.interface(nic) for nic in server.nics(fabrics[fs.fabric].role.nic_role)))
         interfaces = tuple(checked(NETDEV, n, f"profile {profile}: netdev") for n in netdevs)
-        nets[fs.lnet.network] = Net(fs.lnet.network, fs.fabric, interfaces, fs.lnet.tunables, fs.lnet.lnd_tunables,
-                                    fs.lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None,
-                                    "used by" if server is None else "serving")
+        nets[lnet.network] = Net(lnet.network, fs.fabric, interfaces, lnet.tunables, lnet.lnd_tunables,
+                                 lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None,
+                                 "used by" if server is None else "serving", tuple(
+                                     k for (k, v), (_, mine) in zip(fs.lnet.module_options or fs.lnet.tunables,
+                                                                     lnet.module_options or lnet.tunables, strict=True)
+                                     if v != mine))
     return list(nets.values())
 
 
@@ -127,6 +132,9 @@ def _module_options(nets: list[Net]) -> tuple[str, list[str]]:
     o2ib = [n for n in nets if n.settings.lnd == "o2ib"]
     options = " ".join(f"{k}={v}" for k, v in o2ib[0].settings.module_options)
     why = [f"LNet network {o2ib[0].network} over fabric {o2ib[0].fabric}: credits sized for the fabric's link speed."]
+    if o2ib[0].server_values:
+        why.append(f"{', '.join(o2ib[0].server_values)}: the servers' own (tuning.servers): a server's NI sends to "
+                   "every client; the per-connection values are the clients'.")
     if o2ib[0].tos is not None:
         why.append(f"tos={o2ib[0].tos}: RDMA connections carry DSCP {o2ib[0].dscp}, the fabric's lossless class "
                    "(Lustre 2.15+).")

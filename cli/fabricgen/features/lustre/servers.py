@@ -155,7 +155,7 @@ def check_shared(issues: Issues, filesystems: Sequence[LustreFs]) -> None:
                     root.error(target.where, f"device {target.device} of server {server} already holds {owner}",
                                "each target needs its own device")
                 known_lnet = lnet.setdefault((server, fs.lnet.network), fs)
-                if known_lnet.lnet != fs.lnet and (server, fs.name) not in reported:
+                if known_lnet.serving_lnet != fs.serving_lnet and (server, fs.name) not in reported:
                     reported.add((server, fs.name))
                     root.error(("lustre", fs.name, "tuning"), f"server {server} would configure LNet network "
                                                               f"{fs.lnet.network} differently for {known_lnet.name} "

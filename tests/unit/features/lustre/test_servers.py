@@ -285,3 +285,46 @@ def test_an_added_device_never_moves_a_target(tmp_path: Path) -> None:
     unstated.write_text(text.replace(last, last.replace("first_index: 2, ", "")))
     with pytest.raises(SpecError, match="ost group 1 of 2 states no first_index"):
         compile_spec(unstated)
+
+
+def _tuned(tmp_path: Path, ckpt: str, data: str) -> Path:
+    text = H100.read_text()
+    for old, new in (("tuning: {profile: checkpoint}", ckpt),
+                     ("tuning: {profile: dataset, statahead_max: 2048}", data)):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text)
+    return spec
+
+
+def test_servers_may_set_their_own_ni_credits(tmp_path: Path) -> None:
+    """tuning.servers sets the NI-wide credits and ntx of the servers only (review C5): a server's NI sends to every
+    client; peer_credits and the per-connection values stay the clients', as o2iblnd negotiates them."""
+    servers = "servers: {credits: 4096, ntx: 8192}"
+    spec = _tuned(tmp_path, f"tuning: {{profile: checkpoint, {servers}}}",
+                  f"tuning: {{profile: dataset, statahead_max: 2048, {servers}}}")
+    files = {a.path: a for a in lustre.render(compile_spec(spec).topology)}
+    server = yaml.safe_load(files["hosts/lustre-server/lustre/lnet.conf"].content)["net"][0]["local NI(s)"][0]
+    client = yaml.safe_load(files["hosts/dgx-h100/lustre/lnet.conf"].content)["net"][0]["local NI(s)"][0]
+    assert (server["tunables"]["credits"], server["lnd tunables"]["ntx"]) == (4096, 8192)
+    assert (client["tunables"]["credits"], client["lnd tunables"]["ntx"]) == (1024, 4096), "clients unchanged"
+    assert {k: v for k, v in server["tunables"].items() if k != "credits"} == {
+        k: v for k, v in client["tunables"].items() if k != "credits"}
+    options = files["hosts/lustre-server/lustre/ko2iblnd.conf"].content.decode()
+    assert " credits=4096 " in options and " ntx=8192 " in options and " peer_credits=64 " in options
+    assert "# credits, ntx: the servers' own (tuning.servers)" in options
+    assert "the servers' own" not in files["hosts/dgx-h100/lustre/ko2iblnd.conf"].content.decode()
+
+
+def test_server_credits_are_checked(tmp_path: Path) -> None:
+    """Below peer_credits o2iblnd would lower the servers' queue depth under the clients'; one MGS/OSS serving two
+    file systems on one network runs one setting; ntx is o2iblnd's."""
+    low = _tuned(tmp_path, "tuning: {profile: checkpoint, servers: {credits: 32, ntx: 0}}",
+                 "tuning: {profile: dataset, statahead_max: 2048}")
+    with pytest.raises(SpecError) as raised:
+        compile_spec(low)
+    report = str(raised.value)
+    assert "lustre.checkpoints.tuning.servers.credits: server credits 32 are below peer_credits (64)" in report
+    assert "lustre.checkpoints.tuning.servers.ntx: ntx 0 is out of range" in report
+    assert "server mds01 would configure LNet network o2ib differently for checkpoints and datasets" in report
