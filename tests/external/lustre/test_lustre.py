@@ -45,13 +45,29 @@ def test_mount_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp
     # lnet.service ships with the Lustre client packages: a stand-in lets verify resolve the dependency.
     (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
                                            "ExecStart=/bin/true\nRemainAfterExit=yes\n")
-    units = [p for p in files if p.endswith(".mount") and "/lustre/" in p]  # the cache mount: test_storage.py
+    # the clients' (the servers' target units below, the cache mount in test_storage.py)
+    units = [p for p in files if p.endswith(".mount") and "/lustre/" in p and "/targets/" not in p]
     assert len(units) == 2
     for path in units:
         unit = tmp_path / Path(path).name
         unit.write_bytes(files[path].content)
         done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
         assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), done.stderr
+
+
+def test_server_target_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """The servers' target mount units, named by their Where= as systemd escapes it."""
+    tool = require_tool("systemd-analyze")
+    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
+                                           "ExecStart=/bin/true\nRemainAfterExit=yes\n")
+    units = [p for p in files if "/lustre/targets/" in p and p.endswith(".mount")]
+    assert len(units) == 22  # the MGT on both MDS, both MDTs on both, 8 OSTs on both servers of their pair
+    for path in units:
+        unit = tmp_path / Path(path).name
+        unit.write_bytes(files[path].content)
+        done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), (path, done.stderr)
+        unit.unlink()
 
 
 def test_verify_catches_a_misnamed_unit(files: dict[str, Artifact], tmp_path: Path) -> None:

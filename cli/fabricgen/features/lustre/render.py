@@ -40,6 +40,7 @@ from fabricgen.model.topology import Topology
 
 FSNAME = re.compile(r"^[A-Za-z0-9_]{1,8}$")
 UNIT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.mount$")  # an escaped path without \x escapes
+KINDS = ("mgt", "mdt", "ost")  # the order targets start in
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,9 @@ class TargetView:
     options_q: str
     first_q: str
     partner_q: str
+    kind: str
+    where: str  # the target's mount point on the servers (the Lustre wiki's): /lustre/mgt, /lustre/<fsname>/ost<n>
+    unit: str  # its systemd mount unit
 
 
 def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, tuple[str, ...]]) -> TargetView:
@@ -210,10 +214,30 @@ def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, 
     options = ["--mgs"] if target.kind == "mgt" else [f"--{target.kind}", f"--fsname={fs.fsname}",
                                                       f"--index={target.index}"]
     role = (f"formatted here, backed up by {second}" if node == first else f"backed up here, formatted by {first}")
+    where = "/lustre/mgt" if target.kind == "mgt" else f"/lustre/{fs.fsname}/{target.kind}{target.index}"
     return TargetView(label, target.device, role, f"{first} ({','.join(nids[first])}), {second} "
                       f"({','.join(nids[second])})", mgs, node == first, shlex.quote(label),
                       shlex.quote(target.device), shlex.quote(mgs), shlex.quote(failover),
-                      " ".join(shlex.quote(o) for o in options), shlex.quote(first), shlex.quote(second))
+                      " ".join(shlex.quote(o) for o in options), shlex.quote(first), shlex.quote(second),
+                      target.kind, where, checked(UNIT, mount_unit_name(where), "mount unit"))
+
+
+def _target_mounts(node: str, views: list[TargetView], source: str) -> list[Artifact]:
+    """The server's mount units and fstab lines of its targets, as a site without HA software runs them: the
+    targets it serves first mount at boot, MGT before MDTs before OSTs (the start order and mount points of the Lustre
+    wiki's "Starting and Stopping Lustre Services"); its partner's only by hand, once the partner is down (MMP
+    refuses a second mount while one is active)."""
+    base = f"hosts/{node}/lustre/targets"
+    out, lines = [], []
+    for i, view in enumerate(views):
+        before = [v.unit for v in views[:i] if KINDS.index(v.kind) < KINDS.index(view.kind)]
+        out.append(Artifact(f"{base}/{view.unit}", render_template(
+            "lustre/target.mount.j2", node=node, target=view, after=before, source=source)))
+        lines.append(f"{view.device} {view.where} lustre "
+                     f"{'' if view.first else 'noauto,'}_netdev,x-systemd.requires=lnet.service 0 0")
+    out.append(Artifact(f"{base}/fstab", render_template("lustre/target-fstab.j2", node=node, lines=lines,
+                                                         source=source)))
+    return out
 
 
 def _mgt_nids(owner: LustreFs, mgt: LustreTarget, filesystems: tuple[LustreFs, ...]) -> dict[str, tuple[str, ...]]:
@@ -251,6 +275,7 @@ def _server_artifacts(topology: Topology, source: str) -> list[Artifact]:
             continue
         node = checked(DEVICE_NAME, server, "node name")
         nids = list(dict.fromkeys(nid for fs in served[server] for nid in fs.server_nids[server]))
+        out += _target_mounts(node, sorted(views, key=lambda v: KINDS.index(v.kind)), source)
         out.append(Artifact(f"hosts/{node}/lustre/format-targets.sh", render_template(
             "lustre/format-targets.sh.j2", node=node, node_q=shlex.quote(node), profile=nodes[server].profile.name,
             nids=nids, nids_q=" ".join(shlex.quote(n) for n in nids), targets=views, source=source), 0o755))

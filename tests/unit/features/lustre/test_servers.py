@@ -328,3 +328,23 @@ def test_server_credits_are_checked(tmp_path: Path) -> None:
     assert "lustre.checkpoints.tuning.servers.credits: server credits 32 are below peer_credits (64)" in report
     assert "lustre.checkpoints.tuning.servers.ntx: ntx 0 is out of range" in report
     assert "server mds01 would configure LNet network o2ib differently for checkpoints and datasets" in report
+
+
+def test_target_mount_units_of_an_ha_less_site(files: dict[str, Artifact]) -> None:
+    """Each server mounts the targets it formats at boot, MGT before MDTs before OSTs, at the Lustre wiki's mount
+    points; its partner's targets have units without [Install] and noauto fstab lines (mounted only on failover)."""
+    base = "hosts/mds01/lustre/targets"
+    units = sorted(p for p in files if p.startswith(base) and p.endswith(".mount"))
+    assert units == [f"{base}/lustre-ckpt-mdt0.mount", f"{base}/lustre-data-mdt0.mount", f"{base}/lustre-mgt.mount"]
+    mgt, mdt, partner = (files[f"{base}/{u}"].content.decode() for u in
+                         ("lustre-mgt.mount", "lustre-ckpt-mdt0.mount", "lustre-data-mdt0.mount"))
+    assert "What=/dev/mapper/mgt\nWhere=/lustre/mgt\nType=lustre\n" in mgt and "WantedBy=remote-fs.target" in mgt
+    assert "After=lnet.service network-online.target lustre-mgt.mount\n" in mdt and "[Install]" in mdt
+    assert "\n[Install]\n" not in partner and "systemctl start lustre-data-mdt0.mount" in partner
+    assert files[f"{base}/fstab"].content.decode().splitlines()[3:] == [
+        "/dev/mapper/mgt /lustre/mgt lustre _netdev,x-systemd.requires=lnet.service 0 0",
+        "/dev/mapper/ckpt-mdt0 /lustre/ckpt/mdt0 lustre _netdev,x-systemd.requires=lnet.service 0 0",
+        "/dev/mapper/data-mdt0 /lustre/data/mdt0 lustre noauto,_netdev,x-systemd.requires=lnet.service 0 0"]
+    oss02 = files["hosts/oss02/lustre/targets/fstab"].content.decode()
+    assert "/dev/mapper/ckpt-ost1 /lustre/ckpt/ost1 lustre _netdev," in oss02, "an odd index: its second server's"
+    assert "/dev/mapper/ckpt-ost0 /lustre/ckpt/ost0 lustre noauto," in oss02

@@ -17,7 +17,8 @@
 #   - another Lustre target, a device labelled as one that tunefs.lustre cannot read, or another file system or
 #     partition table: refused. Nothing here reformats (no --reformat).
 # For the targets it backs up (second in the pair), it checks that the device is visible and holds the planned
-# label or none yet (then its partner has not formatted it), and changes nothing.
+# label or none yet (then its partner has not formatted it), and changes nothing. The targets are then started
+# by mounting them: hosts/oss01/lustre/targets/ has their systemd mount units and fstab lines.
 #
 # Targets:
 #   ckpt-OST0000 on /dev/mapper/ckpt-ost0: formatted here, backed up by oss02; servicenodes oss01 (10.20.2.3@o2ib,10.20.2.131@o2ib), oss02 (10.20.2.4@o2ib,10.20.2.132@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
