@@ -67,6 +67,8 @@ class LustreTarget:
     servers: tuple[str, str]
     position: SourcePosition = field(compare=False)
     where: tuple[str | int, ...] = field(default=(), compare=False)  # the spec path of its servers, for reports
+    params: tuple[str, ...] = ()  # permanent KEY=VALUE parameters (mkfs.lustre/tunefs.lustre --param)
+    mkfsoptions: str = ""  # mke2fs options at format (mkfs.lustre --mkfsoptions)
 
     def label(self, fsname: str) -> str:
         """The target's name as mkfs.lustre writes it (ldd_svname): MGS, or fsname-MDTxxxx / fsname-OSTxxxx."""

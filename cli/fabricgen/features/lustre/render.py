@@ -213,6 +213,8 @@ def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, 
     failover = ":".join(",".join(nids[s]) for s in target.servers)
     options = ["--mgs"] if target.kind == "mgt" else [f"--{target.kind}", f"--fsname={fs.fsname}",
                                                       f"--index={target.index}"]
+    options += [*(f"--param={p}" for p in target.params),
+                *([f"--mkfsoptions={target.mkfsoptions}"] if target.mkfsoptions else [])]
     role = (f"formatted here, backed up by {second}" if node == first else f"backed up here, formatted by {first}")
     where = "/lustre/mgt" if target.kind == "mgt" else f"/lustre/{fs.fsname}/{target.kind}{target.index}"
     return TargetView(label, target.device, role, f"{first} ({','.join(nids[first])}), {second} "

@@ -50,6 +50,31 @@ def _device(issues: Issues, where: PathKey, device: str) -> None:
                  "or /dev/mapper/<multipath alias> with the same alias on both servers")
 
 
+
+
+def _options(issues: Issues, where: PathKey, spec: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+    """A target group's --param words and --mkfsoptions, without what the script sets itself: the failover NIDs
+    (--servicenode; mgsnode and network, keys without a dot, the schema refuses) and the label (mkfs.lustre runs
+    mke2fs -L with the target name, and a later -L would replace it)."""
+    params = tuple(spec.get("params", ()))
+    for i, param in enumerate(params):
+        key = param.split("=", 1)[0]
+        if key == "failover.node":
+            issues.error((*where, "params", i), "failover.node is set from the failover pair's planned NIDs",
+                         "leave it out: format-targets.sh passes --servicenode with every NID of both servers")
+    keys = [p.split("=", 1)[0] for p in params]
+    for i, key in enumerate(keys):
+        if key in keys[:i]:
+            issues.error((*where, "params", i), f"parameter {key} is given twice",
+                         "tunefs.lustre --param keeps only the last value of a key: give it once")
+    options = spec.get("mkfsoptions", "")
+    if any(word.startswith("-L") for word in options.split()):  # -L LABEL or -LLABEL
+        issues.error((*where, "mkfsoptions"), "mkfsoptions sets a file system label (-L)",
+                     "leave -L out: mkfs.lustre labels the file system with the target name, which the servers "
+                     "and tunefs.lustre read")
+    return params, options
+
+
 def _pair(issues: Issues, where: PathKey, names: Sequence[str], fabric: Fabric, nodes: Mapping[str, Node]
           ) -> tuple[str, str] | None:
     """A failover pair: two distinct storage nodes of the spec on the file system's fabric."""
@@ -102,9 +127,10 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
     if mgt is not None:
         _device(issues, (*where, "mgt", "device"), mgt["device"])
         pair = _pair(issues, (*where, "mgt", "servers"), mgt["servers"], fabric, nodes)
+        params, options = _options(issues, (*where, "mgt"), mgt)
         if pair is not None:
             out.append(LustreTarget("mgt", 0, mgt["device"], pair, issues.position((*where, "mgt")),
-                                    (*issues.prefix, *where, "mgt", "servers")))
+                                    (*issues.prefix, *where, "mgt", "servers"), params, options))
     for kind in KINDS:
         groups = section[kind]
         taken: dict[int, int] = {}  # index -> the group holding it
@@ -116,6 +142,7 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
                              "life, and without it a device added to an earlier group renumbers the later ones")
             first = group.get("first_index", 0)
             pair = _pair(issues, (*where, kind, i, "servers"), group["servers"], fabric, nodes)
+            params, options = _options(issues, (*where, kind, i), group)
             for j, device in enumerate(group["devices"]):
                 _device(issues, (*where, kind, i, "devices", j), device)
                 index = first + j
@@ -127,7 +154,7 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
                 if pair is not None:
                     out.append(LustreTarget(kind, index, device, _turn(pair, index),
                                             issues.position((*where, kind, i, "devices", j)),
-                                            (*issues.prefix, *where, kind, i, "servers")))
+                                            (*issues.prefix, *where, kind, i, "servers"), params, options))
     return tuple(out)
 
 

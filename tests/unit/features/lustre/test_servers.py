@@ -222,7 +222,7 @@ def test_the_same_nids_in_another_order_are_no_change(mds01: ScriptHost) -> None
     before = len(mds01.calls)
     same = mds01.run()
     assert same.returncode == 0 and _changes(mds01, before) == [], same.stderr
-    assert "ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: formatted, NIDs as planned" in same.stdout
+    assert "ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: formatted, NIDs and parameters as planned" in same.stdout
     # the same four NIDs, one moved to the other node: not the planned nodes
     moved = f"{MDS01[0]}:{MDS01[1]},{','.join(MDS02)}"
     _set_params(disk, f"mgsnode={MGSNODE} failover.node={moved}")
@@ -348,3 +348,35 @@ def test_target_mount_units_of_an_ha_less_site(files: dict[str, Artifact]) -> No
     oss02 = files["hosts/oss02/lustre/targets/fstab"].content.decode()
     assert "/dev/mapper/ckpt-ost1 /lustre/ckpt/ost1 lustre _netdev," in oss02, "an odd index: its second server's"
     assert "/dev/mapper/ckpt-ost0 /lustre/ckpt/ost0 lustre noauto," in oss02
+
+
+def test_target_params_and_mkfsoptions(tmp_path: Path) -> None:
+    """A group's params go to mkfs.lustre --param and its mkfsoptions to --mkfsoptions; on a formatted target a
+    value that differs is set with tunefs.lustre --param alone (its NIDs as planned: no NID rewrite)."""
+    text = H100.read_text()
+    group = "- {servers: [mds01, mds02], devices: [/dev/mapper/ckpt-mdt0]}"
+    assert text.count(group) == 1
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text.replace(group, group[:-1] + ", params: [sys.timeout=40, failover.mode=failout], "
+                                                      "mkfsoptions: '-E stride=32,stripe_width=256'}"))
+    tuned = {a.path: a for a in lustre.render(compile_spec(spec).topology)}
+    script = tuned["hosts/mds01/lustre/format-targets.sh"].content.decode()
+    assert ("format ckpt-MDT0000 /dev/mapper/ckpt-mdt0 " in script and " --mdt --fsname=ckpt --index=0 "
+            "--param=sys.timeout=40 --param=failover.mode=failout '--mkfsoptions=-E stride=32,stripe_width=256'\n"
+            in script)
+    host = _host(tmp_path, tuned, "mds01", MDS01)
+    for name in DEVICES:
+        write(tmp_path / "dev" / "mapper" / name, "")
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    assert (" --param=sys.timeout=40 --param=failover.mode=failout --mkfsoptions=-E stride=32,stripe_width=256 "
+            in _changes(host)[1])
+    disk = tmp_path / "dev/mapper/ckpt-mdt0"
+    assert "failover.node=" in disk.read_text() and " sys.timeout=40 failover.mode=failout" in disk.read_text()
+    disk.write_text(disk.read_text().replace("sys.timeout=40", "sys.timeout=100"))
+    before = len(host.calls)
+    changed = host.run()
+    assert changed.returncode == 0, changed.stderr
+    assert _changes(host, before) == ["tunefs.lustre --param=sys.timeout=40 /dev/mapper/ckpt-mdt0"]
+    assert "registers its new parameters with the MGS at its next mount" in changed.stdout
+    assert "nothing to change" in host.run().stdout

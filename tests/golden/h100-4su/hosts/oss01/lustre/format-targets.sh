@@ -9,8 +9,9 @@
 #     of both servers of the pair, --mgsnode with all NIDs of both MGS nodes, --fsname and --index), which also
 #     turns on multi-mount protection (MMP) because failover nodes are given;
 #   - the planned target already (tunefs.lustre --dryrun reads its label): its mgsnode and failover.node
-#     parameters are compared with the plan as sets (each node with its NIDs, in any order) and, where a node or
-#     NID differs and the target is not mounted here, rewritten with tunefs.lustre (other parameters are kept).
+#     parameters are compared with the plan as sets (each node with its NIDs, in any order) and its --param values
+#     with the spec's; where a node, NID or value differs and the target is not mounted here, they are rewritten
+#     with tunefs.lustre (other parameters are kept; mkfsoptions apply at format only).
 #     The target reads its MGS NIDs at every mount and registers added failover NIDs at its next one; removed
 #     failover NIDs stay in the MGS logs until the whole file system is regenerated with tunefs.lustre
 #     --writeconf (tunefs.lustre(8)): the script says which applies and never runs a writeconf;
@@ -171,15 +172,14 @@ signatures() {
 }
 
 # format LABEL DEVICE MGSNODE FAILOVER PARTNER MKFS_OPTION...: set up one target this server formats (see the
-# header).
+# header). The --param=KEY=VALUE words among MKFS_OPTION are also what a formatted target must hold.
 format() {
-  local label="$1" device="$2" mgsnode="$3" failover="$4" partner="$5" path="${DEVICE_ROOT}$2" found gone
+  local label="$1" device="$2" mgsnode="$3" failover="$4" partner="$5" path="${DEVICE_ROOT}$2" found gone="" word
   shift 5
-  local nids=() tune=(--erase-param failover.node) node
+  local nids=() tune=() fix=() node moved=0
   if [[ -n "$mgsnode" ]]; then # one --mgsnode / --servicenode per node, each with all of its NIDs
     IFS=: read -ra node <<<"$mgsnode"
     nids+=("${node[@]/#/--mgsnode=}")
-    tune+=(--erase-param mgsnode)
   fi
   IFS=: read -ra node <<<"$failover"
   nids+=("${node[@]/#/--servicenode=}")
@@ -192,23 +192,37 @@ format() {
     fi
     # the same nodes with the same NIDs in another order are no change: a tunefs.lustre for them would only meet
     # multi-mount protection while the partner serves the target
-    if [[ "$(param mgsnode "$PARAMS" | nid_set)" == "$(nid_set <<<"$mgsnode")" &&
-      "$(param failover.node "$PARAMS" | nid_set)" == "$(nid_set <<<"$failover")" ]]; then
-      log "${label} on ${device}: formatted, NIDs as planned"
+    if [[ "$(param mgsnode "$PARAMS" | nid_set)" != "$(nid_set <<<"$mgsnode")" ||
+      "$(param failover.node "$PARAMS" | nid_set)" != "$(nid_set <<<"$failover")" ]]; then
+      moved=1
+      tune=(--erase-param failover.node)
+      [[ -z "$mgsnode" ]] || tune+=(--erase-param mgsnode)
+      tune+=("${nids[@]}")
+      gone="$(nids_gone "$(param failover.node "$PARAMS" | paste -sd: -)" "$failover")"
+    fi
+    for word in "$@"; do # a planned parameter the target lacks or holds otherwise (tunefs --param replaces all)
+      [[ "$word" == --param=* ]] || continue
+      word="${word#--param=}"
+      [[ "$(param "${word%%=*}" "$PARAMS")" == "${word#*=}" ]] || fix+=("--param=${word}")
+    done
+    if ((!moved)) && [[ -z "${fix[*]}" ]]; then
+      log "${label} on ${device}: formatted, NIDs and parameters as planned"
       return
     fi
     if mounted "$path"; then
-      fail "${label}: ${device} is mounted with other NIDs (${PARAMS}); unmount it to rewrite them"
+      fail "${label}: ${device} is mounted with other NIDs or parameters (${PARAMS}); unmount it to rewrite them"
       return
     fi
-    gone="$(nids_gone "$(param failover.node "$PARAMS" | paste -sd: -)" "$failover")"
-    change "set the planned NIDs of ${label} on ${device} (was: ${PARAMS})" \
-      "$TUNEFS_LUSTRE" "${tune[@]}" "${nids[@]}" "$path" \
+    change "set the planned NIDs and parameters of ${label} on ${device} (was: ${PARAMS})" \
+      "$TUNEFS_LUSTRE" "${tune[@]}" "${fix[@]}" "$path" \
       || { fail "${label}: tunefs.lustre failed on ${device} (if ${partner} has it mounted, multi-mount protection refuses: unmount it there first)"; return; }
     if [[ -n "$gone" ]]; then
       log "${label}: the MGS logs keep its old failover NIDs (${gone}) until a writeconf of the whole file system (tunefs.lustre --writeconf on every target, tunefs.lustre(8)): the MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid)"
-    else
+    elif ((moved)); then
       log "${label}: the target uses its new MGS NIDs and registers any new failover NIDs at its next mount; no writeconf is needed"
+    fi
+    if [[ -n "${fix[*]}" ]]; then
+      log "${label}: the target registers its new parameters with the MGS at its next mount"
     fi
     return
   fi
