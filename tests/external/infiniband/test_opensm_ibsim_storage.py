@@ -12,12 +12,14 @@ SMs started as their units start them), then read back with the real diagnostics
    ports keep Default at index 0;
 3. the SA gives a path from a client to every server on the Lustre partition with its SL, and none between two
    clients on Default (limited members), nor from a client to a server there (`saquery PR`);
-4. OpenSM creates the Lustre partition's IPoIB broadcast group with its MTU and SL (`saquery -g`).
+4. OpenSM creates the Lustre partition's IPoIB broadcast group with its MTU and SL (`saquery -g`);
+5. the real `ibnetdiscover` of the fabric, servers included, passes `fabricgen verify` (every planned cable found).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,7 @@ from tests.external.infiniband.test_opensm_ibsim import (
     guid_lines,
     tail,
     tools,
+    verify,
 )
 
 pytestmark = pytest.mark.external
@@ -107,3 +110,11 @@ def test_lustre_has_its_broadcast_group(storage: Booted, tools: dict[str, str], 
     group = groups[FULL | LUSTRE]
     assert group.mgid == f"ff12:401b:{FULL | LUSTRE:x}::ffff:ffff"
     assert (group.mtu, group.sl) == (5, LUSTRE_SL), group  # 4096 bytes
+
+
+def test_discovered_storage_fabric_matches_the_plan(storage: Booted, tools: dict[str, str], budget: Deadline,
+                                                    tmp_path: Path) -> None:
+    found = tmp_path / "ibnetdiscover.txt"
+    found.write_text(storage.sim.run([tools["ibnetdiscover"]], timeout=budget.left(30)).stdout)
+    report = verify(STORAGE.spec, found, STORAGE.fabric, timeout=budget.left(40))
+    assert report.returncode == 0 and "the fabric matches the plan" in report.stdout, report.stdout + report.stderr
