@@ -689,7 +689,9 @@ def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict
                                                       budget: Deadline) -> None:
     """An indx0 partition would also take P_Key index 0 of every switch port 0 and of the SM's port (OpenSM passes
     indx0 for ALL_SWITCHES and SELF): the second definition without indx0 leaves them 0x7fff (UFM's management
-    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there)."""
+    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there)
+    or where sharp_am beside it talks UCX to the jobs (h100-4su: UCX in SHARP uses only the P_Key at index 0, and
+    UCX connects two ports only on one P_Key), which holds SHARP's partition there."""
     switch = fabric.net.switches[0].id
     lid = next(int(m.group(1)) for m in re.finditer(r"^Switch\s+\d+\s+\S+\s+.*?lid (\d+)", fabric.sim.run(
         [tools["ibnetdiscover"]], timeout=budget.left(30)).stdout, re.M) if m)
@@ -697,8 +699,12 @@ def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict
     assert table[0] == FULL | DEFAULT_PKEY, (switch, [hex(k) for k in table])
     master = fabric.net.nodes[fabric.hosts[0].net_id].description
     index0 = fabric.tables[master][0]
+    sharp = fabric.sm.sharp
+    am_on_ucx = sharp is not None and sharp.smx_protocol == "ucx"
     member_host = fabric.case.name == "lab-1su"
-    assert (index0 & 0x7FFF != DEFAULT_PKEY) == member_host, (master, hex(index0))
+    assert (index0 & 0x7FFF != DEFAULT_PKEY) == (member_host or am_on_ucx), (master, hex(index0))
+    if am_on_ucx:
+        assert sharp is not None and index0 == FULL | fabric.sm.partition(sharp.partition).pkey, hex(index0)
 
 
 # --- 6. discovery against the plan -----------------------------------------------------------------------

@@ -346,17 +346,25 @@ def _partition_text(p: Partition, sm: SubnetManager, topology: Topology, ft: Fab
     """One partition's definition. An ``indx0`` partition would also take P_Key index 0 of every switch port 0 and
     of the SM's port (osm_prtn_config.c passes indx0 for ALL_SWITCHES and SELF), so those are listed in a second
     definition of the same partition without it (osm_prtn.c then clears their indx0): they keep Default (UFM's
-    management partition) at index 0. SELF stays in the first when an SM host's own port is a member."""
+    management partition) at index 0. SELF stays in the first when an SM host's own port is a member, and in SHARP's
+    partition when sharp_am talks UCX to the jobs: sharp_am runs on the SM's port (SHARP manual, sharp_am Network
+    Interfaces), UCX in SHARP uses only the P_Key at index 0 (SHARP known issue: "On multi PKEY environment, UCX in
+    SHARP can use only the default PKEY (PKEY at index 0)") and UCX connects two ports only on one P_Key (UCX
+    ib_iface.c, uct_ib_iface_dev_addr_is_reachable: "local pkey ... differs from remote pkey"), while the jobs'
+    HCAs hold SHARP's partition at index 0."""
     head = f"{p.name}=0x{p.pkey:04x}{_flags(p, sm)}, defmember={p.membership}"
     hcas, unknown, vfs = _members(p, sm, topology, ft, guids)
     sm_member = any(p.has_member(node, nic) and hca_description(node.name, nic.dev) in sm_ports
                     for node, _, nic in _ports(topology, ft))
-    inline = ("ALL_SWITCHES=full", "SELF=full") if not p.index0 else ("SELF=full",) if sm_member else ()
+    am_ucx = sm.sharp is not None and sm.sharp.smx_protocol == "ucx" and sm.sharp.partition == p.name and p.index0
+    inline = ("ALL_SWITCHES=full", "SELF=full") if not p.index0 else ("SELF=full",) if sm_member or am_ucx else ()
     second = [m for m in ("ALL_SWITCHES=full", "SELF=full") if m not in inline]
     management = (f"{p.name}=0x{p.pkey:04x}{_flags(p, sm, index0=False)}, defmember={p.membership} : "
                   f"{', '.join(second)} ;") if second else ""
     about = (f" and the {len(vfs)} VFs whose pods use it" if vfs else "") + (
-        f", SL {p.sl}" if sm.qos is not None else "") + _uses(p, sm)
+        f", SL {p.sl}" if sm.qos is not None else "") + _uses(p, sm) + (
+        "; the SM's port (SELF) holds it at index 0 too: sharp_am beside the master SM talks UCX to the jobs, and "
+        "UCX in SHARP uses only the P_Key at index 0" if am_ucx and not sm_member else "")
     if p.members_all:
         added = " (added by fabricgen: the spec names no Default)" if p.implicit else ""
         return _PartitionText(f"{p.name}{added}: every HCA ({p.membership}){about}", head,

@@ -162,3 +162,16 @@ def test_ar_ftree_on_xdr_is_refused(tmp_path: Path) -> None:
         compile_spec(path)
     assert [str(i.path) for i in err.value.issues if "ar_updn only" in i.message] == [
         "fabrics.compute.subnet_manager.routing_engine[0]"], [i.message for i in err.value.issues]
+
+
+@pytest.mark.parametrize(("protocol", "self_at_index0"), [("ucx", True), ("sockets", False)])
+def test_sharp_am_port_holds_the_sharp_partition_at_index_0_for_ucx(tmp_path: Path, protocol: str,
+                                                                   self_at_index0: bool) -> None:
+    """UCX in SHARP uses only the P_Key at index 0 and UCX connects two ports only on one P_Key: with UCX the SM's
+    port (where sharp_am runs) is in the indx0 definition of SHARP's partition; with sockets it keeps Default."""
+    sm = {**UFM, "partitions": [{"name": "training", "pkey": "0x8001", "members": {"groups": ["hgx{n:02d}"]}}],
+          "traffic": {"compute": "training"}, "sharp": {"smx_protocol": protocol}}
+    text = _files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/partitions.conf.user_ext"]
+    first, second = (d for d in text.split("\ntraining=")[1:])
+    assert first.startswith("0x0001, indx0") and ("SELF=full" in first) == self_at_index0
+    assert "indx0" not in second.split(":")[0] and ("SELF=full" in second) != self_at_index0
