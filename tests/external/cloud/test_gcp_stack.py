@@ -219,7 +219,7 @@ def test_a3_high_tcpx_four_gpu_vpcs(tmp_path: Path) -> None:
     nics = mocks.of_type(INSTANCE)[0].inputs["networkInterfaces"]
     high = ["host-0-subnet", *(f"gpu-{i}-subnet" for i in range(4))]
     assert [n["subnetwork"] for n in nics] == [s.id for s in subnets_in_nic_order(mocks, high)]
-    assert "--gpu_nic_preset a3vm" in startup_script(mocks)
+    assert "--gpu_nic_preset manual --gpu_nic_topology ${TOPOLOGY} " in startup_script(mocks)
 
 
 def test_a3_ultra_roce_vpc_without_firewall(tmp_path: Path) -> None:
@@ -273,22 +273,44 @@ def host(tmp_path: Path, script: str, kernel: str = "6.8.0-1015-gcp", os_id: str
     return ScriptHost(root, path, env)
 
 
+WAIT = "fabricgen-gpu-network.service"
+WAITS = ["systemctl daemon-reload", f"systemctl enable {WAIT}", f"systemctl start {WAIT}"]
+
+
 def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dict[str, str]) -> None:
     machine = host(tmp_path, scripts["tcpxo"])
     (machine.root / "state" / "no-import-helper").touch()
     done = machine.run()
     assert done.returncode == 0, done.stderr
     calls = machine.calls
-    assert "apt-get install -y -q dmabuf-import-helper" in calls  # the helper was missing: Google's apt repository
-    assert any(c.startswith("udevadm trigger --subsystem-match=pci") for c in calls)
+    # the helper was missing: built by DKMS for the running kernel from Google's source package, headers first
+    helper = [c for c in calls if c.startswith(("apt-get install -y -q linux-headers", "apt-get download", "dkms"))]
+    assert helper == ["apt-get install -y -q linux-headers-6.8.0-1015-gcp", "apt-get download dmabuf-import-helper",
+                      "dkms status -m dmabuf-import-helper -v 1.1", "dkms add -m dmabuf-import-helper -v 1.1",
+                      "dkms build -m dmabuf-import-helper -v 1.1 -k 6.8.0-1015-gcp",
+                      "dkms install -m dmabuf-import-helper -v 1.1 -k 6.8.0-1015-gcp"]
+    source = machine.root / "usr/src/dmabuf-import-helper-1.1/import-helper.c"
+    assert source.read_text() == "MODULE_IMPORT_NS(DMA_BUF);\n"  # 6.8 takes the bare namespace: not patched
+    assert (machine.root / "etc/modules-load.d/fabricgen-tcpxo.conf").read_text() == "import-helper\n"
+    # only the aperture devices are replayed, not every PCI device
+    assert [c for c in calls if c.startswith("udevadm trigger")] == [
+        "udevadm trigger --action=add --subsystem-match=pci --attr-match=vendor=0x1ae0 --attr-match=device=0x0084"]
     assert ("docker run --rm --name fabricgen-nccl-installer --network=host -v /var/lib:/var/lib "
             "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17 install "
             "--install-nccl") in calls
     assert [c for c in calls if c.startswith("systemctl")] == [
-        "systemctl enable fabricgen-rxdm.service", "systemctl daemon-reload",
+        *WAITS, "systemctl enable fabricgen-rxdm.service", "systemctl daemon-reload",
         "systemctl restart fabricgen-rxdm.service"]
+    assert calls.index(f"systemctl start {WAIT}") < calls.index("apt-get download dmabuf-import-helper")
     unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
     assert "--num_hops=2 --num_nics=8 --uid= --alsologtostderr" in unit and "tcpgpudmarxd-dev:v1.0.23" in unit
+    assert "\nExecStartPre=/sbin/modprobe import-helper\n" in unit  # at reboot, before RxDM, as slurm-gcp's prolog
+    assert f"\nAfter=docker.service network-online.target {WAIT}\n" in unit
+    assert f"\nWants=network-online.target {WAIT}\n" in unit
+    wait = (machine.root / f"etc/systemd/system/{WAIT}").read_text()
+    assert ("\nBefore=google-startup-scripts.service\n" in wait and "\nType=oneshot\n" in wait
+            and "\nExecStart=/usr/lib/systemd/systemd-networkd-wait-online -o routable --timeout=180\n" in wait
+            and "\nExecStartPost=/bin/sleep 30\n" in wait)
     env = (machine.root / "etc/fabricgen/nccl.env").read_text()
     assert "NCCL_FASTRAK_IFNAME=enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0\n" in env
     profile = (machine.root / "etc/profile.d/fabricgen-nccl.sh").read_text()
@@ -305,8 +327,9 @@ def test_tcpxo_startup_again_leaves_rxdm_running(tmp_path: Path, scripts: dict[s
     assert machine.run().returncode == 0
     again = machine.calls[calls:]
     assert not any(c.startswith("docker run") for c in again), "the plugin is installed once per image"
-    assert [c for c in again if c.startswith("systemctl")] == ["systemctl enable fabricgen-rxdm.service",
-                                                               "systemctl start fabricgen-rxdm.service"]
+    assert [c for c in again if c.startswith("systemctl")] == [
+        f"systemctl enable {WAIT}", f"systemctl start {WAIT}", "systemctl enable fabricgen-rxdm.service",
+        "systemctl start fabricgen-rxdm.service"]
     assert machine.snapshot() == before
 
 
@@ -317,30 +340,110 @@ def test_tcpxo_startup_fails_when_rxdm_does_not_come_up(tmp_path: Path, scripts:
     assert done.returncode == 1 and "RxDM did not finish its initialization" in done.stderr
 
 
+def test_a3_mega_dmabuf_helper_is_patched_from_linux_6_13(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """MODULE_IMPORT_NS takes a string from 6.13 (torvalds/linux cdd30ebb1b9f): Cluster Toolkit patches the helper's
+    source for 6.17, fabricgen from 6.13 on; the kernel's headers were already there, so none are installed."""
+    machine = host(tmp_path, scripts["tcpxo"], kernel="6.17.0-1003-gcp")
+    (machine.root / "state" / "no-import-helper").touch()
+    (machine.root / "lib/modules/6.17.0-1003-gcp/build").mkdir(parents=True)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    source = machine.root / "usr/src/dmabuf-import-helper-1.1/import-helper.c"
+    assert source.read_text() == 'MODULE_IMPORT_NS("DMA_BUF");\n'
+    assert not any(c.startswith("apt-get install -y -q linux-headers") for c in machine.calls)
+
+
+def test_a3_mega_without_kernel_headers_says_so_before_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["tcpxo"])
+    for flag in ("no-import-helper", "no-headers"):
+        (machine.root / "state" / flag).touch()
+    done = machine.run()
+    assert done.returncode == 1
+    assert ("built by DKMS against the running kernel's headers: linux-headers-6.8.0-1015-gcp does not "
+            "install") in done.stderr
+    assert not any(c.startswith(("dkms", "docker run")) for c in machine.calls)
+
+
+def gpu_info(gpu: str, queues: list[int]) -> str:
+    ids = "".join(f"    queue_ids: {q}\n" for q in queues)
+    return f'  gpu_infos {{\n    gpu_pci_addr: "0000:{gpu}:00.0"\n{ids}  }}\n'
+
+
+# Cluster Toolkit's A3 High image's GPU-NIC topology (a3high-slurm-blueprint.yaml, gpu_rxq_configuration.textproto),
+# byte for byte
+A3_HIGH_TOPOLOGY = "".join(
+    "gpu_rxq_configs {\n" + gpu_info(gpus[0], [8, 9, 10, 11]) + gpu_info(gpus[1], [12, 13, 14, 15])
+    + f'  nic_pci_addr: "0000:{nic}:00.0"\n  ifname: "{ifname}"\n}}\n'
+    for ifname, nic, gpus in (("enp6s0", "06", ("04", "05")), ("enp12s0", "0c", ("0a", "0b")),
+                              ("enp134s0", "86", ("84", "85")), ("enp140s0", "8c", ("8a", "8b")))
+) + "rss_set_size: 8\ntcpd_queue_size: 8\nmax_rx_rules: 100000\n"
+A3_HIGH_PCI = ["0000:04:00.0", "0000:05:00.0", "0000:06:00.0", "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0",
+               "0000:84:00.0", "0000:85:00.0", "0000:86:00.0", "0000:8a:00.0", "0000:8b:00.0", "0000:8c:00.0"]
+
+
+def a3_high(tmp_path: Path, script: str, pci: list[str] = A3_HIGH_PCI) -> ScriptHost:
+    machine = host(tmp_path, script, kernel="6.5.0-1014-gcp-tcpx")
+    for address in pci:
+        (machine.root / "sys/bus/pci/devices" / address).mkdir(parents=True)
+    return machine
+
+
 def test_tcpx_needs_the_tcpx_kernel(tmp_path: Path, scripts: dict[str, str]) -> None:
     done = host(tmp_path, scripts["tcpx"]).run()
     assert done.returncode == 1 and "GPUDirect-TCPX needs Google's TCPX kernel" in done.stderr
     (tmp_path / "tcpx").mkdir()
-    machine = host(tmp_path / "tcpx", scripts["tcpx"], kernel="6.5.0-1014-gcp-tcpx")
+    machine = a3_high(tmp_path / "tcpx", scripts["tcpx"])
     done = machine.run()
     assert done.returncode == 0, done.stderr
     unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
-    assert "--gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx" in unit
+    # slurm-gcp's prolog: the manual topology file, mounted into the container, and its loader path
+    assert ("--volume /opt/tcpdirect_benchmark:/opt/tcpdirect_benchmark --volume /run/tcpx:/run/tcpx --env "
+            "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/run/tcpx:/usr/lib/lib32:/usr/lib/x86_64-linux-gnu/ ") in unit
+    assert ("--gpu_nic_preset manual --gpu_nic_topology /opt/tcpdirect_benchmark/gpu_rxq_configuration.textproto "
+            "--gpu_shmem_type fd --uds_path /run/tcpx\n") in unit
+    topology = machine.root / "opt/tcpdirect_benchmark/gpu_rxq_configuration.textproto"
+    assert topology.read_text() == A3_HIGH_TOPOLOGY
+    wait = (machine.root / f"etc/systemd/system/{WAIT}").read_text()
+    assert ("\nExecStart=/usr/lib/systemd/systemd-networkd-wait-online -i enp6s0 -i enp12s0 -i enp134s0 -i enp140s0 "
+            "-o routable --timeout=120\nExecStartPost=/bin/sleep 10\n") in wait  # Cluster Toolkit's delay-a3.service
     env = (machine.root / "etc/fabricgen/nccl.env").read_text()
     assert ("NCCL_GPUDIRECTTCPX_TX_BINDINGS='enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;"
             "enp140s0:60-73,164-177'\n") in env
 
 
-def test_rdma_installs_gib_once_without_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
+def test_a3_high_topology_must_match_the_vm(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = a3_high(tmp_path, scripts["tcpx"], A3_HIGH_PCI[1:])
+    done = machine.run()
+    assert done.returncode == 1 and "no PCI device 0000:04:00.0 here" in done.stderr
+    assert not (machine.root / "etc/systemd/system/fabricgen-rxdm.service").exists()
+
+
+def test_rdma_installs_gib_and_its_nccl_once_without_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
     machine = host(tmp_path, scripts["rdma"])
+    write(machine.root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nUBUNTU_CODENAME=jammy')
     assert machine.run().returncode == 0
-    assert "apt-get install -y -q --allow-downgrades nccl-gib=1.1.0" in machine.calls
-    assert "apt-mark hold nccl-gib" in machine.calls
-    assert not any(c.startswith(("docker", "systemctl")) for c in machine.calls)
-    calls = len(machine.calls)
+    calls = machine.calls
+    for package in ("libnccl2=2.27.5-1+cuda12.9", "nccl-gib=1.1.0"):  # a3ultra-slurm-blueprint.yaml's versions
+        assert f"apt-get install -y -q --allow-downgrades --allow-change-held-packages {package}" in calls
+        assert f"apt-mark hold {package.split('=')[0]}" in calls
+    keyring = next(c for c in calls if c.endswith("cuda-keyring_1.1-1_all.deb"))
+    assert calls.index(keyring) < calls.index(
+        "apt-get install -y -q --allow-downgrades --allow-change-held-packages libnccl2=2.27.5-1+cuda12.9")
+    assert not any(c.startswith("docker") for c in calls)
+    assert [c for c in calls if c.startswith("systemctl")] == WAITS
+    again = len(calls)
     assert machine.run().returncode == 0
-    assert not any("nccl-gib=" in c for c in machine.calls[calls:])
+    assert not any("nccl-gib=" in c or "libnccl2=" in c or "cuda-keyring" in c for c in machine.calls[again:])
     assert "NCCL_NET=gIB\n" in (machine.root / "etc/fabricgen/nccl.env").read_text()
+
+
+def test_nics_not_routable_in_time_are_logged_and_boot_goes_on(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["rdma"])
+    (machine.root / "state" / "unit-fails").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert f"the NICs are not all routable after 180 s (journalctl -u {WAIT}); going on" in done.stderr
+    assert "ready" in done.stderr
 
 
 def without(machine: ScriptHost, *tools: str) -> str:
