@@ -110,7 +110,8 @@ class NetworkWait:
 
 @dataclass(frozen=True)
 class Gcp:
-    """What a Google Cloud A3 cluster adds: the project, its NICs and VPCs, their MTU, the GPUDirect stack, the
+    """What a Google Cloud A3 cluster adds: the project, its NICs and VPCs, the gVNIC VPCs' MTU and the host VPCs'
+    own (``host_mtu``), the GPUDirect stack, the
     compact placement's max distance (0: best effort), the boot disk type, how boot waits for the NICs, the NCCL
     environment Google documents
     for the type (name, value, why), loaded after the stack's profile, and the private service access range Managed
@@ -120,6 +121,7 @@ class Gcp:
     stack: GpuDirectStack
     nics: tuple[GcpNic, ...]
     mtu: int
+    host_mtu: int
     max_distance: int
     boot_disk: str
     network_wait: NetworkWait

@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import REPO, require_tool
 from tests.helpers.cloud import GCP_SPEC, emit
 from tests.helpers.fake_host import ScriptHost, write
-from tests.helpers.pulumi_mocks import Recorder, run
+from tests.helpers.pulumi_mocks import DependencyMonitor, Recorder, run
 
 STUBS = REPO / "tests" / "data" / "fake-cloud-host"
 SUBNETS = ["10.60.0.0/20", *(f"10.60.{16 + i}.0/24" for i in range(8))]  # the example's, nic0 first
@@ -62,7 +62,7 @@ def by_id(mocks: Recorder, typ: str) -> dict[str, dict[str, Any]]:
 def test_a3_mega_resources(tmp_path: Path) -> None:
     mocks = run(emit(GCP_SPEC, tmp_path))
     assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 11, "Instance": 17, "Router": 1,
-                             "RouterNat": 1, "GlobalAddress": 1, "Connection": 1}
+                             "RouterNat": 1, "GlobalAddress": 1, "Connection": 1, "Service": 3}
     assert len(mocks.of_type(INSTANCE)) == 16 and len(mocks.of_type("gcp:lustre/instance:Instance")) == 1
 
 
@@ -182,6 +182,53 @@ def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
                       "network": host}
 
 
+SERVICE = "gcp:projects/service:Service"
+LUSTRE = "gcp:lustre/instance:Instance"
+
+
+def test_the_apis_are_enabled_before_what_needs_them(tmp_path: Path) -> None:
+    """compute, servicenetworking and lustre (Cluster Toolkit's module requirements), left on at destroy; each VPC
+    and the placement policy wait for compute, the peering for servicenetworking, Managed Lustre for lustre."""
+    monitor = DependencyMonitor(Recorder())
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: ""}), monitor)
+    services = {r.inputs["service"]: r for r in mocks.of_type(SERVICE)}
+    assert sorted(services) == ["compute.googleapis.com", "lustre.googleapis.com", "servicenetworking.googleapis.com"]
+    assert all(r.inputs["project"] == "ml-infra-prod" and r.inputs["disableOnDestroy"] is False
+               for r in services.values())
+    waits = monitor.waits_for
+    for net in mocks.of_type(NETWORK):
+        assert (SERVICE, "compute") in waits[(NETWORK, net.name)]
+    assert (SERVICE, "compute") in waits[(POLICY, "placement")]
+    assert (SERVICE, "servicenetworking") in waits[("gcp:servicenetworking/connection:Connection", "psa")]
+    assert (SERVICE, "lustre") in waits[(LUSTRE, "lustre-scratch")]
+
+
+def test_without_file_systems_only_compute_is_enabled(tmp_path: Path) -> None:
+    text = GCP_SPEC.read_text()
+    filesystems = text[text.index("  filesystems:"):text.index("  tags:")]
+    mocks = run(emit(GCP_SPEC, tmp_path, {filesystems: ""}))
+    assert [r.inputs["service"] for r in mocks.of_type(SERVICE)] == ["compute.googleapis.com"]
+
+
+def test_managed_lustre_gets_an_hour_and_instances_are_replaced_delete_first(tmp_path: Path) -> None:
+    """Managed Lustre takes up to an hour to create, change or delete (Cluster Toolkit's 1h timeouts); an instance's
+    fixed name and its exact-size reservation cannot hold the old VM and its replacement at once."""
+    monitor = DependencyMonitor(Recorder())
+    mocks = run(emit(GCP_SPEC, tmp_path), monitor)
+    assert monitor.options[(LUSTRE, "lustre-scratch")]["timeouts"] == ("60m", "60m", "60m")
+    assert all(monitor.options[(INSTANCE, r.name)]["delete_before_replace"] for r in mocks.of_type(INSTANCE))
+    assert not monitor.options[(NETWORK, "gcp-a3-tcpxo-host-0")]["delete_before_replace"]
+
+
+def test_the_host_vpc_takes_its_own_mtu(tmp_path: Path) -> None:
+    """network.host_mtu: the host VPC at 8896, Managed Lustre's preferred MTU; the GPU VPCs, not connected to it,
+    stay at A3 Mega's 8244."""
+    vpc = "    vpc: {cidr: 10.60.0.0/16}"
+    mocks = run(emit(GCP_SPEC, tmp_path, {vpc: f"    host_mtu: 8896\n{vpc}"}))
+    mtus = {r.name: r.inputs["mtu"] for r in mocks.of_type(NETWORK)}
+    assert mtus.pop("gcp-a3-tcpxo-host-0") == 8896 and set(mtus.values()) == {8244}
+
+
 def startup_script(mocks: Recorder) -> str:
     scripts = {r.inputs["metadata"]["startup-script"] for r in mocks.of_type(INSTANCE)}
     (script,) = scripts
@@ -268,7 +315,8 @@ def host(tmp_path: Path, script: str, kernel: str = "6.8.0-1015-gcp", os_id: str
     write(root / "state" / "driver-version", "570.172.08")
     path = tmp_path / "startup-script.sh"
     path.write_text(script)
-    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "USER_DATA_ROOT": str(root),
+    installed = root / "state" / "bin"  # where stub installs put their tools (dkms)
+    env = {**os.environ, "PATH": f"{installed}:{STUBS}:{os.environ['PATH']}", "USER_DATA_ROOT": str(root),
            "STUB_STATE": str(root / "state")}
     return ScriptHost(root, path, env)
 

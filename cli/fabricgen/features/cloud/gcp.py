@@ -32,14 +32,21 @@ def zone(issues: Issues, itype: str, zone_name: str, facts: Mapping[str, Any]) -
                      f"--zones={zone_name}), add the zone to features/cloud/instances.yaml")
 
 
-def mtu(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any], limits: list[int]) -> int:
-    """The gVNIC VPCs' MTU: the type's documented one unless the spec sets another that VPCs accept."""
+def mtu(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any], limits: list[int]
+        ) -> tuple[int, int]:
+    """The gVNIC VPCs' MTU (the type's documented one unless the spec sets another that VPCs accept) and the host
+    VPCs' (network.host_mtu, default the same): the GPU VPCs are not connected to the host VPC (no peering, no
+    routes between them), so Google's advice of one MTU for connected networks does not bind them together, and
+    Managed Lustre on the host VPC prefers 8896 (its performance page)."""
     value = int(spec["network"].get("mtu", facts["mtu"]))
+    host = int(spec["network"].get("host_mtu", value))
     low, high = limits
-    if not low <= value <= high:
-        issues.error(("network", "mtu"), f"Google Cloud VPCs do not take an MTU of {value}",
-                     f"{low} to {high}; Google documents {facts['mtu']} for {itype}")
-    return value
+    for key, given in (("mtu", value), ("host_mtu", host)):
+        if key in spec["network"] and not low <= given <= high:
+            issues.error(("network", key), f"Google Cloud VPCs do not take an MTU of {given}",
+                         f"{low} to {high}; Google documents {facts['mtu']} for {itype}"
+                         + (", and Managed Lustre gains most at 8896" if key == "host_mtu" else ""))
+    return value, host
 
 
 def nics(issues: Issues, itype: str, facts: Mapping[str, Any], subnets: int) -> tuple[GcpNic, ...]:
@@ -156,7 +163,7 @@ def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[
     wait = facts["network_wait"]
     layout = nics(issues, itype, facts, len(spec["network"]["subnets"]))
     return Gcp(spec.get("project", ""), stack(facts["gpudirect"], catalog["gpudirect"][facts["gpudirect"]]), layout,
-               mtu(issues, spec, itype, facts, limits["mtu"]),
+               *mtu(issues, spec, itype, facts, limits["mtu"]),
                max_distance(issues, spec["instances"], itype, facts) if compact else 0,
                facts["boot_disk"], NetworkWait(tuple(wait["interfaces"]), wait["timeout"], wait["settle"]),
                tuple((name, value, why) for name, value, why in catalog["nccl"].get(itype, ())), services)

@@ -177,16 +177,20 @@ def _google(name: str, cloud: Cloud) -> tuple[dict[str, Any], list[dict[str, Any
             continue
         roce = nic.nic_type == "MRDMA"
         suffix = "roce" if roce else f"{nic.role}-{sum(1 for n in nets if n['role'] == nic.role)}"
-        nets.append({"name": f"{name}-{suffix}", "role": nic.role, "mtu": 8896 if roce else google.mtu,
+        mtu = 8896 if roce else google.host_mtu if nic.role == "host" else google.mtu
+        nets.append({"name": f"{name}-{suffix}", "role": nic.role, "mtu": mtu,
                      "profile": f"projects/{google.project}/global/networkProfiles/{cloud.zone}-vpc-roce" if roce
                      else ""})
     nics = [{"nic_type": nic.nic_type, "role": nic.role, "network": nic.network, "subnet": nic.subnet,
              "subnet_name": f"{nets[nic.network]['name']}-subnet" + (f"-{i - nic.network}" if nic.nic_type == "MRDMA"
                                                                      else "")}
             for i, nic in enumerate(google.nics)]
+    facts = catalog()["gcp"]
+    lustre = facts["filesystems"]["managed-lustre"]
+    apis = [*facts["apis"]["cluster"], *(facts["apis"]["filesystems"] if cloud.filesystems else ())]
     return {"project": google.project, "networks": nets, "max_distance": google.max_distance,
             "boot_disk": google.boot_disk, "gpudirect": google.stack.kind, "services_range": google.services,
-            "lustre_port": catalog()["gcp"]["filesystems"]["managed-lustre"]["lnet_port"]}, nics
+            "apis": apis, "lustre_port": lustre["lnet_port"], "lustre_timeout": lustre["timeout"]}, nics
 
 
 def render(topology: Topology) -> list[Artifact]:
