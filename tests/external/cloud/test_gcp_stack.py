@@ -381,6 +381,40 @@ def test_tcpxo_startup_again_leaves_rxdm_running(tmp_path: Path, scripts: dict[s
     assert machine.snapshot() == before
 
 
+def test_the_nccl_environment_reaches_pam_systemd_and_containers(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """Google's profile (here a stand-in the installer image would write) and nccl.env resolved into plain lines for
+    systemd's EnvironmentFile= and docker's --env-file, and into /etc/environment (pam_env: `ssh host cmd`), whose
+    own lines are kept; the next boot rewrites nothing."""
+    machine = host(tmp_path, scripts["tcpxo"])
+    library = machine.root / "var/lib/tcpxo/lib64"  # as the installer image left it
+    write(library / ".fabricgen-plugin-image",
+          "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17")
+    write(library / "nccl-env-profile.sh",
+          'export NCCL_FASTRAK_CTRL_DEV=eth0\nexport NCCL_NET_PLUGIN_DIR="${NCCL_LIB_DIR}"\n')
+    write(machine.root / "etc/environment", 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"\n')
+    assert machine.run().returncode == 0
+    resolved = (machine.root / "etc/fabricgen/nccl-resolved.env").read_text().splitlines()
+    assert resolved == sorted(resolved) and "LD_LIBRARY_PATH=/var/lib/tcpxo/lib64" in resolved
+    assert "NCCL_NET_PLUGIN_DIR=/var/lib/tcpxo/lib64" in resolved  # the profile ran with the plugin directory
+    assert "NCCL_FASTRAK_CTRL_DEV=enp0s12" in resolved  # nccl.env overrides the profile's eth0, as at login
+    assert not any(line.startswith(("PATH=", "PWD=", "SHLVL=", "_=", "NCCL_LIB_DIR=")) for line in resolved)
+    environment = (machine.root / "etc/environment").read_text()
+    assert environment.startswith('PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"\n# fabricgen NCCL begin')
+    assert '\nNCCL_FASTRAK_CTRL_DEV="enp0s12"\n' in environment and environment.endswith("# fabricgen NCCL end\n")
+    before = machine.snapshot()
+    assert machine.run().returncode == 0
+    assert machine.snapshot() == before
+
+
+def test_tcpx_bindings_reach_the_resolved_environment_unquoted(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """nccl.env single-quotes TCPX's bindings (a shell reads them); docker's --env-file would keep the quotes."""
+    machine = a3_high(tmp_path, scripts["tcpx"])
+    assert machine.run().returncode == 0
+    resolved = (machine.root / "etc/fabricgen/nccl-resolved.env").read_text()
+    assert ("\nNCCL_GPUDIRECTTCPX_TX_BINDINGS=enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;"
+            "enp140s0:60-73,164-177\n") in resolved
+
+
 def test_tcpxo_startup_fails_when_rxdm_does_not_come_up(tmp_path: Path, scripts: dict[str, str]) -> None:
     machine = host(tmp_path, scripts["tcpxo"])
     (machine.root / "state" / "rxdm-hangs").touch()

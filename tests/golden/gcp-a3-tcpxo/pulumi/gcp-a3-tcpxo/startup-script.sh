@@ -8,7 +8,9 @@
 # at every boot) and the aperture-devices udev rule, the NCCL plugin and Google's NCCL from the installer image into
 # /var/lib/tcpxo/lib64, and the receive-datapath manager (RxDM) as fabricgen-rxdm.service;
 # then the NCCL environment Google documents for the type in /etc/fabricgen/nccl.env and
-# /etc/profile.d/fabricgen-nccl.sh, and the Managed Lustre client and mounts.
+# /etc/profile.d/fabricgen-nccl.sh (login shells), resolved into /etc/fabricgen/nccl-resolved.env and
+# /etc/environment (every PAM session, `ssh host cmd` included; EnvironmentFile= of systemd units, docker run
+# --env-file), and the Managed Lustre client and mounts.
 # Docker and the NVIDIA container toolkit, when the image lacks them, are installed as Cluster Toolkit's A3 Mega
 # blueprint installs them.
 # An image without the NVIDIA driver stops the script with the reason.
@@ -38,6 +40,7 @@ RXDM_UNIT=fabricgen-rxdm.service
 WAIT_UNIT=fabricgen-gpu-network.service
 PROFILE=/var/lib/tcpxo/lib64/nccl-env-profile.sh
 NCCL_ENV=/etc/fabricgen/nccl.env
+NCCL_RESOLVED=/etc/fabricgen/nccl-resolved.env
 # Google's apt signing keys (Cluster Toolkit a3ultra-slurm-blueprint.yaml, install_nccl_gib.yml, adds both): Artifact
 # Registry's repositories (us-apt.pkg.dev) and packages.cloud.google.com's
 AR_KEY=https://us-apt.pkg.dev/doc/repo-signing-key.gpg
@@ -314,6 +317,34 @@ set -a
 set +a
 export LD_LIBRARY_PATH="${LIBRARY_DIR}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 EOF
+  resolve_nccl_env
+}
+
+# The login profile's environment, resolved once the plugin is installed (Google's profile is a shell script): plain
+# NAME=VALUE lines, sorted, in NCCL_RESOLVED, for what runs no login shell: systemd units (EnvironmentFile=),
+# containers (docker run --env-file, which keeps quotes literally: none are written) and, between fabricgen's
+# markers in /etc/environment, pam_env, which every SSH session reads, `ssh host cmd` included.
+resolve_nccl_env() {
+  local resolved block kept=""
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  resolved="$(env -i bash -c 'set -a
+if [ -r "$1" ]; then NCCL_LIB_DIR="$2" . "$1"; fi
+. "$3"
+set +a
+export LD_LIBRARY_PATH="$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+env' resolve "${ROOT}${PROFILE}" "$LIBRARY_DIR" "${ROOT}${NCCL_ENV}" |
+    grep -Ev '^(PWD|OLDPWD|SHLVL|_|PATH|NCCL_LIB_DIR)=' | sort)"
+  write_if_changed "$NCCL_RESOLVED" 0644 <<<"$resolved"
+  # double-quoted, as Ubuntu's own PATH line there (pam_env strips the quotes)
+  block="# fabricgen NCCL begin: the GPUDirect-TCPXO NCCL environment (${NCCL_RESOLVED})
+$(awk '{ i = index($0, "="); print substr($0, 1, i) "\"" substr($0, i + 1) "\"" }' <<<"$resolved")
+# fabricgen NCCL end"
+  if [[ -f "${ROOT}/etc/environment" ]]; then
+    kept="$(awk '/^# fabricgen NCCL begin/ { skip = 1 } !skip { print } /^# fabricgen NCCL end/ { skip = 0 }' \
+      "${ROOT}/etc/environment")"
+  fi
+  write_if_changed /etc/environment 0644 <<<"${kept:+${kept}
+}${block}"
 }
 
 # Google's Managed Lustre client (Cluster Toolkit modules/file-system/managed-lustre, install-managed-lustre-client.sh).
