@@ -24,8 +24,8 @@ import pulumi_gcp as gcp
 DATA: dict[str, Any] = json.loads((Path(__file__).parent / "cluster.json").read_text(encoding="utf-8"))
 INSTANCES: dict[str, Any] = DATA["instances"]
 GOOGLE: dict[str, Any] = DATA["gcp"]
+Apis = dict[str, gcp.projects.Service]  # the enabled service APIs by name
 IAP_RANGE = "35.235.240.0/20"  # the range IAP TCP forwarding connects from (Google, "Using IAP for TCP forwarding")
-API: dict[str, gcp.projects.Service] = {}  # the enabled service APIs by name, filled by main()
 
 
 def labels() -> dict[str, str]:
@@ -33,7 +33,7 @@ def labels() -> dict[str, str]:
     return {k.lower(): v.lower() for k, v in DATA["tags"].items()}
 
 
-def apis() -> dict[str, gcp.projects.Service]:
+def apis() -> Apis:
     """The service APIs the cluster's resources need (compute; servicenetworking and lustre with Managed Lustre),
     enabled by name, as Cluster Toolkit enables its modules' required services, and left enabled on destroy: other
     resources of the project may use them."""
@@ -41,12 +41,12 @@ def apis() -> dict[str, gcp.projects.Service]:
                                        disable_on_destroy=False) for name in GOOGLE["apis"]}
 
 
-def after(*names: str) -> pulumi.ResourceOptions:
-    """Options of a resource that is created once these APIs are enabled."""
-    return pulumi.ResourceOptions(depends_on=[API[name] for name in names])
+def after(enabled: Apis, *names: str) -> pulumi.ResourceOptions:
+    """Options of a resource that is created once these of the enabled APIs are."""
+    return pulumi.ResourceOptions(depends_on=[enabled[name] for name in names])
 
 
-def networks() -> tuple[list[gcp.compute.Network], list[gcp.compute.Subnetwork]]:
+def networks(enabled: Apis) -> tuple[list[gcp.compute.Network], list[gcp.compute.Subnetwork]]:
     """One VPC per entry of cluster.json's networks (host, GPU, or the RoCE VPC), one subnet per NIC in NIC order.
 
     Firewall rules: each gVNIC VPC admits TCP, UDP and ICMP from the cluster's subnets in it (GPUDirect-TCPX/TCPXO
@@ -59,7 +59,7 @@ def networks() -> tuple[list[gcp.compute.Network], list[gcp.compute.Subnetwork]]
         nets.append(gcp.compute.Network(
             net["name"], name=net["name"], project=project, auto_create_subnetworks=False, mtu=net["mtu"],
             routing_mode="REGIONAL", network_profile=net["profile"] or None,
-            description=f"{cluster}: {net['role']} network", opts=after("compute.googleapis.com")))
+            description=f"{cluster}: {net['role']} network", opts=after(enabled, "compute.googleapis.com")))
     subnets = []
     for nic in DATA["interfaces"]:
         subnet = DATA["subnets"][nic["subnet"]]
@@ -96,7 +96,7 @@ def egress(host: gcp.compute.Network) -> gcp.compute.RouterNat:
                                  source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES")
 
 
-def placement() -> gcp.compute.ResourcePolicy | None:
+def placement(enabled: Apis) -> gcp.compute.ResourcePolicy | None:
     """Instances: the compact placement policy (COLLOCATED; maxDistance when the spec gives one). A managed instance
     group: a HIGH_THROUGHPUT workload policy instead, which Google documents for MIGs of A3 VMs (a compact policy is
     for MIGs of general-purpose GPUs). None when the instances consume a specific reservation: it places them."""
@@ -107,15 +107,15 @@ def placement() -> gcp.compute.ResourcePolicy | None:
         return gcp.compute.ResourcePolicy(
             "placement", name=f"{name}-workload", project=project, region=region,
             workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(type="HIGH_THROUGHPUT"),
-            opts=after("compute.googleapis.com"))
+            opts=after(enabled, "compute.googleapis.com"))
     return gcp.compute.ResourcePolicy(
         "placement", name=f"{name}-compact", project=project, region=region,
         group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
             collocation="COLLOCATED", max_distance=GOOGLE["max_distance"] or None),
-        opts=after("compute.googleapis.com"))
+        opts=after(enabled, "compute.googleapis.com"))
 
 
-def filesystems(host: gcp.compute.Network) -> list[gcp.lustre.Instance]:
+def filesystems(host: gcp.compute.Network, enabled: Apis) -> list[gcp.lustre.Instance]:
     """Managed Lustre in the cluster's zone on the host network, which needs private service access first: the range
     fabricgen carved from network.vpc.cidr (clear of every subnet, on every NIC's VPC), peered to Google's service
     network, and a firewall rule admitting Lustre's TCP port from it (Managed Lustre, "Configure a VPC network").
@@ -134,13 +134,13 @@ def filesystems(host: gcp.compute.Network) -> list[gcp.lustre.Instance]:
                          description=f"{cluster}: Managed Lustre's servers to its clients")
     peering = gcp.servicenetworking.Connection("psa", network=host.id, service="servicenetworking.googleapis.com",
                                                reserved_peering_ranges=[reserved.name],
-                                               opts=after("servicenetworking.googleapis.com"))
+                                               opts=after(enabled, "servicenetworking.googleapis.com"))
     timeout = GOOGLE["lustre_timeout"]
     return [gcp.lustre.Instance(
         f"lustre-{fs['name']}", instance_id=fs["instance_id"], project=project, location=DATA["zone"],
         filesystem=fs["filesystem"], capacity_gib=str(fs["capacity_gib"]),
         per_unit_storage_throughput=str(fs["per_unit_storage_throughput"]), network=host.id, labels=labels(),
-        opts=pulumi.ResourceOptions(depends_on=[peering, API["lustre.googleapis.com"]],
+        opts=pulumi.ResourceOptions(depends_on=[peering, enabled["lustre.googleapis.com"]],
                                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout,
                                                                           delete=timeout)))
         for fs in DATA["filesystems"]]
@@ -180,11 +180,11 @@ def service_account(template: bool) -> Any:
 
 def main() -> None:
     cluster, project = DATA["cluster"], GOOGLE["project"]
-    API.update(apis())
-    nets, subnets = networks()
+    enabled = apis()
+    nets, subnets = networks(enabled)
     nat = egress(nets[0])
-    policy = placement()
-    lustre = filesystems(nets[0])
+    policy = placement(enabled)
+    lustre = filesystems(nets[0], enabled)
     script = first_boot.script(Path(__file__).parent, [fs.mount_point for fs in lustre],
                                [spec["mountpoint"] for spec in DATA["filesystems"]], DATA["user_data_limit"])
     # startup-script metadata, not metadata_startup_script: a changed script (a fabricgen upgrade, a new Lustre IP)

@@ -320,15 +320,16 @@ EOF
   resolve_nccl_env
 }
 
-# The login profile's environment, resolved once the plugin is installed (Google's profile is a shell script): plain
-# NAME=VALUE lines, sorted, in NCCL_RESOLVED, for what runs no login shell: systemd units (EnvironmentFile=),
-# containers (docker run --env-file, which keeps quotes literally: none are written) and, between fabricgen's
-# markers in /etc/environment, pam_env, which every SSH session reads, `ssh host cmd` included.
+# The login profile's environment (its three steps, in a clean shell), resolved once the plugin is installed
+# (Google's profile is a shell script): plain NAME=VALUE lines, sorted, in NCCL_RESOLVED, for what runs no login
+# shell: systemd units (EnvironmentFile=), containers (docker run --env-file, which keeps quotes literally: none are
+# written) and, between fabricgen's markers in /etc/environment, pam_env, which every SSH session reads, `ssh host
+# cmd` included.
 resolve_nccl_env() {
   local resolved block kept=""
   # shellcheck disable=SC2016 # expanded by the inner shell
-  resolved="$(env -i bash -c 'set -a
-if [ -r "$1" ]; then NCCL_LIB_DIR="$2" . "$1"; fi
+  resolved="$(env -i bash -c 'if [ -r "$1" ]; then NCCL_LIB_DIR="$2" . "$1"; fi
+set -a
 . "$3"
 set +a
 export LD_LIBRARY_PATH="$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
