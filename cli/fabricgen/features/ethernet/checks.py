@@ -6,8 +6,26 @@ from collections import Counter
 from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
-from fabricgen.features.feature import fabric_warning
+from fabricgen.features.ethernet.nos import systems
+from fabricgen.features.feature import fabric_error, fabric_warning
+from fabricgen.model.cluster import Attachment, Tier
 from fabricgen.model.topology import Topology
+
+
+def mlag_leaves(topology: Topology) -> Iterator[Finding]:
+    """An MLAG fabric's leaves need a NOS whose renderer writes the pair (the peer link, the port-channels, the
+    anycast gateway); without it each leaf would be configured as a lone routed leaf and the hosts' LACP bonds
+    would never aggregate."""
+    able = sorted(name for name, nos in systems().items() if nos.data.mlag)
+    for ft in topology.fabrics:
+        nos = ft.fabric.nos.get(Tier.LEAF, "")
+        if ft.fabric.topology.attachment is Attachment.MLAG and nos and not systems()[nos].data.mlag:
+            yield fabric_error(ft.fabric, "mlag-nos", ft.fabric.name,
+                               f"fabric {ft.fabric.name}'s leaves run {systems()[nos].data.title}, whose renderer "
+                               "does not write MLAG pairs yet (mlag configuration, Port-Channels with mlag ids, "
+                               "ip virtual-router address)",
+                               f"use nos {' or '.join(able)} on the leaves (nos: {{leaf: {able[0]}, spine: {nos}}}), "
+                               "or attachment: single with active-backup bonds")
 
 
 def unconfigured_switches(topology: Topology) -> Iterator[Finding]:

@@ -50,6 +50,7 @@ class NosData:
     routing: Mapping[str, Any] = field(default_factory=dict)  # its routing daemon's defaults, for Nos.routing
     # where it runs adaptive routing (Spectrum-X): switch ASICs and link speeds; empty: it has none
     adaptive_routing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    mlag: bool = False  # its renderer writes an MLAG leaf pair (attachment: mlag); the data file says why not
 
     def runs_on(self, model: SwitchModel) -> bool:
         """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
@@ -80,7 +81,8 @@ def nos_data(name: str) -> NosData:
                    tuple(switches.get("vendors", ())), tuple(switches.get("models", ())),
                    str(software.get("default", "")), MappingProxyType(releases),
                    MappingProxyType(dict(data.get("routing", {}))),
-                   MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}))
+                   MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}),
+                   bool(data.get("mlag", False)))
 
 
 @dataclass(frozen=True)
