@@ -24,8 +24,9 @@ def mlag_leaves(topology: Topology) -> Iterator[Finding]:
                                f"fabric {ft.fabric.name}'s leaves run {systems()[nos].data.title}, whose renderer "
                                "does not write MLAG pairs yet (mlag configuration, Port-Channels with mlag ids, "
                                "ip virtual-router address)",
-                               f"use nos {' or '.join(able)} on the leaves (nos: {{leaf: {able[0]}, spine: {nos}}}), "
-                               "or attachment: single with active-backup bonds")
+                               f"give the leaves a NOS that writes MLAG ({' or '.join(able)}, on a switch model it "
+                               f"runs on: nos: {{leaf: {able[0]}, spine: {nos}}}), or use attachment: single with "
+                               "active-backup bonds")
 
 
 def unconfigured_switches(topology: Topology) -> Iterator[Finding]:

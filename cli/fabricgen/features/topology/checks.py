@@ -176,7 +176,7 @@ def bond_members(topology: Topology) -> Iterator[Finding]:
                                    f"{next(iter(on))}: an MLAG bond has a member on each leaf of the pair",
                                    "list the bond's members in port order, so they alternate between the pair's "
                                    "leaves as the node's ports do")
-            elif not mlag and len(on) > 1:
+            elif not mlag and len(on) > 1 and not bond.lacp:  # an explicit 802.3ad is reported above
                 yield fabric_error(ft.fabric, "bond-members", node, f"the members of {bond_name} land on leaves "
                                    f"{' and '.join(sorted(on))}: the backup could not carry the primary's address",
                                    "use attachment: mlag (LACP over the leaf pair), or attachment: single with an "
