@@ -15,11 +15,18 @@ from fabricgen.model.topology import Topology
 def mlag_leaves(topology: Topology) -> Iterator[Finding]:
     """An MLAG fabric's leaves need a NOS whose renderer writes the pair (the peer link, the port-channels, the
     anycast gateway); without it each leaf would be configured as a lone routed leaf and the hosts' LACP bonds
-    would never aggregate."""
+    would never aggregate. Where the NOS's image must carry something for it (SONiC: iccpd), a warning says so."""
     able = sorted(name for name, nos in systems().items() if nos.data.mlag)
     for ft in topology.fabrics:
         nos = ft.fabric.nos.get(Tier.LEAF, "")
-        if ft.fabric.topology.attachment is Attachment.MLAG and nos and not systems()[nos].data.mlag:
+        if ft.fabric.topology.attachment is not Attachment.MLAG or not nos:
+            continue
+        data = systems()[nos].data
+        if data.mlag and data.mlag_requires:
+            yield fabric_warning(ft.fabric, "mlag-nos", ft.fabric.name,
+                                 f"fabric {ft.fabric.name}'s {data.title} leaves run their MLAG pairs only on "
+                                 f"{data.mlag_requires}", "check the image before deploying")
+        if not data.mlag:
             yield fabric_error(ft.fabric, "mlag-nos", ft.fabric.name,
                                f"fabric {ft.fabric.name}'s leaves run {systems()[nos].data.title}, whose renderer "
                                "does not write MLAG pairs yet (mlag configuration, Port-Channels with mlag ids, "

@@ -155,6 +155,12 @@ def test_host_bond_runs_lacp_and_nccl_uses_it(topology: Topology) -> None:
     assert "NCCL_SOCKET_IFNAME==bond0" in env
 
 
+def test_sonic_pairs_warn_that_the_image_needs_iccpd(tmp_path: Path) -> None:
+    """sonic-buildimage builds no iccpd (MC-LAG) by default: the plan says so, once per MLAG fabric."""
+    found = [f for f in compile_spec(mlag_spec(tmp_path)).warnings if f.check == "mlag-nos"]
+    assert len(found) == 1 and "INCLUDE_ICCPD=y" in found[0].message and found[0].subject == "inband"
+
+
 def test_lab_refuses_an_mlag_fabric_by_name(topology: Topology) -> None:
     with pytest.raises(LabError, match="bonding driver"):
         routed_fabrics(topology, "inband")

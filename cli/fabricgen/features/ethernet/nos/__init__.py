@@ -51,6 +51,7 @@ class NosData:
     # where it runs adaptive routing (Spectrum-X): switch ASICs and link speeds; empty: it has none
     adaptive_routing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     mlag: bool = False  # its renderer writes an MLAG leaf pair (attachment: mlag); the data file says why not
+    mlag_requires: str = ""  # what the switch's image must have for it (a plan-time warning), if anything
 
     def runs_on(self, model: SwitchModel) -> bool:
         """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
@@ -82,7 +83,7 @@ def nos_data(name: str) -> NosData:
                    str(software.get("default", "")), MappingProxyType(releases),
                    MappingProxyType(dict(data.get("routing", {}))),
                    MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}),
-                   bool(data.get("mlag", False)))
+                   bool(data.get("mlag", False)), str(data.get("mlag_requires", "")))
 
 
 @dataclass(frozen=True)
