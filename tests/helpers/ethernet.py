@@ -113,3 +113,10 @@ def mlag_spec(tmp: Path, nos: str = "sonic") -> Path:
     """h100-4su with its in-band fabric's leaves in MLAG pairs, on SONiC or NVUE."""
     return storage_spec(tmp, INBAND_SINGLE,
                         f"    nos: {nos}\n    topology: {{kind: leaf-spine, oversubscription: 2, attachment: mlag}}\n")
+
+
+def mlag_eos_spec(tmp: Path) -> Path:
+    """h100-4su with its in-band fabric's leaves in MLAG pairs on Arista 7060DX5-64S switches running EOS."""
+    return storage_spec(tmp, "    switch: SN4700\n" + INBAND_SINGLE,
+                        "    switch: 7060DX5-64S\n    nos: eos\n"
+                        "    topology: {kind: leaf-spine, oversubscription: 2, attachment: mlag}\n")

@@ -7,33 +7,23 @@ from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.features.ethernet.nos import systems
-from fabricgen.features.feature import fabric_error, fabric_warning
+from fabricgen.features.feature import fabric_warning
 from fabricgen.model.cluster import Attachment, Tier
 from fabricgen.model.topology import Topology
 
 
-def mlag_leaves(topology: Topology) -> Iterator[Finding]:
-    """An MLAG fabric's leaves need a NOS whose renderer writes the pair (the peer link, the port-channels, the
-    anycast gateway); without it each leaf would be configured as a lone routed leaf and the hosts' LACP bonds
-    would never aggregate. Where the NOS's image must carry something for it (SONiC: iccpd), a warning says so."""
-    able = sorted(name for name, nos in systems().items() if nos.data.mlag)
+def mlag_image(topology: Topology) -> Iterator[Finding]:
+    """Where an MLAG pair's NOS image must carry something for it (SONiC: the iccpd container), say so at plan:
+    without it the leaves come up as lone routed leaves and the hosts' LACP bonds never aggregate across them."""
     for ft in topology.fabrics:
         nos = ft.fabric.nos.get(Tier.LEAF, "")
         if ft.fabric.topology.attachment is not Attachment.MLAG or not nos:
             continue
         data = systems()[nos].data
-        if data.mlag and data.mlag_requires:
+        if data.mlag_requires:
             yield fabric_warning(ft.fabric, "mlag-nos", ft.fabric.name,
                                  f"fabric {ft.fabric.name}'s {data.title} leaves run their MLAG pairs only on "
                                  f"{data.mlag_requires}", "check the image before deploying")
-        if not data.mlag:
-            yield fabric_error(ft.fabric, "mlag-nos", ft.fabric.name,
-                               f"fabric {ft.fabric.name}'s leaves run {systems()[nos].data.title}, whose renderer "
-                               "does not write MLAG pairs yet (mlag configuration, Port-Channels with mlag ids, "
-                               "ip virtual-router address)",
-                               f"give the leaves a NOS that writes MLAG ({' or '.join(able)}, on a switch model it "
-                               f"runs on: nos: {{leaf: {able[0]}, spine: {nos}}}), or use attachment: single with "
-                               "active-backup bonds")
 
 
 def unconfigured_switches(topology: Topology) -> Iterator[Finding]:
