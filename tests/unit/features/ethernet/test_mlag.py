@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from jsonschema import Draft202012Validator
 from netaddr import IPAddress, IPNetwork
 
 from fabricgen.core.errors import LabError
 from fabricgen.features.ethernet import host_roce
+from fabricgen.features.ethernet.nos import nvue
 from fabricgen.features.ethernet.nos.nvue import settings_tree, switch_blocks
 from fabricgen.features.ethernet.nos.sonic import config_db as sonic
 from fabricgen.features.ethernet.switch_view import switch_views
@@ -23,7 +25,7 @@ from fabricgen.features.nccl import render as nccl
 from fabricgen.model.cluster import Tier
 from fabricgen.model.topology import LEAF_LEAF, NODE_LEAF, Topology
 from fabricgen.pipeline import compile_spec
-from tests.helpers.ethernet import mlag_spec
+from tests.helpers.ethernet import NVUE_SCHEMA, mlag_spec
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +140,21 @@ def test_nvue_pair_mirrors_mlag_and_vrr(nvue_topology: Topology) -> None:
     assert len(macs) == 6, "one system MAC per pair"
     routed = [n for n, i in trees[_pairs(nvue_topology)[0][0]]["vrf"]["default"]["router"]["bgp"]["neighbor"].items()]
     assert len(routed) == len(views[_pairs(nvue_topology)[0][0]].routed_ports), "no BGP session over the peer link"
+
+
+def test_nvue_startup_yaml_is_in_the_schema(nvue_topology: Topology) -> None:
+    """Every in-band switch's startup.yaml against fabricgen's strict NVUE schema (the MLAG and VRR subset written
+    from Cumulus Linux 5.9's MLAG and VRR pages' startup.yaml dumps); a misspelt MLAG key is refused."""
+    validator = Draft202012Validator(json.loads(NVUE_SCHEMA.read_text()))
+    files = {a.path: a.content for a in nvue.render(nvue_topology) if a.path.endswith("startup.yaml")}
+    leaf = yaml.safe_load(files["switches/inband-leaf001/startup.yaml"])
+    assert leaf[0]["set"]["mlag"]["enable"] == "on" and leaf[0]["set"]["router"]["vrr"] == {"enable": "on"}
+    assert leaf[0]["set"]["interface"]["vlan100"]["ip"]["vrr"]["state"] == {"up": {}}
+    for path, content in sorted(files.items()):
+        if "/inband-" in path:
+            assert not [e.message for e in validator.iter_errors(yaml.safe_load(content))], path
+    leaf[0]["set"]["mlag"]["peerip"] = "linklocal"
+    assert list(validator.iter_errors(leaf))
 
 
 def test_host_bond_runs_lacp_and_nccl_uses_it(topology: Topology) -> None:

@@ -20,7 +20,8 @@ Redundancy - VRR" pages configure it (their startup.yaml dumps): each host bond 
 the ``peerlink`` bond (type peerlink) of the peer-link ports with its ``peerlink.4094`` subinterface; ``mlag``
 with the pair's system MAC (``mac-address``, from NVIDIA's reserved 44:38:39:ff:xx:xx block, one per pair), ``backup``
 the peer's loopback ("with routed uplinks, use the peer switch loopback address") and ``peer-ip linklocal``; the
-SVI its own address and the pair's gateway as ``ip vrr address`` (``vrr state up``: "the VLAN interface must have a
+SVI its own address and the pair's gateway as ``ip vrr address`` (``vrr enable on``, ``vrr state up`` and ``router
+vrr enable on``, as the VRR page's startup.yaml dumps hold them: "the VLAN interface must have a
 unique IP address for both the physical and virtual interface"). Both leaves announce the pair subnet.
 
 Port naming rule (NVUE): a cage running as one port is ``swp<cage>``; a cage split into n ports (fabricgen port
@@ -411,8 +412,10 @@ def switch_blocks(view: SwitchView) -> list[Block]:
             vlan.comments[-1] = (f"SVI {svi} {own} (this leaf's) with VRR {gateway}, the pair's gateway on {subnet}, "
                                  f"on {view.name} and {view.mlag.peer}.")
             vlan.add("interface", svi, "ip", "address", str(own))
+            vlan.add("interface", svi, "ip", "vrr", "enable", value=ON)
             vlan.add("interface", svi, "ip", "vrr", "address", str(gateway))
-            vlan.add("interface", svi, "ip", "vrr", "state", value="up")
+            vlan.add("interface", svi, "ip", "vrr", "state", "up")
+            vlan.add("router", "vrr", "enable", value=ON)  # as the VRR page's startup.yaml dumps hold it
         if view.pod_gateway:  # the pods' gateway, announced like the host subnet
             pods = ipaddress.ip_network(view.pod_subnet)
             vlan.comments.append(f"SVI {svi} {view.pod_gateway}/{pods.prefixlen} is the pods' gateway on {pods} "
