@@ -188,3 +188,23 @@ def test_mlag_output_is_deterministic(tmp_path: Path, topology: Topology) -> Non
     again = compile_spec(mlag_spec(tmp_path)).topology
     first = {a.path: a.content for a in sonic.render(topology) if "inband-leaf00" in a.path}
     assert first == {a.path: a.content for a in sonic.render(again) if "inband-leaf00" in a.path}
+
+
+@pytest.mark.parametrize("nos", ["sonic", "nvue"])
+def test_a_bond_of_four_is_one_port_channel_of_two_a_leaf(nos: str, tmp_path: Path) -> None:
+    text = (Path(__file__).parents[3] / "data" / "mlag" / "four-port-bond.yaml").read_text()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text.replace("nos: sonic", f"nos: {nos}"))
+    topology = compile_spec(spec).topology
+    for leaf in ("inband-leaf001", "inband-leaf002"):
+        view = next(v for v in switch_views(topology, topology.fabric("inband")) if v.name == leaf)
+        lags = sorted(p.lag for p in view.host_ports)
+        assert lags == [1, 1, 2, 2], "each node's bond: one MLAG id, two members on this leaf"
+        if nos == "sonic":
+            path = f"switches/{leaf}/config_db.json"
+            db = json.loads(next(a.content for a in sonic.render(topology) if a.path == path))
+            assert set(db["MCLAG_INTERFACE"]) == {"1|PortChannel1", "1|PortChannel2"}
+            assert sum(k.startswith("PortChannel1|") for k in db["PORTCHANNEL_MEMBER"]) == 2
+        else:
+            tree = settings_tree(s for b in switch_blocks(view) for s in b.settings)
+            assert len(tree["interface"]["bond1"]["bond"]["member"]) == 2

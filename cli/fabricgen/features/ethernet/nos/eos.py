@@ -312,7 +312,8 @@ def _mlag(view: SwitchView, config: dict[str, Any]) -> dict[str, Any]:
                                       "ip_address": f"{own}/{pair.prefixlen}"})
     channels = [{"name": f"Port-Channel{p.lag}", "description": f"{p.peer} bond, MLAG {p.lag}", "shutdown": False,
                  "mtu": view.mtu, "switchport": {"enabled": True, "mode": "access", "access_vlan": HOST_VLAN},
-                 "mlag": p.lag, "spanning_tree_portfast": "edge"} for p in view.host_ports if p.lag]
+                 "mlag": p.lag, "spanning_tree_portfast": "edge"}
+                for p in {p.lag: p for p in view.host_ports if p.lag}.values()]  # a bond of 4: 2 members a leaf
     channels.append({"name": peer_link, "description": f"MLAG peer link to {mlag.peer}", "shutdown": False,
                      "mtu": view.mtu, "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": [group]}}})
     return {

@@ -469,8 +469,8 @@ def _mlag_blocks(view: SwitchView, ports: list[NvPort]) -> list[Block]:
         if p.port.kind == "host" and p.port.lag:
             bond = f"bond{p.port.lag}"
             bonds.add("interface", bond, "type", value="bond")
-            bonds.add("interface", bond, "description", value=_token(f"{p.port.peer}:{p.port.peer_port}",
-                                                                     "description"))
+            bonds.add("interface", bond, "description", value=_token(f"{p.port.peer}:mlag{p.port.lag}",
+                                                                     "description"))  # one per bond, any member count
             bonds.add("interface", bond, "bond", "member", p.name)
             bonds.add("interface", bond, "bond", "mlag", "enable", value=ON)
             bonds.add("interface", bond, "bond", "mlag", "id", value=p.port.lag)
