@@ -122,6 +122,9 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "cable_id:" not in text and "~ address oob-agg01 Loopback0" not in text
     assert "- switches/oob-l04/config_db.json" in text and "# switch oob-l04" in text
     assert "cables: 0 to add, 0 to change, 22 to remove; ports: 0 newly cabled, 44 freed" in text
+    # a switch config by its entries, in SONiC's own TABLE|key terms (U9): the freed leaf port's buffers are zeroed
+    assert "~ config entry BUFFER_PG|Ethernet24|0  profile: ingress_lossy_profile -> ingress_lossy_pg_zero_profile" \
+        in text and "config entries: " in text
     # warnings come after the listing and its summary
     assert result.output.index("Plan for") < result.output.index("warning: [partial-su]")
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
