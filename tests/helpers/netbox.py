@@ -23,7 +23,8 @@ ENV = ("FABRICGEN_NETBOX_URL", "FABRICGEN_NETBOX_USER", "FABRICGEN_NETBOX_PASSWO
 IMPORT_VIEWS = {"00": "extras/custom-fields", "01": "dcim/sites", "02": "dcim/locations", "03": "dcim/manufacturers",
                 "04": "dcim/device-roles", "05": "dcim/device-types", "06": "dcim/racks", "07": "dcim/devices",
                 "08": "dcim/interfaces", "09": "dcim/cables", "10": "ipam/rirs", "11": "ipam/asns",
-                "12": "ipam/vlan-groups", "13": "ipam/vlans", "14": "ipam/prefixes", "15": "ipam/ip-addresses"}
+                "12": "ipam/vlan-groups", "13": "ipam/vlans", "14": "ipam/vrfs", "15": "ipam/prefixes",
+                "16": "ipam/ip-addresses"}
 HARNESS_WAIT_S = 40 * 60  # pip and ~350 migrations on a busy 2-core machine
 # A line of the harness's env file: export NAME='value' (its values hold no quote)
 _ENV_LINE = re.compile(r"^export (FABRICGEN_NETBOX_[A-Z]+)='([^']*)'$", re.M)
