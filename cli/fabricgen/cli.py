@@ -49,6 +49,7 @@ from fabricgen.core.errors import (
     printable,
 )
 from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.core.gcpause import without_gc
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.resources import shipped_dir
 from fabricgen.model.cluster import FabricType
@@ -394,6 +395,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
     return "; ".join(words)
 
 
+@without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
 def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
@@ -433,6 +435,7 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
         out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
 
 
+@without_gc
 def _describe(current: Plan) -> tuple[FileDiff, ...]:
     """The plan's content changes, their table rows named as each feature declares (none to describe in a plan
     that changes nothing, which then imports no feature)."""
