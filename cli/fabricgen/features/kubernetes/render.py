@@ -52,6 +52,7 @@ import yaml
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.features.kubernetes.ipam import fabric_pools, ip_pool, ipam, pool_name
 from fabricgen.features.kubernetes.nic_configuration import templates
@@ -101,7 +102,7 @@ class PodNetwork:
 @cache
 def _images_file() -> Mapping[str, Any]:
     with (Path(__file__).with_name("images.yaml")).open(encoding="utf-8") as f:
-        data: dict[str, Any] = yaml.safe_load(f)
+        data: dict[str, Any] = safe_yaml(f)
     return data
 
 
