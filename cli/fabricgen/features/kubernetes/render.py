@@ -78,6 +78,7 @@ class PodNetwork:
     slot: int
     pfs: tuple[tuple[str, str, str], ...]  # (profile, PF netdev, PCI address or "")
     leaves: tuple[str, ...] = ()  # in leaf order; empty: one attachment over the fabric's pool
+    siblings: bool = False  # the fabric has other pod networks: one pod may hold several of its ports
 
     @property
     def name(self) -> str:
@@ -173,7 +174,7 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
         for slot, pfs in sorted(slots.items()):
             name = pod_network_name(fabric, slot)
             on = sorted({ports[name] for ports in leaves.values() if name in ports}, key=order.__getitem__)
-            out.append(PodNetwork(fabric, slot, tuple(pfs), tuple(on)))
+            out.append(PodNetwork(fabric, slot, tuple(pfs), tuple(on), len(slots) > 1))
     return out
 
 
@@ -198,13 +199,23 @@ def _node_policies(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
     return docs
 
 
+ARP_SYSCTLS = {"net.ipv4.conf.IFNAME.arp_ignore": "1", "net.ipv4.conf.IFNAME.arp_announce": "2"}
+
+
 def _meta_plugins(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
-    """The meta plugins after the main CNI: rdma for a VF (it needs exclusive RDMA netns mode and a VF's device ID),
-    and sbr on per-leaf networks (containernetworking/plugins ``plugins/meta/sbr``, installed with the reference
-    plugins by the NicClusterPolicy's secondaryNetwork): it moves the interface's routes, the one to the fabric
-    through its leaf's gateway among them, into a table of its own with a rule ``from <address>``, so each port's
-    traffic leaves through its own leaf."""
-    return [*([{"type": "rdma"}] if k8s.uses_vfs else []), *([{"type": "sbr"}] if net.leaves else [])]
+    """The meta plugins after the main CNI, all of containernetworking/plugins but rdma, each installed by the
+    NicClusterPolicy (secondaryNetwork's reference plugins, or the rdma CNI with the VFs):
+    - rdma for a VF (it needs exclusive RDMA netns mode and a VF's device ID);
+    - tuning where one pod may hold several ports of the fabric (``plugins/meta/tuning``, ``IFNAME`` standing for
+      the pod's interface): arp_ignore=1, arp_announce=2, as roce-qos.sh and sysctl-ipoib.conf set the hosts' ports.
+      An interface moved into the pod's namespace takes that namespace's defaults (0, 0), so every port would answer
+      ARP for its siblings' addresses and a peer's RoCE to one port's GID would land on another NIC;
+    - sbr on per-leaf networks (``plugins/meta/sbr``): it moves the interface's routes, the one to the fabric through
+      its leaf's gateway among them, into a table of its own with a rule ``from <address>``, so each port's traffic
+      leaves through its own leaf."""
+    return [*([{"type": "rdma"}] if k8s.uses_vfs else []),
+            *([{"type": "tuning", "sysctl": ARP_SYSCTLS}] if net.siblings else []),
+            *([{"type": "sbr"}] if net.leaves else [])]
 
 
 def _operator_network(net: PodNetwork, k8s: Kubernetes, name: str, addresses: dict[str, Any]) -> dict[str, Any]:
@@ -377,7 +388,7 @@ def render(topology: Topology) -> list[Artifact]:
                      f"(addressing/{name}-pod-ranges.csv) and its pod gateway,\na second address of the leaf's SVI "
                      "that the leaf announces, a route to the fabric's host pool through it, the nodes whose pod "
                      "ports are cabled to the leaf\n(their leaf labels, set by kubernetes/label-nodes.sh); "
-                     f"{pools[0].block} addresses per node and leaf (the VFs of its pod ports there: "
+                     f"{pools[0].block} addresses per node and leaf (its pod ports there x pods per port: "
                      f"{pools[0].ports} x {pools[0].pods_per_port}); the block holding the gateway is excluded whole.")
         else:
             about = (f"nv-ipam pool of fabric {name}'s pod networks: its host pool, {pools[0].block} addresses per "
@@ -405,7 +416,7 @@ def render(topology: Topology) -> list[Artifact]:
                      "port is cabled to (the node's label fabricgen.dev/<network>-leaf); sbr gives each port its\n"
                      "own routing table, so traffic bound to a port's address reaches the fabric through its own "
                      "leaf; traffic not bound to it\n(a socket or rdma_cm id without a source address) leaves via "
-                     "eth0: bind the VF's address (rdma_bind_addr, perftest -R with --bind_source_ip).")
+                     "eth0: bind the port's address (rdma_bind_addr, perftest -R with --bind_source_ip).")
         else:
             about = (f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
                      f"{pools[0].name} ({name}-ip-pool.yaml).")
