@@ -42,6 +42,7 @@ from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
 from fabricgen.model.cluster import Attachment, FabricType, Tier
 from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.nodes import Node
 from fabricgen.model.topology import ROUTED_TIERS, FabricTopology, Switch, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
@@ -151,24 +152,24 @@ def _ip(value: int) -> str:
 @dataclass(frozen=True)
 class PodPorts:
     """What pods take of a fabric's host ports: ``per_port`` pod addresses per port (its VFs, or 1 for a PF that
-    host-device moves into a pod), on the nodes of ``groups`` (empty: every node on the fabric)."""
+    host-device moves into a pod), on the nodes of ``groups``."""
 
     per_port: int
-    groups: tuple[str, ...] = ()
+    groups: tuple[str, ...]
 
 
-def pod_ports(ft: FabricTopology, k8s: Kubernetes | None) -> PodPorts | None:
+def pod_ports(ft: FabricTopology, k8s: Kubernetes | None, nodes: Sequence[Node]) -> PodPorts | None:
     """The ports pods take on a routed Ethernet fabric: the PFs themselves where Kubernetes moves them in with
-    host-device (one pod each), else the Ethernet VFs of its ``sriov``; None where pods take none (or the fabric
-    routes nothing: InfiniBand, no NOS)."""
+    host-device (one pod each, on the nodes that run pods), else the Ethernet VFs of its ``sriov``; None where pods
+    take none (or the fabric routes nothing: InfiniBand, no NOS)."""
     sriov = ft.fabric.sriov
     if not ft.fabric.nos or ft.fabric.type is FabricType.INFINIBAND:
         return None
     if k8s is not None and not k8s.uses_vfs and ft.fabric.name in k8s.fabrics:
-        return PodPorts(1, sriov.groups if sriov is not None else ())
+        return PodPorts(1, ft.fabric.pod_groups(nodes))
     if sriov is None or sriov.link_type != "eth":
         return None
-    return PodPorts(sriov.vfs_per_port, sriov.groups)
+    return PodPorts(sriov.vfs_per_port, sriov.groups or ft.fabric.node_groups)
 
 
 def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_groups: Mapping[str, str] | None = None,
@@ -400,7 +401,7 @@ def _pod_ranges(ft: FabricTopology, carver: _Carver, node_groups: Mapping[str, s
     ranges = []
     for leaf in leaves:
         nodes = tuple(dict.fromkeys(node for _, node, _ in sorted(host_links.get(leaf.name, []))
-                                    if not pods.groups or node_groups.get(node) in pods.groups))
+                                    if node_groups.get(node) in pods.groups))
         if not nodes:
             continue
         subnet = carver.take(32 - _bits(leaf.down_ports * pods.per_port + 3), 2 * len(leaves))
@@ -443,5 +444,5 @@ def plan(topology: Topology) -> Topology:
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
     groups = {node.name: node.group for node in cluster.nodes}
     k8s = cluster.kubernetes
-    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s)) for ft in fabrics}
+    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes)) for ft in fabrics}
     return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

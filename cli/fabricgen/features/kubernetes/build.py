@@ -19,14 +19,9 @@ from fabricgen.model.nodes import Nic, Node, NodeProfile
 from fabricgen.model.sriov import Sriov
 
 
-def _pod_groups(fabric: Fabric) -> tuple[str, ...]:
-    """The node groups whose pods reach a fabric's rails: those with VFs, or every attached one (host-device)."""
-    return fabric.sriov.groups if fabric.sriov is not None else fabric.node_groups
-
-
 def pod_profiles(fabric: Fabric, nodes: Sequence[Node]) -> list[tuple[str, NodeProfile]]:
     """The profiles of the nodes whose pods reach a fabric's rails, by name."""
-    groups = set(_pod_groups(fabric))
+    groups = set(fabric.pod_groups(nodes))
     return sorted({n.profile.name: n.profile for n in nodes if n.group in groups}.items())
 
 
@@ -134,7 +129,7 @@ def _workload(spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Se
                             "are not PCIe-near the GPUs", f"add {named[0] if named else 'the compute fabric'} to "
                                                           "kubernetes.fabrics (with sriov)")
         return None
-    groups = set(_pod_groups(compute[0]))
+    groups = set(compute[0].pod_groups(nodes))
     profiles = {n.profile.name: n.profile for n in nodes if n.group in groups and n.profile.role == "compute"}
     name = spec.get("profile") or next(iter(profiles), "")
     if name not in profiles:

@@ -5,14 +5,15 @@ Under ``kubernetes/network/``:
 - ``<fabric>-node-policies.yaml`` (SR-IOV operator): a SriovNetworkNodePolicy per rail and node profile, marked
   ``externallyManaged`` because sriov-setup.sh creates the VFs (with the planned GUIDs) at boot; the operator
   only hands them to its device plugin.
-- ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
-  settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
-  sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
-  ID; the PF's RDMA device stays shared). IP addresses come from nv-ipam (:mod:`.ipam`). On a fabric with per-leaf
-  pod ranges, one per rail and leaf (``<network>-<leaf>``, the same device plugin resource), each naming its leaf's
-  pool, with the sbr meta plugin: it moves the interface's routes into a table of its own, looked up for its
-  address, so two ports of one pod (storage port 0 and 1, on two leaves) each reach the fabric through their own
-  leaf, as the hosts' per-port tables do.
+- ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF settings)
+  carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the sriov /
+  ib-sriov CNI and the rdma meta plugin, or the host-device CNI (no rdma plugin: it needs a VF's device ID; the PF's
+  RDMA device stays shared); where one pod may hold several of the fabric's ports, the tuning meta plugin with the
+  hosts' ARP settings (:func:`_meta_plugins`). IP addresses come from nv-ipam (:mod:`.ipam`). On a fabric with
+  per-leaf pod ranges, one per rail and leaf (``<network>-<leaf>``, the same device plugin resource), each naming its
+  leaf's pool, with the sbr meta plugin: it moves the interface's routes into a table of its own, looked up for its
+  address, so two ports of one pod (storage port 0 and 1, on two leaves) each reach the fabric through their own leaf,
+  as the hosts' per-port tables do.
 - ``<fabric>-ip-pool.yaml``: the fabric's nv-ipam IPPools: its host pool in per-node blocks, without the blocks
   holding a host subnet's or a Lustre MGS's address, so pods never take a host's, gateway's or MGS's address; or,
   with per-leaf pod ranges, one per leaf (the range, its gateway, a route to the host pool).

@@ -6,16 +6,19 @@ configuration back (the routing FRR would run from it)."""
 
 from __future__ import annotations
 
+import dataclasses
 from ipaddress import IPv4Interface, IPv4Network
 from pathlib import Path
 
 import pytest
 from netaddr import IPNetwork, IPSet
 
+from fabricgen.features.addressing.plan import PodPorts, plan_addresses, pod_ports
 from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.lab.run import planned_networks
 from fabricgen.model.cluster import Tier
 from fabricgen.pipeline import compile_spec, render_spec
+from tests.conftest import INVENTORIES
 from tests.helpers.kubernetes import MODES, ROCE, SRIOV_SECTION
 
 SWITCHES = {"sonic": "SN5600", "nvue": "SN5600", "eos": "7060DX5-64S"}
@@ -79,3 +82,24 @@ def test_every_leaf_announces_its_host_device_pod_range(tmp_path: Path, nos: str
         assert set(routing.networks) == set(planned[pod.leaf])
         gateway = IPv4Interface(f"{pod.gateway}/{IPv4Network(pod.network).prefixlen}")
         assert [v.name for v in routing.vlans if gateway in v.addresses], f"{pod.leaf}: no SVI has {gateway}"
+
+
+def test_host_device_ranges_only_where_pods_run() -> None:
+    """h100-4su's storage fabric without VFs, its PFs moved into pods by host-device: the DGX nodes' four leaves get
+    a range each, one address per host port (64 + 3: a /25), and the storage servers' two leaves none: servers and
+    management appliances run no pods."""
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    storage = topology.fabric("storage")
+    ft = dataclasses.replace(storage, fabric=dataclasses.replace(storage.fabric, sriov=None))
+    k8s = topology.cluster.kubernetes
+    assert k8s is not None
+    host_device = dataclasses.replace(k8s, operator="none", cni="host-device", fabrics=("storage",))
+    pods = pod_ports(ft, host_device, topology.cluster.nodes)
+    assert pods == PodPorts(1, ("gpu{n:03d}",))
+    assert pod_ports(ft, k8s, topology.cluster.nodes) is None, "VF pods, but the fabric has no VFs"
+    order = {n.name: i for i, n in enumerate(topology.cluster.nodes)}
+    plan = plan_addresses(ft, order, {n.name: n.group for n in topology.cluster.nodes}, pods)
+    assert plan is not None
+    assert [(p.leaf, IPNetwork(p.network).prefixlen) for p in plan.pods] == [
+        (f"storage-leaf00{n}", 25) for n in range(1, 5)]
+    assert all(n.startswith("gpu") for p in plan.pods for n in p.nodes)
