@@ -140,13 +140,20 @@ _Dumper.add_representer(str, _text)
 UCX_TRAFFIC_CLASS = "UCX_IB_TRAFFIC_CLASS"
 
 
-def roce_class_note(qos: RoceQos) -> str:
-    """What a pod on a RoCE VF sets to send in the lossless class: moving the VF's RDMA device into the pod's
-    namespace re-creates its rdma_cm device with default ToS 0 (lossy priority 0), whatever the host set."""
-    return (f"RoCE from these VFs is lossless only with traffic class {qos.nccl_tc} (DSCP {qos.lossless.dscp} << 2 | "
-            f"ECT(0), priority {qos.lossless.priority}): in the pod the VF's rdma_cm\ndefault ToS is 0. Set "
-            f"NCCL_IB_TC={qos.nccl_tc} (NCCL), {UCX_TRAFFIC_CLASS}={qos.nccl_tc} (UCX), or "
-            f"ToS {qos.nccl_tc} by rdma_set_option(RDMA_OPTION_ID_TOS) (rdma_cm).")
+def roce_class_note(qos: RoceQos, vfs: bool) -> str:
+    """What a pod on a RoCE port sets to send in the lossless class. Moving a VF's RDMA device into the pod's
+    namespace (exclusive mode) re-creates its rdma_cm device with default ToS 0 (lossy priority 0), whatever the host
+    set; a host-device PF's RDMA device stays shared and is not re-created, so the host's default ToS (roce-qos.sh)
+    holds."""
+    tc = qos.nccl_tc
+    lossless = f"traffic class {tc} (DSCP {qos.lossless.dscp} << 2 | ECT(0), priority {qos.lossless.priority})"
+    settings = f"NCCL_IB_TC={tc} (NCCL), {UCX_TRAFFIC_CLASS}={tc} (UCX)"
+    if not vfs:
+        return (f"RoCE from these PFs is lossless with {lossless}: the nodes stay in shared RDMA namespace mode, so "
+                f"the PF's rdma_cm\ndefault ToS is the one roce-qos.sh set on the host; {settings} set it "
+                "explicitly.")
+    return (f"RoCE from these VFs is lossless only with {lossless}: in the pod the VF's rdma_cm\ndefault ToS is 0. "
+            f"Set {settings}, or ToS {tc} by rdma_set_option(RDMA_OPTION_ID_TOS) (rdma_cm).")
 
 
 def dump(documents: Sequence[Mapping[str, Any]], header: str) -> bytes:
@@ -422,7 +429,7 @@ def render(topology: Topology) -> list[Artifact]:
             about = (f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
                      f"{pools[0].name} ({name}-ip-pool.yaml).")
         if fabric.type is FabricType.ROCE and fabric.qos is not None:
-            about += f"\n{roce_class_note(fabric.qos)}"
+            about += f"\n{roce_class_note(fabric.qos, k8s.uses_vfs)}"
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", dump(
             networks, f"{about} nv-ipam is the NicClusterPolicy's nvIpam. {generated}")))
     if k8s.rdma_mode == SHARED:
