@@ -247,6 +247,17 @@ ARP_TUNING = {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_ignore": "1
 NETWORK_KINDS = ("SriovNetwork", "SriovIBNetwork", "NetworkAttachmentDefinition")
 
 
+def check_tuning(plugin: dict[str, Any]) -> None:
+    """The tuning plugin's sysctls as it writes them (plugins/meta/tuning getSysctlFilename: ``IFNAME`` replaced by
+    the pod's interface, dots as path separators, under /proc/sys/net only): each names a file this kernel has for an
+    interface (``lo`` standing in for the pod's), and the value is one that file takes."""
+    for key, value in plugin["sysctl"].items():
+        assert key.startswith("net.") and key.count("IFNAME") == 1 and isinstance(value, str)
+        path = Path("/proc/sys") / key.replace("IFNAME", "lo").replace(".", "/")
+        assert path.is_file(), f"{key}: no {path} in this kernel"
+        assert value.isdigit() and int(value) <= {"arp_ignore": 8, "arp_announce": 2}[path.name]
+
+
 def meta_plugins(name: str, topology: Topology, vfs: bool, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The meta plugins after the main CNI: rdma on a VF, tuning where the fabric has several pod networks (a pod
     holding several of its ports answers ARP on each for its own address only), sbr on a per-leaf attachment (its
@@ -268,6 +279,9 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict
         check_ipam(json.loads(spec["ipam"]), pools, doc["metadata"]["name"], topology)
         # the operator's template puts metaPlugins verbatim after the main plugin in a JSON list
         assert json.loads(f"[{spec['metaPlugins']}]") == meta_plugins(doc["metadata"]["name"], topology, True, docs)
+        for plugin in json.loads(f"[{spec['metaPlugins']}]"):
+            if plugin["type"] == "tuning":
+                check_tuning(plugin)
     elif kind == "NetworkAttachmentDefinition":
         config = json.loads(spec["config"])
         assert config["cniVersion"] == "0.3.1" and config["name"] == doc["metadata"]["name"]
@@ -276,6 +290,9 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict
         # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
         # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
         assert meta == meta_plugins(config["name"], topology, main["type"] != "host-device", docs)
+        for plugin in meta:
+            if plugin["type"] == "tuning":
+                check_tuning(plugin)
         check_ipam(main["ipam"], pools, config["name"], topology)
         resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
         assert resource.startswith("nvidia.com/")
