@@ -165,7 +165,7 @@ def _overrides(sm: SubnetManager, ib: IbFabric, ft: FabricTopology) -> dict[str,
                                          if sm.m_key_protection_level >= 2 else "M_Key ProtectBits from the spec")
         out["m_key_lease_period"] = (str(sm.m_key_lease_period), "seconds after a bad M_Key before a port drops "
                                      "its protection, so a fabric whose SM lost the key can be recovered")
-        if sm.flavor == "ufm":
+        if sm.nvidia:  # NVIDIA's OpenSM (UFM's or 5.x standalone); upstream 3.3.23 has one subnet-wide m_key
             out["m_key_per_port"] = ("TRUE", "a unique M_Key per HCA port and switch port 0, kept in the SM's "
                                              "guid2mkey file (UFM's SM default properties: one subnet-wide m_key is "
                                              "not recommended, a leaked key would unlock every port)")
@@ -188,7 +188,7 @@ def _overrides(sm: SubnetManager, ib: IbFabric, ft: FabricTopology) -> dict[str,
                              "SHARP streaming aggregation: NVIDIA advises 2 operational VLs in the subnet (SHARP "
                              "deployment guide, Reducing the Number of Operational VLs in the Subnet in OpenSM); the "
                              "compute and IPoIB SLs map to VLs 0-1 (checked)")
-    if sm.flavor == "ufm" and vfs:
+    if sm.nvidia and vfs:
         out["virt_enabled"] = ("2", "the fabric's HCAs carry SR-IOV VFs; 2 = virtualization on, each VF a virtual "
                                     "port with its own LID (NVIDIA's OpenSM; upstream 3.3.23 has no such setting)")
     return out
