@@ -51,7 +51,8 @@ AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "ar_dor")  # NVIDIA's adaptive-
 SHARP_ENGINES = ("ftree", "updn", "ar_ftree", "ar_updn")
 # NVIDIA SHARP deployment guide (2.6.1, "Reducing the Number of Operational VLs in the Subnet in OpenSM"): "When
 # streaming aggregation is enabled, it is recommended to reduce the number of enabled VLs in the subnet to 2 VLs"
-# (max_op_vls 2); NVIDIA's UFM recipe for a large rail-optimized SHARP fabric sets it too.
+# (max_op_vls 2); a UFM recipe for a large rail-optimized SHARP fabric sets it too (kobibar/OpenAI.recipe.old, a
+# personal repository).
 SHARP_OPERATIONAL_VLS = 2
 
 

@@ -128,8 +128,10 @@ def sharp_am_settings(sm: SubnetManager, ft: FabricTopology, ufm: bool, ucx_devi
     for key, kind in (("ib_qpc_sl", "low-latency"), ("ib_sat_qpc_sl", "streaming-aggregation")):
         out[key] = (str(partition.sl), f"the SL of SHARP's {kind} QPs on the switches: partition {partition.name}'s "
                                        f"(SL {partition.sl}), where NCCL runs, so adaptive routing (ar_sl_mask) and VL "
-                                       "arbitration treat it as NCCL's (NVIDIA's UFM recipe for a rail-optimized SHARP "
-                                       "fabric sets ib_qpc_sl to the compute SL)")
+                                       "arbitration treat it as NCCL's (a UFM recipe for a rail-optimized SHARP "
+                                       "fabric, kobibar/OpenAI.recipe.old, a personal repository, sets ib_qpc_sl to "
+                                       "the compute SL); SHARP known issue 3371820: congestion control cannot run on "
+                                       "sharp_am's SLs")
     protocol = SMX_PROTOCOLS[sm.sharp.smx_protocol]
     out["smx_protocol"] = (str(protocol), {"sockets": "2 = sockets: libsharp reaches sharp_am over TCP port 6126 "
                                                       "(IPoIB or the in-band network)",
