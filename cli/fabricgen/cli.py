@@ -11,6 +11,7 @@ Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / outpu
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -842,11 +843,27 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
     """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
     fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    chosen = {ft.fabric.name for ft in fabrics}
+    elsewhere, others = lldp_tables.cabled_elsewhere(
+        ft for ft in compiled.topology.fabrics if ft.fabric.name not in chosen)
+    devices = {d for ft in compiled.topology.fabrics for link in ft.links for d in (link.a.device, link.z.device)}
+    devices |= {sw.name for ft in compiled.topology.fabrics for sw in ft.switches}
     found: dict[str, list[lldp_tables.Neighbor]] = {}
+    origin: dict[str, Path] = {}
     problems = []
     for file in files:
+        device = lldp_tables.device_of(file.stem, devices)
+        if device is None:
+            hint = difflib.get_close_matches(file.stem.split(".", 1)[0], sorted(devices), n=1)
+            problems.append(f"{file}: {file.stem!r} is no planned device (the file is named <device>.json/.txt, "
+                            "or by its FQDN)" + (f"; did you mean {hint[0]}?" if hint else ""))
+            continue
+        if device in origin:
+            problems.append(f"{file}: a second table for {device} (the first is {origin[device]}): keep one")
+            continue
+        origin[device] = file
         try:
-            found[file.stem] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
+            found[device] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
         except lldp_tables.LldpError as exc:
             problems.append(str(exc))
     if problems:
@@ -857,7 +874,9 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
         planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
         ids.update(lldp_tables.port_ids(fl.switches))
-    findings = list(lldp_tables.compare(planned, found, ids, only_present))
+    scope = lldp_tables.Scope(frozenset(elsewhere), frozenset(others), frozenset(lldp_tables.management_ports(fabrics)),
+                              frozenset(e for ft in fabrics for e in lldp_tables.agentless(ft)))
+    findings = list(lldp_tables.compare(planned, found, ids, only_present, scope))
     absent = lldp_tables.absent(planned, found)
     if as_json:
         sys.stdout.write(json.dumps({"devices": sorted(found), "devices_without_table": absent,
