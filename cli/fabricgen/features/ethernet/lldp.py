@@ -137,26 +137,34 @@ def _eos(table: Any) -> list[Neighbor]:
     return out
 
 
-_SONIC_HEADER = re.compile(r"^\s*LocalPort\s+RemoteDevice\s+RemotePortID\s+Capability\s+RemotePortDescr\s*$")
+_SONIC_HEADER = re.compile(r"^\s*LocalPort\s+RemoteDevice\s+RemotePortID(\s+\S+)*\s*$")
 
 
 def _sonic_table(text: str) -> list[Neighbor]:
-    """SONiC ``show lldp table``: a header, dashes, one row per neighbour, ``Total entries displayed``."""
+    """SONiC ``show lldp table`` (sonic-utilities ``scripts/lldpshow``): a header, one run of dashes per column
+    (tabulate's "simple" format), one row per neighbour, a line of dashes, ``Total entries displayed``. Each row
+    is cut at the columns' starts, as lldpshow leaves a column blank for a neighbour without a system name, port
+    description or enabled capability, and a description may hold spaces."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if _SONIC_HEADER.match(line)), None)
     if start is None:
         raise ValueError("no LocalPort/RemoteDevice/RemotePortID header")
+    names = lines[start].split()
+    starts = [m.start() for m in re.finditer(r"-+", lines[start + 1] if start + 1 < len(lines) else "")]
+    if len(starts) != len(names):
+        raise ValueError(f"the line under the header has {len(starts)} runs of dashes for {len(names)} columns")
     out = []
-    for line in lines[start + 1:]:
-        fields = line.split()
-        if not fields or set(line.strip()) <= {"-", " "}:
-            continue
-        if line.startswith("Total entries"):
+    for line in lines[start + 2:]:
+        if line.startswith("Total entries") or (line.strip() and set(line.strip()) == {"-"}):
             break
-        if len(fields) < 3:
-            raise ValueError(f"row {line.strip()!r} has fewer than 3 columns")
-        descr = " ".join(fields[4:]) if len(fields) > 4 else ""
-        out.append(Neighbor(fields[0], fields[1], fields[2], descr))
+        if not line.strip():
+            continue
+        row = dict(zip(names, (line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line)])), strict=True))
+        if not row["LocalPort"] or not row["RemotePortID"]:
+            raise ValueError(f"row {line.strip()!r} has no LocalPort or RemotePortID")
+        port_id = row["RemotePortID"]
+        out.append(Neighbor(row["LocalPort"], row["RemoteDevice"], port_id, row.get("RemotePortDescr", ""),
+                            "mac" if _MAC.fullmatch(port_id) else ""))
     return out
 
 

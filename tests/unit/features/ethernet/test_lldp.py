@@ -39,11 +39,17 @@ def _lldpctl(device: str, rows: list[tuple[str, str, str]]) -> str:
 
 
 def _sonic(rows: list[tuple[str, str, str]]) -> str:
-    lines = ["Capability codes: (R) Router, (B) Bridge, (O) Other",
-             "LocalPort    RemoteDevice     RemotePortID    Capability    RemotePortDescr",
-             "-----------  ---------------  --------------  ------------  -----------------"]
-    lines += [f"{local}  {system}  {port}  R  {port}" for local, system, port in rows]
-    lines += ["--------------------------------------------------", f"Total entries displayed:  {len(rows)}"]
+    """lldpshow's table as tabulate lays it out: each column as wide as its widest cell, two spaces between."""
+    header = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
+    cells = [header, *((local, system, port, "R", port) for local, system, port in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+    lines = ["Capability codes: (R) Router, (B) Bridge, (O) Other", line(header), line(tuple("-" * w for w in widths))]
+    lines += [line(row) for row in cells[1:]]
+    lines += ["-" * 50, f"Total entries displayed:  {len(rows)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -453,3 +459,25 @@ def test_table_files_are_named_by_device(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "a second table for storage-spine01" in text
     assert "'storage-leaf01' is no planned device" in text and "did you mean storage-leaf001?" in text
+
+
+def test_sonic_table_is_cut_by_its_columns() -> None:
+    """SONiC's `show lldp table` as sonic-utilities' own test expects it (descriptions with spaces, two
+    neighbours on one port), and lldpshow's blank columns: a neighbour without a system name, a host without an
+    enabled capability; each row cut at the dashes line's columns, a MAC address Port ID known as such."""
+    from fabricgen.features.ethernet.lldp import Neighbor, parse
+    assert parse("x", (UPSTREAM / "sonic-lldp-table-utilities.txt").read_text()) == [
+        Neighbor("Ethernet0", "dummy", "00:00:00:00:00:01", "First MAC", "mac"),
+        Neighbor("Ethernet0", "dummy", "00:00:00:00:00:02", "Second MAC", "mac")]
+    blank = "\n".join([
+        "Capability codes: (R) Router, (B) Bridge, (O) Other",
+        "LocalPort    RemoteDevice    RemotePortID       Capability    RemotePortDescr",
+        "-----------  --------------  -----------------  ------------  -----------------",
+        "Ethernet0    gpu001          b8:3f:d2:00:00:01                enp170s0f0np0",
+        "Ethernet4                    etp1a              BR            storage-leaf002:1/1",
+        "Ethernet8    spine01         etp2a              BR",
+        "--------------------------------------------------",
+        "Total entries displayed:  3"])
+    assert parse("x", blank) == [Neighbor("Ethernet0", "gpu001", "b8:3f:d2:00:00:01", "enp170s0f0np0", "mac"),
+                                 Neighbor("Ethernet4", "", "etp1a", "storage-leaf002:1/1", ""),
+                                 Neighbor("Ethernet8", "spine01", "etp2a", "", "")]
