@@ -159,7 +159,8 @@ def _sonic_table(text: str) -> list[Neighbor]:
             break
         if not line.strip():
             continue
-        row = dict(zip(names, (line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line)], strict=True)), strict=True))
+        ends = [*starts[1:], len(line)]
+        row = {name: line[a:b].strip() for name, a, b in zip(names, starts, ends, strict=True)}
         if not row["LocalPort"] or not row["RemotePortID"]:
             raise ValueError(f"row {line.strip()!r} has no LocalPort or RemotePortID")
         port_id = row["RemotePortID"]
