@@ -63,10 +63,13 @@ class Neighbor:
 
 @dataclass(frozen=True)
 class LldpFinding:
-    kind: str      # missing, miswired, unexpected
+    kind: str      # missing, miswired, one-way, unexpected
     label: str     # the planned cable's label ("" for unexpected)
     planned: str   # "a:port <-> z:port"
     found: str
+    ends: tuple[tuple[str, str], ...] = ()  # the planned ends (device, port), or the unexpected port
+    # the planned ends actually found at the far side, with the cable the plan puts there: (device, port, label)
+    belongs: tuple[tuple[str, str, str], ...] = ()
 
 
 def _lldpctl(data: Any) -> list[Neighbor]:
@@ -253,6 +256,19 @@ def management_ports(fabrics: Iterable[FabricTopology]) -> set[tuple[str, str]]:
             for ft in fabrics for sw in ft.switches if sw.tier in ft.fabric.nos}
 
 
+def places(cables: Iterable[Cable], switches: Mapping[str, SwitchRouting]
+           ) -> dict[tuple[str, str], tuple[str, int, str]]:
+    """(device, port as :func:`planned_ends` names it) -> (rack, U, faceplate port) from the cable table, for
+    a technician at the rack."""
+    names = {(s.name, p.panel): p.name for s in switches.values() for p in s.ports}
+    out = {}
+    for c in cables:
+        for end in (c.a, c.z):
+            port = names.get((end.device, end.port)) or (end.netdev if end.device not in switches else end.port)
+            out[(end.device, port or end.port)] = (end.rack, end.u, end.port)
+    return out
+
+
 def port_ids(switches: Mapping[str, SwitchRouting]) -> dict[tuple[str, str], str]:
     """(switch, port name) -> the Port ID its NOS's LLDP agent sends, where that is not the name."""
     return {(s.name, p.name): p.lldp_id for s in switches.values() for p in s.ports if p.lldp_id not in ("", p.name)}
@@ -343,6 +359,17 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
                            for n in seen[(device, port)])
         return all(_fits(n, peer, peer_port, ids) for n in seen[(device, port)])
 
+    by_name = {d.casefold(): d for d, _ in planned}
+
+    def belongs(device: str, port: str, peer: str, peer_port: str) -> tuple[tuple[str, str, str], ...]:
+        """The planned ends the port's wrong neighbours are, each with the cable the plan puts in it."""
+        out = []
+        for n in seen.get((device, port), ()):
+            far = (by_name.get(_first(n.system), n.system), _seen_port(n, names))
+            if far != (peer, peer_port) and far in planned:
+                out.append((*far, planned[far][2]))
+        return tuple(out)
+
     reported: set[str] = set()
     for (device, port), (peer, peer_port, label) in sorted(planned.items()):
         if device not in found:
@@ -354,13 +381,14 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
             if peer in found and (peer, peer_port) in seen:
                 if right(peer, peer_port, device, port):
                     yield LldpFinding("one-way", label, where, f"{sees(peer, peer_port)}; {device} sees nothing "
-                                                               f"on {port}")
+                                                               f"on {port}", ((device, port), (peer, peer_port)))
                 continue  # else the other end reports the miswire
             if label not in reported and not (only_present and peer not in found):
                 reported.add(label)
-                yield LldpFinding("missing", label, where, "no LLDP neighbour")
+                yield LldpFinding("missing", label, where, "no LLDP neighbour", ((device, port), (peer, peer_port)))
         elif not right(device, port, peer, peer_port):
-            yield LldpFinding("miswired", label, where, sees(device, port))
+            yield LldpFinding("miswired", label, where, sees(device, port), ((device, port), (peer, peer_port)),
+                              belongs(device, port, peer, peer_port))
     for device, port in sorted(seen):
         if device.casefold() not in judged:
             continue  # another fabric's switch
@@ -368,4 +396,5 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
             continue
         if all(_first(n.system) in others for n in seen[(device, port)]):
             continue  # a port no plan cables, facing another fabric's device: that fabric's table shows it
-        yield LldpFinding("unexpected", "", "-", sees(device, port))
+        yield LldpFinding("unexpected", "", "-", sees(device, port), ((device, port),),
+                          belongs(device, port, "", ""))

@@ -419,6 +419,15 @@ def test_a_whole_site_cabled_as_planned_verifies_clean(tmp_path: Path) -> None:
         [one_way] = [f for f in findings if f["kind"] == "one-way"]
         assert one_way["planned"].startswith("gpu003:") and "gpu003 sees nothing" in one_way["found"]
         assert len(findings) == 5 and host in str(findings)
+        # each miswired end says which planned cable belongs in the port it found, and where that port is
+        leaf_end = next(f for f in findings if f["kind"] == "miswired" and f["planned"].startswith("storage-leaf001:"))
+        [partner] = leaf_end["belongs"]
+        assert partner["cable"] in labels - {leaf_end["cable"]} and partner["device"] in ("gpu001", "gpu002")
+        assert partner["location"]["rack"] and partner["location"]["port"] == "Slot1P1"
+        assert leaf_end["ends"][0]["location"]["device"] == "storage-leaf001"
+    text = " ".join(CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN),
+                                             "--fabric", "storage"]).output.split())
+    assert "planned for" in text and "(N06 U9" in text and "A01 U2 gpu001 Slot1P1" in text
     # a host NIC no plan cables: facing a storage leaf it is storage's business, facing in-band's switch not
     for peer, count in (("storage-spine01", 1), ("inband-leaf001", 0)):
         extra = [*rows["gpu004"], ("eno1", peer, "etp64a", "local", "")]
