@@ -25,7 +25,8 @@ NVUE nests each port's neighbours, keyed by system name, as ``{"swp1": {"lldp": 
 detail is ``{"lldpNeighbors": {"Ethernet1": {"lldpNeighborInfo": [{"systemName": ..., "neighborInterfaceInfo":
 {"interfaceIdType": "interfaceName", "interfaceId": "\\"Ethernet1\\"", "interfaceId_v2": "Ethernet1",
 "interfaceDescription": ...}}]}}}`` (the ID in quotes when it is a name; newer EOS, 4.28 in the capture, adds it
-bare as ``interfaceId_v2``), its plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ...,
+bare as ``interfaceId_v2``; a locally assigned ID is quoted too, SuzieQ's EOS capture
+``"interfaceIdType": "local", "interfaceId": "\\"517\\""``), its plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ...,
 "neighborPort": ...}]}`` without descriptions: a host that sends its MAC address as Port ID is then judged by
 its system name only.
 """
@@ -133,7 +134,7 @@ def _eos(table: Any) -> list[Neighbor]:
             info = entry.get("neighborInterfaceInfo", {})
             kind = str(info.get("interfaceIdType", ""))
             port_id = str(info.get("interfaceId_v2") or info.get("interfaceId", ""))
-            if kind == "interfaceName" and len(port_id) > 1 and port_id[0] == port_id[-1] == '"':
+            if kind != "macAddress" and len(port_id) > 1 and port_id[0] == port_id[-1] == '"':
                 port_id = port_id[1:-1]
             out.append(Neighbor(str(local), str(entry.get("systemName", "")), port_id,
                                 str(info.get("interfaceDescription", "")), _EOS_ID_TYPES.get(kind, kind)))

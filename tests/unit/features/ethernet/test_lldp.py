@@ -177,6 +177,10 @@ def test_nvue_and_eos_json_as_captured_upstream() -> None:
     assert read("eos-detail-napalm-issue1153.json") == [
         Neighbor("Ethernet1/1", "some-server", "1ce7.1003.5413", "eth0", "mac"),
         Neighbor("Ethernet27/1", "some-switch", "et-0/0/20", "et-0/0/20", "ifname")]
+    # a locally assigned Port ID comes quoted too (SuzieQ's EOS capture, ``"interfaceId": "\\"517\\""``)
+    local = {"lldpNeighbors": {"Ethernet2": {"lldpNeighborInfo": [{"systemName": "leaf0", "neighborInterfaceInfo": {
+        "interfaceIdType": "local", "interfaceId": '"etp1a"', "interfaceDescription": "leaf0:1/1"}}]}}}
+    assert parse("x", json.dumps(local)) == [Neighbor("Ethernet2", "leaf0", "etp1a", "leaf0:1/1", "local")]
     assert read("eos-plain-napalm.json") == [Neighbor("Ethernet1", "precise64", "0800.274f.332d", "", "mac"),
                                              Neighbor("Ethernet2", "precise64", "0800.27ca.c5be", "", "mac")]
 
