@@ -24,11 +24,10 @@ NVUE nests each port's neighbours, keyed by system name, as ``{"swp1": {"lldp": 
 {"chassis": {"system-name": ...}, "port": {"name": "swp1", "type": "ifname", "description": ...}}}}}}``; EOS's
 detail is ``{"lldpNeighbors": {"Ethernet1": {"lldpNeighborInfo": [{"systemName": ..., "neighborInterfaceInfo":
 {"interfaceIdType": "interfaceName", "interfaceId": "\\"Ethernet1\\"", "interfaceId_v2": "Ethernet1",
-"interfaceDescription": ...}}]}}}`` (the ID in quotes when it is a name; newer EOS, 4.28 in the capture, adds it
-bare as ``interfaceId_v2``; a locally assigned ID is quoted too, SuzieQ's EOS capture
-``"interfaceIdType": "local", "interfaceId": "\\"517\\""``), its plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ...,
-"neighborPort": ...}]}`` without descriptions: a host that sends its MAC address as Port ID is then judged by
-its system name only.
+"interfaceDescription": ...}}]}}}`` (the ID in quotes, unless it is a MAC address; newer EOS, 4.28 in the
+capture, adds it bare as ``interfaceId_v2``; SuzieQ's EOS capture quotes a locally assigned ``"517"`` too), its
+plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ..., "neighborPort": ...}]}`` without
+descriptions: a host that sends its MAC address as Port ID is then judged by its system name only.
 """
 
 from __future__ import annotations
