@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-import yaml
-
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.infiniband.build import SHARP_OPERATIONAL_VLS
 from fabricgen.features.infiniband.sharp import capacity, sharp_am_settings
 from fabricgen.features.infiniband.view import (
@@ -64,7 +63,7 @@ def _defaults() -> tuple[str, ...]:
 
 @cache
 def _rate_codes() -> dict[float, int]:
-    data = yaml.safe_load((Path(__file__).with_name("rates.yaml")).read_text(encoding="utf-8"))
+    data = safe_yaml((Path(__file__).with_name("rates.yaml")).read_text(encoding="utf-8"))
     return {float(k): int(v) for k, v in data["rates"].items()}
 
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from fabricgen.core.errors import Finding
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.feature import fabric_error, fabric_warning
 from fabricgen.features.infiniband.build import SHARP_ENGINES
 from fabricgen.features.infiniband.view import routing_engines
@@ -43,7 +42,7 @@ class Generation:
 
 @cache
 def generations() -> Mapping[str, Generation]:
-    data = yaml.safe_load(Path(__file__).with_name("sharp.yaml").read_text(encoding="utf-8"))
+    data = safe_yaml(Path(__file__).with_name("sharp.yaml").read_text(encoding="utf-8"))
     return {name: Generation(name, int(g["version"]), int(g.get("low_latency_trees", 0)),
                              int(g.get("streaming_trees", 0)), g.get("streaming_limit", ""), g["source"])
             for name, g in data["generations"].items()}

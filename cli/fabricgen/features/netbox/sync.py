@@ -56,6 +56,12 @@ class SyncError(FabricgenError):
 
     partial = False
 
+    @property
+    def outcome(self) -> str:
+        if self.partial:
+            return "NetBox keeps what this sync wrote before the error; a sync run again finishes the rest"
+        return super().outcome
+
 
 @dataclass
 class Changes:
