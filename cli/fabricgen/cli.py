@@ -15,7 +15,6 @@ Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / outpu
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -897,6 +896,7 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
                  only_present: bool) -> bool:
     """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
     from fabricgen.features.ethernet import lldp as lldp_tables
+    from fabricgen.features.infiniband.verify import PortPlace
     from fabricgen.features.lab import run as lab_run
 
     fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
@@ -912,9 +912,9 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
     for file in files:
         device = lldp_tables.device_of(file.stem, devices)
         if device is None:
-            hint = difflib.get_close_matches(file.stem.split(".", 1)[0], sorted(devices), n=1)
+            hint = did_you_mean(file.stem.split(".", 1)[0], sorted(devices))
             problems.append(f"{file}: {file.stem!r} is no planned device (the file is named <device>.json/.txt, "
-                            "or by its FQDN)" + (f"; did you mean {hint[0]}?" if hint else ""))
+                            "or by its FQDN)" + (f"; {hint}" if hint else ""))
             continue
         if device in origin:
             problems.append(f"{file}: a second table for {device} (the first is {origin[device]}): keep one")

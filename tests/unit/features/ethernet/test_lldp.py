@@ -471,7 +471,7 @@ def test_table_files_are_named_by_device(tmp_path: Path) -> None:
     text = " ".join(result.output.split())
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "a second table for storage-spine01" in text
-    assert "'storage-leaf01' is no planned device" in text and "did you mean storage-leaf001?" in text
+    assert "'storage-leaf01' is no planned device" in text and "did you mean 'storage-leaf001'?" in text
 
 
 def test_sonic_table_is_cut_by_its_columns() -> None:
