@@ -896,39 +896,75 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
                  only_present: bool) -> bool:
     """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
     from fabricgen.features.ethernet import lldp as lldp_tables
+    from fabricgen.features.infiniband.verify import PortPlace
     from fabricgen.features.lab import run as lab_run
 
     fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    chosen = {ft.fabric.name for ft in fabrics}
+    elsewhere, others = lldp_tables.cabled_elsewhere(
+        ft for ft in compiled.topology.fabrics if ft.fabric.name not in chosen)
+    devices = {d for ft in compiled.topology.fabrics for link in ft.links for d in (link.a.device, link.z.device)}
+    devices |= {sw.name for ft in compiled.topology.fabrics for sw in ft.switches}
     found: dict[str, list[lldp_tables.Neighbor]] = {}
+    origin: dict[str, Path] = {}
     problems = []
     for file in files:
+        device = lldp_tables.device_of(file.stem, devices)
+        if device is None:
+            hint = did_you_mean(file.stem.split(".", 1)[0], sorted(devices))
+            problems.append(f"{file}: {file.stem!r} is no planned device (the file is named <device>.json/.txt, "
+                            "or by its FQDN)" + (f"; {hint}" if hint else ""))
+            continue
+        if device in origin:
+            problems.append(f"{file}: a second table for {device} (the first is {origin[device]}): keep one")
+            continue
+        origin[device] = file
         try:
-            found[file.stem] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
+            found[device] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
         except lldp_tables.LldpError as exc:
             problems.append(str(exc))
     if problems:
         raise lldp_tables.LldpError("\n".join(problems))
     planned: dict[tuple[str, str], tuple[str, str, str]] = {}
     ids: dict[tuple[str, str], str] = {}
+    where: dict[tuple[str, str], PortPlace] = {}
     for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
         planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
         ids.update(lldp_tables.port_ids(fl.switches))
-    findings = list(lldp_tables.compare(planned, found, ids, only_present))
+        for (device, port), (rack, u, panel) in lldp_tables.places(
+                (c for c in compiled.topology.cables if c.fabric == ft.fabric.name), fl.switches).items():
+            where[(device, port)] = PortPlace(rack, u, device, panel)
+    scope = lldp_tables.Scope(frozenset(elsewhere), frozenset(others), frozenset(lldp_tables.management_ports(fabrics)),
+                              frozenset(e for ft in fabrics for e in lldp_tables.agentless(ft)))
+    findings = list(lldp_tables.compare(planned, found, ids, only_present, scope))
     absent = lldp_tables.absent(planned, found)
+    def place(device: str, port: str) -> dict[str, Any]:
+        spot = where.get((device, port))
+        return {"device": device, "port": port, "location": spot.as_json() if spot else None}
+
+    def partners(f: lldp_tables.LldpFinding) -> str:
+        return "".join(f"; {device}:{port} is planned for cable {label}"
+                       + (f" ({where[(device, port)]})" if (device, port) in where else "")
+                       for device, port, label in f.belongs)
+
     if as_json:
         sys.stdout.write(json.dumps({"devices": sorted(found), "devices_without_table": absent,
                                      "only_present": only_present, "findings": [
-            {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
-            indent=2) + "\n")
+            {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found,
+             "ends": [place(*end) for end in f.ends],
+             "belongs": [{**place(device, port), "cable": label} for device, port, label in f.belongs]}
+            for f in findings]}, indent=2) + "\n")
         return not findings
     if findings:
         table = Table(title="LLDP: differences from the plan")
-        for column in ("kind", "cable", "planned", "found"):
+        for column in ("kind", "cable", "planned", "at", "found"):
             table.add_column(column, overflow="fold")
         for f in findings:
-            table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(f.found))
+            at = "; ".join(str(where[end]) for end in f.ends if end in where)
+            table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(at or "-"),
+                          _safe(f.found + partners(f)))
         out.print(table)
     if absent:
         judged = "not judged where dark (--only-present)" if only_present else "missing where dark"
