@@ -79,14 +79,38 @@ def test_server_target_units_pass_systemd_analyze_verify(files: dict[str, Artifa
         assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), (server, done.stderr)
 
 
-def test_verify_catches_a_target_unit_without_its_wait_unit(files: dict[str, Artifact], tmp_path: Path) -> None:
-    """The check above can fail: an MDT unit whose lustre-wait-mgs unit is not installed is refused."""
+def test_target_fstab_through_systemd_fstab_generator(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """systemd's own fstab generator reads each server's target fstab into the units the .mount files are: the
+    timeout, lnet.service required, the MDTs and OSTs after their lustre-wait-mgs unit, the partner's noauto."""
+    generator = require_tool("/usr/lib/systemd/system-generators/systemd-fstab-generator")
+    for fstab in sorted(p for p in files if p.endswith("/lustre/targets/fstab")):
+        out = tmp_path / fstab.split("/")[1]
+        out.mkdir()
+        (out / "fstab").write_bytes(files[fstab].content)
+        done = subprocess.run([generator, str(out), str(out), str(out)], capture_output=True, text=True,
+                              env={**os.environ, "SYSTEMD_FSTAB": str(out / "fstab")})
+        assert done.returncode == 0, done.stderr
+        units = {p: files[p].content.decode() for p in files
+                 if p.startswith(fstab.removesuffix("fstab")) and p.endswith(".mount")}
+        for path, ours in units.items():
+            generated = (out / Path(path).name).read_text()
+            assert "TimeoutSec=5min\n" in generated and "TimeoutSec=300\n" in ours, path
+            assert "Requires=lnet.service\n" in generated and "After=lnet.service\n" in generated
+            waits = "After=lustre-wait-mgs-ckpt.service\n" in generated
+            assert waits == ("lustre-wait-mgs-ckpt.service" in ours) == ("MGT" not in path.upper()), path
+            at_boot = (out / "remote-fs.target.requires" / Path(path).name).exists()  # not noauto
+            assert ("\n[Install]\n" in ours) == at_boot, path
+
+
+def test_verify_catches_a_wait_unit_without_its_script(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """The check above can fail: the wait unit with lustre-wait-mgs not installed where ExecStart names it."""
     tool = require_tool("systemd-analyze")
     (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nExecStart=/bin/true\n")
-    unit = tmp_path / "srv-lustre-ckpt_ost0.mount"
-    unit.write_bytes(files[f"hosts/oss01/lustre/targets/{unit.name}"].content)
+    unit = tmp_path / "lustre-wait-mgs-ckpt.service"
+    unit.write_bytes(files[f"hosts/oss01/lustre/targets/{unit.name}"].content.replace(
+        b"/usr/local/sbin/lustre-wait-mgs ", str(tmp_path / "lustre-wait-mgs ").encode()))
     done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode != 0 and "lustre-wait-mgs-ckpt.service not found" in done.stderr
+    assert done.returncode != 0 and "lustre-wait-mgs is not executable" in done.stderr
 
 
 def test_verify_catches_a_misnamed_unit(files: dict[str, Artifact], tmp_path: Path) -> None:

@@ -273,9 +273,10 @@ def _mgs_wait(node: str, owner: LustreFs, mgt: LustreTarget, filesystems: list[L
 def _target_mounts(node: str, views: list[TargetView], waits: list[MgsWait], source: str) -> list[Artifact]:
     """The server's mount units and fstab lines of its targets, as a site without HA software runs them: the
     targets it serves first mount at boot, MGT before MDTs before OSTs (the start order of the Lustre wiki's
-    "Starting and Stopping Lustre Services"), each MDT and OST after lustre-wait-mgs found its MGS (on another server
-    no unit of this one can order it); its partner's only by hand, once the partner is down (MMP refuses a second
-    mount while one is active). The start timeout covers a first registration (tuning.yaml ``servers``)."""
+    "Starting and Stopping Lustre Services"), each MDT and OST after lustre-wait-mgs found its MGS or gave up (no
+    unit of this server can order one on another; a registered target starts without the MGS, so it only Wants
+    it); its partner's only by hand, once the partner is down (MMP refuses a second mount while one is active).
+    The start timeout covers a first registration (tuning.yaml ``servers``)."""
     data = tuning_data()["servers"]
     timeout = data["obd_timeout_s"] * data["mount_timeout_obd_timeouts"]
     base = f"hosts/{node}/lustre/targets"
@@ -284,9 +285,9 @@ def _target_mounts(node: str, views: list[TargetView], waits: list[MgsWait], sou
         before = [v.unit for v in views[:i] if KINDS.index(v.kind) < KINDS.index(view.kind)]
         out.append(Artifact(f"{base}/{view.unit}", render_template(
             "lustre/target.mount.j2", node=node, target=view, after=before, timeout=timeout, source=source)))
-        requires = "".join(f"x-systemd.requires={unit}," for unit in ("lnet.service", view.mgs_wait) if unit)
-        lines.append(f"{view.device} {view.where} lustre {'' if view.first else 'noauto,'}_netdev,{requires}"
-                     f"x-systemd.mount-timeout={timeout} 0 0")
+        after = f"x-systemd.after={view.mgs_wait}," if view.mgs_wait else ""  # the wait unit is enabled itself
+        lines.append(f"{view.device} {view.where} lustre {'' if view.first else 'noauto,'}_netdev,"
+                     f"x-systemd.requires=lnet.service,{after}x-systemd.mount-timeout={timeout} 0 0")
     for wait in waits:
         args = [*(("--mounted", wait.local_where) if wait.local_where else ()), "--wait", str(data["mgs_wait_s"]),
                 "--interval", str(data["mgs_ping_interval_s"]), *wait.nids]

@@ -363,8 +363,9 @@ def test_server_credits_are_checked(tmp_path: Path) -> None:
 
 def test_target_mount_units_of_an_ha_less_site(files: dict[str, Artifact]) -> None:
     """Each server mounts the targets it formats at boot, MGT before MDTs before OSTs, each MDT and OST after
-    lustre-wait-mgs, with a start timeout of 3 obd_timeouts; its partner's targets have units without [Install] and
-    noauto fstab lines (mounted only on failover). Mount points are flat under /srv/lustre, beneath no client mount."""
+    lustre-wait-mgs (wanted, not required), with a start timeout of 3 obd_timeouts; its partner's targets have
+    units without [Install] and noauto fstab lines (mounted only on failover). Mount points are flat under
+    /srv/lustre, beneath no client mount."""
     base = "hosts/mds01/lustre/targets"
     units = sorted(p for p in files if p.startswith(base) and p.endswith(".mount"))
     assert units == [f"{base}/srv-lustre-ckpt_mdt0.mount", f"{base}/srv-lustre-data_mdt0.mount",
@@ -373,12 +374,13 @@ def test_target_mount_units_of_an_ha_less_site(files: dict[str, Artifact]) -> No
                          ("srv-lustre-mgt.mount", "srv-lustre-ckpt_mdt0.mount", "srv-lustre-data_mdt0.mount"))
     assert "What=/dev/mapper/mgt\nWhere=/srv/lustre/mgt\nType=lustre\n" in mgt and "WantedBy=remote-fs.target" in mgt
     assert "TimeoutSec=300\n" in mgt and "lustre-wait-mgs" not in mgt.split("[Unit]")[1], "the MGT waits for nothing"
-    assert "Requires=lnet.service lustre-wait-mgs-ckpt.service\n" in mdt
+    assert "Requires=lnet.service\nWants=network-online.target lustre-wait-mgs-ckpt.service\n" in mdt, (
+        "a registered target starts without the MGS: the wait is wanted, not required")
     assert ("After=lnet.service network-online.target srv-lustre-mgt.mount lustre-wait-mgs-ckpt.service\n" in mdt
             and "[Install]" in mdt and "TimeoutSec=300\n" in mdt)
     assert "\n[Install]\n" not in partner and "systemctl start srv-lustre-data_mdt0.mount" in partner
-    assert "systemd does not retry a mount\n# unit that failed" in mdt
-    wants = "x-systemd.requires=lnet.service,x-systemd.requires=lustre-wait-mgs-ckpt.service"
+    assert "systemd does not retry a\n# mount unit that failed" in mdt
+    wants = "x-systemd.requires=lnet.service,x-systemd.after=lustre-wait-mgs-ckpt.service"
     assert files[f"{base}/fstab"].content.decode().splitlines()[3:] == [
         "/dev/mapper/mgt /srv/lustre/mgt lustre _netdev,x-systemd.requires=lnet.service,"
         "x-systemd.mount-timeout=300 0 0",
@@ -395,6 +397,7 @@ def test_the_wait_for_the_mgs_pings_the_other_servers(files: dict[str, Artifact]
     def exec_start(node: str) -> str:
         unit = files[f"hosts/{node}/lustre/targets/lustre-wait-mgs-ckpt.service"].content.decode()
         assert "Type=oneshot\nRemainAfterExit=yes\n" in unit and "TimeoutStartSec=" in unit
+        assert unit.endswith("[Install]\nWantedBy=remote-fs.target\n"), "enabled itself: fstab only orders after it"
         return next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     assert exec_start("oss03") == ("ExecStart=/usr/local/sbin/lustre-wait-mgs --wait 600 --interval 5 "
                                    f"{' '.join(MDS01)} {' '.join(MDS02)}")
