@@ -267,7 +267,7 @@ def _mgs_wait(node: str, owner: LustreFs, mgt: LustreTarget, filesystems: list[L
     where = target_where(owner, mgt)
     return MgsWait(_wait_unit(owner),
                    tuple(fs.fsname for fs in filesystems), tuple(dict.fromkeys(nids)),
-                   mount_unit_name(where) if local else "", where if local else "")
+                   checked(UNIT, mount_unit_name(where), "mount unit") if local else "", where if local else "")
 
 
 def _target_mounts(node: str, views: list[TargetView], waits: list[MgsWait], source: str) -> list[Artifact]:
@@ -298,8 +298,9 @@ def _target_mounts(node: str, views: list[TargetView], waits: list[MgsWait], sou
     out.append(Artifact(f"{base}/fstab", render_template("lustre/target-fstab.j2", node=node, lines=lines,
                                                          source=source)))
     if waits:
-        out.append(Artifact(f"{base}/lustre-wait-mgs.sh", render_template("lustre/wait-mgs.sh.j2", node=node,
-                                                                          source=source), 0o755))
+        out.append(Artifact(f"{base}/lustre-wait-mgs.sh", render_template(
+            "lustre/wait-mgs.sh.j2", node=node, wait_s=data["mgs_wait_s"], interval_s=data["mgs_ping_interval_s"],
+            source=source), 0o755))
     return out
 
 
