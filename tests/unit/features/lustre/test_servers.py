@@ -264,8 +264,8 @@ def test_a_removed_failover_nid_of_a_registered_target_names_replace_nids(mds01:
 
 def test_a_target_that_never_registered_gets_no_replace_nids(mds01: ScriptHost) -> None:
     """tunefs.lustre shows a target the MGS never registered as first_time (print_ldd; its label holds ':' until
-    then): the MGS has no record of it, so a removed failover NID needs nothing (review S-D1). The MGS itself is in
-    no configuration log (replace_nids takes fsname-MDT/OST names only)."""
+    then): the MGS has no record of it, so a removed failover NID needs nothing (review S-D1). Nor is replace_nids
+    offered for the MGT: it takes fsname-MDT/OST names only (mgs_parse_devname in lustre/mgs/mgs_llog.c)."""
     assert mds01.run().returncode == 0
     for name in ("ckpt-mdt0", "mgt"):
         disk = mds01.root / "dev/mapper" / name
