@@ -56,18 +56,61 @@ def test_mount_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp
 
 
 def test_server_target_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp_path: Path) -> None:
-    """The servers' target mount units, named by their Where= as systemd escapes it."""
+    """The servers' target mount units, named by their Where= as systemd escapes it, each verified with the other
+    units of its server (its MGT's and its lustre-wait-mgs unit, whose script is installed where ExecStart names it:
+    verify checks that the command exists)."""
     tool = require_tool("systemd-analyze")
-    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
+    units = [p for p in files if "/lustre/targets/" in p and p.endswith((".mount", ".service"))]
+    assert len(units) == 22 + 6  # the MGT on both MDS, both MDTs on both, 8 OSTs on both of their pair; one wait each
+    for server in sorted({p.split("/")[1] for p in units}):
+        root = tmp_path / server
+        root.mkdir()
+        (root / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
                                            "ExecStart=/bin/true\nRemainAfterExit=yes\n")
-    units = [p for p in files if "/lustre/targets/" in p and p.endswith(".mount")]
-    assert len(units) == 22  # the MGT on both MDS, both MDTs on both, 8 OSTs on both servers of their pair
-    for path in units:
-        unit = tmp_path / Path(path).name
-        unit.write_bytes(files[path].content)
-        done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
-        assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), (path, done.stderr)
-        unit.unlink()
+        script = root / "lustre-wait-mgs"
+        script.write_bytes(files[f"hosts/{server}/lustre/targets/lustre-wait-mgs.sh"].content)
+        script.chmod(0o755)
+        mine = [p for p in units if p.startswith(f"hosts/{server}/")]
+        for path in mine:
+            (root / Path(path).name).write_bytes(files[path].content.replace(
+                b"ExecStart=/usr/local/sbin/lustre-wait-mgs ", f"ExecStart={script} ".encode()))
+        done = subprocess.run([tool, "verify", "--man=no", *(str(root / Path(p).name) for p in mine)],
+                              capture_output=True, text=True, cwd=root)
+        assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), (server, done.stderr)
+
+
+def test_target_fstab_through_systemd_fstab_generator(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """systemd's own fstab generator reads each server's target fstab into the units the .mount files are: the
+    timeout, lnet.service required, the MDTs and OSTs after their lustre-wait-mgs unit, the partner's noauto."""
+    generator = require_tool("/usr/lib/systemd/system-generators/systemd-fstab-generator")
+    for fstab in sorted(p for p in files if p.endswith("/lustre/targets/fstab")):
+        out = tmp_path / fstab.split("/")[1]
+        out.mkdir()
+        (out / "fstab").write_bytes(files[fstab].content)
+        done = subprocess.run([generator, str(out), str(out), str(out)], capture_output=True, text=True,
+                              env={**os.environ, "SYSTEMD_FSTAB": str(out / "fstab")})
+        assert done.returncode == 0, done.stderr
+        units = {p: files[p].content.decode() for p in files
+                 if p.startswith(fstab.removesuffix("fstab")) and p.endswith(".mount")}
+        for path, ours in units.items():
+            generated = (out / Path(path).name).read_text()
+            assert "TimeoutSec=5min\n" in generated and "TimeoutSec=300\n" in ours, path
+            assert "Requires=lnet.service\n" in generated and "After=lnet.service\n" in generated
+            waits = "After=lustre-wait-mgs-ckpt.service\n" in generated
+            assert waits == ("lustre-wait-mgs-ckpt.service" in ours) == ("MGT" not in path.upper()), path
+            at_boot = (out / "remote-fs.target.requires" / Path(path).name).exists()  # not noauto
+            assert ("\n[Install]\n" in ours) == at_boot, path
+
+
+def test_verify_catches_a_wait_unit_without_its_script(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """The check above can fail: the wait unit with lustre-wait-mgs not installed where ExecStart names it."""
+    tool = require_tool("systemd-analyze")
+    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nExecStart=/bin/true\n")
+    unit = tmp_path / "lustre-wait-mgs-ckpt.service"
+    unit.write_bytes(files[f"hosts/oss01/lustre/targets/{unit.name}"].content.replace(
+        b"/usr/local/sbin/lustre-wait-mgs ", str(tmp_path / "lustre-wait-mgs ").encode()))
+    done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode != 0 and "lustre-wait-mgs is not executable" in done.stderr
 
 
 def test_verify_catches_a_misnamed_unit(files: dict[str, Artifact], tmp_path: Path) -> None:
@@ -87,7 +130,7 @@ def test_scripts_are_shellcheck_clean(files: dict[str, Artifact], tmp_path: Path
         if path.endswith(".sh"):
             scripts.append(tmp_path / path.replace("/", "_"))
             scripts[-1].write_bytes(artifact.content)
-    assert len(scripts) == 11  # 5 client and admin scripts, format-targets.sh of 6 servers
+    assert len(scripts) == 17  # 5 client and admin scripts, format-targets.sh and lustre-wait-mgs.sh of 6 servers
     stubs = [str(STUBS / tool) for tool in ("lctl", "lfs", "mkfs.lustre", "tunefs.lustre", "blkid")]
     done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), *stubs],
                           capture_output=True, text=True)

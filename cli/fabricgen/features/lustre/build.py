@@ -336,10 +336,17 @@ def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, f
         per_ni: tuple[tuple[str, int], ...] = (("conns_per_peer", values["conns_per_peer"]),)
         return LnetSettings(network, lnd, common, per_ni + ((("tos", tos),) if tos is not None else ()), ())
     per_ni = (("concurrent_sends", values["concurrent_sends"]), ("ntx", values["ntx"]),
-              ("conns_per_peer", values["conns_per_peer"]), *((("tos", tos),) if tos is not None else ()))
+              ("fmr_pool_size", fmr_pool_size(values["ntx"])), ("conns_per_peer", values["conns_per_peer"]),
+              *((("tos", tos),) if tos is not None else ()))
     module = (("peer_credits", pc), ("peer_credits_hiw", values["peer_credits_hiw"]), ("credits", values["credits"]),
-              *per_ni[:3], ("peer_timeout", data["peer_timeout"]), *per_ni[3:])
+              *per_ni[:4], ("peer_timeout", data["peer_timeout"]), *per_ni[4:])
     return LnetSettings(network, lnd, common, per_ni, module)
+
+
+def fmr_pool_size(ntx: int) -> int:
+    """o2iblnd's fmr_pool_size for ``ntx``: at least ntx/4, as its parameter description asks, and never below its
+    default (tuning.yaml)."""
+    return max(int(tuning_data()["lnet"]["fmr_pool_size"]), -(-ntx // 4))
 
 
 def _server_lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], lnet: LnetSettings) -> LnetSettings | None:
@@ -364,8 +371,10 @@ def _server_lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], lnet: Ln
             ctx.issues.error(where, f"ntx is an o2iblnd value; LNet network {lnet.network} runs socklnd",
                              "leave ntx out on a tcp network")
 
+    ntx = int(override.get("ntx", dict(lnet.lnd_tunables).get("ntx", 0)))
+
     def swap(values: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
-        return tuple((k, int(override.get(k, v))) for k, v in values)
+        return tuple((k, fmr_pool_size(ntx) if k == "fmr_pool_size" else int(override.get(k, v))) for k, v in values)
 
     return replace(lnet, tunables=swap(lnet.tunables), lnd_tunables=swap(lnet.lnd_tunables),
                    module_options=swap(lnet.module_options))
@@ -487,6 +496,7 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     built = [fs for name, entry in context.data["lustre"].items() if (fs := _filesystem(ctx, name, entry)) is not None]
     _shared(ctx, built)
     servers.check_shared(ctx.issues, built)
+    servers.check_mount_points(ctx.issues, built, tuning_data()["servers"]["target_root"])
     return replace(cluster, lustre=tuple(built))
 
 

@@ -4,7 +4,8 @@ and the per-file-system files for the storage administrators.
 Per node profile, under ``hosts/<profile>/lustre/``:
 - ``lnet.conf``: YAML for ``lnetctl import``: one net per LNet network, one local NI per interface (several =
   multi-rail), the network's tunables and each NI's LND tunables (on RoCE the ToS of the lossless class);
-- ``lnet.modprobe.conf`` and ``ko2iblnd.conf``: the same networks and o2ib values as module options;
+- ``lnet.modprobe.conf`` and ``fabricgen-ko2iblnd.conf``: the same networks and o2ib values as module options (the
+  latter beside the Lustre package's own /etc/modprobe.d/ko2iblnd.conf, which holds its ko2iblnd-probe line);
 - ``<escaped mount point>.mount`` per file system (systemd unit after lnet.service and network-online.target)
   and ``fstab`` (the same mounts as fstab lines): use one or the other;
 - ``lustre-client-tune.sh``: checks the node's NIDs against the address plan, then ``lctl set_param`` where a
@@ -12,11 +13,13 @@ Per node profile, under ``hosts/<profile>/lustre/``:
 - ``mount.<fsname>.params``: the same parameters for ``/etc/lustre/`` on Lustre 2.17+ clients, applied at mount.
 
 Per Lustre server profile (a storage profile whose nodes serve a file system), under ``hosts/<profile>/lustre/``:
-``lnet.conf``, ``lnet.modprobe.conf`` and ``ko2iblnd.conf`` with one NI per storage port (multi-rail, as the
+``lnet.conf``, ``lnet.modprobe.conf`` and ``fabricgen-ko2iblnd.conf`` with one NI per storage port (multi-rail, as the
 clients) and the clients' LNet values of each network (o2iblnd takes the smaller queue depth of two peers only
 after refusing the larger one: kiblnd_passive_connect in lnet/klnds/o2iblnd/o2iblnd_cb.c).
 Per server of a file system with ``targets``: ``hosts/<node>/lustre/format-targets.sh`` (mkfs.lustre or
-tunefs.lustre of the targets it formats, checks of those it backs up; ``--dry-run``).
+tunefs.lustre of the targets it formats, checks of those it backs up; ``--dry-run``) and ``targets/``: a mount unit
+and fstab line per target of its pair under /srv/lustre, and per MGT its MDTs and OSTs use a lustre-wait-mgs unit
+(``lctl ping`` of the MGS's NIDs) with its script.
 
 Per file system, under ``storage/lustre/<fsname>/``: ``mgs-set_param.sh`` (``lctl set_param -P`` on the MGS)
 and ``setstripe.sh`` (``lfs setstripe`` of each directory layout).
@@ -32,7 +35,7 @@ from pathlib import PurePosixPath
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
 from fabricgen.core.templating import render_template
-from fabricgen.features.lustre.build import format_size, mount_unit_name
+from fabricgen.features.lustre.build import format_size, mount_unit_name, tuning_data
 from fabricgen.features.lustre.servers import mgs_nids, mgt_of
 from fabricgen.model.lustre import LnetSettings, LustreComponent, LustreFs, LustreLayout, LustreTarget
 from fabricgen.model.nodes import NodeProfile
@@ -41,6 +44,10 @@ from fabricgen.model.topology import Topology
 FSNAME = re.compile(r"^[A-Za-z0-9_]{1,8}$")
 UNIT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.mount$")  # an escaped path without \x escapes
 KINDS = ("mgt", "mdt", "ost")  # the order targets start in
+# fabricgen's own modprobe.d file: lustre.spec.in installs /etc/modprobe.d/ko2iblnd.conf as %config(noreplace) with
+# "install ko2iblnd /usr/sbin/ko2iblnd-probe" (which loads ko2iblnd with every "options ko2iblnd" line), so a file of
+# that name would drop the probe line and leave a .rpmnew at each upgrade.
+KO2IBLND_CONF = "fabricgen-ko2iblnd.conf"
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,8 @@ def _node_nids(topology: Topology, profile: NodeProfile, filesystems: list[Lustr
 def _module_options(nets: list[Net]) -> tuple[str, list[str]]:
     o2ib = [n for n in nets if n.settings.lnd == "o2ib"]
     options = " ".join(f"{k}={v}" for k, v in o2ib[0].settings.module_options)
-    why = [f"LNet network {o2ib[0].network} over fabric {o2ib[0].fabric}: credits sized for the fabric's link speed."]
+    why = [f"LNet network {o2ib[0].network} over fabric {o2ib[0].fabric}: credits sized for the fabric's link speed;",
+           "fmr_pool_size at least ntx/4, as o2iblnd's own parameter description asks (o2iblnd_modparams.c)."]
     if o2ib[0].server_values:
         why.append(f"{', '.join(o2ib[0].server_values)}: the servers' own (tuning.servers): a server's NI sends to "
                    "every client; the per-connection values are the clients'.")
@@ -177,7 +185,7 @@ def _lnet_artifacts(base: str, nets: list[Net], common: dict[str, str]) -> list[
     ]
     if any(n.settings.lnd == "o2ib" for n in nets):
         options, why = _module_options(nets)
-        out.append(Artifact(f"{base}/ko2iblnd.conf", render_template("lustre/ko2iblnd.conf.j2", options=options,
+        out.append(Artifact(f"{base}/{KO2IBLND_CONF}", render_template("lustre/ko2iblnd.conf.j2", options=options,
                                                                      why=why, **common)))
     return out
 
@@ -200,11 +208,32 @@ class TargetView:
     first_q: str
     partner_q: str
     kind: str
-    where: str  # the target's mount point on the servers (the Lustre wiki's): /lustre/mgt, /lustre/<fsname>/ost<n>
+    where: str  # the target's mount point on the servers: /srv/lustre/mgt, /srv/lustre/<fsname>_ost<n>
     unit: str  # its systemd mount unit
+    mgs_wait: str  # the unit waiting for its MGS ("" for the MGT)
 
 
-def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, tuple[str, ...]]) -> TargetView:
+@dataclass(frozen=True)
+class MgsWait:
+    """A server's lustre-wait-mgs unit for one MGT: the MGS NIDs of the pair's other servers to ``lctl ping`` and, on
+    a server of the MGT pair, its own MGT mount (then the MGS is here)."""
+
+    unit: str
+    filesystems: tuple[str, ...]
+    nids: tuple[str, ...]
+    local_unit: str
+    local_where: str
+
+
+def target_where(fs: LustreFs, target: LustreTarget) -> str:
+    """A target's mount point: one flat directory per target under the servers' target root, so none lies under
+    another mount (a file system named mgt included)."""
+    root = tuning_data()["servers"]["target_root"]
+    return f"{root}/mgt" if target.kind == "mgt" else f"{root}/{fs.fsname}_{target.kind}{target.index}"
+
+
+def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, tuple[str, ...]],
+                 mgs_wait: str) -> TargetView:
     """``nids``: each server's NIDs for --servicenode (the MGT's on every network of the file systems it serves).
     --mgsnode takes the mount's MGS (nodes ':'-separated, NIDs ','), which check_mgs proved is the MGT pair's."""
     label = target.label(fs.fsname)
@@ -216,29 +245,62 @@ def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, 
     options += [*(f"--param={p}" for p in target.params),
                 *([f"--mkfsoptions={target.mkfsoptions}"] if target.mkfsoptions else [])]
     role = (f"formatted here, backed up by {second}" if node == first else f"backed up here, formatted by {first}")
-    where = "/lustre/mgt" if target.kind == "mgt" else f"/lustre/{fs.fsname}/{target.kind}{target.index}"
+    where = target_where(fs, target)
     return TargetView(label, target.device, role, f"{first} ({','.join(nids[first])}), {second} "
                       f"({','.join(nids[second])})", mgs, node == first, shlex.quote(label),
                       shlex.quote(target.device), shlex.quote(mgs), shlex.quote(failover),
                       " ".join(shlex.quote(o) for o in options), shlex.quote(first), shlex.quote(second),
-                      target.kind, where, checked(UNIT, mount_unit_name(where), "mount unit"))
+                      target.kind, where, checked(UNIT, mount_unit_name(where), "mount unit"), mgs_wait)
 
 
-def _target_mounts(node: str, views: list[TargetView], source: str) -> list[Artifact]:
+def _wait_unit(owner: LustreFs) -> str:
+    """The lustre-wait-mgs unit of the MGT that ``owner`` declares."""
+    return f"lustre-wait-mgs-{checked(FSNAME, owner.fsname, 'fsname')}.service"
+
+
+def _mgs_wait(node: str, owner: LustreFs, mgt: LustreTarget, filesystems: list[LustreFs]) -> MgsWait:
+    """The wait of server ``node`` for the MGS of ``mgt`` (declared by ``owner``) that ``filesystems`` mount: the
+    NIDs those mounts name, but this server's own (which answer lctl ping as soon as its LNet is up)."""
+    nids = [nid for fs in filesystems for server, node_nids in zip(mgt.servers, mgs_nids(
+        owner, mgt, fs.lnet.network), strict=True) if server != node for nid in node_nids]
+    local = node in mgt.servers
+    where = target_where(owner, mgt)
+    return MgsWait(_wait_unit(owner),
+                   tuple(fs.fsname for fs in filesystems), tuple(dict.fromkeys(nids)),
+                   checked(UNIT, mount_unit_name(where), "mount unit") if local else "", where if local else "")
+
+
+def _target_mounts(node: str, views: list[TargetView], waits: list[MgsWait], source: str) -> list[Artifact]:
     """The server's mount units and fstab lines of its targets, as a site without HA software runs them: the
-    targets it serves first mount at boot, MGT before MDTs before OSTs (the start order and mount points of the Lustre
-    wiki's "Starting and Stopping Lustre Services"); its partner's only by hand, once the partner is down (MMP
-    refuses a second mount while one is active)."""
+    targets it serves first mount at boot, MGT before MDTs before OSTs (the start order of the Lustre wiki's
+    "Starting and Stopping Lustre Services"), each MDT and OST after lustre-wait-mgs found its MGS or gave up (no
+    unit of this server can order one on another; a registered target starts without the MGS, so it only Wants
+    it); its partner's only by hand, once the partner is down (MMP refuses a second mount while one is active).
+    The start timeout covers a first registration (tuning.yaml ``servers``)."""
+    data = tuning_data()["servers"]
+    timeout = data["obd_timeout_s"] * data["mount_timeout_obd_timeouts"]
     base = f"hosts/{node}/lustre/targets"
     out, lines = [], []
     for i, view in enumerate(views):
         before = [v.unit for v in views[:i] if KINDS.index(v.kind) < KINDS.index(view.kind)]
         out.append(Artifact(f"{base}/{view.unit}", render_template(
-            "lustre/target.mount.j2", node=node, target=view, after=before, source=source)))
-        lines.append(f"{view.device} {view.where} lustre "
-                     f"{'' if view.first else 'noauto,'}_netdev,x-systemd.requires=lnet.service 0 0")
+            "lustre/target.mount.j2", node=node, target=view, after=before, timeout=timeout, source=source)))
+        after = f"x-systemd.after={view.mgs_wait}," if view.mgs_wait else ""  # the wait unit is enabled itself
+        lines.append(f"{view.device} {view.where} lustre {'' if view.first else 'noauto,'}_netdev,"
+                     f"x-systemd.requires=lnet.service,{after}x-systemd.mount-timeout={timeout} 0 0")
+    for wait in waits:
+        args = [*(("--mounted", wait.local_where) if wait.local_where else ()), "--wait", str(data["mgs_wait_s"]),
+                "--interval", str(data["mgs_ping_interval_s"]), *wait.nids]
+        out.append(Artifact(f"{base}/{wait.unit}", render_template(
+            "lustre/wait-mgs.service.j2", node=node, wait=wait, args=" ".join(args), wait_s=data["mgs_wait_s"],
+            source=source,
+            timeout=data["mgs_wait_s"] + data["mgs_ping_interval_s"] * (len(wait.nids) + 1) + 30)))
     out.append(Artifact(f"{base}/fstab", render_template("lustre/target-fstab.j2", node=node, lines=lines,
                                                          source=source)))
+    if waits:
+        out.append(Artifact(f"{base}/lustre-wait-mgs.sh", render_template(
+            "lustre/wait-mgs.sh.j2", node=node, wait_s=data["mgs_wait_s"], interval_s=data["mgs_ping_interval_s"],
+            source=source), 0o755))
     return out
 
 
@@ -268,16 +330,22 @@ def _server_artifacts(topology: Topology, source: str) -> list[Artifact]:
         out += _lnet_artifacts(base, nets, {"profile": name, "source": source})
     for server in sorted(served):
         views = []
+        mgts: dict[str, tuple[LustreFs, LustreTarget, list[LustreFs]]] = {}  # MGT owner's name -> its clients here
         for fs in served[server]:
+            found = mgt_of(fs, cluster.lustre)  # check_mgs proved every file system with targets has one
+            if found is not None and any(server in t.servers and t.kind != "mgt" for t in fs.targets):
+                mgts.setdefault(found[0].name, (*found, []))[2].append(fs)
             for target in fs.targets:
                 if server in target.servers:
                     pair = _mgt_nids(fs, target, cluster.lustre) if target.kind == "mgt" else fs.server_nids
-                    views.append(_target_view(fs, target, server, dict(pair)))
+                    wait = "" if target.kind == "mgt" or found is None else _wait_unit(found[0])
+                    views.append(_target_view(fs, target, server, dict(pair), wait))
         if not views:
             continue
         node = checked(DEVICE_NAME, server, "node name")
         nids = list(dict.fromkeys(nid for fs in served[server] for nid in fs.server_nids[server]))
-        out += _target_mounts(node, sorted(views, key=lambda v: KINDS.index(v.kind)), source)
+        waits = [_mgs_wait(server, owner, mgt, clients) for owner, mgt, clients in mgts.values()]
+        out += _target_mounts(node, sorted(views, key=lambda v: KINDS.index(v.kind)), waits, source)
         out.append(Artifact(f"hosts/{node}/lustre/format-targets.sh", render_template(
             "lustre/format-targets.sh.j2", node=node, node_q=shlex.quote(node), profile=nodes[server].profile.name,
             nids=nids, nids_q=" ".join(shlex.quote(n) for n in nids), targets=views, source=source), 0o755))

@@ -5,6 +5,7 @@ nodes), their checks, the servers' NIDs from the address plan, and the checks th
   partner and serves at most one MGT, a device holds one target per pair;
 - the MGS a file system's clients mount is a planned MGT: each MGS entry all the planned NIDs of one server of the
   MGT's pair, both servers listed;
+- no client mount point overlaps the directory the servers mount their targets under;
 - a storage server without an in-band port is reached by no planned network (NTP, DNS, monitoring): a warning.
 
 mkfs.lustre's own rules these follow are in lustre-release lustre/utils/mkfs_lustre.c and
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from fabricgen.core.document import PathKey
@@ -195,6 +197,24 @@ def check_shared(issues: Issues, filesystems: Sequence[LustreFs]) -> None:
                         root.error(target.where, f"server {server} already serves the MGT of lustre.{owner}",
                                    "a node runs one MGS; file systems sharing it declare the MGT once and mount "
                                    "the same MGS NIDs")
+
+
+def check_mount_points(issues: Issues, filesystems: Sequence[LustreFs], target_root: str) -> None:
+    """No client mount point at, above or below the servers' target root: a target mounted beneath a client mount
+    would Require and be After it (systemd.mount(5)) and need its mount point inside Lustre itself, on a server
+    that also mounts a client (review S cosmetic)."""
+    if not any(fs.targets for fs in filesystems):
+        return
+    root = issues.root()
+    targets = PurePosixPath(target_root)
+    for fs in filesystems:
+        mountpoint = PurePosixPath(fs.mountpoint)
+        if targets.is_relative_to(mountpoint) or mountpoint.is_relative_to(targets):
+            why = ("a target mounted beneath a client mount depends on it" if targets.is_relative_to(mountpoint)
+                   else "the targets' directory is the servers' alone: a client there can take a target's place")
+            root.error(("lustre", fs.name, "mountpoint"), f"mount point {fs.mountpoint} overlaps {target_root}, "
+                                                          "where the servers mount their targets",
+                       f"mount the clients elsewhere, e.g. /lustre/{fs.fsname}: {why}")
 
 
 # -- compile: every named server's NIDs ---------------------------------------------------------------------------

@@ -42,13 +42,18 @@ NET_TUNABLES = {"peer_timeout", "peer_credits", "peer_buffer_credits", "credits"
 O2IB_LND_TUNABLES = {"map_on_demand", "concurrent_sends", "fmr_pool_size", "fmr_flush_trigger", "fmr_cache", "ntx",
                      "conns_per_peer", "tos"}
 STORAGE_PORTS = ("enp170s0f0np0", "enp41s0f0np0")
-SERVER_FILES = [f"hosts/lustre-server/lustre/{f}" for f in ("lnet.conf", "lnet.modprobe.conf", "ko2iblnd.conf")]
+SERVER_FILES = [f"hosts/lustre-server/lustre/{f}" for f in ("lnet.conf", "lnet.modprobe.conf",
+                                                               "fabricgen-ko2iblnd.conf")]
 SERVER_SCRIPTS = [f"hosts/{n}/lustre/format-targets.sh" for n in ("mds01", "mds02", "oss01", "oss02", "oss03", "oss04")]
-SERVER_MOUNTS = [  # each server: the units of its pair's targets (formatted here or by its partner) and their fstab
+WAIT_MGS = ("lustre-wait-mgs-ckpt.service", "lustre-wait-mgs.sh")  # both file systems mount the MGT ckpt declares
+SERVER_MOUNTS = [  # each server: the units of its pair's targets (formatted here or by its partner), their fstab
+    # and the wait for the MGS
     *(f"hosts/mds0{n}/lustre/targets/{u}" for n in (1, 2)
-      for u in ("fstab", "lustre-mgt.mount", "lustre-ckpt-mdt0.mount", "lustre-data-mdt0.mount")),
+      for u in ("fstab", "srv-lustre-mgt.mount", "srv-lustre-ckpt_mdt0.mount", "srv-lustre-data_mdt0.mount",
+                *WAIT_MGS)),
     *(f"hosts/oss0{n}/lustre/targets/{u}" for n in (1, 2, 3, 4) for u in (
-        "fstab", *(f"lustre-{fs}-ost{i + 2 * (n > 2)}.mount" for fs in ("ckpt", "data") for i in (0, 1))))]
+        "fstab", *WAIT_MGS, *(f"srv-lustre-{fs}_ost{i + 2 * (n > 2)}.mount" for fs in ("ckpt", "data")
+                              for i in (0, 1))))]
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +155,7 @@ def test_layout_options(compiled: Compiled) -> None:
 
 def test_artifact_set(files: dict[str, Artifact]) -> None:
     assert sorted(files) == sorted([
-        f"{BASE}/fstab", f"{BASE}/ko2iblnd.conf", f"{BASE}/lnet.conf", f"{BASE}/lnet.modprobe.conf",
+        f"{BASE}/fstab", f"{BASE}/fabricgen-ko2iblnd.conf", f"{BASE}/lnet.conf", f"{BASE}/lnet.modprobe.conf",
         f"{BASE}/lustre-ckpt.mount", f"{BASE}/lustre-data.mount", f"{BASE}/lustre-client-tune.sh",
         f"{BASE}/mount.ckpt.params", f"{BASE}/mount.data.params",
         "storage/lustre/ckpt/mgs-set_param.sh", "storage/lustre/ckpt/setstripe.sh",
@@ -160,7 +165,8 @@ def test_artifact_set(files: dict[str, Artifact]) -> None:
         "hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount", *SERVER_FILES, *SERVER_SCRIPTS, *SERVER_MOUNTS])
     assert {p for p, a in files.items() if a.mode == 0o755} == {
         f"{BASE}/lustre-client-tune.sh", "storage/lustre/ckpt/mgs-set_param.sh", "storage/lustre/ckpt/setstripe.sh",
-        "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh", *SERVER_SCRIPTS}
+        "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh", *SERVER_SCRIPTS,
+        *(p for p in SERVER_MOUNTS if p.endswith(".sh"))}
 
 
 def test_lnet_conf_has_the_structure_lnetctl_imports(files: dict[str, Artifact], compiled: Compiled) -> None:
@@ -181,7 +187,7 @@ def test_module_options_match_lnet_conf(files: dict[str, Artifact]) -> None:
     lines = [line for line in files[f"{BASE}/lnet.modprobe.conf"].content.decode().splitlines()
              if not line.startswith("#")]
     assert lines == [f'options lnet networks="o2ib({",".join(STORAGE_PORTS)})"']
-    ko2iblnd = next(line for line in files[f"{BASE}/ko2iblnd.conf"].content.decode().splitlines()
+    ko2iblnd = next(line for line in files[f"{BASE}/fabricgen-ko2iblnd.conf"].content.decode().splitlines()
                     if line.startswith("options "))
     options = dict(word.split("=") for word in ko2iblnd.split()[2:])
     ni = yaml.safe_load(files[f"{BASE}/lnet.conf"].content)["net"][0]["local NI(s)"][0]
@@ -191,6 +197,8 @@ def test_module_options_match_lnet_conf(files: dict[str, Artifact]) -> None:
     peer_credits = int(options["peer_credits"])
     assert peer_credits // 2 <= int(options["concurrent_sends"]) <= 2 * peer_credits
     assert peer_credits // 2 <= int(options["peer_credits_hiw"]) < peer_credits
+    # "size of fmr pool on each CPT (>= ntx / 4)" (o2iblnd_modparams.c): 4096 / 4, above the default 512
+    assert (options["ntx"], options["fmr_pool_size"]) == ("4096", "1024")
 
 
 def test_mount_unit_and_fstab_agree(files: dict[str, Artifact], compiled: Compiled) -> None:

@@ -7,6 +7,7 @@ shellcheck runs in tests/external/lustre/test_lustre.py."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,9 +63,9 @@ def test_server_lnet_matches_the_clients(files: dict[str, Artifact]) -> None:
         assert ni["tunables"] == client[0]["local NI(s)"][0]["tunables"]
         assert ni["lnd tunables"] == client[0]["local NI(s)"][0]["lnd tunables"]
         assert ni["lnd tunables"]["tos"] == 106
-    options = files["hosts/lustre-server/lustre/ko2iblnd.conf"].content.decode()
-    assert options.split("options ko2iblnd ")[1] == files["hosts/dgx-h100/lustre/ko2iblnd.conf"].content.decode(
-    ).split("options ko2iblnd ")[1]
+    options, client_options = (files[f"hosts/{p}/lustre/fabricgen-ko2iblnd.conf"].content.decode()
+                               for p in ("lustre-server", "dgx-h100"))
+    assert options.split("options ko2iblnd ")[1] == client_options.split("options ko2iblnd ")[1]
     modprobe = files["hosts/lustre-server/lustre/lnet.modprobe.conf"].content
     assert b'networks="o2ib(enp65s0f0np0,enp65s0f1np1)"' in modprobe
     scripts = sorted(p for p in files if p.endswith("format-targets.sh"))
@@ -201,7 +202,8 @@ def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
         f"tunefs.lustre --erase-param failover.node --erase-param mgsnode --mgsnode={','.join(MDS01)} "
         f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
         "/dev/mapper/ckpt-mdt0"]
-    assert "the MGS logs keep its old failover NIDs (10.20.255.2@o2ib) until a writeconf" in done.stdout
+    assert "registers any new failover NIDs at its next mount" in done.stdout, "never registered: no replace_nids"
+    assert "replace_nids" not in done.stdout
     assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk.read_text()
     assert "nothing to change" in mds01.run().stdout
 
@@ -231,13 +233,22 @@ def test_the_same_nids_in_another_order_are_no_change(mds01: ScriptHost) -> None
     assert "registers any new failover NIDs at its next mount; no writeconf is needed" in changed.stdout
 
 
-def test_a_removed_failover_nid_is_said_to_need_a_writeconf(mds01: ScriptHost, monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
-    """The MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid): the script names
-    the NIDs only a writeconf removes. A glob in a parameter is never expanded against the files of the working
-    directory (C3: word splitting with pathname expansion turned 10.20.9.* into the file's name)."""
+def _registered(disk: Path) -> None:
+    """The target as its first mount leaves it: the MGS registered it (tunefs.lustre shows no first_time)."""
+    disk.write_text(disk.read_text().replace("Flags:      0x61\n              (MDT first_time update )",
+                                             "Flags:      0x1\n              (MDT )"))
+    assert "first_time" not in disk.read_text()
+
+
+def test_a_removed_failover_nid_of_a_registered_target_names_replace_nids(mds01: ScriptHost,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid): the script prints
+    the per-target lctl replace_nids (lctl-replace_nids(8)) with the planned NIDs and its preconditions, not a
+    writeconf of the whole file system (review S-D1). A glob in a parameter is never expanded against the files of
+    the working directory (C3: word splitting with pathname expansion turned 10.20.9.* into the file's name)."""
     assert mds01.run().returncode == 0
     disk = mds01.root / "dev/mapper/ckpt-mdt0"
+    _registered(disk)
     monkeypatch.chdir(mds01.root)
     (mds01.root / f"failover.node={MGSNODE}:10.20.9.9@o2ib").write_text("")
     _set_params(disk, f"mgsnode={MGSNODE} failover.node={MGSNODE}:10.20.9.*")
@@ -245,7 +256,26 @@ def test_a_removed_failover_nid_is_said_to_need_a_writeconf(mds01: ScriptHost, m
     done = mds01.run()
     assert done.returncode == 0, done.stderr
     assert _changes(mds01, before)[0].startswith("tunefs.lustre --erase-param failover.node")
-    assert "the MGS logs keep its old failover NIDs (10.20.9.*) until a writeconf" in done.stdout
+    assert "ckpt-MDT0000: the MGS logs keep its removed failover NIDs (10.20.9.*)" in done.stdout
+    assert ("unmount every client and every other target of the file systems this MGS serves, keep only the MGS "
+            f"mounted, and run on the MGS: lctl replace_nids ckpt-MDT0000 {MGSNODE} (") in done.stdout
+    assert "registers any new failover NIDs" not in done.stdout
+
+
+def test_a_target_that_never_registered_gets_no_replace_nids(mds01: ScriptHost) -> None:
+    """tunefs.lustre shows a target the MGS never registered as first_time (print_ldd; its label holds ':' until
+    then): the MGS has no record of it, so a removed failover NID needs nothing (review S-D1). Nor is replace_nids
+    offered for the MGT: it takes fsname-MDT/OST names only (mgs_parse_devname in lustre/mgs/mgs_llog.c)."""
+    assert mds01.run().returncode == 0
+    for name in ("ckpt-mdt0", "mgt"):
+        disk = mds01.root / "dev/mapper" / name
+        disk.write_text(disk.read_text().replace(f"failover.node={MGSNODE}", f"failover.node={MGSNODE}:10.20.9.9@o2ib"))
+    assert "first_time" in (mds01.root / "dev/mapper/ckpt-mdt0").read_text()
+    done = mds01.run()
+    assert done.returncode == 0, done.stderr
+    assert len(_changes(mds01)) == 4, "two formats, then the NIDs of both rewritten"
+    assert "replace_nids" not in done.stdout and "removed failover NIDs" not in done.stdout
+    assert "ckpt-MDT0000: the target uses its new MGS NIDs and registers any new failover NIDs" in done.stdout
 
 
 def test_refuses_wrong_lnet_nids_missing_devices_and_other_nodes(mds01: ScriptHost) -> None:
@@ -311,10 +341,11 @@ def test_servers_may_set_their_own_ni_credits(tmp_path: Path) -> None:
     assert (client["tunables"]["credits"], client["lnd tunables"]["ntx"]) == (1024, 4096), "clients unchanged"
     assert {k: v for k, v in server["tunables"].items() if k != "credits"} == {
         k: v for k, v in client["tunables"].items() if k != "credits"}
-    options = files["hosts/lustre-server/lustre/ko2iblnd.conf"].content.decode()
+    options = files["hosts/lustre-server/lustre/fabricgen-ko2iblnd.conf"].content.decode()
     assert " credits=4096 " in options and " ntx=8192 " in options and " peer_credits=64 " in options
-    assert "# credits, ntx: the servers' own (tuning.servers)" in options
-    assert "the servers' own" not in files["hosts/dgx-h100/lustre/ko2iblnd.conf"].content.decode()
+    assert " fmr_pool_size=2048 " in options, "ntx/4 of the servers' own ntx"
+    assert "# credits, ntx, fmr_pool_size: the servers' own (tuning.servers)" in options
+    assert "the servers' own" not in files["hosts/dgx-h100/lustre/fabricgen-ko2iblnd.conf"].content.decode()
 
 
 def test_server_credits_are_checked(tmp_path: Path) -> None:
@@ -331,23 +362,87 @@ def test_server_credits_are_checked(tmp_path: Path) -> None:
 
 
 def test_target_mount_units_of_an_ha_less_site(files: dict[str, Artifact]) -> None:
-    """Each server mounts the targets it formats at boot, MGT before MDTs before OSTs, at the Lustre wiki's mount
-    points; its partner's targets have units without [Install] and noauto fstab lines (mounted only on failover)."""
+    """Each server mounts the targets it formats at boot, MGT before MDTs before OSTs, each MDT and OST after
+    lustre-wait-mgs (wanted, not required), with a start timeout of 3 obd_timeouts; its partner's targets have
+    units without [Install] and noauto fstab lines (mounted only on failover). Mount points are flat under
+    /srv/lustre, beneath no client mount."""
     base = "hosts/mds01/lustre/targets"
     units = sorted(p for p in files if p.startswith(base) and p.endswith(".mount"))
-    assert units == [f"{base}/lustre-ckpt-mdt0.mount", f"{base}/lustre-data-mdt0.mount", f"{base}/lustre-mgt.mount"]
+    assert units == [f"{base}/srv-lustre-ckpt_mdt0.mount", f"{base}/srv-lustre-data_mdt0.mount",
+                     f"{base}/srv-lustre-mgt.mount"]
     mgt, mdt, partner = (files[f"{base}/{u}"].content.decode() for u in
-                         ("lustre-mgt.mount", "lustre-ckpt-mdt0.mount", "lustre-data-mdt0.mount"))
-    assert "What=/dev/mapper/mgt\nWhere=/lustre/mgt\nType=lustre\n" in mgt and "WantedBy=remote-fs.target" in mgt
-    assert "After=lnet.service network-online.target lustre-mgt.mount\n" in mdt and "[Install]" in mdt
-    assert "\n[Install]\n" not in partner and "systemctl start lustre-data-mdt0.mount" in partner
+                         ("srv-lustre-mgt.mount", "srv-lustre-ckpt_mdt0.mount", "srv-lustre-data_mdt0.mount"))
+    assert "What=/dev/mapper/mgt\nWhere=/srv/lustre/mgt\nType=lustre\n" in mgt and "WantedBy=remote-fs.target" in mgt
+    assert "TimeoutSec=300\n" in mgt and "lustre-wait-mgs" not in mgt.split("[Unit]")[1], "the MGT waits for nothing"
+    assert "Requires=lnet.service\nWants=network-online.target lustre-wait-mgs-ckpt.service\n" in mdt, (
+        "a registered target starts without the MGS: the wait is wanted, not required")
+    assert ("After=lnet.service network-online.target srv-lustre-mgt.mount lustre-wait-mgs-ckpt.service\n" in mdt
+            and "[Install]" in mdt and "TimeoutSec=300\n" in mdt)
+    assert "\n[Install]\n" not in partner and "systemctl start srv-lustre-data_mdt0.mount" in partner
+    assert "systemd does not retry a\n# mount unit that failed" in mdt
+    wants = "x-systemd.requires=lnet.service,x-systemd.after=lustre-wait-mgs-ckpt.service"
     assert files[f"{base}/fstab"].content.decode().splitlines()[3:] == [
-        "/dev/mapper/mgt /lustre/mgt lustre _netdev,x-systemd.requires=lnet.service 0 0",
-        "/dev/mapper/ckpt-mdt0 /lustre/ckpt/mdt0 lustre _netdev,x-systemd.requires=lnet.service 0 0",
-        "/dev/mapper/data-mdt0 /lustre/data/mdt0 lustre noauto,_netdev,x-systemd.requires=lnet.service 0 0"]
+        "/dev/mapper/mgt /srv/lustre/mgt lustre _netdev,x-systemd.requires=lnet.service,"
+        "x-systemd.mount-timeout=300 0 0",
+        f"/dev/mapper/ckpt-mdt0 /srv/lustre/ckpt_mdt0 lustre _netdev,{wants},x-systemd.mount-timeout=300 0 0",
+        f"/dev/mapper/data-mdt0 /srv/lustre/data_mdt0 lustre noauto,_netdev,{wants},x-systemd.mount-timeout=300 0 0"]
     oss02 = files["hosts/oss02/lustre/targets/fstab"].content.decode()
-    assert "/dev/mapper/ckpt-ost1 /lustre/ckpt/ost1 lustre _netdev," in oss02, "an odd index: its second server's"
-    assert "/dev/mapper/ckpt-ost0 /lustre/ckpt/ost0 lustre noauto," in oss02
+    assert "/dev/mapper/ckpt-ost1 /srv/lustre/ckpt_ost1 lustre _netdev," in oss02, "an odd index: its second server's"
+    assert "/dev/mapper/ckpt-ost0 /srv/lustre/ckpt_ost0 lustre noauto," in oss02
+
+
+def test_the_wait_for_the_mgs_pings_the_other_servers(files: dict[str, Artifact]) -> None:
+    """An OSS waits for either MGS node; an MDS of the MGT pair for its partner's NIDs (its own answer as soon as
+    its LNet runs) or its own MGT mounted, after that mount."""
+    def exec_start(node: str) -> str:
+        unit = files[f"hosts/{node}/lustre/targets/lustre-wait-mgs-ckpt.service"].content.decode()
+        assert "Type=oneshot\nRemainAfterExit=yes\n" in unit and "TimeoutStartSec=" in unit
+        assert unit.endswith("[Install]\nWantedBy=remote-fs.target\n"), "enabled itself: fstab only orders after it"
+        return next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    assert exec_start("oss03") == ("ExecStart=/usr/local/sbin/lustre-wait-mgs --wait 600 --interval 5 "
+                                   f"{' '.join(MDS01)} {' '.join(MDS02)}")
+    assert exec_start("mds02") == ("ExecStart=/usr/local/sbin/lustre-wait-mgs --mounted /srv/lustre/mgt --wait 600 "
+                                   f"--interval 5 {' '.join(MDS01)}")
+    assert exec_start("mds01").endswith(f"--mounted /srv/lustre/mgt --wait 600 --interval 5 {' '.join(MDS02)}")
+    mds01 = files["hosts/mds01/lustre/targets/lustre-wait-mgs-ckpt.service"].content.decode()
+    assert "After=lnet.service network-online.target srv-lustre-mgt.mount\n" in mds01
+
+
+def _wait(tmp_path: Path, files: dict[str, Artifact], *args: str, answering: str = "", mounts: str = ""
+          ) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "lustre-wait-mgs"
+    script.write_bytes(files["hosts/oss01/lustre/targets/lustre-wait-mgs.sh"].content)
+    write(tmp_path / "ping", answering)
+    write(tmp_path / "proc" / "mounts", mounts or "/dev/sda1 / ext4 rw 0 0")
+    env = {**os.environ, "STUB_STATE": str(tmp_path), "LCTL": str(STUBS / "lctl"), "PROCFS_ROOT": str(tmp_path)}
+    return subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_lustre_wait_mgs_against_stub_lctl(tmp_path: Path, files: dict[str, Artifact]) -> None:
+    """The wait ends when a NID answers lctl ping or the MGT is mounted here, and fails after --wait otherwise."""
+    nids = ("--wait", "1", "--interval", "1", MDS01[0], MDS02[0])
+    found = _wait(tmp_path, files, *nids, answering=MDS02[0])
+    assert found.returncode == 0 and f"MGS NID {MDS02[0]} answers lctl ping" in found.stdout, found.stderr
+    assert (tmp_path / "calls").read_text().splitlines() == [f"lctl ping {MDS01[0]} 1", f"lctl ping {MDS02[0]} 1"]
+    none = _wait(tmp_path, files, *nids)
+    assert none.returncode == 1
+    assert f"no MGS NID answered lctl ping within 1 s ({MDS01[0]} {MDS02[0]})" in none.stderr
+    here = _wait(tmp_path, files, "--mounted", "/srv/lustre/mgt", *nids,
+                 mounts="/dev/mapper/mgt /srv/lustre/mgt lustre ro,svname=MGS 0 0")
+    assert here.returncode == 0 and "the MGT is mounted here at /srv/lustre/mgt" in here.stdout
+    assert _wait(tmp_path, files, "--wait", "soon", MDS01[0]).returncode == 2
+    assert _wait(tmp_path, files).returncode == 2, "nothing to wait for"
+
+
+def test_a_client_mount_over_the_target_root_is_refused(tmp_path: Path) -> None:
+    """A client mount point at or above /srv/lustre would put every target mount beneath it (the bad spec with its
+    message is tests/negative/lustre-client-over-targets.yaml)."""
+    text = H100.read_text()
+    assert text.count("mountpoint: /lustre/ckpt") == 1
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text.replace("mountpoint: /lustre/ckpt", "mountpoint: /srv"))
+    with pytest.raises(SpecError, match="mount point /srv overlaps /srv/lustre, where the servers mount their"):
+        compile_spec(spec)
 
 
 def test_target_params_and_mkfsoptions(tmp_path: Path) -> None:

@@ -13,13 +13,16 @@
 #     with the spec's; where a node, NID or value differs and the target is not mounted here, they are rewritten
 #     with tunefs.lustre (other parameters are kept; mkfsoptions apply at format only).
 #     The target reads its MGS NIDs at every mount and registers added failover NIDs at its next one; removed
-#     failover NIDs stay in the MGS logs until the whole file system is regenerated with tunefs.lustre
-#     --writeconf (tunefs.lustre(8)): the script says which applies and never runs a writeconf;
+#     failover NIDs of a registered MDT or OST stay in the MGS logs until lctl replace_nids rewrites its records
+#     (lctl-replace_nids(8), on the MGS with only the MGS mounted) or a writeconf regenerates the whole file system:
+#     the script prints the replace_nids command, says nothing for a target that never registered (tunefs.lustre
+#     shows it first_time: the MGS holds no record of it), and runs neither;
 #   - another Lustre target, a device labelled as one that tunefs.lustre cannot read, or another file system or
 #     partition table: refused. Nothing here reformats (no --reformat).
 # For the targets it backs up (second in the pair), it checks that the device is visible and holds the planned
 # label or none yet (then its partner has not formatted it), and changes nothing. The targets are then started
-# by mounting them: hosts/oss04/lustre/targets/ has their systemd mount units and fstab lines.
+# by mounting them: hosts/oss04/lustre/targets/ has their systemd mount units, fstab lines and the
+# wait for the MGS (lustre-wait-mgs) the MDTs and OSTs start after.
 #
 # Targets:
 #   ckpt-OST0002 on /dev/mapper/ckpt-ost2: backed up here, formatted by oss03; servicenodes oss03 (10.20.2.5@o2ib,10.20.2.133@o2ib), oss04 (10.20.2.6@o2ib,10.20.2.134@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
@@ -45,6 +48,7 @@ CHANGES=0
 FAILED=0
 TARGET=""
 PARAMS=""
+FLAGS=""
 TUNEFS_SAID=""
 
 usage() {
@@ -143,15 +147,18 @@ each_nid() {
   awk -F '[:,]' '{ for (i = 1; i <= NF; i++) if ($i != "") print $i }'
 }
 
-# read_target PATH: TARGET and PARAMS of the Lustre target on PATH, read from tunefs.lustre --dryrun's "Read previous
-# values" alone (whatever its exit status); TARGET is empty when it finds none, and TUNEFS_SAID is then its last
-# message (tunefs.lustre also finds none on a real target when its ldiskfs plugin mount_osd_ldiskfs.so is missing
-# or e2fsprogs cannot open the file system: osd_is_lustre in lustre/utils/mount_utils.c).
+# read_target PATH: TARGET, FLAGS (the names print_ldd gives them on the line after "Flags:", e.g. "MDT first_time
+# update") and PARAMS of the Lustre target on PATH, read from tunefs.lustre --dryrun's "Read previous values" alone
+# (whatever its exit status); TARGET is empty when it finds none, and TUNEFS_SAID is then its last message
+# (tunefs.lustre also finds none on a real target when its ldiskfs plugin mount_osd_ldiskfs.so is missing or
+# e2fsprogs cannot open the file system: osd_is_lustre in lustre/utils/mount_utils.c).
 read_target() {
   local out
   out="$("$TUNEFS_LUSTRE" --dryrun "$1" 2>&1 || true)"
   TARGET="$(awk '/^ *Permanent disk data/ { exit } /^Target:/ { print $2; exit }' <<<"$out")"
   PARAMS="$(awk '/^ *Permanent disk data/ { exit } /^Parameters:/ { sub(/^Parameters: */, ""); print; exit }' <<<"$out")"
+  FLAGS="$(awk '/^ *Permanent disk data/ { exit } flags && /^ *\(/ { gsub(/[()]/, ""); print; exit }
+    { flags = /^Flags:/ }' <<<"$out")"
   TUNEFS_SAID="$(awk 'NF { line = $0 } END { sub(/^ +/, "", line); print line }' <<<"$out")"
 }
 
@@ -216,8 +223,8 @@ format() {
     change "set the planned NIDs and parameters of ${label} on ${device} (was: ${PARAMS})" \
       "$TUNEFS_LUSTRE" "${tune[@]}" "${fix[@]}" "$path" \
       || { fail "${label}: tunefs.lustre failed on ${device} (if ${partner} has it mounted, multi-mount protection refuses: unmount it there first)"; return; }
-    if [[ -n "$gone" ]]; then
-      log "${label}: the MGS logs keep its old failover NIDs (${gone}) until a writeconf of the whole file system (tunefs.lustre --writeconf on every target, tunefs.lustre(8)): the MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid)"
+    if [[ -n "$gone" && "$label" != MGS && " ${FLAGS} " != *" first_time "* ]]; then
+      log "${label}: the MGS logs keep its removed failover NIDs (${gone}): the MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid). To rewrite its records, unmount every client and every other target of the file systems this MGS serves, keep only the MGS mounted, and run on the MGS: lctl replace_nids ${label} ${failover} (lctl-replace_nids(8); it keeps every other setting, where a writeconf of the whole file system would drop the conf_param ones)"
     elif ((moved)); then
       log "${label}: the target uses its new MGS NIDs and registers any new failover NIDs at its next mount; no writeconf is needed"
     fi
