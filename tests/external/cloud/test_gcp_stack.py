@@ -31,7 +31,9 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 INSTANCE = "gcp:compute/instance:Instance"
 POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 RESERVATION = "    capacity: {kind: reservation, id: a3mega-reservation}\n"
-HIGH = {"type: a3-megagpu-8g": "type: a3-highgpu-8g",
+STOCK_IMAGE = "projects/ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2204-amd64-with-nvidia-570"
+HIGH = {"type: a3-megagpu-8g": "type: a3-highgpu-8g",  # on an image built with the TCPX kernel, as the toolkit's
+        STOCK_IMAGE: "projects/ml-infra-prod/global/images/family/a3high-tcpx",  # a3high-slurm-blueprint.yaml does
         "      - {cidr: 10.60.20.0/24}\n      - {cidr: 10.60.21.0/24}\n      - {cidr: 10.60.22.0/24}\n"
         "      - {cidr: 10.60.23.0/24}\n": ""}
 ULTRA = {"type: a3-megagpu-8g": "type: a3-ultragpu-8g", "zone: us-central1-a": "zone: us-central1-b",

@@ -130,6 +130,26 @@ def max_distance(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Map
     return value
 
 
+def image(issues: Issues, name: str, itype: str, kind: str, facts: Mapping[str, Any]) -> None:
+    """Images the startup script cannot work on, refused here rather than at every boot: Container-Optimized OS on
+    any A3 type, and on A3 High (GPUDirect-TCPX) any image of Google's public projects, none of which boots the TCPX
+    kernel (the catalog's images, with their sources)."""
+    where: PathKey = ("instances", "image")
+    project = name.split("projects/", 1)[1].split("/", 1)[0] if "projects/" in name else ""
+    last = name.rstrip("/").rsplit("/", 1)[-1]
+    tcpx_image = ("build an Ubuntu image with linux-gcp-tcpx (Canonical's private PPA) and the NVIDIA driver, as "
+                  "Cluster Toolkit's examples/machine-learning/a3-highgpu-8g/a3high-slurm-blueprint.yaml builds one, "
+                  "and name it here (projects/YOUR-PROJECT/global/images/family/FAMILY)")
+    if project in facts["cos_projects"] or last.startswith(facts["cos_prefix"]):
+        issues.error(where, "Container-Optimized OS cannot run fabricgen's A3 startup script: no nvidia-smi on PATH, "
+                            "no NVIDIA container toolkit, a read-only root",
+                     tcpx_image if kind == "tcpx" else "use an Ubuntu image with the NVIDIA driver, e.g. projects/"
+                     "ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2204-amd64-with-nvidia-570")
+    elif kind == "tcpx" and project in facts["stock_projects"]:
+        issues.error(where, f"{itype} (GPUDirect-TCPX) needs Google's TCPX kernel (linux-gcp-tcpx), which no image of "
+                            f"{project} boots: every VM would stop at its first boot", tcpx_image)
+
+
 def topology(facts: Mapping[str, Any] | None) -> GpuNicTopology | None:
     """The catalog's GPU-NIC topology file for RxDM, if the stack has one (TCPX)."""
     if facts is None:
@@ -160,6 +180,7 @@ def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[
         issues.error(("network", "vpc", "id"), "reusing an existing VPC is not offered on gcp: an A3 cluster "
                                                "creates one VPC per gVNIC NIC", "give network.vpc.cidr instead")
     zone(issues, itype, spec["zone"], facts)
+    image(issues, spec["instances"]["image"], itype, facts["gpudirect"], catalog["images"])
     wait = facts["network_wait"]
     layout = nics(issues, itype, facts, len(spec["network"]["subnets"]))
     return Gcp(spec.get("project", ""), stack(facts["gpudirect"], catalog["gpudirect"][facts["gpudirect"]]), layout,
