@@ -178,6 +178,7 @@ def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
     assert rule["sourceRanges"] == ["10.60.240.0/20"] and rule["allows"] == [{"protocol": "tcp", "ports": ["988"]}]
     peering = mocks.one("gcp:servicenetworking/connection:Connection").inputs
     assert peering["service"] == "servicenetworking.googleapis.com" and peering["network"] == host
+    assert peering["deletionPolicy"] == "REMOVE_PEERING"  # destroy is not stuck on "still using this connection"
     lustre = mocks.one("gcp:lustre/instance:Instance").inputs
     assert lustre == {**lustre, "instanceId": "gcp-a3-tcpxo-scratch", "location": "us-central1-a",
                       "capacityGib": "36000", "perUnitStorageThroughput": "500", "filesystem": "lustrefs",
@@ -639,7 +640,8 @@ def test_ld_library_path_has_no_empty_entry(tmp_path: Path, scripts: dict[str, s
     assert "LD_LIBRARY_PATH=" not in environment and "NCCL_NET=" not in environment
     assert '\nNCCL_FASTRAK_CTRL_DEV="enp0s12"\n' in environment
     # the login profile, as a login shell (dash) reads it, with the image's own profile at the plugin's path
-    profile = (machine.root / "etc/profile.d/fabricgen-nccl.sh").read_text().replace("/var/lib/", f"{machine.root}/var/lib/")
+    profile = (machine.root / "etc/profile.d/fabricgen-nccl.sh").read_text()
+    profile = profile.replace("/var/lib/", f"{machine.root}/var/lib/")
     profile = profile.replace(". \"/etc/fabricgen/", f". \"{machine.root}/etc/fabricgen/")
     login = subprocess.run(["sh", "-c", profile + '\nprintf "%s" "$LD_LIBRARY_PATH"'], env={"PATH": "/usr/bin:/bin"},
                            capture_output=True, text=True)
@@ -682,3 +684,16 @@ def test_a3_ultra_installs_the_verbs_userspace_gib_opens(tmp_path: Path, scripts
     done = machine.run()
     assert done.returncode == 1 and "6 mlx5 RDMA devices (ibv_devices), not 8" in done.stderr
     assert not any("nccl-gib" in c for c in machine.calls)
+
+
+def test_the_images_nvidia_driver_packages_are_held(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """The installed driver userspace (Cluster Toolkit's hold-nvidia-packages.yml patterns), not packages dpkg only
+    knows of: an upgrade of it alone would mean "Driver/library version mismatch"."""
+    machine = host(tmp_path, scripts["tcpxo"])
+    write(machine.root / "state" / "dpkg-list", "ii  libnvidia-compute-570-server\nii  nvidia-utils-570-server\n"
+                                                "un  nvidia-imex-570")
+    assert machine.run().returncode == 0
+    query = next(c for c in machine.calls if c.startswith("dpkg-query -W -f=${db:Status-Abbrev}"))
+    assert query.endswith(" libnvidia-cfg1-*-server libnvidia-compute-*-server libnvidia-nscq-* "
+                          "nvidia-compute-utils-*-server nvidia-fabricmanager-* nvidia-utils-*-server nvidia-imex-*")
+    assert "apt-mark hold libnvidia-compute-570-server nvidia-utils-570-server" in machine.calls

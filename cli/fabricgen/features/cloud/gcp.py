@@ -120,13 +120,15 @@ def placement(issues: Issues, spec: Mapping[str, Any]) -> bool:
 
 def max_distance(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any]) -> int:
     """The compact policy's maxDistance, one the machine type takes (Compute Engine refuses 1 for A3 Ultra and A3
-    High: the catalog's max_distance with its source); 0: best effort."""
+    High: the catalog's max_distance with its source); 0: best effort. Any value needs Google's allowlist on A3
+    (the catalog's note), which fabricgen cannot see: the README and the hint say so."""
     value = int(spec.get("max_distance", 0))
     allowed = facts["max_distance"]
     if value and value not in allowed:
         issues.error(("instances", "max_distance"), f"{itype} does not take a max_distance of {value}",
                      f"{itype} takes {' or '.join(map(str, allowed))} (Compute Engine, \"Use compact placement "
-                     "policies\"), or leave max_distance out for best effort")
+                     "policies\"), and only once Google has allowlisted the project for a max distance on A3 VMs "
+                     "(ask your Technical Account Manager); or leave max_distance out for best effort")
     return value
 
 

@@ -122,6 +122,18 @@ install_ar_transport() {
   apt_get install apt-transport-artifact-registry
 }
 
+# The NVIDIA driver userspace the image carries, held at its version as Cluster Toolkit's A3 Mega blueprint holds it
+# (hold-nvidia-packages.yml): an upgrade of it alone gives "Driver/library version mismatch" until the next reboot.
+hold_nvidia_packages() {
+  local held=()
+  debian_like || return 0
+  readarray -t held < <(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 'libnvidia-cfg1-*-server' 'libnvidia-compute-*-server' 'libnvidia-nscq-*' 'nvidia-compute-utils-*-server' 'nvidia-fabricmanager-*' 'nvidia-utils-*-server' 'nvidia-imex-*' 2>/dev/null |
+    awk '$1 == "ii" { print $2 }')
+  if ((${#held[@]})); then
+    apt-mark hold "${held[@]}"
+  fi
+}
+
 debian_like() {
   case "$(os_release ID)" in
     ubuntu | debian) return 0 ;;
@@ -455,6 +467,7 @@ mount_filesystems() {
 main() {
   check_image
   disable_unattended_upgrades
+  hold_nvidia_packages
   wait_for_network
   install_container_runtime
   setup_tcpxo_devices
