@@ -697,3 +697,17 @@ def test_the_images_nvidia_driver_packages_are_held(tmp_path: Path, scripts: dic
     assert query.endswith(" libnvidia-cfg1-*-server libnvidia-compute-*-server libnvidia-nscq-* "
                           "nvidia-compute-utils-*-server nvidia-fabricmanager-* nvidia-utils-*-server nvidia-imex-*")
     assert "apt-mark hold libnvidia-compute-570-server nvidia-utils-570-server" in machine.calls
+
+
+def test_a_replaced_lustre_instance_takes_over_its_mountpoint(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """The old instance's line (another address, same mount point) goes; comments and other mounts stay."""
+    machine = host(tmp_path, scripts["rdma"])
+    write(machine.root / "etc/fstab", "# /etc/fstab\nLABEL=cloudimg-rootfs / ext4 defaults 0 1\n"
+                                      "10.90.0.9@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0")
+    assert machine.run().returncode == 0
+    assert (machine.root / "etc/fstab").read_text() == (
+        "# /etc/fstab\nLABEL=cloudimg-rootfs / ext4 defaults 0 1\n"
+        "10.90.0.2@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0\n")
+    before = machine.snapshot()
+    assert machine.run().returncode == 0
+    assert machine.snapshot()["etc/fstab"] == before["etc/fstab"]

@@ -328,17 +328,22 @@ EOF
   systemctl enable "$UNIT"
 }
 
-# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once) and mounted now.
+# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once, the only line for its mount
+# point: a replaced file system's old line, another address, would have boot mount both, one of them dead) and
+# mounted now.
 mount_filesystems() {
-  local fstab_options="$1" mount_options="$2" source mountpoint i
+  local fstab_options="$1" mount_options="$2" source mountpoint i kept
   mkdir -p "${ROOT}/etc"
   if [[ ! -e "${ROOT}/etc/fstab" ]]; then : >"${ROOT}/etc/fstab"; fi
   for ((i = 0; i + 1 < ${#FILESYSTEMS[@]}; i += 2)); do
     source="${FILESYSTEMS[i]}"
     mountpoint="${FILESYSTEMS[i + 1]}"
     mkdir -p "${ROOT}${mountpoint}"
-    if ! awk -v source="$source" '$1 == source { found = 1 } END { exit !found }' "${ROOT}/etc/fstab"; then
-      printf '%s %s cpfs-nfs %s 0 0\n' "$source" "$mountpoint" "$fstab_options" >>"${ROOT}/etc/fstab"
+    if ! awk -v source="$source" -v mountpoint="$mountpoint" '$1 == source && $2 == mountpoint { found = 1 }
+        END { exit !found }' "${ROOT}/etc/fstab"; then
+      kept="$(awk -v mountpoint="$mountpoint" '/^[[:space:]]*#/ || $2 != mountpoint' "${ROOT}/etc/fstab")"
+      printf '%s%s %s cpfs-nfs %s 0 0\n' "${kept:+${kept}
+}" "$source" "$mountpoint" "$fstab_options" >"${ROOT}/etc/fstab"
     fi
     if ! mountpoint -q "${ROOT}${mountpoint}"; then
       mount -t cpfs-nfs -o "$mount_options" "$source" "${ROOT}${mountpoint}"
