@@ -328,9 +328,8 @@ EOF
   systemctl enable "$UNIT"
 }
 
-# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once, the only line for its mount
-# point: a replaced file system's old line, another address, would have boot mount both, one of them dead) and
-# mounted now.
+# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (the only line of its mount point)
+# and mounted now.
 mount_filesystems() {
   local fstab_options="$1" mount_options="$2" source mountpoint i kept
   mkdir -p "${ROOT}/etc"
@@ -339,9 +338,8 @@ mount_filesystems() {
     source="${FILESYSTEMS[i]}"
     mountpoint="${FILESYSTEMS[i + 1]}"
     mkdir -p "${ROOT}${mountpoint}"
-    if ! awk -v source="$source" -v mountpoint="$mountpoint" '$1 == source && $2 == mountpoint { found = 1 }
-        END { exit !found }' "${ROOT}/etc/fstab"; then
-      kept="$(awk -v mountpoint="$mountpoint" '/^[[:space:]]*#/ || $2 != mountpoint' "${ROOT}/etc/fstab")"
+    if ! awk -v s="$source" -v m="$mountpoint" '$1 == s && $2 == m { f = 1 } END { exit !f }' "${ROOT}/etc/fstab"; then
+      kept="$(awk -v m="$mountpoint" '/^[[:space:]]*#/ || $2 != m' "${ROOT}/etc/fstab")" # a replaced one's line goes
       printf '%s%s %s cpfs-nfs %s 0 0\n' "${kept:+${kept}
 }" "$source" "$mountpoint" "$fstab_options" >"${ROOT}/etc/fstab"
     fi
