@@ -63,16 +63,22 @@ apt_get() {
   apt-get -o DPkg::Lock::Timeout=600 -y -q "$@"
 }
 
-# apt_update: apt_get update, again every 30 s for up to 10 minutes: DPkg::Lock::Timeout does not wait for the
-# lists lock it takes.
-apt_update() {
-  local i
+# retried WHAT COMMAND...: COMMAND, again every 30 s for up to 10 minutes while it fails, for the locks apt cannot
+# be told to wait for: `apt-get update`'s lists lock (DPkg::Lock::Timeout covers the dpkg lock only) and the apt-get
+# calls of get.docker.com's installer.
+retried() {
+  local what="$1" i
+  shift
   for ((i = 1; i < 20; i++)); do
-    apt_get update && return 0
-    log "apt-get update failed (its lists lock held?); again in 30 s"
+    "$@" && return 0
+    log "${what} failed (a lock held?); again in 30 s"
     sleep 30
   done
-  apt_get update || fail "apt-get update failed for 10 minutes"
+  "$@" || fail "${what} failed for 10 minutes"
+}
+
+apt_update() {
+  retried "apt-get update" apt_get update
 }
 
 # Unattended upgrades off, as Cluster Toolkit's A3 blueprints turn them off (their cloud-init writes this
@@ -202,7 +208,7 @@ install_container_runtime() {
   if ! command -v docker >/dev/null 2>&1; then
     dir="$(mktemp -d)"
     curl -fsSL -o "${dir}/get-docker.sh" https://get.docker.com
-    sh "${dir}/get-docker.sh"
+    retried "get.docker.com's installer" sh "${dir}/get-docker.sh"
     rm -rf "$dir"
   fi
   if ! command -v nvidia-container-cli >/dev/null 2>&1; then
