@@ -369,6 +369,9 @@ def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dic
     assert 'NCCL_LIB_DIR="/var/lib/tcpxo/lib64" . "/var/lib/tcpxo/lib64/nccl-env-profile.sh"' in profile
     assert "lustre-client-modules-6.8.0-1015-gcp" in " ".join(calls)
     assert (machine.root / "etc/fstab").read_text() == "10.90.0.2@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0\n"
+    # LNet pinned to nic0 before the client loads (the host VPC is the one Managed Lustre is peered into)
+    lnet = machine.root / "etc/modprobe.d/fabricgen-lnet.conf"
+    assert lnet.read_text() == 'options lnet networks="tcp0(enp0s12)"\n'
 
 
 def test_tcpxo_startup_again_leaves_rxdm_running(tmp_path: Path, scripts: dict[str, str]) -> None:
@@ -713,3 +716,5 @@ def test_a_replaced_lustre_instance_takes_over_its_mountpoint(tmp_path: Path, sc
     before = machine.snapshot()
     assert machine.run().returncode == 0
     assert machine.snapshot()["etc/fstab"] == before["etc/fstab"]
+    lnet = machine.root / "etc/modprobe.d/fabricgen-lnet.conf"
+    assert lnet.read_text() == 'options lnet networks="tcp0(enp0s19)"\n'  # A3 Ultra's nic0

@@ -424,6 +424,13 @@ $(awk '!/^(NCCL_NET|LD_LIBRARY_PATH)=/ { i = index($0, "="); print substr($0, 1,
 }${block}"
 }
 
+# LNet on nic0 (enp0s12), the host VPC Managed Lustre is peered into: without the lnet module's networks=
+# option ksocklnd takes the first usable interface, nic0 on these 9- and 10-NIC VMs only by enumeration order. Read
+# when lnet loads (from the next boot when it already is).
+pin_lnet() {
+  write_if_changed /etc/modprobe.d/fabricgen-lnet.conf 0644 <<<'options lnet networks="tcp0(enp0s12)"'
+}
+
 # Google's Managed Lustre client (Cluster Toolkit modules/file-system/managed-lustre, install-managed-lustre-client.sh).
 install_lustre_client() {
   if grep -qw lustre "${ROOT}/proc/filesystems" 2>/dev/null || modinfo lustre >/dev/null 2>&1; then
@@ -484,6 +491,7 @@ main() {
   install_rxdm
   install_nccl_env
   if ((${#FILESYSTEMS[@]})); then
+    pin_lnet
     install_lustre_client
     mount_filesystems defaults,_netdev defaults
   fi
