@@ -120,7 +120,11 @@ def filesystems(host: gcp.compute.Network, enabled: Apis) -> list[gcp.lustre.Ins
     fabricgen carved from network.vpc.cidr (clear of every subnet, on every NIC's VPC), peered to Google's service
     network, and a firewall rule admitting Lustre's TCP port from it (Managed Lustre, "Configure a VPC network").
     Creating, changing or deleting an instance can take up to an hour (Cluster Toolkit's managed-lustre module gives
-    it 1h timeouts): so does this program, where Pulumi's default would give up earlier."""
+    it 1h timeouts): so does this program, where Pulumi's default would give up earlier. The peering is deleted with
+    deletion_policy REMOVE_PEERING: for a while after Managed Lustre is gone Google still refuses to delete the
+    connection ("Producer services ... still using this connection"), and pulumi-gcp's REMOVE_PEERING then removes
+    the VPC peering itself so that the host VPC can go (ABANDON, which Cluster Toolkit's private-service-access module
+    offers, would leave the peering and block the network's deletion)."""
     if not DATA["filesystems"]:
         return []
     cluster, project = DATA["cluster"], GOOGLE["project"]
@@ -134,6 +138,7 @@ def filesystems(host: gcp.compute.Network, enabled: Apis) -> list[gcp.lustre.Ins
                          description=f"{cluster}: Managed Lustre's servers to its clients")
     peering = gcp.servicenetworking.Connection("psa", network=host.id, service="servicenetworking.googleapis.com",
                                                reserved_peering_ranges=[reserved.name],
+                                               deletion_policy="REMOVE_PEERING",
                                                opts=after(enabled, "servicenetworking.googleapis.com"))
     timeout = GOOGLE["lustre_timeout"]
     return [gcp.lustre.Instance(

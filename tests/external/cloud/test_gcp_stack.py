@@ -31,7 +31,9 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 INSTANCE = "gcp:compute/instance:Instance"
 POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 RESERVATION = "    capacity: {kind: reservation, id: a3mega-reservation}\n"
-HIGH = {"type: a3-megagpu-8g": "type: a3-highgpu-8g",
+STOCK_IMAGE = "projects/ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2204-amd64-with-nvidia-570"
+HIGH = {"type: a3-megagpu-8g": "type: a3-highgpu-8g",  # on an image built with the TCPX kernel, as the toolkit's
+        STOCK_IMAGE: "projects/ml-infra-prod/global/images/family/a3high-tcpx",  # a3high-slurm-blueprint.yaml does
         "      - {cidr: 10.60.20.0/24}\n      - {cidr: 10.60.21.0/24}\n      - {cidr: 10.60.22.0/24}\n"
         "      - {cidr: 10.60.23.0/24}\n": ""}
 ULTRA = {"type: a3-megagpu-8g": "type: a3-ultragpu-8g", "zone: us-central1-a": "zone: us-central1-b",
@@ -176,6 +178,7 @@ def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
     assert rule["sourceRanges"] == ["10.60.240.0/20"] and rule["allows"] == [{"protocol": "tcp", "ports": ["988"]}]
     peering = mocks.one("gcp:servicenetworking/connection:Connection").inputs
     assert peering["service"] == "servicenetworking.googleapis.com" and peering["network"] == host
+    assert peering["deletionPolicy"] == "REMOVE_PEERING"  # destroy is not stuck on "still using this connection"
     lustre = mocks.one("gcp:lustre/instance:Instance").inputs
     assert lustre == {**lustre, "instanceId": "gcp-a3-tcpxo-scratch", "location": "us-central1-a",
                       "capacityGib": "36000", "perUnitStorageThroughput": "500", "filesystem": "lustrefs",
@@ -322,6 +325,7 @@ def host(tmp_path: Path, script: str, kernel: str = "6.8.0-1015-gcp", os_id: str
 
 
 WAIT = "fabricgen-gpu-network.service"
+APT = "apt-get -o DPkg::Lock::Timeout=600 -y -q"  # every apt-get call waits for the dpkg lock
 WAITS = ["systemctl daemon-reload", f"systemctl enable {WAIT}", f"systemctl start {WAIT}"]
 
 
@@ -332,8 +336,8 @@ def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dic
     assert done.returncode == 0, done.stderr
     calls = machine.calls
     # the helper was missing: built by DKMS for the running kernel from Google's source package, headers first
-    helper = [c for c in calls if c.startswith(("apt-get install -y -q linux-headers", "apt-get download", "dkms"))]
-    assert helper == ["apt-get install -y -q linux-headers-6.8.0-1015-gcp", "apt-get download dmabuf-import-helper",
+    helper = [c for c in calls if c.startswith((f"{APT} install linux-headers", f"{APT} download", "dkms"))]
+    assert helper == [f"{APT} install linux-headers-6.8.0-1015-gcp", f"{APT} download dmabuf-import-helper",
                       "dkms status -m dmabuf-import-helper -v 1.1", "dkms add -m dmabuf-import-helper -v 1.1",
                       "dkms build -m dmabuf-import-helper -v 1.1 -k 6.8.0-1015-gcp",
                       "dkms install -m dmabuf-import-helper -v 1.1 -k 6.8.0-1015-gcp"]
@@ -349,7 +353,7 @@ def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dic
     assert [c for c in calls if c.startswith("systemctl")] == [
         *WAITS, "systemctl enable fabricgen-rxdm.service", "systemctl daemon-reload",
         "systemctl restart fabricgen-rxdm.service"]
-    assert calls.index(f"systemctl start {WAIT}") < calls.index("apt-get download dmabuf-import-helper")
+    assert calls.index(f"systemctl start {WAIT}") < calls.index(f"{APT} download dmabuf-import-helper")
     unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
     assert "--num_hops=2 --num_nics=8 --uid= --alsologtostderr" in unit and "tcpgpudmarxd-dev:v1.0.23" in unit
     assert "\nExecStartPre=/sbin/modprobe import-helper\n" in unit  # at reboot, before RxDM, as slurm-gcp's prolog
@@ -365,6 +369,9 @@ def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dic
     assert 'NCCL_LIB_DIR="/var/lib/tcpxo/lib64" . "/var/lib/tcpxo/lib64/nccl-env-profile.sh"' in profile
     assert "lustre-client-modules-6.8.0-1015-gcp" in " ".join(calls)
     assert (machine.root / "etc/fstab").read_text() == "10.90.0.2@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0\n"
+    # LNet pinned to nic0 before the client loads (the host VPC is the one Managed Lustre is peered into)
+    lnet = machine.root / "etc/modprobe.d/fabricgen-lnet.conf"
+    assert lnet.read_text() == 'options lnet networks="tcp0(enp0s12)"\n'
 
 
 def test_tcpxo_startup_again_leaves_rxdm_running(tmp_path: Path, scripts: dict[str, str]) -> None:
@@ -432,7 +439,7 @@ def test_a3_mega_dmabuf_helper_is_patched_from_linux_6_13(tmp_path: Path, script
     assert done.returncode == 0, done.stderr
     source = machine.root / "usr/src/dmabuf-import-helper-1.1/import-helper.c"
     assert source.read_text() == 'MODULE_IMPORT_NS("DMA_BUF");\n'
-    assert not any(c.startswith("apt-get install -y -q linux-headers") for c in machine.calls)
+    assert not any(c.startswith(f"{APT} install linux-headers") for c in machine.calls)
 
 
 def test_a3_mega_without_kernel_headers_says_so_before_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
@@ -506,11 +513,11 @@ def test_rdma_installs_gib_and_its_nccl_once_without_rxdm(tmp_path: Path, script
     assert machine.run().returncode == 0
     calls = machine.calls
     for package in ("libnccl2=2.27.5-1+cuda12.9", "nccl-gib=1.1.0"):  # a3ultra-slurm-blueprint.yaml's versions
-        assert f"apt-get install -y -q --allow-downgrades --allow-change-held-packages {package}" in calls
+        assert f"{APT} install --allow-downgrades --allow-change-held-packages {package}" in calls
         assert f"apt-mark hold {package.split('=')[0]}" in calls
     keyring = next(c for c in calls if c.endswith("cuda-keyring_1.1-1_all.deb"))
     assert calls.index(keyring) < calls.index(
-        "apt-get install -y -q --allow-downgrades --allow-change-held-packages libnccl2=2.27.5-1+cuda12.9")
+        f"{APT} install --allow-downgrades --allow-change-held-packages libnccl2=2.27.5-1+cuda12.9")
     assert not any(c.startswith("docker") for c in calls)
     assert [c for c in calls if c.startswith("systemctl")] == WAITS
     again = len(calls)
@@ -552,17 +559,19 @@ def test_tcpxo_installs_docker_and_the_container_toolkit(tmp_path: Path, scripts
     installs them as the blueprint does, then goes on to RxDM, NCCL and Lustre; the next boot installs nothing."""
     machine = host(tmp_path, scripts["tcpxo"])
     write(machine.root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nUBUNTU_CODENAME=jammy')
+    (machine.root / "state" / "docker-locked").touch()  # its first run meets a held dpkg lock: run again
     path = without(machine, "docker", "nvidia-container-cli")
     done = machine.run(PATH=path)
     assert done.returncode == 0, done.stderr
+    assert "get.docker.com's installer failed (a lock held?); again in 30 s" in done.stderr
     calls = machine.calls
     get_docker = next(c for c in calls if c.endswith(" https://get.docker.com"))
     assert get_docker.startswith("curl -fsSL -o ") and "get-docker.sh " in calls  # the stub installer ran
     keyring = next(c for c in calls if c.endswith("cuda-keyring_1.1-1_all.deb"))
     assert keyring.endswith(" https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
                             "cuda-keyring_1.1-1_all.deb")
-    toolkit = calls.index("apt-get install -y -q nvidia-container-toolkit")
-    assert calls[toolkit - 2].startswith("apt-get install -y -q /") and calls[toolkit - 1] == "apt-get update -q"
+    toolkit = calls.index(f"{APT} install nvidia-container-toolkit")
+    assert calls[toolkit - 2].startswith(f"{APT} install /") and calls[toolkit - 1] == f"{APT} update"
     assert calls.index("systemctl restart docker.service") < calls.index("systemctl enable fabricgen-rxdm.service")
     assert (machine.root / "etc/apt/preferences.d/block-broken-nvidia-container").read_text() == (
         "Package: nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools "
@@ -598,3 +607,114 @@ def test_apt_sources_are_signed_by_googles_keys(tmp_path: Path, scripts: dict[st
                 keyring = line.split("signed-by=", 1)[1].split("]", 1)[0]
                 assert (machine.root / keyring.lstrip("/")).read_text(), f"{name}: {keyring} not written"
                 assert f"curl -fsSL {keys[keyring]}" in machine.calls
+
+
+def test_apt_waits_for_the_locks_unattended_upgrades_hold(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """At first boot unattended-upgrades holds the dpkg lock (the stub fails any apt-get without
+    DPkg::Lock::Timeout, as apt does) and the lists lock for two updates: every call waits or retries, and the
+    script turns unattended upgrades off as Cluster Toolkit's A3 blueprints do."""
+    machine = host(tmp_path, scripts["rdma"])
+    (machine.root / "state" / "dpkg-locked").touch()
+    bare = subprocess.run([str(STUBS / "apt-get"), "install", "-y", "dkms"], env=machine.env, capture_output=True,
+                          text=True)
+    assert bare.returncode == 100 and "Could not get lock" in bare.stderr  # what a bare apt-get would meet
+    write(machine.root / "state" / "lists-locked", "2")
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    apt = [c for c in machine.calls if c.startswith("apt-get ")]
+    assert apt[1:] and all(c.startswith(f"{APT} ") for c in apt[1:])
+    assert done.stderr.count("apt-get update failed (a lock held?); again in 30 s") == 2
+    assert (machine.root / "etc/apt/apt.conf.d/20auto-upgrades").read_text() == (
+        'APT::Periodic::Update-Package-Lists "0";\nAPT::Periodic::Unattended-Upgrade "0";\n')
+
+
+def test_ld_library_path_has_no_empty_entry(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """Google's nccl-env-profile.sh prepends NCCL_LIB_DIR without a guard ("DIR:" when LD_LIBRARY_PATH was empty,
+    the current directory to ld.so): the resolved value and a login shell's hold each directory once, no empty
+    entry; /etc/environment holds neither LD_LIBRARY_PATH nor NCCL_NET (containers inheriting it lack the plugin)."""
+    machine = host(tmp_path, scripts["tcpxo"])
+    library = machine.root / "var/lib/tcpxo/lib64"
+    write(library / ".fabricgen-plugin-image",
+          "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17")
+    write(library / "nccl-env-profile.sh",
+          'export LD_LIBRARY_PATH="${NCCL_LIB_DIR}:${LD_LIBRARY_PATH}"\nexport NCCL_NET=FasTrak\n')
+    assert machine.run().returncode == 0
+    resolved = (machine.root / "etc/fabricgen/nccl-resolved.env").read_text().splitlines()
+    assert "LD_LIBRARY_PATH=/var/lib/tcpxo/lib64" in resolved and "NCCL_NET=FasTrak" in resolved
+    environment = (machine.root / "etc/environment").read_text()
+    assert "LD_LIBRARY_PATH=" not in environment and "NCCL_NET=" not in environment
+    assert '\nNCCL_FASTRAK_CTRL_DEV="enp0s12"\n' in environment
+    # the login profile, as a login shell (dash) reads it, with the image's own profile at the plugin's path
+    profile = (machine.root / "etc/profile.d/fabricgen-nccl.sh").read_text()
+    profile = profile.replace("/var/lib/", f"{machine.root}/var/lib/")
+    profile = profile.replace(". \"/etc/fabricgen/", f". \"{machine.root}/etc/fabricgen/")
+    login = subprocess.run(["sh", "-c", profile + '\nprintf "%s" "$LD_LIBRARY_PATH"'], env={"PATH": "/usr/bin:/bin"},
+                           capture_output=True, text=True)
+    assert login.returncode == 0, login.stderr
+    entries = login.stdout.split(":")
+    assert "" not in entries and entries[0] == str(library), login.stdout
+
+
+def test_a_relative_library_path_entry_is_refused(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["tcpxo"])
+    library = machine.root / "var/lib/tcpxo/lib64"
+    write(library / ".fabricgen-plugin-image",
+          "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17")
+    write(library / "nccl-env-profile.sh", 'export LD_LIBRARY_PATH="lib:${NCCL_LIB_DIR}"\n')
+    done = machine.run()
+    assert done.returncode == 1 and "LD_LIBRARY_PATH holds the relative entry lib" in done.stderr
+    assert not (machine.root / "etc/fabricgen/nccl-resolved.env").exists()
+
+
+def test_tcpx_keeps_nccl_net_out_of_every_session(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = a3_high(tmp_path, scripts["tcpx"])
+    assert machine.run().returncode == 0
+    assert "NCCL_NET=GPUDirectTCPX_v7\n" in (machine.root / "etc/fabricgen/nccl-resolved.env").read_text()
+    environment = (machine.root / "etc/environment").read_text()
+    assert "\nNCCL_NET=" not in environment and '\nNCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX="/run/tcpx"\n' in environment
+
+
+def test_a3_ultra_installs_the_verbs_userspace_gib_opens(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """libibverbs1 and the mlx5 provider (Cluster Toolkit installs ibverbs-utils), once; then all eight CX-7 VFs
+    must be RDMA devices (six are not enough)."""
+    machine = host(tmp_path, scripts["rdma"])
+    assert machine.run().returncode == 0, machine.run().stderr
+    verbs = f"{APT} install ibverbs-utils ibverbs-providers"
+    assert machine.calls.count(verbs) == 1
+    assert machine.calls.index(verbs) < machine.calls.index(
+        f"{APT} install --allow-downgrades --allow-change-held-packages nccl-gib=1.1.0")
+    (tmp_path / "few").mkdir()
+    machine = host(tmp_path / "few", scripts["rdma"])
+    write(machine.root / "state" / "mlx5-devices", "6")
+    done = machine.run()
+    assert done.returncode == 1 and "6 RDMA devices (ibv_devices), not 8" in done.stderr
+    assert not any("nccl-gib" in c for c in machine.calls)
+
+
+def test_the_images_nvidia_driver_packages_are_held(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """The installed driver userspace (Cluster Toolkit's hold-nvidia-packages.yml patterns), not packages dpkg only
+    knows of: an upgrade of it alone would mean "Driver/library version mismatch"."""
+    machine = host(tmp_path, scripts["tcpxo"])
+    write(machine.root / "state" / "dpkg-list", "ii  libnvidia-compute-570-server\nii  nvidia-utils-570-server\n"
+                                                "un  nvidia-imex-570")
+    assert machine.run().returncode == 0
+    query = next(c for c in machine.calls if c.startswith("dpkg-query -W -f=${db:Status-Abbrev}"))
+    assert query.endswith(" libnvidia-cfg1-*-server libnvidia-compute-*-server libnvidia-nscq-* "
+                          "nvidia-compute-utils-*-server nvidia-fabricmanager-* nvidia-utils-*-server nvidia-imex-*")
+    assert "apt-mark hold libnvidia-compute-570-server nvidia-utils-570-server" in machine.calls
+
+
+def test_a_replaced_lustre_instance_takes_over_its_mountpoint(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """The old instance's line (another address, same mount point) goes; comments and other mounts stay."""
+    machine = host(tmp_path, scripts["rdma"])
+    write(machine.root / "etc/fstab", "# /etc/fstab\nLABEL=cloudimg-rootfs / ext4 defaults 0 1\n"
+                                      "10.90.0.9@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0")
+    assert machine.run().returncode == 0
+    assert (machine.root / "etc/fstab").read_text() == (
+        "# /etc/fstab\nLABEL=cloudimg-rootfs / ext4 defaults 0 1\n"
+        "10.90.0.2@tcp:/lustrefs /lustre lustre defaults,_netdev 0 0\n")
+    before = machine.snapshot()
+    assert machine.run().returncode == 0
+    assert machine.snapshot()["etc/fstab"] == before["etc/fstab"]
+    lnet = machine.root / "etc/modprobe.d/fabricgen-lnet.conf"
+    assert lnet.read_text() == 'options lnet networks="tcp0(enp0s19)"\n'  # A3 Ultra's nic0

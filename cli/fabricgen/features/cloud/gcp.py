@@ -120,14 +120,36 @@ def placement(issues: Issues, spec: Mapping[str, Any]) -> bool:
 
 def max_distance(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any]) -> int:
     """The compact policy's maxDistance, one the machine type takes (Compute Engine refuses 1 for A3 Ultra and A3
-    High: the catalog's max_distance with its source); 0: best effort."""
+    High: the catalog's max_distance with its source); 0: best effort. Any value needs Google's allowlist on A3
+    (the catalog's note), which fabricgen cannot see: the README and the hint say so."""
     value = int(spec.get("max_distance", 0))
     allowed = facts["max_distance"]
     if value and value not in allowed:
         issues.error(("instances", "max_distance"), f"{itype} does not take a max_distance of {value}",
                      f"{itype} takes {' or '.join(map(str, allowed))} (Compute Engine, \"Use compact placement "
-                     "policies\"), or leave max_distance out for best effort")
+                     "policies\"), and only once Google has allowlisted the project for a max distance on A3 VMs "
+                     "(ask your Technical Account Manager); or leave max_distance out for best effort")
     return value
+
+
+def image(issues: Issues, name: str, itype: str, kind: str, facts: Mapping[str, Any]) -> None:
+    """Images the startup script cannot work on, refused here rather than at every boot: Container-Optimized OS on
+    any A3 type, and on A3 High (GPUDirect-TCPX) any image of Google's public projects, none of which boots the TCPX
+    kernel (the catalog's images, with their sources)."""
+    where: PathKey = ("instances", "image")
+    project = name.split("projects/", 1)[1].split("/", 1)[0] if "projects/" in name else ""
+    last = name.rstrip("/").rsplit("/", 1)[-1]
+    tcpx_image = ("build an Ubuntu image with linux-gcp-tcpx (Canonical's private PPA) and the NVIDIA driver, as "
+                  "Cluster Toolkit's examples/machine-learning/a3-highgpu-8g/a3high-slurm-blueprint.yaml builds one, "
+                  "and name it here (projects/YOUR-PROJECT/global/images/family/FAMILY)")
+    if project in facts["cos_projects"] or last.startswith(facts["cos_prefix"]):
+        issues.error(where, "Container-Optimized OS cannot run fabricgen's A3 startup script: no nvidia-smi on PATH, "
+                            "no NVIDIA container toolkit, a read-only root",
+                     tcpx_image if kind == "tcpx" else "use an Ubuntu image with the NVIDIA driver, e.g. projects/"
+                     "ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2204-amd64-with-nvidia-570")
+    elif kind == "tcpx" and project in facts["stock_projects"]:
+        issues.error(where, f"{itype} (GPUDirect-TCPX) needs Google's TCPX kernel (linux-gcp-tcpx), which no image of "
+                            f"{project} boots: every VM would stop at its first boot", tcpx_image)
 
 
 def topology(facts: Mapping[str, Any] | None) -> GpuNicTopology | None:
@@ -160,6 +182,7 @@ def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[
         issues.error(("network", "vpc", "id"), "reusing an existing VPC is not offered on gcp: an A3 cluster "
                                                "creates one VPC per gVNIC NIC", "give network.vpc.cidr instead")
     zone(issues, itype, spec["zone"], facts)
+    image(issues, spec["instances"]["image"], itype, facts["gpudirect"], catalog["images"])
     wait = facts["network_wait"]
     layout = nics(issues, itype, facts, len(spec["network"]["subnets"]))
     return Gcp(spec.get("project", ""), stack(facts["gpudirect"], catalog["gpudirect"][facts["gpudirect"]]), layout,

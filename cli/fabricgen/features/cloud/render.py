@@ -86,7 +86,9 @@ def user_data(name: str, source: str, cloud: Cloud) -> Artifact | None:
     if cloud.gcp is not None:  # always: the GPUDirect stack, its RxDM and the NCCL environment, then Lustre mounts
         return Artifact(f"pulumi/{name}/{USER_DATA['gcp']}", render_template(
             "pulumi/gcp-a3-startup.sh.j2", cluster=name, source=source, machine_type=cloud.instance_type.name,
-            stack=cloud.gcp.stack, wait=cloud.gcp.network_wait, nccl=[env_line(n, v) for n, v, _ in cloud.gcp.nccl]))
+            stack=cloud.gcp.stack, wait=cloud.gcp.network_wait, interfaces=cloud.instance_type.interfaces,
+            held=catalog()["gcp"]["held_packages"]["patterns"], nccl=[env_line(n, v) for n, v, _ in cloud.gcp.nccl],
+            lnet_ifname=catalog()["gcp"]["instances"][cloud.instance_type.name]["host_ifname"]))
     if cloud.provider == "alicloud":  # always: the eRDMA stack, the GPU driver (and Fabric Manager), the ERIs' MTU,
         # then any CPFS mounts
         return Artifact(f"pulumi/{name}/{USER_DATA['alicloud']}", render_template(

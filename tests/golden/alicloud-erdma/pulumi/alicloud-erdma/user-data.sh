@@ -328,17 +328,20 @@ EOF
   systemctl enable "$UNIT"
 }
 
-# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once) and mounted now.
+# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (the only line of its mount point)
+# and mounted now.
 mount_filesystems() {
-  local fstab_options="$1" mount_options="$2" source mountpoint i
+  local fstab_options="$1" mount_options="$2" source mountpoint i kept
   mkdir -p "${ROOT}/etc"
   if [[ ! -e "${ROOT}/etc/fstab" ]]; then : >"${ROOT}/etc/fstab"; fi
   for ((i = 0; i + 1 < ${#FILESYSTEMS[@]}; i += 2)); do
     source="${FILESYSTEMS[i]}"
     mountpoint="${FILESYSTEMS[i + 1]}"
     mkdir -p "${ROOT}${mountpoint}"
-    if ! awk -v source="$source" '$1 == source { found = 1 } END { exit !found }' "${ROOT}/etc/fstab"; then
-      printf '%s %s cpfs-nfs %s 0 0\n' "$source" "$mountpoint" "$fstab_options" >>"${ROOT}/etc/fstab"
+    if ! awk -v s="$source" -v m="$mountpoint" '$1 == s && $2 == m { f = 1 } END { exit !f }' "${ROOT}/etc/fstab"; then
+      kept="$(awk -v m="$mountpoint" '/^[[:space:]]*#/ || $2 != m' "${ROOT}/etc/fstab")" # a replaced one's line goes
+      printf '%s%s %s cpfs-nfs %s 0 0\n' "${kept:+${kept}
+}" "$source" "$mountpoint" "$fstab_options" >"${ROOT}/etc/fstab"
     fi
     if ! mountpoint -q "${ROOT}${mountpoint}"; then
       mount -t cpfs-nfs -o "$mount_options" "$source" "${ROOT}${mountpoint}"

@@ -8,9 +8,10 @@
 # at every boot) and the aperture-devices udev rule, the NCCL plugin and Google's NCCL from the installer image into
 # /var/lib/tcpxo/lib64, and the receive-datapath manager (RxDM) as fabricgen-rxdm.service;
 # then the NCCL environment Google documents for the type in /etc/fabricgen/nccl.env and
-# /etc/profile.d/fabricgen-nccl.sh (login shells), resolved into /etc/fabricgen/nccl-resolved.env and
-# /etc/environment (every PAM session, `ssh host cmd` included; EnvironmentFile= of systemd units, docker run
-# --env-file), and the Managed Lustre client and mounts.
+# /etc/profile.d/fabricgen-nccl.sh (login shells), resolved into /etc/fabricgen/nccl-resolved.env (EnvironmentFile=
+# of systemd units, docker run --env-file) and, but for NCCL_NET and LD_LIBRARY_PATH, /etc/environment (every PAM
+# session, `ssh host cmd` included), and the Managed Lustre client and mounts. Unattended upgrades are turned off and
+# every apt-get waits for the dpkg lock.
 # Docker and the NVIDIA container toolkit, when the image lacks them, are installed as Cluster Toolkit's A3 Mega
 # blueprint installs them.
 # An image without the NVIDIA driver stops the script with the reason.
@@ -48,10 +49,47 @@ AR_KEYRING=/etc/apt/keyrings/gcp-ar-repo.gpg
 CLOUD_KEY=https://packages.cloud.google.com/apt/doc/apt-key.gpg
 CLOUD_KEYRING=/etc/apt/keyrings/cloud-google.gpg
 CHANGED=0
+export DEBIAN_FRONTEND=noninteractive
 
 fail() {
   log "$*"
   exit 1
+}
+
+# apt_get ARGS: apt-get that waits up to 10 minutes for the dpkg lock (Cluster Toolkit's install_ansible.sh:
+# -o DPkg::Lock::Timeout=600) instead of failing at once while apt-daily, unattended-upgrades or the guest agent
+# hold it at first boot.
+apt_get() {
+  apt-get -o DPkg::Lock::Timeout=600 -y -q "$@"
+}
+
+# retried WHAT COMMAND...: COMMAND, again every 30 s for up to 10 minutes while it fails, for the locks apt cannot
+# be told to wait for: `apt-get update`'s lists lock (DPkg::Lock::Timeout covers the dpkg lock only) and the apt-get
+# calls of get.docker.com's installer.
+retried() {
+  local what="$1" i
+  shift
+  for ((i = 1; i < 20; i++)); do
+    "$@" && return 0
+    log "${what} failed (a lock held?); again in 30 s"
+    sleep 30
+  done
+  "$@" || fail "${what} failed for 10 minutes"
+}
+
+apt_update() {
+  retried "apt-get update" apt_get update
+}
+
+# Unattended upgrades off, as Cluster Toolkit's A3 blueprints turn them off (their cloud-init writes this
+# 20auto-upgrades): they race this script for the dpkg lock at first boot and would upgrade the NVIDIA driver or
+# the kernel under running jobs. Security updates are the operator's job from then on (README).
+disable_unattended_upgrades() {
+  debian_like || return 0
+  write_if_changed /etc/apt/apt.conf.d/20auto-upgrades 0644 <<'EOF'
+APT::Periodic::Update-Package-Lists "0";
+APT::Periodic::Unattended-Upgrade "0";
+EOF
 }
 
 # write_if_changed PATH MODE: stdin to PATH when it differs (CHANGED=1 then).
@@ -86,8 +124,20 @@ apt_repository() {
 # The apt-transport-artifact-registry package (ar+https:// sources) from packages.cloud.google.com.
 install_ar_transport() {
   apt_repository artifact-registry-transport "$CLOUD_KEYRING" "$CLOUD_KEY" "deb [signed-by=${CLOUD_KEYRING}] https://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main"
-  apt-get update -q
-  apt-get install -y -q apt-transport-artifact-registry
+  apt_update
+  apt_get install apt-transport-artifact-registry
+}
+
+# The NVIDIA driver userspace the image carries, held at its version as Cluster Toolkit's A3 Mega blueprint holds it
+# (hold-nvidia-packages.yml): an upgrade of it alone gives "Driver/library version mismatch" until the next reboot.
+hold_nvidia_packages() {
+  local held=()
+  debian_like || return 0
+  readarray -t held < <(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 'libnvidia-cfg1-*-server' 'libnvidia-compute-*-server' 'libnvidia-nscq-*' 'nvidia-compute-utils-*-server' 'nvidia-fabricmanager-*' 'nvidia-utils-*-server' 'nvidia-imex-*' 2>/dev/null |
+    awk '$1 == "ii" { print $2 }')
+  if ((${#held[@]})); then
+    apt-mark hold "${held[@]}"
+  fi
 }
 
 debian_like() {
@@ -107,9 +157,9 @@ cuda_repository() {
   dir="$(mktemp -d)"
   curl -fsSL -o "${dir}/cuda-keyring.deb" \
     "https://developer.download.nvidia.com/compute/cuda/repos/$(os_release ID)$(os_release VERSION_ID | tr -d .)/x86_64/cuda-keyring_1.1-1_all.deb"
-  apt-get install -y -q "${dir}/cuda-keyring.deb"
+  apt_get install "${dir}/cuda-keyring.deb"
   rm -rf "$dir"
-  apt-get update -q
+  apt_update
 }
 
 # Boot waits for the NICs to be routable before this script (the unit runs before google-startup-scripts.service)
@@ -158,7 +208,7 @@ install_container_runtime() {
   if ! command -v docker >/dev/null 2>&1; then
     dir="$(mktemp -d)"
     curl -fsSL -o "${dir}/get-docker.sh" https://get.docker.com
-    sh "${dir}/get-docker.sh"
+    retried "get.docker.com's installer" sh "${dir}/get-docker.sh"
     rm -rf "$dir"
   fi
   if ! command -v nvidia-container-cli >/dev/null 2>&1; then
@@ -168,7 +218,7 @@ Pin: version 1.17.7-1
 Pin-Priority: 100
 EOF
     cuda_repository
-    apt-get install -y -q nvidia-container-toolkit
+    apt_get install nvidia-container-toolkit
   fi
   if ! command -v docker >/dev/null 2>&1 || ! command -v nvidia-container-cli >/dev/null 2>&1; then
     fail "Docker or the NVIDIA container toolkit did not install"
@@ -196,16 +246,16 @@ install_import_helper() {
   kernel="$(uname -r)"
   debian_like || fail "the dmabuf import helper is missing and this OS has no Debian packages for it"
   if [[ ! -e "${ROOT}/lib/modules/${kernel}/build" ]]; then
-    apt-get install -y -q "linux-headers-${kernel}" ||
+    apt_get install "linux-headers-${kernel}" ||
       fail "the dmabuf import helper is built by DKMS against the running kernel's headers: linux-headers-${kernel} does not install"
   fi
   install_ar_transport
-  apt-get install -y -q dkms
+  apt_get install dkms
   # trusted=yes, as Cluster Toolkit's install_dmabuf.yml adds this repository
   apt_repository gpudirect-tcpxo "$AR_KEYRING" "$AR_KEY" "deb [arch=all trusted=yes] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main"
-  apt-get update -q
+  apt_update
   dir="$(mktemp -d)"
-  (cd "$dir" && apt-get download dmabuf-import-helper)
+  (cd "$dir" && apt_get download dmabuf-import-helper)
   dpkg-deb -x "$(find "$dir" -maxdepth 1 -name 'dmabuf-import-helper_*.deb' | head -n 1)" "${dir}/deb"
   source="$(find "${dir}/deb/usr/src" -maxdepth 1 -name 'dmabuf-import-helper-*' | head -n 1)"
   [[ -n "$source" ]] || fail "the dmabuf-import-helper package holds no DKMS source"
@@ -229,10 +279,11 @@ install_import_helper() {
 # unit loads it before it starts, as slurm-gcp's prolog does), and the LLCM aperture devices, bound under
 # /dev/aperture_devices by Cluster Toolkit's udev rule (a3mega-slurm-blueprint.yaml, aperture_devices.yml).
 setup_tcpxo_devices() {
-  write_if_changed /etc/modules-load.d/fabricgen-tcpxo.conf 0644 <<<"import-helper"
   if ! modprobe import-helper 2>/dev/null; then
     install_import_helper
   fi
+  # only once it loads: a module that does not would fail systemd-modules-load.service at every boot
+  write_if_changed /etc/modules-load.d/fabricgen-tcpxo.conf 0644 <<<"import-helper"
   write_if_changed /etc/udev/rules.d/00-a3-megagpu.rules 0644 <<'EOF'
 ACTION=="add", SUBSYSTEM=="pci", ATTR{vendor}=="0x1ae0", ATTR{device}=="0x0084", TAG+="systemd", \
     RUN+="/usr/bin/mkdir --mode=0755 -p /dev/aperture_devices", \
@@ -316,17 +367,35 @@ set -a
 . "${NCCL_ENV}"
 set +a
 export LD_LIBRARY_PATH="${LIBRARY_DIR}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+# no empty entry (ld.so reads it as the current directory), whatever Google's profile appended
+LD_LIBRARY_PATH="\$(printf '%s' "\$LD_LIBRARY_PATH" | sed -e 's/::*/:/g' -e 's/^://' -e 's/:\$//')"
 EOF
   resolve_nccl_env
 }
 
+# path_list VALUE: VALUE's entries in order, each once, with no empty one (the current directory to ld.so, as
+# Google's nccl-env-profile.sh leaves it when it prepends to an empty LD_LIBRARY_PATH); a relative entry is refused.
+path_list() {
+  local entry out="" entries=()
+  IFS=: read -ra entries <<<"$1"
+  for entry in "${entries[@]}"; do
+    [[ -n "$entry" ]] || continue
+    [[ "$entry" == /* ]] || fail "LD_LIBRARY_PATH holds the relative entry ${entry}: ld.so would search it from the current directory"
+    [[ ":${out}:" == *":${entry}:"* ]] || out="${out:+${out}:}${entry}"
+  done
+  printf '%s' "$out"
+}
+
 # The login profile's environment (its three steps, in a clean shell), resolved once the plugin is installed
-# (Google's profile is a shell script): plain NAME=VALUE lines, sorted, in NCCL_RESOLVED, for what runs no login
-# shell: systemd units (EnvironmentFile=), containers (docker run --env-file, which keeps quotes literally: none are
-# written) and, between fabricgen's markers in /etc/environment, pam_env, which every SSH session reads, `ssh host
-# cmd` included.
+# (Google's profile is a shell script), LD_LIBRARY_PATH through path_list: plain NAME=VALUE lines, sorted, in
+# NCCL_RESOLVED, for jobs that run no login shell: systemd units (EnvironmentFile=), containers that mount the plugin
+# directory (docker run --env-file, which keeps quotes literally: none are written). Between fabricgen's markers in
+# /etc/environment (pam_env: every SSH session, `ssh host cmd` included) all but NCCL_NET and LD_LIBRARY_PATH: a
+# container that inherits the host environment (Pyxis/enroot, Apptainer) but not the plugin directory would be forced
+# onto a plugin it cannot load, and a single-node job needs none; Cluster Toolkit's run-nccl-tests.sh sets NCCL_NET
+# per multi-node job too.
 resolve_nccl_env() {
-  local resolved block kept=""
+  local resolved line lines=() block kept=""
   # shellcheck disable=SC2016 # expanded by the inner shell
   resolved="$(env -i bash -c 'if [ -r "$1" ]; then NCCL_LIB_DIR="$2" . "$1"; fi
 set -a
@@ -335,10 +404,17 @@ set +a
 export LD_LIBRARY_PATH="$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 env' resolve "${ROOT}${PROFILE}" "$LIBRARY_DIR" "${ROOT}${NCCL_ENV}" |
     grep -Ev '^(PWD|OLDPWD|SHLVL|_|PATH|NCCL_LIB_DIR)=' | sort)"
+  while IFS= read -r line; do
+    if [[ "$line" == LD_LIBRARY_PATH=* ]]; then
+      line="LD_LIBRARY_PATH=$(path_list "${line#*=}")"
+    fi
+    lines+=("$line")
+  done <<<"$resolved"
+  resolved="$(printf '%s\n' "${lines[@]}")"
   write_if_changed "$NCCL_RESOLVED" 0644 <<<"$resolved"
   # double-quoted, as Ubuntu's own PATH line there (pam_env strips the quotes)
   block="# fabricgen NCCL begin: the GPUDirect-TCPXO NCCL environment (${NCCL_RESOLVED})
-$(awk '{ i = index($0, "="); print substr($0, 1, i) "\"" substr($0, i + 1) "\"" }' <<<"$resolved")
+$(awk '!/^(NCCL_NET|LD_LIBRARY_PATH)=/ { i = index($0, "="); print substr($0, 1, i) "\"" substr($0, i + 1) "\"" }' <<<"$resolved")
 # fabricgen NCCL end"
   if [[ -f "${ROOT}/etc/environment" ]]; then
     kept="$(awk '/^# fabricgen NCCL begin/ { skip = 1 } !skip { print } /^# fabricgen NCCL end/ { skip = 0 }' \
@@ -346,6 +422,13 @@ $(awk '{ i = index($0, "="); print substr($0, 1, i) "\"" substr($0, i + 1) "\"" 
   fi
   write_if_changed /etc/environment 0644 <<<"${kept:+${kept}
 }${block}"
+}
+
+# LNet on nic0 (enp0s12), the host VPC Managed Lustre is peered into: without the lnet module's networks=
+# option ksocklnd takes the first usable interface, nic0 on these 9- and 10-NIC VMs only by enumeration order. Read
+# when lnet loads (from the next boot when it already is).
+pin_lnet() {
+  write_if_changed /etc/modprobe.d/fabricgen-lnet.conf 0644 <<<'options lnet networks="tcp0(enp0s12)"'
 }
 
 # Google's Managed Lustre client (Cluster Toolkit modules/file-system/managed-lustre, install-managed-lustre-client.sh).
@@ -356,8 +439,8 @@ install_lustre_client() {
   case "$(os_release ID)" in
     ubuntu)
       apt_repository lustre-client "$AR_KEYRING" "$AR_KEY" "deb [signed-by=${AR_KEYRING}] https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-$(os_release UBUNTU_CODENAME) main"
-      apt-get update -q
-      apt-get install -y -q "lustre-client-modules-$(uname -r)" lustre-client-utils ||
+      apt_update
+      apt_get install "lustre-client-modules-$(uname -r)" lustre-client-utils ||
         fail "Google ships no Lustre client modules for kernel $(uname -r)"
       ;;
     rocky)
@@ -376,17 +459,20 @@ EOF
   modprobe lustre
 }
 
-# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (once) and mounted now.
+# mount_filesystems FSTAB_OPTIONS MOUNT_OPTIONS: each file system in /etc/fstab (the only line of its mount point)
+# and mounted now.
 mount_filesystems() {
-  local fstab_options="$1" mount_options="$2" source mountpoint i
+  local fstab_options="$1" mount_options="$2" source mountpoint i kept
   mkdir -p "${ROOT}/etc"
   if [[ ! -e "${ROOT}/etc/fstab" ]]; then : >"${ROOT}/etc/fstab"; fi
   for ((i = 0; i + 1 < ${#FILESYSTEMS[@]}; i += 2)); do
     source="${FILESYSTEMS[i]}"
     mountpoint="${FILESYSTEMS[i + 1]}"
     mkdir -p "${ROOT}${mountpoint}"
-    if ! awk -v source="$source" '$1 == source { found = 1 } END { exit !found }' "${ROOT}/etc/fstab"; then
-      printf '%s %s lustre %s 0 0\n' "$source" "$mountpoint" "$fstab_options" >>"${ROOT}/etc/fstab"
+    if ! awk -v s="$source" -v m="$mountpoint" '$1 == s && $2 == m { f = 1 } END { exit !f }' "${ROOT}/etc/fstab"; then
+      kept="$(awk -v m="$mountpoint" '/^[[:space:]]*#/ || $2 != m' "${ROOT}/etc/fstab")" # a replaced one's line goes
+      printf '%s%s %s lustre %s 0 0\n' "${kept:+${kept}
+}" "$source" "$mountpoint" "$fstab_options" >"${ROOT}/etc/fstab"
     fi
     if ! mountpoint -q "${ROOT}${mountpoint}"; then
       mount -t lustre -o "$mount_options" "$source" "${ROOT}${mountpoint}"
@@ -396,6 +482,8 @@ mount_filesystems() {
 
 main() {
   check_image
+  disable_unattended_upgrades
+  hold_nvidia_packages
   wait_for_network
   install_container_runtime
   setup_tcpxo_devices
@@ -403,6 +491,7 @@ main() {
   install_rxdm
   install_nccl_env
   if ((${#FILESYSTEMS[@]})); then
+    pin_lnet
     install_lustre_client
     mount_filesystems defaults,_netdev defaults
   fi
