@@ -61,7 +61,10 @@ from fabricgen.spec import catalog
 # lifecycle (planned -> connected/active) is the field crews' to move on, and a sync must not put it back
 CREATE_ONLY = frozenset({"status"})
 # Answers that say a write ran past a timeout in front of NetBox (a proxy's 502/504, 503 while a worker restarts):
-# the request may still have been committed (a bulk write is one transaction: all of it or none)
+# the request may still have been committed (a bulk write is one transaction: all of it or none). gunicorn itself
+# answers a worker it aborts at its timeout with its own HTML 500 page (NetBox answers an API request's exception in
+# JSON: netbox/middleware.py, handle_rest_api_exception), and on the harness two of four bulk creates it aborted so
+# had been committed (the abort came while NetBox rendered its answer).
 OVERRUN_STATUS = frozenset({502, 503, 504})
 QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
 # NetBox's cable profiles that carry n one-lane connectors per side, connector k to connector k
@@ -95,10 +98,12 @@ class Changes:
 
 @dataclass
 class Report:
-    """Counts per object type (create, update, delete), requests by method, seconds."""
+    """Counts per object type (create, update, delete), requests by method, batches NetBox did not answer in time
+    by endpoint (each read back and sent again in halves), seconds."""
 
     counts: dict[str, Counter[str]] = field(default_factory=dict)
     requests: Counter[str] = field(default_factory=Counter)
+    overruns: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     dry_run: bool = False
 
@@ -203,7 +208,7 @@ class NetBox:
         try:
             return action()
         except self._request_error as exc:
-            if overrun and exc.req.status_code in OVERRUN_STATUS:
+            if overrun and _overran(exc.req):
                 raise OverrunError(f"HTTP {exc.req.status_code}") from exc
             error = SyncError(f"NetBox refused {what}: {exc.error}")
         except OSError as exc:
@@ -264,6 +269,7 @@ class NetBox:
             try:
                 answers.append((batch, self._call(f"{what} ({len(batch)})", partial(send, batch), overrun=True)))
             except OverrunError as exc:
+                self.report.overruns[what] += 1
                 rest = unsettled(batch)
                 if rest and len(batch) == 1:
                     error = SyncError(f"NetBox did not answer {what} of one object in time ({exc}): raise gunicorn's "
@@ -645,6 +651,13 @@ class Sync:
                                       v, self.devices_have.get(name, {}).get(k))})])
         self.report.add("device addresses", "update", len(changes.update))
         self.nb.write("dcim.devices", changes)
+
+
+def _overran(answer: Any) -> bool:
+    """A write's answer from what stands in front of NetBox, not from NetBox: a proxy's timeout or gunicorn's page
+    for a worker it aborted."""
+    code = int(answer.status_code)
+    return code in OVERRUN_STATUS or (code == 500 and "json" not in answer.headers.get("Content-Type", ""))
 
 
 def _host(address: object) -> str:

@@ -103,7 +103,9 @@ class _Endpoint:
         if self.how == "connection":
             raise requests.ConnectionError("Remote end closed connection without response")
         answer = requests.Response()
-        answer.status_code, answer.reason, answer._content = 504, "Gateway Time-out", b"<html>504</html>"
+        answer.status_code = int(self.how)
+        answer.reason, answer._content = "Time-out", b"<html><head><title>Internal Server Error</title></head></html>"
+        answer.headers["Content-Type"] = "text/html"
         answer.request = requests.Request("POST", "http://netbox.invalid/api/dcim/cables/").prepare()
         raise pynetbox.RequestError(answer)
 
@@ -147,13 +149,16 @@ def _netbox(endpoint: _Endpoint) -> NetBox:
     return netbox
 
 
-@pytest.mark.parametrize(("commits", "how"), [(False, "connection"), (True, "connection"), (True, "504")])
+@pytest.mark.parametrize(("commits", "how"), [(False, "connection"), (True, "connection"), (True, "504"),
+                                              (False, "500")])
 def test_an_overrunning_batch_is_read_back_and_sent_again_in_halves(commits: bool, how: str) -> None:
     """B5 of the NetBox review: a batch NetBox does not answer in time is halved; what it committed anyway is found
     by reading back (never created twice), and every object ends up made once, with its id."""
     endpoint = _Endpoint(fits=3, commits=commits, how=how)
     want = [(f"c{i}", {"label": f"c{i}", "length": float(i)}) for i in range(10)]
-    made = _netbox(endpoint).write("dcim.cables", Changes(create=want), seconds=lambda _: 1.0)
+    netbox = _netbox(endpoint)
+    made = netbox.write("dcim.cables", Changes(create=want), seconds=lambda _: 1.0)
+    assert sum(netbox.report.overruns.values()) == (1 if commits else 3)
     assert sorted(o["label"] for o in endpoint.objects.values()) == sorted(k for k, _ in want)
     assert {k: endpoint.objects[i]["label"] for k, i in made.items()} == {k: k for k, _ in want}
     # committed before the answer was lost: read back, not sent again; else halved down to what fits
@@ -164,6 +169,24 @@ def test_an_overrunning_batch_is_read_back_and_sent_again_in_halves(commits: boo
     _netbox(endpoint).write("dcim.cables", Changes(delete=gone), seconds=lambda _: 1.0)
     assert sorted(endpoint.objects) == sorted(set(made.values()) - set(gone))
     assert [n for _, n in endpoint.sizes] == ([8] if commits else [8, 4, 2, 2, 4, 2, 2])
+
+
+def test_netboxs_own_errors_are_refusals_not_overruns() -> None:
+    """A 500 in NetBox's JSON (an exception in NetBox) or a 400 is NetBox's answer: stop, do not retry."""
+    endpoint = _Endpoint(fits=0, commits=False, how="500")
+    original = endpoint._fail
+
+    def json_500() -> None:
+        try:
+            original()
+        except pynetbox.RequestError as exc:
+            exc.req.headers["Content-Type"] = "application/json"
+            raise
+
+    endpoint._fail = json_500  # type: ignore[method-assign]
+    with pytest.raises(SyncError, match="NetBox refused"):
+        _netbox(endpoint).write("dcim.cables", Changes(create=[("a", {"label": "a"}), ("b", {"label": "b"})]))
+    assert [n for _, n in endpoint.sizes] == [2]
 
 
 def test_one_object_that_overruns_stops_the_sync_with_the_setting_to_raise() -> None:
