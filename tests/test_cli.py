@@ -122,6 +122,9 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "cable_id:" not in text and "~ address oob-agg01 Loopback0" not in text
     assert "- switches/oob-l04/config_db.json" in text and "# switch oob-l04" in text
     assert "cables: 0 to add, 0 to change, 22 to remove; ports: 0 newly cabled, 44 freed" in text
+    # a switch config by its entries, in SONiC's own TABLE|key terms (U9): the freed leaf port's buffers are zeroed
+    assert "~ config entry BUFFER_PG|Ethernet24|0  profile: ingress_lossy_profile -> ingress_lossy_pg_zero_profile" \
+        in text and "config entries: " in text
     # warnings come after the listing and its summary
     assert result.output.index("Plan for") < result.output.index("warning: [partial-su]")
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
@@ -255,9 +258,16 @@ def test_errors_show_the_source_line_and_a_caret(tmp_path: Path) -> None:
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
     at = next(i for i, line in enumerate(lines) if "fabrics.compute.speed" in line)
-    assert lines[at].startswith(f"  {spec}:22:5: fabrics.compute.speed: 'NDRR' is not an allowed value")
+    # the caret under the value at fault, not its key
+    assert lines[at].startswith(f"  {spec}:22:12: fabrics.compute.speed: 'NDRR' is not an allowed value")
     assert lines[at + 1] == "    22 |     speed: NDRR"
-    assert lines[at + 2] == "       |     ^"
+    assert lines[at + 2] == "       |            ^"
+    # an unknown key: the caret under the key
+    typo = tmp_path / "typo.yaml"
+    typo.write_text((INVENTORIES / "lab-1su.yaml").read_text().replace("    speed: NDR", "    sped: NDR", 1))
+    lines = runner.invoke(app, ["validate", str(typo)]).output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "unknown key 'sped'" in line)
+    assert f"{typo}:22:5:" in lines[at] and lines[at + 2] == "       |     ^"
     broken = tmp_path / "broken.yaml"
     broken.write_text("apiVersion: fabricgen/v1\nkind: [Cluster\nmetadata: {}\n")
     yaml_error = runner.invoke(app, ["validate", str(broken)]).stdout

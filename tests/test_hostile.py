@@ -182,7 +182,7 @@ def test_positions_and_values_print_verbatim(command: list[str], tmp_path: Path)
                                                           and "explain" not in command else [])])
     assert result.exit_code == 1
     output = result.stdout + result.stderr
-    assert f"{spec}:100:3: " in output and "metadata.site: ':100:[bold red]x' is not a valid name" in output, output
+    assert f"{spec}:100:9: " in output and "metadata.site: ':100:[bold red]x' is not a valid name" in output, output
     assert "\U0001f4af" not in output
     assert not (tmp_path / "out").exists()
 
@@ -196,7 +196,7 @@ def test_machine_formats_print_verbatim(form: str, tmp_path: Path) -> None:
         problem = json.loads(result.stdout)[0]["problems"][0]
         assert (problem["line"], problem["message"]) == (100, "':100:[bold red]x' is not a valid name here")
     else:
-        assert result.stdout.startswith(f"::error file={str(spec).replace(':', '%3A')},line=100,col=3,")
+        assert result.stdout.startswith(f"::error file={str(spec).replace(':', '%3A')},line=100,col=9,")
         assert "':100:[bold red]x'" in result.stdout
 
 

@@ -105,7 +105,7 @@ def test_cli_validate_json_exit_codes() -> None:
     spec = "tests/negative/unknown-switch-model.yaml"
     bad = runner.invoke(app, ["validate", "--format", "json", spec])
     assert bad.exit_code == 1, bad.output
-    problem = {"severity": "error", "file": spec, "line": 19, "column": 5, "path": "fabrics.compute.switch",
+    problem = {"severity": "error", "file": spec, "line": 19, "column": 13, "path": "fabrics.compute.switch",
                "message": "unknown switch model 'QM9701'", "hint": "did you mean 'QM9700'?"}
     assert json.loads(bad.stdout) == [{"file": spec, "valid": False, "problems": [problem]}]
     good = runner.invoke(app, ["validate", "--format", "json", "inventories/h100-4su.yaml"])
@@ -141,12 +141,12 @@ def test_cli_github_annotations() -> None:
     assert len(lines) == 4
     assert all(line.startswith("::error file=tests/negative/") for line in lines), lines
     assert lines[0] == (
-        "::error file=tests/negative/several-errors-at-once.yaml,line=5,col=3,title=fabricgen::"
+        "::error file=tests/negative/several-errors-at-once.yaml,line=5,col=9,title=fabricgen::"
         "metadata.name: 'Lab_1su' is not a valid name here (hint: lower-case letters, digits and '-', "
         "1-63 characters, no leading or trailing '-')"
     )
     assert lines[3] == (
-        "::error file=tests/negative/unknown-switch-model.yaml,line=19,col=5,title=fabricgen::"
+        "::error file=tests/negative/unknown-switch-model.yaml,line=19,col=13,title=fabricgen::"
         "fabrics.compute.switch: unknown switch model 'QM9701' (hint: did you mean 'QM9700'?)"
     )
     clean = runner.invoke(app, ["validate", "--format", "github", "inventories/h100-4su.yaml"])

@@ -67,7 +67,7 @@ from fabricgen.model.cluster import FabricType
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import FileDiff, describe
+from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, describe
 from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
@@ -349,7 +349,9 @@ def _owner(path: str) -> str:
 
 
 def _plural(noun: str, count: int = 2) -> str:
-    return noun if count == 1 else noun + ("es" if noun.endswith("s") else "s")
+    if count == 1:
+        return noun
+    return noun[:-1] + "ies" if noun.endswith("y") else noun + ("es" if noun.endswith("s") else "s")
 
 
 def _note(d: FileDiff) -> str:
@@ -363,6 +365,8 @@ def _note(d: FileDiff) -> str:
         counts = Counter(r.action for r in d.rows)
         notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {_WORDS[a]}"
                                for a in _WORDS if counts[a]) or f"no {d.noun} changes")
+        if d.lines != (0, 0):
+            notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
     elif change.action is Action.UPDATE and d.lines != (0, 0):
         notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
     elif change.action is not Action.UPDATE:
@@ -404,10 +408,13 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
                 total = parts.setdefault(noun, [0, 0])
                 total[0] += plus
                 total[1] += minus
-        elif not d.binary:
+        if not d.binary and (not d.noun or d.lines != (0, 0)):  # a config's entries are lines too
             added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
+    entries = rows.pop(CONFIG_NOUN, None)
     words = [f"{_plural(noun)}: " + ", ".join(f"{c[a]} {_WORDS[a]}" for a in _WORDS) for noun, c in rows.items()]
     words += [f"{_plural(noun)}: {plus} newly cabled, {minus} freed" for noun, (plus, minus) in parts.items()]
+    if entries:
+        words.append(f"{_plural(CONFIG_NOUN)}: " + ", ".join(f"{entries[a]} {_WORDS[a]}" for a in _WORDS))
     words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
     return "; ".join(words)
 
@@ -459,7 +466,7 @@ def _diff_json(d: FileDiff) -> dict[str, Any]:
         data["rows"] = [{"action": r.action.value, "subject": r.subject,
                          "fields": {c: [old, new] for c, old, new in r.fields}} for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
-    else:
+    if not d.noun or d.lines != (0, 0):
         data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}
     return data
 

@@ -102,3 +102,21 @@ ROCE_PORTS = ("enp170s0f0np0", "enp41s0f0np0")  # DGX H100 storage ports: mlx5_7
 # -- NVUE -------------------------------------------------------------------------------------------------------
 # The strict schema of NVUE's startup.yaml (unknown keys rejected, "on" a string).
 NVUE_SCHEMA = REPO / "schemas" / "nvue" / "startup.schema.json"
+
+
+# -- MLAG -------------------------------------------------------------------------------------------------------
+# h100-4su's in-band fabric as DGX BasePOD cables it: its leaves in MLAG pairs, bond0 (port 2 of both slots) in LACP.
+INBAND_SINGLE = "    nos: sonic\n    topology: {kind: leaf-spine, oversubscription: 2}\n"
+
+
+def mlag_spec(tmp: Path, nos: str = "sonic") -> Path:
+    """h100-4su with its in-band fabric's leaves in MLAG pairs, on SONiC or NVUE."""
+    return storage_spec(tmp, INBAND_SINGLE,
+                        f"    nos: {nos}\n    topology: {{kind: leaf-spine, oversubscription: 2, attachment: mlag}}\n")
+
+
+def mlag_eos_spec(tmp: Path) -> Path:
+    """h100-4su with its in-band fabric's leaves in MLAG pairs on Arista 7060DX5-64S switches running EOS."""
+    return storage_spec(tmp, "    switch: SN4700\n" + INBAND_SINGLE,
+                        "    switch: 7060DX5-64S\n    nos: eos\n"
+                        "    topology: {kind: leaf-spine, oversubscription: 2, attachment: mlag}\n")

@@ -25,7 +25,7 @@ IMPORT_VIEWS = {"tags": "extras/tags", "custom-fields": "extras/custom-fields", 
                 "device-roles": "dcim/device-roles", "device-types": "dcim/device-types", "racks": "dcim/racks",
                 "devices": "dcim/devices", "interfaces": "dcim/interfaces", "cables": "dcim/cables",
                 "rirs": "ipam/rirs", "asns": "ipam/asns", "vlan-groups": "ipam/vlan-groups", "vlans": "ipam/vlans",
-                "prefixes": "ipam/prefixes", "ip-addresses": "ipam/ip-addresses"}
+                "vrfs": "ipam/vrfs", "prefixes": "ipam/prefixes", "ip-addresses": "ipam/ip-addresses"}
 _OBJECT_TYPE = re.compile(r"^\d\d-([a-z-]+?)(?:-part\d{3})?(?:\.csv|/.*)$")
 HARNESS_WAIT_S = 40 * 60  # pip and ~350 migrations on a busy 2-core machine
 # A line of the harness's env file: export NAME='value' (its values hold no quote)

@@ -81,16 +81,22 @@ class Recorder(pulumi.runtime.Mocks):
 
 class DependencyMonitor(pulumi.runtime.mocks.MockMonitor):
     """The mock monitor, also recording what each resource waits for: (type, name) of the resources it takes
-    inputs from or names in depends_on, by its own (type, name)."""
+    inputs from or names in depends_on, by its own (type, name); and the resource options the engine would act on
+    (``delete_before_replace``, the ``create``/``update``/``delete`` custom timeouts)."""
 
     def __init__(self, mocks: Recorder) -> None:
         super().__init__(mocks)
         self.recorder = mocks
         self.waits_for: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        self.options: dict[tuple[str, str], dict[str, Any]] = {}
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
         self.waits_for[(request.type, request.name)] = {
             (urn.split("::")[-2].rsplit("$", 1)[-1], urn.split("::")[-1]) for urn in request.dependencies}
+        timeouts = request.customTimeouts
+        self.options[(request.type, request.name)] = {
+            "delete_before_replace": request.deleteBeforeReplace,
+            "timeouts": (timeouts.create, timeouts.update, timeouts.delete)}
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 

@@ -82,6 +82,19 @@ class Document:
         """Position of the value itself (for a mapping: its first key), falling back to :meth:`position`."""
         return self.value_positions.get(path) or self.position(path)
 
+    def subject_position(self, path: PathKey) -> SourcePosition:
+        """Where a problem at ``path`` points: a scalar written there (``speed: 40O``) at the scalar, as compilers
+        put the caret under the wrong token; a mapping, a list or a missing or empty value at its key."""
+        node = self.data
+        for part in path:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                return self.position(path)
+        if node is None or isinstance(node, dict | list):
+            return self.position(path)
+        return self.value_position(path)
+
     def is_secret(self, path: PathKey) -> bool:
         return is_secret(path, self.secret_keys)
 
@@ -97,8 +110,11 @@ class Document:
                 return node
         return None
 
-    def issue(self, path: PathKey, message: str, hint: str = "") -> SpecIssue:
+    def issue(self, path: PathKey, message: str, hint: str = "", *, at_key: bool = False) -> SpecIssue:
+        """A problem with the value at ``path`` (:meth:`subject_position`), or with the key itself (``at_key``:
+        an unknown or misspelt key)."""
         if self.is_secret(path):
             forms = secret_forms(self.secret_value(path))
             message, hint = redact(message, forms), redact(hint, forms)
-        return SpecIssue(self.position(path), format_path(path), message, hint)
+        where = self.position(path) if at_key else self.subject_position(path)
+        return SpecIssue(where, format_path(path), message, hint)

@@ -38,6 +38,8 @@ class HostSubnet:
     gateway: str          # the leaf's address, "10.20.0.1"; "" for IPoIB (no router)
     hosts: tuple[tuple[str, int, str], ...]  # (node, node NIC port number, "10.20.0.2")
     rail: int | None = None  # IPoIB rail subnets: the rail (port group) they serve
+    peer: str = ""        # an MLAG pair's second leaf, which announces the subnet too; gateway = the anycast one
+    leaf_addresses: tuple[str, ...] = ()  # MLAG: each leaf's own SVI address (leaf, peer), beside the gateway
 
 
 @dataclass(frozen=True)

@@ -66,10 +66,25 @@ class GcpNic:
 
 
 @dataclass(frozen=True)
+class GpuNicTopology:
+    """The GPU-NIC topology file TCPX's RxDM reads (``--gpu_nic_preset manual``): per GPU NIC its interface name,
+    PCI address and the GPUs behind its PCIe switch (``nics``: (ifname, pci, gpus)), each of those GPUs' receive
+    queues in order (``queues``), and RxDM's flow-steering sizes."""
+
+    path: str
+    nics: tuple[tuple[str, str, tuple[str, ...]], ...]
+    queues: tuple[tuple[int, ...], ...]
+    rss_set_size: int
+    tcpd_queue_size: int
+    max_rx_rules: int
+
+
+@dataclass(frozen=True)
 class GpuDirectStack:
     """Google's software for one GPUDirect kind (``tcpx``, ``tcpxo``, ``rdma``), from the catalog: the NCCL plugin
-    (an installer image, or a Debian package), the receive-datapath manager (RxDM) image, where the plugin's
-    libraries land and the environment profile Google's installer writes."""
+    (an installer image, or a Debian package, with the host NCCL it is run with), the receive-datapath manager
+    (RxDM) image and, for TCPX, its GPU-NIC topology, where the plugin's libraries land and the environment profile
+    Google's installer writes."""
 
     kind: str
     name: str
@@ -79,12 +94,26 @@ class GpuDirectStack:
     rxdm_image: str = ""
     package: str = ""
     profile: str = ""
+    nccl_package: str = ""
+    topology: GpuNicTopology | None = None
+
+
+@dataclass(frozen=True)
+class NetworkWait:
+    """How boot waits for the NICs to be routable before the startup script and RxDM: the interfaces (none: every
+    link systemd-networkd manages), the timeout, and the seconds it settles after."""
+
+    interfaces: tuple[str, ...]
+    timeout: int
+    settle: int
 
 
 @dataclass(frozen=True)
 class Gcp:
-    """What a Google Cloud A3 cluster adds: the project, its NICs and VPCs, their MTU, the GPUDirect stack, the
-    compact placement's max distance (0: best effort), the boot disk type, the NCCL environment Google documents
+    """What a Google Cloud A3 cluster adds: the project, its NICs and VPCs, the gVNIC VPCs' MTU and the host VPCs'
+    own (``host_mtu``), the GPUDirect stack, the
+    compact placement's max distance (0: best effort), the boot disk type, how boot waits for the NICs, the NCCL
+    environment Google documents
     for the type (name, value, why), loaded after the stack's profile, and the private service access range Managed
     Lustre is peered into (carved from network.vpc.cidr; empty without file systems)."""
 
@@ -92,8 +121,10 @@ class Gcp:
     stack: GpuDirectStack
     nics: tuple[GcpNic, ...]
     mtu: int
+    host_mtu: int
     max_distance: int
     boot_disk: str
+    network_wait: NetworkWait
     nccl: tuple[tuple[str, str, str], ...] = ()
     services: str = ""
 

@@ -77,6 +77,12 @@ class Tier(StrEnum):
 class Attachment(StrEnum):
     SINGLE = "single"
     DUAL_HOMED = "dual-homed"  # leaves in pairs, a node's ports alternating between the two
+    MLAG = "mlag"  # leaves in MLAG pairs with a peer link; a node's bond members one to each leaf, one pair subnet
+
+    @property
+    def paired(self) -> bool:
+        """Leaves come in pairs (2p+1, 2p+2) and a node's ports alternate between the two."""
+        return self is not Attachment.SINGLE
 
 
 @dataclass(frozen=True)

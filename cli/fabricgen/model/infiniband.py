@@ -23,6 +23,12 @@ from fabricgen.model.nodes import Nic, NicRole, Node
 
 DEFAULT_PKEY = 0x7FFF
 FULL_MEMBER = 0x8000  # the membership bit of a P_Key table entry (and of the pkey an IPoIB child is created with)
+NVIDIA_OPENSM = (5,)  # NVIDIA's OpenSM (DOCA-OFED/MLNX_OFED, UFM) numbers its releases 5.x; upstream's last is 3.3.24
+
+
+def nvidia_opensm(flavor: str, version: str) -> bool:
+    """NVIDIA's OpenSM runs the fabric: UFM's, or flavor opensm stating a 5.x release (DOCA-OFED/MLNX_OFED)."""
+    return flavor == "ufm" or (bool(version) and tuple(int(x) for x in version.split(".")) >= NVIDIA_OPENSM)
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,11 @@ class SubnetManager:
 
     def partition(self, name: str) -> Partition:
         return next(p for p in self.partitions if p.name == name)
+
+    @property
+    def nvidia(self) -> bool:
+        """NVIDIA's OpenSM (UFM's or a 5.x release): adaptive routing, SHIELD and SHARP exist only there."""
+        return nvidia_opensm(self.flavor, self.opensm_version)
 
     def compute_partitions(self, node: Node, nic: Nic) -> tuple[Partition, ...]:
         """The compute partitions the port is a full member of (the checks require exactly one)."""

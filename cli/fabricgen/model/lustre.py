@@ -67,6 +67,8 @@ class LustreTarget:
     servers: tuple[str, str]
     position: SourcePosition = field(compare=False)
     where: tuple[str | int, ...] = field(default=(), compare=False)  # the spec path of its servers, for reports
+    params: tuple[str, ...] = ()  # permanent KEY=VALUE parameters (mkfs.lustre/tunefs.lustre --param)
+    mkfsoptions: str = ""  # mke2fs options at format (mkfs.lustre --mkfsoptions)
 
     def label(self, fsname: str) -> str:
         """The target's name as mkfs.lustre writes it (ldd_svname): MGS, or fsname-MDTxxxx / fsname-OSTxxxx."""
@@ -95,6 +97,12 @@ class LustreFs:
     mgs_positions: tuple[SourcePosition, ...] = field(default=(), compare=False)  # per MGS entry
     targets: tuple[LustreTarget, ...] = ()  # the MGT (if this file system declares it), MDTs and OSTs
     server_nids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # every server named: its NIDs (compile)
+    server_lnet: LnetSettings | None = None  # the servers' LNet values where tuning.servers overrides the clients'
+
+    @property
+    def serving_lnet(self) -> LnetSettings:
+        """The LNet values the file system's servers run on its network."""
+        return self.server_lnet or self.lnet
 
     @property
     def mgs_spec(self) -> str:

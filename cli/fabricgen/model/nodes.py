@@ -4,7 +4,7 @@ the facility."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricgen.core.errors import SourcePosition
@@ -50,13 +50,26 @@ class LocalVolume:
 
 @dataclass(frozen=True)
 class Bond:
-    """A Linux bond over NIC ports of one role (by netdev, primary first); it carries the first member's address."""
+    """A Linux bond over NIC ports of one role (by netdev, primary first); it carries the first member's address.
+    ``802.3ad`` (LACP) runs over an MLAG leaf pair, ``active-backup`` on one leaf."""
 
     name: str
     role: NicRole
     members: tuple[str, ...]
-    mode: str = "active-backup"
+    mode: str = ""  # "": by the fabric its members attach to (802.3ad over an MLAG pair, else active-backup)
     mii_monitor_ms: int = 100
+    lacp_rate: str = "fast"                     # 802.3ad only: LACPDUs every second (fast) or 30 s (slow)
+    transmit_hash_policy: str = "layer3+4"      # 802.3ad only: flows spread over the members by IP and port
+    position: SourcePosition | None = field(default=None, compare=False)
+
+    @property
+    def lacp(self) -> bool:
+        return self.mode == "802.3ad"
+
+    def on(self, mlag: bool) -> Bond:
+        """This bond as it runs on its fabric: a mode left open is 802.3ad over an MLAG leaf pair (both leaves
+        run the port-channel), active-backup on one leaf (no switch configuration)."""
+        return self if self.mode else replace(self, mode="802.3ad" if mlag else "active-backup")
 
 
 @dataclass(frozen=True)

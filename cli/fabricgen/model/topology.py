@@ -16,7 +16,9 @@ from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.nodes import Nic
 
 NODE_LEAF, LEAF_SPINE, SPINE_CORE = "node-leaf", "leaf-spine", "spine-core"
-LINK_TIERS = (NODE_LEAF, LEAF_SPINE, SPINE_CORE)
+LEAF_LEAF = "leaf-leaf"  # an MLAG pair's peer link: layer 2, no address, no BGP session
+LINK_TIERS = (NODE_LEAF, LEAF_SPINE, SPINE_CORE, LEAF_LEAF)
+ROUTED_TIERS = (LEAF_SPINE, SPINE_CORE)  # switch-to-switch links with a /31 and an eBGP session each
 
 V = TypeVar("V")
 

@@ -1,6 +1,7 @@
 """What a plan changes inside the files, in the cluster's terms: the cables, ports and addresses of a table
-artifact (by the identity its feature declares, :class:`fabricgen.core.artifacts.Table`), the configuration lines
-of any other text file, and the unified diff behind both (``plan --diff``).
+artifact (by the identity its feature declares, :class:`fabricgen.core.artifacts.Table`), the entries of a switch's
+structured configuration (SONiC config_db.json's ``TABLE|key``, NVUE startup.yaml's object paths) with the fields
+that change, the configuration lines of any other text file, and the unified diff behind them (``plan --diff``).
 
 Only the files the plan creates, updates or deletes are read, each once, bounded and never through a symlink.
 """
@@ -10,16 +11,23 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from typing import Any
+
+import yaml
 
 from fabricgen.core.artifacts import Table
 from fabricgen.outdir.fs import read_regular
 from fabricgen.outdir.plan import Action, Change, Plan
 
 MAX_COMPARED_BYTES = 256 * 1024 * 1024  # larger than any artifact; a bigger file on disk is not read
+CONFIG_NOUN = "config entry"
+ENTRY = "@entry"  # the column naming a config entry (no configuration field starts with @)
+Entries = dict[tuple[str, ...], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -107,7 +115,55 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
             return FileDiff(change, table.noun, rows, parts, old=old, new=new)
     old_lines, new_lines = Counter(old_text.splitlines()), Counter(new_text.splitlines())
     added, removed = sum((new_lines - old_lines).values()), sum((old_lines - new_lines).values())
+    old_entries, new_entries = _config_entries(change.path, old_text), _config_entries(change.path, new_text)
+    if old_entries is not None and new_entries is not None:
+        entries = Table(change.path, CONFIG_NOUN, (ENTRY,), f"{{{ENTRY}}}", derived=(ENTRY,))
+        rows, _ = _row_changes({k: {ENTRY: _entry_name(change.path, k), **v} for k, v in old_entries.items()},
+                               {k: {ENTRY: _entry_name(change.path, k), **v} for k, v in new_entries.items()},
+                               entries)
+        return FileDiff(change, CONFIG_NOUN, rows, lines=(added, removed), old=old, new=new)
     return FileDiff(change, lines=(added, removed), old=old, new=new)
+
+
+def _config_entries(path: str, text: str) -> Entries | None:
+    """A switch's structured configuration as entries (a mapping's path -> its scalar fields; an empty mapping, as
+    NVUE writes a set value, is an entry with none); None for any other file or text that does not parse."""
+    if not path.startswith("switches/") or not path.endswith((".json", ".yaml")):
+        return None
+    try:
+        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError):
+        return None
+    if isinstance(data, list) and all(isinstance(item, dict) and set(item) == {"set"} for item in data):
+        data = {k: v for item in data for k, v in (item["set"] or {}).items()}  # NVUE: [{set: {...}}]
+    entries: Entries = {}
+    _flatten(data, (), entries)
+    return entries
+
+
+def _flatten(node: Any, path: tuple[str, ...], entries: Entries) -> None:
+    if isinstance(node, list):
+        if all(not isinstance(v, dict | list) for v in node):
+            entries.setdefault(path[:-1], {})[path[-1] if path else ""] = ", ".join(map(str, node))
+            return
+        for i, item in enumerate(node):
+            _flatten(item, (*path, f"[{i}]"), entries)
+        return
+    if not isinstance(node, dict):
+        entries.setdefault(path[:-1], {})[path[-1] if path else ""] = "" if node is None else str(node)
+        return
+    if not node or any(not isinstance(v, dict | list) for v in node.values()):
+        entries.setdefault(path, {})
+    for key, value in node.items():
+        _flatten(value, (*path, str(key)), entries)
+
+
+def _entry_name(path: str, entry: tuple[str, ...]) -> str:
+    """SONiC's own key form for config_db.json (``BGP_NEIGHBOR|10.0.0.1``), NVUE's object path (``interface swp1
+    link``) for a YAML file."""
+    if path.endswith(".json"):
+        return "|".join(entry[:2]) + "".join(f" {part}" for part in entry[2:])
+    return " ".join(entry)
 
 
 def _rows(text: str, table: Table) -> dict[tuple[str, ...], dict[str, str]] | None:

@@ -306,6 +306,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
                 (*path, key),
                 f"unknown key {key!r}",
                 did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}",
+                at_key=True,
             )
             for key in extra
         ]
@@ -358,6 +359,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
                 (*path, str(error.instance)),
                 f"{_describe(error.instance)} is not a valid name here",
                 hint or _context_hint(error),
+                at_key=True,
             )
         ]
     return [doc.issue(path, str(error.message), hint)]

@@ -221,8 +221,9 @@ class _Site:
                 issues.error((*where, "members"), "the members mix in-band and storage ports",
                              "a bond's members attach to one fabric")
             if len(roles) == 1:
-                out.append(Bond(name, roles.pop(), tuple(bond["members"]), bond.get("mode", "active-backup"),
-                                bond.get("mii_monitor_ms", 100)))
+                out.append(Bond(name, roles.pop(), tuple(bond["members"]), bond.get("mode", ""),
+                                bond.get("mii_monitor_ms", 100), bond.get("lacp_rate", "fast"),
+                                bond.get("transmit_hash_policy", "layer3+4"), issues.position(where)))
         return tuple(out)
 
     def profile_consistency(

@@ -5,7 +5,8 @@ Shape rules (documented in the README, "Topology rules"):
   a slot); one leaf per rail per SU; rail r of the node in SU slot s lands on leaf (SU, r), port s+1. Leaves exist
   for every rail of every SU, even a partial one.
 - fat-tree / leaf-spine: each node's ports of the fabric's role are packed on leaves in node order; dual-homed
-  (the storage default): leaves in pairs, a node's ports alternating between the two leaves of its pair.
+  (the storage default): leaves in pairs, a node's ports alternating between the two leaves of its pair; mlag: the
+  same pairs, joined by a peer link of PEER_LINKS cables on the cages after the uplinks.
 - top-of-rack: one leaf per rack holding attached nodes; the rack's ports land on it in node order.
 - Leaf uplinks: ``topology.uplinks`` if given, else ceil(downlinks / oversubscription) (top-of-rack: 2).
 - Two tiers: the fewest spines (at least 2 when there are 2+ leaves) such that every leaf sends the same number
@@ -47,6 +48,7 @@ from fabricgen.model.hardware import (
 )
 from fabricgen.model.nodes import Nic, Node
 from fabricgen.model.topology import (
+    LEAF_LEAF,
     LEAF_SPINE,
     NODE_LEAF,
     SPINE_CORE,
@@ -57,6 +59,11 @@ from fabricgen.model.topology import (
     Topology,
 )
 from fabricgen.stages.placement import place_switches
+
+# Cables of an MLAG pair's peer link: a bond of two, so one cable or cage lost keeps the pair joined (Cumulus
+# Linux's MLAG requirements: "a direct connection between the two peer switches ... typically a bond for increased
+# reliability and bandwidth", CumulusNetworks/docs Multi-Chassis-Link-Aggregation-MLAG.md).
+PEER_LINKS = 2
 
 
 class _InfeasibleError(Exception):
@@ -136,6 +143,7 @@ class _FabricCompiler:
         # leaf cages no medium serves host by host take one host each
         self.single = single_port_groups(fabric.switches[Tier.LEAF], fabric.speed.name, cluster.media)
         self.spine_down: dict[str, frozenset[str]] = {}  # spines whose split cages take one leaf link each
+        self.peer_links = PEER_LINKS if self.spec.attachment is Attachment.MLAG else 0  # beyond each leaf's uplinks
 
     def lone_cages(self, lower: Tier, upper: Tier, per_pair: int) -> tuple[frozenset[str], frozenset[str]]:
         """The port groups of the lower tier's uplinks and the upper tier's downlinks that take one link per
@@ -185,7 +193,8 @@ class _FabricCompiler:
     def make_leaf(self, index: int, down: int, **where: int | str) -> Switch:
         model = self.fabric.switches[Tier.LEAF]
         up = self.uplinks_for(down)
-        port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up, self.single)
+        port_layout(model, self.fabric.speed.name, down, self.fabric.uplink_speed.name, up + self.peer_links,
+                    self.single)
         names = {"n": index, **where}
         if "rack" in names:
             names["rack"] = str(names["rack"]).lower()  # host names are lower-case; rack labels need not be
@@ -239,7 +248,7 @@ class _FabricCompiler:
     def packed_leaves(self) -> list[_Leaf]:
         model = self.fabric.switches[Tier.LEAF]
         per_leaf = self.hosts_per_leaf(model)
-        if self.spec.attachment is Attachment.DUAL_HOMED:
+        if self.spec.attachment.paired:
             return self.paired_leaves(per_leaf)
         ports = [(node, nic) for node, nics in self.attached() for nic in nics]
         leaves = []
@@ -283,7 +292,7 @@ class _FabricCompiler:
 
         def fits(down: int) -> bool:
             try:
-                port_layout(model, speed, down, uplink, self.uplinks_for(down), self.single)
+                port_layout(model, speed, down, uplink, self.uplinks_for(down) + self.peer_links, self.single)
             except _InfeasibleError:
                 return False
             return True
@@ -336,12 +345,33 @@ class _FabricCompiler:
                     nic,
                 )
 
+    def peer_link(self, leaves: Sequence[_Leaf]) -> Iterator[Link]:
+        """MLAG: each pair's peer link, its cables on both leaves' uplink-speed cages after the uplinks, port k of
+        one leaf to port k of the other."""
+        if not self.peer_links:
+            return
+        speed, uplink = self.fabric.speed.name, self.fabric.uplink_speed.name
+        used = {(end.device, end.number) for link in self.links for end in (link.a, link.z)}
+        for a, z in zip(leaves[0::2], leaves[1::2], strict=True):
+            ends = [port_layout(sw.model, speed, sw.down_ports, uplink, sw.up_ports + self.peer_links,
+                                self.single)[1][sw.up_ports:] for sw in (a.switch, z.switch)]
+            taken = [name for sw, ports in zip((a.switch, z.switch), ends, strict=True) for number, name in ports
+                     if (sw.name, number) in used]
+            if taken:  # uplinks on cages that take one link each moved past the ports the layout reserved
+                raise _InfeasibleError(f"the peer link of {a.switch.name} and {z.switch.name} finds port(s) "
+                                       f"{', '.join(taken)} taken by uplinks", "set topology.uplinks to fill whole "
+                                       "cages, or pick a leaf with more uplink cages")
+            for (a_number, a_name), (z_number, z_name) in zip(*ends, strict=True):
+                yield Link(self.fabric.name, LEAF_LEAF, Port(a.switch.name, a_number, a_name),
+                           Port(z.switch.name, z_number, z_name), uplink)
+
     # upper tiers
     def compile(self) -> FabricTopology:
         leaves = self.leaves()
         self.switches.extend(leaf.switch for leaf in leaves)
         self.links.extend(self.host_links(leaves))
         tiers = self.upper_tiers([leaf.switch for leaf in leaves])
+        self.links.extend(self.peer_link(leaves))
         host_ports = sum(len(leaf.hosts) for leaf in leaves)
         pods = len({s.pod for s in self.switches if s.pod is not None})
         return FabricTopology(

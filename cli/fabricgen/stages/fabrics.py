@@ -163,7 +163,7 @@ class FabricBuilder:
             str(topo["tiers"]),
             float(topo["oversubscription"]),
             topo.get("uplinks"),
-            self.attachment(path, topo, kind, role),
+            self.attachment(path, topo, kind, role, FabricType(spec["type"])),
         )
         placement = self.fabric_placement(path, spec.get("placement", {}), kind)
         return Fabric(
@@ -180,19 +180,28 @@ class FabricBuilder:
             MappingProxyType(placement),
         )
 
-    def attachment(self, path: PathKey, topo: Mapping[str, Any], kind: TopologyKind, role: FabricRole) -> Attachment:
+    def attachment(self, path: PathKey, topo: Mapping[str, Any], kind: TopologyKind, role: FabricRole,
+                   type_: FabricType) -> Attachment:
         """Dual-homed by default where NVIDIA's reference architectures cable it so (storage) and the leaves are
-        packed; rail-optimized and top-of-rack leaves are fixed by rail and rack, so they take single only."""
+        packed; rail-optimized and top-of-rack leaves are fixed by rail and rack, so they take single only. MLAG
+        pairs carry LACP bonds of plain Ethernet: RDMA over a bond needs RoCE LAG, which fabricgen does not plan."""
         packed = kind in (TopologyKind.FAT_TREE, TopologyKind.LEAF_SPINE)
         if "attachment" not in topo:
             return Attachment.DUAL_HOMED if packed and role is FabricRole.STORAGE else Attachment.SINGLE
         asked = Attachment(topo["attachment"])
-        if asked is Attachment.DUAL_HOMED and not packed:
-            self.issues.error((*path, "topology", "attachment"),
-                              f"{kind.value} leaves are fixed by "
+        where = (*path, "topology", "attachment")
+        if asked.paired and not packed:
+            self.issues.error(where, f"{kind.value} leaves are fixed by "
                               f"{'rail' if kind is TopologyKind.RAIL_OPTIMIZED else 'rack'}, so a node's ports "
                               "cannot alternate between a leaf pair",
-                              "use kind: leaf-spine or fat-tree for dual-homed nodes, or attachment: single")
+                              f"use kind: leaf-spine or fat-tree for {asked.value} nodes, or attachment: single")
+        if asked is Attachment.MLAG and type_ is not FabricType.ETHERNET:
+            self.issues.error(where, f"an MLAG pair carries LACP bonds, and a {type_.value} fabric's ports are not "
+                              "bonded: " + ("RDMA over a Linux bond needs RoCE LAG (both members on one ConnectX "
+                                            "card), which fabricgen does not plan" if type_ is FabricType.ROCE
+                                            else "InfiniBand has no LACP"),
+                              "use attachment: dual-homed (each port routed in its own leaf's subnet; LNet and NCCL "
+                              "run multi-rail over the ports)")
         return asked
 
     def fabric_placement(self, path: PathKey, spec: Mapping[str, Any], kind: TopologyKind

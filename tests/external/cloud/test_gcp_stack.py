@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import REPO, require_tool
 from tests.helpers.cloud import GCP_SPEC, emit
 from tests.helpers.fake_host import ScriptHost, write
-from tests.helpers.pulumi_mocks import Recorder, run
+from tests.helpers.pulumi_mocks import DependencyMonitor, Recorder, run
 
 STUBS = REPO / "tests" / "data" / "fake-cloud-host"
 SUBNETS = ["10.60.0.0/20", *(f"10.60.{16 + i}.0/24" for i in range(8))]  # the example's, nic0 first
@@ -62,7 +62,7 @@ def by_id(mocks: Recorder, typ: str) -> dict[str, dict[str, Any]]:
 def test_a3_mega_resources(tmp_path: Path) -> None:
     mocks = run(emit(GCP_SPEC, tmp_path))
     assert counts(mocks) == {"Network": 9, "Subnetwork": 9, "Firewall": 11, "Instance": 17, "Router": 1,
-                             "RouterNat": 1, "GlobalAddress": 1, "Connection": 1}
+                             "RouterNat": 1, "GlobalAddress": 1, "Connection": 1, "Service": 3}
     assert len(mocks.of_type(INSTANCE)) == 16 and len(mocks.of_type("gcp:lustre/instance:Instance")) == 1
 
 
@@ -182,6 +182,53 @@ def test_managed_lustre_behind_private_service_access(tmp_path: Path) -> None:
                       "network": host}
 
 
+SERVICE = "gcp:projects/service:Service"
+LUSTRE = "gcp:lustre/instance:Instance"
+
+
+def test_the_apis_are_enabled_before_what_needs_them(tmp_path: Path) -> None:
+    """compute, servicenetworking and lustre (Cluster Toolkit's module requirements), left on at destroy; each VPC
+    and the placement policy wait for compute, the peering for servicenetworking, Managed Lustre for lustre."""
+    monitor = DependencyMonitor(Recorder())
+    mocks = run(emit(GCP_SPEC, tmp_path, {RESERVATION: ""}), monitor)
+    services = {r.inputs["service"]: r for r in mocks.of_type(SERVICE)}
+    assert sorted(services) == ["compute.googleapis.com", "lustre.googleapis.com", "servicenetworking.googleapis.com"]
+    assert all(r.inputs["project"] == "ml-infra-prod" and r.inputs["disableOnDestroy"] is False
+               for r in services.values())
+    waits = monitor.waits_for
+    for net in mocks.of_type(NETWORK):
+        assert (SERVICE, "compute") in waits[(NETWORK, net.name)]
+    assert (SERVICE, "compute") in waits[(POLICY, "placement")]
+    assert (SERVICE, "servicenetworking") in waits[("gcp:servicenetworking/connection:Connection", "psa")]
+    assert (SERVICE, "lustre") in waits[(LUSTRE, "lustre-scratch")]
+
+
+def test_without_file_systems_only_compute_is_enabled(tmp_path: Path) -> None:
+    text = GCP_SPEC.read_text()
+    filesystems = text[text.index("  filesystems:"):text.index("  tags:")]
+    mocks = run(emit(GCP_SPEC, tmp_path, {filesystems: ""}))
+    assert [r.inputs["service"] for r in mocks.of_type(SERVICE)] == ["compute.googleapis.com"]
+
+
+def test_managed_lustre_gets_an_hour_and_instances_are_replaced_delete_first(tmp_path: Path) -> None:
+    """Managed Lustre takes up to an hour to create, change or delete (Cluster Toolkit's 1h timeouts); an instance's
+    fixed name and its exact-size reservation cannot hold the old VM and its replacement at once."""
+    monitor = DependencyMonitor(Recorder())
+    mocks = run(emit(GCP_SPEC, tmp_path), monitor)
+    assert monitor.options[(LUSTRE, "lustre-scratch")]["timeouts"] == ("60m", "60m", "60m")
+    assert all(monitor.options[(INSTANCE, r.name)]["delete_before_replace"] for r in mocks.of_type(INSTANCE))
+    assert not monitor.options[(NETWORK, "gcp-a3-tcpxo-host-0")]["delete_before_replace"]
+
+
+def test_the_host_vpc_takes_its_own_mtu(tmp_path: Path) -> None:
+    """network.host_mtu: the host VPC at 8896, Managed Lustre's preferred MTU; the GPU VPCs, not connected to it,
+    stay at A3 Mega's 8244."""
+    vpc = "    vpc: {cidr: 10.60.0.0/16}"
+    mocks = run(emit(GCP_SPEC, tmp_path, {vpc: f"    host_mtu: 8896\n{vpc}"}))
+    mtus = {r.name: r.inputs["mtu"] for r in mocks.of_type(NETWORK)}
+    assert mtus.pop("gcp-a3-tcpxo-host-0") == 8896 and set(mtus.values()) == {8244}
+
+
 def startup_script(mocks: Recorder) -> str:
     scripts = {r.inputs["metadata"]["startup-script"] for r in mocks.of_type(INSTANCE)}
     (script,) = scripts
@@ -219,7 +266,7 @@ def test_a3_high_tcpx_four_gpu_vpcs(tmp_path: Path) -> None:
     nics = mocks.of_type(INSTANCE)[0].inputs["networkInterfaces"]
     high = ["host-0-subnet", *(f"gpu-{i}-subnet" for i in range(4))]
     assert [n["subnetwork"] for n in nics] == [s.id for s in subnets_in_nic_order(mocks, high)]
-    assert "--gpu_nic_preset a3vm" in startup_script(mocks)
+    assert "--gpu_nic_preset manual --gpu_nic_topology ${TOPOLOGY} " in startup_script(mocks)
 
 
 def test_a3_ultra_roce_vpc_without_firewall(tmp_path: Path) -> None:
@@ -268,9 +315,14 @@ def host(tmp_path: Path, script: str, kernel: str = "6.8.0-1015-gcp", os_id: str
     write(root / "state" / "driver-version", "570.172.08")
     path = tmp_path / "startup-script.sh"
     path.write_text(script)
-    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "USER_DATA_ROOT": str(root),
+    installed = root / "state" / "bin"  # where stub installs put their tools (dkms)
+    env = {**os.environ, "PATH": f"{installed}:{STUBS}:{os.environ['PATH']}", "USER_DATA_ROOT": str(root),
            "STUB_STATE": str(root / "state")}
     return ScriptHost(root, path, env)
+
+
+WAIT = "fabricgen-gpu-network.service"
+WAITS = ["systemctl daemon-reload", f"systemctl enable {WAIT}", f"systemctl start {WAIT}"]
 
 
 def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dict[str, str]) -> None:
@@ -279,16 +331,34 @@ def test_tcpxo_startup_sets_up_rxdm_nccl_and_lustre(tmp_path: Path, scripts: dic
     done = machine.run()
     assert done.returncode == 0, done.stderr
     calls = machine.calls
-    assert "apt-get install -y -q dmabuf-import-helper" in calls  # the helper was missing: Google's apt repository
-    assert any(c.startswith("udevadm trigger --subsystem-match=pci") for c in calls)
+    # the helper was missing: built by DKMS for the running kernel from Google's source package, headers first
+    helper = [c for c in calls if c.startswith(("apt-get install -y -q linux-headers", "apt-get download", "dkms"))]
+    assert helper == ["apt-get install -y -q linux-headers-6.8.0-1015-gcp", "apt-get download dmabuf-import-helper",
+                      "dkms status -m dmabuf-import-helper -v 1.1", "dkms add -m dmabuf-import-helper -v 1.1",
+                      "dkms build -m dmabuf-import-helper -v 1.1 -k 6.8.0-1015-gcp",
+                      "dkms install -m dmabuf-import-helper -v 1.1 -k 6.8.0-1015-gcp"]
+    source = machine.root / "usr/src/dmabuf-import-helper-1.1/import-helper.c"
+    assert source.read_text() == "MODULE_IMPORT_NS(DMA_BUF);\n"  # 6.8 takes the bare namespace: not patched
+    assert (machine.root / "etc/modules-load.d/fabricgen-tcpxo.conf").read_text() == "import-helper\n"
+    # only the aperture devices are replayed, not every PCI device
+    assert [c for c in calls if c.startswith("udevadm trigger")] == [
+        "udevadm trigger --action=add --subsystem-match=pci --attr-match=vendor=0x1ae0 --attr-match=device=0x0084"]
     assert ("docker run --rm --name fabricgen-nccl-installer --network=host -v /var/lib:/var/lib "
             "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17 install "
             "--install-nccl") in calls
     assert [c for c in calls if c.startswith("systemctl")] == [
-        "systemctl enable fabricgen-rxdm.service", "systemctl daemon-reload",
+        *WAITS, "systemctl enable fabricgen-rxdm.service", "systemctl daemon-reload",
         "systemctl restart fabricgen-rxdm.service"]
+    assert calls.index(f"systemctl start {WAIT}") < calls.index("apt-get download dmabuf-import-helper")
     unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
     assert "--num_hops=2 --num_nics=8 --uid= --alsologtostderr" in unit and "tcpgpudmarxd-dev:v1.0.23" in unit
+    assert "\nExecStartPre=/sbin/modprobe import-helper\n" in unit  # at reboot, before RxDM, as slurm-gcp's prolog
+    assert f"\nAfter=docker.service network-online.target {WAIT}\n" in unit
+    assert f"\nWants=network-online.target {WAIT}\n" in unit
+    wait = (machine.root / f"etc/systemd/system/{WAIT}").read_text()
+    assert ("\nBefore=google-startup-scripts.service\n" in wait and "\nType=oneshot\n" in wait
+            and "\nExecStart=/usr/lib/systemd/systemd-networkd-wait-online -o routable --timeout=180\n" in wait
+            and "\nExecStartPost=/bin/sleep 30\n" in wait)
     env = (machine.root / "etc/fabricgen/nccl.env").read_text()
     assert "NCCL_FASTRAK_IFNAME=enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0\n" in env
     profile = (machine.root / "etc/profile.d/fabricgen-nccl.sh").read_text()
@@ -305,9 +375,44 @@ def test_tcpxo_startup_again_leaves_rxdm_running(tmp_path: Path, scripts: dict[s
     assert machine.run().returncode == 0
     again = machine.calls[calls:]
     assert not any(c.startswith("docker run") for c in again), "the plugin is installed once per image"
-    assert [c for c in again if c.startswith("systemctl")] == ["systemctl enable fabricgen-rxdm.service",
-                                                               "systemctl start fabricgen-rxdm.service"]
+    assert [c for c in again if c.startswith("systemctl")] == [
+        f"systemctl enable {WAIT}", f"systemctl start {WAIT}", "systemctl enable fabricgen-rxdm.service",
+        "systemctl start fabricgen-rxdm.service"]
     assert machine.snapshot() == before
+
+
+def test_the_nccl_environment_reaches_pam_systemd_and_containers(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """Google's profile (here a stand-in the installer image would write) and nccl.env resolved into plain lines for
+    systemd's EnvironmentFile= and docker's --env-file, and into /etc/environment (pam_env: `ssh host cmd`), whose
+    own lines are kept; the next boot rewrites nothing."""
+    machine = host(tmp_path, scripts["tcpxo"])
+    library = machine.root / "var/lib/tcpxo/lib64"  # as the installer image left it
+    write(library / ".fabricgen-plugin-image",
+          "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17")
+    write(library / "nccl-env-profile.sh",
+          'export NCCL_FASTRAK_CTRL_DEV=eth0\nexport NCCL_NET_PLUGIN_DIR="${NCCL_LIB_DIR}"\n')
+    write(machine.root / "etc/environment", 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"\n')
+    assert machine.run().returncode == 0
+    resolved = (machine.root / "etc/fabricgen/nccl-resolved.env").read_text().splitlines()
+    assert resolved == sorted(resolved) and "LD_LIBRARY_PATH=/var/lib/tcpxo/lib64" in resolved
+    assert "NCCL_NET_PLUGIN_DIR=/var/lib/tcpxo/lib64" in resolved  # the profile ran with the plugin directory
+    assert "NCCL_FASTRAK_CTRL_DEV=enp0s12" in resolved  # nccl.env overrides the profile's eth0, as at login
+    assert not any(line.startswith(("PATH=", "PWD=", "SHLVL=", "_=", "NCCL_LIB_DIR=")) for line in resolved)
+    environment = (machine.root / "etc/environment").read_text()
+    assert environment.startswith('PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"\n# fabricgen NCCL begin')
+    assert '\nNCCL_FASTRAK_CTRL_DEV="enp0s12"\n' in environment and environment.endswith("# fabricgen NCCL end\n")
+    before = machine.snapshot()
+    assert machine.run().returncode == 0
+    assert machine.snapshot() == before
+
+
+def test_tcpx_bindings_reach_the_resolved_environment_unquoted(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """nccl.env single-quotes TCPX's bindings (a shell reads them); docker's --env-file would keep the quotes."""
+    machine = a3_high(tmp_path, scripts["tcpx"])
+    assert machine.run().returncode == 0
+    resolved = (machine.root / "etc/fabricgen/nccl-resolved.env").read_text()
+    assert ("\nNCCL_GPUDIRECTTCPX_TX_BINDINGS=enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;"
+            "enp140s0:60-73,164-177\n") in resolved
 
 
 def test_tcpxo_startup_fails_when_rxdm_does_not_come_up(tmp_path: Path, scripts: dict[str, str]) -> None:
@@ -317,30 +422,110 @@ def test_tcpxo_startup_fails_when_rxdm_does_not_come_up(tmp_path: Path, scripts:
     assert done.returncode == 1 and "RxDM did not finish its initialization" in done.stderr
 
 
+def test_a3_mega_dmabuf_helper_is_patched_from_linux_6_13(tmp_path: Path, scripts: dict[str, str]) -> None:
+    """MODULE_IMPORT_NS takes a string from 6.13 (torvalds/linux cdd30ebb1b9f): Cluster Toolkit patches the helper's
+    source for 6.17, fabricgen from 6.13 on; the kernel's headers were already there, so none are installed."""
+    machine = host(tmp_path, scripts["tcpxo"], kernel="6.17.0-1003-gcp")
+    (machine.root / "state" / "no-import-helper").touch()
+    (machine.root / "lib/modules/6.17.0-1003-gcp/build").mkdir(parents=True)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    source = machine.root / "usr/src/dmabuf-import-helper-1.1/import-helper.c"
+    assert source.read_text() == 'MODULE_IMPORT_NS("DMA_BUF");\n'
+    assert not any(c.startswith("apt-get install -y -q linux-headers") for c in machine.calls)
+
+
+def test_a3_mega_without_kernel_headers_says_so_before_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["tcpxo"])
+    for flag in ("no-import-helper", "no-headers"):
+        (machine.root / "state" / flag).touch()
+    done = machine.run()
+    assert done.returncode == 1
+    assert ("built by DKMS against the running kernel's headers: linux-headers-6.8.0-1015-gcp does not "
+            "install") in done.stderr
+    assert not any(c.startswith(("dkms", "docker run")) for c in machine.calls)
+
+
+def gpu_info(gpu: str, queues: list[int]) -> str:
+    ids = "".join(f"    queue_ids: {q}\n" for q in queues)
+    return f'  gpu_infos {{\n    gpu_pci_addr: "0000:{gpu}:00.0"\n{ids}  }}\n'
+
+
+# Cluster Toolkit's A3 High image's GPU-NIC topology (a3high-slurm-blueprint.yaml, gpu_rxq_configuration.textproto),
+# byte for byte
+A3_HIGH_TOPOLOGY = "".join(
+    "gpu_rxq_configs {\n" + gpu_info(gpus[0], [8, 9, 10, 11]) + gpu_info(gpus[1], [12, 13, 14, 15])
+    + f'  nic_pci_addr: "0000:{nic}:00.0"\n  ifname: "{ifname}"\n}}\n'
+    for ifname, nic, gpus in (("enp6s0", "06", ("04", "05")), ("enp12s0", "0c", ("0a", "0b")),
+                              ("enp134s0", "86", ("84", "85")), ("enp140s0", "8c", ("8a", "8b")))
+) + "rss_set_size: 8\ntcpd_queue_size: 8\nmax_rx_rules: 100000\n"
+A3_HIGH_PCI = ["0000:04:00.0", "0000:05:00.0", "0000:06:00.0", "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0",
+               "0000:84:00.0", "0000:85:00.0", "0000:86:00.0", "0000:8a:00.0", "0000:8b:00.0", "0000:8c:00.0"]
+
+
+def a3_high(tmp_path: Path, script: str, pci: list[str] = A3_HIGH_PCI) -> ScriptHost:
+    machine = host(tmp_path, script, kernel="6.5.0-1014-gcp-tcpx")
+    for address in pci:
+        (machine.root / "sys/bus/pci/devices" / address).mkdir(parents=True)
+    return machine
+
+
 def test_tcpx_needs_the_tcpx_kernel(tmp_path: Path, scripts: dict[str, str]) -> None:
     done = host(tmp_path, scripts["tcpx"]).run()
     assert done.returncode == 1 and "GPUDirect-TCPX needs Google's TCPX kernel" in done.stderr
     (tmp_path / "tcpx").mkdir()
-    machine = host(tmp_path / "tcpx", scripts["tcpx"], kernel="6.5.0-1014-gcp-tcpx")
+    machine = a3_high(tmp_path / "tcpx", scripts["tcpx"])
     done = machine.run()
     assert done.returncode == 0, done.stderr
     unit = (machine.root / "etc/systemd/system/fabricgen-rxdm.service").read_text()
-    assert "--gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx" in unit
+    # slurm-gcp's prolog: the manual topology file, mounted into the container, and its loader path
+    assert ("--volume /opt/tcpdirect_benchmark:/opt/tcpdirect_benchmark --volume /run/tcpx:/run/tcpx --env "
+            "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/run/tcpx:/usr/lib/lib32:/usr/lib/x86_64-linux-gnu/ ") in unit
+    assert ("--gpu_nic_preset manual --gpu_nic_topology /opt/tcpdirect_benchmark/gpu_rxq_configuration.textproto "
+            "--gpu_shmem_type fd --uds_path /run/tcpx\n") in unit
+    topology = machine.root / "opt/tcpdirect_benchmark/gpu_rxq_configuration.textproto"
+    assert topology.read_text() == A3_HIGH_TOPOLOGY
+    wait = (machine.root / f"etc/systemd/system/{WAIT}").read_text()
+    assert ("\nExecStart=/usr/lib/systemd/systemd-networkd-wait-online -i enp6s0 -i enp12s0 -i enp134s0 -i enp140s0 "
+            "-o routable --timeout=120\nExecStartPost=/bin/sleep 10\n") in wait  # Cluster Toolkit's delay-a3.service
     env = (machine.root / "etc/fabricgen/nccl.env").read_text()
     assert ("NCCL_GPUDIRECTTCPX_TX_BINDINGS='enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;"
             "enp140s0:60-73,164-177'\n") in env
 
 
-def test_rdma_installs_gib_once_without_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
+def test_a3_high_topology_must_match_the_vm(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = a3_high(tmp_path, scripts["tcpx"], A3_HIGH_PCI[1:])
+    done = machine.run()
+    assert done.returncode == 1 and "no PCI device 0000:04:00.0 here" in done.stderr
+    assert not (machine.root / "etc/systemd/system/fabricgen-rxdm.service").exists()
+
+
+def test_rdma_installs_gib_and_its_nccl_once_without_rxdm(tmp_path: Path, scripts: dict[str, str]) -> None:
     machine = host(tmp_path, scripts["rdma"])
+    write(machine.root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nUBUNTU_CODENAME=jammy')
     assert machine.run().returncode == 0
-    assert "apt-get install -y -q --allow-downgrades nccl-gib=1.1.0" in machine.calls
-    assert "apt-mark hold nccl-gib" in machine.calls
-    assert not any(c.startswith(("docker", "systemctl")) for c in machine.calls)
-    calls = len(machine.calls)
+    calls = machine.calls
+    for package in ("libnccl2=2.27.5-1+cuda12.9", "nccl-gib=1.1.0"):  # a3ultra-slurm-blueprint.yaml's versions
+        assert f"apt-get install -y -q --allow-downgrades --allow-change-held-packages {package}" in calls
+        assert f"apt-mark hold {package.split('=')[0]}" in calls
+    keyring = next(c for c in calls if c.endswith("cuda-keyring_1.1-1_all.deb"))
+    assert calls.index(keyring) < calls.index(
+        "apt-get install -y -q --allow-downgrades --allow-change-held-packages libnccl2=2.27.5-1+cuda12.9")
+    assert not any(c.startswith("docker") for c in calls)
+    assert [c for c in calls if c.startswith("systemctl")] == WAITS
+    again = len(calls)
     assert machine.run().returncode == 0
-    assert not any("nccl-gib=" in c for c in machine.calls[calls:])
+    assert not any("nccl-gib=" in c or "libnccl2=" in c or "cuda-keyring" in c for c in machine.calls[again:])
     assert "NCCL_NET=gIB\n" in (machine.root / "etc/fabricgen/nccl.env").read_text()
+
+
+def test_nics_not_routable_in_time_are_logged_and_boot_goes_on(tmp_path: Path, scripts: dict[str, str]) -> None:
+    machine = host(tmp_path, scripts["rdma"])
+    (machine.root / "state" / "unit-fails").touch()
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert f"the NICs are not all routable after 180 s (journalctl -u {WAIT}); going on" in done.stderr
+    assert "ready" in done.stderr
 
 
 def without(machine: ScriptHost, *tools: str) -> str:

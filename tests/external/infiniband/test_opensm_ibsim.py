@@ -62,6 +62,7 @@ import zipfile
 from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -308,11 +309,16 @@ def read_tables(sim: IbSim, smpquery: str, ports: dict[str, tuple[int, int]], de
 @pytest.fixture(scope="module", params=CASES, ids=[c.name for c in CASES])
 def fabric(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
            tools: dict[str, str]) -> Iterator[Booted]:
-    """apply -> keys -> config -> ibsim on topology.net -> the SMs as daemons -> every HCA's P_Key table; ibsim and
-    the SMs stay up for the tests."""
     case: Case = request.param
+    with bring_up(case, tmp_path_factory.mktemp(case.name), tools) as booted_fabric:
+        yield booted_fabric
+
+
+@contextmanager
+def bring_up(case: Case, work: Path, tools: dict[str, str]) -> Iterator[Booted]:
+    """apply -> keys -> config -> ibsim on topology.net -> the SMs as daemons -> every HCA's P_Key table; ibsim and
+    the SMs stay up while the caller's block runs."""
     deadline = Deadline(SETUP_BUDGET_S, f"bring-up of {case.name}")
-    work = tmp_path_factory.mktemp(case.name)
     topology = compile_spec(case.spec).topology
     cluster = topology.cluster
     sm = topology.fabric(case.fabric).fabric.subnet_manager
@@ -485,6 +491,17 @@ def test_opensm_accepts_partitions_and_qos_policy(fabric: Booted) -> None:
         assert re.search(r"^m_key_protection_level 2$", settings, re.M) and re.search(
             r"^m_key_lease_period 60$", settings, re.M)
     assert re.search(r"^qos_high_limit 0$", settings, re.M), "the high-priority VLs may not starve the others"
+
+
+def test_sharp_fabrics_run_on_two_operational_vls(fabric: Booted, tools: dict[str, str], budget: Deadline) -> None:
+    """With SHARP (h100-4su) the SM gives every HCA port 2 operational VLs (max_op_vls 2, NVIDIA's advice for
+    streaming aggregation), read back from the port's PortInfo; without it (the others) OpenSM's default stands."""
+    desc = sorted(compute_hcas(fabric, but_sm=True))[0]
+    lid, _ = fabric.ports[desc]
+    info = fabric.sim.run([tools["smpquery"], "portinfo", str(lid), "1"], timeout=budget.left(20)).stdout
+    oper = re.search(r"^OperVLs:\.*(\S+)$", info, re.M)
+    assert oper, info
+    assert (oper.group(1) == "VL0-1") == (fabric.sm.sharp is not None), (desc, oper.group(1))
 
 
 # --- 3. partitions as the ports hold them ------------------------------------------------------------------
@@ -672,7 +689,9 @@ def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict
                                                       budget: Deadline) -> None:
     """An indx0 partition would also take P_Key index 0 of every switch port 0 and of the SM's port (OpenSM passes
     indx0 for ALL_SWITCHES and SELF): the second definition without indx0 leaves them 0x7fff (UFM's management
-    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there)."""
+    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there)
+    or where sharp_am beside it talks UCX to the jobs (h100-4su: UCX in SHARP uses only the P_Key at index 0, and
+    UCX connects two ports only on one P_Key), which holds SHARP's partition there."""
     switch = fabric.net.switches[0].id
     lid = next(int(m.group(1)) for m in re.finditer(r"^Switch\s+\d+\s+\S+\s+.*?lid (\d+)", fabric.sim.run(
         [tools["ibnetdiscover"]], timeout=budget.left(30)).stdout, re.M) if m)
@@ -680,8 +699,12 @@ def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict
     assert table[0] == FULL | DEFAULT_PKEY, (switch, [hex(k) for k in table])
     master = fabric.net.nodes[fabric.hosts[0].net_id].description
     index0 = fabric.tables[master][0]
+    sharp = fabric.sm.sharp
+    am_on_ucx = sharp is not None and sharp.smx_protocol == "ucx"
     member_host = fabric.case.name == "lab-1su"
-    assert (index0 & 0x7FFF != DEFAULT_PKEY) == member_host, (master, hex(index0))
+    assert (index0 & 0x7FFF != DEFAULT_PKEY) == (member_host or am_on_ucx), (master, hex(index0))
+    if am_on_ucx:
+        assert sharp is not None and index0 == FULL | fabric.sm.partition(sharp.partition).pkey, hex(index0)
 
 
 # --- 6. discovery against the plan -----------------------------------------------------------------------

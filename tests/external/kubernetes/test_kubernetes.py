@@ -299,6 +299,9 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
         check_embedded_json(doc, topology, docs)
+    pod = next(d for d in docs if d["kind"] == "Pod")  # no gds section: no GPUDirect Storage wiring
+    assert "NVIDIA_GDS" not in {e["name"] for e in pod["spec"]["containers"][0]["env"]}
+    assert not [v for v in pod["spec"]["volumes"] if "hostPath" in v]
     networks = [d for d in docs if d["kind"] in ("SriovNetwork", "NetworkAttachmentDefinition")]
     # routed RoCE: one attachment per rail and leaf; the one scalable unit puts rail r of every node on its leaf r
     leaves = [r.leaf for r in topology.addresses["compute"].pods]
@@ -447,7 +450,13 @@ def test_example_workload_mounts_the_storage_tiers() -> None:
     pod = next(d for d in docs if d["kind"] == "Pod")
     mounts = {m["mountPath"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
     assert set(mounts) == {"/dev/shm", "/lustre/ckpt", "/data", "/datasets/corpus", "/datasets/text", "/archive",
-                           "/cache", "/run/fabricgen"}
+                           "/cache", "/run/fabricgen", "/etc/cufile.json", "/run/udev"}
+    # GPUDirect Storage (the dgx-h100 profile has it): the toolkit mounts nvidia-fs, cuFile reads the node's file
+    assert {"name": "NVIDIA_GDS", "value": "enabled"} in pod["spec"]["containers"][0]["env"]
+    assert mounts["/etc/cufile.json"]["readOnly"] is True and mounts["/run/udev"]["readOnly"] is True
+    host_paths = {v["name"]: v["hostPath"] for v in pod["spec"]["volumes"] if "hostPath" in v}
+    assert host_paths == {"cufile": {"path": "/etc/cufile.json", "type": "File"},
+                          "udev": {"path": "/run/udev", "type": "Directory"}}
     assert mounts["/data"]["readOnly"] is True and mounts["/lustre/ckpt"]["readOnly"] is False
     assert mounts["/datasets/corpus"]["readOnly"] is True and mounts["/archive"]["readOnly"] is False
     claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v}

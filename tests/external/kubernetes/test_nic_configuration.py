@@ -18,7 +18,8 @@ from fabricgen.features.ethernet import nic_firmware
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
 from tests.external.kubernetes.test_kubernetes import validate
-from tests.helpers.kubernetes import documents
+from tests.helpers.kubernetes import HELM_VALUES, documents
+from tests.unit.features.ethernet.test_spectrum_x import OPERATOR
 
 SPEC = INVENTORIES / "spectrumx-1su.yaml"
 CRD = REPO / "tests" / "data" / "kubernetes" / "crds" / "configuration.net.nvidia.com_nicconfigurationtemplates.yaml"
@@ -43,9 +44,16 @@ def cel_problems(doc: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _spec(tmp: Path, text: str) -> Path:
+    """spectrumx-1su with its SuperNICs left to the operator (OPERATOR), written to ``tmp``."""
+    spec = tmp / "spectrumx-operator.yaml"
+    spec.write_text(text.replace(*OPERATOR))
+    return spec
+
+
 @pytest.fixture(scope="module")
-def compiled() -> Compiled:
-    return compile_spec(SPEC)
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
+    return compile_spec(_spec(tmp_path_factory.mktemp("nco"), SPEC.read_text()))
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +81,14 @@ def test_templates_pass_the_operators_crd_and_its_cel_rules(docs: list[dict[str,
     assert validate(misspelt)
 
 
-def test_nic_cluster_policy_deploys_the_operator(docs: list[dict[str, Any]]) -> None:
+def test_nic_cluster_policy_deploys_the_operator(compiled: Compiled, docs: list[dict[str, Any]]) -> None:
+    """The operator in the NicClusterPolicy, and the Maintenance Operator it drains and reboots nodes through turned
+    on in the chart's values (keys of the release's values.yaml), its config deployed."""
+    values = yaml.safe_load(next(a.content for a in render_spec(compiled, ["kubernetes"]) if a.path == HELM_VALUES))
+    chart = yaml.safe_load((REPO / "tests/data/kubernetes/network-operator-v26.4.1-values.yaml").read_text())
+    assert values["maintenanceOperator"] == {"enabled": True} and "enabled" in chart["maintenanceOperator"]
+    assert values["maintenance-operator-chart"]["operatorConfig"] == {"deploy": True}
+    assert "deploy" in chart["maintenance-operator-chart"]["operatorConfig"]
     [policy] = [d for d in docs if d["kind"] == "NicClusterPolicy"]
     assert validate(policy) == []
     operator = policy["spec"]["nicConfigurationOperator"]
@@ -90,7 +105,7 @@ def test_firmware_script_leaves_the_ra_to_the_operator(compiled: Compiled) -> No
 def test_other_cards_of_the_type_are_left_alone(tmp_path: Path) -> None:
     """A profile with a BlueField-3 beside the fabric's (a DPU on storage) selects the fabric's cards by PCI
     address, so the template does not turn the DPU into a SuperNIC."""
-    text = SPEC.read_text()
+    text = SPEC.read_text().replace(*OPERATOR)
     for n in range(8):
         text = text.replace(f"port: SNIC{n}, model", f"port: SNIC{n}, pci: \"0000:{0x1a + n:02x}:00.0\", model")
     text = text.replace("      inband: {netdev: eno3", "      storage:\n        - {dev: mlx5_8, netdev: ens9np0, "

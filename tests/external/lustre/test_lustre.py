@@ -4,6 +4,7 @@ model, lnet.conf and the scripts' runs against stub lctl/lfs are in tests/unit/f
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -44,13 +45,29 @@ def test_mount_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp
     # lnet.service ships with the Lustre client packages: a stand-in lets verify resolve the dependency.
     (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
                                            "ExecStart=/bin/true\nRemainAfterExit=yes\n")
-    units = [p for p in files if p.endswith(".mount") and "/lustre/" in p]  # the cache mount: test_storage.py
+    # the clients' (the servers' target units below, the cache mount in test_storage.py)
+    units = [p for p in files if p.endswith(".mount") and "/lustre/" in p and "/targets/" not in p]
     assert len(units) == 2
     for path in units:
         unit = tmp_path / Path(path).name
         unit.write_bytes(files[path].content)
         done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
         assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), done.stderr
+
+
+def test_server_target_units_pass_systemd_analyze_verify(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """The servers' target mount units, named by their Where= as systemd escapes it."""
+    tool = require_tool("systemd-analyze")
+    (tmp_path / "lnet.service").write_text("[Unit]\nDescription=LNet\n[Service]\nType=oneshot\n"
+                                           "ExecStart=/bin/true\nRemainAfterExit=yes\n")
+    units = [p for p in files if "/lustre/targets/" in p and p.endswith(".mount")]
+    assert len(units) == 22  # the MGT on both MDS, both MDTs on both, 8 OSTs on both servers of their pair
+    for path in units:
+        unit = tmp_path / Path(path).name
+        unit.write_bytes(files[path].content)
+        done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0 and not done.stderr.strip() and not done.stdout.strip(), (path, done.stderr)
+        unit.unlink()
 
 
 def test_verify_catches_a_misnamed_unit(files: dict[str, Artifact], tmp_path: Path) -> None:
@@ -75,3 +92,36 @@ def test_scripts_are_shellcheck_clean(files: dict[str, Artifact], tmp_path: Path
     done = subprocess.run([shellcheck, "-S", "style", *map(str, scripts), *stubs],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
+
+
+def test_format_targets_reads_real_blkid(files: dict[str, Artifact], tmp_path: Path) -> None:
+    """format-targets.sh parses util-linux blkid's own export output: an ext4 file system labelled as a Lustre
+    target (ldiskfs before its first registration: "ckpt:MDT0000") that tunefs.lustre cannot read is refused
+    without a wipefs hint (C4), an unlabelled ext4 with one, an empty device is formatted."""
+    blkid, mke2fs = require_tool("blkid"), require_tool("mke2fs")
+    mapper = tmp_path / "dev" / "mapper"
+    mapper.mkdir(parents=True)
+    (mapper / "mgt").write_bytes(b"")
+    for name, label in (("ckpt-mdt0", "ckpt:MDT0000"), ("data-mdt0", "")):
+        image = mapper / name
+        image.write_bytes(b"\0" * (8 << 20))
+        subprocess.run([mke2fs, "-q", "-F", "-t", "ext4", *(["-L", label] if label else []), str(image)],
+                       check=True, capture_output=True)
+    (tmp_path / "nids").write_text("10.20.1.65@o2ib\n10.20.1.193@o2ib\n")
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "mounts").write_text("/dev/sda1 / ext4 rw 0 0\n")
+    script = tmp_path / "format-targets.sh"
+    script.write_bytes(files["hosts/mds01/lustre/format-targets.sh"].content)
+    env = {**os.environ, "STUB_STATE": str(tmp_path), "LCTL": str(STUBS / "lctl"), "BLKID": blkid,
+           "MKFS_LUSTRE": str(STUBS / "mkfs.lustre"), "TUNEFS_LUSTRE": str(STUBS / "tunefs.lustre"),
+           "PROCFS_ROOT": str(tmp_path), "DEVICE_ROOT": str(tmp_path), "NODE": "mds01"}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    assert ("ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a file system (ext4) labelled ckpt:MDT0000, a Lustre target, "
+            "which tunefs.lustre cannot read") in done.stderr
+    mdt, = (line for line in done.stderr.splitlines() if "ckpt-MDT0000" in line)
+    assert "wipefs" not in mdt and "never wipe or reformat it" in mdt
+    assert ("data-MDT0000: /dev/mapper/data-mdt0 holds a signature (ext4: a file system or partition table) and no "
+            "Lustre target; if its data is not needed, wipefs -a clears it") in done.stderr
+    assert "format-targets: format MGS on /dev/mapper/mgt" in done.stdout
+    assert (mapper / "mgt").read_text().startswith("Target:     MGS")

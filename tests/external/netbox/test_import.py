@@ -2,10 +2,11 @@
 writes OUT/netbox/, and every file is pasted, in its order, into its object type's bulk-import view of a logged-in
 session, as a user would. Every file imports with no error and NetBox then holds exactly the plan's objects; a
 second import of the same files creates nothing; a second cluster (another site with the same device, switch and
-VLAN-group names) imports beside the first; `fabricgen netbox sync` over the imported first site then takes its
-objects as its own (they carry the fabricgen tag): it creates nothing but each splitter's one trunk cable for its
-per-leg cables, which it deletes, and a second sync writes nothing; h100-4su imports with no error. NetBox runs with
-its stock 120 s gunicorn timeout, so every file part must import within it."""
+VLAN-group names and the same address plan, in its own VRF) imports beside the first; `fabricgen netbox sync` over
+the imported first site then takes its objects as its own (they carry the fabricgen tag): it creates nothing but each
+splitter's one trunk cable for its per-leg cables, which it deletes, and a second sync writes nothing; h100-4su
+imports with no error. NetBox runs with its stock 120 s gunicorn timeout, so every file part must import within
+it."""
 
 from __future__ import annotations
 
@@ -43,11 +44,11 @@ def _apply(spec: Path, out: Path) -> list[Path]:
 
 
 def _second_site(tmp_path: Path) -> Path:
-    """lab-1su as a second cluster in another site: the same device, switch and VLAN-group names, its address
-    pools moved (10.4x -> 10.14x: two clusters on one plan collide in NetBox's global table, README)."""
+    """lab-1su as a second cluster in another site: the same device, switch and VLAN-group names and the same
+    address plan (its prefixes and addresses are in its own VRF, README)."""
     text = (INVENTORIES / "lab-1su.yaml").read_text()
-    moved = re.sub(r"\b10\.4([0-6])\.", r"10.14\1.", text.replace("\n  site: lab\n", "\n  site: lab2\n"))
-    assert moved.count("10.14") == 6 and "site: lab2" in moved
+    moved = text.replace("\n  site: lab\n", "\n  site: lab2\n")
+    assert "site: lab2" in moved
     spec = tmp_path / "lab-1su-second-site.yaml"
     spec.write_text(moved)
     return spec
@@ -80,7 +81,8 @@ def _expected(spec: Path, files: list[Path]) -> Counter[str]:
         "dcim/racks": len(_rows(files, "06-")), "dcim/devices": len(devices),
         "dcim/interfaces": templated + len(_rows(files, "08-")), "dcim/cables": len(topology.cables),
         "ipam/vlan-groups": len(_rows(files, "12-")), "ipam/vlans": len(_rows(files, "13-")),
-        "ipam/prefixes": len(_rows(files, "14-")), "ipam/ip-addresses": len(_rows(files, "15-")),
+        "ipam/vrfs": len(_rows(files, "14-")), "ipam/prefixes": len(_rows(files, "15-")),
+        "ipam/ip-addresses": len(_rows(files, "16-")),
     })
 
 
@@ -114,8 +116,8 @@ def _first_import(session: Session, spec: Path, out: Path) -> tuple[list[Path], 
     assert _held(session, sorted(expected)) == expected
     shared = _shared(files)
     assert {e: session.count(e) for e in shared} == {e: len(names) for e, names in shared.items()}
-    primary = {r[DEVICE_COLUMN] for r in _rows(files, "15-") if r["is_primary"] == "true"}
-    oob = {r[DEVICE_COLUMN] for r in _rows(files, "15-") if r["is_oob"] == "true"}
+    primary = {r[DEVICE_COLUMN] for r in _rows(files, "16-") if r["is_primary"] == "true"}
+    oob = {r[DEVICE_COLUMN] for r in _rows(files, "16-") if r["is_oob"] == "true"}
     assert session.count("dcim/devices", has_primary_ip="true") == len(primary)
     assert session.count("dcim/devices", has_oob_ip="true") == len(oob)
     return files, expected
@@ -142,6 +144,8 @@ def test_lab_imports_once_and_beside_a_second_site(tmp_path: Path) -> None:
     for name, errors in refused.items():
         assert name[:2] in SHARED and all(EXISTS.search(e) for e in errors), (name, errors)
     assert _held(session, endpoints) == expected + _expected(second_spec, second)
+    plan = {r["address"] for r in _rows(lab, "16-")}
+    assert plan == {r["address"] for r in _rows(second, "16-")}, "the second cluster is on the same address plan"
 
     _sync_adopts_the_import(session, env, lab_spec, endpoints)
 

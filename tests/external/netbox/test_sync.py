@@ -1,14 +1,13 @@
 """`fabricgen netbox sync` against a real NetBox 4.7.3 (tests/external/netbox/netbox-up): lab-1su, in a site of
 its own beside whatever the import test left (other sites' objects, made by hand or by CSV, must stay as they
-are), lands with the plan's counts and every cable's ends and length; a second sync writes nothing (no write
-request, no changelog entry); a changed spec (one node fewer, rows further apart) is first only counted
-(--dry-run: no write), then synced: the lengths that changed are updated, the removed node's device, cables and
-addresses deleted, and nothing else is touched."""
+are; the import test's clusters are on the same address plan, each in its own VRF), lands with the plan's counts
+and every cable's ends and length; a second sync writes nothing (no write request, no changelog entry); a changed
+spec (one node fewer, rows further apart) is first only counted (--dry-run: no write), then synced: the lengths
+that changed are updated, the removed node's device, cables and addresses deleted, and nothing else is touched."""
 
 from __future__ import annotations
 
 import json
-import re
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -31,10 +30,9 @@ REMOVED = "hgx08"
 
 
 def _spec(tmp_path: Path, name: str, *, changed: bool) -> Path:
-    """lab-1su in site lab-sync with its pools moved (10.4x -> 10.24x, clear of the import test's sites); changed:
-    one node fewer (hgx08, so the second SM host is hgx07) and the rows 3 m apart."""
+    """lab-1su in site lab-sync, on lab-1su's own address plan (in its own VRF beside the import test's sites);
+    changed: one node fewer (hgx08, so the second SM host is hgx07) and the rows 3 m apart."""
     text = (INVENTORIES / "lab-1su.yaml").read_text().replace("\n  site: lab\n", f"\n  site: {SITE}\n")
-    text = re.sub(r"\b10\.4([0-6])\.", r"10.24\1.", text)
     if changed:
         text = text.replace("count: 8", "count: 7").replace("{name: hgx08, priority: 14}",
                                                            "{name: hgx07, priority: 14}")
@@ -94,8 +92,8 @@ def _set_changes(before: ImportSet, after: ImportSet) -> dict[str, Counter[str]]
     gone = {str(r["cf_fabricgen_device"]) for r in before.records("07-devices") if r["name"] == REMOVED}
     changes: dict[str, Counter[str]] = {}
     for kind, name, key in (("interfaces", "08-interfaces", lambda r: (r[DEVICE_COLUMN], r["name"])),
-                            ("prefixes", "14-prefixes", lambda r: r["prefix"]),
-                            ("IP addresses", "15-ip-addresses", lambda r: str(r["address"]).split("/")[0])):
+                            ("prefixes", "15-prefixes", lambda r: r["prefix"]),
+                            ("IP addresses", "16-ip-addresses", lambda r: str(r["address"]).split("/")[0])):
         old, new = keyed(before, name, key), keyed(after, name, key)
         if kind == "interfaces":
             old = {k: r for k, r in old.items() if str(k[0]) not in gone}
@@ -120,7 +118,8 @@ def _everything(session: Session) -> Counter[str]:
     """Objects NetBox-wide, per type: what a sync must not touch elsewhere."""
     return Counter({e: session.count(e) for e in ("dcim/sites", "dcim/devices", "dcim/interfaces", "dcim/cables",
                                                   "dcim/racks", "ipam/prefixes", "ipam/ip-addresses", "ipam/vlans",
-                                                  "dcim/device-types", "dcim/manufacturers", "ipam/asns")})
+                                                  "dcim/device-types", "dcim/manufacturers", "ipam/asns",
+                                                  "ipam/vrfs")})
 
 
 def _summary(report: Report) -> str:
@@ -154,7 +153,7 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
     assert held["interfaces"] == sum(templated[str(r["device_type"])] for r in imports.records("07-devices")) + len(
         imports.records("08-interfaces"))
-    marked = [r for r in imports.records("15-ip-addresses") if "true" in (r["is_primary"], r["is_oob"])]
+    marked = [r for r in imports.records("16-ip-addresses") if "true" in (r["is_primary"], r["is_oob"])]
     assert held["primary"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_primary"] == "true"})
     assert held["oob"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_oob"] == "true"})
     assert first.counts["device addresses"]["update"] == len({str(r[DEVICE_COLUMN]) for r in marked})
@@ -164,8 +163,11 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     held_speeds = {(i["device"]["name"], i["name"]): i["speed"] for i in _get(
         session, "dcim/interfaces", site_id=str(site), fields="device,name,speed")}
     assert {k: held_speeds[k] for k in speeds} == speeds
-    ips = {a["address"] for a in _get(session, "ipam/ip-addresses", parent="10.240.0.0/13", fields="address")}
+    vrf = _get(session, "ipam/vrfs", name=SITE)
+    assert len(vrf) == 1 and first.counts["VRFs"]["create"] == 1
+    ips = {a["address"] for a in _get(session, "ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}
     assert len(ips) == first.counts["IP addresses"]["create"] > 100
+    assert session.count("ipam/prefixes", vrf_id=str(vrf[0]["id"])) == held["prefixes"]
 
     _resync_and_change(session, env, tmp_path, spec, site, planned, held, devices, len(ips), before)
 
@@ -223,7 +225,7 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     after = _everything(session)
     mine = Counter({"dcim/sites": 1, "dcim/devices": devices - 1, "dcim/cables": len(now), "dcim/racks": 5,
                     "ipam/prefixes": held["prefixes"], "ipam/ip-addresses": ips - done.counts["IP addresses"]["delete"],
-                    "ipam/vlans": 2})
+                    "ipam/vlans": 2, "ipam/vrfs": 1})
     for endpoint in ("dcim/sites", "dcim/devices", "dcim/cables", "dcim/racks", "ipam/prefixes", "ipam/ip-addresses",
-                     "ipam/vlans"):
+                     "ipam/vlans", "ipam/vrfs"):
         assert after[endpoint] == before[endpoint] + mine[endpoint], endpoint

@@ -65,3 +65,23 @@ def test_state_digest_changes_with_out(tmp_path: Path) -> None:
     assert (tmp_path / "a.conf").read_text() == "hand edit\n"
     apply_plan(later, expected_state=later.state_digest)
     assert (tmp_path / "a.conf").read_text() == "2\n"
+
+
+def test_switch_configs_by_entry(tmp_path: Path) -> None:
+    """U9: a switch's config_db.json by SONiC's TABLE|key and NVUE's startup.yaml by object path, with the fields
+    that change; the line counts stay beside them."""
+    db = '{"BGP_NEIGHBOR": {"10.0.0.1": {"asn": "%s", "name": "spine1"}%s}, "DEVICE_METADATA": {"localhost": {}}}'
+    nvue = "- set:\n    interface:\n      swp1:\n        link: {mtu: %d}\n%s"
+    swp2 = "      swp2:\n        link:\n          state: {up: {}}\n"
+    _applied(tmp_path, {"switches/l1/config_db.json": db % ("65001", ', "10.0.0.3": {"asn": "65003"}'),
+                        "switches/l1/startup.yaml": nvue % (9216, swp2)})
+    plan = _plan(tmp_path, {"switches/l1/config_db.json": db % ("65002", ""),
+                            "switches/l1/startup.yaml": nvue % (9100, "")})
+    sonic, nv = describe(plan, [])
+    assert sonic.noun == nv.noun == "config entry" and sonic.lines != (0, 0)
+    assert {(r.action, r.subject, r.shown_fields) for r in sonic.rows} == {
+        (Action.UPDATE, "BGP_NEIGHBOR|10.0.0.1", (("asn", "65001", "65002"),)),
+        (Action.DELETE, "BGP_NEIGHBOR|10.0.0.3", ())}
+    assert {(r.action, r.subject, r.shown_fields) for r in nv.rows} == {
+        (Action.UPDATE, "interface swp1 link", (("mtu", "9216", "9100"),)),
+        (Action.DELETE, "interface swp2 link state up", ())}

@@ -6,7 +6,10 @@
 - Point-to-point: one /31 per switch-to-switch link from ``p2p``, links in compile order; the upper end
   (spine/core) takes the even address, the lower end the odd one.
 - Hosts: one subnet per leaf from ``hosts``, just large enough for the leaf's host ports plus its own
-  gateway address (the first usable); host ports get the next addresses in leaf port order.
+  gateway address (the first usable); host ports get the next addresses in leaf port order. An MLAG pair
+  (``attachment: mlag``) has one subnet for both leaves: the anycast gateway first (on both), then each leaf's own
+  SVI address (NVUE's VRR and EOS's VARP need one), then the first leaf's host ports and the second's, in port
+  order; a bond takes its primary member's address.
 - Pods (routed Ethernet fabrics with SR-IOV): after every host subnet, one range per leaf from ``hosts``, large
   enough for every VF of the leaf's host ports plus the gateway (the first usable, a second address of the leaf's
   SVI, announced like its host subnet); pods on a host's VF take addresses past it. No host or switch address is
@@ -37,8 +40,8 @@ from netaddr.ip import IPV4_LINK_LOCAL, IPV4_LOOPBACK, IPV4_MULTICAST, IPV4_RESE
 from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
-from fabricgen.model.cluster import FabricType, Tier
-from fabricgen.model.topology import FabricTopology, Switch, Topology
+from fabricgen.model.cluster import Attachment, FabricType, Tier
+from fabricgen.model.topology import ROUTED_TIERS, FabricTopology, Switch, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
 ASN_MAX = 4294967294  # 4294967295 is reserved (RFC 7300)
@@ -310,7 +313,7 @@ def asn_overlap(topology: Topology) -> Iterator[Finding]:
 
 
 def _p2p(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[P2p, ...]:
-    upper_links = [link for link in ft.links if link.tier != "node-leaf"]
+    upper_links = [link for link in ft.links if link.tier in ROUTED_TIERS]
     carver = _Carver(ft.fabric.name, "p2p", pool, a)
     p2p = []
     for link in upper_links:
@@ -330,9 +333,11 @@ def _host_links(ft: FabricTopology) -> dict[str, list[tuple[int, str, int]]]:
 
 
 def _leaf_subnets(ft: FabricTopology, carver: _Carver) -> tuple[HostSubnet, ...]:
+    leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
+    if ft.fabric.topology.attachment is Attachment.MLAG:
+        return _pair_subnets(ft, carver, leaves)
     host_links = _host_links(ft)
     hosts = []
-    leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
     for leaf in leaves:
         prefix = 32 - _bits(leaf.down_ports + 3)  # network, gateway, hosts, broadcast
         subnet = carver.take(prefix, len(leaves))
@@ -340,6 +345,23 @@ def _leaf_subnets(ft: FabricTopology, carver: _Carver) -> tuple[HostSubnet, ...]
         ports = sorted(host_links.get(leaf.name, []))  # leaf downlinks are numbered from 1: the address follows
         members = tuple((node, nic_port, _ip(first + 1 + port)) for port, node, nic_port in ports)
         hosts.append(HostSubnet(leaf.name, str(subnet), _ip(first + 1), members))
+    return tuple(hosts)
+
+
+def _pair_subnets(ft: FabricTopology, carver: _Carver, leaves: Sequence[Switch]) -> tuple[HostSubnet, ...]:
+    """MLAG: one subnet per leaf pair (compile pairs leaves 2p+1, 2p+2): network, the anycast gateway, each leaf's
+    own SVI address, the first leaf's host ports then the second's (by port number), broadcast."""
+    host_links = _host_links(ft)
+    hosts = []
+    for first_leaf, second in zip(leaves[0::2], leaves[1::2], strict=True):
+        per_leaf = max(first_leaf.down_ports, second.down_ports)
+        subnet = carver.take(32 - _bits(2 * per_leaf + 5), len(leaves) // 2)
+        first = int(subnet.network)
+        members = tuple((node, nic_port, _ip(first + 3 + side * per_leaf + port))
+                        for side, leaf in enumerate((first_leaf, second))
+                        for port, node, nic_port in sorted(host_links.get(leaf.name, [])))
+        hosts.append(HostSubnet(first_leaf.name, str(subnet), _ip(first + 1), members, peer=second.name,
+                                leaf_addresses=(_ip(first + 2), _ip(first + 3))))
     return tuple(hosts)
 
 

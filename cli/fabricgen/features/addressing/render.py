@@ -21,7 +21,7 @@ from fabricgen.features.ethernet.switch_view import HOST_VLAN
 from fabricgen.features.infiniband.view import MANAGEMENT_INTERFACE
 from fabricgen.model.addressing import FabricAddresses
 from fabricgen.model.cluster import FabricType, Tier
-from fabricgen.model.topology import FabricTopology, Topology
+from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
 PLAN_COLUMNS = ("fabric", "device", "interface", "address", "role", "network", "gateway", "peer", "peer_interface")
 
@@ -60,14 +60,20 @@ def plan_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
         yield name, p2p.lower, lower, p2p.lower_ip, "p2p", network, "", p2p.upper, upper
         yield name, p2p.upper, upper, p2p.upper_ip, "p2p", network, "", p2p.lower, lower
     tiers = {sw.name: sw.tier for sw in ft.switches}
+    cabled = {(link.a.device, link.a.number): link.z.device for link in ft.links if link.tier == NODE_LEAF}
     for subnet in plan.hosts:
         prefix = IPNetwork(subnet.network).prefixlen
+        leaves = tuple(leaf for leaf in (subnet.leaf, subnet.peer) if leaf)  # an MLAG pair: both hold the gateway
         if subnet.gateway:
-            svi = interface_names(ft, tiers[subnet.leaf])[2]
-            yield name, subnet.leaf, svi, f"{subnet.gateway}/{prefix}", "gateway", subnet.network, "", "", ""
+            for leaf in leaves:
+                svi = interface_names(ft, tiers[leaf])[2]
+                yield name, leaf, svi, f"{subnet.gateway}/{prefix}", "gateway", subnet.network, "", "", ""
+            for leaf, own in zip(leaves, subnet.leaf_addresses, strict=False):  # MLAG: each leaf's own SVI address
+                yield (name, leaf, interface_names(ft, tiers[leaf])[2], f"{own}/{prefix}", "svi", subnet.network, "",
+                       "", "")
         for node, nic_port, ip in subnet.hosts:
             yield (name, node, port_names[(node, nic_port)], f"{ip}/{prefix}", "host", subnet.network,
-                   subnet.gateway, subnet.leaf, "")
+                   subnet.gateway, cabled.get((node, nic_port), subnet.leaf) if subnet.peer else subnet.leaf, "")
     for pod in plan.pods:
         svi = interface_names(ft, tiers[pod.leaf])[2]
         yield (name, pod.leaf, svi, f"{pod.gateway}/{IPNetwork(pod.network).prefixlen}", "pod-gateway", pod.network,

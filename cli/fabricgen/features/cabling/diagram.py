@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
 from fabricgen.model.cluster import Cluster, Tier, TopologyKind
-from fabricgen.model.topology import LINK_TIERS, NODE_LEAF, FabricTopology, Link, Switch, Topology
+from fabricgen.model.topology import LEAF_LEAF, LINK_TIERS, NODE_LEAF, FabricTopology, Link, Switch, Topology
 
 SUMMARY_SWITCHES = 48  # above this many switches a fabric is drawn summarised
 NODE_BOXES = 64  # above this many nodes a fabric's nodes are grouped
@@ -199,6 +199,8 @@ class _Builder:
         counts: Counter[tuple[str, str, str, str]] = Counter()
         box_of = self.box_of
         for link in self.ft.links:  # the one pass
+            if link.tier == LEAF_LEAF:
+                continue  # an MLAG peer link joins two boxes of one level: the tiers are what is drawn
             upper = box_of[link.z.device]
             if link.tier == NODE_LEAF:
                 lower = placed.get(link.a.device)

@@ -403,9 +403,11 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
                          f"a zone of {ctx.spec['region']} such as {ctx.spec['region']}a")
     if "project" in ctx.spec and ctx.provider != "gcp":
         ctx.issues.error(("project",), "project is for provider gcp", "remove project")
-    if "mtu" in ctx.spec["network"] and ctx.provider != "gcp":
-        ctx.issues.error(("network", "mtu"), "network.mtu is for provider gcp",
-                         "remove it: EFA and ERI MTUs follow the instance type (eri.jumbo_frames on Alibaba Cloud)")
+    for key in ("mtu", "host_mtu"):
+        if key in ctx.spec["network"] and ctx.provider != "gcp":
+            ctx.issues.error(("network", key), f"network.{key} is for provider gcp",
+                             "remove it: EFA and ERI MTUs follow the instance type (eri.jumbo_frames on Alibaba "
+                             "Cloud)")
     vpc_id, vpc_cidr, subnets, public_subnet = _subnets(ctx)
     access = _access(ctx, public_subnet)
     itype = _instance_type(ctx)

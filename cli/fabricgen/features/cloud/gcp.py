@@ -15,7 +15,7 @@ from typing import Any
 from fabricgen.core.document import PathKey
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
-from fabricgen.model.cloud import Gcp, GcpNic, GpuDirectStack
+from fabricgen.model.cloud import Gcp, GcpNic, GpuDirectStack, GpuNicTopology, NetworkWait
 
 NAME_LIMIT = 40  # Compute Engine names are RFC 1035 labels of at most 63; "<cluster>-gpu-7-subnet" must fit
 
@@ -32,14 +32,21 @@ def zone(issues: Issues, itype: str, zone_name: str, facts: Mapping[str, Any]) -
                      f"--zones={zone_name}), add the zone to features/cloud/instances.yaml")
 
 
-def mtu(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any], limits: list[int]) -> int:
-    """The gVNIC VPCs' MTU: the type's documented one unless the spec sets another that VPCs accept."""
+def mtu(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Mapping[str, Any], limits: list[int]
+        ) -> tuple[int, int]:
+    """The gVNIC VPCs' MTU (the type's documented one unless the spec sets another that VPCs accept) and the host
+    VPCs' (network.host_mtu, default the same): the GPU VPCs are not connected to the host VPC (no peering, no
+    routes between them), so Google's advice of one MTU for connected networks does not bind them together, and
+    Managed Lustre on the host VPC prefers 8896 (its performance page)."""
     value = int(spec["network"].get("mtu", facts["mtu"]))
+    host = int(spec["network"].get("host_mtu", value))
     low, high = limits
-    if not low <= value <= high:
-        issues.error(("network", "mtu"), f"Google Cloud VPCs do not take an MTU of {value}",
-                     f"{low} to {high}; Google documents {facts['mtu']} for {itype}")
-    return value
+    for key, given in (("mtu", value), ("host_mtu", host)):
+        if key in spec["network"] and not low <= given <= high:
+            issues.error(("network", key), f"Google Cloud VPCs do not take an MTU of {given}",
+                         f"{low} to {high}; Google documents {facts['mtu']} for {itype}"
+                         + (", and Managed Lustre gains most at 8896" if key == "host_mtu" else ""))
+    return value, host
 
 
 def nics(issues: Issues, itype: str, facts: Mapping[str, Any], subnets: int) -> tuple[GcpNic, ...]:
@@ -123,11 +130,21 @@ def max_distance(issues: Issues, spec: Mapping[str, Any], itype: str, facts: Map
     return value
 
 
+def topology(facts: Mapping[str, Any] | None) -> GpuNicTopology | None:
+    """The catalog's GPU-NIC topology file for RxDM, if the stack has one (TCPX)."""
+    if facts is None:
+        return None
+    return GpuNicTopology(facts["path"], tuple((n["ifname"], n["pci"], tuple(n["gpus"])) for n in facts["nics"]),
+                          tuple(tuple(q) for q in facts["queues"]), facts["rss_set_size"], facts["tcpd_queue_size"],
+                          facts["max_rx_rules"])
+
+
 def stack(kind: str, facts: Mapping[str, Any]) -> GpuDirectStack:
     """The catalog's GPUDirect software of one kind."""
     return GpuDirectStack(kind, facts["name"], facts["library_dir"], facts.get("plugin_image", ""),
                           tuple(facts.get("plugin_install", ())), facts.get("rxdm_image", ""),
-                          facts.get("package", ""), facts.get("profile", ""))
+                          facts.get("package", ""), facts.get("profile", ""), facts.get("nccl_package", ""),
+                          topology(facts.get("topology")))
 
 
 def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[str, Any], services: str,
@@ -143,9 +160,10 @@ def build(issues: Issues, spec: Mapping[str, Any], itype: str, catalog: Mapping[
         issues.error(("network", "vpc", "id"), "reusing an existing VPC is not offered on gcp: an A3 cluster "
                                                "creates one VPC per gVNIC NIC", "give network.vpc.cidr instead")
     zone(issues, itype, spec["zone"], facts)
+    wait = facts["network_wait"]
     layout = nics(issues, itype, facts, len(spec["network"]["subnets"]))
     return Gcp(spec.get("project", ""), stack(facts["gpudirect"], catalog["gpudirect"][facts["gpudirect"]]), layout,
-               mtu(issues, spec, itype, facts, limits["mtu"]),
+               *mtu(issues, spec, itype, facts, limits["mtu"]),
                max_distance(issues, spec["instances"], itype, facts) if compact else 0,
-               facts["boot_disk"], tuple((name, value, why) for name, value, why in catalog["nccl"].get(itype, ())),
-               services)
+               facts["boot_disk"], NetworkWait(tuple(wait["interfaces"]), wait["timeout"], wait["settle"]),
+               tuple((name, value, why) for name, value, why in catalog["nccl"].get(itype, ())), services)

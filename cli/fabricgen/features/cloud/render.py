@@ -86,7 +86,7 @@ def user_data(name: str, source: str, cloud: Cloud) -> Artifact | None:
     if cloud.gcp is not None:  # always: the GPUDirect stack, its RxDM and the NCCL environment, then Lustre mounts
         return Artifact(f"pulumi/{name}/{USER_DATA['gcp']}", render_template(
             "pulumi/gcp-a3-startup.sh.j2", cluster=name, source=source, machine_type=cloud.instance_type.name,
-            stack=cloud.gcp.stack, nccl=[env_line(n, v) for n, v, _ in cloud.gcp.nccl]))
+            stack=cloud.gcp.stack, wait=cloud.gcp.network_wait, nccl=[env_line(n, v) for n, v, _ in cloud.gcp.nccl]))
     if cloud.provider == "alicloud":  # always: the eRDMA stack, the GPU driver (and Fabric Manager), the ERIs' MTU,
         # then any CPFS mounts
         return Artifact(f"pulumi/{name}/{USER_DATA['alicloud']}", render_template(
@@ -177,16 +177,20 @@ def _google(name: str, cloud: Cloud) -> tuple[dict[str, Any], list[dict[str, Any
             continue
         roce = nic.nic_type == "MRDMA"
         suffix = "roce" if roce else f"{nic.role}-{sum(1 for n in nets if n['role'] == nic.role)}"
-        nets.append({"name": f"{name}-{suffix}", "role": nic.role, "mtu": 8896 if roce else google.mtu,
+        mtu = 8896 if roce else google.host_mtu if nic.role == "host" else google.mtu
+        nets.append({"name": f"{name}-{suffix}", "role": nic.role, "mtu": mtu,
                      "profile": f"projects/{google.project}/global/networkProfiles/{cloud.zone}-vpc-roce" if roce
                      else ""})
     nics = [{"nic_type": nic.nic_type, "role": nic.role, "network": nic.network, "subnet": nic.subnet,
              "subnet_name": f"{nets[nic.network]['name']}-subnet" + (f"-{i - nic.network}" if nic.nic_type == "MRDMA"
                                                                      else "")}
             for i, nic in enumerate(google.nics)]
+    facts = catalog()["gcp"]
+    lustre = facts["filesystems"]["managed-lustre"]
+    apis = [*facts["apis"]["cluster"], *(facts["apis"]["filesystems"] if cloud.filesystems else ())]
     return {"project": google.project, "networks": nets, "max_distance": google.max_distance,
             "boot_disk": google.boot_disk, "gpudirect": google.stack.kind, "services_range": google.services,
-            "lustre_port": catalog()["gcp"]["filesystems"]["managed-lustre"]["lnet_port"]}, nics
+            "apis": apis, "lustre_port": lustre["lnet_port"], "lustre_timeout": lustre["timeout"]}, nics
 
 
 def render(topology: Topology) -> list[Artifact]:

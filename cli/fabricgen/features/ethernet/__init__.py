@@ -11,7 +11,7 @@ from fabricgen.features.feature import Feature, Target
 FEATURE = Feature(
     "ethernet",
     build=build.build_sections,
-    checks=(checks.unconfigured_switches, checks.unrouted_management, checks.shared_headroom_pool,
+    checks=(checks.unconfigured_switches, checks.mlag_image, checks.unrouted_management, checks.shared_headroom_pool,
             *(check for nos in systems().values() for check in nos.checks)),
     targets=(Target("host-roce", host_roce.render), Target("host-firmware", nic_firmware.render),
              *(Target(name, nos.render) for name, nos in systems().items())),

@@ -6,8 +6,24 @@ from collections import Counter
 from collections.abc import Iterator
 
 from fabricgen.core.errors import Finding, Severity
+from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.feature import fabric_warning
+from fabricgen.model.cluster import Attachment, Tier
 from fabricgen.model.topology import Topology
+
+
+def mlag_image(topology: Topology) -> Iterator[Finding]:
+    """Where an MLAG pair's NOS image must carry something for it (SONiC: the iccpd container), say so at plan:
+    without it the leaves come up as lone routed leaves and the hosts' LACP bonds never aggregate across them."""
+    for ft in topology.fabrics:
+        nos = ft.fabric.nos.get(Tier.LEAF, "")
+        if ft.fabric.topology.attachment is not Attachment.MLAG or not nos:
+            continue
+        data = systems()[nos].data
+        if data.mlag_requires:
+            yield fabric_warning(ft.fabric, "mlag-nos", ft.fabric.name,
+                                 f"fabric {ft.fabric.name}'s {data.title} leaves run their MLAG pairs only on "
+                                 f"{data.mlag_requires}", "check the image before deploying")
 
 
 def unconfigured_switches(topology: Topology) -> Iterator[Finding]:

@@ -34,7 +34,7 @@ from netaddr import IPAddress, IPNetwork
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, LABEL, NETDEV, PCI_ADDRESS, checked
 from fabricgen.core.templating import render_template
-from fabricgen.model.cluster import Fabric, FabricRole, FabricType
+from fabricgen.model.cluster import Attachment, Fabric, FabricRole, FabricType
 from fabricgen.model.nodes import Bond, Node, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
 
@@ -211,7 +211,7 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_
                    ) -> dict[str, tuple[list[NetplanPort], list[str]]]:
     """Per node with an address on one of ``fabrics``: its netplan ports (a bond in place of its members) and its
     ports without a netdev; tables numbered from ``table_base``."""
-    per_node: dict[str, list[tuple[Fabric, int, IPNetwork, str, str, str]]] = {}
+    per_node: dict[str, list[tuple[Fabric, int, IPNetwork, str, str, str, str]]] = {}
     for ft in fabrics:
         plan = topology.addresses.get(ft.fabric.name)
         if ft.fabric.addressing is None or plan is None:
@@ -219,7 +219,8 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_
         for subnet in plan.hosts:
             network = IPNetwork(subnet.network)
             for node, nic_port, ip in subnet.hosts:
-                per_node.setdefault(node, []).append((ft.fabric, nic_port, network, subnet.gateway, ip, subnet.leaf))
+                per_node.setdefault(node, []).append((ft.fabric, nic_port, network, subnet.gateway, ip, subnet.leaf,
+                                                      subnet.peer))
     nodes = {n.name: n for n in topology.cluster.nodes}
     out: dict[str, tuple[list[NetplanPort], list[str]]] = {}
     for node_name in sorted(per_node):
@@ -227,7 +228,7 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_
         profile = nodes[node_name].profile
         ports: list[NetplanPort] = []
         unnamed: list[str] = []
-        for fabric, nic_port, network, gateway, ip, leaf in per_node[node_name]:
+        for fabric, nic_port, network, gateway, ip, leaf, peer in per_node[node_name]:
             nics = {nic.index + 1: nic for nic in profile.nics(fabric.role.nic_role)}
             nic = nics[nic_port]
             if not nic.netdev:
@@ -235,7 +236,9 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_
                 continue
             bond = profile.bond_of(nic.netdev)
             if bond is not None and bond.members[0] != nic.netdev:
-                continue  # a backup member: the bond carries the primary's address
+                continue  # a backup (or second LACP) member: the bond carries the primary's address
+            if bond is not None:
+                bond = bond.on(fabric.topology.attachment is Attachment.MLAG)
             netdev = checked(NETDEV, bond.name if bond else nic.netdev, f"profile {profile.name}: netdev")
             if str(IPAddress(ip)) != ip or IPAddress(ip) not in network:
                 raise ValueError(f"{node_name} {netdev}: address {ip} is not in its leaf subnet {network}")
@@ -248,8 +251,11 @@ def _netplan_ports(topology: Topology, fabrics: Iterable[FabricTopology], table_
             cidr = str(network.cidr)
             routes = (*(Route(pool, gateway, metric=table) for pool in pools), Route(cidr, scope="link", table=table),
                       *(Route(pool, gateway, table=table) for pool in pools))
+            leaves = checked(DEVICE_NAME, leaf, "leaf name")
+            if peer:  # an MLAG pair's subnet: both leaves hold the gateway
+                leaves = f"{leaves} and {checked(DEVICE_NAME, peer, 'leaf name')}, anycast"
             comment = (f"{nic.dev + ', ' if nic.dev else ''}port {checked(LABEL, nic.port, 'port label')}, fabric "
-                       f"{fabric.name}, leaf {checked(DEVICE_NAME, leaf, 'leaf name')} ({cidr}, gateway {gateway})")
+                       f"{fabric.name}, {'leaves' if peer else 'leaf'} {leaves} ({cidr}, gateway {gateway})")
             if bond is not None:
                 comment = f"bond {bond.name} ({bond.mode}) over {', '.join(bond.members)}: {comment}"
             ports.append(NetplanPort(netdev, comment, fabric.host_mtu, f"{ip}/{network.prefixlen}", ip, table,

@@ -31,13 +31,15 @@ from fabricgen.model.infiniband import (
     Secret,
     Sharp,
     SubnetManager,
+    nvidia_opensm,
 )
-from fabricgen.model.nodes import Node, rail_count
+from fabricgen.model.nodes import NicRole, Node, rail_count
 from fabricgen.spec.validate import with_defaults
 
-# Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM/UFM adds the adaptive-routing ones.
+# Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM (UFM's, or DOCA-OFED's 5.x) adds the adaptive-routing
+# ones.
 UPSTREAM_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
-UFM_ENGINES = (*UPSTREAM_ENGINES, "ar_updn", "ar_ftree", "ar_torus", "ar_dor", "pqft")
+NVIDIA_ENGINES = (*UPSTREAM_ENGINES, "ar_updn", "ar_ftree", "ar_torus", "ar_dor", "pqft")
 DROP_VL = 15  # an SL mapped to VL 15 in qos_sl2vl is dropped (man opensm, QoS)
 M_KEY_PROTECTION = 2  # with an M_Key: neither queries nor changes without it (level 0 hands the key to any query)
 M_KEY_LEASE_S = 60  # with an M_Key: a lost key is recoverable after a minute (UFM's default lease)
@@ -47,7 +49,10 @@ AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "ar_dor")  # NVIDIA's adaptive-
 # Environment": "Tree based topologies: updn, ar_updn, ftree, ar_ftree"; dfp and dor serve topologies fabricgen does
 # not build).
 SHARP_ENGINES = ("ftree", "updn", "ar_ftree", "ar_updn")
-NVIDIA_OPENSM = (5,)  # NVIDIA's OpenSM (DOCA-OFED/MLNX_OFED, UFM) numbers its releases 5.x; upstream's last is 3.3.24
+# NVIDIA SHARP deployment guide (2.6.1, "Reducing the Number of Operational VLs in the Subnet in OpenSM"): "When
+# streaming aggregation is enabled, it is recommended to reduce the number of enabled VLs in the subnet to 2 VLs"
+# (max_op_vls 2); NVIDIA's UFM recipe for a large rail-optimized SHARP fabric sets it too.
+SHARP_OPERATIONAL_VLS = 2
 
 
 def parse_pkey(value: int | str) -> int:
@@ -64,21 +69,32 @@ class _Context:
     nodes: Sequence[Node]
     attached_groups: tuple[str, ...]
     rails: int
+    nic_role: NicRole  # the node ports the fabric carries (compute NICs; storage NICs on a storage fabric)
 
 
-def _engines(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, ...]:
+def nvidia_sm(spec: Mapping[str, Any]) -> bool:
+    return nvidia_opensm(spec["flavor"], spec.get("opensm_version", ""))
+
+
+def _engines(ctx: _Context, spec: Mapping[str, Any], speed: str) -> tuple[str, ...]:
     if "routing_engine" not in spec:
         return ()  # chosen from the compiled tiers: see fabricgen.features.infiniband.view.routing_engines
     engines = spec["routing_engine"]
     engines = (engines,) if isinstance(engines, str) else tuple(engines)
-    known = UPSTREAM_ENGINES if spec["flavor"] == "opensm" else UFM_ENGINES
+    known = NVIDIA_ENGINES if nvidia_sm(spec) else UPSTREAM_ENGINES
     for i, engine in enumerate(engines):
+        where = ("routing_engine",) if len(engines) == 1 and isinstance(spec["routing_engine"], str) else (
+            "routing_engine", i)
         if engine not in known:
-            where = ("routing_engine",) if len(engines) == 1 and isinstance(spec["routing_engine"], str) else (
-                "routing_engine", i)
-            extra = " (it exists only in NVIDIA's OpenSM: use flavor: ufm)" if engine in UFM_ENGINES else ""
+            extra = (" (it exists only in NVIDIA's OpenSM: use flavor: ufm, or state the NVIDIA OpenSM release, "
+                     "opensm_version 5.x)") if engine in NVIDIA_ENGINES else ""
             ctx.issues.error(where, f"routing engine {engine!r} is not in {spec['flavor']}{extra}",
                              did_you_mean(engine, known) or f"engines: {', '.join(known)}")
+        elif engine == "ar_ftree" and speed.startswith("XDR"):
+            ctx.issues.error(where, "NVIDIA's SM routes an XDR fabric adaptively with ar_updn only (UFM user manual, "
+                                    "Appendix - Adaptive Routing: \"For XDR topologies, only the ar_updn routing mode "
+                                    "is supported\")", "route with ar_updn, or drop routing_engine for fabricgen's "
+                                                       "XDR default (ar_updn)")
     if any(e in FTREE_ENGINES for e in engines) and spec["lmc"] > 0:
         ctx.issues.error(("lmc",), f"ftree does not support lmc > 0 (lmc is {spec['lmc']})", "use lmc: 0 with ftree")
     return engines
@@ -123,7 +139,7 @@ def _partition(ctx: _Context, i: int, spec: Mapping[str, Any], seen: dict[int, s
                           spec["membership"], ipoib, ctx.issues.position(where), limited=limited,
                           joins_tenants=spec["joins_tenants"])
     if ipoib and not members_all:
-        full = sum(1 for n in ctx.nodes if n.group in ctx.attached_groups for nic in n.profile.compute
+        full = sum(1 for n in ctx.nodes if n.group in ctx.attached_groups for nic in n.profile.nics(ctx.nic_role)
                    if partition.full_member(n, nic))
         if full < 2:
             ctx.issues.error((*where, "members"),
@@ -321,7 +337,7 @@ def _tenants_apart(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[
     for p in partitions:
         if p.name in compute or p.joins_tenants or (p.is_default and spec["flavor"] == "ufm"):
             continue
-        met = sorted({t.name for n in nodes for nic in n.profile.compute if p.full_member(n, nic)
+        met = sorted({t.name for n in nodes for nic in n.profile.nics(ctx.nic_role) if p.full_member(n, nic)
                       for t in tenants if t.full_member(n, nic)})
         if len(met) > 1:
             where: PathKey = ("partitions", index[p.name], "members") if p.name in index else ("partitions",)
@@ -381,17 +397,21 @@ def _flavor(ctx: _Context, spec: Mapping[str, Any], partitions: Sequence[Partiti
 
 def _adaptive_routing(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str],
                       partitions: Sequence[Partition], compute: Sequence[str]) -> AdaptiveRouting | None:
-    """NVIDIA's SM has adaptive routing and SHIELD (on by default under UFM); upstream OpenSM has neither: it has no
-    ar_ engine and reads shield_mode and ar_sl_mask as unrecognized tokens it skips (shown on ibsim). The SLs
-    adaptive routing applies to must hold every compute partition's, or NCCL's traffic stays static."""
+    """NVIDIA's SM has adaptive routing and SHIELD (on by default under UFM; NVIDIA's own OpenSM 5.x under flavor
+    opensm where the spec asks for it); upstream OpenSM has neither: it has no ar_ engine and reads shield_mode and
+    ar_sl_mask as unrecognized tokens it skips (shown on ibsim). The SLs adaptive routing applies to must hold every
+    compute partition's, or NCCL's traffic stays static."""
     stated = spec.get("adaptive_routing")
-    if spec["flavor"] != "ufm":
+    if not nvidia_sm(spec):
         if stated is not None:
             ctx.issues.error(("adaptive_routing",),
                              "upstream OpenSM has no adaptive routing or SHIELD: with an ar_ engine it routes nothing "
                              "(the subnet never comes up), and it skips shield_mode and ar_sl_mask as unrecognized "
-                             "tokens", "drop adaptive_routing, or run NVIDIA's SM: flavor: ufm")
+                             "tokens", "drop adaptive_routing, or run NVIDIA's SM: flavor: ufm, or NVIDIA's OpenSM "
+                                       "(DOCA-OFED) with opensm_version 5.x")
         return None
+    if spec["flavor"] != "ufm" and stated is None:
+        return None  # standalone NVIDIA OpenSM: routed as the spec's engines say
     given = stated or {}
     levels = given.get("service_levels")
     ar = AdaptiveRouting(given.get("enabled", True), given.get("shield", "on"), tuple(levels) if levels else None)
@@ -415,6 +435,22 @@ def _adaptive_routing(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[
     return ar
 
 
+def _sharp_lanes(ctx: _Context, qos: Qos | None, partitions: Sequence[Partition], used: Sequence[str]) -> None:
+    """With SHARP the subnet runs on 2 operational VLs (max_op_vls 2, NVIDIA's advice for streaming aggregation):
+    an SL of compute or IPoIB traffic mapped above VL 1 would share a VL it was not given (OpenSM masks each port's
+    SL2VL to its operational VLs, osm_qos.c)."""
+    if qos is None:
+        return  # no QoS: every SL is 0, on VL 0
+    sl2vl = [int(v) for v in qos.sl2vl.split(",")]
+    for p in partitions:
+        if p.name in used and SHARP_OPERATIONAL_VLS <= sl2vl[p.sl] < DROP_VL:
+            ctx.issues.error(("qos", "sl2vl"), f"partition {p.name}'s SL {p.sl} maps to VL {sl2vl[p.sl]}, but with "
+                                               f"SHARP the subnet runs on {SHARP_OPERATIONAL_VLS} operational VLs "
+                                               f"(max_op_vls {SHARP_OPERATIONAL_VLS}, NVIDIA's advice for streaming "
+                                               "aggregation): it would share a lower VL",
+                             f"map the SLs your partitions use to VLs 0..{SHARP_OPERATIONAL_VLS - 1}")
+
+
 def _sharp(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str], compute: Sequence[str]) -> Sharp | None:
     """SHARP's partition (a compute partition: the jobs' HCAs are its full members at P_Key index 0) and NVIDIA's SM,
     which sharp_am needs: it reads the fabric from NVIDIA OpenSM's subnet dump and runs beside its master, on a server
@@ -435,9 +471,7 @@ def _sharp(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[str], compu
         ctx.issues.error(("sharp",), f"the fabric has {len(compute)} compute partitions ({', '.join(compute)}): "
                                      "sharp_am runs SHARP on one static P_Key", "name it in sharp.partition")
         partition = compute[0]
-    version = spec.get("opensm_version", "")
-    nvidia = bool(version) and tuple(int(x) for x in version.split(".")) >= NVIDIA_OPENSM
-    if spec["flavor"] == "opensm" and not nvidia:
+    if not nvidia_sm(spec):
         ctx.issues.error(("sharp",), "SHARP needs NVIDIA's subnet manager: sharp_am builds its trees from NVIDIA "
                                      "OpenSM's subnet dump and runs beside its master; upstream OpenSM has no SHARP",
                          "use flavor: ufm, or run NVIDIA's OpenSM (DOCA-OFED) and state opensm_version 5.x")
@@ -484,12 +518,12 @@ def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:
         return fabric
     profiles = {g.pattern: cluster.profiles[g.profile] for g in cluster.groups if g.pattern in fabric.node_groups}
     ctx = _Context(context.issues.at(*path, "subnet_manager"), cluster.nodes, fabric.node_groups,
-                   rail_count(profiles.values()))
+                   rail_count(profiles.values()), fabric.role.nic_role)
     return replace(fabric, subnet_manager=_subnet_manager(ctx, spec["subnet_manager"], fabric.speed.name))
 
 
 def _subnet_manager(ctx: _Context, spec: Mapping[str, Any], speed: str) -> SubnetManager:
-    engines = _engines(ctx, spec)
+    engines = _engines(ctx, spec, speed)
     hosts = _hosts(ctx, spec)
     partitions = _partitions(ctx, spec)
     qos = _qos(ctx, spec.get("qos"), partitions)
@@ -501,6 +535,8 @@ def _subnet_manager(ctx: _Context, spec: Mapping[str, Any], speed: str) -> Subne
     version = _version(ctx, spec, speed)
     adaptive = _adaptive_routing(ctx, spec, engines, partitions, compute)
     sharp = _sharp(ctx, spec, engines, compute)
+    if sharp is not None:
+        _sharp_lanes(ctx, qos, partitions, (*compute, *ipoib))
     protection, lease = _m_key(ctx, spec, compute)
     keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
                  for name, k in sorted(spec.get("keys", {}).items()))

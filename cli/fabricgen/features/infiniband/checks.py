@@ -96,8 +96,9 @@ def _compute(topology: Topology, fabric: Fabric, sm: SubnetManager) -> Iterator[
 
 
 def _ipoib(topology: Topology, fabric: Fabric, sm: SubnetManager) -> Iterator[Finding]:
-    """IPoIB peers: every port the IPoIB plan addresses on a compute node is a full member of exactly one IPoIB
-    partition, which has a broadcast group; a child interface's name fits Linux's limit."""
+    """IPoIB peers: every port the IPoIB plan addresses on a compute node or a storage server (whose IPoIB address is
+    its LNet o2ib NID: rdma_cm resolves it over IPoIB) is a full member of exactly one IPoIB partition, which has a
+    broadcast group; a child interface's name fits Linux's limit. Management nodes may stay off IPoIB."""
     if topology.addresses.get(fabric.name) is None or fabric.addressing is None:
         return
     none: list[str] = []
@@ -107,7 +108,7 @@ def _ipoib(topology: Topology, fabric: Fabric, sm: SubnetManager) -> Iterator[Fi
     for node, nic in _ports(topology, fabric):
         found = sm.ipoib_partitions(node, nic)
         if not found:
-            if node.profile.role == "compute":
+            if node.profile.role in ("compute", "storage"):
                 none.append(_port(node, nic))
             continue
         if len(found) > 1:
@@ -119,8 +120,9 @@ def _ipoib(topology: Topology, fabric: Fabric, sm: SubnetManager) -> Iterator[Fi
             long.append(f"{node.name} {child}")
     if none:
         yield _error("ib-ipoib-partition", fabric.name,
-                     f"{len(none)} IPoIB ports of compute nodes are full members of no IPoIB partition "
-                     f"({', '.join(sm.ipoib)}): their addresses reach no peer: {_examples(none)}",
+                     f"{len(none)} IPoIB ports of compute nodes or storage servers are full members of no IPoIB "
+                     f"partition ({', '.join(sm.ipoib)}): their addresses (a server's LNet NID) reach no peer: "
+                     f"{_examples(none)}",
                      "name the IPoIB partition in traffic.ipoib and make these nodes its full members", sm.position)
     for names, ports in sorted(several.items()):
         yield _error("ib-ipoib-partition", fabric.name,

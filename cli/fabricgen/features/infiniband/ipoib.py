@@ -12,8 +12,9 @@ with that P_Key (``ibp24s0.8002``, the full-member P_Key in its name, as ``creat
   broadcast domain per partition) answer ARP only for their own address.
 No port holds up boot: netplan marks each ``optional``, networkd's files say ``RequiredForOnline=no`` (one dead rail
 would otherwise stall systemd-networkd-wait-online for two minutes).
-Ports of nodes that are full members of no IPoIB partition (management nodes; compute nodes are refused by the
-check) are left unconfigured and listed. Lustre NIDs over o2ib and the IB pod networks use these addresses.
+Ports of nodes that are full members of no IPoIB partition (management nodes; compute nodes and storage servers are
+refused by the check) are left unconfigured and listed. Lustre NIDs over o2ib and the IB pod networks use these
+addresses.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import yaml
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
+from fabricgen.features.infiniband.build import SHARP_OPERATIONAL_VLS
 from fabricgen.features.infiniband.sharp import capacity, sharp_am_settings
 from fabricgen.features.infiniband.view import (
     IbFabric,
@@ -136,10 +137,10 @@ def _overrides(sm: SubnetManager, ib: IbFabric, ft: FabricTopology) -> dict[str,
             out["cn_guid_file"] = (files.compute_nodes, f"ftree compute nodes: {len(ib.compute_hcas)} HCA ports of "
                                                         "compute nodes")
             if ib.io_hcas:
-                out["io_guid_file"] = (files.io_nodes, f"ftree I/O nodes: {len(ib.io_hcas)} HCA ports of management "
-                                                       "nodes (UFM, SM hosts); with max_reverse_hops 0 this only "
-                                                       "names them: ftree routes every non-compute port unbalanced "
-                                                       "anyway")
+                out["io_guid_file"] = (files.io_nodes, f"ftree I/O nodes: {len(ib.io_hcas)} HCA ports of "
+                                                       f"{ib.io_roles()}; ftree routes to them after the compute "
+                                                       "nodes, load-levelled on their own, and with max_reverse_hops "
+                                                       "0 they use no switch the wrong way round")
     if sm.qos is not None:
         q = sm.qos
         out |= {
@@ -182,6 +183,11 @@ def _overrides(sm: SubnetManager, ib: IbFabric, ft: FabricTopology) -> dict[str,
         mask = sum(1 << sl for sl in ar.service_levels)
         out["ar_sl_mask"] = (f"0x{mask:04x}", f"adaptive routing on SLs {', '.join(map(str, ar.service_levels))} "
                                               "only (NVIDIA's default 0xffff: all), the compute partitions' among them")
+    if sm.sharp is not None:
+        out["max_op_vls"] = (str(SHARP_OPERATIONAL_VLS),
+                             "SHARP streaming aggregation: NVIDIA advises 2 operational VLs in the subnet (SHARP "
+                             "deployment guide, Reducing the Number of Operational VLs in the Subnet in OpenSM); the "
+                             "compute and IPoIB SLs map to VLs 0-1 (checked)")
     if sm.flavor == "ufm" and vfs:
         out["virt_enabled"] = ("2", "the fabric's HCAs carry SR-IOV VFs; 2 = virtualization on, each VF a virtual "
                                     "port with its own LID (NVIDIA's OpenSM; upstream 3.3.23 has no such setting)")
@@ -204,9 +210,14 @@ def _opensm_conf(sm: SubnetManager, ib: IbFabric, ft: FabricTopology, source: st
             seen.add(key)
         else:
             lines.append(line)
-    missing = sorted(set(overrides) - seen)
-    if missing:
+    missing = [key for key in overrides if key not in seen]
+    if missing and not sm.nvidia:
         raise ValueError(f"opensm defaults lack settings {missing}")
+    if missing:  # NVIDIA's OpenSM 5.x reads settings upstream's option table lacks (adaptive routing, SHIELD)
+        lines += ["", f"# NVIDIA OpenSM {sm.opensm_version} settings, absent from upstream 3.3.23's option table"]
+        for key in missing:
+            value, why = overrides[key]
+            lines += [f"# fabricgen: {why}", f"{key} {value}"]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -335,17 +346,25 @@ def _partition_text(p: Partition, sm: SubnetManager, topology: Topology, ft: Fab
     """One partition's definition. An ``indx0`` partition would also take P_Key index 0 of every switch port 0 and
     of the SM's port (osm_prtn_config.c passes indx0 for ALL_SWITCHES and SELF), so those are listed in a second
     definition of the same partition without it (osm_prtn.c then clears their indx0): they keep Default (UFM's
-    management partition) at index 0. SELF stays in the first when an SM host's own port is a member."""
+    management partition) at index 0. SELF stays in the first when an SM host's own port is a member, and in SHARP's
+    partition when sharp_am talks UCX to the jobs: sharp_am runs on the SM's port (SHARP manual, sharp_am Network
+    Interfaces), UCX in SHARP uses only the P_Key at index 0 (SHARP known issue: "On multi PKEY environment, UCX in
+    SHARP can use only the default PKEY (PKEY at index 0)") and UCX connects two ports only on one P_Key (UCX
+    ib_iface.c, uct_ib_iface_dev_addr_is_reachable: "local pkey ... differs from remote pkey"), while the jobs'
+    HCAs hold SHARP's partition at index 0."""
     head = f"{p.name}=0x{p.pkey:04x}{_flags(p, sm)}, defmember={p.membership}"
     hcas, unknown, vfs = _members(p, sm, topology, ft, guids)
     sm_member = any(p.has_member(node, nic) and hca_description(node.name, nic.dev) in sm_ports
                     for node, _, nic in _ports(topology, ft))
-    inline = ("ALL_SWITCHES=full", "SELF=full") if not p.index0 else ("SELF=full",) if sm_member else ()
+    am_ucx = sm.sharp is not None and sm.sharp.smx_protocol == "ucx" and sm.sharp.partition == p.name and p.index0
+    inline = ("ALL_SWITCHES=full", "SELF=full") if not p.index0 else ("SELF=full",) if sm_member or am_ucx else ()
     second = [m for m in ("ALL_SWITCHES=full", "SELF=full") if m not in inline]
     management = (f"{p.name}=0x{p.pkey:04x}{_flags(p, sm, index0=False)}, defmember={p.membership} : "
                   f"{', '.join(second)} ;") if second else ""
     about = (f" and the {len(vfs)} VFs whose pods use it" if vfs else "") + (
-        f", SL {p.sl}" if sm.qos is not None else "") + _uses(p, sm)
+        f", SL {p.sl}" if sm.qos is not None else "") + _uses(p, sm) + (
+        "; the SM's port (SELF) holds it at index 0 too: sharp_am beside the master SM talks UCX to the jobs, and "
+        "UCX in SHARP uses only the P_Key at index 0" if am_ucx and not sm_member else "")
     if p.members_all:
         added = " (added by fabricgen: the spec names no Default)" if p.implicit else ""
         return _PartitionText(f"{p.name}{added}: every HCA ({p.membership}){about}", head,
@@ -435,7 +454,7 @@ def _fabric_artifacts(topology: Topology, ft: FabricTopology, source: str) -> li
     }
     if ib.io_hcas:
         files["io-guids.conf"] = _guid_list(ib.io_hcas, True, f"ftree I/O nodes of {name}: HCA port GUIDs of the "
-                                                              "management nodes")
+                                                              f"{ib.io_roles()}")
     if sm.qos is not None:
         files["qos-policy.conf"] = render_template("infiniband/qos-policy.conf.j2", fabric=name, source=source,
                                                    rules=_qos_rules(sm))

@@ -115,6 +115,11 @@ def sharp_am_settings(sm: SubnetManager, ft: FabricTopology, ufm: bool) -> dict[
                            f"SHARP's QPs run on partition {partition.name} (0x{partition.pkey:04x}), where NCCL runs; "
                            "the full-membership bit 0x8000 set as NVIDIA asks (SHARP manual, Operating NVIDIA SHARP "
                            "with PKeys)")}
+    for key, kind in (("ib_qpc_sl", "low-latency"), ("ib_sat_qpc_sl", "streaming-aggregation")):
+        out[key] = (str(partition.sl), f"the SL of SHARP's {kind} QPs on the switches: partition {partition.name}'s "
+                                       f"(SL {partition.sl}), where NCCL runs, so adaptive routing (ar_sl_mask) and VL "
+                                       "arbitration treat it as NCCL's (NVIDIA's UFM recipe for a rail-optimized SHARP "
+                                       "fabric sets ib_qpc_sl to the compute SL)")
     protocol = SMX_PROTOCOLS[sm.sharp.smx_protocol]
     out["smx_protocol"] = (str(protocol), {"sockets": "2 = sockets: libsharp reaches sharp_am over TCP port 6126 "
                                                       "(IPoIB or the in-band network)",

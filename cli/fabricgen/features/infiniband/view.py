@@ -30,7 +30,7 @@ class IbNode:
     node_guid: int | None
     port_guid: int | None  # switch: = node GUID; HCA: its port 1
     tier: Tier | None = None
-    role: str = ""  # HCA: its node profile's role (compute, or management for UFM/SM hosts)
+    role: str = ""  # HCA: its node profile's role (compute, management for UFM/SM hosts, storage for servers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +66,21 @@ class IbFabric:
 
     @property
     def compute_hcas(self) -> tuple[IbNode, ...]:
-        """HCAs of compute nodes: ftree's compute nodes (cn_guid_file)."""
-        return tuple(n for n in self.hcas if n.role != "management")
+        """HCAs of compute nodes: ftree's compute nodes (cn_guid_file), whose routes to each other it balances first."""
+        return tuple(n for n in self.hcas if n.role == "compute")
 
     @property
     def io_hcas(self) -> tuple[IbNode, ...]:
-        """HCAs of management nodes (UFM appliances, SM hosts): ftree's I/O nodes (io_guid_file), which it does
-        not balance routes for as it does for compute nodes."""
-        return tuple(n for n in self.hcas if n.role == "management")
+        """HCAs of every other node (UFM appliances and SM hosts, storage servers): ftree's I/O nodes (io_guid_file).
+        ftree routes to non-compute ports after the compute nodes, load-levelled on their own ("such nodes may include
+        IO nodes with heavy usage", osm_ucast_ftree.c fabric_route_to_non_cns), so storage traffic does not unbalance
+        NCCL's compute-to-compute routes."""
+        return tuple(n for n in self.hcas if n.role != "compute")
+
+    def io_roles(self) -> str:
+        """What the I/O nodes are, for the files that list them."""
+        kinds = {"management": "management nodes (UFM, SM hosts)", "storage": "storage servers"}
+        return " and ".join(kinds[r] for r in kinds if any(n.role == r for n in self.io_hcas))
 
     @property
     def missing_guids(self) -> tuple[str, ...]:
@@ -87,15 +94,15 @@ ROOTED_ENGINES = (*FTREE_ENGINES, "updn", "ar_updn")  # read root_guid_file
 def routing_engines(sm: SubnetManager, tiers: int, speed: str) -> tuple[str, ...]:
     """The spec's engines, or by default: minhop for a lone switch; for a fat tree ftree, then updn when ftree
     fails (a node at the wrong rank after a cabling fault: updn is credit-loop free on any topology and roots at
-    the same switches); with NVIDIA's adaptive routing (UFM, its core SM since 6.4) their ar_ forms, and on XDR
-    ar_updn alone (UFM's manual, Appendix - Adaptive Routing: "For XDR topologies, only the ar_updn routing mode is
-    supported"; ar_ftree no longer is)."""
+    the same switches); with NVIDIA's adaptive routing (UFM, its core SM since 6.4, or NVIDIA's OpenSM 5.x) their ar_
+    forms, and on XDR ar_updn alone (UFM's manual, Appendix - Adaptive Routing: "For XDR topologies, only the ar_updn
+    routing mode is supported"; ar_ftree no longer is)."""
     if sm.engines:
         return sm.engines
     if tiers < 2:
         return ("minhop",)
     adaptive = sm.adaptive_routing is not None and sm.adaptive_routing.enabled
-    if sm.flavor == "ufm" and speed == "XDR":
+    if sm.nvidia and speed == "XDR":
         return ("ar_updn",) if adaptive else ("updn",)
     return ("ar_ftree", "ar_updn") if adaptive else ("ftree", "updn")
 

@@ -338,11 +338,18 @@ def _nic_cluster_policy(nets: Sequence[PodNetwork], k8s: Kubernetes, nic_configu
             "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
 
 
-def helm_values(k8s: Kubernetes) -> dict[str, Any]:
-    """The network operator chart's values (keys of its values.yaml at the release of images.yaml)."""
-    return {"nfd": {"enabled": True},
-            "sriovNetworkOperator": {"enabled": k8s.operator != "none"},
-            "sriov-network-operator": {"operator": {"resourcePrefix": k8s.resource_prefix}}}
+def helm_values(k8s: Kubernetes, nic_configuration: bool) -> dict[str, Any]:
+    """The network operator chart's values (keys of its values.yaml at the release of images.yaml); with the NIC
+    Configuration Operator also the Maintenance Operator it drains and reboots nodes through (its configuration
+    daemon lists NodeMaintenance objects on every pass, and fails without their CRD) and its MaintenanceOperatorConfig
+    (one node at a time: the CRD's default maxParallelOperations)."""
+    values: dict[str, Any] = {"nfd": {"enabled": True},
+                              "sriovNetworkOperator": {"enabled": k8s.operator != "none"},
+                              "sriov-network-operator": {"operator": {"resourcePrefix": k8s.resource_prefix}}}
+    if nic_configuration:
+        values |= {"maintenanceOperator": {"enabled": True},
+                   "maintenance-operator-chart": {"operatorConfig": {"deploy": True}}}
+    return values
 
 
 def chart_version() -> str:
@@ -425,26 +432,31 @@ def render(topology: Topology) -> list[Artifact]:
             f"Exclusive RDMA namespace mode on the nodes with VF pod networks: the rdma meta plugin moves each VF's "
             f"RDMA device into its pod and\nrefuses to run in shared mode. The operator sets ib_core netns_mode=0 and "
             f"reboots the nodes one at a time. {generated}")))
+    nic_configuration = templates(topology, k8s.operator_namespace)
     sriov_operator = ("on: the chart leaves it off, and nothing would reconcile the node policies and networks"
                       if k8s.operator != "none" else
                       "off: the NetworkAttachmentDefinitions and the NicClusterPolicy carry the pod networks")
     out.append(Artifact("kubernetes/network/network-operator-values.yaml", dump(
-        [helm_values(k8s)],
+        [helm_values(k8s, bool(nic_configuration))],
         f"Helm values of the NVIDIA network operator chart {chart_version()} (the release of every image here):\n"
         f"  helm install network-operator nvidia/network-operator --version {chart_version()} -n "
         f"{k8s.operator_namespace} --create-namespace -f network-operator-values.yaml\n"
         f"then apply the other files here. The SR-IOV operator is {sriov_operator}; "
         f"NFD labels the Mellanox NICs, which the\noperator marks network.nvidia.com/operator.mofed.wait=false, the "
         f"label the SR-IOV config daemon selects on. {generated}")))
-    nic_configuration = templates(topology, k8s.operator_namespace)
     if nic_configuration:
         out.append(Artifact("kubernetes/network/nic-configuration.yaml", dump(
             nic_configuration,
             "NVIDIA NIC Configuration Operator templates: the Spectrum-X SuperNICs of each node profile get the RA "
-            "release's firmware and, at every\nboot, its runtime settings (the operator's built-in profile of that "
-            "release); it resets and reboots a node whose firmware it changes,\none node at a time. The operator "
-            "comes with the NicClusterPolicy (nicConfigurationOperator); nodes carry the label "
-            f"{PROFILE_LABEL}=<profile>.\nhosts/<profile>/nic-firmware.sh leaves these settings to it. {generated}")))
+            "release's firmware configuration (nvconfig)\nand, at every boot, its runtime settings (the operator's "
+            "built-in profile of that release). The runtime settings need NVIDIA's SPC-X\ncongestion-control "
+            "package, which the operator's daemon installs from a NicFirmwareSource named by a NicFirmwareTemplate: "
+            "both are the\nsite's (NVIDIA hands the package out; fabricgen renders neither), and without them the "
+            "runtime settings fail. A node whose firmware\nconfiguration changes is cordoned, drained and rebooted "
+            "through the Maintenance Operator, one node at a time (network-operator-values.yaml\nturns it on): "
+            f"labelling the nodes {PROFILE_LABEL}=<profile> (kubernetes/label-nodes.sh) starts that. The operator "
+            "comes with the\nNicClusterPolicy (nicConfigurationOperator); hosts/<profile>/nic-firmware.sh leaves "
+            f"these settings to it. {generated}")))
     out.append(Artifact("kubernetes/network/nic-cluster-policy.yaml", dump(
         [_nic_cluster_policy(nets, k8s, bool(nic_configuration))],
         f"NVIDIA network operator components, images of {images_release()} (fabricgen "

@@ -14,6 +14,13 @@ mounted by the CSI driver on the host, not over pod VFs), IPC_LOCK for pinned me
 Lustre claims of its namespace and the NVMe cache (:func:`fabricgen.features.lustre.build.pod_storage`) and the NCCL
 environment of :func:`fabricgen.features.nccl.render.nccl_settings`.
 
+On a profile with GPUDirect Storage (the ``gds`` section) the pod also gets what cuFile needs in a container
+(:func:`gds_access`): ``NVIDIA_GDS=enabled``, which makes the NVIDIA container toolkit mount the nvidia-fs devices
+(its feature-gated modifier, as NVIDIA's GDS container wrapper sets it), the node's own /etc/cufile.json read-only
+(its planned NIDs, hosts/<profile>/gds/cufile/<node>.json installed there), and /run/udev read-only (cuFile reads
+the block devices' udev properties to decide whether a file's device takes GDS). The data path stays the host's:
+nvidia-fs and the Lustre client move the bytes over the storage ports from the kernel, so no storage VF is needed.
+
 On a compute fabric with per-leaf pod ranges (routed RoCE) each rail has one attachment per leaf, and a pod template
 names attachments, not leaves: so the job runs on one leaf group, the nodes whose rails share the same leaves (a
 rail-optimized scalable unit), selected by their leaf labels, and names that group's attachments; a job larger than
@@ -129,6 +136,23 @@ def _checkpoints(topology: Topology, k8s: Kubernetes) -> tuple[str, str] | None:
     return None
 
 
+CUFILE_JSON = "/etc/cufile.json"  # where libcufile reads its configuration (no CUFILE_ENV_PATH_JSON needed)
+
+
+def gds_access(topology: Topology, workload: Workload) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                                list[dict[str, Any]]]:
+    """(env, volume mounts, volumes) a pod of ``workload`` needs for GPUDirect Storage: nothing unless its profile
+    has GDS."""
+    if not any(g.profile == workload.profile for g in topology.cluster.gds):
+        return [], [], []
+    env = [{"name": "NVIDIA_GDS", "value": "enabled"}]
+    mounts = [{"name": "cufile", "mountPath": CUFILE_JSON, "readOnly": True},
+              {"name": "udev", "mountPath": "/run/udev", "readOnly": True}]
+    volumes = [{"name": "cufile", "hostPath": {"path": CUFILE_JSON, "type": "File"}},
+               {"name": "udev", "hostPath": {"path": "/run/udev", "type": "Directory"}}]
+    return env, mounts, volumes
+
+
 def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequence[PodNetwork],
              leaves: Mapping[str, str], container: str, job: str | None) -> dict[str, Any]:
     """The training pod's spec on the nodes of the leaf group ``leaves`` (:func:`leaf_group`); with ``job``, a
@@ -145,8 +169,11 @@ def pod_spec(topology: Topology, k8s: Kubernetes, workload: Workload, nets: Sequ
     resources = {f"{k8s.resource_prefix}/{n.resource if vfs else n.resource + '_shared'}": 1 for n in nets}
     storage = pod_storage(topology.cluster, k8s.namespace)  # the Lustre claims and the NVMe cache tier
     limits = {"nvidia.com/gpu": workload.gpus, **resources}
-    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}, *storage.volume_mounts]
-    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": workload.shm_size}}, *storage.volumes]
+    gds_env, gds_mounts, gds_volumes = gds_access(topology, workload)
+    env += gds_env
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}, *storage.volume_mounts, *gds_mounts]
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": workload.shm_size}}, *storage.volumes,
+               *gds_volumes]
     spec: dict[str, Any] = {"nodeSelector": {PROFILE_LABEL: workload.profile,
                                              **{leaf_label(net): leaf for net, leaf in leaves.items()}}}
     checkpoints = _checkpoints(topology, k8s)

@@ -20,6 +20,7 @@ from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.lab import check, netns
 from fabricgen.features.lab.netplan import HostInterface, host_interfaces
 from fabricgen.features.lab.plan import LabFabric, lab_fabric, lab_id, sample_hosts
+from fabricgen.model.cluster import Attachment
 from fabricgen.model.routing import SwitchRouting
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -49,10 +50,23 @@ class CheckReport:
     counts: Mapping[str, int] = field(default_factory=dict)
 
 
+# Why an MLAG fabric does not run here: its hosts' 802.3ad bonds and the leaves' port-channels need the kernel's
+# bonding driver, which this machine's kernel lacks (`ip link add type bond`: "Unknown device type"; no team or vlan
+# driver either), and the read-backs do not read MC-LAG or peer links yet.
+MLAG_REFUSED = ("this lab cannot run it: LACP needs the kernel's bonding driver (absent here) and the read-backs do "
+                "not read MC-LAG, port-channels or peer links yet; its plan and configurations are checked by the "
+                "SONiC YANG models and the unit tests instead")
+
+
 def routed_fabrics(topology: Topology, name: str | None) -> list[FabricTopology]:
-    """The Ethernet fabrics whose switches fabricgen configures for BGP (all, or the one named)."""
+    """The Ethernet fabrics whose switches fabricgen configures for BGP (all, or the one named). MLAG fabrics are
+    left out (the one named is refused): this lab has no LACP to run them with (see MLAG_REFUSED)."""
     routed = [ft for ft in topology.fabrics if ft.fabric.type.ethernet and ft.fabric.nos and ft.fabric.addressing
               and ft.fabric.addressing.p2p]
+    mlag = [ft.fabric.name for ft in routed if ft.fabric.topology.attachment is Attachment.MLAG]
+    if name in mlag:
+        raise LabError(f"fabric {name!r} pairs its leaves as MLAG: {MLAG_REFUSED}")
+    routed = [ft for ft in routed if ft.fabric.name not in mlag]
     names = ", ".join(ft.fabric.name for ft in routed) or "none"
     if name is None:
         if not routed:

@@ -342,6 +342,35 @@ def _lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], network: str, f
     return LnetSettings(network, lnd, common, per_ni, module)
 
 
+def _server_lnet(ctx: _Context, path: PathKey, spec: Mapping[str, Any], lnet: LnetSettings) -> LnetSettings | None:
+    """The servers' values of ``lnet``: the clients' but for the NI-wide ``credits`` and ``ntx`` of tuning.servers
+    (a server's NI sends to every client; credits limits the sends of one NI to all peers, peer_credits those to one,
+    which o2iblnd negotiates only downwards after a refusal: kiblnd_passive_connect). None without an override."""
+    override = spec["tuning"].get("servers") or {}
+    if not override:
+        return None
+    limits = tuning_data()["lnet"]["limits"]
+    peer_credits = dict(lnet.tunables)["peer_credits"]
+    for name, value in override.items():
+        where = (*path, "tuning", "servers", name)
+        if not limits[name]["min"] <= value <= limits[name]["max"]:
+            ctx.issues.error(where, f"{name} {value} is out of range",
+                             f"o2iblnd allows {limits[name]['min']}..{limits[name]['max']}")
+        elif name == "credits" and value < peer_credits:
+            ctx.issues.error(where, f"server credits {value} are below peer_credits ({peer_credits})",
+                             "o2iblnd lowers peer_credits to credits (kiblnd_tunables_setup), so clients' "
+                             "connections are refused before they retry with the smaller queue depth")
+        elif name == "ntx" and lnet.lnd != "o2ib":
+            ctx.issues.error(where, f"ntx is an o2iblnd value; LNet network {lnet.network} runs socklnd",
+                             "leave ntx out on a tcp network")
+
+    def swap(values: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+        return tuple((k, int(override.get(k, v))) for k, v in values)
+
+    return replace(lnet, tunables=swap(lnet.tunables), lnd_tunables=swap(lnet.lnd_tunables),
+                   module_options=swap(lnet.module_options))
+
+
 def _components(ctx: _Context, where: PathKey, spec: Sequence[Mapping[str, Any]]) -> tuple[LustreComponent, ...]:
     out = []
     previous = 0
@@ -426,7 +455,8 @@ def _filesystem(ctx: _Context, name: str, spec: Mapping[str, Any]) -> LustreFs |
     return LustreFs(name, spec["fsname"], mgs.nids, spec["mountpoint"], fabric.name, groups, interfaces, lnet,
                     options, spec["tuning"]["profile"], client, _layouts(ctx, path, spec),
                     _volume(ctx, path, name, spec), ctx.issues.position(path), mgs.servers, mgs.positions,
-                    servers.targets(ctx.issues, path, spec, fabric, ctx.nodes))
+                    servers.targets(ctx.issues, path, spec, fabric, ctx.nodes),
+                    server_lnet=_server_lnet(ctx, path, spec, lnet))
 
 
 def _shared(ctx: _Context, filesystems: Sequence[LustreFs]) -> None:

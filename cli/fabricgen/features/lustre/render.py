@@ -40,6 +40,7 @@ from fabricgen.model.topology import Topology
 
 FSNAME = re.compile(r"^[A-Za-z0-9_]{1,8}$")
 UNIT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.mount$")  # an escaped path without \x escapes
+KINDS = ("mgt", "mdt", "ost")  # the order targets start in
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Net:
     tos: int | None
     dscp: int | None
     use: str = "used by"  # clients use a file system, servers serve it
+    server_values: tuple[str, ...] = ()  # the NI-wide values the servers set for themselves (tuning.servers)
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,17 @@ def _nets(topology: Topology, profile: str, filesystems: list[LustreFs],
             nets[fs.lnet.network] = Net(**{**known.__dict__, "filesystems": (*known.filesystems, fs.fsname)})
             continue
         qos = fabrics[fs.fabric].qos
-        tos = dict(fs.lnet.lnd_tunables).get("tos")
+        lnet = fs.lnet if server is None else fs.serving_lnet
+        tos = dict(lnet.lnd_tunables).get("tos")
         netdevs = fs.interfaces[profile] if server is None else tuple(dict.fromkeys(
             server.interface(nic) for nic in server.nics(fabrics[fs.fabric].role.nic_role)))
         interfaces = tuple(checked(NETDEV, n, f"profile {profile}: netdev") for n in netdevs)
-        nets[fs.lnet.network] = Net(fs.lnet.network, fs.fabric, interfaces, fs.lnet.tunables, fs.lnet.lnd_tunables,
-                                    fs.lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None,
-                                    "used by" if server is None else "serving")
+        nets[lnet.network] = Net(lnet.network, fs.fabric, interfaces, lnet.tunables, lnet.lnd_tunables,
+                                 lnet, (fs.fsname,), tos, qos.lossless.dscp if qos and tos is not None else None,
+                                 "used by" if server is None else "serving", tuple(
+                                     k for (k, v), (_, mine) in zip(fs.lnet.module_options or fs.lnet.tunables,
+                                                                     lnet.module_options or lnet.tunables, strict=True)
+                                     if v != mine))
     return list(nets.values())
 
 
@@ -127,6 +133,9 @@ def _module_options(nets: list[Net]) -> tuple[str, list[str]]:
     o2ib = [n for n in nets if n.settings.lnd == "o2ib"]
     options = " ".join(f"{k}={v}" for k, v in o2ib[0].settings.module_options)
     why = [f"LNet network {o2ib[0].network} over fabric {o2ib[0].fabric}: credits sized for the fabric's link speed."]
+    if o2ib[0].server_values:
+        why.append(f"{', '.join(o2ib[0].server_values)}: the servers' own (tuning.servers): a server's NI sends to "
+                   "every client; the per-connection values are the clients'.")
     if o2ib[0].tos is not None:
         why.append(f"tos={o2ib[0].tos}: RDMA connections carry DSCP {o2ib[0].dscp}, the fabric's lossless class "
                    "(Lustre 2.15+).")
@@ -189,6 +198,10 @@ class TargetView:
     failover_q: str
     options_q: str
     first_q: str
+    partner_q: str
+    kind: str
+    where: str  # the target's mount point on the servers (the Lustre wiki's): /lustre/mgt, /lustre/<fsname>/ost<n>
+    unit: str  # its systemd mount unit
 
 
 def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, tuple[str, ...]]) -> TargetView:
@@ -200,11 +213,33 @@ def _target_view(fs: LustreFs, target: LustreTarget, node: str, nids: dict[str, 
     failover = ":".join(",".join(nids[s]) for s in target.servers)
     options = ["--mgs"] if target.kind == "mgt" else [f"--{target.kind}", f"--fsname={fs.fsname}",
                                                       f"--index={target.index}"]
+    options += [*(f"--param={p}" for p in target.params),
+                *([f"--mkfsoptions={target.mkfsoptions}"] if target.mkfsoptions else [])]
     role = (f"formatted here, backed up by {second}" if node == first else f"backed up here, formatted by {first}")
+    where = "/lustre/mgt" if target.kind == "mgt" else f"/lustre/{fs.fsname}/{target.kind}{target.index}"
     return TargetView(label, target.device, role, f"{first} ({','.join(nids[first])}), {second} "
                       f"({','.join(nids[second])})", mgs, node == first, shlex.quote(label),
                       shlex.quote(target.device), shlex.quote(mgs), shlex.quote(failover),
-                      " ".join(shlex.quote(o) for o in options), shlex.quote(first))
+                      " ".join(shlex.quote(o) for o in options), shlex.quote(first), shlex.quote(second),
+                      target.kind, where, checked(UNIT, mount_unit_name(where), "mount unit"))
+
+
+def _target_mounts(node: str, views: list[TargetView], source: str) -> list[Artifact]:
+    """The server's mount units and fstab lines of its targets, as a site without HA software runs them: the
+    targets it serves first mount at boot, MGT before MDTs before OSTs (the start order and mount points of the Lustre
+    wiki's "Starting and Stopping Lustre Services"); its partner's only by hand, once the partner is down (MMP
+    refuses a second mount while one is active)."""
+    base = f"hosts/{node}/lustre/targets"
+    out, lines = [], []
+    for i, view in enumerate(views):
+        before = [v.unit for v in views[:i] if KINDS.index(v.kind) < KINDS.index(view.kind)]
+        out.append(Artifact(f"{base}/{view.unit}", render_template(
+            "lustre/target.mount.j2", node=node, target=view, after=before, source=source)))
+        lines.append(f"{view.device} {view.where} lustre "
+                     f"{'' if view.first else 'noauto,'}_netdev,x-systemd.requires=lnet.service 0 0")
+    out.append(Artifact(f"{base}/fstab", render_template("lustre/target-fstab.j2", node=node, lines=lines,
+                                                         source=source)))
+    return out
 
 
 def _mgt_nids(owner: LustreFs, mgt: LustreTarget, filesystems: tuple[LustreFs, ...]) -> dict[str, tuple[str, ...]]:
@@ -242,6 +277,7 @@ def _server_artifacts(topology: Topology, source: str) -> list[Artifact]:
             continue
         node = checked(DEVICE_NAME, server, "node name")
         nids = list(dict.fromkeys(nid for fs in served[server] for nid in fs.server_nids[server]))
+        out += _target_mounts(node, sorted(views, key=lambda v: KINDS.index(v.kind)), source)
         out.append(Artifact(f"hosts/{node}/lustre/format-targets.sh", render_template(
             "lustre/format-targets.sh.j2", node=node, node_q=shlex.quote(node), profile=nodes[server].profile.name,
             nids=nids, nids_q=" ".join(shlex.quote(n) for n in nids), targets=views, source=source), 0o755))

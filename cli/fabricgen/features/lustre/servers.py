@@ -28,6 +28,51 @@ from fabricgen.model.nodes import NicRole, Node
 from fabricgen.model.topology import Topology
 
 KINDS = ("mdt", "ost")
+# Names of a shared LUN that both servers of a pair see alike and that survive a reboot: udev's by-id links (the
+# LUN's WWN or serial, 60-persistent-storage.rules) and device-mapper names (a multipath alias or WWID in
+# /etc/multipath/bindings, kept alike on both servers). Not by-path (one host's HBA and port: the partner's
+# differs), by-uuid or by-label (mkfs.lustre gives the file system new ones), nor a kernel name such as /dev/sdc
+# (probe order, not the LUN: after a reboot or a path failure it can name another disk).
+PERSISTENT = ("/dev/disk/by-id/", "/dev/mapper/")
+
+
+def _device(issues: Issues, where: PathKey, device: str) -> None:
+    """A target's device by a persistent name both servers share (review D4: /dev/sdc passed)."""
+    if device.startswith(PERSISTENT):
+        return
+    why = ("by-path names one host's HBA port, so the partner's path differs" if device.startswith("/dev/disk/by-path/")
+           else "mkfs.lustre gives the device a new file system UUID and label" if device.startswith(
+               ("/dev/disk/by-uuid/", "/dev/disk/by-label/", "/dev/disk/by-partuuid/"))
+           else "a kernel name follows probe order, not the LUN: after a reboot or a path failure it can be another "
+                "disk, and mkfs.lustre would format that one")
+    issues.error(where, f"device {device} is not a persistent name of the shared LUN ({why})",
+                 "name it as both servers see it: /dev/disk/by-id/wwn-0x... or /dev/disk/by-id/dm-uuid-mpath-<wwid>, "
+                 "or /dev/mapper/<multipath alias> with the same alias on both servers")
+
+
+
+
+def _options(issues: Issues, where: PathKey, spec: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+    """A target group's --param words and --mkfsoptions, without what the script sets itself: the failover NIDs
+    (--servicenode; mgsnode and network, keys without a dot, the schema refuses) and the label (mkfs.lustre runs
+    mke2fs -L with the target name, and a later -L would replace it)."""
+    params = tuple(spec.get("params", ()))
+    for i, param in enumerate(params):
+        key = param.split("=", 1)[0]
+        if key == "failover.node":
+            issues.error((*where, "params", i), "failover.node is set from the failover pair's planned NIDs",
+                         "leave it out: format-targets.sh passes --servicenode with every NID of both servers")
+    keys = [p.split("=", 1)[0] for p in params]
+    for i, key in enumerate(keys):
+        if key in keys[:i]:
+            issues.error((*where, "params", i), f"parameter {key} is given twice",
+                         "tunefs.lustre --param keeps only the last value of a key: give it once")
+    options = spec.get("mkfsoptions", "")
+    if any(word.startswith("-L") for word in options.split()):  # -L LABEL or -LLABEL
+        issues.error((*where, "mkfsoptions"), "mkfsoptions sets a file system label (-L)",
+                     "leave -L out: mkfs.lustre labels the file system with the target name, which the servers "
+                     "and tunefs.lustre read")
+    return params, options
 
 
 def _pair(issues: Issues, where: PathKey, names: Sequence[str], fabric: Fabric, nodes: Mapping[str, Node]
@@ -80,10 +125,12 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
     out = []
     mgt = section.get("mgt")
     if mgt is not None:
+        _device(issues, (*where, "mgt", "device"), mgt["device"])
         pair = _pair(issues, (*where, "mgt", "servers"), mgt["servers"], fabric, nodes)
+        params, options = _options(issues, (*where, "mgt"), mgt)
         if pair is not None:
             out.append(LustreTarget("mgt", 0, mgt["device"], pair, issues.position((*where, "mgt")),
-                                    (*issues.prefix, *where, "mgt", "servers")))
+                                    (*issues.prefix, *where, "mgt", "servers"), params, options))
     for kind in KINDS:
         groups = section[kind]
         taken: dict[int, int] = {}  # index -> the group holding it
@@ -95,7 +142,9 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
                              "life, and without it a device added to an earlier group renumbers the later ones")
             first = group.get("first_index", 0)
             pair = _pair(issues, (*where, kind, i, "servers"), group["servers"], fabric, nodes)
+            params, options = _options(issues, (*where, kind, i), group)
             for j, device in enumerate(group["devices"]):
+                _device(issues, (*where, kind, i, "devices", j), device)
                 index = first + j
                 if index in taken and taken[index] != i and not unstated:  # an unstated range is reported once
                     issues.error((*where, kind, i, "devices", j), f"{kind.upper()}{index:04x} is already a target "
@@ -105,7 +154,7 @@ def targets(issues: Issues, path: PathKey, spec: Mapping[str, Any], fabric: Fabr
                 if pair is not None:
                     out.append(LustreTarget(kind, index, device, _turn(pair, index),
                                             issues.position((*where, kind, i, "devices", j)),
-                                            (*issues.prefix, *where, kind, i, "servers")))
+                                            (*issues.prefix, *where, kind, i, "servers"), params, options))
     return tuple(out)
 
 
@@ -133,7 +182,7 @@ def check_shared(issues: Issues, filesystems: Sequence[LustreFs]) -> None:
                     root.error(target.where, f"device {target.device} of server {server} already holds {owner}",
                                "each target needs its own device")
                 known_lnet = lnet.setdefault((server, fs.lnet.network), fs)
-                if known_lnet.lnet != fs.lnet and (server, fs.name) not in reported:
+                if known_lnet.serving_lnet != fs.serving_lnet and (server, fs.name) not in reported:
                     reported.add((server, fs.name))
                     root.error(("lustre", fs.name, "tuning"), f"server {server} would configure LNet network "
                                                               f"{fs.lnet.network} differently for {known_lnet.name} "

@@ -4,22 +4,24 @@ order NetBox needs them (each references only what an earlier file created).
 00 fabricgen's tag (every other object carries it, so ``netbox sync`` over an imported site takes them as its own)
 and its device custom field (``<site>/<name>``: the interface and IP-address imports find a device by it, as a name
 is unique only within a site; the two are independent), 01 site, 02 locations (one per row), 03 manufacturers, 04
-device roles (a
-switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per type, so an
-existing type refuses only its own file: every port of the hardware, switch cages at their native split and a
-profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only those
-no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (side A/B by site,
-device and interface; a splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import takes one
-termination per side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13 VLANs
-(the leaves' host VLAN, in its group by the group's site-prefixed slug), 14 prefixes (the pools as containers, then
-every subnet), 15 IP addresses (with the primary and out-of-band marks that set each device's primary and OOB IP: a
-switch's loopback and management address, a node's first in-band address and its BMC's).
+device roles (a switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per
+type, so an existing type refuses only its own file: every port of the hardware, switch cages at their native split
+and a profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only
+those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (side A/B by
+site, device and interface; a splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import
+takes one termination per side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13
+VLANs (the leaves' host VLAN, in its group by the group's site-prefixed slug), 14 the cluster's VRF (named after the
+site, unique by its RD), 15 prefixes (the pools as containers, then every subnet) and 16 IP addresses in it, by its
+RD (with the primary and out-of-band marks that set each device's primary and OOB IP: a switch's loopback and
+management address, a node's first in-band address and its BMC's).
 
 Re-importing the set creates nothing twice: every object has a NetBox uniqueness rule that refuses the second
 copy (names per site, location or device, a cable per interface, an ASN, a VLAN id per group, an address or
-prefix in the global table under NetBox's default ENFORCE_GLOBAL_UNIQUE). NetBox's bulk import updates an
-object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through ``fabricgen
-netbox sync`` (:mod:`fabricgen.features.netbox.sync`), which sends these same tables through the REST API.
+prefix in the cluster's VRF, whose ``enforce_unique`` is on; the global table's ENFORCE_GLOBAL_UNIQUE does not
+apply to a VRF, so a second cluster on the same address plan imports beside the first). NetBox's bulk import
+updates an object only by its NetBox ``id``, which a plan cannot know, so changes after the first import go through
+``fabricgen netbox sync`` (:mod:`fabricgen.features.netbox.sync`), which sends these same tables through the REST
+API.
 
 Every choice value is one of NetBox's own (tests check them against the choice sets of the release in
 tests/data/netbox/). Objects that are not live yet carry NetBox's "not live" status of their model: planned
@@ -31,6 +33,7 @@ run on a stock NetBox (request_costs.yaml: NetBox's measured seconds per object 
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -57,6 +60,7 @@ from fabricgen.spec.load import load_file
 NODE_MANUFACTURER = "Generic"  # a profile names no vendor; NetBox's device-type library uses "Generic" for such
 MANAGEMENT_TYPE = "1000base-t"
 PRIVATE_ASNS = "RFC 6996"  # the RIR record for private ASNs (4200000000-4294967294, 64512-65534)
+PRIVATE_RD_ASN = 64512  # RFC 6996's first private 2-byte ASN: the administrator part of the VRF's RD
 STATUS_PLANNED, STATUS_RESERVED = "planned", "reserved"
 # a colour per tier and node role (NetBox wants 6 hex digits)
 ROLE_COLOURS = {"leaf": "2196f3", "spine": "3f51b5", "core": "673ab7", "compute": "4caf50", "management": "ff9800",
@@ -364,8 +368,17 @@ def _cable(c: Cable, site: str) -> Row:
             c.medium.color, c.length_m, "m")
 
 
+def vrf_rd(site: str) -> str:
+    """The route distinguisher of the cluster's VRF, the one VRF field NetBox keeps unique (a name is not:
+    ``ipam/models/vrfs.py``), so a second import of 14-vrfs is refused and 15/16 find the VRF by it: RFC 4364's
+    type 0 form with RFC 6996's first private ASN and a CRC-32 of the site. The switches never carry it (they route
+    the plan in their default VRF)."""
+    return f"{PRIVATE_RD_ASN}:{zlib.crc32(site.encode())}"
+
+
 def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Table]:
     site = topology.cluster.metadata.site
+    vrf = vrf_rd(site)
     # NetBox takes a parent only for a virtual interface: the sub-port names its cage in its description
     interfaces: list[Row] = [(device_key(site, device), port, kind, "false", f"sub-port of cage {switch_cage(port)}")
                              for device, port, kind in sub_ports]
@@ -403,7 +416,7 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Tab
             oob = (role == "management" or (role == "host" and name in bmc_fabrics)) and device not in has_oob
             has_primary |= {device} if primary else set()
             has_oob |= {device} if oob else set()
-            addresses.append((address, STATUS_RESERVED, "loopback" if role == "loopback" else "",
+            addresses.append((address, vrf, STATUS_RESERVED, "loopback" if role == "loopback" else "",
                               device_key(site, device), interface,
                               str(primary).lower(), str(oob).lower(), f"{name} {role}"))
     if not addresses:
@@ -417,9 +430,12 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Tab
                  [(v[1], slug(f"{site}-{v[1]}"), "dcim.site", site, f"fabric {v[1]}") for v in vlans]),
         _table("13-vlans", ("site", "group.slug", "vid", "name", "status", "description"),
                  [(s, slug(f"{s}-{group}"), *rest) for s, group, *rest in vlans]),
-        _table("14-prefixes", ("prefix", "status", "scope_type", "scope_name", "description"),
-                 [(p, status, "dcim.site", s, d) for p, status, s, d in _prefix_order(prefixes)]),
-        _table("15-ip-addresses", ("address", "status", "role", DEVICE_COLUMN, "interface", "is_primary",
+        _table("14-vrfs", ("name", "rd", "enforce_unique", "description"),
+                 [(site, vrf, "true", f"fabricgen cluster {topology.cluster.metadata.name}: its address plan, unique "
+                                      "in it (the switches route it in their default VRF; the RD only names it)")]),
+        _table("15-prefixes", ("prefix", "vrf.rd", "status", "scope_type", "scope_name", "description"),
+                 [(p, vrf, status, "dcim.site", s, d) for p, status, s, d in _prefix_order(prefixes)]),
+        _table("16-ip-addresses", ("address", "vrf.rd", "status", "role", DEVICE_COLUMN, "interface", "is_primary",
                                      "is_oob", "description"), addresses),
     ]
 

@@ -2,18 +2,18 @@
 run changes only what the spec changed.
 
 Every object is found by its natural key (site and VLAN group by slug, location by slug in the site, rack and device
-by name in the site, interface by device and name, cable by label among fabricgen's cables of the site, prefix and
-IP address by value in the global table, ASN by number, VLAN by group and VID, the shared objects by slug), compared
-field by field with what the import set (:func:`render.import_set`, the same rows as the CSV files) wants, and only
-the differences are sent, in bulk (NetBox takes a list on POST, PATCH and DELETE). Every object fabricgen creates
-carries the ``fabricgen`` tag, as does every object of the CSV set, so a sync over an imported site takes it over;
-only tagged objects of this site are ever updated or deleted, and ``status`` only when created (CREATE_ONLY: the
-crews move it on). A device type NetBox already holds must have templates for every port fabricgen names, or the
-sync stops before writing devices. An object found at fabricgen's key without the tag belongs to someone else: a
-parent (site, location, rack, manufacturer, role, device type, RIR, ASN, VLAN group, prefix) is used as it is; a
-device or IP address is a conflict that stops the sync before that object type is written (``--dry-run`` finds them
-without writing). Manufacturers, roles, device types, the RIR and ASNs are shared by every cluster of a NetBox:
-created when missing, never changed or deleted.
+by name in the site, interface by device and name, cable by label among fabricgen's cables of the site, VRF by RD
+(one per site), prefix and IP address by value in that VRF, ASN by number, VLAN by group and VID, the shared objects
+by slug), compared field by field with what the import set (:func:`render.import_set`, the same rows as the CSV
+files) wants, and only the differences are sent, in bulk (NetBox takes a list on POST, PATCH and DELETE). Every
+object fabricgen creates carries the ``fabricgen`` tag, as does every object of the CSV set, so a sync over an
+imported site takes it over; only tagged objects of this site are ever updated or deleted, and ``status`` only when
+created (CREATE_ONLY: the crews move it on). A device type NetBox already holds must have templates for every port
+fabricgen names, or the sync stops before writing devices. An object found at fabricgen's key without the tag
+belongs to someone else: a parent (site, location, rack, manufacturer, role, device type, RIR, ASN, VLAN group, VRF,
+prefix) is used as it is; a device or IP address is a conflict that stops the sync before that object type is
+written (``--dry-run`` finds them without writing). Manufacturers, roles, device types, the RIR and ASNs are shared
+by every cluster of a NetBox: created when missing, never changed or deleted.
 
 Beyond the CSV set: interface ``speed`` (the link's, in kbit/s) on every cabled port, templated ones included;
 ``mgmt_only``; each device's primary and OOB address; and a splitter as one cable (NetBox >= 4.5 cable profiles):
@@ -317,6 +317,7 @@ class Sync:
         self.site_slug = slug(topology.cluster.metadata.site)
         self.tag = 0
         self.site = 0
+        self.vrf = 0
         self.ids: dict[str, dict[Any, int]] = {}
         # deletions run at the end, reversed: (endpoint, deletions, an object's cost)
         self.deferred: list[tuple[str, Changes, Callable[[Json], float] | None]] = []
@@ -591,6 +592,7 @@ class Sync:
                                                                   "description": r["description"]} for r in asns},
                        have, shared=True)
         self._vlans()
+        self._vrf()
         self._prefixes()
         self._addresses()
 
@@ -608,28 +610,49 @@ class Sync:
             "site": self.site, "group": ids[str(r["group.slug"])], "vid": r["vid"], "name": r["name"],
             "status": r["status"], "description": r["description"]} for r in vlans}, have, delete=have.values())
 
+    def _vrf(self) -> None:
+        """The cluster's VRF, by its RD (NetBox keeps VRF names non-unique): an untagged one is used as it is;
+        fabricgen's is never deleted (a VRF outlives a sync that empties it, as the shared objects do)."""
+        rows = self.imports.records("14-vrfs")
+        if not rows:  # a cluster with no address plan
+            return
+        row = rows[0]
+        rd = str(row["rd"])
+        have = {o["rd"]: o for o in self.nb.read("ipam.vrfs", "id,name,rd,enforce_unique,description,tags", rd=rd)}
+        self.vrf = self.reconcile("VRFs", "ipam.vrfs", {rd: {
+            "name": row["name"], "rd": rd, "enforce_unique": row["enforce_unique"] == "true",
+            "description": row["description"]}}, have)[rd]
+
     def _prefixes(self) -> None:
-        rows = self.imports.records("14-prefixes")
+        """By prefix in the cluster's VRF; this site's tagged prefixes elsewhere (the global table, where an
+        earlier fabricgen put them) are moved into it, or deleted."""
+        rows = self.imports.records("15-prefixes")
         fields = "id,prefix,vrf,status,scope_type,scope_id,description,tags"
         have = {o["prefix"]: o for o in self.nb.read("ipam.prefixes", fields, prefix=[str(r["prefix"]) for r in rows],
-                                                     vrf_id=None)}
+                                                     vrf_id=self.vrf)}
         mine = self.nb.read("ipam.prefixes", fields, site_id=self.site, tag=TAG)
         have |= {o["prefix"]: o for o in mine if o["prefix"] not in have}
         self.reconcile("prefixes", "ipam.prefixes", {str(r["prefix"]): {
-            "prefix": r["prefix"], "status": r["status"], "scope_type": "dcim.site", "scope_id": self.site,
-            "description": r["description"]} for r in rows}, have, delete=mine)
+            "prefix": r["prefix"], "vrf": self.vrf, "status": r["status"], "scope_type": "dcim.site",
+            "scope_id": self.site, "description": r["description"]} for r in rows}, have, delete=mine)
 
     def _addresses(self) -> None:
-        rows = self.imports.records("15-ip-addresses")
-        pools = [str(r["prefix"]) for r in self.imports.records("14-prefixes") if r["status"] == "container"]
-        # keyed by the address alone: NetBox's global uniqueness ignores the mask, so an address whose subnet grew
-        # or shrank is updated in place (a new one beside the old would be refused as a duplicate)
-        have = {_host(o["address"]): o for o in self.nb.read(
-            "ipam.ip_addresses", "id,address,vrf,status,role,assigned_object_type,assigned_object_id,description,tags",
-            parent=pools, vrf_id=None)}
+        rows = self.imports.records("16-ip-addresses")
+        pools = [str(r["prefix"]) for r in self.imports.records("15-prefixes") if r["status"] == "container"]
+        fields = "id,address,vrf,status,role,assigned_object_type,assigned_object_id,description,tags"
+        # keyed by the address alone: NetBox's uniqueness in a VRF ignores the mask, so an address whose subnet
+        # grew or shrank is updated in place (a new one beside the old would be refused as a duplicate)
+        have = {_host(o["address"]): o for o in self.nb.read("ipam.ip_addresses", fields, parent=pools,
+                                                             vrf_id=self.vrf)}
         interfaces = self.ids["interfaces"]
+        # fabricgen's addresses on this cluster's ports in the global table (an earlier fabricgen's): moved into the
+        # VRF, or deleted; a global address on another cluster's port is that cluster's
+        ports = set(interfaces.values())
+        have |= {_host(o["address"]): o for o in self.nb.read("ipam.ip_addresses", fields, parent=pools,
+                                                              vrf_id="null", tag=TAG)
+                 if o["assigned_object_id"] in ports and _host(o["address"]) not in have}
         want = {_host(r["address"]): {
-            "address": r["address"], "status": r["status"], "role": r["role"] or None,
+            "address": r["address"], "vrf": self.vrf, "status": r["status"], "role": r["role"] or None,
             "assigned_object_type": INTERFACE, "assigned_object_id": interfaces[(_device(r), str(r["interface"]))],
             "description": r["description"]} for r in rows}
         ids = self.reconcile("IP addresses", "ipam.ip_addresses", want, have, delete=have.values(), conflict=True)

@@ -112,7 +112,7 @@ def host_attachment(ft: FabricTopology) -> Iterator[Finding]:
 def dual_homing(ft: FabricTopology) -> Iterator[Finding]:
     """On a dual-homed fabric no node with two or more ports has them all on one leaf (one leaf failure would cut
     it off)."""
-    if ft.fabric.topology.attachment is not Attachment.DUAL_HOMED:
+    if not ft.fabric.topology.attachment.paired:
         return
     leaves: dict[str, set[str]] = {}
     for link in ft.links:
@@ -134,16 +134,22 @@ def dual_homing(ft: FabricTopology) -> Iterator[Finding]:
 
 def bond_members(topology: Topology) -> Iterator[Finding]:
     """An active-backup bond's members share one leaf: the backup takes over the primary's address, which only
-    its own leaf's subnet (VLAN) carries."""
-    profiles = {node.name: node.profile for node in topology.cluster.nodes}
+    its own leaf's subnet (VLAN) carries. An 802.3ad bond needs an MLAG pair (one port-channel over both leaves),
+    its members one on each leaf of the pair; on an MLAG pair the leaves run LACP, so a bond there runs 802.3ad
+    and a node's two ports of the role are bonded (two addresses in one pair subnet would flux ARP)."""
+    nodes = {node.name: node for node in topology.cluster.nodes}
     for ft in topology.fabrics:
+        mlag = ft.fabric.topology.attachment is Attachment.MLAG
         leaves: dict[tuple[str, str], set[str]] = {}
+        loose: dict[str, list[str]] = {}
         for link in ft.links:
             if link.tier != NODE_LEAF or link.nic is None or not link.nic.netdev:
                 continue
-            bond = profiles[link.a.device].bond_of(link.nic.netdev)
+            bond = nodes[link.a.device].profile.bond_of(link.nic.netdev)
             if bond is not None:
                 leaves.setdefault((link.a.device, bond.name), set()).add(link.z.device)
+            else:
+                loose.setdefault(link.a.device, []).append(link.nic.netdev)
         if leaves and ft.fabric.type is FabricType.ROCE:
             (node, bond_name), _ = min(leaves.items())
             yield fabric_error(ft.fabric, "bond-members", node, f"{bond_name} bonds RoCE ports of fabric "
@@ -151,12 +157,37 @@ def bond_members(topology: Topology) -> Iterator[Finding]:
                                "ConnectX card), which fabricgen does not plan",
                                "leave RoCE ports unbonded: LNet and NCCL run multi-rail over each port")
             continue
+        reported: set[str] = set()  # a profile's bond is reported once, at its line, not once per node
         for (node, bond_name), on in sorted(leaves.items()):
-            if len(on) > 1:
+            profile = nodes[node].profile
+            bond = next(b for b in profile.bonds if b.name == bond_name)
+            key = f"{profile.name}.{bond_name}"
+            if bond.mode and bond.lacp != mlag and key not in reported:
+                reported.add(key)
+                yield Finding(Severity.ERROR, "bond-members", node, (
+                    f"{bond_name} of profile {profile.name} runs {bond.mode}, but fabric {ft.fabric.name}'s leaves "
+                    + ("are MLAG pairs, whose port-channels run LACP" if mlag else
+                       "are not MLAG pairs: LACP needs one port-channel over both leaves of a pair")),
+                    "leave mode out (it follows the fabric: 802.3ad over an MLAG pair, active-backup on one "
+                    "leaf)" + ("" if mlag else f", or set fabrics.{ft.fabric.name}.topology.attachment: mlag "
+                               "(an Ethernet leaf-spine fabric)"), bond.position or ft.fabric.position)
+            if mlag and len(on) < 2:
+                yield fabric_error(ft.fabric, "bond-members", node, f"the members of {bond_name} all land on "
+                                   f"{next(iter(on))}: an MLAG bond has a member on each leaf of the pair",
+                                   "list the bond's members in port order, so they alternate between the pair's "
+                                   "leaves as the node's ports do")
+            elif not mlag and len(on) > 1 and not bond.lacp:  # an explicit 802.3ad is reported above
                 yield fabric_error(ft.fabric, "bond-members", node, f"the members of {bond_name} land on leaves "
                                    f"{' and '.join(sorted(on))}: the backup could not carry the primary's address",
-                                   "use attachment: single with an even number of host ports per leaf, or do not "
-                                   "bond a dual-homed node's ports (each routes in its own leaf's subnet)")
+                                   "use attachment: mlag (LACP over the leaf pair), or attachment: single with an "
+                                   "even number of host ports per leaf, or do not bond a dual-homed node's ports "
+                                   "(each routes in its own leaf's subnet)")
+        for node, netdevs in sorted(loose.items()):
+            if mlag and len(netdevs) > 1:
+                yield fabric_error(ft.fabric, "bond-members", node, f"ports {', '.join(netdevs)} are not bonded on "
+                                   f"MLAG fabric {ft.fabric.name}: each would hold an address in its pair's one "
+                                   "subnet", f"bond them in profile {nodes[node].profile.name} (bonds: bond0: "
+                                   "{members: [...]})")
 
 
 def structure(topology: Topology) -> Iterator[Finding]:

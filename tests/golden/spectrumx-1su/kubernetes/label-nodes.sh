@@ -42,8 +42,8 @@ change() {
   local what="$1" shown="" arg
   shift
   CHANGES=$((CHANGES + 1))
-  for arg in "$@"; do # the command as one could type it: plain words as they are, others quoted
-    if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+-]+$ ]]; then shown+=" ${arg}"; else shown+=" $(printf '%q' "$arg")"; fi
+  for arg in "$@"; do # the command as one could type it: plain words (NIDs too) as they are, others quoted
+    if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+@-]+$ ]]; then shown+=" ${arg}"; else shown+=" $(printf '%q' "$arg")"; fi
   done
   if ((DRY_RUN)); then
     log "would ${what}:${shown}"
@@ -53,7 +53,7 @@ change() {
   fi
 }
 
-KEYS=('fabricgen.dev/node-profile' 'fabricgen.dev/topology' 'fabric.topograph.run/tier-0' 'fabric.topograph.run/tier-1' 'fabricgen.dev/rack')
+KEYS=('fabricgen.dev/topology' 'fabric.topograph.run/tier-0' 'fabric.topograph.run/tier-1' 'fabricgen.dev/rack')
 
 command -v "$KUBECTL" >/dev/null || die "${KUBECTL} not found (set KUBECTL)"
 
@@ -89,38 +89,38 @@ node() {
   change "label node ${name}" "$KUBECTL" label node "$name" --overwrite "${args[@]}"
 }
 
-node 'gpu001' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
-node 'gpu002' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
-node 'gpu003' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
-node 'gpu004' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
-node 'gpu005' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
-node 'gpu006' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
-node 'gpu007' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
-node 'gpu008' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
-node 'gpu009' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
-node 'gpu010' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
-node 'gpu011' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
-node 'gpu012' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
-node 'gpu013' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
-node 'gpu014' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
-node 'gpu015' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
-node 'gpu016' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
-node 'gpu017' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
-node 'gpu018' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
-node 'gpu019' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
-node 'gpu020' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
-node 'gpu021' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
-node 'gpu022' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
-node 'gpu023' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
-node 'gpu024' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
-node 'gpu025' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
-node 'gpu026' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
-node 'gpu027' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
-node 'gpu028' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
-node 'gpu029' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
-node 'gpu030' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
-node 'gpu031' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
-node 'gpu032' 'fabricgen.dev/node-profile=hgx-h100-spx' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
+node 'gpu001' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
+node 'gpu002' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
+node 'gpu003' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
+node 'gpu004' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A01'
+node 'gpu005' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
+node 'gpu006' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
+node 'gpu007' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
+node 'gpu008' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A02'
+node 'gpu009' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
+node 'gpu010' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
+node 'gpu011' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
+node 'gpu012' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A03'
+node 'gpu013' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
+node 'gpu014' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
+node 'gpu015' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
+node 'gpu016' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A04'
+node 'gpu017' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
+node 'gpu018' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
+node 'gpu019' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
+node 'gpu020' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A05'
+node 'gpu021' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
+node 'gpu022' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
+node 'gpu023' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
+node 'gpu024' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A06'
+node 'gpu025' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
+node 'gpu026' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
+node 'gpu027' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
+node 'gpu028' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A07'
+node 'gpu029' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
+node 'gpu030' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
+node 'gpu031' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
+node 'gpu032' 'fabricgen.dev/topology=compute' 'fabric.topograph.run/tier-0=compute-su01' 'fabric.topograph.run/tier-1=compute-spines' 'fabricgen.dev/rack=A08'
 
 if ((CHANGES == 0)); then
   log "nothing to change: every node found carries its planned labels"

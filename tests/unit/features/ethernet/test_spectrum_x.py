@@ -21,6 +21,7 @@ from fabricgen.core.errors import SpecError
 from fabricgen.features.ethernet import nic_firmware
 from fabricgen.features.ethernet.nos import nvue
 from fabricgen.features.ethernet.spectrum_x import ra_profile
+from fabricgen.features.kubernetes import nic_configuration
 from fabricgen.pipeline import Compiled, compile_spec, render_spec
 from fabricgen.stages.readback import check_artifacts
 from tests.conftest import INVENTORIES, REPO
@@ -88,8 +89,8 @@ def test_nccl_posts_adaptive_routing_safe_writes_on_spectrum_x(compiled: Compile
 
 
 def test_link_utilization_threshold(tmp_path: Path) -> None:
-    spec = _variant(tmp_path, ("spectrum_x: {profile: RA2.2,",
-                               "spectrum_x: {profile: RA2.2, link_utilization_threshold: 85,"))
+    spec = _variant(tmp_path, ("spectrum_x: {profile: RA2.2}",
+                               "spectrum_x: {profile: RA2.2, link_utilization_threshold: 85}"))
     files = {a.path: a.content for a in nvue.render(compile_spec(spec).topology)}
     tree = _tree(files, "compute-spine001")
     assert tree["router"]["adaptive-routing"] == {"enable": "on", "link-utilization-threshold": "on"}
@@ -113,7 +114,6 @@ def test_readback_finds_a_port_without_adaptive_routing(compiled: Compiled) -> N
 
 
 # -- refusals ---------------------------------------------------------------------------------------------------
-KUBERNETES = SPEC.read_text()[SPEC.read_text().index("\nkubernetes:") + 1:]  # the example's last section, whole
 REFUSALS = {
     "sonic": (("    nos: nvue\n", "    nos: sonic\n"), "SONiC has no adaptive routing"),
     "eos-on-arista": (("    switch: SN5600\n    nos: nvue\n", "    switch: 7060X6-64PE\n    nos: eos\n"),
@@ -129,10 +129,12 @@ REFUSALS = {
     "lossless-priority": (("lossless: {dscp: 26, priority: 3}", "lossless: {dscp: 26, priority: 4}"),
                           "runs the lossless class on priority 3, not 4"),
     "dpu-mode": (("bluefield_mode: nic ", "bluefield_mode: dpu "), "runs its BlueField-3 cards in DPU mode"),
-    "sriov": (("    spectrum_x: {profile: RA2.2,", "    sriov: {vfs_per_port: 4}\n    spectrum_x: {profile: RA2.2,"),
-              "sets the SuperNICs' firmware to one VF"),
-    "operator-without-kubernetes": ((KUBERNETES, ""),
+    "operator-without-kubernetes": (("spectrum_x: {profile: RA2.2}",
+                                     "spectrum_x: {profile: RA2.2, nic_configuration_operator: true}"),
                                     "NIC Configuration Operator runs on Kubernetes nodes"),
+    "sriov": (("    spectrum_x: {profile: RA2.2}\n",
+               "    spectrum_x: {profile: RA2.2}\n    sriov: {vfs_per_port: 4}\n"),
+              "sets the SuperNICs' firmware to one VF"),
 }
 
 
@@ -209,19 +211,10 @@ def _cards() -> Iterator[tuple[str, str]]:
         yield netdev, f"0000:{0x1a + n:02x}:00.0"
 
 
-OWN_FIRMWARE = ("nic_configuration_operator: true", "nic_configuration_operator: false")  # the hosts set the RA
-
-
-@pytest.fixture(scope="module")
-def own_firmware(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
-    """The example with the hosts' own nic-firmware.sh setting the RA's firmware half (no operator)."""
-    return compile_spec(_variant(tmp_path_factory.mktemp("spx"), OWN_FIRMWARE))
-
-
 @pytest.fixture
-def host(tmp_path: Path, own_firmware: Compiled) -> Host:
+def host(tmp_path: Path, compiled: Compiled) -> Host:
     script = tmp_path / "nic-firmware.sh"
-    files = {a.path: a for a in nic_firmware.render(own_firmware.topology)}
+    files = {a.path: a for a in nic_firmware.render(compiled.topology)}
     path = f"hosts/{PROFILE}/nic-firmware.sh"
     assert set(files) == {path} and files[path].mode == 0o755
     script.write_bytes(files[path].content)
@@ -292,10 +285,30 @@ def test_a_connectx8_supernic_from_the_spec_catalog_gets_its_own_settings(tmp_pa
            "lanes": 4, "lane_gbps": [100], "supernic": True, "pci_device_id": "1023"}
     catalog = yaml.safe_dump({"catalog": {"nics": {"ConnectX-8-SuperNIC": cx8}}})
     mode = next(line for line in SPEC.read_text().splitlines(keepends=True) if "bluefield_mode:" in line)
-    spec = _variant(tmp_path, (mode, ""), ("nodes:\n", catalog + "nodes:\n"), OWN_FIRMWARE)
+    spec = _variant(tmp_path, (mode, ""), ("nodes:\n", catalog + "nodes:\n"))
     spec.write_text(spec.read_text().replace("model: BlueField-3-B3140H}", "model: ConnectX-8-SuperNIC}"))
     files = {a.path: a.content.decode() for a in nic_firmware.render(compile_spec(spec).topology)}
     script = files[f"hosts/{PROFILE}/nic-firmware.sh"]
     settings = ra_profile("RA2.2")["nvconfig"]["1023"]
     assert f"add_port 'SNIC0' 'ens1np0' '' {' '.join(repr(f'{k}={v}') for k, v in settings.items())}\n" in script
     assert "INTERNAL_CPU" not in script
+
+
+# The example's fabric with its SuperNICs left to NVIDIA's NIC Configuration Operator on Kubernetes (pods on the
+# rails through host-device), as tests/external/kubernetes/test_nic_configuration.py renders it.
+OPERATOR = ("    spectrum_x: {profile: RA2.2}\n",
+            "    spectrum_x: {profile: RA2.2, nic_configuration_operator: true}\n"
+            "kubernetes: {namespace: ai-training, operator: none, cni: host-device, fabrics: [compute]}\n")
+
+
+def test_the_shipped_connectx8_supernic_runs_spectrum_x(tmp_path: Path) -> None:
+    """The catalog's ConnectX-8 C8240 is a SuperNIC of device 1023: on the example in place of the BlueField-3s it
+    passes every Spectrum-X check, its hosts get the RA's 1023 settings, and the operator's template selects 1023."""
+    mode = next(line for line in SPEC.read_text().splitlines(keepends=True) if "bluefield_mode:" in line)
+    spec = _variant(tmp_path, (mode, ""))
+    spec.write_text(spec.read_text().replace("model: BlueField-3-B3140H}", "model: ConnectX-8-C8240}"))
+    script = next(a.content.decode() for a in nic_firmware.render(compile_spec(spec).topology))
+    assert all(f"'{k}={v}'" in script for k, v in ra_profile("RA2.2")["nvconfig"]["1023"].items())
+    spec.write_text(spec.read_text().replace(*OPERATOR))
+    [template] = nic_configuration.templates(compile_spec(spec).topology, "nvidia-network-operator")
+    assert template["spec"]["nicSelector"] == {"nicType": "1023"}

@@ -84,7 +84,9 @@ def test_sharp_under_ufm(tmp_path: Path) -> None:
           "traffic": {"compute": "training"}, "sharp": {"smx_protocol": "ucx"}}
     files = _files(compile_spec(_spec(tmp_path, sm)))
     am = files["infiniband/compute/sharp_am-settings.conf"]
-    assert _settings(am) == {"ib_qpc_pkey": "0x8001", "smx_protocol": "1", "smx_enabled_protocols": "7"}
+    assert _settings(am) == {"ib_qpc_pkey": "0x8001", "ib_qpc_sl": "0", "ib_sat_qpc_sl": "0", "smx_protocol": "1",
+                             "smx_enabled_protocols": "7"}
+    assert _settings(files["infiniband/compute/opensm-settings.conf"])["max_op_vls"] == "2"
     assert "Quantum-2 (SHARPv3) holds 511 streaming-aggregation" in am and "at most 63 jobs on all 8 rails" in am
     assert "NCCL_COLLNET_ENABLE=1" in files["hosts/hgx-8gpu-generic/nccl.env"].splitlines()
     script = files["infiniband/compute/ufm-install.sh"]
@@ -95,37 +97,81 @@ def test_sharp_beside_nvidia_opensm_gets_a_standalone_sharp_am_cfg(tmp_path: Pat
     sm = {"opensm_version": "5.21.0", "guids": "simulated", "sharp": {}}
     files = _files(compile_spec(_spec(tmp_path, sm)))
     am = files["infiniband/compute/sharp_am.cfg"]
-    assert "/etc/sharp/sharp_am.cfg" in am and _settings(am) == {"ib_qpc_pkey": "0xffff", "smx_protocol": "1",
+    sls = {"ib_qpc_sl": "0", "ib_sat_qpc_sl": "0"}
+    assert "/etc/sharp/sharp_am.cfg" in am and _settings(am) == {"ib_qpc_pkey": "0xffff", **sls, "smx_protocol": "1",
                                                                  "smx_enabled_protocols": "7"}  # UCX by default
+    assert _settings(files["infiniband/compute/opensm.conf"])["max_op_vls"] == "2"
     sockets = _files(compile_spec(_spec(tmp_path, {**sm, "sharp": {"smx_protocol": "sockets"}})))
-    assert _settings(sockets["infiniband/compute/sharp_am.cfg"]) == {"ib_qpc_pkey": "0xffff", "smx_protocol": "2"}
+    assert _settings(sockets["infiniband/compute/sharp_am.cfg"]) == {"ib_qpc_pkey": "0xffff", **sls,
+                                                                     "smx_protocol": "2"}
 
 
-def test_quantum_warns_that_one_streaming_tree_fits_a_switch(tmp_path: Path) -> None:
-    compiled = compile_spec(_spec(tmp_path, {**UFM, "sharp": {}}, switch="QM8700", speed="HDR"))
-    warnings = [f.message for f in compiled.findings if f.check == "sharp"]
-    assert len(warnings) == 1 and "one active streaming-aggregation tree per switch" in warnings[0]
-
-
-def test_sharp_needs_a_tree_engine(tmp_path: Path) -> None:
+def test_sharp_runs_on_its_partitions_sl_within_two_vls(tmp_path: Path) -> None:
+    """sharp_am's QPs take the SHARP partition's SL (its QoS level); with SHARP the subnet runs on 2 operational VLs,
+    so an SL of compute or IPoIB traffic mapped to VL 2 or above is refused."""
+    qos = {"levels": [{"ulp": "default", "sl": 0}, {"partition": "training", "sl": 1}]}
+    sm = {**UFM, "partitions": [{"name": "training", "pkey": "0x8001", "members": {"groups": ["hgx{n:02d}"]}}],
+          "traffic": {"compute": "training"}, "qos": qos, "sharp": {}}
+    am = _settings(_files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/sharp_am-settings.conf"])
+    assert (am["ib_qpc_sl"], am["ib_sat_qpc_sl"]) == ("1", "1")
+    high = {**qos, "sl2vl": "0,2,2,3,4,5,6,7,0,1,2,3,4,5,6,7"}
     with pytest.raises(SpecError) as err:
-        compile_spec(_spec(tmp_path, {**UFM, "routing_engine": ["ar_updn", "minhop"], "sharp": {}}))
-    assert [str(i.path) for i in err.value.issues if "builds trees only" in i.message] == [
-        "fabrics.compute.subnet_manager.routing_engine[1]"]
+        compile_spec(_spec(tmp_path, {**sm, "qos": high}))
+    assert [str(i.path) for i in err.value.issues if "2 operational VLs" in i.message] == [
+        "fabrics.compute.subnet_manager.qos.sl2vl"]
 
 
-def test_sharp_am_needs_a_server_that_is_no_compute_node(tmp_path: Path) -> None:
-    sm = {**UFM, "hosts": [{"name": "hgx01", "priority": 15}, {"name": "sm02", "priority": 14}], "sharp": {}}
+def test_adaptive_routing_under_nvidia_opensm(tmp_path: Path) -> None:
+    """flavor opensm with NVIDIA's OpenSM 5.x has the ar_ engines and SHIELD: opensm.conf keeps upstream 3.3.23's
+    option table and appends the NVIDIA-only settings; without adaptive_routing it routes as before (static)."""
+    sm = {"opensm_version": "5.21.0", "guids": "simulated",
+          "adaptive_routing": {"service_levels": [0], "shield": "no-pfrn"}}
+    conf = _files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/opensm.conf"]
+    settings = _settings(conf)
+    assert settings["routing_engine"] == "ar_ftree,ar_updn,no_fallback"
+    assert (settings["ar_sl_mask"], settings["shield_mode"]) == ("0x0001", "2")
+    tail = conf[conf.index("# NVIDIA OpenSM 5.21.0 settings"):]
+    assert "ar_sl_mask 0x0001" in tail and "shield_mode 2" in tail
+    plain = {k: v for k, v in sm.items() if k != "adaptive_routing"}
+    static = _settings(_files(compile_spec(_spec(tmp_path, plain)))["infiniband/compute/opensm.conf"])
+    assert static["routing_engine"] == "ftree,updn,no_fallback" and "ar_sl_mask" not in static
+    with pytest.raises(SpecError) as err:  # upstream OpenSM: refused as before
+        compile_spec(_spec(tmp_path, {**sm, "opensm_version": "3.3.24"}))
+    assert [str(i.path) for i in err.value.issues] == ["fabrics.compute.subnet_manager.adaptive_routing"]
+
+
+def test_ar_ftree_on_xdr_is_refused(tmp_path: Path) -> None:
+    """NVIDIA's SM routes XDR adaptively with ar_updn only (UFM's manual): an explicit ar_ftree there is refused.
+    The catalog has no XDR switch yet, so the spec brings one (and an XDR HCA) as overrides."""
+    path = _spec(tmp_path, {**UFM, "routing_engine": ["ar_ftree", "ar_updn"]}, switch="XDR-SW", speed="XDR")
+    doc = yaml.safe_load(path.read_text())
+    doc["catalog"] = {
+        "switches": {"XDR-SW": {"vendor": "NVIDIA", "fabric_type": "infiniband", "height_u": 1, "asic": "Quantum-3",
+                                "port_groups": [{"name": "main", "cages": 36, "form_factor": "OSFP",
+                                                 "ports_per_cage": {"XDR": 2}}]}},
+        "nics": {"XDR-HCA": {"vendor": "NVIDIA", "ports": 1, "form_factor": "OSFP", "speeds": ["XDR"],
+                             "link_types": ["ib"]}}}
+    for profile in doc["node_profiles"].values():
+        for nic in profile["nics"]["compute"]:
+            nic["model"] = "XDR-HCA"
+    doc["node_profiles"]["xdr-server"] = {"role": "compute", "height_u": 4, "gpus": 8, "nics": {"compute": [
+        {"gpu": i, "dev": f"mlx5_{i}", "netdev": f"ib{i}", "port": f"NIC{i}", "model": "XDR-HCA"} for i in range(8)]}}
+    doc["nodes"][0]["profile"] = "xdr-server"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(SpecError) as err:
-        compile_spec(_spec(tmp_path, sm))
-    assert [i.message for i in err.value.issues if "is a compute node" in i.message]
+        compile_spec(path)
+    assert [str(i.path) for i in err.value.issues if "ar_updn only" in i.message] == [
+        "fabrics.compute.subnet_manager.routing_engine[0]"], [i.message for i in err.value.issues]
 
 
-def test_two_compute_partitions_need_sharp_to_name_one(tmp_path: Path) -> None:
-    sm = {**UFM, "keys": {"m_key": {"env": "M"}},
-          "partitions": [{"name": "a", "pkey": "0x8001", "members": {"nodes": ["hgx01", "hgx02", "hgx03", "hgx04"]}},
-                         {"name": "b", "pkey": "0x8002", "members": {"nodes": ["hgx05", "hgx06", "hgx07"]}}],
-          "traffic": {"compute": ["a", "b"]}, "sharp": {}}
-    with pytest.raises(SpecError) as err:
-        compile_spec(_spec(tmp_path, sm))
-    assert any("name it in sharp.partition" in (i.hint or "") for i in err.value.issues)
+@pytest.mark.parametrize(("protocol", "self_at_index0"), [("ucx", True), ("sockets", False)])
+def test_sharp_am_port_holds_the_sharp_partition_at_index_0_for_ucx(tmp_path: Path, protocol: str,
+                                                                   self_at_index0: bool) -> None:
+    """UCX in SHARP uses only the P_Key at index 0 and UCX connects two ports only on one P_Key: with UCX the SM's
+    port (where sharp_am runs) is in the indx0 definition of SHARP's partition; with sockets it keeps Default."""
+    sm = {**UFM, "partitions": [{"name": "training", "pkey": "0x8001", "members": {"groups": ["hgx{n:02d}"]}}],
+          "traffic": {"compute": "training"}, "sharp": {"smx_protocol": protocol}}
+    text = _files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/partitions.conf.user_ext"]
+    first, second = (d for d in text.split("\ntraining=")[1:])
+    assert first.startswith("0x0001, indx0") and ("SELF=full" in first) == self_at_index0
+    assert "indx0" not in second.split(":")[0] and ("SELF=full" in second) != self_at_index0

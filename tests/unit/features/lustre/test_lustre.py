@@ -44,6 +44,11 @@ O2IB_LND_TUNABLES = {"map_on_demand", "concurrent_sends", "fmr_pool_size", "fmr_
 STORAGE_PORTS = ("enp170s0f0np0", "enp41s0f0np0")
 SERVER_FILES = [f"hosts/lustre-server/lustre/{f}" for f in ("lnet.conf", "lnet.modprobe.conf", "ko2iblnd.conf")]
 SERVER_SCRIPTS = [f"hosts/{n}/lustre/format-targets.sh" for n in ("mds01", "mds02", "oss01", "oss02", "oss03", "oss04")]
+SERVER_MOUNTS = [  # each server: the units of its pair's targets (formatted here or by its partner) and their fstab
+    *(f"hosts/mds0{n}/lustre/targets/{u}" for n in (1, 2)
+      for u in ("fstab", "lustre-mgt.mount", "lustre-ckpt-mdt0.mount", "lustre-data-mdt0.mount")),
+    *(f"hosts/oss0{n}/lustre/targets/{u}" for n in (1, 2, 3, 4) for u in (
+        "fstab", *(f"lustre-{fs}-ost{i + 2 * (n > 2)}.mount" for fs in ("ckpt", "data") for i in (0, 1))))]
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +157,7 @@ def test_artifact_set(files: dict[str, Artifact]) -> None:
         "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh",
         "kubernetes/storage/lustre-checkpoints.yaml", "kubernetes/storage/lustre-datasets.yaml",
         "kubernetes/storage/local-nvme.yaml", "hosts/dgx-h100/k8s-cache/fabricgen-k8s-cache.conf",
-        "hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount", *SERVER_FILES, *SERVER_SCRIPTS])
+        "hosts/dgx-h100/k8s-cache/mnt-fabricgen-cache.mount", *SERVER_FILES, *SERVER_SCRIPTS, *SERVER_MOUNTS])
     assert {p for p, a in files.items() if a.mode == 0o755} == {
         f"{BASE}/lustre-client-tune.sh", "storage/lustre/ckpt/mgs-set_param.sh", "storage/lustre/ckpt/setstripe.sh",
         "storage/lustre/data/mgs-set_param.sh", "storage/lustre/data/setstripe.sh", *SERVER_SCRIPTS}
@@ -365,7 +370,7 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
     mds01, mds02 = (",".join(f"{ip}@{net}" for net in ("o2ib", "tcp") for ip in ips)
                     for ips in (("10.20.1.65", "10.20.1.193"), ("10.20.2.2", "10.20.2.130")))
     script = files["hosts/mds01/lustre/format-targets.sh"]
-    assert f"format MGS /dev/mapper/mgt '' {mds01}:{mds02} --mgs\n".encode() in script
+    assert f"format MGS /dev/mapper/mgt '' {mds01}:{mds02} mds02 --mgs\n".encode() in script
     assert f"format data-MDT0000 /dev/mapper/data-mdt0 {mgs} ".encode() in files["hosts/mds02/lustre/format-targets.sh"]
 
 

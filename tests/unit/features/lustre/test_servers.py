@@ -111,9 +111,10 @@ def test_formats_its_targets_once_then_nothing(mds01: ScriptHost, files: dict[st
     dry = mds01.run("--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert _changes(mds01) == [] and "2 change(s) would be made" in dry.stdout
-    typed = [n.replace(",", "\\,") for n in (",".join(MDS01), ",".join(MDS02))]  # as printf %q shows them
+    # the command as one types it: a NID list is a plain word, its commas unescaped (review C2)
     assert (f"would format MGS on /dev/mapper/mgt: {STUBS}/mkfs.lustre --backfstype=ldiskfs --mgs "
-            f"--servicenode={typed[0]} --servicenode={typed[1]} {mds01.root}/dev/mapper/mgt") in dry.stdout
+            f"--servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} {mds01.root}/dev/mapper/mgt"
+            ) in dry.stdout
     first = mds01.run()
     assert first.returncode == 0, first.stderr
     assert _changes(mds01) == [
@@ -147,13 +148,31 @@ def test_refuses_another_target_or_file_system(mds01: ScriptHost) -> None:
     done = mds01.run()
     assert done.returncode == 1 and _changes(mds01) == []
     assert "MGS: /dev/mapper/mgt already holds Lustre target scratch-OST0007; refusing to reformat it" in done.stderr
-    assert "ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a xfs signature (a file system or partition table)" in done.stderr
+    assert ("ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a signature (xfs: a file system or partition table) and no "
+            "Lustre target; if its data is not needed, wipefs -a clears it") in done.stderr
     assert "2 target(s) not set up" in done.stderr
     # a LUN holding only a partition table has no file system, and mke2fs -F would format over it (review D1)
     (mds01.root / "dev/mapper/ckpt-mdt0").write_text("pttype: gpt\n")
     partitioned = mds01.run()
     assert partitioned.returncode == 1 and _changes(mds01) == []
-    assert "/dev/mapper/ckpt-mdt0 holds a gpt signature" in partitioned.stderr
+    assert "/dev/mapper/ckpt-mdt0 holds a signature (gpt: a file system or partition table)" in partitioned.stderr
+
+
+def test_a_lustre_label_tunefs_cannot_read_is_never_called_wipeable(mds01: ScriptHost) -> None:
+    """tunefs.lustre finds no target on a real one when its ldiskfs plugin is missing or e2fsprogs cannot open the
+    file system (osd_is_lustre): blkid's label tells, and the refusal says to fix the tools, not to wipe (C4)."""
+    (mds01.root / "dev/mapper/ckpt-mdt0").write_text("fstype: ext4\nlabel: ckpt:MDT0000\n")
+    (mds01.root / "dev/mapper/data-mdt0").write_text("fstype: ext4\nlabel: data-MDT0000\n")
+    done = mds01.run()
+    assert done.returncode == 1 and _changes(mds01) == ["mkfs.lustre --backfstype=ldiskfs --mgs "
+                                                        f"--servicenode={','.join(MDS01)} "
+                                                        f"--servicenode={','.join(MDS02)} /dev/mapper/mgt"]
+    assert ("ckpt-MDT0000: /dev/mapper/ckpt-mdt0 holds a file system (ext4) labelled ckpt:MDT0000, a Lustre target, "
+            "which tunefs.lustre cannot read (tunefs.lustre FATAL: Device") in done.stderr
+    assert "never wipe or reformat it; refusing to format it" in done.stderr
+    assert "wipefs" not in done.stderr
+    assert ("data-MDT0000: /dev/mapper/data-mdt0 holds a file system (ext4) labelled data-MDT0000, a Lustre target"
+            in done.stderr and "mds02 will refuse to format it" in done.stderr), "the partner reports it too"
 
 
 def test_a_failing_mkfs_is_reported_and_the_other_targets_still_run(mds01: ScriptHost) -> None:
@@ -182,9 +201,51 @@ def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
         f"tunefs.lustre --erase-param failover.node --erase-param mgsnode --mgsnode={','.join(MDS01)} "
         f"--mgsnode={','.join(MDS02)} --servicenode={','.join(MDS01)} --servicenode={','.join(MDS02)} "
         "/dev/mapper/ckpt-mdt0"]
-    assert "takes a writeconf of the whole file system" in done.stdout
+    assert "the MGS logs keep its old failover NIDs (10.20.255.2@o2ib) until a writeconf" in done.stdout
     assert f"Parameters: mgsnode={MGSNODE} failover.node={MGSNODE}" in disk.read_text()
     assert "nothing to change" in mds01.run().stdout
+
+
+def _set_params(disk: Path, params: str) -> None:
+    disk.write_text("".join(f"Parameters: {params}\n" if line.startswith("Parameters:") else line
+                            for line in disk.read_text().splitlines(keepends=True)))
+
+
+def test_the_same_nids_in_another_order_are_no_change(mds01: ScriptHost) -> None:
+    """mgsnode and failover.node are node sets as Lustre parses them (':' between nodes, ',' between one node's
+    NIDs): a target formatted by hand or with the pair swapped needs no tunefs.lustre, which multi-mount protection
+    would refuse while the partner serves it (review D2); a NID that moves to another node is a change."""
+    assert mds01.run().returncode == 0
+    disk = mds01.root / "dev/mapper/ckpt-mdt0"
+    swapped = f"{MDS02[1]},{MDS02[0]}:{MDS01[1]},{MDS01[0]}"
+    _set_params(disk, f"mgsnode={swapped} failover.node={swapped}")
+    before = len(mds01.calls)
+    same = mds01.run()
+    assert same.returncode == 0 and _changes(mds01, before) == [], same.stderr
+    assert "ckpt-MDT0000 on /dev/mapper/ckpt-mdt0: formatted, NIDs and parameters as planned" in same.stdout
+    # the same four NIDs, one moved to the other node: not the planned nodes
+    moved = f"{MDS01[0]}:{MDS01[1]},{','.join(MDS02)}"
+    _set_params(disk, f"mgsnode={MGSNODE} failover.node={moved}")
+    changed = mds01.run()
+    assert changed.returncode == 0 and len(_changes(mds01, before)) == 1, changed.stderr
+    assert "registers any new failover NIDs at its next mount; no writeconf is needed" in changed.stdout
+
+
+def test_a_removed_failover_nid_is_said_to_need_a_writeconf(mds01: ScriptHost, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid): the script names
+    the NIDs only a writeconf removes. A glob in a parameter is never expanded against the files of the working
+    directory (C3: word splitting with pathname expansion turned 10.20.9.* into the file's name)."""
+    assert mds01.run().returncode == 0
+    disk = mds01.root / "dev/mapper/ckpt-mdt0"
+    monkeypatch.chdir(mds01.root)
+    (mds01.root / f"failover.node={MGSNODE}:10.20.9.9@o2ib").write_text("")
+    _set_params(disk, f"mgsnode={MGSNODE} failover.node={MGSNODE}:10.20.9.*")
+    before = len(mds01.calls)
+    done = mds01.run()
+    assert done.returncode == 0, done.stderr
+    assert _changes(mds01, before)[0].startswith("tunefs.lustre --erase-param failover.node")
+    assert "the MGS logs keep its old failover NIDs (10.20.9.*) until a writeconf" in done.stdout
 
 
 def test_refuses_wrong_lnet_nids_missing_devices_and_other_nodes(mds01: ScriptHost) -> None:
@@ -224,3 +285,98 @@ def test_an_added_device_never_moves_a_target(tmp_path: Path) -> None:
     unstated.write_text(text.replace(last, last.replace("first_index: 2, ", "")))
     with pytest.raises(SpecError, match="ost group 1 of 2 states no first_index"):
         compile_spec(unstated)
+
+
+def _tuned(tmp_path: Path, ckpt: str, data: str) -> Path:
+    text = H100.read_text()
+    for old, new in (("tuning: {profile: checkpoint}", ckpt),
+                     ("tuning: {profile: dataset, statahead_max: 2048}", data)):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text)
+    return spec
+
+
+def test_servers_may_set_their_own_ni_credits(tmp_path: Path) -> None:
+    """tuning.servers sets the NI-wide credits and ntx of the servers only (review C5): a server's NI sends to every
+    client; peer_credits and the per-connection values stay the clients', as o2iblnd negotiates them."""
+    servers = "servers: {credits: 4096, ntx: 8192}"
+    spec = _tuned(tmp_path, f"tuning: {{profile: checkpoint, {servers}}}",
+                  f"tuning: {{profile: dataset, statahead_max: 2048, {servers}}}")
+    files = {a.path: a for a in lustre.render(compile_spec(spec).topology)}
+    server = yaml.safe_load(files["hosts/lustre-server/lustre/lnet.conf"].content)["net"][0]["local NI(s)"][0]
+    client = yaml.safe_load(files["hosts/dgx-h100/lustre/lnet.conf"].content)["net"][0]["local NI(s)"][0]
+    assert (server["tunables"]["credits"], server["lnd tunables"]["ntx"]) == (4096, 8192)
+    assert (client["tunables"]["credits"], client["lnd tunables"]["ntx"]) == (1024, 4096), "clients unchanged"
+    assert {k: v for k, v in server["tunables"].items() if k != "credits"} == {
+        k: v for k, v in client["tunables"].items() if k != "credits"}
+    options = files["hosts/lustre-server/lustre/ko2iblnd.conf"].content.decode()
+    assert " credits=4096 " in options and " ntx=8192 " in options and " peer_credits=64 " in options
+    assert "# credits, ntx: the servers' own (tuning.servers)" in options
+    assert "the servers' own" not in files["hosts/dgx-h100/lustre/ko2iblnd.conf"].content.decode()
+
+
+def test_server_credits_are_checked(tmp_path: Path) -> None:
+    """Below peer_credits o2iblnd would lower the servers' queue depth under the clients'; one MGS/OSS serving two
+    file systems on one network runs one setting; ntx is o2iblnd's."""
+    low = _tuned(tmp_path, "tuning: {profile: checkpoint, servers: {credits: 32, ntx: 0}}",
+                 "tuning: {profile: dataset, statahead_max: 2048}")
+    with pytest.raises(SpecError) as raised:
+        compile_spec(low)
+    report = str(raised.value)
+    assert "lustre.checkpoints.tuning.servers.credits: server credits 32 are below peer_credits (64)" in report
+    assert "lustre.checkpoints.tuning.servers.ntx: ntx 0 is out of range" in report
+    assert "server mds01 would configure LNet network o2ib differently for checkpoints and datasets" in report
+
+
+def test_target_mount_units_of_an_ha_less_site(files: dict[str, Artifact]) -> None:
+    """Each server mounts the targets it formats at boot, MGT before MDTs before OSTs, at the Lustre wiki's mount
+    points; its partner's targets have units without [Install] and noauto fstab lines (mounted only on failover)."""
+    base = "hosts/mds01/lustre/targets"
+    units = sorted(p for p in files if p.startswith(base) and p.endswith(".mount"))
+    assert units == [f"{base}/lustre-ckpt-mdt0.mount", f"{base}/lustre-data-mdt0.mount", f"{base}/lustre-mgt.mount"]
+    mgt, mdt, partner = (files[f"{base}/{u}"].content.decode() for u in
+                         ("lustre-mgt.mount", "lustre-ckpt-mdt0.mount", "lustre-data-mdt0.mount"))
+    assert "What=/dev/mapper/mgt\nWhere=/lustre/mgt\nType=lustre\n" in mgt and "WantedBy=remote-fs.target" in mgt
+    assert "After=lnet.service network-online.target lustre-mgt.mount\n" in mdt and "[Install]" in mdt
+    assert "\n[Install]\n" not in partner and "systemctl start lustre-data-mdt0.mount" in partner
+    assert files[f"{base}/fstab"].content.decode().splitlines()[3:] == [
+        "/dev/mapper/mgt /lustre/mgt lustre _netdev,x-systemd.requires=lnet.service 0 0",
+        "/dev/mapper/ckpt-mdt0 /lustre/ckpt/mdt0 lustre _netdev,x-systemd.requires=lnet.service 0 0",
+        "/dev/mapper/data-mdt0 /lustre/data/mdt0 lustre noauto,_netdev,x-systemd.requires=lnet.service 0 0"]
+    oss02 = files["hosts/oss02/lustre/targets/fstab"].content.decode()
+    assert "/dev/mapper/ckpt-ost1 /lustre/ckpt/ost1 lustre _netdev," in oss02, "an odd index: its second server's"
+    assert "/dev/mapper/ckpt-ost0 /lustre/ckpt/ost0 lustre noauto," in oss02
+
+
+def test_target_params_and_mkfsoptions(tmp_path: Path) -> None:
+    """A group's params go to mkfs.lustre --param and its mkfsoptions to --mkfsoptions; on a formatted target a
+    value that differs is set with tunefs.lustre --param alone (its NIDs as planned: no NID rewrite)."""
+    text = H100.read_text()
+    group = "- {servers: [mds01, mds02], devices: [/dev/mapper/ckpt-mdt0]}"
+    assert text.count(group) == 1
+    spec = tmp_path / "h100.yaml"
+    spec.write_text(text.replace(group, group[:-1] + ", params: [sys.timeout=40, failover.mode=failout], "
+                                                      "mkfsoptions: '-E stride=32,stripe_width=256'}"))
+    tuned = {a.path: a for a in lustre.render(compile_spec(spec).topology)}
+    script = tuned["hosts/mds01/lustre/format-targets.sh"].content.decode()
+    assert ("format ckpt-MDT0000 /dev/mapper/ckpt-mdt0 " in script and " --mdt --fsname=ckpt --index=0 "
+            "--param=sys.timeout=40 --param=failover.mode=failout '--mkfsoptions=-E stride=32,stripe_width=256'\n"
+            in script)
+    host = _host(tmp_path, tuned, "mds01", MDS01)
+    for name in DEVICES:
+        write(tmp_path / "dev" / "mapper" / name, "")
+    first = host.run()
+    assert first.returncode == 0, first.stderr
+    assert (" --param=sys.timeout=40 --param=failover.mode=failout --mkfsoptions=-E stride=32,stripe_width=256 "
+            in _changes(host)[1])
+    disk = tmp_path / "dev/mapper/ckpt-mdt0"
+    assert "failover.node=" in disk.read_text() and " sys.timeout=40 failover.mode=failout" in disk.read_text()
+    disk.write_text(disk.read_text().replace("sys.timeout=40", "sys.timeout=100"))
+    before = len(host.calls)
+    changed = host.run()
+    assert changed.returncode == 0, changed.stderr
+    assert _changes(host, before) == ["tunefs.lustre --param=sys.timeout=40 /dev/mapper/ckpt-mdt0"]
+    assert "registers its new parameters with the MGS at its next mount" in changed.stdout
+    assert "nothing to change" in host.run().stdout

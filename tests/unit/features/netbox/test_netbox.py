@@ -44,8 +44,9 @@ FILES: dict[str, tuple[str, dict[str, str]]] = {
     "11-asns": ("ASNImportForm", {}),
     "12-vlan-groups": ("VLANGroupImportForm", {}),
     "13-vlans": ("VLANImportForm", {"status": "VLANStatusChoices"}),
-    "14-prefixes": ("PrefixImportForm", {"status": "PrefixStatusChoices"}),
-    "15-ip-addresses": ("IPAddressImportForm", {"status": "IPAddressStatusChoices", "role": "IPAddressRoleChoices"}),
+    "14-vrfs": ("VRFImportForm", {}),
+    "15-prefixes": ("PrefixImportForm", {"status": "PrefixStatusChoices"}),
+    "16-ip-addresses": ("IPAddressImportForm", {"status": "IPAddressStatusChoices", "role": "IPAddressRoleChoices"}),
 }
 
 
@@ -153,11 +154,15 @@ def test_every_reference_is_made_by_an_earlier_file(spec: str) -> None:
     assert max(ends.values()) == 1, "an interface takes one cable"
     assert {r["rir"] for r in f.get("11-asns", [])} <= {r["name"] for r in f.get("10-rirs", [])}
     assert {r["group"] for r in f.get("13-vlans", [])} <= {r["slug"] for r in f.get("12-vlan-groups", [])}
-    for ip in f.get("15-ip-addresses", []):
+    vrfs = {(r["name"], r["rd"]) for r in f.get("14-vrfs", [])}
+    assert vrfs == {(site, netbox.vrf_rd(site))}, "one VRF per cluster, named after its site, unique by its RD"
+    assert re.fullmatch(r"64512:\d{1,10}", netbox.vrf_rd(site)) and netbox.vrf_rd(site) != netbox.vrf_rd(site + "2")
+    assert {r["vrf"] for r in f.get("15-prefixes", []) + f.get("16-ip-addresses", [])} == {rd for _, rd in vrfs}
+    for ip in f.get("16-ip-addresses", []):
         assert (keys[ip["device"]], ip["interface"]) in interfaces, ip
         assert "/" in ip["address"], "NetBox needs a prefix length"
     for kind in ("is_primary", "is_oob"):
-        marked = Counter(ip["device"] for ip in f.get("15-ip-addresses", []) if ip[kind] == "true")
+        marked = Counter(ip["device"] for ip in f.get("16-ip-addresses", []) if ip[kind] == "true")
         assert not marked or max(marked.values()) == 1, f"{kind}: one per device"
 
 
@@ -181,8 +186,8 @@ def test_h100_interfaces_are_typed_by_cage_and_bmc_ports_are_management() -> Non
     mgmt = [t for (model, _), t in templates.items() if t["mgmt_only"] and model not in
             {n.profile.name for n in topology.cluster.nodes}]
     assert mgmt and all(t["type"] == "1000base-t" for t in mgmt)
-    oob = {ip["device"].split("/", 1)[1] for ip in f["15-ip-addresses"] if ip["is_oob"] == "true"}
-    primary = {ip["device"].split("/", 1)[1] for ip in f["15-ip-addresses"] if ip["is_primary"] == "true"}
+    oob = {ip["device"].split("/", 1)[1] for ip in f["16-ip-addresses"] if ip["is_oob"] == "true"}
+    primary = {ip["device"].split("/", 1)[1] for ip in f["16-ip-addresses"] if ip["is_primary"] == "true"}
     plans = topology.addresses.values()
     assert set().union(*(p.management for p in plans)) <= oob
     assert set().union(*(p.loopbacks for p in plans)) <= primary

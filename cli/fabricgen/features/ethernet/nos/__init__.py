@@ -50,6 +50,8 @@ class NosData:
     routing: Mapping[str, Any] = field(default_factory=dict)  # its routing daemon's defaults, for Nos.routing
     # where it runs adaptive routing (Spectrum-X): switch ASICs and link speeds; empty: it has none
     adaptive_routing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    mlag_requires: str = ""  # what the switch's image must have for it (a plan-time warning), if anything
+    mlag_settings: Mapping[str, Any] = field(default_factory=dict)  # the NOS's own MLAG constants (`mlag_<name>`)
 
     def runs_on(self, model: SwitchModel) -> bool:
         """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
@@ -80,7 +82,9 @@ def nos_data(name: str) -> NosData:
                    tuple(switches.get("vendors", ())), tuple(switches.get("models", ())),
                    str(software.get("default", "")), MappingProxyType(releases),
                    MappingProxyType(dict(data.get("routing", {}))),
-                   MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}))
+                   MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}),
+                   str(data.get("mlag_requires", "")),
+                   MappingProxyType(dict(data.get(f"mlag_{name}", {}))))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,14 @@ Layout: switch-to-switch ports are routed /31s (``no switchport``) with one eBGP
 leaf are access ports of one VLAN whose SVI is the hosts' gateway. BGP announces the loopback and the host
 subnet (``network`` statements, not ``redistribute connected``, so the /31s are not announced).
 
+MLAG pair (``attachment: mlag``; the constants in ``eos.yaml`` ``mlag_eos``): ``mlag configuration`` (domain-id
+``<fabric>-<pair>``, local-interface Vlan4094, the peer's VLAN 4094 address, peer-link Port-Channel999); the peer
+link a trunk Port-Channel of trunk group MLAG (``channel-group 999 mode active`` on its two ports), VLAN 4094 in that
+trunk group only, without spanning tree, its SVI (``no autostate``) the pair's /31; each host bond a Port-Channel
+with ``mlag <id>``, an access port of the host VLAN (``channel-group <id> mode active``, ``lacp timer`` at the
+host's rate on its port); the host SVI its own address and the gateway as ``ip virtual-router address`` (VARP) with
+one ``ip virtual-router mac-address``; BGP announces the pair subnet from both leaves.
+
 The lossless class on a RoCE fabric (REFERENCE "RoCE v2 lossless Ethernet"): ``qos map dscp <lossless> to
 traffic-class <priority>`` and the CNP DSCP to its own class; one ``qos profile`` applied to every port as a
 ``service-profile`` that trusts DSCP, gives the lossless unicast queue its DWRR share and ECN marking
@@ -152,6 +160,9 @@ def _qos(q: RoceQos) -> dict[str, Any]:
     }
 
 
+MLAG = DATA.mlag_settings
+
+
 def _ethernet(view: SwitchView, port: PortView) -> dict[str, Any]:
     iface: dict[str, Any] = {
         "name": interface_name(view.model, port),
@@ -160,7 +171,11 @@ def _ethernet(view: SwitchView, port: PortView) -> dict[str, Any]:
         "speed": interface_speed(view.model, port),
         "mtu": view.mtu,
     }
-    if port.kind == "host":
+    if port.lag or port.kind == "peer":  # a port-channel's member: the port-channel carries the VLAN
+        iface["channel_group"] = {"id": port.lag or MLAG["peer_link"], "mode": "active"}
+        if port.lag:
+            iface["lacp_timer"] = {"mode": "fast" if port.lacp_rate == "fast" else "normal"}
+    elif port.kind == "host":
         iface["switchport"] = {"enabled": True, "mode": "access", "access_vlan": HOST_VLAN}
         iface["spanning_tree_portfast"] = "edge"
     else:
@@ -256,6 +271,8 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
             pods = IPv4Network(view.pod_subnet)
             config["vlan_interfaces"][0]["ip_address_secondaries"] = [f"{view.pod_gateway}/{pods.prefixlen}"]
             networks.append(view.pod_subnet)
+    if view.mlag is not None and "vlan_interfaces" in config:
+        config.update(_mlag(view, config))
     if routed:
         paths = min(len(routed), MAX_ECMP)
         config["router_bgp"] = {
@@ -274,6 +291,38 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
         config.update(_qos(view.qos))
     config["config_end"] = True
     return config
+
+
+def _mlag(view: SwitchView, config: dict[str, Any]) -> dict[str, Any]:
+    """An MLAG leaf's pair (module doc): amends the host SVI and VLANs in ``config``, returns the new sections."""
+    mlag = view.mlag
+    assert mlag is not None
+    vlan, group = int(MLAG["peer_vlan"]), str(MLAG["trunk_group"])
+    peer_link = f"Port-Channel{MLAG['peer_link']}"
+    svi = config["vlan_interfaces"][0]
+    prefix = IPv4Network(view.host_subnet).prefixlen
+    svi["ip_address"] = f"{mlag.address}/{prefix}"
+    svi["ip_virtual_router_addresses"] = [view.gateway]
+    pair = IPv4Network(str(MLAG["peer_network"]))
+    own, peer = (pair[0], pair[1]) if mlag.primary else (pair[1], pair[0])
+    peer_svi = DATA.interface("vlan", vlan=vlan)
+    config["vlans"].append({"id": vlan, "name": "MLAG_PEER", "trunk_groups": [group]})
+    config["vlan_interfaces"].append({"name": peer_svi, "description": f"MLAG peer {mlag.peer}", "shutdown": False,
+                                      "mtu": view.mtu, "no_autostate": True,
+                                      "ip_address": f"{own}/{pair.prefixlen}"})
+    channels = [{"name": f"Port-Channel{p.lag}", "description": f"{p.peer} bond, MLAG {p.lag}", "shutdown": False,
+                 "mtu": view.mtu, "switchport": {"enabled": True, "mode": "access", "access_vlan": HOST_VLAN},
+                 "mlag": p.lag, "spanning_tree_portfast": "edge"}
+                for p in {p.lag: p for p in view.host_ports if p.lag}.values()]  # a bond of 4: 2 members a leaf
+    channels.append({"name": peer_link, "description": f"MLAG peer link to {mlag.peer}", "shutdown": False,
+                     "mtu": view.mtu, "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": [group]}}})
+    return {
+        "spanning_tree": {"no_spanning_tree_vlan": str(vlan)},
+        "port_channel_interfaces": sorted(channels, key=lambda c: _natural(c["name"])),
+        "ip_virtual_router_mac_address": str(MLAG["virtual_router_mac"]),
+        "mlag_configuration": {"domain_id": f"{view.fabric.name}-{mlag.domain}", "local_interface": peer_svi,
+                               "peer_address": str(peer), "peer_link": peer_link},
+    }
 
 
 def eos_views(topology: Topology) -> list[SwitchView]:

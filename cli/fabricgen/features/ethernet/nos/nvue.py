@@ -14,6 +14,16 @@ Syntax targets the Cumulus Linux 5.9 object model (also valid through 5.14): ``e
 earlier) and the PFC watchdog (5.6+). Cumulus Linux 5.15 renamed ``enable on`` to ``state enabled`` (``qos roce
 state enabled``, ``router bgp state enabled``) and ``interface <if> ip address`` to ``ipv4 address``.
 
+MLAG pair (``attachment: mlag``), as Cumulus Linux 5.9's "Multi-Chassis Link Aggregation - MLAG" and "Virtual Router
+Redundancy - VRR" pages configure it (their startup.yaml dumps): each host bond a ``bond<MLAG id>`` of its one port
+(``bond member``, ``bond mlag id``, ``bond lacp-rate`` as the host's), an access port of the host VLAN; the peer link
+the ``peerlink`` bond (type peerlink) of the peer-link ports with its ``peerlink.4094`` subinterface; ``mlag``
+with the pair's system MAC (``mac-address``, from NVIDIA's reserved 44:38:39:ff:xx:xx block, one per pair), ``backup``
+the peer's loopback ("with routed uplinks, use the peer switch loopback address") and ``peer-ip linklocal``; the
+SVI its own address and the pair's gateway as ``ip vrr address`` (``vrr enable on``, ``vrr state up`` and ``router
+vrr enable on``, as the VRR page's startup.yaml dumps hold them: "the VLAN interface must have a
+unique IP address for both the physical and virtual interface"). Both leaves announce the pair subnet.
+
 Port naming rule (NVUE): a cage running as one port is ``swp<cage>``; a cage split into n ports (fabricgen port
 name ``<cage>/<lane>``, lane 1..n) is set to ``link breakout <n>x`` on ``swp<cage>`` and its ports are
 ``swp<cage>s<lane-1>`` (``1/1`` -> ``swp1s0``, ``1/2`` -> ``swp1s1``). Cages count from 1 across the model's port
@@ -360,7 +370,9 @@ def switch_blocks(view: SwitchView) -> list[Block]:
 
     for p in ports:
         pv = p.port
-        role = (f"host port, access VLAN {HOST_VLAN}" if pv.kind == "host"
+        role = (f"host port, access VLAN {HOST_VLAN}" if pv.kind == "host" and not pv.lag
+                else f"member of bond{pv.lag} (MLAG id {pv.lag})" if pv.kind == "host"
+                else "member of the MLAG peer link" if pv.kind == "peer"
                 else f"routed {pv.kind} /31, eBGP to AS {pv.peer_asn}")
         block = Block([f"{p.name} (port {pv.name}) -> {pv.peer} {pv.peer_port}, {pv.speed}, {pv.cable_m:g} m: "
                        f"{role}."])
@@ -369,8 +381,10 @@ def switch_blocks(view: SwitchView) -> list[Block]:
         block.add("interface", p.name, "link", "mtu", value=view.mtu)
         block.add("interface", p.name, "link", "speed", value=_token(pv.speed, "speed"))
         block.add("interface", p.name, "link", "state", "up")
-        if pv.kind == "host":
+        if pv.kind == "host" and not pv.lag:
             block.add("interface", p.name, "bridge", "domain", BRIDGE, "access", value=HOST_VLAN)
+        elif pv.kind in ("host", "peer"):
+            pass  # a bond member: the bond (below) joins the bridge
         else:
             if not pv.address or not pv.peer_address:
                 raise ValueError(f"{view.name} {pv.name}: routed port without a /31")
@@ -391,15 +405,27 @@ def switch_blocks(view: SwitchView) -> list[Block]:
         vlan.add("bridge", "domain", BRIDGE, "vlan", str(HOST_VLAN))
         vlan.add("interface", svi, "type", value="svi")
         vlan.add("interface", svi, "vlan", value=HOST_VLAN)
-        vlan.add("interface", svi, "ip", "address", str(gateway))
+        if view.mlag is None:
+            vlan.add("interface", svi, "ip", "address", str(gateway))
+        else:
+            own = ipaddress.ip_interface(f"{view.mlag.address}/{subnet.prefixlen}")
+            vlan.comments[-1] = (f"SVI {svi} {own} (this leaf's) with VRR {gateway}, the pair's gateway on {subnet}, "
+                                 f"on {view.name} and {view.mlag.peer}.")
+            vlan.add("interface", svi, "ip", "address", str(own))
+            vlan.add("interface", svi, "ip", "vrr", "enable", value=ON)
+            vlan.add("interface", svi, "ip", "vrr", "address", str(gateway))
+            vlan.add("interface", svi, "ip", "vrr", "state", "up")
+            vlan.add("router", "vrr", "enable", value=ON)  # as the VRR page's startup.yaml dumps hold it
         if view.pod_gateway:  # the pods' gateway, announced like the host subnet
             pods = ipaddress.ip_network(view.pod_subnet)
             vlan.comments.append(f"SVI {svi} {view.pod_gateway}/{pods.prefixlen} is the pods' gateway on {pods} "
                                  "(pods on the hosts' VFs).")
             vlan.add("interface", svi, "ip", "address", f"{view.pod_gateway}/{pods.prefixlen}")
         blocks.append(vlan)
+        if view.mlag is not None:
+            blocks.extend(_mlag_blocks(view, ports))
 
-    routed = [p for p in ports if p.port.kind != "host"]
+    routed = [p for p in ports if p.port.kind in ("uplink", "downlink")]
     bgp = Block([
         f"eBGP underlay: AS {view.asn}, router-id {loopback.ip}, one numbered session per routed /31 "
         f"({len(routed)}).",
@@ -431,6 +457,42 @@ def switch_blocks(view: SwitchView) -> list[Block]:
     if spx is not None and routed:
         blocks.append(_adaptive_routing_block(spx, routed))
     return blocks
+
+
+def _mlag_blocks(view: SwitchView, ports: list[NvPort]) -> list[Block]:
+    """An MLAG leaf's host bonds, peer link and ``mlag`` settings (module doc)."""
+    mlag = view.mlag
+    assert mlag is not None
+    bonds = Block([f"Host bonds: one per node's LACP bond, bond<MLAG id>, the same id on {view.name} and {mlag.peer};",
+                   f"access ports of VLAN {HOST_VLAN}, LACP at the host's rate."])
+    for p in ports:
+        if p.port.kind == "host" and p.port.lag:
+            bond = f"bond{p.port.lag}"
+            bonds.add("interface", bond, "type", value="bond")
+            bonds.add("interface", bond, "description", value=_token(f"{p.port.peer}:mlag{p.port.lag}",
+                                                                     "description"))  # one per bond, any member count
+            bonds.add("interface", bond, "bond", "member", p.name)
+            bonds.add("interface", bond, "bond", "mlag", "enable", value=ON)
+            bonds.add("interface", bond, "bond", "mlag", "id", value=p.port.lag)
+            bonds.add("interface", bond, "bond", "lacp-rate", value=_token(p.port.lacp_rate, "lacp-rate"))
+            bonds.add("interface", bond, "link", "mtu", value=view.mtu)
+            bonds.add("interface", bond, "bridge", "domain", BRIDGE, "access", value=HOST_VLAN)
+    members = [p for p in ports if p.port.kind == "peer"]
+    pair = Block([f"MLAG with {mlag.peer}: peer link bond peerlink ({', '.join(p.name for p in members)}) and its",
+                  "peerlink.4094 control subinterface (link-local peer address); backup over the routed fabric to",
+                  f"the peer's loopback {mlag.peer_loopback}; system MAC {mlag.system_mac}, the pair's own."])
+    pair.add("interface", "peerlink", "type", value="peerlink")
+    for p in members:
+        pair.add("interface", "peerlink", "bond", "member", p.name)
+    pair.add("interface", "peerlink", "link", "mtu", value=view.mtu)
+    pair.add("interface", "peerlink.4094", "type", value="sub")
+    pair.add("interface", "peerlink.4094", "base-interface", value="peerlink")
+    pair.add("interface", "peerlink.4094", "vlan", value=4094)
+    pair.add("mlag", "enable", value=ON)
+    pair.add("mlag", "mac-address", value=mlag.system_mac)
+    pair.add("mlag", "backup", mlag.peer_loopback)
+    pair.add("mlag", "peer-ip", value="linklocal")
+    return [bonds, pair]
 
 
 def _adaptive_routing_block(spx: SpectrumX, routed: list[NvPort]) -> Block:

@@ -75,8 +75,8 @@ change() {
   local what="$1" shown="" arg
   shift
   CHANGES=$((CHANGES + 1))
-  for arg in "$@"; do # the command as one could type it: plain words as they are, others quoted
-    if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+-]+$ ]]; then shown+=" ${arg}"; else shown+=" $(printf '%q' "$arg")"; fi
+  for arg in "$@"; do # the command as one could type it: plain words (NIDs too) as they are, others quoted
+    if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+@-]+$ ]]; then shown+=" ${arg}"; else shown+=" $(printf '%q' "$arg")"; fi
   done
   if ((DRY_RUN)); then
     log "would ${what}:${shown}"

@@ -67,6 +67,15 @@ Decisions, each one a failure seen in the field or a SONiC rule:
 - Management: MGMT_INTERFACE needs a default gateway (the YANG's must condition requires ``gwaddr``), so it is
   written only with the spec's ``management_gateway``; with it MGMT_VRF_CONFIG enables SONiC's management VRF
   ("mgmt": hostcfgd moves eth0 and its default route into it).
+- MLAG pair (``attachment: mlag``), as SONiC's ICCP MC-LAG takes it (sonic-mclag.yang, sonic-portchannel.yang;
+  sonic-net/SONiC doc/mclag/MCLAG_Enhancements_HLD.md): MCLAG_DOMAIN|<pair number> with ``source_ip`` this leaf's
+  Loopback0 and ``peer_ip`` the peer's (the ICCP session runs over the routed fabric, so losing the peer link does
+  not end it) and ``peer_link`` a PortChannel of the peer-link ports, a tagged member of the host VLAN; each host
+  bond a PortChannel numbered by its MLAG id on both leaves (PORTCHANNEL, PORTCHANNEL_MEMBER, ``fast_rate`` as
+  the host's lacp-rate), an MCLAG_INTERFACE and the VLAN's untagged member in the host port's place. The VLAN
+  interface carries the pair's gateway on both leaves: "Current design mandates configuring same IP address on
+  the VLAN interface for each VLAN of which an MCLAG is a member" (the HLD, 2.1.9; MCLAG_UNIQUE_IP is left out),
+  so both announce the pair subnet; ICCP syncs ARP and MACs, and the standby takes the active's LACP system ID.
 - ``default_pfcwd_status`` is left unset (disable): ``pfcwd start_default`` would otherwise rewrite PFC_WD with
   its own defaults; the per-port PFC_WD entries here carry the spec's times.
 """
@@ -306,6 +315,33 @@ def _baseline(view: SwitchView, in_vrf: bool) -> dict[str, Any]:
     return tables
 
 
+def _mclag(layout: SonicLayout, vlan: str, members: dict[str, Any]) -> dict[str, Any]:
+    """An MLAG leaf's MC-LAG tables (module doc); adds the peer link and the host port-channels to ``members``."""
+    view, mlag = layout.view, layout.view.mlag
+    assert mlag is not None
+    mtu = str(view.mtu)
+    peer_link = DATA.interface("peer_link")
+    channels: dict[str, dict[str, str]] = {peer_link: {"admin_status": "up", "mtu": mtu, "min_links": "1",
+                                                       "lacp_key": "auto"}}
+    channel_members: dict[str, dict[str, str]] = {f"{peer_link}|{p.name}": {} for p in layout.ports
+                                                  if p.view.kind == "peer"}
+    interfaces: dict[str, dict[str, str]] = {}
+    for port in layout.ports:
+        if port.view.lag:
+            name = DATA.interface("portchannel", lag=port.view.lag)
+            channels[name] = {"admin_status": "up", "mtu": mtu, "min_links": "1", "lacp_key": "auto",
+                              "fast_rate": "true" if port.view.lacp_rate == "fast" else "false"}
+            channel_members[f"{name}|{port.name}"] = {}
+            interfaces[f"{mlag.domain}|{name}"] = {"if_type": "PortChannel"}
+            members[f"{vlan}|{name}"] = {"tagging_mode": "untagged"}
+    members[f"{vlan}|{peer_link}"] = {"tagging_mode": "tagged"}
+    return {
+        "PORTCHANNEL": channels, "PORTCHANNEL_MEMBER": channel_members, "MCLAG_INTERFACE": interfaces,
+        "MCLAG_DOMAIN": {str(mlag.domain): {"source_ip": view.loopback, "peer_ip": mlag.peer_loopback,
+                                            "peer_link": peer_link}},
+    }
+
+
 def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str, Any]:
     """The switch's config_db.json content (module doc); MGMT_INTERFACE only with a management gateway."""
     view, sku = layout.view, layout.sku
@@ -335,7 +371,7 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
         if layout.subports and sp.cage_ports > 1:
             entry["subport"] = str(sp.position)
         db["PORT"][port.name] = entry
-        if pv.kind == "host":
+        if pv.kind in ("host", "peer"):  # a VLAN member (the peer link: through its PortChannel)
             continue
         db.setdefault("INTERFACE", {}).update({port.name: {}, f"{port.name}|{pv.address}": {}})
         db.setdefault("BGP_NEIGHBOR", {})[pv.peer_address] = {
@@ -356,8 +392,10 @@ def config_db(layout: SonicLayout, *, management_gateway: str = "") -> dict[str,
     if hosts and view.gateway:
         vlan = DATA.interface("vlan", vlan=HOST_VLAN)
         db["VLAN"] = {vlan: {"vlanid": str(HOST_VLAN), "mtu": str(view.mtu), "admin_status": "up"}}
-        db["VLAN_MEMBER"] = {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in hosts}
+        db["VLAN_MEMBER"] = {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in hosts if not p.view.lag}
         db["VLAN_INTERFACE"] = {vlan: {}, f"{vlan}|{view.gateway}/{_prefixlen(view.host_subnet)}": {}}
+        if view.mlag is not None:
+            db.update(_mclag(layout, vlan, db["VLAN_MEMBER"]))
         if view.pod_gateway:  # the pods' gateway; bgpcfgd announces every VLAN_INTERFACE prefix
             db["VLAN_INTERFACE"][f"{vlan}|{view.pod_gateway}/{_prefixlen(view.pod_subnet)}"] = {}
     management = view.fabric.addressing.management if view.fabric.addressing else None

@@ -9,12 +9,17 @@
 #     of both servers of the pair, --mgsnode with all NIDs of both MGS nodes, --fsname and --index), which also
 #     turns on multi-mount protection (MMP) because failover nodes are given;
 #   - the planned target already (tunefs.lustre --dryrun reads its label): its mgsnode and failover.node
-#     parameters are compared with the plan and, where they differ and the target is not mounted, rewritten with
-#     tunefs.lustre (other parameters are kept). The MGS learns changed NIDs only when the whole file system is
-#     regenerated with tunefs.lustre --writeconf (tunefs.lustre(8)): the script says so and never does it;
-#   - another Lustre target, or another file system: refused. Nothing here reformats (no --reformat).
+#     parameters are compared with the plan as sets (each node with its NIDs, in any order) and its --param values
+#     with the spec's; where a node, NID or value differs and the target is not mounted here, they are rewritten
+#     with tunefs.lustre (other parameters are kept; mkfsoptions apply at format only).
+#     The target reads its MGS NIDs at every mount and registers added failover NIDs at its next one; removed
+#     failover NIDs stay in the MGS logs until the whole file system is regenerated with tunefs.lustre
+#     --writeconf (tunefs.lustre(8)): the script says which applies and never runs a writeconf;
+#   - another Lustre target, a device labelled as one that tunefs.lustre cannot read, or another file system or
+#     partition table: refused. Nothing here reformats (no --reformat).
 # For the targets it backs up (second in the pair), it checks that the device is visible and holds the planned
-# label or none yet (then its partner has not formatted it), and changes nothing.
+# label or none yet (then its partner has not formatted it), and changes nothing. The targets are then started
+# by mounting them: hosts/oss03/lustre/targets/ has their systemd mount units and fstab lines.
 #
 # Targets:
 #   ckpt-OST0002 on /dev/mapper/ckpt-ost2: formatted here, backed up by oss04; servicenodes oss03 (10.20.2.5@o2ib,10.20.2.133@o2ib), oss04 (10.20.2.6@o2ib,10.20.2.134@o2ib); MGS 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib
@@ -38,6 +43,9 @@ NODE="${NODE:-$(hostname -s)}"
 DRY_RUN=0
 CHANGES=0
 FAILED=0
+TARGET=""
+PARAMS=""
+TUNEFS_SAID=""
 
 usage() {
   echo "Usage: $(basename "$0") [--dry-run]"
@@ -61,8 +69,8 @@ change() {
   local what="$1" shown="" arg
   shift
   CHANGES=$((CHANGES + 1))
-  for arg in "$@"; do # the command as one could type it: plain words as they are, others quoted
-    if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+-]+$ ]]; then shown+=" ${arg}"; else shown+=" $(printf '%q' "$arg")"; fi
+  for arg in "$@"; do # the command as one could type it: plain words (NIDs too) as they are, others quoted
+    if [[ "$arg" =~ ^[A-Za-z0-9_./,:=+@-]+$ ]]; then shown+=" ${arg}"; else shown+=" $(printf '%q' "$arg")"; fi
   done
   if ((DRY_RUN)); then
     log "would ${what}:${shown}"
@@ -106,65 +114,121 @@ mounted() {
   awk -v a="$1" -v b="$real" '$1 == a || $1 == b { found = 1 } END { exit !found }' "${PROCFS_ROOT}/proc/mounts"
 }
 
-# param KEY PARAMS: the value of KEY= among the space-separated PARAMS (empty when absent).
+# param KEY PARAMS: each value of KEY= among the space-separated PARAMS, one a line (none when absent). The words
+# are split without pathname expansion (read -a), so a value with * or ? is never matched against files.
 param() {
-  local word
-  for word in $2; do
-    if [[ "$word" == "$1="* ]]; then
-      printf '%s\n' "${word#"$1"=}"
-      return
-    fi
+  local words=() word
+  read -r -d '' -a words <<<"$2" || true
+  for word in "${words[@]}"; do
+    [[ "$word" != "$1="* ]] || printf '%s\n' "${word#"$1"=}"
   done
 }
 
-# label_of PATH: the Lustre target name on PATH and, on the next line, its parameters; fails without a label
-# (read from its output alone, whatever the exit status of tunefs.lustre).
-label_of() {
-  { "$TUNEFS_LUSTRE" --dryrun "$1" 2>/dev/null || true; } | awk '
-    /^ *Permanent disk data/ { exit }
-    /^Target:/ { target = $2 }
-    /^Parameters:/ { sub(/^Parameters:/, ""); params = $0 }
-    END { if (target == "") exit 1; print target; print params }'
+# nid_set: the NIDs of the mgsnode or failover.node values on stdin as Lustre parses them (':' between nodes, ','
+# between the NIDs of one node: class_parse_nid in lustre/mgs/mgs_llog.c), each node's NIDs sorted and the nodes
+# sorted, so the same nodes with the same NIDs in another order are the same set.
+nid_set() {
+  tr ':' '\n' | while IFS= read -r node; do
+    [[ -z "$node" ]] || tr ',' '\n' <<<"$node" | awk 'NF' | LC_ALL=C sort -u | paste -sd, -
+  done | LC_ALL=C sort -u | paste -sd: -
 }
 
-# format LABEL DEVICE MGSNODE FAILOVER MKFS_OPTION...: set up one target this server formats (see the header).
+# nids_gone OLD NEW: the NIDs of node set OLD that are not in NEW, space-separated.
+nids_gone() {
+  LC_ALL=C comm -23 <(each_nid <<<"$1" | LC_ALL=C sort -u) <(each_nid <<<"$2" | LC_ALL=C sort -u) | paste -sd' ' -
+}
+
+# each_nid: the NIDs of the node sets on stdin, one a line.
+each_nid() {
+  awk -F '[:,]' '{ for (i = 1; i <= NF; i++) if ($i != "") print $i }'
+}
+
+# read_target PATH: TARGET and PARAMS of the Lustre target on PATH, read from tunefs.lustre --dryrun's "Read previous
+# values" alone (whatever its exit status); TARGET is empty when it finds none, and TUNEFS_SAID is then its last
+# message (tunefs.lustre also finds none on a real target when its ldiskfs plugin mount_osd_ldiskfs.so is missing
+# or e2fsprogs cannot open the file system: osd_is_lustre in lustre/utils/mount_utils.c).
+read_target() {
+  local out
+  out="$("$TUNEFS_LUSTRE" --dryrun "$1" 2>&1 || true)"
+  TARGET="$(awk '/^ *Permanent disk data/ { exit } /^Target:/ { print $2; exit }' <<<"$out")"
+  PARAMS="$(awk '/^ *Permanent disk data/ { exit } /^Parameters:/ { sub(/^Parameters: */, ""); print; exit }' <<<"$out")"
+  TUNEFS_SAID="$(awk 'NF { line = $0 } END { sub(/^ +/, "", line); print line }' <<<"$out")"
+}
+
+# signatures PATH: why PATH may not be formatted though tunefs.lustre finds no target on it, or nothing. blkid -p
+# probes the device itself: a file system or a partition table (mkfs.lustre passes -F to mke2fs, which formats
+# over either), and a file system labelled like a Lustre target (ldiskfs is ext4 to blkid, its label the target
+# name, "fsname:OST0000" until the first registration: server_make_name in lustre/utils/mkfs_lustre.c).
+signatures() {
+  local found type="" fslabel=""
+  found="$("$BLKID" -p -o export -s TYPE -s PTTYPE -s LABEL -- "$1" 2>/dev/null || true)"
+  type="$(sed -n -e 's/^TYPE=//p' -e 's/^PTTYPE=//p' <<<"$found" | paste -sd' ' -)"
+  fslabel="$(sed -n 's/^LABEL=//p' <<<"$found")"
+  if [[ "$fslabel" =~ ^(MGS|[A-Za-z0-9_]{1,8}[-:=+](MDT|OST)[0-9a-f]{4})$ ]]; then
+    printf '%s\n' "a file system (${type:-unknown type}) labelled ${fslabel}, a Lustre target, which tunefs.lustre cannot read (${TUNEFS_SAID:-no output}): check that the Lustre server utilities with ldiskfs support (mount_osd_ldiskfs.so) and Lustre's e2fsprogs are installed; never wipe or reformat it"
+  elif [[ -n "$type" ]]; then
+    printf '%s\n' "a signature (${type// / and }${fslabel:+, label ${fslabel}}: a file system or partition table) and no Lustre target; if its data is not needed, wipefs -a clears it (destroying it) and a rerun formats the device"
+  fi
+}
+
+# format LABEL DEVICE MGSNODE FAILOVER PARTNER MKFS_OPTION...: set up one target this server formats (see the
+# header). The --param=KEY=VALUE words among MKFS_OPTION are also what a formatted target must hold.
 format() {
-  local label="$1" device="$2" mgsnode="$3" failover="$4" path="${DEVICE_ROOT}$2" read="" target have type
-  shift 4
-  local nids=() tune=(--erase-param failover.node) node
+  local label="$1" device="$2" mgsnode="$3" failover="$4" partner="$5" path="${DEVICE_ROOT}$2" found gone="" word
+  shift 5
+  local nids=() tune=() fix=() node moved=0
   if [[ -n "$mgsnode" ]]; then # one --mgsnode / --servicenode per node, each with all of its NIDs
     IFS=: read -ra node <<<"$mgsnode"
     nids+=("${node[@]/#/--mgsnode=}")
-    tune+=(--erase-param mgsnode)
   fi
   IFS=: read -ra node <<<"$failover"
   nids+=("${node[@]/#/--servicenode=}")
   device_ok "$path" || { fail "${label}: ${device} is not a block device on ${NODE}"; return; }
-  if read="$(label_of "$path")"; then
-    target="${read%%$'\n'*}"
-    have="${read#*$'\n'}"
-    if [[ "$target" != "$label" ]]; then
-      fail "${label}: ${device} already holds Lustre target ${target}; refusing to reformat it"
+  read_target "$path"
+  if [[ -n "$TARGET" ]]; then
+    if [[ "$TARGET" != "$label" ]]; then
+      fail "${label}: ${device} already holds Lustre target ${TARGET}; refusing to reformat it"
       return
     fi
-    if [[ "$(param mgsnode "$have")" == "$mgsnode" && "$(param failover.node "$have")" == "$failover" ]]; then
-      log "${label} on ${device}: formatted, NIDs as planned"
+    # the same nodes with the same NIDs in another order are no change: a tunefs.lustre for them would only meet
+    # multi-mount protection while the partner serves the target
+    if [[ "$(param mgsnode "$PARAMS" | nid_set)" != "$(nid_set <<<"$mgsnode")" ||
+      "$(param failover.node "$PARAMS" | nid_set)" != "$(nid_set <<<"$failover")" ]]; then
+      moved=1
+      tune=(--erase-param failover.node)
+      [[ -z "$mgsnode" ]] || tune+=(--erase-param mgsnode)
+      tune+=("${nids[@]}")
+      gone="$(nids_gone "$(param failover.node "$PARAMS" | paste -sd: -)" "$failover")"
+    fi
+    for word in "$@"; do # a planned parameter the target lacks or holds otherwise (tunefs --param replaces all)
+      [[ "$word" == --param=* ]] || continue
+      word="${word#--param=}"
+      [[ "$(param "${word%%=*}" "$PARAMS")" == "${word#*=}" ]] || fix+=("--param=${word}")
+    done
+    if ((!moved)) && [[ -z "${fix[*]}" ]]; then
+      log "${label} on ${device}: formatted, NIDs and parameters as planned"
       return
     fi
     if mounted "$path"; then
-      fail "${label}: ${device} is mounted with other NIDs (${have# }); unmount it to rewrite them"
+      fail "${label}: ${device} is mounted with other NIDs or parameters (${PARAMS}); unmount it to rewrite them"
       return
     fi
-    change "set the planned NIDs of ${label} on ${device} (was: ${have# })" \
-      "$TUNEFS_LUSTRE" "${tune[@]}" "${nids[@]}" "$path" \
-      || { fail "${label}: tunefs.lustre failed on ${device}"; return; }
-    log "${label}: the target registers the new NIDs at its next mount; only removing the old ones from the MGS logs takes a writeconf of the whole file system (tunefs.lustre(8))"
+    change "set the planned NIDs and parameters of ${label} on ${device} (was: ${PARAMS})" \
+      "$TUNEFS_LUSTRE" "${tune[@]}" "${fix[@]}" "$path" \
+      || { fail "${label}: tunefs.lustre failed on ${device} (if ${partner} has it mounted, multi-mount protection refuses: unmount it there first)"; return; }
+    if [[ -n "$gone" ]]; then
+      log "${label}: the MGS logs keep its old failover NIDs (${gone}) until a writeconf of the whole file system (tunefs.lustre --writeconf on every target, tunefs.lustre(8)): the MGS cannot erase the failover NIDs of a registered target (mgs_write_log_add_failnid)"
+    elif ((moved)); then
+      log "${label}: the target uses its new MGS NIDs and registers any new failover NIDs at its next mount; no writeconf is needed"
+    fi
+    if [[ -n "${fix[*]}" ]]; then
+      log "${label}: the target registers its new parameters with the MGS at its next mount"
+    fi
     return
   fi
-  # a file system or a partition table (mkfs.lustre passes -F to mke2fs, which formats over either)
-  type="$("$BLKID" -p -o value -s TYPE -s PTTYPE -- "$path" 2>/dev/null || true)"
-  if [[ -n "$type" ]]; then
-    fail "${label}: ${device} holds a ${type//$'\n'/ and } signature (a file system or partition table) and no Lustre label; refusing to format it"
+  found="$(signatures "$path")"
+  if [[ -n "$found" ]]; then
+    fail "${label}: ${device} holds ${found}; refusing to format it"
     return
   fi
   change "format ${label} on ${device}" "$MKFS_LUSTRE" --backfstype=ldiskfs "$@" "${nids[@]}" "$path" \
@@ -173,14 +237,20 @@ format() {
 
 # partner LABEL DEVICE FIRST: a target this server backs up: its device is visible, unformatted or the plan's.
 partner() {
-  local label="$1" device="$2" first="$3" path="${DEVICE_ROOT}$2" read=""
+  local label="$1" device="$2" first="$3" path="${DEVICE_ROOT}$2" found
   device_ok "$path" || { fail "${label}: ${device} is not visible on ${NODE}, so ${NODE} cannot take over ${label} from ${first}"; return; }
-  if read="$(label_of "$path")"; then
-    if [[ "${read%%$'\n'*}" != "$label" ]]; then
-      fail "${label}: ${device} holds Lustre target ${read%%$'\n'*}, not ${label}: is it the same shared device as on ${first}?"
+  read_target "$path"
+  if [[ -n "$TARGET" ]]; then
+    if [[ "$TARGET" != "$label" ]]; then
+      fail "${label}: ${device} holds Lustre target ${TARGET}, not ${label}: is it the same shared device as on ${first}?"
       return
     fi
     log "${label} on ${device}: visible, formatted by ${first}"
+    return
+  fi
+  found="$(signatures "$path")"
+  if [[ -n "$found" ]]; then
+    fail "${label}: ${device} holds ${found}; ${first} will refuse to format it"
   else
     log "${label} on ${device}: visible, not formatted yet (${first} formats it)"
   fi
@@ -188,9 +258,9 @@ partner() {
 
 [[ "$NODE" == oss03 ]] || die "this script is for oss03, not ${NODE}"
 check_nids
-format ckpt-OST0002 /dev/mapper/ckpt-ost2 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib 10.20.2.5@o2ib,10.20.2.133@o2ib:10.20.2.6@o2ib,10.20.2.134@o2ib --ost --fsname=ckpt --index=2
+format ckpt-OST0002 /dev/mapper/ckpt-ost2 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib 10.20.2.5@o2ib,10.20.2.133@o2ib:10.20.2.6@o2ib,10.20.2.134@o2ib oss04 --ost --fsname=ckpt --index=2
 partner ckpt-OST0003 /dev/mapper/ckpt-ost3 oss04
-format data-OST0002 /dev/mapper/data-ost2 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib 10.20.2.5@o2ib,10.20.2.133@o2ib:10.20.2.6@o2ib,10.20.2.134@o2ib --ost --fsname=data --index=2
+format data-OST0002 /dev/mapper/data-ost2 10.20.1.65@o2ib,10.20.1.193@o2ib:10.20.2.2@o2ib,10.20.2.130@o2ib 10.20.2.5@o2ib,10.20.2.133@o2ib:10.20.2.6@o2ib,10.20.2.134@o2ib oss04 --ost --fsname=data --index=2
 partner data-OST0003 /dev/mapper/data-ost3 oss04
 
 if ((FAILED)); then
