@@ -5,6 +5,10 @@ Each command is a thin shell over the pipeline, the output directory or its feat
 :mod:`fabricgen.features.cloud.deploy`, lab: :mod:`fabricgen.features.lab.run`). Its ~650 lines are the commands
 and the printers of their reports, kept in one module because only this module may touch the console.
 
+The features' command modules, the editor schema and the renderers' table declarations are imported by the
+commands that use them: a plan that finds nothing changed (see `_unchanged`), --help and validate need none of
+them, and importing every feature cost more CPU than such a plan's own work.
+
 Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
 (plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
 """
@@ -16,8 +20,9 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -40,30 +45,15 @@ from fabricgen.core.errors import (
     SourcePosition,
     SpecError,
     SpecIssue,
+    VerifyError,
     printable,
 )
 from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.core.gcpause import without_gc
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.resources import shipped_dir
-from fabricgen.features.cloud import deploy
-from fabricgen.features.ethernet import lldp as lldp_tables
-from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
-from fabricgen.features.infiniband.verify import End as VerifyEnd
-from fabricgen.features.infiniband.verify import (
-    IbSpeed,
-    PortPlace,
-    VerifyError,
-    compare,
-    planned_rates,
-    port_locations,
-    report_to_json,
-)
-from fabricgen.features.infiniband.verify import Report as VerifyReport
-from fabricgen.features.infiniband.view import ib_fabric
-from fabricgen.features.lab import run as lab_run
-from fabricgen.features.netbox import sync as netbox_sync
-from fabricgen.features.topology.explain import cluster_summary
 from fabricgen.model.cluster import FabricType
+from fabricgen.model.infiniband import IbSpeed
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
@@ -71,10 +61,8 @@ from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, describe
 from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
-from fabricgen.spec.editor_schema import editor_schema, editor_schema_text, reference_markdown
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, stdin_spec
 from fabricgen.spec.validate import secret_keys
-from fabricgen.stages.render import TABLES
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -221,15 +209,16 @@ def _print_problem(text: str, position: SourcePosition | None, console: Console,
     """One problem, then its source line and caret, unless the field is key material: a secret written in clear
     is refused at its line, and that line must not print it."""
     console.print(f"  {_safe(text)}", soft_wrap=True)
-    if _SECRETS.isdisjoint(re.split(r"[.\[\]]", field)):
+    if secret_keys().isdisjoint(re.split(r"[.\[\]]", field)):
         for line in _excerpt(position):
-            console.print(_SECRET_VALUE.sub(r"\1<redacted>", line), soft_wrap=True, highlight=False)
+            console.print(_secret_value().sub(r"\1<redacted>", line), soft_wrap=True, highlight=False)
 
 
-_SECRETS = secret_keys()
-# A secret key's value on a shown line (block or flow style), whatever field the problem is about.
-_SECRET_NAMES = "|".join(map(re.escape, sorted(_SECRETS)))
-_SECRET_VALUE = re.compile(r"""(["']?(?:""" + _SECRET_NAMES + r""")["']?\s*:\s*)([^,}\]#\n]+)""")
+@cache
+def _secret_value() -> re.Pattern[str]:
+    """A secret key's value on a shown line (block or flow style), whatever field the problem is about."""
+    names = "|".join(map(re.escape, sorted(secret_keys())))
+    return re.compile(r"""(["']?(?:""" + names + r""")["']?\s*:\s*)([^,}\]#\n]+)""")
 
 
 def _print_error(exc: FabricgenError) -> None:
@@ -246,13 +235,7 @@ def _print_error(exc: FabricgenError) -> None:
             _print_problem(str(finding), finding.position, err, finding.subject)
     else:
         err.print(f"[bold red]error:[/] {_safe(str(exc))}", soft_wrap=True)
-    if isinstance(exc, deploy.DeployError) and exc.after_apply:
-        err.print("the artifacts were written; the cloud deployment did not finish")
-        return
-    if isinstance(exc, netbox_sync.SyncError) and exc.partial:
-        err.print("NetBox keeps what this sync wrote before the error; a sync run again finishes the rest")
-        return
-    err.print("nothing was written")
+    err.print(exc.outcome)
 
 
 def _print_warnings(warnings: Sequence[Finding]) -> None:
@@ -419,6 +402,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
     return "; ".join(words)
 
 
+@without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
 def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
@@ -456,6 +440,17 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
         out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
+
+
+@without_gc
+def _describe(current: Plan) -> tuple[FileDiff, ...]:
+    """The plan's content changes, their table rows named as each feature declares (none to describe in a plan
+    that changes nothing, which then imports no feature)."""
+    if all(c.action is Action.UNCHANGED for c in current.changes):
+        return ()
+    from fabricgen.stages.render import TABLES
+
+    return describe(current, TABLES)
 
 
 def _diff_json(d: FileDiff) -> dict[str, Any]:
@@ -568,7 +563,7 @@ def plan(
             warnings = current.last_run.warnings
         holder["plan"] = current
         _progress.step("describing the changes")
-        diffs = describe(current, TABLES)
+        diffs = _describe(current)
         _progress.stop()
         refused = bool(current.unmanaged) and not force
         if save is not None and not refused:
@@ -613,7 +608,7 @@ def apply(
 
     def action() -> None:
         saved = planfile.load(spec) if planfile.is_planfile(spec) else None
-        target = None
+        deployment = None
         if saved is not None:
             if out_dir is not None or force:
                 raise OutputError("a saved plan fixes the output directory and --force; give neither")
@@ -627,17 +622,17 @@ def apply(
         else:
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
-            target = deploy.project(compiled.cluster, current.out_dir) if cloud else None
+            deployment = _deployment(compiled, current.out_dir) if cloud else None
         _progress.step("describing the changes")
-        diffs = describe(current, TABLES)
+        diffs = _describe(current)
         _progress.stop()
         _print_plan(current, diffs, show_diff=False)
         _print_warnings(warnings)
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, saved.force, named, warnings, saved.state_digest) if saved is not None
                    else _write(current, yes, force, named, warnings))
-        if written and target is not None:
-            holder["code"] = _deploy(target)
+        if written and deployment is not None:
+            holder["code"] = deployment()
 
     _run(action)
     _fail(holder["code"])
@@ -671,18 +666,27 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
     return True
 
 
-def _deploy(target: deploy.Project) -> int:
-    """pulumi up through the Automation API, or the exact commands when the pulumi CLI is missing (exit 2)."""
-    if deploy.pulumi_cli() is None:
-        out.print("[yellow]pulumi is not on PATH: the project is written but not deployed. Run:[/]")
-        for command in target.commands():
-            out.print(f"  {_safe(command)}", soft_wrap=True)
-        return EXIT_CHANGES
-    outputs = deploy.up(target, on_output=lambda line: out.print(_safe(line.rstrip("\n")), soft_wrap=True))
-    out.print(f"[bold green]Deployed:[/] stack {_safe(target.stack)}")
-    for name, value in sorted(outputs.items()):
-        out.print(f"  {_safe(name)}: {_safe(json.dumps(value, sort_keys=True))}", soft_wrap=True)
-    return EXIT_OK
+def _deployment(compiled: Compiled, out_dir: Path) -> Callable[[], int]:
+    """The cloud cluster's Pulumi project in OUT (DeployError now, before anything is written, when the spec has
+    none), and what runs it once apply wrote it: pulumi up through the Automation API, or the exact commands when
+    the pulumi CLI is missing (exit 2)."""
+    from fabricgen.features.cloud import deploy
+
+    target = deploy.project(compiled.cluster, out_dir)
+
+    def run() -> int:
+        if deploy.pulumi_cli() is None:
+            out.print("[yellow]pulumi is not on PATH: the project is written but not deployed. Run:[/]")
+            for command in target.commands():
+                out.print(f"  {_safe(command)}", soft_wrap=True)
+            return EXIT_CHANGES
+        outputs = deploy.up(target, on_output=lambda line: out.print(_safe(line.rstrip("\n")), soft_wrap=True))
+        out.print(f"[bold green]Deployed:[/] stack {_safe(target.stack)}")
+        for name, value in sorted(outputs.items()):
+            out.print(f"  {_safe(name)}: {_safe(json.dumps(value, sort_keys=True))}", soft_wrap=True)
+        return EXIT_OK
+
+    return run
 
 
 @app.command(short_help="Summarise the cluster: tiers, bandwidth, BOM.")
@@ -693,6 +697,8 @@ def explain(
     """Summarise the compiled cluster: counts per tier, bandwidth, oversubscription and the switch BOM."""
 
     def action() -> None:
+        from fabricgen.features.topology.explain import cluster_summary
+
         compiled = _compile(spec)
         summary = cluster_summary(compiled.topology)
         _progress.stop()
@@ -795,7 +801,56 @@ def verify(
     Ethernet (--lldp, switch port names read from OUT's configurations): missing, miswired and unexpected
     neighbours by cable label and both planned ends. Exit 0 only when the fabric matches the plan, 1 on any
     mismatch or error."""
+    from fabricgen.features.infiniband.discovery import parse_ibnetdiscover
+    from fabricgen.features.infiniband.verify import (
+        End,
+        PortPlace,
+        Report,
+        compare,
+        planned_rates,
+        port_locations,
+        report_to_json,
+    )
+    from fabricgen.features.infiniband.view import ib_fabric
+
     holder: dict[str, bool] = {"clean": False}
+
+    def print_report(report: Report, rate: str, where: dict[tuple[str, int], PortPlace]) -> None:
+        """The differences, each planned end where a technician finds it (rack, U, device, faceplate port) next to
+        the InfiniBand port the fabric reports."""
+
+        def located(end: End | None) -> str:
+            if end is None:
+                return "nothing"
+            place = where.get((end.device, end.port)) or where.get((end.device, -1))
+            return f"{place} (IB port {end.port})" if place else str(end)
+
+        def rows(ends: Sequence[End | None]) -> str:
+            return "\n".join(_safe(located(end)) for end in ends)
+
+        if report.findings:
+            table = Table(title=f"Fabric {report.fabric}: differences from the plan")
+            for column in ("kind", "cable", "planned (rack, U, device, port)", "found"):
+                table.add_column(column, overflow="fold")
+            for f in report.findings:
+                planned = rows(f.planned) if f.planned else _safe(f.planned_text)
+                if not f.planned and f.device and (f.device, -1) in where:
+                    planned = _safe(f"{where[(f.device, -1)]} {f.planned_text.removeprefix(f.device)}".strip())
+                found = _safe(f.found_text)
+                if f.found and f.kind.value in ("miswired", "unexpected"):
+                    found = rows(f.found)
+                table.add_row(f.kind.value, _safe(f.cable or "-"), planned, found)
+            out.print(table)
+        summary = (
+            f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
+            f"{report.matched_links} between the planned ports"
+        )
+        if report.clean:
+            out.print(f"[bold green]{_safe(summary)}: the fabric matches the plan.[/]", soft_wrap=True)
+            return
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.counts().items())
+        out.print(f"[bold red]{_safe(summary)}; {len(report.findings)} differences: {_safe(counts)}.[/]",
+                  soft_wrap=True)
 
     def action() -> None:
         if (ibnetdiscover is None) == (lldp is None):
@@ -830,7 +885,7 @@ def verify(
                     "expected_rate": f"{width}{speed}", **data}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            _print_verify(report, f"{width}{speed}", where)
+            print_report(report, f"{width}{speed}", where)
             _print_warnings(compiled.warnings)
 
     _run(action, as_json)
@@ -840,37 +895,76 @@ def verify(
 def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | None, as_json: bool,
                  only_present: bool) -> bool:
     """The LLDP comparison over the Ethernet fabrics fabricgen configures (or the one named); True when clean."""
+    from fabricgen.features.ethernet import lldp as lldp_tables
+    from fabricgen.features.infiniband.verify import PortPlace
+    from fabricgen.features.lab import run as lab_run
+
     fabrics = lab_run.routed_fabrics(compiled.topology, fabric)
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    chosen = {ft.fabric.name for ft in fabrics}
+    elsewhere, others = lldp_tables.cabled_elsewhere(
+        ft for ft in compiled.topology.fabrics if ft.fabric.name not in chosen)
+    devices = {d for ft in compiled.topology.fabrics for link in ft.links for d in (link.a.device, link.z.device)}
+    devices |= {sw.name for ft in compiled.topology.fabrics for sw in ft.switches}
     found: dict[str, list[lldp_tables.Neighbor]] = {}
+    origin: dict[str, Path] = {}
     problems = []
     for file in files:
+        device = lldp_tables.device_of(file.stem, devices)
+        if device is None:
+            hint = did_you_mean(file.stem.split(".", 1)[0], sorted(devices))
+            problems.append(f"{file}: {file.stem!r} is no planned device (the file is named <device>.json/.txt, "
+                            "or by its FQDN)" + (f"; {hint}" if hint else ""))
+            continue
+        if device in origin:
+            problems.append(f"{file}: a second table for {device} (the first is {origin[device]}): keep one")
+            continue
+        origin[device] = file
         try:
-            found[file.stem] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
+            found[device] = lldp_tables.parse(str(file), _read_discovery(file, "the LLDP table"))
         except lldp_tables.LldpError as exc:
             problems.append(str(exc))
     if problems:
         raise lldp_tables.LldpError("\n".join(problems))
     planned: dict[tuple[str, str], tuple[str, str, str]] = {}
     ids: dict[tuple[str, str], str] = {}
+    where: dict[tuple[str, str], PortPlace] = {}
     for fl in lab_run.labs(compiled.topology, out_dir, fabric, 1):
         [ft] = [ft for ft in fabrics if ft.fabric.name == fl.lab.fabric]
         planned.update(lldp_tables.planned_ends(ft, fl.switches, compiled.topology.cables))
         ids.update(lldp_tables.port_ids(fl.switches))
-    findings = list(lldp_tables.compare(planned, found, ids, only_present))
+        for (device, port), (rack, u, panel) in lldp_tables.places(
+                (c for c in compiled.topology.cables if c.fabric == ft.fabric.name), fl.switches).items():
+            where[(device, port)] = PortPlace(rack, u, device, panel)
+    scope = lldp_tables.Scope(frozenset(elsewhere), frozenset(others), frozenset(lldp_tables.management_ports(fabrics)),
+                              frozenset(e for ft in fabrics for e in lldp_tables.agentless(ft)))
+    findings = list(lldp_tables.compare(planned, found, ids, only_present, scope))
     absent = lldp_tables.absent(planned, found)
+    def place(device: str, port: str) -> dict[str, Any]:
+        spot = where.get((device, port))
+        return {"device": device, "port": port, "location": spot.as_json() if spot else None}
+
+    def partners(f: lldp_tables.LldpFinding) -> str:
+        return "".join(f"; {device}:{port} is planned for cable {label}"
+                       + (f" ({where[(device, port)]})" if (device, port) in where else "")
+                       for device, port, label in f.belongs)
+
     if as_json:
         sys.stdout.write(json.dumps({"devices": sorted(found), "devices_without_table": absent,
                                      "only_present": only_present, "findings": [
-            {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found} for f in findings]},
-            indent=2) + "\n")
+            {"kind": f.kind, "cable": f.label, "planned": f.planned, "found": f.found,
+             "ends": [place(*end) for end in f.ends],
+             "belongs": [{**place(device, port), "cable": label} for device, port, label in f.belongs]}
+            for f in findings]}, indent=2) + "\n")
         return not findings
     if findings:
         table = Table(title="LLDP: differences from the plan")
-        for column in ("kind", "cable", "planned", "found"):
+        for column in ("kind", "cable", "planned", "at", "found"):
             table.add_column(column, overflow="fold")
         for f in findings:
-            table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(f.found))
+            at = "; ".join(str(where[end]) for end in f.ends if end in where)
+            table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(at or "-"),
+                          _safe(f.found + partners(f)))
         out.print(table)
     if absent:
         judged = "not judged where dark (--only-present)" if only_present else "missing where dark"
@@ -917,53 +1011,19 @@ def _read_discovery(path: Path, what: str = "the ibnetdiscover output") -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _print_verify(report: VerifyReport, rate: str, where: dict[tuple[str, int], PortPlace]) -> None:
-    """The differences, each planned end where a technician finds it (rack, U, device, faceplate port) next to
-    the InfiniBand port the fabric reports."""
-
-    def located(end: VerifyEnd | None) -> str:
-        if end is None:
-            return "nothing"
-        place = where.get((end.device, end.port)) or where.get((end.device, -1))
-        return f"{place} (IB port {end.port})" if place else str(end)
-
-    def rows(ends: Sequence[VerifyEnd | None]) -> str:
-        return "\n".join(_safe(located(end)) for end in ends)
-
-    if report.findings:
-        table = Table(title=f"Fabric {report.fabric}: differences from the plan")
-        for column in ("kind", "cable", "planned (rack, U, device, port)", "found"):
-            table.add_column(column, overflow="fold")
-        for f in report.findings:
-            planned = rows(f.planned) if f.planned else _safe(f.planned_text)
-            if not f.planned and f.device and (f.device, -1) in where:
-                planned = _safe(f"{where[(f.device, -1)]} {f.planned_text.removeprefix(f.device)}".strip())
-            found = _safe(f.found_text)
-            if f.found and f.kind.value in ("miswired", "unexpected"):
-                found = rows(f.found)
-            table.add_row(f.kind.value, _safe(f.cable or "-"), planned, found)
-        out.print(table)
-    summary = (
-        f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
-        f"{report.matched_links} between the planned ports"
-    )
-    if report.clean:
-        out.print(f"[bold green]{_safe(summary)}: the fabric matches the plan.[/]", soft_wrap=True)
-        return
-    counts = ", ".join(f"{n} {kind}" for kind, n in report.counts().items())
-    out.print(f"[bold red]{_safe(summary)}; {len(report.findings)} differences: {_safe(counts)}.[/]",
-              soft_wrap=True)
-
-
 @app.command(short_help="Print the spec's JSON Schema for editors.")
 def schema() -> None:
     """Print the spec's JSON Schema (2020-12) as one self-contained document for editors and other tools."""
+    from fabricgen.spec.editor_schema import editor_schema_text
+
     sys.stdout.write(editor_schema_text())
 
 
 @app.command(short_help="Print the spec reference (Markdown).")
 def docs() -> None:
     """Print the spec reference (Markdown, docs/reference.md) generated from the schema."""
+    from fabricgen.spec.editor_schema import editor_schema, reference_markdown
+
     sys.stdout.write(reference_markdown(editor_schema()))
 
 
@@ -1018,6 +1078,8 @@ def init(
     schema_file = spec.parent / EDITOR_SCHEMA_BESIDE
     note = f"{schema_file} is there already (`fabricgen schema > {schema_file}` refreshes it)"
     if not schema_file.exists():
+        from fabricgen.spec.editor_schema import editor_schema_text
+
         schema_file.write_text(editor_schema_text(), encoding="utf-8")
         note = f"wrote {schema_file} for editors (yaml-language-server, VS Code)"
     err.print(f"wrote {_safe(str(spec))}; {_safe(note)}; next: fabricgen plan {_safe(str(spec))}", soft_wrap=True)
@@ -1057,6 +1119,8 @@ def lab_up(
     configuration's read-back) and SAMPLE hosts per leaf (from their netplan). Again: unchanged, or rebuilt when
     OUT changed."""
 
+    from fabricgen.features.lab import run as lab_run
+
     def action() -> None:
         compiled = _compile(spec)
         for fl in lab_run.labs(compiled.topology, _out_dir(compiled, out_dir), fabric, sample):
@@ -1076,6 +1140,8 @@ def lab_check(
     """Check each running lab: BGP sessions, each switch's routes and ECMP width, every sampled host reaching the
     others, the storage servers and its gateways at the planned MTU with DF set. Exit 0 only if all hold."""
     holder: dict[str, bool] = {"clean": False}
+
+    from fabricgen.features.lab import run as lab_run
 
     def action() -> None:
         compiled = _compile(spec)
@@ -1112,6 +1178,9 @@ def lab_lldp(
     """Save each running lab device's LLDP neighbours (`lldpctl -f json`, from the lldpd in its namespace) as
     DIR/<device>.json, for `fabricgen verify SPEC --lldp DIR`. One fabric (--fabric when the spec has several)."""
 
+    from fabricgen.features.ethernet import lldp as lldp_tables
+    from fabricgen.features.lab import run as lab_run
+
     def action() -> None:
         compiled = _compile(spec)
         if fabric is None and len(lab_run.routed_fabrics(compiled.topology, None)) > 1:
@@ -1135,6 +1204,8 @@ def lab_lldp(
 def lab_down(spec: SpecArg, fabric: LabFabricOpt = None) -> None:
     """Remove each fabric's lab: the namespaces and FRR daemons its state file records, and nothing else."""
 
+    from fabricgen.features.lab import run as lab_run
+
     def action() -> None:
         compiled = _compile(spec)
         for name, removed in lab_run.down(compiled.topology, fabric).items():
@@ -1150,6 +1221,8 @@ TOKEN_ENV = "NETBOX_TOKEN"
 
 def _netbox_token(token_file: Path | None) -> str:
     """The API token from --token-file or $NETBOX_TOKEN; never printed, never an argument (ps would show it)."""
+    from fabricgen.features.netbox.sync import token_value
+
     if token_file is not None:
         try:
             data = read_bounded(token_file, 4096)
@@ -1157,27 +1230,10 @@ def _netbox_token(token_file: Path | None) -> str:
             raise OutputError(f"the token file {token_file} is over 4 KiB: not a token") from exc
         except OSError as exc:
             raise OutputError(f"cannot read the token file {token_file}: {exc.strerror or exc}") from exc
-        return netbox_sync.token_value(data.decode("utf-8", errors="replace"))
+        return token_value(data.decode("utf-8", errors="replace"))
     if os.environ.get(TOKEN_ENV):
-        return netbox_sync.token_value(os.environ[TOKEN_ENV])
+        return token_value(os.environ[TOKEN_ENV])
     raise OutputError(f"no NetBox token: give --token-file FILE or set {TOKEN_ENV}")
-
-
-def _print_sync(report: netbox_sync.Report) -> None:
-    table = _table("NetBox: would change" if report.dry_run else "NetBox: changed", ("object", "create", "update",
-                                                                                      "delete"), 1)
-    for kind, c in report.counts.items():
-        table.add_row(kind, str(c["create"]), str(c["update"]), str(c["delete"]))
-    if report.counts:
-        out.print(table)
-    requests = ", ".join(f"{n} {method}" for method, n in sorted(report.requests.items()))
-    verdict = "no changes" if not report.changes else f"{report.changes} changes"
-    done = "to make (dry run, nothing written)" if report.dry_run else "made"
-    out.print(f"{verdict} {done}; {sum(report.requests.values())} requests ({requests}) in {report.seconds:.1f} s")
-    if report.overruns:
-        out.print(f"{sum(report.overruns.values())} batches NetBox did not answer in time, read back and sent again "
-                  f"in halves ({', '.join(f'{n} {what}' for what, n in sorted(report.overruns.items()))}): raise "
-                  "its gunicorn and proxy timeouts for loads this size (README \"NetBox sync\")")
 
 
 @netbox_app.command("sync", short_help="Make NetBox hold the cluster: create, update, delete by natural key.")
@@ -1200,7 +1256,25 @@ def netbox_sync_command(
     """Create, update and delete in NetBox what the spec changed, and nothing else: objects matched by natural
     key, written in bulk, every object fabricgen makes tagged 'fabricgen'; only tagged objects of the cluster's
     site are ever updated or deleted. A second sync of an unchanged spec writes nothing."""
+    from fabricgen.features.netbox import sync as netbox_sync
+
     holder: dict[str, int] = {"changes": 0}
+
+    def print_report(report: netbox_sync.Report) -> None:
+        table = _table("NetBox: would change" if report.dry_run else "NetBox: changed", ("object", "create", "update",
+                                                                                          "delete"), 1)
+        for kind, c in report.counts.items():
+            table.add_row(kind, str(c["create"]), str(c["update"]), str(c["delete"]))
+        if report.counts:
+            out.print(table)
+        requests = ", ".join(f"{n} {method}" for method, n in sorted(report.requests.items()))
+        verdict = "no changes" if not report.changes else f"{report.changes} changes"
+        done = "to make (dry run, nothing written)" if report.dry_run else "made"
+        out.print(f"{verdict} {done}; {sum(report.requests.values())} requests ({requests}) in {report.seconds:.1f} s")
+        if report.overruns:
+            out.print(f"{sum(report.overruns.values())} batches NetBox did not answer in time, read back and sent "
+                      f"again in halves ({', '.join(f'{n} {what}' for what, n in sorted(report.overruns.items()))}): "
+                      "raise its gunicorn and proxy timeouts for loads this size (README \"NetBox sync\")")
 
     def action() -> None:
         token = _netbox_token(token_file)
@@ -1221,7 +1295,7 @@ def netbox_sync_command(
                                          "seconds": round(report.seconds, 2)},
                                         indent=2, sort_keys=True) + "\n")
             return
-        _print_sync(report)
+        print_report(report)
 
     _run(action, as_json)
     _fail(EXIT_CHANGES if detailed_exitcode and dry_run and holder["changes"] else EXIT_OK)

@@ -74,6 +74,11 @@ class Finding:
 class FabricgenError(Exception):
     """Base class of every error fabricgen reports to its user; the CLI maps subclasses to exit codes."""
 
+    @property
+    def outcome(self) -> str:
+        """What the failed command left behind, the last line of its report."""
+        return "nothing was written"
+
 
 class SpecError(FabricgenError):
     """The spec is invalid; carries every issue found in one pass."""
@@ -99,6 +104,10 @@ class OutputError(FabricgenError):
 class ConfigReadError(FabricgenError):
     """A rendered configuration artifact cannot be read back as its consumer reads it, or lacks what that consumer
     needs (a switch config without an ASN or a loopback): the device would not run as planned."""
+
+
+class VerifyError(FabricgenError):
+    """The verification cannot run: no InfiniBand fabric to check, or the discovery cannot be read."""
 
 
 class LabError(FabricgenError):

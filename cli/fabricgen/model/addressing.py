@@ -44,8 +44,9 @@ class HostSubnet:
 
 @dataclass(frozen=True)
 class PodRange:
-    """A leaf's pod addresses on a routed fabric: the pods on its hosts' VFs (in the leaf's VLAN) take addresses
-    from ``network`` past ``gateway``, a second address of the leaf's SVI that the leaf announces into BGP."""
+    """A leaf's pod addresses on a routed fabric: the pods on its hosts' VFs, or on the PFs host-device moves into
+    them (in the leaf's VLAN), take addresses from ``network`` past ``gateway``, a second address of the leaf's SVI
+    that the leaf announces into BGP."""
 
     leaf: str
     network: str          # "10.20.4.0/23"
@@ -70,4 +71,4 @@ class FabricAddresses:
     asn: dict[str, int]
     p2p: tuple[P2p, ...]
     hosts: tuple[HostSubnet, ...]
-    pods: tuple[PodRange, ...] = ()  # per leaf, on routed fabrics whose ports carry Ethernet VFs (SR-IOV)
+    pods: tuple[PodRange, ...] = ()  # per leaf, on routed fabrics whose ports pods take (Ethernet VFs, host-device PFs)

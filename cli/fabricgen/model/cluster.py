@@ -7,7 +7,7 @@ source position of the spec node it came from, so later stages can still report 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -126,6 +126,15 @@ class Fabric:
     addressing: Addressing | None = None
     sriov: Sriov | None = None
     spectrum_x: SpectrumX | None = None  # NVIDIA Spectrum-X: adaptive routing and the SuperNICs' settings
+
+    def pod_groups(self, nodes: Sequence[Node]) -> tuple[str, ...]:
+        """The node groups whose pods reach the fabric's ports: those given VFs (``sriov.groups``), or with
+        host-device (no VFs) the attached groups of compute nodes: storage servers and management appliances run
+        no pods."""
+        if self.sriov is not None:
+            return self.sriov.groups
+        compute = {n.group for n in nodes if n.profile.role == "compute"}
+        return tuple(g for g in self.node_groups if g in compute)
 
 
 @dataclass(frozen=True)

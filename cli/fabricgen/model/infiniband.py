@@ -17,9 +17,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from fabricgen.core.errors import SourcePosition
 from fabricgen.model.nodes import Nic, NicRole, Node
+
+
+class IbSpeed(StrEnum):
+    """Per-lane speeds ibnetdiscover prints (ibnetdiscover.c dump_linkspeed*_compat; XDR from newer releases)."""
+
+    SDR = "SDR"
+    DDR = "DDR"
+    QDR = "QDR"
+    FDR10 = "FDR10"
+    FDR = "FDR"
+    EDR = "EDR"
+    HDR = "HDR"
+    NDR = "NDR"
+    XDR = "XDR"
+
 
 DEFAULT_PKEY = 0x7FFF
 FULL_MEMBER = 0x8000  # the membership bit of a P_Key table entry (and of the pkey an IPoIB child is created with)

@@ -24,6 +24,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from fabricgen.core.errors import Finding, OutputError
+from fabricgen.core.gcpause import without_gc
 from fabricgen.outdir.fs import in_parallel, new_name, tree, write_atomically, write_new
 from fabricgen.outdir.journal import (
     JOURNAL_FILE,
@@ -57,6 +58,7 @@ class ApplyResult:
         return bool(self.written or self.deleted or self.lock_written)
 
 
+@without_gc
 def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = None, spec: str = "",
                warnings: tuple[Finding, ...] = ()) -> ApplyResult:
     """Write ``plan`` to disk atomically; with nothing to do, touch no artifact and not the lock (last-run.json is

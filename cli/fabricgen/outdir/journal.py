@@ -60,7 +60,8 @@ class Journal:
             "staging": self.staging,
             "writes": [{"mode": f"{e.mode:04o}", "path": e.path, "sha256": e.sha256} for e in self.writes],
         }
-        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("ascii")
+        # one line: json's indented form is its pure-Python encoder (~0.1 s for 6,000 writes); only apply reads it
+        return (json.dumps(doc, sort_keys=True) + "\n").encode("ascii")
 
     @classmethod
     def parse(cls, data: bytes, source: str) -> Journal:

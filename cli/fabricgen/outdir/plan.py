@@ -24,6 +24,7 @@ from typing import Literal
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import OutputError
+from fabricgen.core.gcpause import without_gc
 from fabricgen.outdir.fs import file_digest
 from fabricgen.outdir.journal import needs_recovery, recover
 from fabricgen.outdir.lastrun import Known, LastRun, read_last_run, settled
@@ -135,6 +136,7 @@ def _digest(lines: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
+@without_gc  # a Change, a stat and a Known per file; collections would rescan the compiled topology
 def compute_plan(
     artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
 ) -> Plan:
@@ -149,6 +151,7 @@ def compute_plan(
                                  inputs=inputs)
 
 
+@without_gc
 def plan_without_recovery(
     artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
 ) -> Plan:
@@ -164,6 +167,7 @@ def plan_without_recovery(
         raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
 
 
+@without_gc
 def unchanged_plan(out_dir: Path, digest_now: Callable[[Inputs], str | None]) -> Plan | None:
     """The plan of a run whose inputs are those of the last apply, when OUT still holds exactly what it wrote:
     found from the lock and a stat per file (hashing only files whose stat changed), without rendering.
@@ -266,6 +270,7 @@ class _Disk:
 
     def __init__(self, out_dir: Path, last_known: Mapping[str, Known]) -> None:
         self.out_dir = out_dir
+        self._root = os.fspath(out_dir) + os.sep
         self._stats: dict[str, os.stat_result | None] = {}
         self._last_known = last_known
         self._since_ns = time.time_ns()  # before any lstat: bytes read later were there at least since then
@@ -274,7 +279,7 @@ class _Disk:
     def lstat(self, rel: str) -> os.stat_result | None:
         if rel not in self._stats:
             try:
-                self._stats[rel] = (self.out_dir / rel).lstat()
+                self._stats[rel] = os.lstat(self._root + rel)  # a Path per lstat cost as much as the lstat
             except (FileNotFoundError, NotADirectoryError):
                 self._stats[rel] = None
         return self._stats[rel]

@@ -20,6 +20,7 @@ import yaml
 from fabricgen.core.document import REDACTED, Document, PathKey, format_path, is_secret
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.core.yamldata import LOADER
 from fabricgen.spec.validate import schema_issues, secret_keys
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
@@ -45,7 +46,6 @@ _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Converter:
@@ -152,7 +152,7 @@ def _short(text: str) -> str:
 def _count_events(text: str, source: str) -> None:
     """Refuse a document of more than MAX_NODES nodes while parsing, before composing builds any of them."""
     nodes = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for event in yaml.parse(text, Loader=LOADER):
         if isinstance(event, yaml.NodeEvent) and not isinstance(event, yaml.AliasEvent):
             nodes += 1
             if nodes > MAX_NODES:
@@ -233,7 +233,7 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
                                    "save the file as UTF-8")]) from exc
     try:
         _count_events(decoded, source)
-        nodes = list(yaml.compose_all(decoded, Loader=_Loader))
+        nodes = list(yaml.compose_all(decoded, Loader=LOADER))
     except yaml.YAMLError as exc:
         raise SpecError([_yaml_issue(source, decoded, exc)]) from exc
     nodes = [n for n in nodes if n is not None]

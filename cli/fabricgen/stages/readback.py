@@ -11,10 +11,12 @@ from collections.abc import Iterable
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding
+from fabricgen.core.gcpause import without_gc
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.topology import Topology
 
 
+@without_gc
 def check_artifacts(topology: Topology, artifacts: Iterable[Artifact]) -> tuple[Finding, ...]:
     """Every finding of every feature's read-back over the rendered artifacts."""
     by_path = {a.path: a for a in artifacts}

@@ -16,6 +16,7 @@ from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES, require_tool
 from tests.helpers.ethernet import ROCE_PORTS as PORTS
 from tests.helpers.ethernet import ROCE_STUBS as STUBS
+from tests.helpers.netplan import netplan_generate
 
 H100 = INVENTORIES / "h100-4su.yaml"
 
@@ -67,15 +68,8 @@ def test_boot_unit_loads_rdma_cm_and_runs_before_the_network(h100: dict[str, Art
 # --- netplan ----------------------------------------------------------------------------------------------------
 
 def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
-    netplan = require_tool("netplan")
-    target = tmp_path / "etc" / "netplan" / "60-fabricgen-roce.yaml"
-    target.parent.mkdir(parents=True)
-    target.write_bytes(h100["hosts/gpu001/netplan-roce.yaml"].content)
-    target.chmod(0o600)
-    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    network = (tmp_path / "run" / "systemd" / "network" / f"10-netplan-{PORTS[1]}.network").read_text()
+    networkd = netplan_generate(h100["hosts/gpu001/netplan-roce.yaml"].content, "60-fabricgen-roce.yaml", tmp_path)
+    network = (networkd / f"10-netplan-{PORTS[1]}.network").read_text()
     assert "Address=10.20.0.130/25" in network and "MTUBytes=9000" in network, "dual-homed: leaf002's subnet"
     assert "[RoutingPolicyRule]\nFrom=10.20.0.130\nTable=102\nPriority=102" in network
     assert "ConfigureWithoutCarrier=yes" in network, "a dead leaf at boot must not take the address (and LNet) away"
@@ -84,15 +78,8 @@ def test_netplan_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Pat
 def test_inband_bond_is_accepted_by_netplan(h100: dict[str, Artifact], tmp_path: Path) -> None:
     """The DGX in-band bond (BasePOD: port 2 of both slots): netplan makes bond0 an active-backup bond with the
     primary's planned address, and both members enslaved to it without an address."""
-    netplan = require_tool("netplan")
-    target = tmp_path / "etc" / "netplan" / "60-fabricgen-inband.yaml"
-    target.parent.mkdir(parents=True)
-    target.write_bytes(h100["hosts/gpu001/netplan-inband.yaml"].content)
-    target.chmod(0o600)
-    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    networkd = tmp_path / "run" / "systemd" / "network"
+    networkd = netplan_generate(h100["hosts/gpu001/netplan-inband.yaml"].content, "60-fabricgen-inband.yaml",
+                                tmp_path)
     netdev = (networkd / "10-netplan-bond0.netdev").read_text()
     assert "Kind=bond" in netdev and "Mode=active-backup" in netdev and "MIIMonitorSec=100ms" in netdev
     bond = (networkd / "10-netplan-bond0.network").read_text()

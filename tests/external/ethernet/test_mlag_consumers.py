@@ -18,9 +18,9 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.features.ethernet import host_roce
 from fabricgen.features.ethernet.nos.sonic import config_db as sonic
 from fabricgen.pipeline import compile_spec
-from tests.conftest import require_tool
 from tests.external.ethernet.test_sonic_yang import require_sonic_yang
 from tests.helpers.ethernet import mlag_spec
+from tests.helpers.netplan import netplan_generate
 
 WRAPPER = Path(__file__).with_name("sonic_yang_leafref.py")
 
@@ -72,15 +72,8 @@ def test_yang_refuses_a_broken_mclag(artifacts: dict[str, Artifact], tmp_path: P
 
 @pytest.mark.external
 def test_lacp_bond_is_accepted_by_netplan(artifacts: dict[str, Artifact], tmp_path: Path) -> None:
-    netplan = require_tool("netplan")
-    target = tmp_path / "etc" / "netplan" / "60-fabricgen-inband.yaml"
-    target.parent.mkdir(parents=True)
-    target.write_bytes(artifacts["hosts/gpu001/netplan-inband.yaml"].content)
-    target.chmod(0o600)
-    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    networkd = tmp_path / "run" / "systemd" / "network"
+    networkd = netplan_generate(artifacts["hosts/gpu001/netplan-inband.yaml"].content, "60-fabricgen-inband.yaml",
+                                tmp_path)
     netdev = (networkd / "10-netplan-bond0.netdev").read_text()
     for line in ("Kind=bond", "Mode=802.3ad", "LACPTransmitRate=fast", "TransmitHashPolicy=layer3+4",
                  "MIIMonitorSec=100ms"):

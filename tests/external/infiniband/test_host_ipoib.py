@@ -20,19 +20,13 @@ import yaml
 from fabricgen.features.infiniband import ipoib as host_ipoib
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES, REPO, require_tool
+from tests.helpers.netplan import netplan_generate
 
 
 def test_netplan_accepts_it(tmp_path: Path) -> None:
-    netplan = require_tool("netplan")
     files = {a.path: a.content for a in host_ipoib.render(compile_spec(INVENTORIES / "h100-4su.yaml").topology)}
-    target = tmp_path / "etc" / "netplan" / "61-fabricgen-ipoib.yaml"
-    target.parent.mkdir(parents=True)
-    target.write_bytes(files["hosts/gpu001/netplan-ipoib.yaml"])
-    target.chmod(0o600)
-    done = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    network = (tmp_path / "run" / "systemd" / "network" / "10-netplan-ibp24s0.network").read_text()
+    networkd = netplan_generate(files["hosts/gpu001/netplan-ipoib.yaml"], "61-fabricgen-ipoib.yaml", tmp_path)
+    network = (networkd / "10-netplan-ibp24s0.network").read_text()
     assert "Address=10.24.0.1/24" in network and "MTUBytes=4092" in network
     assert "[IPoIB]\nMode=datagram" in network and "Gateway=" not in network
     assert "RequiredForOnline=no" in network, "optional: boot does not wait for a rail"

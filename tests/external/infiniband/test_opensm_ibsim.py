@@ -17,7 +17,9 @@ run:
    (NCCL_IB_PKEY of its nccl.env, per `smpquery pkeys`) is a full member of the partition UCX_IB_PKEY names, shared
    by every compute HCA of its tenant and by no other tenant's HCA; Default stays limited where the spec says so;
    the switches' port 0 and the master SM's port keep 0x7fff at index 0 (the indx0 partitions list them in a second
-   definition without indx0), unless the SM's host is itself a member;
+   definition without indx0), unless the SM's host is itself a member; sharp_am's UCX port on each SM host
+   (smx_ucx_interface) holds SHARP's partition at index 0, as the jobs' HCAs do; with SHARP the ports run 2 VLs
+   whose VL arbitration tables (`smpquery vlarb`) carry the config's weights;
 4. every IPoIB partition has its broadcast group (`saquery -g`: OpenSM creates it itself for a partition with the
    ipoib flag, before any IPoIB driver joins) with the MTU, rate and SL of partitions.conf; the hosts' IPoIB
    interfaces sit on that P_Key (the parent where it is at index 0, else a child created with it) with its MTU - 4;
@@ -138,6 +140,7 @@ CASES = (
          pkeys={
              "gpu002 mlx5_0": {0x0001: 0x8001, 0x7FFF: 0xFFFF},  # tenant-a; UFM's Default: every port full
              "ufm02 mlx5_0": {0x0001: None, 0x7FFF: 0xFFFF},  # the standby UFM appliance is not in tenant-a
+             "ufm02 mlx5_1": {0x0001: 0x8001, 0x7FFF: 0xFFFF},  # ... but its sharp_am's UCX port is (index 0)
          },
          swap=("gpu002 mlx5_0", "gpu040 mlx5_5")),
     Case("multi-tenant", REPO / "tests/data/infiniband/multi-tenant.yaml", "compute",
@@ -495,13 +498,34 @@ def test_opensm_accepts_partitions_and_qos_policy(fabric: Booted) -> None:
 
 def test_sharp_fabrics_run_on_two_operational_vls(fabric: Booted, tools: dict[str, str], budget: Deadline) -> None:
     """With SHARP (h100-4su) the SM gives every HCA port 2 operational VLs (max_op_vls 2, NVIDIA's advice for
-    streaming aggregation), read back from the port's PortInfo; without it (the others) OpenSM's default stands."""
+    streaming aggregation), read back from the port's PortInfo, and VL arbitration tables of those 2 VLs with the
+    config's weights (`smpquery vlarb`); without it (the others) OpenSM's default stands."""
     desc = sorted(compute_hcas(fabric, but_sm=True))[0]
     lid, _ = fabric.ports[desc]
     info = fabric.sim.run([tools["smpquery"], "portinfo", str(lid), "1"], timeout=budget.left(20)).stdout
     oper = re.search(r"^OperVLs:\.*(\S+)$", info, re.M)
     assert oper, info
     assert (oper.group(1) == "VL0-1") == (fabric.sm.sharp is not None), (desc, oper.group(1))
+    if fabric.sm.sharp is None or fabric.sm.qos is None:
+        return
+    # OpenSM masks every VLArb entry to VL & 1 on such a port (osm_qos.c): the tables hold VLs 0-1 only, so the
+    # weights the port arbitrates by are the config's own (VL0 high priority, VL1 low), none folded from VL2-14
+    read = fabric.sim.run([tools["smpquery"], "vlarb", str(lid), "1"], timeout=budget.left(20)).stdout
+    tables = re.findall(r"^VL\s*:\s*\|(.*)\nWEIGHT:\s*\|(.*)$", read, re.M)
+    assert len(tables) == 2, read  # low, then high
+    conf = fabric.conf.read_text()
+    for (vls, weights), name in zip(tables, ("qos_vlarb_low", "qos_vlarb_high"), strict=True):
+        port: dict[int, int] = {}
+        for vl, weight in zip(vls.split("|")[:-1], weights.split("|")[:-1], strict=True):
+            port[int(vl, 16)] = port.get(int(vl, 16), 0) + int(weight, 16)
+        stated = re.search(rf"^{name} (\S+)$", conf, re.M)
+        assert stated, name
+        want: dict[int, int] = {}
+        for entry in stated.group(1).split(","):
+            vl, weight = map(int, entry.split(":"))
+            assert vl < 2, f"{name} names VL {vl}, which the port folds onto VL {vl & 1}"
+            want[vl] = want.get(vl, 0) + weight
+        assert {vl: w for vl, w in port.items() if w} == {vl: w for vl, w in want.items() if w}, (name, read)
 
 
 # --- 3. partitions as the ports hold them ------------------------------------------------------------------
@@ -689,9 +713,9 @@ def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict
                                                       budget: Deadline) -> None:
     """An indx0 partition would also take P_Key index 0 of every switch port 0 and of the SM's port (OpenSM passes
     indx0 for ALL_SWITCHES and SELF): the second definition without indx0 leaves them 0x7fff (UFM's management
-    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there)
-    or where sharp_am beside it talks UCX to the jobs (h100-4su: UCX in SHARP uses only the P_Key at index 0, and
-    UCX connects two ports only on one P_Key), which holds SHARP's partition there."""
+    partition), except the SM's port where the SM runs on a member host (lab-1su: its NCCL needs the tenant there).
+    sharp_am's UCX port on each SM host (h100-4su: mlx5_1, smx_ucx_interface) holds SHARP's partition at index 0 as
+    the jobs' HCAs do (UCX connects two ports only on one P_Key)."""
     switch = fabric.net.switches[0].id
     lid = next(int(m.group(1)) for m in re.finditer(r"^Switch\s+\d+\s+\S+\s+.*?lid (\d+)", fabric.sim.run(
         [tools["ibnetdiscover"]], timeout=budget.left(30)).stdout, re.M) if m)
@@ -699,12 +723,17 @@ def test_switches_and_the_sm_keep_default_at_index_0(fabric: Booted, tools: dict
     assert table[0] == FULL | DEFAULT_PKEY, (switch, [hex(k) for k in table])
     master = fabric.net.nodes[fabric.hosts[0].net_id].description
     index0 = fabric.tables[master][0]
-    sharp = fabric.sm.sharp
-    am_on_ucx = sharp is not None and sharp.smx_protocol == "ucx"
     member_host = fabric.case.name == "lab-1su"
-    assert (index0 & 0x7FFF != DEFAULT_PKEY) == (member_host or am_on_ucx), (master, hex(index0))
-    if am_on_ucx:
-        assert sharp is not None and index0 == FULL | fabric.sm.partition(sharp.partition).pkey, hex(index0)
+    assert (index0 & 0x7FFF != DEFAULT_PKEY) == member_host, (master, hex(index0))
+    sharp = fabric.sm.sharp
+    am_cfg = fabric.fabric_dir / "sharp_am-settings.conf"
+    ucx = re.search(r"^smx_ucx_interface (\S+):1$", am_cfg.read_text(), re.M) if am_cfg.exists() else None
+    assert bool(ucx) == (fabric.case.name == "h100-4su"), "h100-4su's UFM appliances have a second port for it"
+    for host, _ in fabric.sm.hosts if ucx else ():
+        desc = f"{host} {ucx.group(1)}"
+        assert sharp is not None and desc != master
+        assert fabric.tables[desc][0] == FULL | fabric.sm.partition(sharp.partition).pkey, (
+            desc, [hex(k) for k in fabric.tables[desc]])
 
 
 # --- 6. discovery against the plan -----------------------------------------------------------------------

@@ -240,11 +240,33 @@ def check_ipam(ipam: dict[str, Any], pools: dict[str, dict[str, Any]], name: str
     assert ipam["poolName"] in pools
 
 
-def meta_plugins(name: str, topology: Topology, vfs: bool) -> list[dict[str, str]]:
-    """The meta plugins after the main CNI: rdma on a VF, sbr on a per-leaf attachment (its routes in a table of
-    its own)."""
-    return [*([{"type": "rdma"}] if vfs else []), *([{"type": "sbr"}] if topology.addresses[name.split("-")[0]].pods
-                                                   else [])]
+# the hosts' ARP settings for ports sharing a namespace (roce-qos.sh, sysctl-ipoib.conf), as the tuning plugin takes
+# them (containernetworking/plugins plugins/meta/tuning: string values, IFNAME replaced by the pod's interface name)
+ARP_TUNING = {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_ignore": "1",
+                                           "net.ipv4.conf.IFNAME.arp_announce": "2"}}
+NETWORK_KINDS = ("SriovNetwork", "SriovIBNetwork", "NetworkAttachmentDefinition")
+
+
+def check_tuning(plugin: dict[str, Any]) -> None:
+    """The tuning plugin's sysctls as it writes them (plugins/meta/tuning getSysctlFilename: ``IFNAME`` replaced by
+    the pod's interface, dots as path separators, under /proc/sys/net only): each names a file this kernel has for an
+    interface (``lo`` standing in for the pod's), and the value is one that file takes."""
+    for key, value in plugin["sysctl"].items():
+        assert key.startswith("net.") and key.count("IFNAME") == 1 and isinstance(value, str)
+        path = Path("/proc/sys") / key.replace("IFNAME", "lo").replace(".", "/")
+        assert path.is_file(), f"{key}: no {path} in this kernel"
+        assert value.isdigit() and int(value) <= {"arp_ignore": 8, "arp_announce": 2}[path.name]
+
+
+def meta_plugins(name: str, topology: Topology, vfs: bool, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The meta plugins after the main CNI: rdma on a VF, tuning where the fabric has several pod networks (a pod
+    holding several of its ports answers ARP on each for its own address only), sbr on a per-leaf attachment (its
+    routes in a table of its own)."""
+    fabric = name.split("-")[0]
+    ports = {"-".join(d["metadata"]["name"].split("-")[:2]) for d in docs if d["kind"] in NETWORK_KINDS
+             and d["metadata"]["name"].split("-")[0] == fabric}
+    return [*([{"type": "rdma"}] if vfs else []), *([ARP_TUNING] if len(ports) > 1 else []),
+            *([{"type": "sbr"}] if topology.addresses[fabric].pods else [])]
 
 
 def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict[str, Any]]) -> None:
@@ -256,7 +278,10 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict
     elif kind in ("SriovNetwork", "SriovIBNetwork"):
         check_ipam(json.loads(spec["ipam"]), pools, doc["metadata"]["name"], topology)
         # the operator's template puts metaPlugins verbatim after the main plugin in a JSON list
-        assert json.loads(f"[{spec['metaPlugins']}]") == meta_plugins(doc["metadata"]["name"], topology, True)
+        assert json.loads(f"[{spec['metaPlugins']}]") == meta_plugins(doc["metadata"]["name"], topology, True, docs)
+        for plugin in json.loads(f"[{spec['metaPlugins']}]"):
+            if plugin["type"] == "tuning":
+                check_tuning(plugin)
     elif kind == "NetworkAttachmentDefinition":
         config = json.loads(spec["config"])
         assert config["cniVersion"] == "0.3.1" and config["name"] == doc["metadata"]["name"]
@@ -264,7 +289,10 @@ def check_embedded_json(doc: dict[str, Any], topology: Topology, docs: list[dict
         assert main["type"] in ("sriov", "ib-sriov", "host-device")
         # the rdma meta plugin moves a VF's RDMA device into the pod (exclusive netns mode, a device ID from the
         # SR-IOV device plugin); a PF moved in by host-device keeps its shared RDMA device and takes no rdma plugin
-        assert meta == meta_plugins(config["name"], topology, main["type"] != "host-device")
+        assert meta == meta_plugins(config["name"], topology, main["type"] != "host-device", docs)
+        for plugin in meta:
+            if plugin["type"] == "tuning":
+                check_tuning(plugin)
         check_ipam(main["ipam"], pools, config["name"], topology)
         resource = doc["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
         assert resource.startswith("nvidia.com/")
@@ -317,12 +345,17 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
         assert shared == json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
     plugins = {p["type"] for d in networks if d["kind"] == "NetworkAttachmentDefinition"
                for p in json.loads(d["spec"]["config"])["plugins"]}
-    # sbr is a reference plugin (containernetworking/plugins), which the NicClusterPolicy's cniPlugins install
-    assert "sbr" not in plugins or "cniPlugins" in policy["spec"]["secondaryNetwork"]
+    # sbr, tuning and host-device are reference plugins (containernetworking/plugins), which the NicClusterPolicy's
+    # cniPlugins install
+    assert not plugins & {"sbr", "tuning", "host-device"} or "cniPlugins" in policy["spec"]["secondaryNetwork"]
+    if mode == "multus-host-device":  # whole PFs, no VFs: the pods still get their leaf's range and gateway
+        assert topology.fabric("compute").fabric.sriov is None
+        assert plugins == {"host-device", "tuning", "sbr"}
+        assert {d["spec"]["perNodeBlockSize"] for d in docs if d["kind"] == "IPPool"} == {1}
     if mode == "multus-sriov":  # every other CNI binary the attachments name is installed by the daemon set
         daemon = next(d for d in docs if d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
         copied = [c["image"].split("/")[-1].split(":")[0] for c in daemon["initContainers"]]
-        assert plugins == {"sriov", "rdma", "sbr"} and copied == ["sriov-cni", "rdma-cni"]
+        assert plugins == {"sriov", "rdma", "tuning", "sbr"} and copied == ["sriov-cni", "rdma-cni"]
         assert all(c["args"] == ["--no-sleep"] for c in daemon["initContainers"])
         assert daemon["volumes"] == [{"name": "cnibin", "hostPath": {"path": "/opt/cni/bin", "type": "Directory"}}]
     if mode == "operator":

@@ -10,10 +10,10 @@
   (``attachment: mlag``) has one subnet for both leaves: the anycast gateway first (on both), then each leaf's own
   SVI address (NVUE's VRR and EOS's VARP need one), then the first leaf's host ports and the second's, in port
   order; a bond takes its primary member's address.
-- Pods (routed Ethernet fabrics with SR-IOV): after every host subnet, one range per leaf from ``hosts``, large
-  enough for every VF of the leaf's host ports plus the gateway (the first usable, a second address of the leaf's
-  SVI, announced like its host subnet); pods on a host's VF take addresses past it. No host or switch address is
-  ever in a pod range.
+- Pods (routed Ethernet fabrics whose ports pods take: Ethernet VFs, or whole PFs moved in by Kubernetes'
+  host-device CNI): after every host subnet, one range per leaf from ``hosts``, large enough for a pod address per
+  VF (or per PF) of the leaf's host ports plus the gateway (the first usable, a second address of the leaf's SVI,
+  announced like its host subnet); pods take addresses past it. No host or switch address is ever in a pod range.
 - ASNs: leaf n = leaf_base + n - 1 unless ``asn.leaves`` pins it by name (pinning renumbers no other leaf);
   spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``. Checked once compile has named the
   switches: a pinned name must be a leaf of the fabric; no two leaves and no leaf and spine/core share an ASN
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from netaddr import IPAddress, IPNetwork, IPRange, IPSet
 from netaddr.ip import IPV4_LINK_LOCAL, IPV4_LOOPBACK, IPV4_MULTICAST, IPV4_RESERVED
@@ -41,6 +41,8 @@ from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
 from fabricgen.model.cluster import Attachment, FabricType, Tier
+from fabricgen.model.kubernetes import Kubernetes
+from fabricgen.model.nodes import Node
 from fabricgen.model.topology import ROUTED_TIERS, FabricTopology, Switch, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
@@ -147,10 +149,34 @@ def _ip(value: int) -> str:
     return ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
 
 
-def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_groups: Mapping[str, str] | None = None
-                   ) -> FabricAddresses | None:
+@dataclass(frozen=True)
+class PodPorts:
+    """What pods take of a fabric's host ports: ``per_port`` pod addresses per port (its VFs, or 1 for a PF that
+    host-device moves into a pod), on the nodes of ``groups``."""
+
+    per_port: int
+    groups: tuple[str, ...]
+
+
+def pod_ports(ft: FabricTopology, k8s: Kubernetes | None, nodes: Sequence[Node]) -> PodPorts | None:
+    """The ports pods take on a routed Ethernet fabric: the PFs themselves where Kubernetes moves them in with
+    host-device (one pod each, on the nodes that run pods), else the Ethernet VFs of its ``sriov``; None where pods
+    take none (or the fabric routes nothing: InfiniBand, no NOS)."""
+    sriov = ft.fabric.sriov
+    if not ft.fabric.nos or ft.fabric.type is FabricType.INFINIBAND:
+        return None
+    if k8s is not None and not k8s.uses_vfs and ft.fabric.name in k8s.fabrics:
+        return PodPorts(1, ft.fabric.pod_groups(nodes))
+    if sriov is None or sriov.link_type != "eth":
+        return None
+    return PodPorts(sriov.vfs_per_port, sriov.groups or ft.fabric.node_groups)
+
+
+def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_groups: Mapping[str, str] | None = None,
+                   pods: PodPorts | None = None) -> FabricAddresses | None:
     """The fabric's address plan, or None when it has no addressing section; ``node_order`` ranks the nodes,
-    ``node_groups`` names each node's group (which SR-IOV's ``groups`` narrow pod ranges to)."""
+    ``node_groups`` names each node's group (which ``pods.groups`` narrow pod ranges to), ``pods`` what pods take
+    of the host ports (:func:`pod_ports`; None: no pod ranges)."""
     a = ft.fabric.addressing
     if a is None:
         return None
@@ -164,7 +190,7 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_group
     carver = _Carver(name, "hosts", pools["hosts"], a)
     hosts = _leaf_subnets(ft, carver)
     return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts,
-                           _pod_ranges(ft, carver, node_groups or {}))
+                           _pod_ranges(ft, carver, node_groups or {}, pods) if pods is not None else ())
 
 
 def top_down(ft: FabricTopology) -> list[Switch]:
@@ -365,24 +391,22 @@ def _pair_subnets(ft: FabricTopology, carver: _Carver, leaves: Sequence[Switch])
     return tuple(hosts)
 
 
-def _pod_ranges(ft: FabricTopology, carver: _Carver, node_groups: Mapping[str, str]) -> tuple[PodRange, ...]:
-    """One pod range per leaf with a node that gets VFs, after the host subnets, on a routed fabric whose ports
-    carry Ethernet VFs: sized for a VF set on every host port of the leaf (a full leaf, as its host subnet, so
-    adding nodes moves no range) plus network, gateway and broadcast."""
-    sriov = ft.fabric.sriov
-    if sriov is None or sriov.link_type != "eth" or not ft.fabric.nos:
-        return ()
+def _pod_ranges(ft: FabricTopology, carver: _Carver, node_groups: Mapping[str, str], pods: PodPorts
+                ) -> tuple[PodRange, ...]:
+    """One pod range per leaf with a node whose ports pods take, after the host subnets: sized for ``per_port``
+    pod addresses on every host port of the leaf (a full leaf, as its host subnet, so adding nodes moves no range)
+    plus network, gateway and broadcast."""
     host_links = _host_links(ft)
     leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
-    pods = []
+    ranges = []
     for leaf in leaves:
         nodes = tuple(dict.fromkeys(node for _, node, _ in sorted(host_links.get(leaf.name, []))
-                                    if not sriov.groups or node_groups.get(node) in sriov.groups))
+                                    if node_groups.get(node) in pods.groups))
         if not nodes:
             continue
-        subnet = carver.take(32 - _bits(leaf.down_ports * sriov.vfs_per_port + 3), 2 * len(leaves))
-        pods.append(PodRange(leaf.name, str(subnet), _ip(int(subnet.network) + 1), nodes))
-    return tuple(pods)
+        subnet = carver.take(32 - _bits(leaf.down_ports * pods.per_port + 3), 2 * len(leaves))
+        ranges.append(PodRange(leaf.name, str(subnet), _ip(int(subnet.network) + 1), nodes))
+    return tuple(ranges)
 
 
 def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Mapping[str, int]
@@ -419,5 +443,6 @@ def plan(topology: Topology) -> Topology:
         raise SpecError(issues)
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
     groups = {node.name: node.group for node in cluster.nodes}
-    plans = {ft.fabric.name: plan_addresses(ft, order, groups) for ft in fabrics}
+    k8s = cluster.kubernetes
+    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes)) for ft in fabrics}
     return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

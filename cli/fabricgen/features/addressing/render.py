@@ -4,8 +4,8 @@ addressing/<fabric>.csv lists each address once (ports named as on the cable she
 loopbacks and management addresses, both ends of every /31 point-to-point link, each leaf's gateway on its host
 subnet, each host port's address (IPoIB rail subnets on InfiniBand fabrics), and each leaf's pod gateway.
 Interfaces are named as each switch's network OS names them (``interface_names``).
-addressing/<fabric>-pod-ranges.csv (routed fabrics with Ethernet VFs): each leaf's pod range, its gateway and the
-nodes behind it, the per-leaf list an IPAM (nv-ipam pools, whereabouts ranges) is configured from.
+addressing/<fabric>-pod-ranges.csv (routed fabrics with VF or host-device pods): each leaf's pod range, its gateway
+and the nodes behind it, the per-leaf list an IPAM (nv-ipam pools, whereabouts ranges) is configured from.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ POD_COLUMNS = ("fabric", "leaf", "network", "gateway", "range_start", "range_end
 
 def _pod_rows(ft: FabricTopology, plan: FabricAddresses) -> Iterator[Row]:
     """Each leaf's pod range as an IPAM takes it (nv-ipam IPPool, whereabouts): the range past the gateway, the
-    gateway, and the nodes whose ports on that leaf carry the VFs."""
+    gateway, and the nodes whose ports on that leaf pods take (their VFs, or the PFs themselves with host-device)."""
     for pod in plan.pods:
         network = IPNetwork(pod.network)
         yield (ft.fabric.name, pod.leaf, pod.network, pod.gateway, str(network[2]), str(network[-2]),

@@ -26,6 +26,12 @@ class DeployError(FabricgenError):
         super().__init__(message)
         self.after_apply = after_apply
 
+    @property
+    def outcome(self) -> str:
+        if self.after_apply:
+            return "the artifacts were written; the cloud deployment did not finish"
+        return super().outcome
+
 
 @dataclass(frozen=True)
 class Project:

@@ -24,10 +24,10 @@ NVUE nests each port's neighbours, keyed by system name, as ``{"swp1": {"lldp": 
 {"chassis": {"system-name": ...}, "port": {"name": "swp1", "type": "ifname", "description": ...}}}}}}``; EOS's
 detail is ``{"lldpNeighbors": {"Ethernet1": {"lldpNeighborInfo": [{"systemName": ..., "neighborInterfaceInfo":
 {"interfaceIdType": "interfaceName", "interfaceId": "\\"Ethernet1\\"", "interfaceId_v2": "Ethernet1",
-"interfaceDescription": ...}}]}}}`` (the ID in quotes when it is a name; newer EOS, 4.28 in the capture, adds it
-bare as ``interfaceId_v2``), its plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ...,
-"neighborPort": ...}]}`` without descriptions: a host that sends its MAC address as Port ID is then judged by
-its system name only.
+"interfaceDescription": ...}}]}}}`` (the ID in quotes, unless it is a MAC address; newer EOS, 4.28 in the
+capture, adds it bare as ``interfaceId_v2``; SuzieQ's EOS capture quotes a locally assigned ``"517"`` too), its
+plain form a list ``{"lldpNeighbors": [{"port": ..., "neighborDevice": ..., "neighborPort": ...}]}`` without
+descriptions: a host that sends its MAC address as Port ID is then judged by its system name only.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricgen.core.errors import FabricgenError
+from fabricgen.features.ethernet.nos import systems
 from fabricgen.model.cabling import Cable
+from fabricgen.model.nodes import NicRole
 from fabricgen.model.routing import SwitchRouting
-from fabricgen.model.topology import FabricTopology
+from fabricgen.model.topology import FabricTopology, Link
 
 
 class LldpError(FabricgenError):
@@ -61,10 +63,13 @@ class Neighbor:
 
 @dataclass(frozen=True)
 class LldpFinding:
-    kind: str      # missing, miswired, unexpected
+    kind: str      # missing, miswired, one-way, unexpected
     label: str     # the planned cable's label ("" for unexpected)
     planned: str   # "a:port <-> z:port"
     found: str
+    ends: tuple[tuple[str, str], ...] = ()  # the planned ends (device, port), or the unexpected port
+    # the planned ends actually found at the far side, with the cable the plan puts there: (device, port, label)
+    belongs: tuple[tuple[str, str, str], ...] = ()
 
 
 def _lldpctl(data: Any) -> list[Neighbor]:
@@ -128,33 +133,42 @@ def _eos(table: Any) -> list[Neighbor]:
             info = entry.get("neighborInterfaceInfo", {})
             kind = str(info.get("interfaceIdType", ""))
             port_id = str(info.get("interfaceId_v2") or info.get("interfaceId", ""))
-            if kind == "interfaceName" and len(port_id) > 1 and port_id[0] == port_id[-1] == '"':
+            if kind != "macAddress" and len(port_id) > 1 and port_id[0] == port_id[-1] == '"':
                 port_id = port_id[1:-1]
             out.append(Neighbor(str(local), str(entry.get("systemName", "")), port_id,
                                 str(info.get("interfaceDescription", "")), _EOS_ID_TYPES.get(kind, kind)))
     return out
 
 
-_SONIC_HEADER = re.compile(r"^\s*LocalPort\s+RemoteDevice\s+RemotePortID\s+Capability\s+RemotePortDescr\s*$")
+_SONIC_HEADER = re.compile(r"^\s*LocalPort\s+RemoteDevice\s+RemotePortID(\s+\S+)*\s*$")
 
 
 def _sonic_table(text: str) -> list[Neighbor]:
-    """SONiC ``show lldp table``: a header, dashes, one row per neighbour, ``Total entries displayed``."""
+    """SONiC ``show lldp table`` (sonic-utilities ``scripts/lldpshow``): a header, one run of dashes per column
+    (tabulate's "simple" format), one row per neighbour, a line of dashes, ``Total entries displayed``. Each row
+    is cut at the columns' starts, as lldpshow leaves a column blank for a neighbour without a system name, port
+    description or enabled capability, and a description may hold spaces."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if _SONIC_HEADER.match(line)), None)
     if start is None:
         raise ValueError("no LocalPort/RemoteDevice/RemotePortID header")
+    names = lines[start].split()
+    starts = [m.start() for m in re.finditer(r"-+", lines[start + 1] if start + 1 < len(lines) else "")]
+    if len(starts) != len(names):
+        raise ValueError(f"the line under the header has {len(starts)} runs of dashes for {len(names)} columns")
     out = []
-    for line in lines[start + 1:]:
-        fields = line.split()
-        if not fields or set(line.strip()) <= {"-", " "}:
-            continue
-        if line.startswith("Total entries"):
+    for line in lines[start + 2:]:
+        if line.startswith("Total entries") or (line.strip() and set(line.strip()) == {"-"}):
             break
-        if len(fields) < 3:
-            raise ValueError(f"row {line.strip()!r} has fewer than 3 columns")
-        descr = " ".join(fields[4:]) if len(fields) > 4 else ""
-        out.append(Neighbor(fields[0], fields[1], fields[2], descr))
+        if not line.strip():
+            continue
+        ends = [*starts[1:], len(line)]
+        row = {name: line[a:b].strip() for name, a, b in zip(names, starts, ends, strict=True)}
+        if not row["LocalPort"] or not row["RemotePortID"]:
+            raise ValueError(f"row {line.strip()!r} has no LocalPort or RemotePortID")
+        port_id = row["RemotePortID"]
+        out.append(Neighbor(row["LocalPort"], row["RemoteDevice"], port_id, row.get("RemotePortDescr", ""),
+                            "mac" if _MAC.fullmatch(port_id) else ""))
     return out
 
 
@@ -184,14 +198,28 @@ def parse(name: str, text: str) -> list[Neighbor]:
         raise LldpError(f"{name} is not LLDP output ({FORMS}): {exc}") from None
 
 
+def _host_port(link: Link) -> str:
+    """A host's end of a link as its lldpd names it: the NIC's netdev."""
+    return link.nic.netdev if link.nic is not None and link.nic.netdev else link.a.name
+
+
+def agentless(ft: FabricTopology) -> set[tuple[str, str]]:
+    """The planned ends no LLDP agent of the device reports: a host's BMC port, which the BMC owns (the host OS's
+    lldpd never sees it; a BMC sends LLDP, if at all, with a system name of its own)."""
+    return {(link.a.device, _host_port(link)) for link in ft.links
+            if link.nic is not None and link.nic.role is NicRole.BMC}
+
+
 def planned_ends(ft: FabricTopology, switches: Mapping[str, SwitchRouting], cables: Iterable[Cable]
                  ) -> dict[tuple[str, str], tuple[str, str, str]]:
-    """(device, port as the device names it) -> (peer device, peer port, cable label), both ends of every
-    planned cable of the fabric: switch ports by their configuration's name, host ports by their netdev."""
+    """(device, port as the device names it) -> (peer device, peer port, cable label), the ends of every planned
+    cable of the fabric that an LLDP agent reports (not a BMC's, :func:`agentless`; its cable is judged from the
+    switch): switch ports by their configuration's name, host ports by their netdev."""
     names = {(s.name, p.panel): p.name for s in switches.values() for p in s.ports}
     labels = {}
     for c in cables:
         labels[(c.a.device, c.a.port)] = labels[(c.z.device, c.z.port)] = c.label
+    dark = agentless(ft)
     out = {}
     for link in ft.links:
         ends = []
@@ -199,10 +227,45 @@ def planned_ends(ft: FabricTopology, switches: Mapping[str, SwitchRouting], cabl
             if end.device in switches:
                 ends.append((end.device, names.get((end.device, end.name), end.name)))
             else:
-                ends.append((end.device, link.nic.netdev if link.nic is not None and link.nic.netdev else end.name))
+                ends.append((end.device, _host_port(link)))
         label = labels.get((link.a.device, link.a.name), "")
-        out[ends[0]] = (*ends[1], label)
-        out[ends[1]] = (*ends[0], label)
+        for here, there in ((ends[0], ends[1]), (ends[1], ends[0])):
+            if here not in dark:
+                out[here] = (*there, label)
+    return out
+
+
+def cabled_elsewhere(fabrics: Iterable[FabricTopology]) -> tuple[set[tuple[str, str]], set[str]]:
+    """The host ports other fabrics cable, by netdev, and those fabrics' devices: a host's lldpd reports every
+    NIC, and a switch of another fabric reports only that fabric; both are judged by their own fabric."""
+    ports, devices = set(), set()
+    for ft in fabrics:
+        switches = {sw.name for sw in ft.switches}
+        devices |= switches
+        for link in ft.links:
+            devices |= {link.a.device, link.z.device}
+            if link.a.device not in switches:
+                ports.add((link.a.device, _host_port(link)))
+    return ports, devices
+
+
+def management_ports(fabrics: Iterable[FabricTopology]) -> set[tuple[str, str]]:
+    """Each switch's management port, by its NOS's name (nos/*.yaml ``management.interface``: SONiC and NVUE
+    ``eth0``, EOS ``Management1``): the plan does not cable it, and its LLDP neighbour is the site's OOB switch."""
+    return {(sw.name, systems()[ft.fabric.nos[sw.tier]].data.management_interface)
+            for ft in fabrics for sw in ft.switches if sw.tier in ft.fabric.nos}
+
+
+def places(cables: Iterable[Cable], switches: Mapping[str, SwitchRouting]
+           ) -> dict[tuple[str, str], tuple[str, int, str]]:
+    """(device, port as :func:`planned_ends` names it) -> (rack, U, faceplate port) from the cable table, for
+    a technician at the rack."""
+    names = {(s.name, p.panel): p.name for s in switches.values() for p in s.ports}
+    out = {}
+    for c in cables:
+        for end in (c.a, c.z):
+            port = names.get((end.device, end.port)) or (end.netdev if end.device not in switches else end.port)
+            out[(end.device, port or end.port)] = (end.rack, end.u, end.port)
     return out
 
 
@@ -218,9 +281,14 @@ def _seen_port(n: Neighbor, names: Mapping[tuple[str, str], str]) -> str:
     return named or (n.port_descr if n.port_id_type == "mac" and n.port_descr else n.port_id)
 
 
+def _first(system: str) -> str:
+    """A system name's first DNS label, case-folded (DNS names are case-insensitive, RFC 4343)."""
+    return system.split(".", 1)[0].casefold()
+
+
 def _is(system: str, device: str) -> bool:
     """Whether an LLDP system name is the planned device: its name, or a fully qualified name starting with it."""
-    return system == device or system.split(".", 1)[0] == device
+    return system.casefold() == device.casefold() or _first(system) == device.casefold()
 
 
 def _fits(n: Neighbor, peer: str, peer_port: str, ids: Mapping[tuple[str, str], str]) -> bool:
@@ -233,22 +301,48 @@ def _fits(n: Neighbor, peer: str, peer_port: str, ids: Mapping[tuple[str, str], 
     return bool({peer_port, ids.get((peer, peer_port), peer_port)} & {n.port_id, n.port_descr})
 
 
+def device_of(stem: str, devices: Iterable[str]) -> str | None:
+    """The planned device a table's file is named for: its name, or a fully qualified name (as collectors save
+    a table) whose first label is it; None when neither."""
+    by_name = {d.casefold(): d for d in devices}
+    return by_name.get(stem.casefold()) or by_name.get(_first(stem))
+
+
 def absent(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, object]) -> list[str]:
     """The planned devices no table was given for."""
     return sorted({device for device, _ in planned} - set(found))
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What a comparison leaves out (all empty: nothing). ``elsewhere``: ports other fabrics cable, not judged;
+    ``others``: those fabrics' devices, whose sighting on a port no plan cables is not this fabric's business;
+    ``management``: the switches' management ports; ``agentless``: planned ends without an LLDP agent (BMC
+    ports), whose cable the other end judges: dark is not missing there, and only a neighbour that is another
+    planned device is wrong (a BMC sends its own system name, not the host's)."""
+
+    elsewhere: frozenset[tuple[str, str]] = frozenset()
+    others: frozenset[str] = frozenset()
+    management: frozenset[tuple[str, str]] = frozenset()
+    agentless: frozenset[tuple[str, str]] = frozenset()
+
+
 def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapping[str, list[Neighbor]],
-            ids: Mapping[tuple[str, str], str] | None = None, only_present: bool = False) -> Iterator[LldpFinding]:
+            ids: Mapping[tuple[str, str], str] | None = None, only_present: bool = False,
+            scope: Scope = Scope()) -> Iterator[LldpFinding]:
     """Every difference between the planned ends and the tables found (devices without a table are not judged);
     a swap of two cables names exactly those two cables, each from both its ends where both have tables. ``ids``
     (:func:`port_ids`): the Port IDs switch ports are known by besides their names, locally too. A port is right
     only when every neighbour it lists is its planned peer: lldpd keeps a neighbour until its TTL (120 s) runs
-    out, so a cable moved within that time shows both, and the old one must not hide the new. ``only_present``: a
-    partial capture (a lab of sampled hosts), where a dark port whose planned peer gave no table is not missing
-    (that device may not be there); what such a port does see is still judged."""
+    out, so a cable moved within that time shows both, and the old one must not hide the new. A port that sees
+    its peer right while the peer's table has nothing there is one-way (lldpd not running or not receiving on
+    that NIC). ``only_present``: a partial capture (a lab of sampled hosts), where a dark port whose planned peer
+    gave no table is not missing (that device may not be there); what such a port does see is still judged.
+    ``scope``: what is not this comparison's (:class:`Scope`)."""
     ids = ids or {}
     names = {(device, port_id): port for (device, port), port_id in ids.items()}
+    judged = {d.casefold() for d, _ in planned} | {p.casefold() for p, _, _ in planned.values()}
+    others = {d.casefold() for d in scope.others} - judged
     seen: dict[tuple[str, str], list[Neighbor]] = {}
     for device, neighbors in found.items():
         for entry in neighbors:
@@ -258,19 +352,49 @@ def compare(planned: Mapping[tuple[str, str], tuple[str, str, str]], found: Mapp
         return f"{device}:{port} sees " + " and ".join(f"{n.system}:{_seen_port(n, names)}"
                                                        for n in seen[(device, port)])
 
+    def right(device: str, port: str, peer: str, peer_port: str) -> bool:
+        if (peer, peer_port) in scope.agentless:  # the BMC's own name, or none: only a planned port is wrong
+            return not any((_first(n.system) in judged | others and not _is(n.system, peer))
+                           or (_is(n.system, peer) and (peer, _seen_port(n, names)) in planned)
+                           for n in seen[(device, port)])
+        return all(_fits(n, peer, peer_port, ids) for n in seen[(device, port)])
+
+    by_name = {d.casefold(): d for d, _ in planned}
+
+    def belongs(device: str, port: str, peer: str, peer_port: str) -> tuple[tuple[str, str, str], ...]:
+        """The planned ends the port's wrong neighbours are, each with the cable the plan puts in it."""
+        out = []
+        for n in seen.get((device, port), ()):
+            far = (by_name.get(_first(n.system), n.system), _seen_port(n, names))
+            if far != (peer, peer_port) and far in planned:
+                out.append((*far, planned[far][2]))
+        return tuple(out)
+
     reported: set[str] = set()
     for (device, port), (peer, peer_port, label) in sorted(planned.items()):
         if device not in found:
             continue
         where = f"{device}:{port} <-> {peer}:{peer_port}"
         if (device, port) not in seen:
+            if (peer, peer_port) in scope.agentless:
+                continue
             if peer in found and (peer, peer_port) in seen:
-                continue  # the other end sees something: that end reports the cable
+                if right(peer, peer_port, device, port):
+                    yield LldpFinding("one-way", label, where, f"{sees(peer, peer_port)}; {device} sees nothing "
+                                                               f"on {port}", ((device, port), (peer, peer_port)))
+                continue  # else the other end reports the miswire
             if label not in reported and not (only_present and peer not in found):
                 reported.add(label)
-                yield LldpFinding("missing", label, where, "no LLDP neighbour")
-        elif not all(_fits(n, peer, peer_port, ids) for n in seen[(device, port)]):
-            yield LldpFinding("miswired", label, where, sees(device, port))
+                yield LldpFinding("missing", label, where, "no LLDP neighbour", ((device, port), (peer, peer_port)))
+        elif not right(device, port, peer, peer_port):
+            yield LldpFinding("miswired", label, where, sees(device, port), ((device, port), (peer, peer_port)),
+                              belongs(device, port, peer, peer_port))
     for device, port in sorted(seen):
-        if (device, port) not in planned:
-            yield LldpFinding("unexpected", "", "-", sees(device, port))
+        if device.casefold() not in judged:
+            continue  # another fabric's switch
+        if (device, port) in planned or (device, port) in scope.elsewhere or (device, port) in scope.management:
+            continue
+        if all(_first(n.system) in others for n in seen[(device, port)]):
+            continue  # a port no plan cables, facing another fabric's device: that fabric's table shows it
+        yield LldpFinding("unexpected", "", "-", sees(device, port), ((device, port),),
+                          belongs(device, port, "", ""))

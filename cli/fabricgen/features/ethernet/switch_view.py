@@ -77,7 +77,7 @@ class SwitchView:
     host_subnet: str = ""   # leaf only: "10.20.0.0/25"
     gateway: str = ""       # leaf only: "10.20.0.1"
     baseline: SwitchManagement | None = None  # the spec's management section: NTP, DNS, syslog, SNMP, TACACS+
-    pod_subnet: str = ""    # leaf of a routed fabric with Ethernet VFs: its pods' range "10.20.4.0/23", announced
+    pod_subnet: str = ""    # leaf of a routed fabric with VF or host-device pods: its pods' range, announced
     pod_gateway: str = ""   # its first address, a second address of the host VLAN's SVI: "10.20.4.1"
     mlag: Mlag | None = None  # a leaf of an MLAG pair
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 
-import yaml
-
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding, Severity
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.model.gds import GdsProfile
 from fabricgen.model.topology import Topology
 
@@ -23,7 +22,7 @@ def _error(gds: GdsProfile, subject: str, message: str, hint: str) -> Finding:
 def _lnet_nis(content: bytes) -> set[tuple[str, str]]:
     """(network, interface) of every local NI of an lnet.conf."""
     return {(net.get("net type", ""), interface)
-            for net in yaml.safe_load(content).get("net") or []
+            for net in safe_yaml(content).get("net") or []
             for ni in net.get("local NI(s)") or []
             for interface in (ni.get("interfaces") or {}).values()}
 

@@ -51,7 +51,8 @@ AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "ar_dor")  # NVIDIA's adaptive-
 SHARP_ENGINES = ("ftree", "updn", "ar_ftree", "ar_updn")
 # NVIDIA SHARP deployment guide (2.6.1, "Reducing the Number of Operational VLs in the Subnet in OpenSM"): "When
 # streaming aggregation is enabled, it is recommended to reduce the number of enabled VLs in the subnet to 2 VLs"
-# (max_op_vls 2); NVIDIA's UFM recipe for a large rail-optimized SHARP fabric sets it too.
+# (max_op_vls 2); a UFM recipe for a large rail-optimized SHARP fabric sets it too (kobibar/OpenAI.recipe.old, a
+# personal repository).
 SHARP_OPERATIONAL_VLS = 2
 
 
@@ -435,12 +436,22 @@ def _adaptive_routing(ctx: _Context, spec: Mapping[str, Any], engines: Sequence[
     return ar
 
 
-def _sharp_lanes(ctx: _Context, qos: Qos | None, partitions: Sequence[Partition], used: Sequence[str]) -> None:
+def operational_qos(qos: Qos, vls: int) -> Qos:
+    """The QoS tables as ports running ``vls`` operational VLs (a power of two) carry them out. OpenSM masks every
+    VL of the VL arbitration and SL2VL tables to ``vl & (vls - 1)`` (osm_qos.c, vlarb_update_table_block and
+    sl2vl_update_table; VL 15 stays), which would fold the weights of VLs the ports lack onto VL0 and VL1; so the
+    arbitration tables keep only the entries of the VLs that run, and SL2VL is written masked as OpenSM would."""
+    def kept(table: str) -> str:
+        return ",".join(e for e in table.split(",") if int(e.split(":")[0]) < vls) or "0:0"
+    sl2vl = ",".join(v if int(v) == DROP_VL else str(int(v) & (vls - 1)) for v in qos.sl2vl.split(","))
+    return replace(qos, max_vls=min(qos.max_vls, vls), vlarb_high=kept(qos.vlarb_high),
+                   vlarb_low=kept(qos.vlarb_low), sl2vl=sl2vl)
+
+
+def _sharp_lanes(ctx: _Context, qos: Qos, partitions: Sequence[Partition], used: Sequence[str]) -> None:
     """With SHARP the subnet runs on 2 operational VLs (max_op_vls 2, NVIDIA's advice for streaming aggregation):
     an SL of compute or IPoIB traffic mapped above VL 1 would share a VL it was not given (OpenSM masks each port's
     SL2VL to its operational VLs, osm_qos.c)."""
-    if qos is None:
-        return  # no QoS: every SL is 0, on VL 0
     sl2vl = [int(v) for v in qos.sl2vl.split(",")]
     for p in partitions:
         if p.name in used and SHARP_OPERATIONAL_VLS <= sl2vl[p.sl] < DROP_VL:
@@ -529,14 +540,15 @@ def _subnet_manager(ctx: _Context, spec: Mapping[str, Any], speed: str) -> Subne
     qos = _qos(ctx, spec.get("qos"), partitions)
     compute, ipoib = _traffic(ctx, spec, partitions)
     partitions = _resolved(ctx, spec, partitions, qos, compute)
+    sharp = _sharp(ctx, spec, engines, compute)
+    if sharp is not None and qos is not None:
+        _sharp_lanes(ctx, qos, partitions, (*compute, *ipoib))
+        qos = operational_qos(qos, SHARP_OPERATIONAL_VLS)
     _virtual_lanes(ctx, qos, partitions, (*compute, *ipoib))
     _tenants_apart(ctx, spec, partitions, compute)
     _flavor(ctx, spec, partitions, hosts)
     version = _version(ctx, spec, speed)
     adaptive = _adaptive_routing(ctx, spec, engines, partitions, compute)
-    sharp = _sharp(ctx, spec, engines, compute)
-    if sharp is not None:
-        _sharp_lanes(ctx, qos, partitions, (*compute, *ipoib))
     protection, lease = _m_key(ctx, spec, compute)
     keys = tuple((name, Secret(k.get("env", ""), k.get("file", "")))
                  for name, k in sorted(spec.get("keys", {}).items()))

@@ -248,12 +248,12 @@ def infiniband_subnet(topology: Topology) -> Iterator[Finding]:
                                  f"3.3.23): {needed[1]}",
                                  "state the release on the SM hosts in subnet_manager.opensm_version (3.3.24 or later "
                                  "for NDR, NVIDIA's 5.x for XDR), or use flavor: ufm")
-        if ft.fabric.sriov is not None and sm.flavor == "opensm":
+        if ft.fabric.sriov is not None and not sm.nvidia:
             yield fabric_warning(ft.fabric, "sr-iov", ft.fabric.name,
                                  "carries InfiniBand VFs, which need a subnet manager with virtualization "
-                                 "(virt_enabled 2); upstream OpenSM 3.3.23 has none, so the VFs get no LID and stay "
-                                 "down",
-                                 "run NVIDIA's OpenSM or UFM: subnet_manager.flavor: ufm")
+                                 "(virt_enabled 2); upstream OpenSM has none, so the VFs get no LID and stay down",
+                                 "run NVIDIA's OpenSM from DOCA-OFED and state it (subnet_manager.opensm_version: "
+                                 "5.x; fabricgen then writes virt_enabled 2), or UFM (flavor: ufm)")
         planned = {n.description for n in ib.nodes}
         for key, entry in sorted(sm.inventory.items()):
             if key not in planned:

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from fabricgen.core.errors import Finding
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.feature import fabric_error, fabric_warning
 from fabricgen.features.infiniband.build import SHARP_ENGINES
-from fabricgen.features.infiniband.view import routing_engines
+from fabricgen.features.infiniband.view import am_ucx_ports, ib_fabric, routing_engines
 from fabricgen.model.infiniband import FULL_MEMBER, SubnetManager
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Topology
 
@@ -43,7 +42,7 @@ class Generation:
 
 @cache
 def generations() -> Mapping[str, Generation]:
-    data = yaml.safe_load(Path(__file__).with_name("sharp.yaml").read_text(encoding="utf-8"))
+    data = safe_yaml(Path(__file__).with_name("sharp.yaml").read_text(encoding="utf-8"))
     return {name: Generation(name, int(g["version"]), int(g.get("low_latency_trees", 0)),
                              int(g.get("streaming_trees", 0)), g.get("streaming_limit", ""), g["source"])
             for name, g in data["generations"].items()}
@@ -98,6 +97,14 @@ def sharp_findings(topology: Topology, ft: FabricTopology, sm: SubnetManager) ->
                            "aggregation flow per HCA rail and a switch allows at most two; NVIDIA requires each leaf "
                            "to serve one rail of every server",
                            "cable the compute fabric rail-optimized (topology.kind: rail-optimized)")
+    if sm.sharp.smx_protocol == "ucx" and not am_ucx_ports(sm, ib_fabric(topology, ft)):
+        yield fabric_warning(fabric, "sharp", fabric.name,
+                             "runs sharp_am over UCX, but the SM hosts have no second HCA port of one device name on "
+                             "the fabric for it (smx_ucx_interface): sharp_am talks UCX on the SM's port, whose P_Key "
+                             "index 0 holds Default, and UCX reaches the jobs' HCAs only on their index-0 P_Key, "
+                             f"partition {sm.sharp.partition}; SHARP jobs may fail to reach sharp_am",
+                             "give each SM host a second port on the fabric (same RDMA device name), or "
+                             "sharp.smx_protocol: sockets")
     generation = fabric_generation(ft)
     if generation is not None and generation.streaming_limit == "switch" and ft.tiers > 1 and ft.rails > 1:
         yield fabric_warning(fabric, "sharp", fabric.name,
@@ -107,8 +114,10 @@ def sharp_findings(topology: Topology, ft: FabricTopology, sm: SubnetManager) ->
                              "expect SAT on one rail per job on Quantum (HDR); Quantum-2 holds one per port")
 
 
-def sharp_am_settings(sm: SubnetManager, ft: FabricTopology, ufm: bool) -> dict[str, tuple[str, str]]:
-    """setting -> (value, why) for sharp_am.cfg: the P_Key its jobs run on and the protocol to the jobs."""
+def sharp_am_settings(sm: SubnetManager, ft: FabricTopology, ufm: bool, ucx_device: str = ""
+                      ) -> dict[str, tuple[str, str]]:
+    """setting -> (value, why) for sharp_am.cfg: the P_Key its jobs run on, the protocol to the jobs and, for UCX,
+    the port it talks UCX on (``ucx_device``: each SM host's port of that name, SHARP's partition at its index 0)."""
     assert sm.sharp is not None
     partition = sm.partition(sm.sharp.partition)
     out = {"ib_qpc_pkey": (f"0x{FULL_MEMBER | partition.pkey:04x}",
@@ -118,8 +127,10 @@ def sharp_am_settings(sm: SubnetManager, ft: FabricTopology, ufm: bool) -> dict[
     for key, kind in (("ib_qpc_sl", "low-latency"), ("ib_sat_qpc_sl", "streaming-aggregation")):
         out[key] = (str(partition.sl), f"the SL of SHARP's {kind} QPs on the switches: partition {partition.name}'s "
                                        f"(SL {partition.sl}), where NCCL runs, so adaptive routing (ar_sl_mask) and VL "
-                                       "arbitration treat it as NCCL's (NVIDIA's UFM recipe for a rail-optimized SHARP "
-                                       "fabric sets ib_qpc_sl to the compute SL)")
+                                       "arbitration treat it as NCCL's (a UFM recipe for a rail-optimized SHARP "
+                                       "fabric, kobibar/OpenAI.recipe.old, a personal repository, sets ib_qpc_sl to "
+                                       "the compute SL); SHARP known issue 3371820: congestion control cannot run on "
+                                       "sharp_am's SLs")
     protocol = SMX_PROTOCOLS[sm.sharp.smx_protocol]
     out["smx_protocol"] = (str(protocol), {"sockets": "2 = sockets: libsharp reaches sharp_am over TCP port 6126 "
                                                       "(IPoIB or the in-band network)",
@@ -132,6 +143,12 @@ def sharp_am_settings(sm: SubnetManager, ft: FabricTopology, ufm: bool) -> dict[
                                                       "plus the protocol chosen" if ufm else
                                         "bitmask of the transports sharp_am listens on: UCX (1), sockets (2), unix "
                                         "socket (4): sharp_am's default 6 plus the protocol chosen")
+        if ucx_device:
+            out["smx_ucx_interface"] = (f"{ucx_device}:1", f"sharp_am talks UCX to the jobs on each SM host's "
+                                        f"{ucx_device}, whose P_Key index 0 holds partition {partition.name} as the "
+                                        "jobs' HCAs do (UCX connects two ports only on one P_Key); the SM's own port "
+                                        "keeps Default at index 0 (SHARP manual, sharp_am Network Interfaces: "
+                                        "smx_ucx_interface)")
     return out
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from fabricgen.core.errors import FabricgenError
 from fabricgen.features.infiniband.discovery import (
     _RATE,
     SWITCH,
@@ -29,24 +28,6 @@ from fabricgen.features.infiniband.view import IbFabric, IbLink, IbNode, hca_por
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.hardware import Speed
 from fabricgen.model.topology import FabricTopology, Topology
-
-
-class VerifyError(FabricgenError):
-    """The verification cannot run: no InfiniBand fabric to check, or the discovery cannot be read."""
-
-
-class IbSpeed(StrEnum):
-    """Per-lane speeds ibnetdiscover prints (ibnetdiscover.c dump_linkspeed*_compat; XDR from newer releases)."""
-
-    SDR = "SDR"
-    DDR = "DDR"
-    QDR = "QDR"
-    FDR10 = "FDR10"
-    FDR = "FDR"
-    EDR = "EDR"
-    HDR = "HDR"
-    NDR = "NDR"
-    XDR = "XDR"
 
 
 # -- comparison ------------------------------------------------------------------------------------------------

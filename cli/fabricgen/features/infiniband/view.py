@@ -72,9 +72,9 @@ class IbFabric:
     @property
     def io_hcas(self) -> tuple[IbNode, ...]:
         """HCAs of every other node (UFM appliances and SM hosts, storage servers): ftree's I/O nodes (io_guid_file).
-        ftree routes to non-compute ports after the compute nodes, load-levelled on their own ("such nodes may include
-        IO nodes with heavy usage", osm_ucast_ftree.c fabric_route_to_non_cns), so storage traffic does not unbalance
-        NCCL's compute-to-compute routes."""
+        ftree routes every port absent from cn_guid_file after the compute nodes, on the port counters CN routing
+        left (osm_ucast_ftree.c fabric_route_to_non_cns), so storage traffic does not unbalance NCCL's
+        compute-to-compute routes; with max_reverse_hops 0 the file itself changes no route."""
         return tuple(n for n in self.hcas if n.role != "compute")
 
     def io_roles(self) -> str:
@@ -183,3 +183,24 @@ def _ib_fabric(topology: Topology, ft: FabricTopology) -> IbFabric:
         links.append(IbLink(a, a_port, link.z.device, link.z.number, link.speed, cable.id, cable.label))
     top = max((sw.tier for sw in ft.switches), key=list(Tier).index)
     return IbFabric(ft.fabric.name, tuple(nodes), tuple(links), top, source)
+
+
+def am_ucx_ports(sm: SubnetManager, ib: IbFabric) -> tuple[IbNode, ...]:
+    """The ports sharp_am talks UCX to the jobs on (smx_ucx_interface): each SM host's second HCA port on the fabric,
+    one device name on every host (both read one sharp_am.cfg); empty when sharp_am does not talk UCX or a host has
+    no such port (checks.py warns). A port of its own, not the SM's: SHARP's partition at index 0 there leaves the
+    SM's port with Default at index 0, which UFM, its IPoIB interface and the diagnostics run from (libibmad sends
+    GMPs on P_Key index 0), and needs no flip when mastership moves."""
+    if sm.sharp is None or sm.sharp.smx_protocol != "ucx" or not sm.hosts:
+        return ()
+    by_host: dict[str, list[IbNode]] = {}
+    for n in ib.hcas:
+        by_host.setdefault(n.description.split(" ")[0], []).append(n)
+    second = [by_host.get(host, [])[1:2] for host, _ in sm.hosts]
+    ports = tuple(n for found in second for n in found)
+    return ports if len(ports) == len(sm.hosts) and len({device_of(n) for n in ports}) == 1 else ()
+
+
+def device_of(port: IbNode) -> str:
+    """An HCA port's RDMA device (its description is "<host> <device>")."""
+    return port.description.split(" ")[1]

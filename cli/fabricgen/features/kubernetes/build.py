@@ -19,14 +19,9 @@ from fabricgen.model.nodes import Nic, Node, NodeProfile
 from fabricgen.model.sriov import Sriov
 
 
-def _pod_groups(fabric: Fabric) -> tuple[str, ...]:
-    """The node groups whose pods reach a fabric's rails: those with VFs, or every attached one (host-device)."""
-    return fabric.sriov.groups if fabric.sriov is not None else fabric.node_groups
-
-
 def pod_profiles(fabric: Fabric, nodes: Sequence[Node]) -> list[tuple[str, NodeProfile]]:
     """The profiles of the nodes whose pods reach a fabric's rails, by name."""
-    groups = set(_pod_groups(fabric))
+    groups = set(fabric.pod_groups(nodes))
     return sorted({n.profile.name: n.profile for n in nodes if n.group in groups}.items())
 
 
@@ -101,6 +96,24 @@ def _resources(chosen: Sequence[str], fabrics: Sequence[Fabric], nodes: Sequence
                 break
 
 
+def _host_device_bonds(spec: Mapping[str, Any], chosen: Sequence[str], fabrics: Sequence[Fabric],
+                       nodes: Sequence[Node], issues: Issues) -> None:
+    """host-device moves the whole PF into the pod: a bond member leaves its bond (and on an MLAG pair the leaf's
+    port-channel passes nothing but LACP to a port outside it), so the pod's address never routes."""
+    if uses_vfs(spec):
+        return
+    for fabric in (f for f in fabrics if f.name in chosen):
+        for name, profile in pod_profiles(fabric, nodes):
+            bonded = {m: b.name for b in profile.bonds for m in b.members}
+            taken = [(nic.netdev, bonded[nic.netdev]) for nic in pod_ports(fabric, profile) if nic.netdev in bonded]
+            if taken:
+                ports = ", ".join(f"{netdev} (in {bond})" for netdev, bond in taken)
+                issues.error(("kubernetes", "cni"), f"host-device would move bonded ports of profile {name!r} on "
+                                                    f"fabric {fabric.name!r} into pods: {ports}",
+                             f"leave {fabric.name} out of kubernetes.fabrics, or give profile {name} unbonded ports "
+                             "for pods")
+
+
 def _rdma_mode(spec: Mapping[str, Any], chosen: Sequence[str], issues: Issues) -> str:
     """The RDMA namespace mode the pod networks need. The rdma meta plugin moves a VF's RDMA device into the pod and
     refuses to run unless the node is in exclusive mode; the RDMA shared device plugin hands one PF's RDMA device to
@@ -134,7 +147,7 @@ def _workload(spec: Mapping[str, Any] | None, chosen: Sequence[str], fabrics: Se
                             "are not PCIe-near the GPUs", f"add {named[0] if named else 'the compute fabric'} to "
                                                           "kubernetes.fabrics (with sriov)")
         return None
-    groups = set(_pod_groups(compute[0]))
+    groups = set(compute[0].pod_groups(nodes))
     profiles = {n.profile.name: n.profile for n in nodes if n.group in groups and n.profile.role == "compute"}
     name = spec.get("profile") or next(iter(profiles), "")
     if name not in profiles:
@@ -161,6 +174,7 @@ def build(context: BuildContext, cluster: Cluster) -> Cluster:
     chosen = _fabrics(spec, fabrics, issues)
     _addressing(chosen, fabrics, issues)
     _resources(chosen, fabrics, nodes, issues)
+    _host_device_bonds(spec, chosen, fabrics, nodes, issues)
     workload = _workload(spec.get("workload"), chosen, fabrics, nodes, issues)
     rdma_mode = _rdma_mode(spec, chosen, issues)
     return replace(cluster, kubernetes=Kubernetes(

@@ -2,13 +2,13 @@
 from): IPPools, each handing every node it selects a block of ``perNodeBlockSize`` addresses, and the pod networks'
 IPAM ``{"type": "nv-ipam", "poolName": ...}``.
 
-Where the fabric routes its hosts' subnets per leaf and gives each leaf a pod range (``FabricAddresses.pods``: a
-second address of the leaf's SVI, announced into BGP), each leaf has its own pool: the range as ``subnet``, the
-leaf's pod gateway as ``gateway``, a route to the fabric's host pool (every host subnet, storage servers and the
-other leaves' pod ranges) through it, and a node selector on the leaf label of each pod network reaching the leaf.
-A network attachment names one pool (nv-ipam's ``poolName`` takes at most two, IPv4 and IPv6, and asks every one of
-them), so every pod port has one attachment per leaf (:mod:`.render`). Elsewhere (InfiniBand, IPoIB rails: no router)
-the fabric has one pool over its host pool.
+Where the fabric routes its hosts' subnets per leaf and gives each leaf a pod range (``FabricAddresses.pods``, VF and
+host-device pods alike: a second address of the leaf's SVI, announced into BGP), each leaf has its own pool: the range
+as ``subnet``, the leaf's pod gateway as ``gateway``, a route to the fabric's host pool (every host subnet, storage
+servers and the other leaves' pod ranges) through it, and a node selector on the leaf label of each pod network
+reaching the leaf. A network attachment names one pool (nv-ipam's ``poolName`` takes at most two, IPv4 and IPv6, and
+asks every one of them), so every pod port has one attachment per leaf (:mod:`.render`). Elsewhere (InfiniBand, IPoIB
+rails: no router) the fabric has one pool over its host pool.
 
 The controller places blocks at the subnet's second address plus multiples of the block size and skips a block only
 when exclusions cover it entirely (nvidia-k8s-ipam ``pkg/ipam-controller/allocator/allocator.go``); a block that only

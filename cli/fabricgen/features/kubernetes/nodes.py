@@ -30,7 +30,7 @@ def leaf_label(network: str) -> str:
 
 def per_leaf(topology: Topology, fabric: Fabric) -> bool:
     """A fabric whose pods take addresses per leaf: routed, with a pod range on each leaf (the address plan gives
-    them where the ports carry Ethernet VFs)."""
+    them where pods take the ports: Ethernet VFs, or PFs moved in by host-device)."""
     plan = topology.addresses.get(fabric.name)
     return plan is not None and bool(plan.pods)
 

@@ -5,14 +5,15 @@ Under ``kubernetes/network/``:
 - ``<fabric>-node-policies.yaml`` (SR-IOV operator): a SriovNetworkNodePolicy per rail and node profile, marked
   ``externallyManaged`` because sriov-setup.sh creates the VFs (with the planned GUIDs) at boot; the operator
   only hands them to its device plugin.
-- ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF
-  settings) carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the
-  sriov / ib-sriov CNI and the rdma meta plugin, or the host-device CNI alone (the rdma plugin needs a VF's device
-  ID; the PF's RDMA device stays shared). IP addresses come from nv-ipam (:mod:`.ipam`). On a fabric with per-leaf
-  pod ranges, one per rail and leaf (``<network>-<leaf>``, the same device plugin resource), each naming its leaf's
-  pool, with the sbr meta plugin: it moves the interface's routes into a table of its own, looked up for its
-  address, so two ports of one pod (storage port 0 and 1, on two leaves) each reach the fabric through their own
-  leaf, as the hosts' per-port tables do.
+- ``<fabric>-networks.yaml``: per rail a SriovIBNetwork (InfiniBand) or SriovNetwork (Ethernet, with the VF settings)
+  carrying the rdma meta plugin, or without the operator a Multus NetworkAttachmentDefinition with the sriov /
+  ib-sriov CNI and the rdma meta plugin, or the host-device CNI (no rdma plugin: it needs a VF's device ID; the PF's
+  RDMA device stays shared); where one pod may hold several of the fabric's ports, the tuning meta plugin with the
+  hosts' ARP settings (:func:`_meta_plugins`). IP addresses come from nv-ipam (:mod:`.ipam`). On a fabric with
+  per-leaf pod ranges, one per rail and leaf (``<network>-<leaf>``, the same device plugin resource), each naming its
+  leaf's pool, with the sbr meta plugin: it moves the interface's routes into a table of its own, looked up for its
+  address, so two ports of one pod (storage port 0 and 1, on two leaves) each reach the fabric through their own leaf,
+  as the hosts' per-port tables do.
 - ``<fabric>-ip-pool.yaml``: the fabric's nv-ipam IPPools: its host pool in per-node blocks, without the blocks
   holding a host subnet's or a Lustre MGS's address, so pods never take a host's, gateway's or MGS's address; or,
   with per-leaf pod ranges, one per leaf (the range, its gateway, a route to the host pool).
@@ -52,6 +53,7 @@ import yaml
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import IDENTIFIER, NETDEV, checked
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.kubernetes.build import pod_network_name, pod_ports, pod_profiles, pod_resource
 from fabricgen.features.kubernetes.ipam import fabric_pools, ip_pool, ipam, pool_name
 from fabricgen.features.kubernetes.nic_configuration import templates
@@ -78,6 +80,7 @@ class PodNetwork:
     slot: int
     pfs: tuple[tuple[str, str, str], ...]  # (profile, PF netdev, PCI address or "")
     leaves: tuple[str, ...] = ()  # in leaf order; empty: one attachment over the fabric's pool
+    siblings: bool = False  # the fabric has other pod networks: one pod may hold several of its ports
 
     @property
     def name(self) -> str:
@@ -101,7 +104,7 @@ class PodNetwork:
 @cache
 def _images_file() -> Mapping[str, Any]:
     with (Path(__file__).with_name("images.yaml")).open(encoding="utf-8") as f:
-        data: dict[str, Any] = yaml.safe_load(f)
+        data: dict[str, Any] = safe_yaml(f)
     return data
 
 
@@ -138,13 +141,20 @@ _Dumper.add_representer(str, _text)
 UCX_TRAFFIC_CLASS = "UCX_IB_TRAFFIC_CLASS"
 
 
-def roce_class_note(qos: RoceQos) -> str:
-    """What a pod on a RoCE VF sets to send in the lossless class: moving the VF's RDMA device into the pod's
-    namespace re-creates its rdma_cm device with default ToS 0 (lossy priority 0), whatever the host set."""
-    return (f"RoCE from these VFs is lossless only with traffic class {qos.nccl_tc} (DSCP {qos.lossless.dscp} << 2 | "
-            f"ECT(0), priority {qos.lossless.priority}): in the pod the VF's rdma_cm\ndefault ToS is 0. Set "
-            f"NCCL_IB_TC={qos.nccl_tc} (NCCL), {UCX_TRAFFIC_CLASS}={qos.nccl_tc} (UCX), or "
-            f"ToS {qos.nccl_tc} by rdma_set_option(RDMA_OPTION_ID_TOS) (rdma_cm).")
+def roce_class_note(qos: RoceQos, vfs: bool) -> str:
+    """What a pod on a RoCE port sets to send in the lossless class. Moving a VF's RDMA device into the pod's
+    namespace (exclusive mode) re-creates its rdma_cm device with default ToS 0 (lossy priority 0), whatever the host
+    set; a host-device PF's RDMA device stays shared and is not re-created, so the host's default ToS (roce-qos.sh)
+    holds."""
+    tc = qos.nccl_tc
+    lossless = f"traffic class {tc} (DSCP {qos.lossless.dscp} << 2 | ECT(0), priority {qos.lossless.priority})"
+    settings = f"NCCL_IB_TC={tc} (NCCL), {UCX_TRAFFIC_CLASS}={tc} (UCX)"
+    if not vfs:
+        return (f"RoCE from these PFs is lossless with {lossless}: the nodes stay in shared RDMA namespace mode, so "
+                f"the PF's rdma_cm\ndefault ToS is the one roce-qos.sh set on the host; {settings} set it "
+                "explicitly.")
+    return (f"RoCE from these VFs is lossless only with {lossless}: in the pod the VF's rdma_cm\ndefault ToS is 0. "
+            f"Set {settings}, or ToS {tc} by rdma_set_option(RDMA_OPTION_ID_TOS) (rdma_cm).")
 
 
 def dump(documents: Sequence[Mapping[str, Any]], header: str) -> bytes:
@@ -173,7 +183,7 @@ def pod_networks(topology: Topology, k8s: Kubernetes) -> list[PodNetwork]:
         for slot, pfs in sorted(slots.items()):
             name = pod_network_name(fabric, slot)
             on = sorted({ports[name] for ports in leaves.values() if name in ports}, key=order.__getitem__)
-            out.append(PodNetwork(fabric, slot, tuple(pfs), tuple(on)))
+            out.append(PodNetwork(fabric, slot, tuple(pfs), tuple(on), len(slots) > 1))
     return out
 
 
@@ -198,13 +208,23 @@ def _node_policies(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
     return docs
 
 
+ARP_SYSCTLS = {"net.ipv4.conf.IFNAME.arp_ignore": "1", "net.ipv4.conf.IFNAME.arp_announce": "2"}
+
+
 def _meta_plugins(net: PodNetwork, k8s: Kubernetes) -> list[dict[str, Any]]:
-    """The meta plugins after the main CNI: rdma for a VF (it needs exclusive RDMA netns mode and a VF's device ID),
-    and sbr on per-leaf networks (containernetworking/plugins ``plugins/meta/sbr``, installed with the reference
-    plugins by the NicClusterPolicy's secondaryNetwork): it moves the interface's routes, the one to the fabric
-    through its leaf's gateway among them, into a table of its own with a rule ``from <address>``, so each port's
-    traffic leaves through its own leaf."""
-    return [*([{"type": "rdma"}] if k8s.uses_vfs else []), *([{"type": "sbr"}] if net.leaves else [])]
+    """The meta plugins after the main CNI, all of containernetworking/plugins but rdma, each installed by the
+    NicClusterPolicy (secondaryNetwork's reference plugins, or the rdma CNI with the VFs):
+    - rdma for a VF (it needs exclusive RDMA netns mode and a VF's device ID);
+    - tuning where one pod may hold several ports of the fabric (``plugins/meta/tuning``, ``IFNAME`` standing for
+      the pod's interface): arp_ignore=1, arp_announce=2, as roce-qos.sh and sysctl-ipoib.conf set the hosts' ports.
+      An interface moved into the pod's namespace takes that namespace's defaults (0, 0), so every port would answer
+      ARP for its siblings' addresses and a peer's RoCE to one port's GID would land on another NIC;
+    - sbr on per-leaf networks (``plugins/meta/sbr``): it moves the interface's routes, the one to the fabric through
+      its leaf's gateway among them, into a table of its own with a rule ``from <address>``, so each port's traffic
+      leaves through its own leaf."""
+    return [*([{"type": "rdma"}] if k8s.uses_vfs else []),
+            *([{"type": "tuning", "sysctl": ARP_SYSCTLS}] if net.siblings else []),
+            *([{"type": "sbr"}] if net.leaves else [])]
 
 
 def _operator_network(net: PodNetwork, k8s: Kubernetes, name: str, addresses: dict[str, Any]) -> dict[str, Any]:
@@ -377,7 +397,7 @@ def render(topology: Topology) -> list[Artifact]:
                      f"(addressing/{name}-pod-ranges.csv) and its pod gateway,\na second address of the leaf's SVI "
                      "that the leaf announces, a route to the fabric's host pool through it, the nodes whose pod "
                      "ports are cabled to the leaf\n(their leaf labels, set by kubernetes/label-nodes.sh); "
-                     f"{pools[0].block} addresses per node and leaf (the VFs of its pod ports there: "
+                     f"{pools[0].block} addresses per node and leaf (its pod ports there x pods per port: "
                      f"{pools[0].ports} x {pools[0].pods_per_port}); the block holding the gateway is excluded whole.")
         else:
             about = (f"nv-ipam pool of fabric {name}'s pod networks: its host pool, {pools[0].block} addresses per "
@@ -405,12 +425,12 @@ def render(topology: Topology) -> list[Artifact]:
                      "port is cabled to (the node's label fabricgen.dev/<network>-leaf); sbr gives each port its\n"
                      "own routing table, so traffic bound to a port's address reaches the fabric through its own "
                      "leaf; traffic not bound to it\n(a socket or rdma_cm id without a source address) leaves via "
-                     "eth0: bind the VF's address (rdma_bind_addr, perftest -R with --bind_source_ip).")
+                     "eth0: bind the port's address (rdma_bind_addr, perftest -R with --bind_source_ip).")
         else:
             about = (f"Pod networks of fabric {name}, one per rail (or port), addresses from nv-ipam pool "
                      f"{pools[0].name} ({name}-ip-pool.yaml).")
         if fabric.type is FabricType.ROCE and fabric.qos is not None:
-            about += f"\n{roce_class_note(fabric.qos)}"
+            about += f"\n{roce_class_note(fabric.qos, k8s.uses_vfs)}"
         out.append(Artifact(f"kubernetes/network/{name}-networks.yaml", dump(
             networks, f"{about} nv-ipam is the NicClusterPolicy's nvIpam. {generated}")))
     if k8s.rdma_mode == SHARED:

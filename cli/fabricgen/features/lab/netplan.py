@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from fabricgen.core.errors import ConfigReadError
+from fabricgen.core.yamldata import safe_load as safe_yaml
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def host_interfaces(files: Sequence[tuple[str, bytes]], netdevs: Iterable[str]) 
     problems = []
     for path, content in files:
         try:
-            network = (yaml.safe_load(content) or {})["network"]
+            network = (safe_yaml(content) or {})["network"]
             for kind in ("ethernets", "bonds"):
                 for name, body in (network.get(kind) or {}).items():
                     found[str(name)] = _interface(str(name), body or {}, path, kind == "bonds")

@@ -10,10 +10,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
-
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.feature import fabric_error, mismatch
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.topology import Topology
@@ -22,7 +21,7 @@ from fabricgen.model.topology import Topology
 def _lnet(path: str, content: bytes, networks: Mapping[str, Fabric]) -> Iterator[Finding]:
     """Lustre over a lossless RoCE fabric: every local NI's o2iblnd ToS carries the fabric's lossless DSCP and
 ECT(0)."""
-    for net in yaml.safe_load(content).get("net") or []:
+    for net in safe_yaml(content).get("net") or []:
         fabric = networks.get(net.get("net type", ""))
         if fabric is None or fabric.qos is None:
             continue
@@ -43,7 +42,7 @@ def _netplan_ports(node: str, artifacts: Mapping[str, Artifact]) -> dict[str, Ma
     ports: dict[str, Mapping[str, Any]] = {}
     for path in sorted(artifacts):
         if path.startswith(f"hosts/{node}/netplan-") and path.endswith(".yaml"):
-            network = (yaml.safe_load(artifacts[path].content) or {}).get("network") or {}
+            network = (safe_yaml(artifacts[path].content) or {}).get("network") or {}
             for kind in ("ethernets", "bonds"):
                 ports.update(network.get(kind) or {})
     return ports
@@ -59,7 +58,7 @@ def _servers(topology: Topology, artifacts: Mapping[str, Artifact]) -> Iterator[
             ports = _netplan_ports(server, artifacts)
             if conf is None or not ports:
                 continue  # no netplan (IPoIB is networkd's): nothing to read the addresses from
-            nets = [n for n in yaml.safe_load(conf.content).get("net") or [] if n.get("net type") == fs.lnet.network]
+            nets = [n for n in safe_yaml(conf.content).get("net") or [] if n.get("net type") == fs.lnet.network]
             have = []
             for ni in nets[0].get("local NI(s)") if nets else ():
                 port = ports.get((ni.get("interfaces") or {}).get(0, ""), {})
@@ -89,7 +88,7 @@ def _configured(path: str, content: bytes, artifacts: Mapping[str, Artifact], ne
     if script is None:
         return
     ports = set(_CONFIGURE.findall(script.content.decode()))
-    for net in yaml.safe_load(content).get("net") or []:
+    for net in safe_yaml(content).get("net") or []:
         fabric = networks.get(net.get("net type", ""))
         if fabric is None or fabric.qos is None:
             continue

@@ -52,8 +52,12 @@ def escape(value: str) -> str:
 
 def sample(name: str, labels: Labels) -> str:
     """One sample of value 1; a label without a value is left out (Prometheus's empty label is no label)."""
-    pairs = ",".join([f'{k}="{v}"' if isinstance(v, int) else f'{k}="{escape(v)}"'
-                      for k, v in labels.items() if v is not None and v != ""])
+    shown = [(k, v) for k, v in labels.items() if v is not None and v != ""]
+    pairs = ",".join([f'{k}="{v}"' for k, v in shown])
+    # Escaped only when a value needs it (a quote beyond the pairs' own, a backslash or a line feed): 100,000
+    # samples at 16k GPUs, none of whose names and ports does
+    if "\\" in pairs or "\n" in pairs or pairs.count('"') != 2 * len(shown):
+        pairs = ",".join([f'{k}="{v}"' if isinstance(v, int) else f'{k}="{escape(v)}"' for k, v in shown])
     return f"{name}{{{pairs}}} 1"
 
 

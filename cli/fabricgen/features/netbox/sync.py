@@ -81,6 +81,12 @@ class SyncError(FabricgenError):
 
     partial = False
 
+    @property
+    def outcome(self) -> str:
+        if self.partial:
+            return "NetBox keeps what this sync wrote before the error; a sync run again finishes the rest"
+        return super().outcome
+
 
 class OverrunError(Exception):
     """A write NetBox did not answer in time: the proxy's 502/504, or the connection dropped (gunicorn killed its

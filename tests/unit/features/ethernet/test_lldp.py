@@ -39,11 +39,17 @@ def _lldpctl(device: str, rows: list[tuple[str, str, str]]) -> str:
 
 
 def _sonic(rows: list[tuple[str, str, str]]) -> str:
-    lines = ["Capability codes: (R) Router, (B) Bridge, (O) Other",
-             "LocalPort    RemoteDevice     RemotePortID    Capability    RemotePortDescr",
-             "-----------  ---------------  --------------  ------------  -----------------"]
-    lines += [f"{local}  {system}  {port}  R  {port}" for local, system, port in rows]
-    lines += ["--------------------------------------------------", f"Total entries displayed:  {len(rows)}"]
+    """lldpshow's table as tabulate lays it out: each column as wide as its widest cell, two spaces between."""
+    header = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
+    cells = [header, *((local, system, port, "R", port) for local, system, port in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+    lines = ["Capability codes: (R) Router, (B) Bridge, (O) Other", line(header), line(tuple("-" * w for w in widths))]
+    lines += [line(row) for row in cells[1:]]
+    lines += ["-" * 50, f"Total entries displayed:  {len(rows)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -171,6 +177,10 @@ def test_nvue_and_eos_json_as_captured_upstream() -> None:
     assert read("eos-detail-napalm-issue1153.json") == [
         Neighbor("Ethernet1/1", "some-server", "1ce7.1003.5413", "eth0", "mac"),
         Neighbor("Ethernet27/1", "some-switch", "et-0/0/20", "et-0/0/20", "ifname")]
+    # a locally assigned Port ID comes quoted too (SuzieQ's EOS capture, ``"interfaceId": "\\"517\\""``)
+    local = {"lldpNeighbors": {"Ethernet2": {"lldpNeighborInfo": [{"systemName": "leaf0", "neighborInterfaceInfo": {
+        "interfaceIdType": "local", "interfaceId": '"etp1a"', "interfaceDescription": "leaf0:1/1"}}]}}}
+    assert parse("x", json.dumps(local)) == [Neighbor("Ethernet2", "leaf0", "etp1a", "leaf0:1/1", "local")]
     assert read("eos-plain-napalm.json") == [Neighbor("Ethernet1", "precise64", "0800.274f.332d", "", "mac"),
                                              Neighbor("Ethernet2", "precise64", "0800.27ca.c5be", "", "mac")]
 
@@ -337,3 +347,150 @@ def test_a_fully_qualified_system_name_is_the_device() -> None:
     assert list(compare(host, {"leaf0": [Neighbor("Ethernet1/1", "gpu001", "0a2b.1e79.d548", "", "mac")]})) == []
     [finding] = compare(host, {"leaf0": [Neighbor("Ethernet1/1", "gpu002", "0a2b.1e79.d548", "", "mac")]})
     assert (finding.kind, finding.found) == ("miswired", "leaf0:Ethernet1/1 sees gpu002:0a2b.1e79.d548")
+
+
+def _site(out: Path = GOLDEN) -> tuple[dict[str, list[tuple[str, str, str, str, str]]], dict]:
+    """Every device's lldpctl table of h100-4su exactly as planned, the way a real site reports it: a host's
+    lldpd lists every Ethernet NIC (storage and in-band), each switch its management port too (facing the site's
+    management switch), SONiC peers by alias, hosts by MAC with the netdev as description; a BMC port's switch
+    end sees the BMC under its own name or nothing. -> device: rows, and the planned ends of every fabric."""
+    from fabricgen.features.ethernet.lldp import planned_ends, port_ids
+    from fabricgen.features.lab import run
+    from fabricgen.pipeline import compile_spec
+    compiled = compile_spec(SPEC)
+    ends: dict = {}
+    ids: dict = {}
+    switches: set[str] = set()
+    for fl in run.labs(compiled.topology, out, None, 1):
+        [ft] = [ft for ft in compiled.topology.fabrics if ft.fabric.name == fl.lab.fabric]
+        ends.update(planned_ends(ft, fl.switches, compiled.topology.cables))
+        ids.update(port_ids(fl.switches))
+        switches |= set(fl.switches)
+    rows: dict[str, list[tuple[str, str, str, str, str]]] = {}
+    for (dev, port), (peer, peer_port, _) in sorted(ends.items()):
+        if peer_port == "bmc":
+            if len(rows.get(dev, [])) % 2:
+                rows.setdefault(dev, []).append((port, f"idrac-{peer.upper()}", "00:00:5e:00:53:01", "mac", "NIC.1"))
+            continue
+        if peer in switches:
+            rows.setdefault(dev, []).append((port, peer, ids.get((peer, peer_port), peer_port), "local",
+                                             f"{peer}:{peer_port}"))
+        else:
+            rows.setdefault(dev, []).append((port, f"{peer}.cluster.example.net", "0a:2b:1e:79:d5:48", "mac",
+                                             peer_port))
+    for sw in switches:
+        rows.setdefault(sw, []).append(("eth0", "site-mgmt-sw07", "Gi1/0/12", "ifname", ""))
+    return rows, ends
+
+
+def _lldpctl_rows(rows: list[tuple[str, str, str, str, str]]) -> str:
+    return json.dumps({"lldp": {"interface": [
+        {local: {"chassis": {system: {"id": {"type": "mac", "value": "b8:3f:d2:00:00:01"}}},
+                 "port": {"id": {"type": kind, "value": port_id}, "descr": descr}}}
+        for local, system, port_id, kind, descr in rows]}})
+
+
+def test_a_whole_site_cabled_as_planned_verifies_clean(tmp_path: Path) -> None:
+    """h100-4su with every device's table as a real site gives it (every host NIC, the switches' management
+    ports, BMC ports seen from the switch only) matches the plan with and without --fabric; a swap of two
+    storage hosts' cables at their leaf is still named, and a host NIC that receives nothing is one-way."""
+    rows, ends = _site()
+    for device, table in rows.items():
+        (tmp_path / f"{device}.json").write_text(_lldpctl_rows(table))
+    every = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN), "--json"])
+    assert every.exit_code == 0, every.output[-3000:]
+    report = json.loads(every.output)
+    assert report["findings"] == [] and report["devices_without_table"] == []
+    code, report = _verify(tmp_path)
+    assert code == 0 and report["findings"] == [], report["findings"][:5]
+    leaf = rows["storage-leaf001"]
+    a, b = (next(i for i, r in enumerate(leaf) if r[1].startswith(f"{h}.")) for h in ("gpu001", "gpu002"))
+    (tmp_path / "storage-leaf001.json").write_text(_lldpctl_rows(_swap(leaf, a, b)))
+    host = leaf[a][1].split(".")[0]
+    one, two = (rows[h] for h in ("gpu001", "gpu002"))
+    i, j = (next(k for k, r in enumerate(t) if r[1] == "storage-leaf001") for t in (one, two))
+    (tmp_path / "gpu001.json").write_text(_lldpctl_rows([*one[:i], (one[i][0], *two[j][1:]), *one[i + 1:]]))
+    (tmp_path / "gpu002.json").write_text(_lldpctl_rows([*two[:j], (two[j][0], *one[i][1:]), *two[j + 1:]]))
+    dark = [r for r in rows["gpu003"] if r[1] != "storage-leaf001"]
+    (tmp_path / "gpu003.json").write_text(_lldpctl_rows(dark))
+    for flags in ((), ("--fabric", "storage")):
+        result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN),
+                                          "--json", *flags])
+        assert result.exit_code == 1
+        findings = json.loads(result.output)["findings"]
+        labels = {ends[("storage-leaf001", leaf[i][0])][2] for i in (a, b)}
+        assert sorted(f["cable"] for f in findings if f["kind"] == "miswired") == sorted(2 * list(labels))
+        [one_way] = [f for f in findings if f["kind"] == "one-way"]
+        assert one_way["planned"].startswith("gpu003:") and "gpu003 sees nothing" in one_way["found"]
+        assert len(findings) == 5 and host in str(findings)
+        # each miswired end says which planned cable belongs in the port it found, and where that port is
+        leaf_end = next(f for f in findings if f["kind"] == "miswired" and f["planned"].startswith("storage-leaf001:"))
+        [partner] = leaf_end["belongs"]
+        assert partner["cable"] in labels - {leaf_end["cable"]} and partner["device"] in ("gpu001", "gpu002")
+        assert partner["location"]["rack"] and partner["location"]["port"] == "Slot1P1"
+        assert leaf_end["ends"][0]["location"]["device"] == "storage-leaf001"
+    text = " ".join(CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN),
+                                             "--fabric", "storage"]).output.split())
+    assert "planned for" in text and "(N06 U9" in text and "A01 U2 gpu001 Slot1P1" in text
+    # a host NIC no plan cables: facing a storage leaf it is storage's business, facing in-band's switch not
+    for peer, count in (("storage-spine01", 1), ("inband-leaf001", 0)):
+        extra = [*rows["gpu004"], ("eno1", peer, "etp64a", "local", "")]
+        (tmp_path / "gpu004.json").write_text(_lldpctl_rows(extra))
+        code, report = _verify(tmp_path)
+        assert [f["found"].split(":")[:2] for f in report["findings"] if f["kind"] == "unexpected"] == \
+            count * [["gpu004", f"eno1 sees {peer}"]], report["findings"]
+
+
+def test_a_bmc_cable_is_judged_from_the_switch() -> None:
+    """A BMC port has no agent the host's table shows: dark or seeing the BMC's own name is right, another
+    planned device or the host's own NIC there is a miswire."""
+    from fabricgen.features.ethernet.lldp import Neighbor, Scope, compare
+    planned = {("oob-a01", "Ethernet0"): ("gpu001", "bmc", "C1"), ("oob-a01", "Ethernet1"): ("gpu002", "bmc", "C2"),
+               ("gpu002", "enp1"): ("leaf1", "Ethernet0", "C3")}
+    scope = Scope(agentless=frozenset({("gpu001", "bmc"), ("gpu002", "bmc")}))
+    bmc = Neighbor("Ethernet0", "idrac-7XK2", "00:00:5e:00:53:01", "NIC.1", "mac")
+    assert list(compare(planned, {"oob-a01": [bmc], "gpu001": []}, scope=scope)) == []
+    wrong = Neighbor("Ethernet1", "gpu002.example.net", "0a:2b:1e:79:d5:48", "enp1", "mac")
+    [finding] = compare(planned, {"oob-a01": [bmc, wrong]}, scope=scope)
+    assert (finding.kind, finding.label) == ("miswired", "C2")
+    other = Neighbor("Ethernet0", "gpu002", "0a:2b:1e:79:d5:48", "eno1", "mac")
+    [finding] = compare(planned, {"oob-a01": [other]}, scope=scope)
+    assert (finding.kind, finding.label) == ("miswired", "C1")
+
+
+def test_table_files_are_named_by_device(tmp_path: Path) -> None:
+    """A file named by the device's FQDN is that device's; a second file for one device, and a name that is no
+    planned device, are refused in one report, with a hint."""
+    spine = _sent(_plan(), "storage-spine01", sonic=True)
+    (tmp_path / "storage-spine01.example.net.json").write_text(_lldpctl("x", [r[:3] for r in spine]))
+    code, report = _verify(tmp_path)
+    assert code == 0 and "storage-spine01" in report["devices"]
+    (tmp_path / "storage-spine01.txt").write_text(_sonic([r[:3] for r in spine]))
+    (tmp_path / "storage-leaf01.json").write_text(_lldpctl("x", []))
+    result = CliRunner().invoke(app, ["verify", str(SPEC), "--lldp", str(tmp_path), "-o", str(GOLDEN)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "a second table for storage-spine01" in text
+    assert "'storage-leaf01' is no planned device" in text and "did you mean 'storage-leaf001'?" in text
+
+
+def test_sonic_table_is_cut_by_its_columns() -> None:
+    """SONiC's `show lldp table` as sonic-utilities' own test expects it (descriptions with spaces, two
+    neighbours on one port), and lldpshow's blank columns: a neighbour without a system name, a host without an
+    enabled capability; each row cut at the dashes line's columns, a MAC address Port ID known as such."""
+    from fabricgen.features.ethernet.lldp import Neighbor, parse
+    assert parse("x", (UPSTREAM / "sonic-lldp-table-utilities.txt").read_text()) == [
+        Neighbor("Ethernet0", "dummy", "00:00:00:00:00:01", "First MAC", "mac"),
+        Neighbor("Ethernet0", "dummy", "00:00:00:00:00:02", "Second MAC", "mac")]
+    blank = "\n".join([
+        "Capability codes: (R) Router, (B) Bridge, (O) Other",
+        "LocalPort    RemoteDevice    RemotePortID       Capability    RemotePortDescr",
+        "-----------  --------------  -----------------  ------------  -----------------",
+        "Ethernet0    gpu001          b8:3f:d2:00:00:01                enp170s0f0np0",
+        "Ethernet4                    etp1a              BR            storage-leaf002:1/1",
+        "Ethernet8    spine01         etp2a              BR",
+        "--------------------------------------------------",
+        "Total entries displayed:  3"])
+    assert parse("x", blank) == [Neighbor("Ethernet0", "gpu001", "b8:3f:d2:00:00:01", "enp170s0f0np0", "mac"),
+                                 Neighbor("Ethernet4", "", "etp1a", "storage-leaf002:1/1", ""),
+                                 Neighbor("Ethernet8", "spine01", "etp2a", "", "")]

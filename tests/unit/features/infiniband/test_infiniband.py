@@ -202,7 +202,8 @@ def test_ib_fabric_is_computed_once_per_compiled_fabric() -> None:
 
 
 def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
-    """With IB VFs, UFM's settings turn virtualization on; upstream OpenSM (which has none) gets a warning."""
+    """With IB VFs, UFM's settings and NVIDIA's standalone OpenSM 5.x turn virtualization on (and a per-port M_Key,
+    also NVIDIA-only), in the block after upstream's settings; upstream OpenSM (which has none) gets a warning."""
     text = (INVENTORIES / "h100-4su.yaml").read_text()
     ufm = compile_spec(INVENTORIES / "h100-4su.yaml")
     files = {a.path: a.content for a in render_spec(ufm, ["infiniband"])}
@@ -217,7 +218,16 @@ def test_ib_vfs_need_a_virtualizing_subnet_manager(tmp_path: Path) -> None:
     ib = {"opensm-version", "sr-iov"}  # each once (the others are Ethernet's)
     assert [w.check for w in upstream.warnings if w.check in ib] == ["opensm-version", "sr-iov"]
     conf = {a.path: a.content for a in render_spec(upstream, ["infiniband"])}["infiniband/compute/opensm.conf"]
-    assert b"virt_enabled" not in conf
+    assert b"virt_enabled" not in conf and b"m_key_per_port" not in conf
+    nvidia = tmp_path / "nvidia.yaml"
+    nvidia.write_text(spec.read_text().replace("      flavor: opensm ", '      flavor: opensm\n      opensm_version: '
+                                                                          '"5.18.0"\n      # '))
+    standalone = compile_spec(nvidia)
+    assert not [w for w in standalone.warnings if w.check in ib], standalone.warnings
+    conf = {a.path: a.content for a in render_spec(standalone, ["infiniband"])}["infiniband/compute/opensm.conf"]
+    block = conf.decode().split("# NVIDIA OpenSM 5.18.0 settings")[1]
+    assert "\nvirt_enabled 2\n" in block and "\nm_key_per_port TRUE\n" in block
+    assert conf.count(b"\nvirt_enabled ") == 1
 
 
 def test_simulated_guids_are_unique_across_fabrics() -> None:

@@ -121,6 +121,26 @@ def test_sharp_runs_on_its_partitions_sl_within_two_vls(tmp_path: Path) -> None:
         "fabrics.compute.subnet_manager.qos.sl2vl"]
 
 
+def test_sharp_writes_two_vl_arbitration_tables(tmp_path: Path) -> None:
+    """With max_op_vls 2 OpenSM masks each VL in the VLArb and SL2VL tables to VL & 1 (osm_qos.c): the tables written
+    keep only VL0/VL1's entries (VL0 high priority, VL1 low), so VL2-14's weights do not fold onto VL0; SL2VL is
+    written as the ports get it. Without SHARP the spec's tables stay as given."""
+    qos = {"levels": [{"ulp": "default", "sl": 0}, {"partition": "training", "sl": 1}]}
+    sm = {**UFM, "partitions": [{"name": "training", "pkey": "0x8001", "members": {"groups": ["hgx{n:02d}"]}}],
+          "traffic": {"compute": "training"}, "qos": qos, "sharp": {}}
+    settings = _settings(_files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/opensm-settings.conf"])
+    assert (settings["qos_max_vls"], settings["qos_vlarb_high"], settings["qos_vlarb_low"]) == ("2", "0:4,1:0",
+                                                                                                "0:0,1:4")
+    assert settings["qos_sl2vl"] == "0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1"
+    dropped = {**qos, "sl2vl": "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"}
+    masked = _settings(_files(compile_spec(_spec(tmp_path, {**sm, "qos": dropped})))[
+        "infiniband/compute/opensm-settings.conf"])["qos_sl2vl"]
+    assert masked.endswith(",0,15"), "VL 15 (drop) is never masked"
+    without = {k: v for k, v in sm.items() if k != "sharp"}
+    plain = _settings(_files(compile_spec(_spec(tmp_path, without)))["infiniband/compute/opensm-settings.conf"])
+    assert plain["qos_vlarb_low"].startswith("0:0,1:4,2:4,") and plain["qos_sl2vl"].startswith("0,1,2,3,")
+
+
 def test_adaptive_routing_under_nvidia_opensm(tmp_path: Path) -> None:
     """flavor opensm with NVIDIA's OpenSM 5.x has the ar_ engines and SHIELD: opensm.conf keeps upstream 3.3.23's
     option table and appends the NVIDIA-only settings; without adaptive_routing it routes as before (static)."""
@@ -164,14 +184,30 @@ def test_ar_ftree_on_xdr_is_refused(tmp_path: Path) -> None:
         "fabrics.compute.subnet_manager.routing_engine[0]"], [i.message for i in err.value.issues]
 
 
-@pytest.mark.parametrize(("protocol", "self_at_index0"), [("ucx", True), ("sockets", False)])
-def test_sharp_am_port_holds_the_sharp_partition_at_index_0_for_ucx(tmp_path: Path, protocol: str,
-                                                                   self_at_index0: bool) -> None:
-    """UCX in SHARP uses only the P_Key at index 0 and UCX connects two ports only on one P_Key: with UCX the SM's
-    port (where sharp_am runs) is in the indx0 definition of SHARP's partition; with sockets it keeps Default."""
+@pytest.mark.parametrize(("protocol", "ports"), [("ucx", 2), ("ucx", 1), ("sockets", 2)])
+def test_sharp_am_talks_ucx_on_a_port_of_its_own(tmp_path: Path, protocol: str, ports: int) -> None:
+    """UCX connects two ports only on one P_Key, and the jobs' HCAs hold SHARP's partition at index 0: with UCX and a
+    second port on each SM host, sharp_am talks UCX there (smx_ucx_interface), that port a full member in SHARP's
+    indx0 definition, while the SM's port (SELF) keeps Default at index 0 as UFM wants. With one port a plan warning
+    says so; with sockets nothing changes."""
+    profiles = {name: {**p, "nics": {"compute": [*p["nics"]["compute"], {
+        "dev": "mlx5_1", "netdev": "ib1", "port": "P2", "model": "ConnectX-7-OSFP", "rail": 2 + i}][:ports]}}
+        for i, (name, p) in enumerate(SM_PROFILES.items())}
     sm = {**UFM, "partitions": [{"name": "training", "pkey": "0x8001", "members": {"groups": ["hgx{n:02d}"]}}],
           "traffic": {"compute": "training"}, "sharp": {"smx_protocol": protocol}}
-    text = _files(compile_spec(_spec(tmp_path, sm)))["infiniband/compute/partitions.conf.user_ext"]
+    path = _spec(tmp_path, sm)
+    doc = yaml.safe_load(path.read_text())
+    doc["node_profiles"] = profiles
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    compiled = compile_spec(path)
+    files = _files(compiled)
+    text = files["infiniband/compute/partitions.conf.user_ext"]
     first, second = (d for d in text.split("\ntraining=")[1:])
-    assert first.startswith("0x0001, indx0") and ("SELF=full" in first) == self_at_index0
-    assert "indx0" not in second.split(":")[0] and ("SELF=full" in second) != self_at_index0
+    assert first.startswith("0x0001, indx0") and "SELF=full" not in first
+    assert "indx0" not in second.split(":")[0] and "SELF=full" in second
+    dedicated = protocol == "ucx" and ports == 2
+    am = _settings(files["infiniband/compute/sharp_am-settings.conf"])
+    assert (am.get("smx_ucx_interface") == "mlx5_1:1") == dedicated, am
+    assert first.count("\n    0x") == 7 * 8 + (2 if dedicated else 0), "the jobs' HCAs and sharp_am's UCX ports"
+    warned = [w for w in compiled.warnings if w.check == "sharp" and "smx_ucx_interface" in w.message]
+    assert bool(warned) == (protocol == "ucx" and ports == 1)

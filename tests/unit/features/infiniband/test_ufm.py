@@ -103,7 +103,8 @@ def test_install_merges_settings_keys_and_partitions_once(tmp_path: Path, h100: 
     assert gv == GV_CFG.replace("sharp_enabled = false", "sharp_enabled = true"), "only [Sharp] sharp_enabled changes"
     am = root / "opt/ufm/files/conf/sharp/sharp_am.cfg"
     assert am.read_text() == SHARP_AM_CFG.replace("ib_qpc_pkey 0xffff", "ib_qpc_pkey 0x8001").replace(
-        "smx_protocol 2", "smx_protocol 1") + "ib_qpc_sl 1\nib_sat_qpc_sl 1\nsmx_enabled_protocols 7\n", \
+        "smx_protocol 2", "smx_protocol 1") + ("ib_qpc_sl 1\nib_sat_qpc_sl 1\nsmx_enabled_protocols 7\n"
+                                             "smx_ucx_interface mlx5_1:1\n"), \
         "tenant-a, full member, on its SL 1, over UCX"
     assert stat.S_IMODE(am.stat().st_mode) == 0o644, "UFM's mode kept"
     again = _run(script, root)

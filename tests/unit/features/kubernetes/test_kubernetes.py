@@ -40,7 +40,13 @@ def test_workload_pod(tmp_path: Path) -> None:
     assert env["NCCL_IB_TC"] == "106" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
     # rdma_cm's ToS is 0 in the pod's namespace: UCX gets the lossless class too, the same byte as NCCL
     assert env["UCX_IB_TRAFFIC_CLASS"] == "106"
-    host_device = documents(manifests(ROCE, "multus-host-device", tmp_path / "pf")[1])
+    vf_header = artifacts["kubernetes/network/compute-networks.yaml"].decode()
+    assert "in the pod the VF's rdma_cm\n# default ToS is 0" in vf_header
+    pf_artifacts = manifests(ROCE, "multus-host-device", tmp_path / "pf")[1]
+    # shared RDMA mode: the PF's RDMA device is not re-created in the pod, so the host's default ToS holds
+    assert ("so the PF's rdma_cm\n# default ToS is the one roce-qos.sh set on the host"
+            in pf_artifacts["kubernetes/network/compute-networks.yaml"].decode())
+    host_device = documents(pf_artifacts)
     pod_pf = next(d for d in host_device if d["kind"] == "Pod")["spec"]["containers"][0]
     env_pf = {e["name"]: e["value"] for e in pod_pf["env"]}
     assert env_pf["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{r}:1" for r in range(8)), "PFs keep their host names"

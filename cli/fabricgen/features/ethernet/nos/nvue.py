@@ -45,11 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
-import yaml
-
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.ethernet import block_yaml
 from fabricgen.features.ethernet.nos import Nos, nos_data
 from fabricgen.features.ethernet.nos.nvue_routing import routing
@@ -581,7 +580,7 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
     qos = fabric.qos
     if qos is None:
         return
-    tree = yaml.safe_load(content)[0]["set"]
+    tree = safe_yaml(content)[0]["set"]
     host = "switch " + switch
     q = tree.get("qos", {})
     if q.get("roce", {}).get("mode") != "lossless":

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from fabricgen.core.errors import ConfigReadError
+from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.ethernet.nos import nos_data
 from fabricgen.features.ethernet.nos.routing_common import connected, local_address, natural, raise_problems
 from fabricgen.model.routing import BgpNeighbor, RoutedPort, SwitchRouting, Vlan
@@ -232,7 +233,7 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
     """The routing ``switches/<switch>/startup.yaml`` makes Cumulus Linux run; ConfigReadError with every problem."""
     where = f"switches/{switch}/{DATA.config_file(switch)}"
     try:
-        document = yaml.safe_load(content)
+        document = safe_yaml(content)
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigReadError(f"{where}: not YAML: {exc}") from None
     if not (isinstance(document, list) and len(document) == 1 and isinstance(document[0], dict)

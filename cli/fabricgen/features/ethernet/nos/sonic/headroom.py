@@ -61,7 +61,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fabricgen.core.yamldata import safe_load as safe_yaml
 
 SPEED_OF_LIGHT = 198_000_000  # m/s in the cable, the lua's constant
 MINIMAL_PACKET_SIZE = 64      # bytes
@@ -113,7 +113,7 @@ def _asic(name: str, raw: Mapping[str, Any]) -> Asic:
 def catalog() -> Catalog:
     """The shipped ASIC catalog (asics.yaml)."""
     path = Path(__file__).with_name("asics.yaml")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = safe_yaml(path.read_text(encoding="utf-8"))
     try:
         asics = {name: _asic(name, entry) for name, entry in raw["asics"].items()}
         switches = {model: SonicSwitch(model, asics[entry["asic"]], str(entry["platform"]))

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
+from fabricgen.core.yamldata import safe_load as safe_yaml
 
 SKU_DIR = Path(__file__).with_name("skus")
 TOPOLOGIES = ("t0", "t1", "t2")  # DEVICE_METADATA type ToRRouter, LeafRouter, SpineRouter (buffers_config.j2)
@@ -195,7 +195,7 @@ def _inactive(raw: Mapping[str, Any]) -> InactiveBuffers:
 
 
 def _sku(path: Path) -> Sku:
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = safe_yaml(path.read_text(encoding="utf-8"))
     try:
         trad = raw["traditional"]
         pools = {t: _mappings(trad[t]["BUFFER_POOL"]) for t in TOPOLOGIES if t in trad}
