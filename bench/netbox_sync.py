@@ -3,8 +3,10 @@
 Runs the sync of a spec into a site of its own (``--site``: each run needs one NetBox does not hold yet) and records
 every request: method, endpoint, objects sent and the time NetBox took to answer (``response.elapsed``: NetBox
 renders the whole response before its headers, so this is NetBox's own work plus loopback); the rest of the wall
-time is fabricgen's. ``--batch`` sets the objects per write request, ``--parallel`` sends a type's write batches
-that many at a time (the harness's gunicorn has 2 workers).
+time is fabricgen's. ``--budget`` sets the seconds of NetBox's work one write request may carry, at the rates of
+features/netbox/request_costs.yaml (sync's batches follow it; the README's runs of "batch 100/500" were made when a
+batch was a fixed object count), ``--parallel`` sends a type's write batches that many at a time (the harness's
+gunicorn has 2 workers).
 
     source /var/tmp/fabricgen-netbox/env
     PYTHONPATH=cli .venv/bin/python bench/netbox_sync.py inventories/lab-1su.yaml --site prof-1
@@ -23,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from fabricgen.features.netbox import render as nbrender
 from fabricgen.features.netbox import sync as nbsync
 from fabricgen.pipeline import compile_spec
 
@@ -44,13 +47,16 @@ def _parallel_writes(workers: int) -> None:
     before)."""
     original = nbsync.NetBox.write
 
-    def write(self: nbsync.NetBox, path: str, changes: nbsync.Changes) -> dict[Any, int]:
-        if self.dry_run or len(changes.create) <= nbsync.BATCH:
-            return original(self, path, changes)
-        made = original(self, path, nbsync.Changes(update=changes.update, delete=changes.delete))
-        batches = list(nbsync._chunked(changes.create, nbsync.BATCH))
+    def write(self: nbsync.NetBox, path: str, changes: nbsync.Changes,
+              seconds: Callable[[nbsync.Json], float] | None = None) -> dict[Any, int]:
+        costs = nbrender.request_costs()
+        each = costs.of(path.split(".")[1])
+        batches = nbrender.budgeted(changes.create, lambda item: seconds(item[1]) if seconds else each, costs.budget_s)
+        if self.dry_run or len(batches) <= 1:
+            return original(self, path, changes, seconds)
+        made = original(self, path, nbsync.Changes(update=changes.update, delete=changes.delete), seconds)
         with ThreadPoolExecutor(workers) as pool:
-            for part in pool.map(lambda b: original(self, path, nbsync.Changes(create=b)), batches):
+            for part in pool.map(lambda b: original(self, path, nbsync.Changes(create=b), seconds), batches):
                 made |= part
         return made
 
@@ -61,14 +67,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", type=Path)
     parser.add_argument("--site", required=True, help="a site NetBox does not hold yet")
-    parser.add_argument("--batch", type=int, default=nbsync.BATCH)
+    parser.add_argument("--budget", type=float, default=nbrender.request_costs().budget_s,
+                        help="seconds of NetBox's work per write request")
     parser.add_argument("--parallel", type=int, default=1)
     args = parser.parse_args()
     text = re.sub(r"(?m)^  site: .*$", f"  site: {args.site}", args.spec.read_text())
     spec = Path(f"/tmp/netbox-sync-{args.site}.yaml")
     spec.write_text(text)
     topology = compile_spec(spec).topology
-    nbsync.BATCH = args.batch
+    costs = nbrender.request_costs()
+    budgeted = nbrender.RequestCosts(args.budget, costs.default_s, costs.port_s, costs.per_object_s)
+    # sync's batches and this file's parallel batches both read the budget through render.request_costs
+    setattr(nbsync, "request_costs", lambda: budgeted)  # noqa: B010
+    setattr(nbrender, "request_costs", lambda: budgeted)  # noqa: B010
     if args.parallel > 1:
         _parallel_writes(args.parallel)
     rows: list[Row] = []
@@ -93,7 +104,7 @@ def main() -> None:
     for (method, endpoint), (n, sent, spent) in sorted(per.items(), key=lambda i: -i[1][2]):
         print(f"{method:6} {endpoint:32} {n:8.0f} {sent:8.0f} {spent:8.1f} {spent / sent:9.4f}")
     print(f"wall {wall:.1f} s: NetBox answering {_busy(rows):.1f} s of it ({sum(r[3] for r in rows):.1f} s summed over "
-          f"requests, {args.parallel} at a time), fabricgen the rest; batch {args.batch}; "
+          f"requests, {args.parallel} at a time), fabricgen the rest; budget {args.budget} s; "
           f"{sum(report.requests.values())} requests")
 
 

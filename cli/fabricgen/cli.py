@@ -1271,6 +1271,10 @@ def netbox_sync_command(
         verdict = "no changes" if not report.changes else f"{report.changes} changes"
         done = "to make (dry run, nothing written)" if report.dry_run else "made"
         out.print(f"{verdict} {done}; {sum(report.requests.values())} requests ({requests}) in {report.seconds:.1f} s")
+        if report.overruns:
+            out.print(f"{sum(report.overruns.values())} batches NetBox did not answer in time, read back and sent "
+                      f"again in halves ({', '.join(f'{n} {what}' for what, n in sorted(report.overruns.items()))}): "
+                      "raise its gunicorn and proxy timeouts for loads this size (README \"NetBox sync\")")
 
     def action() -> None:
         token = _netbox_token(token_file)
@@ -1287,7 +1291,8 @@ def netbox_sync_command(
         holder["changes"] = report.changes
         if as_json:
             sys.stdout.write(json.dumps({"dry_run": report.dry_run, "objects": report.counts,
-                                         "requests": dict(report.requests), "seconds": round(report.seconds, 2)},
+                                         "requests": dict(report.requests), "overruns": dict(report.overruns),
+                                         "seconds": round(report.seconds, 2)},
                                         indent=2, sort_keys=True) + "\n")
             return
         print_report(report)

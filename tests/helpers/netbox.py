@@ -19,12 +19,14 @@ import pytest
 HARNESS = Path(__file__).resolve().parents[1] / "external" / "netbox" / "netbox-up"
 ENV = ("FABRICGEN_NETBOX_URL", "FABRICGEN_NETBOX_USER", "FABRICGEN_NETBOX_PASSWORD", "FABRICGEN_NETBOX_TOKEN",
        "FABRICGEN_NETBOX_DIR")
-# An import file's number -> the bulk-import view a user pastes it into
-IMPORT_VIEWS = {"00": "extras/custom-fields", "01": "dcim/sites", "02": "dcim/locations", "03": "dcim/manufacturers",
-                "04": "dcim/device-roles", "05": "dcim/device-types", "06": "dcim/racks", "07": "dcim/devices",
-                "08": "dcim/interfaces", "09": "dcim/cables", "10": "ipam/rirs", "11": "ipam/asns",
-                "12": "ipam/vlan-groups", "13": "ipam/vlans", "14": "ipam/vrfs", "15": "ipam/prefixes",
-                "16": "ipam/ip-addresses"}
+# An import file's object type (09-cables-part001.csv: cables) -> the bulk-import view a user pastes it into
+IMPORT_VIEWS = {"tags": "extras/tags", "custom-fields": "extras/custom-fields", "sites": "dcim/sites",
+                "locations": "dcim/locations", "manufacturers": "dcim/manufacturers",
+                "device-roles": "dcim/device-roles", "device-types": "dcim/device-types", "racks": "dcim/racks",
+                "devices": "dcim/devices", "interfaces": "dcim/interfaces", "cables": "dcim/cables",
+                "rirs": "ipam/rirs", "asns": "ipam/asns", "vlan-groups": "ipam/vlan-groups", "vlans": "ipam/vlans",
+                "vrfs": "ipam/vrfs", "prefixes": "ipam/prefixes", "ip-addresses": "ipam/ip-addresses"}
+_OBJECT_TYPE = re.compile(r"^\d\d-([a-z-]+?)(?:-part\d{3})?(?:\.csv|/.*)$")
 HARNESS_WAIT_S = 40 * 60  # pip and ~350 migrations on a busy 2-core machine
 # A line of the harness's env file: export NAME='value' (its values hold no quote)
 _ENV_LINE = re.compile(r"^export (FABRICGEN_NETBOX_[A-Z]+)='([^']*)'$", re.M)
@@ -102,7 +104,9 @@ class Session:
     def bulk_import(self, name: str, data: str) -> list[str]:
         """Paste one import file into its object type's bulk-import view, as a user would; NetBox's errors (none when
         it imported the file)."""
-        path = f"/{IMPORT_VIEWS[name[:2]]}/import/"
+        kind = _OBJECT_TYPE.fullmatch(name)
+        assert kind, f"{name} is no import file"
+        path = f"/{IMPORT_VIEWS[kind.group(1)]}/import/"
         final, page = self._post(path, {"csrfmiddlewaretoken": _csrf(self._get(path)), "import_method": "direct",
                                         "data": data, "format": "auto", "csv_delimiter": "auto",
                                         "changelog_message": ""})

@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 
 SOURCES = ("dcim/choices.py", "ipam/choices.py", "dcim/forms/bulk_import.py", "dcim/forms/object_import.py",
-           "dcim/forms/mixins.py", "ipam/forms/bulk_import.py", "netbox/forms/bulk_import.py",
-           "utilities/forms/forms.py")
+           "dcim/forms/mixins.py", "extras/forms/bulk_import.py", "ipam/forms/bulk_import.py",
+           "netbox/forms/bulk_import.py", "utilities/forms/forms.py")
 
 
 def _choice_values(cls: ast.ClassDef) -> list[object]:

@@ -2,8 +2,11 @@
 writes OUT/netbox/, and every file is pasted, in its order, into its object type's bulk-import view of a logged-in
 session, as a user would. Every file imports with no error and NetBox then holds exactly the plan's objects; a
 second import of the same files creates nothing; a second cluster (another site with the same device, switch and
-VLAN-group names and the same address plan, in its own VRF) imports beside the first; h100-4su imports with no
-error."""
+VLAN-group names and the same address plan, in its own VRF) imports beside the first; `fabricgen netbox sync` over
+the imported first site then takes its objects as its own (they carry the fabricgen tag): it creates nothing but each
+splitter's one trunk cable for its per-leg cables, which it deletes, and a second sync writes nothing; h100-4su
+imports with no error. NetBox runs with its stock 120 s gunicorn timeout, so every file part must import within
+it."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from typer.testing import CliRunner
 
 from fabricgen.cli import app
 from fabricgen.features.netbox.render import DEVICE_COLUMN
+from fabricgen.features.netbox.sync import Report, cable_groups, sync, token_value
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
 from tests.helpers.netbox import Session, require_netbox, reset
@@ -142,6 +146,32 @@ def test_lab_imports_once_and_beside_a_second_site(tmp_path: Path) -> None:
     assert _held(session, endpoints) == expected + _expected(second_spec, second)
     plan = {r["address"] for r in _rows(lab, "16-")}
     assert plan == {r["address"] for r in _rows(second, "16-")}, "the second cluster is on the same address plan"
+
+    _sync_adopts_the_import(session, env, lab_spec, endpoints)
+
+
+def _sync(spec: Path, env: dict[str, str]) -> Report:
+    return sync(compile_spec(spec).topology, env["FABRICGEN_NETBOX_URL"], token_value(env["FABRICGEN_NETBOX_TOKEN"]),
+                dry_run=False)
+
+
+def _sync_adopts_the_import(session: Session, env: dict[str, str], spec: Path, endpoints: list[str]) -> None:
+    """netbox sync over a CSV-imported site: no object made twice, nothing deleted but the splitters' leg cables,
+    each replaced by its one trunk cable (sync's model of a splitter); NetBox then holds the plan once, and a second
+    sync writes nothing."""
+    before = _held(session, [*endpoints, "dcim/devices", "dcim/device-types", "dcim/manufacturers"])
+    report = _sync(spec, env)
+    print(f"\nsync over the import: {dict(report.requests)} requests in {report.seconds:.1f} s: "
+          + ", ".join(f"{kind} {dict(c)}" for kind, c in report.counts.items()))
+    trunks = [legs for _, legs, profile in cable_groups(compile_spec(spec).topology.cables) if profile]
+    legs = sum(len(t) for t in trunks)
+    assert trunks and legs > len(trunks)
+    assert {kind: c["create"] for kind, c in report.counts.items() if c["create"]} == {"cables": len(trunks)}
+    assert {kind: c["delete"] for kind, c in report.counts.items() if c["delete"]} == {"cables": legs}
+    after = _held(session, list(before))
+    assert after == before - Counter({"dcim/cables": legs - len(trunks)})
+    again = _sync(spec, env)
+    assert again.writes == 0 and again.changes == 0, again.counts
 
 
 @pytest.mark.skipif(os.environ.get("FABRICGEN_NETBOX_FULL") != "1",

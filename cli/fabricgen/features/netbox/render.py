@@ -1,17 +1,18 @@
 """Target ``netbox``: the cluster as NetBox's bulk import takes it, one file per object type, numbered in the
 order NetBox needs them (each references only what an earlier file created).
 
-00 fabricgen's device custom field (``<site>/<name>``: the interface and IP-address imports find a device by it, as
-a name is unique only within a site), 01 site, 02 locations (one per row), 03 manufacturers, 04 device roles (a
-switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per type, so an
-existing type refuses only its own file: every port of the hardware, switch cages at their native split and a
-profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only those
-no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (side A/B by site,
-device and interface; a splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import takes one
-termination per side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13 VLANs
-(the leaves' host VLAN, in its group by the group's site-prefixed slug), 14 the cluster's VRF (named after the site,
-unique by its RD), 15 prefixes (the pools as containers, then every subnet) and 16 IP addresses in it, by its RD
-(with the primary and out-of-band marks that set each device's primary and OOB IP: a switch's loopback and
+00 fabricgen's tag (every other object carries it, so ``netbox sync`` over an imported site takes them as its own)
+and its device custom field (``<site>/<name>``: the interface and IP-address imports find a device by it, as a name
+is unique only within a site; the two are independent), 01 site, 02 locations (one per row), 03 manufacturers, 04
+device roles (a switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per
+type, so an existing type refuses only its own file: every port of the hardware, switch cages at their native split
+and a profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only
+those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (side A/B by
+site, device and interface; a splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import
+takes one termination per side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13
+VLANs (the leaves' host VLAN, in its group by the group's site-prefixed slug), 14 the cluster's VRF (named after the
+site, unique by its RD), 15 prefixes (the pools as containers, then every subnet) and 16 IP addresses in it, by its
+RD (with the primary and out-of-band marks that set each device's primary and OOB IP: a switch's loopback and
 management address, a node's first in-band address and its BMC's).
 
 Re-importing the set creates nothing twice: every object has a NetBox uniqueness rule that refuses the second
@@ -24,18 +25,20 @@ API.
 
 Every choice value is one of NetBox's own (tests check them against the choice sets of the release in
 tests/data/netbox/). Objects that are not live yet carry NetBox's "not live" status of their model: planned
-(site, location, rack, device, cable), reserved (prefix, IP address, VLAN). A file over ``CHUNK_ROWS`` rows is
-split into parts (``-partNNN``) so each stays far under NetBox's upload and paste limit (2.5 MB by default).
+(site, location, rack, device, cable), reserved (prefix, IP address, VLAN). A manufacturer is spelled as NetBox's
+device-type library spells it (manufacturers.yaml). A file NetBox would take longer to import than one request may
+run on a stock NetBox (request_costs.yaml: NetBox's measured seconds per object against nginx's 60 s and gunicorn's
+120 s) is split into parts (``-partNNN``), each within that budget.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from netaddr import IPNetwork
@@ -54,7 +57,6 @@ from fabricgen.model.topology import FabricTopology, Topology
 from fabricgen.spec import catalog
 from fabricgen.spec.load import load_file
 
-CHUNK_ROWS = 5000  # a 5,000-row cable part is ~0.7 MB of CSV
 NODE_MANUFACTURER = "Generic"  # a profile names no vendor; NetBox's device-type library uses "Generic" for such
 MANAGEMENT_TYPE = "1000base-t"
 PRIVATE_ASNS = "RFC 6996"  # the RIR record for private ASNs (4200000000-4294967294, 64512-65534)
@@ -65,6 +67,13 @@ ROLE_COLOURS = {"leaf": "2196f3", "spine": "3f51b5", "core": "673ab7", "compute"
                 "storage": "795548"}
 
 Row = tuple[object, ...]
+T = TypeVar("T")
+TAG = "fabricgen"  # every object fabricgen makes carries it: netbox sync updates and deletes only tagged objects
+TAG_COLOUR = "2196f3"
+TAG_WEIGHT = 1000
+TAG_DESCRIPTION = "made by fabricgen (netbox import set or netbox sync); netbox sync updates and deletes it"
+# NetBox's forms of these files take no tags (TagImportForm, CustomFieldImportForm: CSVModelForm only)
+UNTAGGED = ("00-custom-fields", "00-tags")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,16 +119,76 @@ def slug(text: str) -> str:
 
 
 def _table(name: str, header: Sequence[str], rows: Sequence[Row]) -> Table:
-    return Table(name, tuple(header), tuple(rows))
+    """An import file; every row carries fabricgen's tag where NetBox's import form takes one (all but 00), so
+    ``netbox sync`` over an imported site finds the objects its own."""
+    if name in UNTAGGED:
+        return Table(name, tuple(header), tuple(rows))
+    return Table(name, (*header, "tags"), tuple((*row, TAG) for row in rows))
 
 
-def _chunks(table: Table) -> list[Artifact]:
-    rows = table.rows
-    parts = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [rows]
+@dataclass(frozen=True, slots=True)
+class RequestCosts:
+    """NetBox's seconds per object in a write request and the most one request may cost (request_costs.yaml)."""
+
+    budget_s: float
+    default_s: float
+    port_s: float
+    per_object_s: dict[str, float]
+
+    def of(self, kind: str) -> float:
+        """One object of ``kind`` (an import file's object type, ``cables``; a REST endpoint's, ``ip_addresses``)."""
+        return self.per_object_s.get(kind.replace("_", "-"), self.default_s)
+
+
+@cache
+def request_costs() -> RequestCosts:
+    data = load_file(Path(__file__).with_name("request_costs.yaml")).data
+    return RequestCosts(float(data["budget_s"]), float(data["default_s"]), float(data["port_s"]),
+                        {str(k): float(v) for k, v in data["per_object_s"].items()})
+
+
+def budgeted(items: Sequence[T], seconds: Callable[[T], float], budget: float) -> list[list[T]]:
+    """``items`` in order, cut into runs that each cost NetBox at most ``budget`` seconds (an object over it alone):
+    what times out on a stock NetBox is one request's time, not its size."""
+    runs: list[list[T]] = []
+    spent = budget
+    for item in items:
+        cost = seconds(item)
+        if spent + cost > budget or not runs:
+            runs.append([])
+            spent = 0.0
+        runs[-1].append(item)
+        spent += cost
+    return runs
+
+
+def _chunks(table: Table, seconds: Callable[[Row], float]) -> list[Artifact]:
+    """One file, or ``-partNNN`` files that each import within one request's budget."""
+    parts = budgeted(table.rows, seconds, request_costs().budget_s) or [[]]
     if len(parts) == 1:
-        return [Artifact(f"netbox/{table.name}.csv", csv_bytes(table.header, rows))]
+        return [Artifact(f"netbox/{table.name}.csv", csv_bytes(table.header, table.rows))]
     return [Artifact(f"netbox/{table.name}-part{i:03d}.csv", csv_bytes(table.header, part))
             for i, part in enumerate(parts, 1)]
+
+
+def _row_seconds(table: Table, templated: dict[str, int]) -> Callable[[Row], float]:
+    """What NetBox spends on one row of ``table``: a device also on every port its type's templates make."""
+    costs = request_costs()
+    each = costs.of(table.name.split("-", 1)[1])
+    if table.name != "07-devices":
+        return lambda _: each
+    column = table.header.index("device_type")
+    return lambda row: each + costs.port_s * templated[str(row[column])]
+
+
+@cache
+def manufacturer_names() -> dict[str, str]:
+    return {str(k): str(v) for k, v in load_file(Path(__file__).with_name("manufacturers.yaml")).data.items()}
+
+
+def manufacturer(vendor: str) -> str:
+    """The catalog vendor as NetBox's device-type library names the manufacturer (``NVIDIA``: ``Nvidia``)."""
+    return manufacturer_names().get(vendor, vendor)
 
 
 def _location(row: str) -> str:
@@ -216,10 +285,10 @@ def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, t
     for ft in topology.fabrics:
         for sw in ft.switches:
             model = sw.model
-            entry = types.setdefault(model.name, _type_entry(model.vendor, model.name, model.height_u,
-                                                             _faceplate(model)))
+            maker = manufacturer(model.vendor)
+            entry = types.setdefault(model.name, _type_entry(maker, model.name, model.height_u, _faceplate(model)))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True))
-            device_type[sw.name] = (model.vendor, model.name)
+            device_type[sw.name] = (maker, model.name)
     for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
         if port not in types[device_type[device][1]]["interfaces"]:
             sub_ports.append((device, port, kind))
@@ -234,7 +303,7 @@ def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, t
 
 def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, tuple[str, bool]]) -> dict[str, Any]:
     return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height,
-            "is_full_depth": True, "interfaces": dict(ports)}
+            "is_full_depth": True, "tags": [TAG], "interfaces": dict(ports)}
 
 
 def device_key(site: str, device: str) -> str:
@@ -265,6 +334,9 @@ def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict
                  device_key(site, s.name))
                 for ft in topology.fabrics for s in ft.switches]
     return [
+        # weight: the import form requires it (the model's default, extras/models/tags.py)
+        _table("00-tags", ("name", "slug", "color", "weight", "description"),
+               [(TAG, TAG, TAG_COLOUR, TAG_WEIGHT, TAG_DESCRIPTION)]),
         # search_weight, filter_logic and weight: the import form requires them (NetBox's UI defaults)
         _table("00-custom-fields", ("name", "label", "type", "object_types", "unique", "search_weight",
                                       "filter_logic", "weight", "description"),
@@ -401,7 +473,8 @@ def render(topology: Topology) -> list[Artifact]:
     if not topology.cables and not topology.cluster.nodes:
         return []
     imports = import_set(topology)
-    artifacts = [a for t in imports.tables.values() for a in _chunks(t)]
+    templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
+    artifacts = [a for t in imports.tables.values() for a in _chunks(t, _row_seconds(t, templated))]
     artifacts += [Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
                            yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode())
                   for d in imports.device_types]

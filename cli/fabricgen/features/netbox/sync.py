@@ -1,46 +1,71 @@
 """``fabricgen netbox sync``: the cluster put into a running NetBox through its REST API (pynetbox), so a second
 run changes only what the spec changed.
 
-Every object is found by its natural key (site and VLAN group by slug, location by slug in the site, rack and
-device by name in the site, interface by device and name, cable by label among fabricgen's cables of the site,
-VRF by RD (one per site), prefix and IP address by value in that VRF, ASN by number, VLAN by group and VID, the
-shared objects by slug), compared field by field with what the import set (:func:`render.import_set`, the same
-rows as the CSV files) wants, and only the differences are sent, in bulk (NetBox takes a list on POST, PATCH and
-DELETE). Every object fabricgen creates carries the ``fabricgen`` tag; only tagged objects of this site are ever
-updated or deleted. An object found at fabricgen's key without the tag belongs to someone else: a parent (site,
-location, rack, manufacturer, role, device type, RIR, ASN, VLAN group, VRF, prefix) is used as it is; a device or IP
-address is a conflict that stops the sync before that object type is written (``--dry-run`` finds them without writing).
-Manufacturers, roles, device types, the RIR and ASNs are shared by every cluster of a NetBox: created when missing,
-never changed or deleted.
+Every object is found by its natural key (site and VLAN group by slug, location by slug in the site, rack and device
+by name in the site, interface by device and name, cable by label among fabricgen's cables of the site, VRF by RD
+(one per site), prefix and IP address by value in that VRF, ASN by number, VLAN by group and VID, the shared objects
+by slug), compared field by field with what the import set (:func:`render.import_set`, the same rows as the CSV
+files) wants, and only the differences are sent, in bulk (NetBox takes a list on POST, PATCH and DELETE). Every
+object fabricgen creates carries the ``fabricgen`` tag, as does every object of the CSV set, so a sync over an
+imported site takes it over; only tagged objects of this site are ever updated or deleted, and ``status`` only when
+created (CREATE_ONLY: the crews move it on). A device type NetBox already holds must have templates for every port
+fabricgen names, or the sync stops before writing devices. An object found at fabricgen's key without the tag
+belongs to someone else: a parent (site, location, rack, manufacturer, role, device type, RIR, ASN, VLAN group, VRF,
+prefix) is used as it is; a device or IP address is a conflict that stops the sync before that object type is
+written (``--dry-run`` finds them without writing). Manufacturers, roles, device types, the RIR and ASNs are shared
+by every cluster of a NetBox: created when missing, never changed or deleted.
 
 Beyond the CSV set: interface ``speed`` (the link's, in kbit/s) on every cabled port, templated ones included;
 ``mgmt_only``; each device's primary and OOB address; and a splitter as one cable (NetBox >= 4.5 cable profiles):
 a cable's legs are its connectors in order, ``trunk-<n>c1p`` (connector k of side A carries leg k to connector k
-of side B), so each leg's two interfaces trace to each other. Splitters of a leg count no profile has stay one
-cable per leg, labelled as in the CSV set.
+of side B), so each leg's two interfaces trace to each other (the CSV set's per-leg cables of such a splitter are
+deleted and the one cable made). Splitters of a leg count no profile has stay one cable per leg, labelled as in the
+CSV set.
+
+Each write is cut into batches that cost NetBox at most one request's budget (request_costs.yaml); a batch NetBox
+does not answer in time (a proxy's 502/504, a worker killed at gunicorn's timeout) is read back, as it may have been
+committed, and what is missing sent again in halves.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import count
-from typing import Any
+from typing import Any, TypeVar
 
 from netaddr import IPNetwork
 
 from fabricgen.core.errors import FabricgenError
-from fabricgen.features.netbox.render import DEVICE_COLUMN, DEVICE_FIELD, ImportSet, import_set, slug
+from fabricgen.features.netbox.render import (
+    DEVICE_COLUMN,
+    DEVICE_FIELD,
+    TAG,
+    TAG_COLOUR,
+    TAG_DESCRIPTION,
+    TAG_WEIGHT,
+    ImportSet,
+    budgeted,
+    import_set,
+    request_costs,
+    slug,
+)
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.spec import catalog
 
-TAG = "fabricgen"
-TAG_COLOUR = "2196f3"
-BATCH = 500  # objects per bulk request: one transaction each in NetBox, a few seconds at most
+# Fields sync sends when it creates an object but never compares or changes afterwards: a cable's or device's
+# lifecycle (planned -> connected/active) is the field crews' to move on, and a sync must not put it back
+CREATE_ONLY = frozenset({"status"})
+# Answers that say a write ran past a timeout in front of NetBox (a proxy's 502/504, 503 while a worker restarts):
+# the request may still have been committed (a bulk write is one transaction: all of it or none). gunicorn itself
+# answers a worker it aborts at its timeout with its own HTML 500 page (NetBox answers an API request's exception in
+# JSON: netbox/middleware.py, handle_rest_api_exception), and on the harness two of four bulk creates it aborted so
+# had been committed (the abort came while NetBox rendered its answer).
+OVERRUN_STATUS = frozenset({502, 503, 504})
 QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
 # NetBox's cable profiles that carry n one-lane connectors per side, connector k to connector k
 # (dcim/cable_profiles.py, NetBox >= 4.5): a splitter of n legs is one cable with n terminations per side
@@ -63,6 +88,11 @@ class SyncError(FabricgenError):
         return super().outcome
 
 
+class OverrunError(Exception):
+    """A write NetBox did not answer in time: the proxy's 502/504, or the connection dropped (gunicorn killed its
+    worker at its timeout)."""
+
+
 @dataclass
 class Changes:
     """What one object type needs: new payloads, (id, changed fields), ids to delete."""
@@ -74,10 +104,12 @@ class Changes:
 
 @dataclass
 class Report:
-    """Counts per object type (create, update, delete), requests by method, seconds."""
+    """Counts per object type (create, update, delete), requests by method, batches NetBox did not answer in time
+    by endpoint (each read back and sent again in halves), seconds."""
 
     counts: dict[str, Counter[str]] = field(default_factory=dict)
     requests: Counter[str] = field(default_factory=Counter)
+    overruns: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     dry_run: bool = False
 
@@ -140,6 +172,9 @@ def _stand_in(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v < 0
 
 
+T = TypeVar("T")
+
+
 def _chunked(items: list[Any], n: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), n):
         yield items[i:i + n]
@@ -174,12 +209,17 @@ class NetBox:
         app, name = path.split(".")
         return getattr(getattr(self.api, app), name)
 
-    def _call(self, what: str, action: Callable[[], Any]) -> Any:
+    def _call(self, what: str, action: Callable[[], Any], overrun: bool = False) -> Any:
+        """``action``'s answer; with ``overrun`` (a write), a timeout in front of NetBox raises OverrunError."""
         try:
             return action()
         except self._request_error as exc:
+            if overrun and _overran(exc.req):
+                raise OverrunError(f"HTTP {exc.req.status_code}") from exc
             error = SyncError(f"NetBox refused {what}: {exc.error}")
         except OSError as exc:
+            if overrun:
+                raise OverrunError(str(exc)) from exc
             error = SyncError(f"cannot reach NetBox ({what}): {exc}")
         error.partial = self.report.writes > 0
         raise error
@@ -204,20 +244,71 @@ class NetBox:
         (name, values), = lists.items()
         return [o for part in _chunked(sorted(set(values)), QUERY_VALUES) for o in get({**filters, name: part})]
 
-    def write(self, path: str, changes: Changes) -> dict[Any, int]:
-        """Deletes, updates, then creates, in batches; the new objects' ids by key (stand-ins in a dry run)."""
-        endpoint = self._endpoint(path)
-        made: dict[Any, int] = {}
+    def write(self, path: str, changes: Changes, seconds: Callable[[Json], float] | None = None) -> dict[Any, int]:
+        """Deletes, updates, then creates, in batches that each cost NetBox at most the request budget
+        (``seconds``: one object's cost, a payload or ``{"id": ...}`` for a deletion; by default its type's,
+        request_costs.yaml); the new objects' ids by key (stand-ins in a dry run)."""
         if self.dry_run:
             return {key: self.stand_in() for key, _ in changes.create}
-        for ids in _chunked(changes.delete, BATCH):
-            self._call(f"deleting {len(ids)} {path}", partial(endpoint.delete, ids))
-        for updates in _chunked(changes.update, BATCH):
-            self._call(f"updating {len(updates)} {path}", partial(endpoint.update, updates))
-        for batch in _chunked(changes.create, BATCH):
-            created = self._call(f"creating {len(batch)} {path}", partial(endpoint.create, [p for _, p in batch]))
-            made |= {key: int(record.id) for (key, _), record in zip(batch, created, strict=True)}
+        endpoint = self._endpoint(path)
+        each = request_costs().of(path.split(".")[1])
+        cost = seconds or (lambda _: each)
+        made: dict[Any, int] = {}
+        self._batches(f"deleting {path}", [{"id": i} for i in changes.delete], cost,
+                      lambda b: endpoint.delete([o["id"] for o in b]),
+                      lambda b: self._still_there(path, b))
+        self._batches(f"updating {path}", changes.update, cost, endpoint.update, lambda b: b)
+        for batch, created in self._batches(f"creating {path}", changes.create, lambda item: cost(item[1]),
+                                            lambda b: endpoint.create([p for _, p in b]),
+                                            lambda b: self._not_created(endpoint, b, made)):
+            made.update({key: int(record.id) for (key, _), record in zip(batch, created, strict=True)})
         return made
+
+    def _batches(self, what: str, items: list[T], seconds: Callable[[T], float], send: Callable[[list[T]], Any],
+                 unsettled: Callable[[list[T]], list[T]]) -> list[tuple[list[T], Any]]:
+        """Send ``items`` in budgeted batches; a batch that overruns is re-read (``unsettled``: what NetBox did not
+        commit of it) and the rest sent again in halves, down to one object. (batch, answer) of each sent batch."""
+        queue = deque(budgeted(items, seconds, request_costs().budget_s))
+        answers = []
+        while queue:
+            batch = queue.popleft()
+            try:
+                answers.append((batch, self._call(f"{what} ({len(batch)})", partial(send, batch), overrun=True)))
+            except OverrunError as exc:
+                self.report.overruns[what] += 1
+                rest = unsettled(batch)
+                if rest and len(batch) == 1:
+                    error = SyncError(f"NetBox did not answer {what} of one object in time ({exc}): raise gunicorn's "
+                                      "timeout and the proxy's read timeout (README \"NetBox sync\")")
+                    error.partial = True
+                    raise error from exc
+                half = (len(rest) + 1) // 2
+                queue.extendleft(part for part in (rest[half:], rest[:half]) if part)
+        return answers
+
+    def _still_there(self, path: str, batch: list[Json]) -> list[Json]:
+        """Of a deletion that overran, the objects NetBox still holds."""
+        held = {o["id"] for o in self.read(path, "id", id=[o["id"] for o in batch])}
+        return [o for o in batch if o["id"] in held]
+
+    def _not_created(self, endpoint: Any, batch: list[tuple[Any, Json]], made: dict[Any, int]
+                     ) -> list[tuple[Any, Json]]:
+        """Of a creation that overran, what NetBox did not make: NetBox's newest objects of the type matched to the
+        payloads field by field (a bulk create is one transaction, so it made all of them or none); the ones made go
+        into ``made``."""
+        fields = sorted({"id", *(k for _, p in batch for k in p)} - {"tags"})
+        newest: list[Json] = self._call("reading back an unanswered create", lambda: [dict(r) for r in endpoint.filter(
+            ordering="-id", limit=len(batch), offset=0, fields=",".join(fields))])
+        rest = []
+        for key, payload in batch:
+            found = next((o for o in newest if not any(_differs(v, o.get(k)) for k, v in payload.items()
+                                                       if k != "tags")), None)
+            if found is None:
+                rest.append((key, payload))
+            else:
+                made[key] = int(found["id"])
+                newest.remove(found)
+        return rest
 
 
 class Sync:
@@ -234,7 +325,9 @@ class Sync:
         self.site = 0
         self.vrf = 0
         self.ids: dict[str, dict[Any, int]] = {}
-        self.deferred: list[tuple[str, Changes]] = []  # deletions run at the end, reversed
+        # deletions run at the end, reversed: (endpoint, deletions, an object's cost)
+        self.deferred: list[tuple[str, Changes, Callable[[Json], float] | None]] = []
+        self.type_ports: dict[int, int] = {}  # device type id -> the ports its templates make
         self.devices_have: dict[str, Json] = {}
         self.templated: set[str] = set()
 
@@ -245,11 +338,12 @@ class Sync:
 
     def reconcile(self, kind: str, path: str, want: dict[Any, Json], have: dict[Any, Json], *,
                   owned: Callable[[Json], bool] | None = None, shared: bool = False, tagged: bool = True,
-                  delete: Iterable[Json] = (), defer_delete: bool = True, conflict: bool = False) -> dict[Any, int]:
+                  delete: Iterable[Json] = (), defer_delete: bool = True, conflict: bool = False,
+                  seconds: Callable[[Json], float] | None = None) -> dict[Any, int]:
         """Create what is missing, update what fabricgen owns and differs, delete what fabricgen owns and the spec
         no longer has (``delete``: the candidates, e.g. the tagged objects of this site). Ids by key. With
         ``conflict``, an object at a wanted key that fabricgen does not own stops the sync before this type is
-        written."""
+        written. ``seconds``: what one object costs NetBox, for the batches (NetBox.write)."""
         owned = owned or self._tagged
         changes = Changes()
         ids: dict[Any, int] = {}
@@ -266,7 +360,7 @@ class Sync:
                 if conflict:
                     conflicts.append(f"{kind} {_key_text(key)}")
                 continue
-            diff = {k: v for k, v in payload.items() if _differs(v, obj.get(k))}
+            diff = {k: v for k, v in payload.items() if k not in CREATE_ONLY and _differs(v, obj.get(k))}
             if diff:
                 changes.update.append({"id": obj["id"], **diff})
         if conflicts:
@@ -277,13 +371,13 @@ class Sync:
         kept = {ids[k] for k in want if k in ids}
         gone = sorted({int(o["id"]) for o in delete if owned(o)} - kept)
         if defer_delete:
-            self.deferred.append((path, Changes(delete=gone)))
+            self.deferred.append((path, Changes(delete=gone), seconds))
         else:
             changes.delete = gone
         self.report.add(kind, "create", len(changes.create))
         self.report.add(kind, "update", len(changes.update))
         self.report.add(kind, "delete", len(gone))
-        ids |= self.nb.write(path, changes)
+        ids |= self.nb.write(path, changes, seconds)
         return ids
 
     # -- the object types, in dependency order ---------------------------------------------------------------
@@ -298,14 +392,13 @@ class Sync:
         self._interfaces()
         self._cables()
         self._ipam()
-        for path, changes in reversed(self.deferred):
-            self.nb.write(path, changes)
+        for path, changes, seconds in reversed(self.deferred):
+            self.nb.write(path, changes, seconds)
 
     def _tag_and_field(self) -> None:
         tags = {t["slug"]: t for t in self.nb.read("extras.tags", "id,slug", slug=TAG)}
         ids = self.reconcile("tags", "extras.tags", {TAG: {
-            "name": TAG, "slug": TAG, "color": TAG_COLOUR,
-            "description": "made by fabricgen netbox sync, which updates and deletes it"}},
+            "name": TAG, "slug": TAG, "color": TAG_COLOUR, "weight": TAG_WEIGHT, "description": TAG_DESCRIPTION}},
             tags, shared=True, tagged=False)
         self.tag = ids[TAG]
         field_row = self.imports.records("00-custom-fields")[0]
@@ -355,14 +448,39 @@ class Sync:
         want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
                       "u_height": d["u_height"], "is_full_depth": d["is_full_depth"]} for key, d in types.items()}
         new = [key for key in want if key not in have]
+        self._templates_cover(types, {key: have[key] for key in want if key in have})
         made = self.reconcile("device types", "dcim.device_types", want, have, shared=True)
         self.ids["device types"] = {key[1]: i for key, i in made.items()}
+        self.type_ports = {made[key]: len(d["interfaces"]) for key, d in types.items()}
         # a type fabricgen creates gets its templates (NetBox makes a device's interfaces from them); an existing
-        # type is left as it is, and the interfaces step adds the ports its templates lack
+        # type is used as it is, once its templates are known to make every port fabricgen names
         templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"], "type": port["type"],
                                               "mgmt_only": port["mgmt_only"]}
                      for key in new for port in types[key]["interfaces"]}
         self.reconcile("interface templates", "dcim.interface_templates", templates, {}, shared=True)
+
+    def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
+                         ) -> None:
+        """Stop when a device type NetBox already holds (the community library's, another cluster's profile of the
+        same name) lacks interface templates for ports fabricgen names: its devices would get NetBox's ports and
+        fabricgen's beside them, half of them forever free for cabling."""
+        held: dict[int, set[str]] = {}
+        for t in self.nb.read("dcim.interface_templates", "id,device_type,name",
+                              device_type_id=[int(o["id"]) for o in existing.values()]):
+            held.setdefault(_value(t["device_type"]), set()).add(str(t["name"]))
+        conflicts = []
+        for key, obj in sorted(existing.items()):
+            missing = [p["name"] for p in types[key]["interfaces"] if p["name"] not in held.get(int(obj["id"]), set())]
+            if missing:
+                conflicts.append(f"{key[0]} {key[1]} (no template for {', '.join(missing[:4])}"
+                                 f"{' ...' if len(missing) > 4 else ''}; it has {len(held.get(int(obj['id']), ()))})")
+        if conflicts:
+            error = SyncError(f"NetBox holds {len(conflicts)} device types of fabricgen's names whose interface "
+                              f"templates do not make fabricgen's ports, so it stops before writing devices: "
+                              f"{'; '.join(conflicts)} (hint: rename or remove that type in NetBox, or use a catalog "
+                              "model or node profile of another name)")
+            error.partial = self.nb.report.writes > 0
+            raise error
 
     def _racks(self) -> None:
         locations = self.ids["locations"]
@@ -387,8 +505,15 @@ class Sync:
                 "site": self.site, "location": self.ids["locations"][str(r["location"])] if r["location"] else None,
                 "rack": self.ids["racks"][rack] if rack else None, "position": r["position"] or None,
                 "face": r["face"] or None, "custom_fields": {DEVICE_FIELD: r[f"cf_{DEVICE_FIELD}"]}}
+        type_of = {int(o["id"]): _value(o["device_type"]) for o in have.values()}
+        costs = request_costs()
+
+        def seconds(device: Json) -> float:  # made or deleted with every port of its type
+            kind = device.get("device_type", type_of.get(int(device["id"]), 0) if "id" in device else 0)
+            return costs.of("devices") + costs.port_s * self.type_ports.get(int(kind), 0)
+
         self.ids["devices"] = self.reconcile("devices", "dcim.devices", want, have, delete=have.values(),
-                                             conflict=True)
+                                             conflict=True, seconds=seconds)
         self.templated = {name for name in want if name not in have}  # NetBox made their interfaces just now
 
     def _interfaces(self) -> None:
@@ -555,6 +680,13 @@ class Sync:
                                       v, self.devices_have.get(name, {}).get(k))})])
         self.report.add("device addresses", "update", len(changes.update))
         self.nb.write("dcim.devices", changes)
+
+
+def _overran(answer: Any) -> bool:
+    """A write's answer from what stands in front of NetBox, not from NetBox: a proxy's timeout or gunicorn's page
+    for a worker it aborted."""
+    code = int(answer.status_code)
+    return code in OVERRUN_STATUS or (code == 500 and "json" not in answer.headers.get("Content-Type", ""))
 
 
 def _host(address: object) -> str:

@@ -6,11 +6,26 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pynetbox
 import pytest
+import requests
 import yaml
 
-from fabricgen.features.netbox.sync import SyncError, _differs, cable_groups, port_speeds, token_value
+from fabricgen.features.netbox.render import request_costs
+from fabricgen.features.netbox.sync import (
+    Changes,
+    NetBox,
+    Report,
+    Sync,
+    SyncError,
+    _differs,
+    cable_groups,
+    port_speeds,
+    token_value,
+)
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
 
@@ -68,3 +83,176 @@ def test_a_field_differs_only_when_netbox_would_change() -> None:
     ends = [{"object_type": "dcim.interface", "object_id": 1}, {"object_type": "dcim.interface", "object_id": 2}]
     assert not _differs(ends, [dict(e, object={}) for e in ends])
     assert _differs(ends, list(reversed(ends)))  # connector order is the leg order
+
+
+class _Endpoint:
+    """A NetBox endpoint in memory whose bulk writes of more than ``fits`` objects overrun (the worker killed, or a
+    proxy's 504); with ``commits``, an overrunning write is committed before the answer is lost, as a 504 from nginx
+    in front of a NetBox that finished may be."""
+
+    def __init__(self, fits: int, commits: bool, how: str = "connection") -> None:
+        self.fits, self.commits, self.how = fits, commits, how
+        self.objects: dict[int, dict[str, Any]] = {}
+        self.sizes: list[tuple[str, int]] = []
+
+    def _overrun(self, action: str, n: int) -> bool:
+        self.sizes.append((action, n))
+        return n > self.fits
+
+    def _fail(self) -> None:
+        if self.how == "connection":
+            raise requests.ConnectionError("Remote end closed connection without response")
+        answer = requests.Response()
+        answer.status_code = int(self.how)
+        answer.reason, answer._content = "Time-out", b"<html><head><title>Internal Server Error</title></head></html>"
+        answer.headers["Content-Type"] = "text/html"
+        answer.request = requests.Request("POST", "http://netbox.invalid/api/dcim/cables/").prepare()
+        raise pynetbox.RequestError(answer)
+
+    def create(self, payloads: list[dict[str, Any]]) -> list[SimpleNamespace]:
+        overrun = self._overrun("create", len(payloads))
+        if overrun and not self.commits:
+            self._fail()
+        made = []
+        for p in payloads:
+            made.append(max(self.objects, default=0) + 1)
+            self.objects[made[-1]] = {"id": made[-1], **p}
+        if overrun:
+            self._fail()
+        return [SimpleNamespace(id=i) for i in made]
+
+    def update(self, updates: list[dict[str, Any]]) -> None:
+        if self._overrun("update", len(updates)):
+            self._fail()
+        for u in updates:
+            self.objects[u["id"]].update(u)
+
+    def delete(self, ids: list[int]) -> None:
+        overrun = self._overrun("delete", len(ids))
+        if overrun and not self.commits:
+            self._fail()
+        for i in ids:
+            del self.objects[i]
+        if overrun:
+            self._fail()
+
+    def filter(self, **query: Any) -> list[dict[str, Any]]:
+        if "id" in query:
+            return [self.objects[i] for i in query["id"] if i in self.objects]
+        assert query["ordering"] == "-id" and query["offset"] == 0
+        return [self.objects[i] for i in sorted(self.objects, reverse=True)[:query["limit"]]]
+
+
+def _netbox(endpoint: _Endpoint) -> NetBox:
+    netbox = NetBox("http://netbox.invalid", "token", False, Report())
+    netbox._endpoint = lambda path: endpoint  # type: ignore[method-assign]
+    return netbox
+
+
+@pytest.mark.parametrize(("commits", "how"), [(False, "connection"), (True, "connection"), (True, "504"),
+                                              (False, "500")])
+def test_an_overrunning_batch_is_read_back_and_sent_again_in_halves(commits: bool, how: str) -> None:
+    """B5 of the NetBox review: a batch NetBox does not answer in time is halved; what it committed anyway is found
+    by reading back (never created twice), and every object ends up made once, with its id."""
+    endpoint = _Endpoint(fits=3, commits=commits, how=how)
+    want = [(f"c{i}", {"label": f"c{i}", "length": float(i)}) for i in range(10)]
+    netbox = _netbox(endpoint)
+    made = netbox.write("dcim.cables", Changes(create=want), seconds=lambda _: 1.0)
+    assert sum(netbox.report.overruns.values()) == (1 if commits else 3)
+    assert sorted(o["label"] for o in endpoint.objects.values()) == sorted(k for k, _ in want)
+    assert {k: endpoint.objects[i]["label"] for k, i in made.items()} == {k: k for k, _ in want}
+    # committed before the answer was lost: read back, not sent again; else halved down to what fits
+    assert [n for _, n in endpoint.sizes] == ([10] if commits else [10, 5, 3, 2, 5, 3, 2])
+
+    gone = sorted(endpoint.objects)[:8]
+    endpoint.sizes.clear()
+    _netbox(endpoint).write("dcim.cables", Changes(delete=gone), seconds=lambda _: 1.0)
+    assert sorted(endpoint.objects) == sorted(set(made.values()) - set(gone))
+    assert [n for _, n in endpoint.sizes] == ([8] if commits else [8, 4, 2, 2, 4, 2, 2])
+
+
+def test_netboxs_own_errors_are_refusals_not_overruns() -> None:
+    """A 500 in NetBox's JSON (an exception in NetBox) or a 400 is NetBox's answer: stop, do not retry."""
+    endpoint = _Endpoint(fits=0, commits=False, how="500")
+    original = endpoint._fail
+
+    def json_500() -> None:
+        try:
+            original()
+        except pynetbox.RequestError as exc:
+            exc.req.headers["Content-Type"] = "application/json"
+            raise
+
+    endpoint._fail = json_500  # type: ignore[method-assign]
+    with pytest.raises(SyncError, match="NetBox refused"):
+        _netbox(endpoint).write("dcim.cables", Changes(create=[("a", {"label": "a"}), ("b", {"label": "b"})]))
+    assert [n for _, n in endpoint.sizes] == [2]
+
+
+def test_one_object_that_overruns_stops_the_sync_with_the_setting_to_raise() -> None:
+    endpoint = _Endpoint(fits=0, commits=False)
+    with pytest.raises(SyncError, match="gunicorn's timeout") as error:
+        _netbox(endpoint).write("dcim.cables", Changes(create=[("a", {"label": "a"}), ("b", {"label": "b"})]))
+    assert error.value.partial and [n for _, n in endpoint.sizes] == [2, 1]
+
+
+def test_batches_follow_the_cost_of_their_objects() -> None:
+    """Cables (0.8 s each, request_costs.yaml) go in far smaller batches than interfaces; nothing overruns."""
+    costs = request_costs()
+    for path, kind in (("dcim.cables", "cables"), ("dcim.interfaces", "interfaces"),
+                       ("ipam.ip_addresses", "ip-addresses")):
+        endpoint = _Endpoint(fits=10_000, commits=False)
+        _netbox(endpoint).write(path, Changes(create=[(i, {"n": i}) for i in range(1000)]))
+        per_request = int(costs.budget_s / costs.of(kind))
+        assert [n for _, n in endpoint.sizes] == [per_request] * (1000 // per_request) + (
+            [1000 % per_request] if 1000 % per_request else [])
+
+
+def _bare_sync(netbox: Any) -> Sync:
+    sync = Sync.__new__(Sync)
+    sync.nb, sync.report, sync.tag, sync.deferred = netbox, netbox.report, 1, []
+    return sync
+
+
+class _Recorder:
+    """Sync's NetBox side for one step: reads answer ``held``, writes are recorded."""
+
+    def __init__(self, held: list[dict[str, Any]] | None = None) -> None:
+        self.report = Report()
+        self.held = held or []
+        self.writes: list[tuple[str, Changes]] = []
+        self.dry_run = False
+
+    def read(self, path: str, fields: str, **filters: Any) -> list[dict[str, Any]]:
+        return self.held
+
+    def write(self, path: str, changes: Changes, seconds: Any = None) -> dict[Any, int]:
+        self.writes.append((path, changes))
+        return {key: 100 + n for n, (key, _) in enumerate(changes.create)}
+
+
+def test_status_is_sent_on_create_and_never_put_back() -> None:
+    """B4 of the NetBox review: a crew moves a cable to connected, a device to active; a sync leaves that alone."""
+    netbox = _Recorder()
+    sync = _bare_sync(netbox)
+    held = {"a": {"id": 7, "status": {"value": "connected", "label": "Connected"}, "length": 2.0, "tags": [{"id": 1}]}}
+    want = {"a": {"status": "planned", "length": 2.0}, "b": {"status": "planned", "length": 3.0}}
+    sync.reconcile("cables", "dcim.cables", want, held)
+    (_, changes), = netbox.writes
+    assert changes.update == [] and changes.create == [("b", {"status": "planned", "length": 3.0, "tags": [1]})]
+    sync.reconcile("cables", "dcim.cables", {"a": {"status": "planned", "length": 2.5}}, held)
+    assert netbox.writes[-1][1].update == [{"id": 7, "length": 2.5}]
+
+
+def test_an_existing_device_type_without_fabricgens_ports_is_a_conflict() -> None:
+    """B6 of the NetBox review: the device-type library's QM9700 names its ports P0.0..P31.1; sync stops rather
+    than add fabricgen's 1/1..32/2 beside them."""
+    library = [{"id": n, "device_type": {"id": 5}, "name": f"P{n // 2}.{n % 2}"} for n in range(64)]
+    ours = [{"name": f"{c}/{lane}", "type": "infiniband-ndr", "mgmt_only": False} for c in range(1, 33)
+            for lane in (1, 2)]
+    types = {("nvidia", "QM9700"): {"model": "QM9700", "interfaces": ours}}
+    with pytest.raises(SyncError, match=r"Nvidia QM9700|nvidia QM9700") as error:
+        _bare_sync(_Recorder(library))._templates_cover(types, {("nvidia", "QM9700"): {"id": 5}})
+    assert "1/1, 1/2, 2/1, 2/2 ..." in str(error.value) and "it has 64" in str(error.value)
+    covering = [{"id": n, "device_type": {"id": 5}, "name": p["name"]} for n, p in enumerate(ours)]
+    _bare_sync(_Recorder(covering))._templates_cover(types, {("nvidia", "QM9700"): {"id": 5}})
