@@ -6,9 +6,6 @@ addresses. Without pyavd these tests skip; with FABRICGEN_REQUIRE_EXTERNAL=1 (CI
 
 from __future__ import annotations
 
-import importlib
-import os
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,16 +13,8 @@ import pytest
 from fabricgen.features.ethernet.nos import eos
 from fabricgen.model.cluster import Tier
 from fabricgen.pipeline import compile_spec
+from tests.external.ethernet.test_pyavd import require_pyavd
 from tests.helpers.ethernet import mlag_eos_spec
-
-
-def _pyavd() -> ModuleType:
-    try:
-        return importlib.import_module("pyavd")
-    except ImportError:
-        if os.environ.get("FABRICGEN_REQUIRE_EXTERNAL") == "1":
-            pytest.fail("pyavd is not importable; required in CI (FABRICGEN_REQUIRE_EXTERNAL=1)")
-        pytest.skip("pyavd is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +29,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[s
 @pytest.mark.external
 def test_pyavd_validates_and_renders_the_same_cli(
         rendered: tuple[dict[str, dict[str, Any]], dict[str, bytes], list[str]]) -> None:
-    pyavd = _pyavd()
+    pyavd = require_pyavd()
     configs, artifacts, leaves = rendered
     assert len(leaves) == 6  # 64-port 7060DX5s: three pairs
     for name, config in configs.items():
@@ -53,7 +42,7 @@ def test_pyavd_validates_and_renders_the_same_cli(
 
 @pytest.mark.external
 def test_pairs_mirror_each_other(rendered: tuple[dict[str, dict[str, Any]], dict[str, bytes], list[str]]) -> None:
-    _pyavd()
+    require_pyavd()
     configs, _, leaves = rendered
     for a, z in zip(leaves[0::2], leaves[1::2], strict=True):
         ca, cz = configs[a], configs[z]
