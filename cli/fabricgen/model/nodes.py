@@ -3,11 +3,12 @@ the facility."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricgen.core.errors import SourcePosition
+from fabricgen.model.hardware import NicModel
 
 
 class NicRole(StrEnum):
@@ -107,6 +108,13 @@ class NodeProfile:
         if not nic.dev:
             return 1
         return [n for n in self.nics(nic.role) if n.dev == nic.dev].index(nic) + 1
+
+    def devices_beside(self, role: NicRole, models: Mapping[str, NicModel]) -> frozenset[str]:
+        """The PCI device ids of this profile's data ports of the other roles: a card setting that selects a
+        role's cards by device id alone would reach these too."""
+        mine = self.nics(role)
+        return frozenset(models[n.model].pci_device_id for n in (*self.compute, *self.storage, *self.inband)
+                         if n not in mine and n.model in models)
 
     def nics(self, role: NicRole) -> tuple[Nic, ...]:
         """This profile's NIC ports of one role, in order."""

@@ -157,9 +157,8 @@ def _operator_selects_by_type_or_address(context: BuildContext, cluster: Cluster
 
     seen = set()
     for profile, nic in attached_ports(cluster, fabric):
-        ports = profile.nics(fabric.role.nic_role)
-        others = {device(n) for n in (*profile.compute, *profile.storage, *profile.inband) if n not in ports}
-        if nic.pci or device(nic) not in others or profile.name in seen:
+        beside = profile.devices_beside(fabric.role.nic_role, context.nic_models)
+        if nic.pci or device(nic) not in beside or profile.name in seen:
             continue
         seen.add(profile.name)
         at.error(("nic_configuration_operator",), f"node profile {profile.name} has {device(nic)} cards beside "

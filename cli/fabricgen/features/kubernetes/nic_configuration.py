@@ -37,11 +37,11 @@ def _selectors(topology: Topology, fabric: Fabric, profile: NodeProfile) -> list
     holds cards of that type elsewhere, which the template must leave alone)."""
     models = topology.cluster.nic_models
     ports = profile.nics(fabric.role.nic_role)
-    others = [n for n in (*profile.compute, *profile.storage, *profile.inband) if n not in ports]
+    beside = profile.devices_beside(fabric.role.nic_role, models)
     out = []
     for device in sorted({models[n.model].pci_device_id for n in ports}):
         selector: dict[str, Any] = {"nicType": device}
-        if any(models[n.model].pci_device_id == device for n in others if n.model in models):
+        if device in beside:
             selector["pciAddresses"] = sorted({n.pci for n in ports if models[n.model].pci_device_id == device})
         out.append(selector)
     return out
