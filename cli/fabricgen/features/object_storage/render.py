@@ -117,10 +117,9 @@ def fluid_dataset(store: ObjectStore) -> list[dict[str, Any]]:
 def _key_volume(secret: str) -> dict[str, Any]:
     """The GCS key Secret as a runtime volume, read-only at one path in the master and the workers (Fluid's GCS
     sample: the path must be the same in both)."""
-    def mounts() -> list[dict[str, Any]]:  # one list each: a shared one would be written as a YAML alias
-        return [{"name": "gcs-credentials", "mountPath": drivers()["fluid"]["gcs_key_dir"], "readOnly": True}]
+    mounts = [{"name": "gcs-credentials", "mountPath": drivers()["fluid"]["gcs_key_dir"], "readOnly": True}]
     return {"volumes": [{"name": "gcs-credentials", "secret": {"secretName": secret}}],
-            "master": {"volumeMounts": mounts()}, "worker": {"volumeMounts": mounts()}}
+            "master": {"volumeMounts": mounts}, "worker": {"volumeMounts": mounts}}
 
 
 def _about(store: ObjectStore) -> str:
