@@ -34,6 +34,7 @@ bench: $(VENV)/.installed-test
 	-$(BIN)/python bench/bench.py
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/avd.py
+	$(BIN)/python bench/libreoffice_open.py
 	@if command -v opensm >/dev/null && command -v ibsim >/dev/null; then \
 		$(BIN)/python bench/opensm_bringup.py --nodes 256; \
 	else echo "opensm/ibsim not installed: skipping the OpenSM bring-up measurement (see .ci/run for the packages)"; fi

@@ -100,3 +100,19 @@ def test_bom_sheet_matches_csv() -> None:
     rows = [tuple(str(c.value) for c in row) for row in book["BOM"].iter_rows()]
     csv_rows = [tuple(row) for row in csv.reader(io.StringIO(artifacts["cabling/bom.csv"].decode()))]
     assert rows == csv_rows
+
+
+def test_cells_print_as_boxes_and_free_text_wraps(h100_files: tuple[Topology, dict[str, bytes]]) -> None:
+    """Every data cell has a border (a number never touches the next column's text; an empty check-off cell is a
+    box to tick) and wraps top-aligned; only the free-text columns are narrower than their text."""
+    _, files = h100_files
+    sheet = openpyxl.load_workbook(io.BytesIO(files["cabling/rows/N.xlsx"]))["rack N01"]
+    for row in sheet.iter_rows(min_row=1, max_row=60):
+        for cell in row:
+            assert {cell.border.left.style, cell.border.right.style, cell.border.top.style,
+                    cell.border.bottom.style} == {"thin"}, cell.coordinate
+            assert cell.row == 1 or (cell.alignment.wrap_text and cell.alignment.vertical == "top")
+    for i, title in enumerate(RACK_COLUMNS):
+        width = sheet.column_dimensions[openpyxl.utils.get_column_letter(i + 1)].width
+        longest = max(len(str(r[i] or "")) for r in sheet.iter_rows(min_row=2, values_only=True))
+        assert (width < longest) == (title in ("end label", "breakout leg")), title

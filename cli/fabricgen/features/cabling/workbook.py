@@ -34,6 +34,13 @@ FABRIC_COLUMNS = (*CHECK_COLUMNS, "cable", "rail", "su", "speed", "medium", "len
                   "A rack", "A U", "A device", "A port", "Z rack", "Z U", "Z device", "Z port", "breakout leg")
 RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS, "breakout leg")
 _MAX_WIDTH = 120.0  # characters; far beyond any name the spec's patterns allow, so no name is cut
+# What a landscape Letter page (10 in between the 0.5 in margins; A4 is wider) holds at 7 pt: fit to width scales
+# the 11 pt font by 720 pt / the sheet's width, and a column of w characters is 7w + 5 pixels (0.75 pt each) of
+# Calibri 11, so 720 / (7/11) / 0.75 = 1,509 pixels, less 5 a column; LibreOffice's print (Carlito) rounds its
+# scale down to a whole percent and printed 6.9 pt at that width, hence 3% less.
+_PRINT_PIXELS, _MIN_TEXT_WIDTH = 1460, 16.0
+# Free text that wraps inside its cell when the sheet would otherwise print below 7 pt; names never wrap.
+_WRAPPING = frozenset({"end label", "breakout leg"})
 
 
 def _fill(rail: int | None) -> int:
@@ -41,11 +48,21 @@ def _fill(rail: int | None) -> int:
 
 
 def _widths(header: Sequence[str], rows: Sequence[tuple[Cell, ...]]) -> tuple[float, ...]:
-    """Every column as wide as its longest text, header included (+3 for bold and the filter button)."""
+    """Every column as wide as its longest text, header included (+3 for bold and the filter button); where the
+    sheet would then print below 7 pt, its free-text columns share what the others leave of the page (their cells
+    wrap), but never below 16 characters."""
     longest = [len(h) + 3 for h in header]
     for i, column in enumerate(zip(*rows, strict=True)):  # a column at a time: the loops run in C
         longest[i] = max(longest[i], max(map(len, map(str, column))) + 2)
-    return tuple(min(_MAX_WIDTH, float(n)) for n in longest)
+    widths = [min(_MAX_WIDTH, float(n)) for n in longest]
+    wrapping = [i for i, h in enumerate(header) if h in _WRAPPING]
+    fixed = sum(w for i, w in enumerate(widths) if i not in wrapping)
+    room = (_PRINT_PIXELS - 5 * len(widths)) / 7 - fixed
+    if wrapping and sum(widths[i] for i in wrapping) > room:
+        share = max(_MIN_TEXT_WIDTH, room / len(wrapping))
+        for i in wrapping:
+            widths[i] = min(widths[i], float(int(share)))
+    return tuple(widths)
 
 
 def _fabric_row(c: Cable) -> tuple[Cell, ...]:

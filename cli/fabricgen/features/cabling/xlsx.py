@@ -39,6 +39,8 @@ _OD = "http://schemas.openxmlformats.org/officeDocument/2006"
 _PKG = "http://schemas.openxmlformats.org/package/2006"
 _CT = "application/vnd.openxmlformats-"
 _SELECTED = ' tabSelected="1"'
+_WRAP = '<alignment vertical="top" wrapText="1"/>'
+_THIN = "".join(f'<{side} style="thin"><color rgb="FF808080"/></{side}>' for side in ("left", "right", "top", "bottom"))
 
 
 @dataclass(frozen=True)
@@ -219,24 +221,29 @@ class _Styles:
 
 def _styles(palette: list[str], quoted: bool) -> str:
     """cellXfs: 0 default, 1 header (bold on grey), 2+i fill palette[i], then (when ``quoted``) the same default and
-    fills with quotePrefix; fills 0 and 1 are the two Excel requires."""
+    fills with quotePrefix; fills 0 and 1 are the two Excel requires. Filled cells wrap, top-aligned: a column
+    narrower than its text (a sheet's free text, fitted to print) then grows its row instead of cutting it. The
+    header and filled cells have thin grey borders: a number never runs into the next column's text, and an
+    empty check-off cell prints as a box to tick."""
     fills = "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="FF{c}"/><bgColor indexed="64"/>'
                     "</patternFill></fill>" for c in ["D9D9D9", *palette])
-    xfs = "".join(f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="0" xfId="0" applyFill="1"/>'
-                  for i in range(len(palette)))
+    xfs = "".join(f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="1" xfId="0" applyFill="1"'
+                  f' applyBorder="1" applyAlignment="1">{_WRAP}</xf>' for i in range(len(palette)))
     if quoted:
         xfs += '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>' + "".join(
-            f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="0" xfId="0" applyFill="1" quotePrefix="1"/>'
-            for i in range(len(palette)))
+            f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="1" xfId="0" applyFill="1" applyBorder="1"'
+            f' quotePrefix="1" applyAlignment="1">{_WRAP}</xf>' for i in range(len(palette)))
     font = '<sz val="11"/><name val="Calibri"/><family val="2"/></font>'
     return (f'{_XML}<styleSheet xmlns="{_MAIN}"><fonts count="2"><font>{font}<font><b/>{font}</fonts>'
             f'<fills count="{3 + len(palette)}"><fill><patternFill patternType="none"/></fill>'
             f'<fill><patternFill patternType="gray125"/></fill>{fills}</fills>'
-            '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+            f'<borders count="2"><border><left/><right/><top/><bottom/><diagonal/></border><border>{_THIN}'
+            '<diagonal/></border></borders>'
             '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
             f'<cellXfs count="{2 + len(palette) + (1 + len(palette) if quoted else 0)}">'
             '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
-            f'<xf numFmtId="0" fontId="1" fillId="2" borderId="0" xfId="0" applyFont="1" applyFill="1"/>{xfs}'
+            f'<xf numFmtId="0" fontId="1" fillId="2" borderId="1" xfId="0" applyFont="1" applyFill="1"'
+            f' applyBorder="1"/>{xfs}'
             '</cellXfs><cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
             '<dxfs count="0"/><tableStyles count="0"/></styleSheet>')
 
