@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,77 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert all(r["action"] == "delete" for r in cables["rows"])
     diffed = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--diff"]).stdout
     assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
+
+
+def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
+    """Racks renamed (``rack_name``): a cable between unrenamed switches keeps its two ends and its id but its end
+    labels name the new racks (a relabel); one whose top-of-rack switch is renamed with its rack keeps its id at the
+    aggregation port but ends at the renamed switch (a re-patch). Neither is a removal plus an addition."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "racks.yaml"
+    rows = "    - {name: M, racks: 1, kind: network}\n"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert text.count(rows) == 1
+    spec.write_text(text.replace(rows, rows + '  rack_name: "{row}-{rack:02d}"\n'))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    listing, _, sections = result.stdout.partition("\nRelabel: ")
+    relabels, _, repatches = sections.partition("\nRe-patch: ")
+    assert "~ cabling/cables.csv  (8 cables to add, 8 cables to remove, 176 cables to relabel, 8 cables to " \
+           "re-patch)" in listing
+    assert "cable compute-su01-leaf0:5/1" not in listing and "oob-agg01-001" not in listing
+    assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
+            "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
+            "compute-spine001 1/1") in relabels
+    assert "... and 151 more cables to relabel (plan --json lists every one)" in relabels
+    assert ("~ cable oob-agg01-001  oob-l01:49 <-> oob-agg01:1/1 -> oob-l-01:49 <-> oob-agg01:1/1; a_rack: L01 -> "
+            "L-01") in repatches
+    assert "Plan for" in repatches and "cables: 8 to add, 0 to change, 8 to remove, 176 to relabel, 8 to re-patch" \
+        in repatches
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    assert Counter(r["action"] for r in cables) == {"relabel": 176, "re-patch": 8, "create": 8, "delete": 8}
+    repatch = next(r for r in cables if r["subject"] == "oob-agg01-001")
+    assert (repatch["action"], repatch["from"], repatch["to"]) == (
+        "re-patch", "oob-l01:49 <-> oob-agg01:1/1", "oob-l-01:49 <-> oob-agg01:1/1")
+    assert repatch["fields"]["a_device"] == ["oob-l01", "oob-l-01"]
+
+
+def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
+    """U9 on a real change: h100-4su's storage fabric on EOS after its last four DGX go and the leaves' ASNs move
+    (leaf_base 65100 -> 65200), planned over OUT holding the storage switches' files and the cable table as before.
+    EOS's running-config reads by section as SONiC's by TABLE|key: the ports the storage servers move onto, the
+    leaf's `router bgp` replaced whole (EOS takes one BGP instance: a new AS is a new `router bgp`), the spine's
+    peers by address; and the cables the UFM and storage servers move onto are re-patches, not new cables."""
+    from fabricgen.outdir.apply import apply_plan
+    from fabricgen.outdir.plan import compute_plan
+    from tests.helpers.ethernet import eos_spec
+
+    out = tmp_path / "out"
+    (tmp_path / "before").mkdir()
+    (tmp_path / "after").mkdir()
+    before = [a for a in render_spec(compile_spec(eos_spec(tmp_path / "before")))
+              if a.path.startswith(("switches/storage-", "cabling/cables.csv"))]
+    apply_plan(compute_plan(before, out, spec_digest="before", tool_version="before"))
+    after = eos_spec(tmp_path / "after", ("    count: 127\n", "    count: 123\n"),
+                     ("leaf_base: 65100", "leaf_base: 65200"))
+    result = runner.invoke(app, ["plan", str(after), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    leaf = result.stdout[result.stdout.index("~ switches/storage-leaf008/storage-leaf008.cfg"):]
+    leaf = leaf[:leaf.index("\n  ~ switches/")]
+    assert "(34 config entries to add, 5 config entries to change, 34 config entries to remove; +6 -6 lines)" in leaf
+    assert ("~ config entry interface Ethernet28/1  description: gpu124:Slot2P1 (port 28, cable 15 m) -> "
+            "mds01:Slot1P2 (port 28, cable 15 m)") in leaf
+    assert "- config entry router bgp 65107\n" in leaf
+    assert "+ config entry router bgp 65207 / neighbor 10.21.1.192" in leaf
+    assert "~ config entry router bgp 65000 / neighbor 10.21.0.1  remote-as: 65100 -> 65200" in result.stdout
+    assert "~ config entry router_bgp neighbors 10.21.0.1  remote_as: 65100 -> 65200" in result.stdout  # AVD's
+    repatches = result.stdout[result.stdout.index("\nRe-patch: "):]
+    assert ("~ cable storage-leaf008-028  gpu124:Slot2P1 <-> storage-leaf008:28 -> mds01:Slot1P2 <-> "
+            "storage-leaf008:28") in repatches
+    assert "~ cable compute-su04-leaf0-028  gpu124:OSFP4P2 <-> compute-su04-leaf0:14/2 -> ufm01:P1" in repatches
+    assert "cables: 0 to add, 0 to change, 54 to remove, 18 to re-patch" in repatches
 
 
 def test_drift_has_its_own_section(tmp_path: Path) -> None:

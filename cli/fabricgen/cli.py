@@ -57,7 +57,7 @@ from fabricgen.model.infiniband import IbSpeed
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, describe
+from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, Move, RowChange, describe
 from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
@@ -316,7 +316,16 @@ def _unchanged(spec: Path, out_opt: Path | None) -> Plan | None:
 
 
 _STYLE = {Action.CREATE: ("+", "green"), Action.UPDATE: ("~", "yellow"), Action.DELETE: ("-", "red")}
-_WORDS = {Action.CREATE: "to add", Action.UPDATE: "to change", Action.DELETE: "to remove"}
+# The rows that stay the same installed item under another identity, each listed in a section of its own after the
+# devices' changes: what the datacenter team does about them, and why.
+_MOVES = {Move.RELABEL: ("Relabel", "the same two ends, other labels: print the new labels and put them on the "
+                                    "installed cable"),
+          Move.REPATCH: ("Re-patch", "the same id at other ends (the cable moves, or a device at its end was "
+                                     "renamed): move or relabel its ends as their new end labels say")}
+_ROW_WORDS: dict[Action | Move, str] = {Action.CREATE: "to add", Action.UPDATE: "to change",
+                                        Action.DELETE: "to remove", Move.RELABEL: "to relabel",
+                                        Move.REPATCH: "to re-patch"}
+_WORDS = {action: word for action, word in _ROW_WORDS.items() if isinstance(action, Action)}
 ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every one
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
@@ -346,8 +355,8 @@ def _note(d: FileDiff) -> str:
         notes.append(f"{d.whole} {_plural(d.noun, d.whole)} {_WORDS[change.action]}")
     elif d.noun:
         counts = Counter(r.action for r in d.rows)
-        notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {_WORDS[a]}"
-                               for a in _WORDS if counts[a]) or f"no {d.noun} changes")
+        notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {word}"
+                               for a, word in _ROW_WORDS.items() if counts[a]) or f"no {d.noun} changes")
         if d.lines != (0, 0):
             notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
     elif change.action is Action.UPDATE and d.lines != (0, 0):
@@ -357,17 +366,46 @@ def _note(d: FileDiff) -> str:
     return f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
 
 
-def _print_rows(d: FileDiff, lines: list[str]) -> None:
-    for action in _WORDS:
+def _field(column: str, old: str | None, new: str | None) -> str:
+    """One changed field of a row or config entry: ``mtu: 9216 -> 9100``; one the entry gains or loses (a config
+    line added or removed) as ``+switchport mode trunk`` / ``-mtu: 9216``."""
+    if old is None or new is None:
+        sign, value = ("+", new) if old is None else ("-", old)
+        return f"{sign}{column}" + (f": {value}" if value else "")
+    return f"{column}: {old or '(empty)'} -> {new or '(empty)'}"
+
+
+def _row_line(noun: str, row: RowChange, sign: str, colour: str) -> str:
+    moved = [f"{row.moved[0]} -> {row.moved[1]}"] if row.action is Move.REPATCH else []
+    fields = "; ".join([*moved, *(_field(*f) for f in row.shown_fields)])
+    detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
+    return f"[{colour}]{sign} {_safe(noun)} {_safe(row.subject)}[/]{detail}"
+
+
+def _print_rows(d: FileDiff, lines: list[str], actions: Sequence[Action | Move] = tuple(_WORDS), indent: str = "      ",
+                ) -> None:
+    """The rows of ``actions``, at most `ROW_LIMIT` of each."""
+    for action in actions:
         rows = [r for r in d.rows if r.action is action]
-        sign, colour = _STYLE[action]
-        for row in rows[:ROW_LIMIT]:
-            fields = "; ".join(f"{c}: {old or '(empty)'} -> {new or '(empty)'}" for c, old, new in row.shown_fields)
-            detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
-            lines.append(f"      [{colour}]{sign} {_safe(d.noun)} {_safe(row.subject)}[/]{detail}")
+        sign, colour = _STYLE[action] if isinstance(action, Action) else ("~", "cyan")
+        word = _ROW_WORDS[action]
+        lines.extend(f"{indent}{_row_line(d.noun, row, sign, colour)}" for row in rows[:ROW_LIMIT])
         if len(rows) > ROW_LIMIT:
-            lines.append(f"      [dim]... and {len(rows) - ROW_LIMIT} more {_plural(d.noun)} {_WORDS[action]} "
+            lines.append(f"{indent}[dim]... and {len(rows) - ROW_LIMIT} more {_plural(d.noun)} {word} "
                          "(plan --json lists every one)[/]")
+
+
+def _print_moves(diffs: Sequence[FileDiff]) -> None:
+    """The relabels and re-patches, each in a section of its own: work at the racks, not a file edit."""
+    for move, (title, why) in _MOVES.items():
+        moved = [d for d in diffs if any(r.action is move for r in d.rows)]
+        if not moved:
+            continue
+        lines = [f"\n[bold cyan]{title}[/]: {why}:"]
+        for d in moved:
+            lines.append(f"  [dim]{_safe(d.change.path)}[/]")
+            _print_rows(d, lines, (move,), "    ")
+        out.print("\n".join(lines), soft_wrap=True)
 
 
 def _print_unified(d: FileDiff, lines: list[str]) -> None:
@@ -380,7 +418,7 @@ def _print_unified(d: FileDiff, lines: list[str]) -> None:
 
 def _totals(diffs: Sequence[FileDiff]) -> str:
     """The plan in the cluster's terms: rows per noun (cables, addresses), their parts (ports), config lines."""
-    rows: dict[str, Counter[Action]] = {}
+    rows: dict[str, Counter[Action | Move]] = {}
     parts: dict[str, list[int]] = {}
     added = removed = files = 0
     for d in diffs:
@@ -394,7 +432,9 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
         if not d.binary and (not d.noun or d.lines != (0, 0)):  # a config's entries are lines too
             added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
     entries = rows.pop(CONFIG_NOUN, None)
-    words = [f"{_plural(noun)}: " + ", ".join(f"{c[a]} {_WORDS[a]}" for a in _WORDS) for noun, c in rows.items()]
+    words = [f"{_plural(noun)}: " + ", ".join([*(f"{c[a]} {_WORDS[a]}" for a in _WORDS),
+                                                *(f"{c[m]} {_ROW_WORDS[m]}" for m in _MOVES if c[m])])
+             for noun, c in rows.items()]
     words += [f"{_plural(noun)}: {plus} newly cabled, {minus} freed" for noun, (plus, minus) in parts.items()]
     if entries:
         words.append(f"{_plural(CONFIG_NOUN)}: " + ", ".join(f"{entries[a]} {_WORDS[a]}" for a in _WORDS))
@@ -419,6 +459,7 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
             _print_unified(d, lines)
     if lines:
         out.print("\n".join(lines), soft_wrap=True)
+    _print_moves(diffs)
     drifted = [c for c in plan.changes if c.drift]
     if drifted:
         out.print("\n[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
@@ -459,7 +500,9 @@ def _diff_json(d: FileDiff) -> dict[str, Any]:
         data["noun"] = d.noun
         data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
         data["rows"] = [{"action": r.action.value, "subject": r.subject,
-                         "fields": {c: [old, new] for c, old, new in r.fields}} for r in d.rows]
+                         "fields": {c: [old, new] for c, old, new in r.fields},
+                         **({"from": r.moved[0], "to": r.moved[1]} if r.action is Move.REPATCH else {})}
+                        for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
     if not d.noun or d.lines != (0, 0):
         data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}
