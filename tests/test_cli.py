@@ -69,6 +69,12 @@ def test_explain_json_counts() -> None:
     assert summary["gpus"] == 1016
 
 
+def test_explain_prints_warnings_after_the_summary() -> None:
+    result = runner.invoke(app, ["explain", LAB])
+    assert result.exit_code == 0, result.output
+    assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
+
+
 def test_schema_is_valid_json_schema() -> None:
     from jsonschema import Draft202012Validator
 

@@ -748,8 +748,8 @@ def explain(
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
             return
-        _print_warnings(compiled.warnings)
         _print_summary(summary)
+        _print_warnings(compiled.warnings)  # after the summary, as plan's: not scrolled away above it
 
     _run(action, as_json)
 
