@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from fabricgen.cli import app
+from fabricgen.cli import app, main
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES
 
@@ -246,6 +247,41 @@ def test_plan_json_on_an_invalid_spec(tmp_path: Path) -> None:
     assert data["valid"] is False and "do not fit in their racks" in data["problems"][0]["message"]
     missing = runner.invoke(app, ["plan", str(tmp_path / "nope.yaml"), "--json"])
     assert missing.exit_code == 1 and json.loads(missing.stdout)["valid"] is False
+
+
+def _main(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
+    """The installed `fabricgen` command (``cli.main``, which CliRunner bypasses): its exit code."""
+    monkeypatch.setattr(sys, "argv", ["fabricgen", *argv])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return int(exited.value.code or 0)
+
+
+def test_usage_errors_exit_1_not_plans_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                         tmp_path: Path) -> None:
+    """Review B1: click's usage errors exit 2, which `plan --detailed-exitcode` means "changes pending"; they exit
+    1 as every error does, with JSON under --json."""
+    assert _main(monkeypatch, "plan", LAB, "--detailed-exitcode", "--bogus") == 1
+    assert "No such option: --bogus" in capsys.readouterr().err
+    assert _main(monkeypatch, "plan", "--detailed-exitcode", "--json") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["valid"], data["error"], data["stage"]) == (None, True, "usage")
+    assert data["problems"][0]["message"] == "Missing argument 'SPEC'."
+    assert _main(monkeypatch, "validate", "--format", "yaml", LAB) == 1
+    assert _main(monkeypatch, "plan", "--help") == 0 and "--detailed-exitcode" in capsys.readouterr().out
+    assert _main(monkeypatch, "plan", LAB, "-o", str(tmp_path / "out"), "--detailed-exitcode") == 2
+
+
+def test_plan_json_tells_an_output_problem_from_an_invalid_spec(tmp_path: Path) -> None:
+    """Review D4: a valid spec whose OUT is a file is not `"valid": false`; the stage says where it stopped."""
+    (tmp_path / "file").write_text("")
+    result = runner.invoke(app, ["plan", LAB, "-o", str(tmp_path / "file"), "--json"])
+    data = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert (data["valid"], data["error"], data["stage"]) == (True, True, "output")
+    assert "exists and is not a directory" in data["problems"][0]["message"]
+    invalid = json.loads(runner.invoke(app, ["plan", "tests/negative/rack-overflow.yaml", "--json"]).stdout)
+    assert (invalid["valid"], invalid["stage"]) == (False, "spec")
 
 
 def test_saved_plan_applies_only_while_nothing_changed(tmp_path: Path) -> None:

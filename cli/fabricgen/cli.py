@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, cast
 
 import typer
 from rich import box
@@ -517,7 +517,7 @@ def _run(action: Any, as_json: bool = False) -> None:
     except FabricgenError as exc:
         _progress.stop()
         if as_json:
-            sys.stdout.write(json.dumps({"valid": False, "problems": _problems(exc)}, indent=2) + "\n")
+            _print_json_error(exc.stage, _problems(exc), valid=not exc.spec_at_fault)
         _print_error(exc)
         _fail(EXIT_ERROR)
     except KeyboardInterrupt:
@@ -526,6 +526,13 @@ def _run(action: Any, as_json: bool = False) -> None:
         _fail(EXIT_INTERRUPTED)
     finally:
         _progress.stop()
+
+
+def _print_json_error(stage: str, problems: list[dict[str, Any]], valid: bool | None) -> None:
+    """``--json``'s document on an error: ``valid`` says whether the spec is (null: it was not read, as on a usage
+    error), ``stage`` where the command stopped (spec, checks, read-back, output, verify, usage ...)."""
+    sys.stdout.write(json.dumps({"valid": valid, "error": True, "stage": stage, "problems": problems}, indent=2)
+                     + "\n")
 
 
 def _spec_name(spec: Path) -> str:
@@ -1362,5 +1369,24 @@ def _main(
     """fabricgen: one declarative AI-cluster spec in; every fabric artifact out."""
 
 
+# Click's usage error (unknown option, missing argument, bad value), reached through the one subclass typer exports
+# (typer >= 0.20 carries its own copy of click, whose classes the click package's are not).
+_UsageError = cast(type[Exception], typer.BadParameter.__base__)
+
+
 def main() -> None:
-    app()
+    """Run the command; a usage error exits 1 as every other error does (click's 2 would read as "changes
+    pending" to a `plan --detailed-exitcode` in CI), and prints JSON under ``--json``."""
+    try:
+        code = app(standalone_mode=False)
+    except _UsageError as exc:
+        exc.show()  # type: ignore[attr-defined]  # click's usage line, "Try ... --help" and the error
+        if "--json" in sys.argv[1:]:
+            problem = {"severity": "error", "file": None, "line": None, "column": None, "path": "",
+                       "message": exc.format_message(), "hint": ""}  # type: ignore[attr-defined]
+            _print_json_error("usage", [problem], valid=None)
+        code = EXIT_ERROR
+    except typer.Abort:  # end of input at a confirmation prompt
+        err.print("Aborted!")
+        code = EXIT_ERROR
+    sys.exit(code or EXIT_OK)

@@ -49,6 +49,8 @@ from fabricgen.model.topology import FabricTopology, Link
 class LldpError(FabricgenError):
     """An LLDP neighbour table that cannot be read."""
 
+    stage = "verify"
+
 
 @dataclass(frozen=True)
 class Neighbor:
