@@ -215,6 +215,27 @@ def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
     assert "cables: 0 to add, 0 to change, 54 to remove, 18 to re-patch" in repatches
 
 
+def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:
+    """Review B2: the oob aggregation switches SN4700 -> SN4600: each switch's group starts with its own change (a
+    switch is its row in topology/<fabric>.json, by name), the summary counts switches, --json has the rows."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "model.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    old = "switch: {leaf: SN2201, spine: SN4700}"
+    assert text.count(old) == 1
+    spec.write_text(text.replace(old, "switch: {leaf: SN2201, spine: SN4600}"))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "\n  # switch oob-agg01  ~ model: SN4700 -> SN4600\n  ~ switches/oob-agg01/config_db.json" in result.stdout
+    assert "~ topology/oob.json  (2 switches to change; +11 -11 lines)" in result.stdout
+    assert "switches: 0 to add, 2 to change, 0 to remove" in result.stdout
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    (oob,) = [d for d in data["diffs"] if d["path"] == "topology/oob.json"]
+    assert oob["noun"] == "switch" and {r["subject"]: r["fields"]["model"] for r in oob["rows"]} == {
+        "oob-agg01": ["SN4700", "SN4600"], "oob-agg02": ["SN4700", "SN4600"]}
+
+
 def test_drift_has_its_own_section(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0

@@ -343,7 +343,7 @@ def _owner(path: str) -> str:
 def _plural(noun: str, count: int = 2) -> str:
     if count == 1:
         return noun
-    return noun[:-1] + "ies" if noun.endswith("y") else noun + ("es" if noun.endswith("s") else "s")
+    return noun[:-1] + "ies" if noun.endswith("y") else noun + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
 
 
 def _note(d: FileDiff) -> str:
@@ -417,25 +417,28 @@ def _print_unified(d: FileDiff, lines: list[str]) -> None:
 
 
 def _totals(diffs: Sequence[FileDiff]) -> str:
-    """The plan in the cluster's terms: rows per noun (cables, addresses), their parts (ports), config lines."""
+    """The plan in the cluster's terms: rows per noun (cables, addresses, switches), each followed by its parts
+    (a cable's ports), then config entries and lines."""
     rows: dict[str, Counter[Action | Move]] = {}
-    parts: dict[str, list[int]] = {}
+    parts: dict[str, dict[str, list[int]]] = {}
     added = removed = files = 0
     for d in diffs:
         if d.noun:
             rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
             rows[d.noun][d.change.action] += d.whole
             for noun, (plus, minus) in d.parts.items():
-                total = parts.setdefault(noun, [0, 0])
+                total = parts.setdefault(d.noun, {}).setdefault(noun, [0, 0])
                 total[0] += plus
                 total[1] += minus
         if not d.binary and (not d.noun or d.lines != (0, 0)):  # a config's entries are lines too
             added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
     entries = rows.pop(CONFIG_NOUN, None)
-    words = [f"{_plural(noun)}: " + ", ".join([*(f"{c[a]} {_WORDS[a]}" for a in _WORDS),
-                                                *(f"{c[m]} {_ROW_WORDS[m]}" for m in _MOVES if c[m])])
-             for noun, c in rows.items()]
-    words += [f"{_plural(noun)}: {plus} newly cabled, {minus} freed" for noun, (plus, minus) in parts.items()]
+    words = []
+    for noun, c in rows.items():
+        words.append(f"{_plural(noun)}: " + ", ".join([*(f"{c[a]} {_WORDS[a]}" for a in _WORDS),
+                                                       *(f"{c[m]} {_ROW_WORDS[m]}" for m in _MOVES if c[m])]))
+        words += [f"{_plural(part)}: {plus} newly cabled, {minus} freed"
+                  for part, (plus, minus) in parts.get(noun, {}).items()]
     if entries:
         words.append(f"{_plural(CONFIG_NOUN)}: " + ", ".join(f"{entries[a]} {_WORDS[a]}" for a in _WORDS))
     words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
@@ -446,11 +449,16 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
 def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
+    # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
+    # heads its group, before its files: the change a change board must see first.
+    devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
     owner = ""
     for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
         if _owner(d.change.path) != owner:
             owner = _owner(d.change.path)
-            lines.append(f"\n  [bold]# {_safe(owner)}[/]")
+            device = devices.get(owner)
+            detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
+            lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
         sign, colour = _STYLE[d.change.action]
         mark = " [red](unmanaged)[/]" if d.change.unmanaged else " [magenta](drift)[/]" if d.change.drift else ""
         lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{mark}{_note(d)}")

@@ -47,7 +47,8 @@ class Table:
     item, the first its id (a cable's id, its label, the labels of its two ends): a row whose key stays but whose
     labels change is a relabel, a removed row whose id a new row takes a re-patch (the same item at other ends),
     each listed as such rather than as a change or a removal plus an addition. ``pattern`` is an ``fnmatch``
-    pattern of artifact paths; a CSV whose header lacks a key column is compared by lines instead."""
+    pattern of artifact paths; a CSV whose header lacks a key column is compared by lines instead. ``rows``: for a
+    JSON artifact, the key of its list of row objects (a fabric's ``switches``); its other lines are counted."""
 
     pattern: str
     noun: str
@@ -56,3 +57,4 @@ class Table:
     parts: tuple[tuple[str, str], ...] = ()
     derived: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    rows: str = ""

@@ -113,10 +113,9 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
         if b"\0" in data:
             return FileDiff(change, binary=True, old=old, new=new)
         text = _text(data)
-        header = next(csv.reader(io.StringIO(text)), None) if table is not None and text is not None else None
-        if table is not None and text is not None and header is not None and set(table.key) <= set(header):
-            return FileDiff(change, table.noun, whole=sum(1 for _ in csv.reader(io.StringIO(text))) - 1,
-                            old=old, new=new)
+        whole = _rows(text, table) if table is not None and text is not None else None
+        if table is not None and whole is not None:
+            return FileDiff(change, table.noun, whole=len(whole), old=old, new=new)
         count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         return FileDiff(change, lines=(0, count) if old else (count, 0), old=old, new=new)
     old_text, new_text = _text(old), _text(new)
@@ -126,9 +125,9 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
         old_rows, new_rows = _rows(old_text, table), _rows(new_text, table)
         if old_rows is not None and new_rows is not None:
             rows, parts = _row_changes(old_rows, new_rows, table)
-            return FileDiff(change, table.noun, rows, parts, old=old, new=new)
-    old_lines, new_lines = Counter(old_text.splitlines()), Counter(new_text.splitlines())
-    added, removed = sum((new_lines - old_lines).values()), sum((old_lines - new_lines).values())
+            lines = _lines(old_text, new_text) if table.rows else (0, 0)  # a JSON document holds more than rows
+            return FileDiff(change, table.noun, rows, parts, lines=lines, old=old, new=new)
+    added, removed = _lines(old_text, new_text)
     old_entries, new_entries = _config_entries(change.path, old_text), _config_entries(change.path, new_text)
     if old_entries is not None and new_entries is not None:
         entries = Table(change.path, CONFIG_NOUN, (ENTRY,), f"{{{ENTRY}}}", derived=(ENTRY,))
@@ -137,6 +136,12 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
                                entries)
         return FileDiff(change, CONFIG_NOUN, rows, lines=(added, removed), old=old, new=new)
     return FileDiff(change, lines=(added, removed), old=old, new=new)
+
+
+def _lines(old: str, new: str) -> tuple[int, int]:
+    """Lines added and removed, wherever they are."""
+    old_lines, new_lines = Counter(old.splitlines()), Counter(new.splitlines())
+    return sum((new_lines - old_lines).values()), sum((old_lines - new_lines).values())
 
 
 def _config_entries(path: str, text: str) -> Entries | None:
@@ -246,24 +251,45 @@ def _entry_name(path: str, entry: tuple[str, ...]) -> str:
     return (" / " if path.endswith(".cfg") else " ").join(entry)
 
 
-def _rows(text: str, table: Table) -> dict[tuple[str, ...], dict[str, str]] | None:
-    """The CSV's rows by their key (a repeated key gets its ordinal), or None when the header lacks a key column."""
+Rows = dict[tuple[str, ...], dict[str, str]]
+
+
+def _rows(text: str, table: Table) -> Rows | None:
+    """The table's rows by their key (a repeated key gets its ordinal): a CSV's, or the objects of a JSON document's
+    list ``table.rows`` (their values as text); None when a key column is missing or the JSON does not parse."""
+    if table.rows:
+        return _json_rows(text, table)
     if not text:
         return {}
     reader = csv.reader(io.StringIO(text))
     header = next(reader, [])
     if not set(table.key) <= set(header):
         return None
-    where = [header.index(column) for column in table.key]
-    rows: dict[tuple[str, ...], dict[str, str]] = {}
-    for values in reader:
-        row = dict(zip(header, values, strict=False))
-        key = tuple(values[i] if i < len(values) else "" for i in where)
+    return _keyed((dict(zip(header, values, strict=False)) for values in reader), table.key)
+
+
+def _json_rows(text: str, table: Table) -> Rows | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    items = data.get(table.rows) if isinstance(data, dict) else None
+    if not isinstance(items, list) or not all(isinstance(item, dict) and set(table.key) <= set(item)
+                                              for item in items):
+        return None
+    return _keyed(({k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in item.items()}
+                   for item in items), table.key)
+
+
+def _keyed(rows: Iterable[dict[str, str]], key: Sequence[str]) -> Rows:
+    keyed: Rows = {}
+    for row in rows:
+        at = tuple(row.get(column, "") for column in key)
         ordinal = 1
-        while (key + ((str(ordinal),) if ordinal > 1 else ())) in rows:
+        while (at + ((str(ordinal),) if ordinal > 1 else ())) in keyed:
             ordinal += 1
-        rows[key + ((str(ordinal),) if ordinal > 1 else ())] = row
-    return rows
+        keyed[at + ((str(ordinal),) if ordinal > 1 else ())] = row
+    return keyed
 
 
 def _format(template: str, row: dict[str, str]) -> str:
@@ -275,9 +301,7 @@ def _format(template: str, row: dict[str, str]) -> str:
     return " ".join(text.split())
 
 
-def _row_changes(
-    old: dict[tuple[str, ...], dict[str, str]], new: dict[tuple[str, ...], dict[str, str]], table: Table
-) -> tuple[tuple[RowChange, ...], dict[str, tuple[int, int]]]:
+def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, ...], dict[str, tuple[int, int]]]:
     created, deleted = [k for k in new if k not in old], [k for k in old if k not in new]
     repatched = _repatched(old, new, deleted, created, table.labels[0] if table.labels else "")
     changes = [RowChange(Action.CREATE, _format(table.subject, new[k])) for k in created if k not in repatched.values()]
@@ -308,8 +332,7 @@ def _fields(old: dict[str, str], new: dict[str, str]) -> tuple[Field, ...]:
                  if old.get(column) != new.get(column))
 
 
-def _repatched(old: dict[tuple[str, ...], dict[str, str]], new: dict[tuple[str, ...], dict[str, str]],
-               deleted: Sequence[tuple[str, ...]], created: Sequence[tuple[str, ...]],
+def _repatched(old: Rows, new: Rows, deleted: Sequence[tuple[str, ...]], created: Sequence[tuple[str, ...]],
                label: str) -> dict[tuple[str, ...], tuple[str, ...]]:
     """The removed rows whose label a new row takes (old key -> new key): the same installed item at other ends.
     Only a label held by one removed and one new row pairs them."""

@@ -157,3 +157,18 @@ def test_relabels_and_repatches(tmp_path: Path) -> None:
         (Move.RELABEL, "n1:1 <-> l1:1", (("label", "c1 n1", "c1 N1"),), ("", "")),
         (Move.RELABEL, "n2:1 <-> l1:2", (("id", "c2", "c9"), ("label", "c2 n2", "c9 n2")), ("", "")),
         (Move.REPATCH, "c3", (("length", "3", "4"),), ("n3:1 <-> l1:3", "n5:1 <-> l1:3"))]
+
+
+def test_rows_of_a_json_document(tmp_path: Path) -> None:
+    """A JSON artifact's list of objects as rows (a fabric's switches by name), its other lines counted."""
+    switches = Table("t/*.json", "switch", ("name",), "{name}", rows="switches")
+    doc = '{"fabric": {"switches": %d}, "switches": [%s]}\n'
+    _applied(tmp_path, {"t/f.json": doc % (2, '{"name": "s1", "model": "A"}, {"name": "s2", "model": "A"}')})
+    plan = _plan(tmp_path, {"t/f.json": doc % (2, '{"name": "s1", "model": "B"}, {"name": "s3", "model": "A"}'),
+                            "t/g.json": doc % (1, '{"name": "s9"}'), "t/h.json": '{"other": []}\n'})
+    diffs = {d.change.path: d for d in describe(plan, [switches])}
+    assert [(r.action, r.subject, r.shown_fields) for r in diffs["t/f.json"].rows] == [
+        (Action.CREATE, "s3", ()), (Action.DELETE, "s2", ()), (Action.UPDATE, "s1", (("model", "A", "B"),))]
+    assert diffs["t/f.json"].lines == (1, 1)
+    assert (diffs["t/g.json"].noun, diffs["t/g.json"].whole) == ("switch", 1)
+    assert (diffs["t/h.json"].noun, diffs["t/h.json"].lines) == ("", (1, 0))  # no such list: by lines
