@@ -49,6 +49,14 @@ def test_plan_json_and_drift(tmp_path: Path) -> None:
     assert data["summary"] == {"create": 0, "update": 1, "delete": 0, "unchanged": ARTIFACTS - 1}
     change = next(c for c in data["changes"] if c["path"] == "topology/summary.yaml")
     assert change["action"] == "update" and change["drift"] is True
+    # the spec's revision, as the printed sheets carry it in their header (review B4), in JSON and text
+    digest = json.loads((out / "fabricgen.lock.json").read_text())["spec_digest"]
+    assert data["spec_digest"] == digest and data["revision"] == f"spec {digest.removeprefix('sha256:')[:12]}"
+    text = runner.invoke(app, ["plan", LAB, "-o", str(out)]).stdout
+    assert f"Plan for {out} ({data['revision']}): 0 to create, 1 to update" in text
+    import pypdf
+
+    assert data["revision"] in pypdf.PdfReader(out / "cabling" / "rows" / "L.pdf").pages[0].extract_text()
 
 
 def test_apply_without_yes_off_a_terminal_writes_nothing(tmp_path: Path) -> None:
@@ -73,6 +81,8 @@ def test_explain_json_counts() -> None:
 def test_explain_prints_warnings_after_the_summary() -> None:
     result = runner.invoke(app, ["explain", LAB])
     assert result.exit_code == 0, result.output
+    digest = compile_spec(Path(LAB)).cluster.spec_digest.removeprefix("sha256:")
+    assert f"spec {digest[:12]}: the revision the printed cable sheets carry" in result.stdout
     assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
 
 

@@ -481,14 +481,20 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
             out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
     c = plan.counts
     summary = (
-        f"Plan for {plan.out_dir}: {c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
-        f"{c['unchanged']} unchanged."
+        f"Plan for {plan.out_dir} ({_revision(plan.lock.spec_digest)}): {c['create']} to create, {c['update']} to "
+        f"update, {c['delete']} to delete, {c['unchanged']} unchanged."
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
     out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
         out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
+
+
+def _revision(spec_digest: str) -> str:
+    """The spec's revision as every printed cable sheet carries it in its header (``spec 5cba90992c63``), so a
+    sheet on a clipboard is matched to the plan that was approved."""
+    return f"spec {spec_digest.removeprefix('sha256:')[:12]}"
 
 
 @without_gc
@@ -627,7 +633,8 @@ def plan(
         if save is not None and not refused:
             planfile.save(save, current, spec, force=force, tool_version=__version__)
         if as_json:
-            data = {"valid": True, **plan_to_json(current), "apply_refuses": list(current.unmanaged) if refused else [],
+            data = {"valid": True, **plan_to_json(current), "revision": _revision(current.lock.spec_digest),
+                    "apply_refuses": list(current.unmanaged) if refused else [],
                     "diffs": [_diff_json(d) for d in diffs],
                     "warnings": [_finding_dict(f) for f in warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -758,7 +765,8 @@ def explain(
         from fabricgen.features.topology.explain import cluster_summary
 
         compiled = _compile(spec)
-        summary = cluster_summary(compiled.topology)
+        summary = {**cluster_summary(compiled.topology), "spec_digest": compiled.cluster.spec_digest,
+                   "revision": _revision(compiled.cluster.spec_digest)}
         _progress.stop()
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
@@ -781,7 +789,8 @@ def _table(title: str, columns: Sequence[str], left: int) -> Table:
 def _print_summary(s: dict[str, Any]) -> None:
     out.print(
         f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
-        f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links"
+        f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links\n"
+        f"[dim]{s['revision']}: the revision the printed cable sheets carry[/]"
     )
     if "cloud" in s:
         c = s["cloud"]

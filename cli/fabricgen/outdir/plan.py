@@ -220,6 +220,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
     """Machine-readable plan: actions, paths, reasons and flags, never file contents."""
     return {
         "out_dir": str(plan.out_dir),
+        "spec_digest": plan.lock.spec_digest,
         "summary": plan.counts,
         "changes": [
             {"action": c.action.value, "path": c.path, "reason": c.reason, "drift": c.drift}
