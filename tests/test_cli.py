@@ -240,10 +240,32 @@ def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:
     assert "\n  # switch oob-agg01  ~ model: SN4700 -> SN4600\n  ~ switches/oob-agg01/config_db.json" in result.stdout
     assert "~ topology/oob.json  (2 switches to change; +11 -11 lines)" in result.stdout
     assert "switches: 0 to add, 2 to change, 0 to remove" in result.stdout
+    # an address reads with its value (review D2), ports in their natural order
+    assert "+ address oob-agg01:1 10.45.0.0/31 (p2p)\n      + address oob-agg01:2 10.45.0.4/31 (p2p)" in result.stdout
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     (oob,) = [d for d in data["diffs"] if d["path"] == "topology/oob.json"]
     assert oob["noun"] == "switch" and {r["subject"]: r["fields"]["model"] for r in oob["rows"]} == {
         "oob-agg01": ["SN4700", "SN4600"], "oob-agg02": ["SN4700", "SN4600"]}
+
+
+def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None:
+    """Review D1: more slack lengthens every run; the cables whose orderable length and part change (re-pull) are
+    counted and listed first, those whose estimated run alone moved apart and after them."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "slack.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text().replace("facility:\n", "facility:\n  slack_m: 2.0\n", 1))
+    text = runner.invoke(app, ["plan", str(spec), "-o", str(out)]).stdout
+    assert "~ cabling/cables.csv  (77 cables to change, 115 cables with only a new estimate)" in text
+    listing = text[text.index("~ cabling/cables.csv"):]
+    assert listing.index("length_m: 3.0 -> 5.0; run_m: 2.89 -> 3.89; cable_part: CAT6-PATCH-3M -> CAT6-PATCH-5M") \
+        < listing.index("... and 52 more cables to change") \
+        < listing.index("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  run_m: 1.36 -> 2.36")
+    assert "cables: 0 to add, 77 to change, 0 to remove, 115 with only a new estimate" in text
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    assert Counter(r["action"] for r in cables) == {"update": 77, "estimate": 115}
+    assert all(set(r["fields"]) == {"run_m"} for r in cables if r["action"] == "estimate")
 
 
 def test_drift_has_its_own_section(tmp_path: Path) -> None:

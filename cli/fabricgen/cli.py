@@ -57,7 +57,7 @@ from fabricgen.model.infiniband import IbSpeed
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, Move, RowChange, describe
+from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
 from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
@@ -318,13 +318,13 @@ def _unchanged(spec: Path, out_opt: Path | None) -> Plan | None:
 _STYLE = {Action.CREATE: ("+", "green"), Action.UPDATE: ("~", "yellow"), Action.DELETE: ("-", "red")}
 # The rows that stay the same installed item under another identity, each listed in a section of its own after the
 # devices' changes: what the datacenter team does about them, and why.
-_MOVES = {Move.RELABEL: ("Relabel", "the same two ends, other labels: print the new labels and put them on the "
+_MOVES = {RowKind.RELABEL: ("Relabel", "the same two ends, other labels: print the new labels and put them on the "
                                     "installed cable"),
-          Move.REPATCH: ("Re-patch", "the same id at other ends (the cable moves, or a device at its end was "
+          RowKind.REPATCH: ("Re-patch", "the same id at other ends (the cable moves, or a device at its end was "
                                      "renamed): move or relabel its ends as their new end labels say")}
-_ROW_WORDS: dict[Action | Move, str] = {Action.CREATE: "to add", Action.UPDATE: "to change",
-                                        Action.DELETE: "to remove", Move.RELABEL: "to relabel",
-                                        Move.REPATCH: "to re-patch"}
+_ROW_WORDS: dict[Action | RowKind, str] = {Action.CREATE: "to add", Action.UPDATE: "to change",
+                                           Action.DELETE: "to remove", RowKind.ESTIMATE: "with only a new estimate",
+                                           RowKind.RELABEL: "to relabel", RowKind.REPATCH: "to re-patch"}
 _WORDS = {action: word for action, word in _ROW_WORDS.items() if isinstance(action, Action)}
 ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every one
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
@@ -376,18 +376,19 @@ def _field(column: str, old: str | None, new: str | None) -> str:
 
 
 def _row_line(noun: str, row: RowChange, sign: str, colour: str) -> str:
-    moved = [f"{row.moved[0]} -> {row.moved[1]}"] if row.action is Move.REPATCH else []
+    moved = [f"{row.moved[0]} -> {row.moved[1]}"] if row.action is RowKind.REPATCH else []
     fields = "; ".join([*moved, *(_field(*f) for f in row.shown_fields)])
     detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
     return f"[{colour}]{sign} {_safe(noun)} {_safe(row.subject)}[/]{detail}"
 
 
-def _print_rows(d: FileDiff, lines: list[str], actions: Sequence[Action | Move] = tuple(_WORDS), indent: str = "      ",
-                ) -> None:
+def _print_rows(d: FileDiff, lines: list[str],
+                actions: Sequence[Action | RowKind] = (*_WORDS, RowKind.ESTIMATE), indent: str = "      ") -> None:
     """The rows of ``actions``, at most `ROW_LIMIT` of each."""
     for action in actions:
         rows = [r for r in d.rows if r.action is action]
-        sign, colour = _STYLE[action] if isinstance(action, Action) else ("~", "cyan")
+        sign, colour = _STYLE[action] if isinstance(action, Action) else (
+            "~", "dim" if action is RowKind.ESTIMATE else "cyan")
         word = _ROW_WORDS[action]
         lines.extend(f"{indent}{_row_line(d.noun, row, sign, colour)}" for row in rows[:ROW_LIMIT])
         if len(rows) > ROW_LIMIT:
@@ -419,7 +420,7 @@ def _print_unified(d: FileDiff, lines: list[str]) -> None:
 def _totals(diffs: Sequence[FileDiff]) -> str:
     """The plan in the cluster's terms: rows per noun (cables, addresses, switches), each followed by its parts
     (a cable's ports), then config entries and lines."""
-    rows: dict[str, Counter[Action | Move]] = {}
+    rows: dict[str, Counter[Action | RowKind]] = {}
     parts: dict[str, dict[str, list[int]]] = {}
     added = removed = files = 0
     for d in diffs:
@@ -436,7 +437,8 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
     words = []
     for noun, c in rows.items():
         words.append(f"{_plural(noun)}: " + ", ".join([*(f"{c[a]} {_WORDS[a]}" for a in _WORDS),
-                                                       *(f"{c[m]} {_ROW_WORDS[m]}" for m in _MOVES if c[m])]))
+                                                       *(f"{c[k]} {_ROW_WORDS[k]}" for k in (RowKind.ESTIMATE, *_MOVES)
+                                                         if c[k])]))
         words += [f"{_plural(part)}: {plus} newly cabled, {minus} freed"
                   for part, (plus, minus) in parts.get(noun, {}).items()]
     if entries:
@@ -515,7 +517,7 @@ def _diff_json(d: FileDiff) -> dict[str, Any]:
         data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
         data["rows"] = [{"action": r.action.value, "subject": r.subject,
                          "fields": {c: [old, new] for c, old, new in r.fields},
-                         **({"from": r.moved[0], "to": r.moved[1]} if r.action is Move.REPATCH else {})}
+                         **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {})}
                         for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
     if not d.noun or d.lines != (0, 0):

@@ -48,7 +48,9 @@ class Table:
     labels change is a relabel, a removed row whose id a new row takes a re-patch (the same item at other ends),
     each listed as such rather than as a change or a removal plus an addition. ``pattern`` is an ``fnmatch``
     pattern of artifact paths; a CSV whose header lacks a key column is compared by lines instead. ``rows``: for a
-    JSON artifact, the key of its list of row objects (a fabric's ``switches``); its other lines are counted."""
+    JSON artifact, the key of its list of row objects (a fabric's ``switches``); its other lines are counted.
+    ``estimates``: columns computed for information (a cable's estimated run): a row whose only changes are there
+    changes nothing at the racks, and is counted and listed apart, after the rows that do."""
 
     pattern: str
     noun: str
@@ -58,3 +60,4 @@ class Table:
     derived: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     rows: str = ""
+    estimates: tuple[str, ...] = ()

@@ -34,12 +34,14 @@ Entries = dict[tuple[str, ...], dict[str, str]]
 Field = tuple[str, str | None, str | None]  # (column, old, new); None: the entry has no such field on that side
 
 
-class Move(StrEnum):
-    """A row that stays the same installed item with other labels or at other ends (:attr:`Table.labels`); the
-    values are the words of the JSON output."""
+class RowKind(StrEnum):
+    """A changed row that is more (or less) than a change: the same installed item with other labels or at other
+    ends (:attr:`Table.labels`), or a row whose only changes are estimates (:attr:`Table.estimates`); the values
+    are the words of the JSON output."""
 
     RELABEL = "relabel"  # the same two ends, other labels: reprint them
     REPATCH = "re-patch"  # the same id, other ends: move the cable
+    ESTIMATE = "estimate"  # only a computed estimate moved (a cable's run): nothing to do at the racks
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class RowChange:
     """One row of a table artifact added, removed, changed, relabelled or re-patched; ``fields`` are (column, old,
     new) of a change; ``moved`` the row's subject before and after a re-patch (its ``subject`` is then its label)."""
 
-    action: Action | Move
+    action: Action | RowKind
     subject: str
     fields: tuple[Field, ...] = ()
     derived: tuple[str, ...] = ()  # columns of ``fields`` that only restate others (the listing omits them)
@@ -306,23 +308,26 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
     repatched = _repatched(old, new, deleted, created, table.labels[0] if table.labels else "")
     changes = [RowChange(Action.CREATE, _format(table.subject, new[k])) for k in created if k not in repatched.values()]
     changes += [RowChange(Action.DELETE, _format(table.subject, old[k])) for k in deleted if k not in repatched]
-    changes += [RowChange(Move.REPATCH, new[after][table.labels[0]], _fields(old[before], new[after]),
+    changes += [RowChange(RowKind.REPATCH, new[after][table.labels[0]], _fields(old[before], new[after]),
                           (*table.derived, *table.key), (_format(table.subject, old[before]),
                                                          _format(table.subject, new[after])))
                 for before, after in repatched.items()]
     for key in new.keys() & old.keys():
         fields = _fields(old[key], new[key])
         if any(column in table.labels for column, _, _ in fields):  # shown with its labels, derived or not
-            changes.append(RowChange(Move.RELABEL, _format(table.subject, new[key]), fields,
+            changes.append(RowChange(RowKind.RELABEL, _format(table.subject, new[key]), fields,
                                      tuple(c for c in table.derived if c not in table.labels)))
         elif fields:
-            changes.append(RowChange(Action.UPDATE, _format(table.subject, new[key]), fields, table.derived))
+            estimate = all(c in table.estimates or c in table.derived for c, _, _ in fields)
+            changes.append(RowChange(RowKind.ESTIMATE if estimate else Action.UPDATE, _format(table.subject, new[key]),
+                                     fields, table.derived))
     parts: dict[str, tuple[int, int]] = {}
     for noun in dict.fromkeys(noun for noun, _ in table.parts):
         templates = [t for n, t in table.parts if n == noun]
         before, after = _parts(old.values(), templates), _parts(new.values(), templates)
         parts[noun] = (len(after - before), len(before - after))
-    order = {Action.CREATE: 0, Action.DELETE: 1, Action.UPDATE: 2, Move.RELABEL: 3, Move.REPATCH: 4}
+    order = {Action.CREATE: 0, Action.DELETE: 1, Action.UPDATE: 2, RowKind.ESTIMATE: 3, RowKind.RELABEL: 4,
+             RowKind.REPATCH: 5}
     return tuple(sorted(changes, key=lambda c: (order[c.action], _natural(c.subject)))), parts
 
 

@@ -9,7 +9,7 @@ import pytest
 from fabricgen.core.artifacts import Artifact, Table
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import Move, describe
+from fabricgen.outdir.changes import RowKind, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan
 
 CABLES = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", parts=(("port", "{a}"), ("port", "{z}")),
@@ -154,9 +154,9 @@ def test_relabels_and_repatches(tmp_path: Path) -> None:
         (Action.CREATE, "n6:1 <-> l1:6", (), ("", "")),
         (Action.CREATE, "n7:1 <-> l1:7", (), ("", "")),
         (Action.DELETE, "n4:1 <-> l1:4", (), ("", "")),
-        (Move.RELABEL, "n1:1 <-> l1:1", (("label", "c1 n1", "c1 N1"),), ("", "")),
-        (Move.RELABEL, "n2:1 <-> l1:2", (("id", "c2", "c9"), ("label", "c2 n2", "c9 n2")), ("", "")),
-        (Move.REPATCH, "c3", (("length", "3", "4"),), ("n3:1 <-> l1:3", "n5:1 <-> l1:3"))]
+        (RowKind.RELABEL, "n1:1 <-> l1:1", (("label", "c1 n1", "c1 N1"),), ("", "")),
+        (RowKind.RELABEL, "n2:1 <-> l1:2", (("id", "c2", "c9"), ("label", "c2 n2", "c9 n2")), ("", "")),
+        (RowKind.REPATCH, "c3", (("length", "3", "4"),), ("n3:1 <-> l1:3", "n5:1 <-> l1:3"))]
 
 
 def test_rows_of_a_json_document(tmp_path: Path) -> None:
@@ -172,3 +172,13 @@ def test_rows_of_a_json_document(tmp_path: Path) -> None:
     assert diffs["t/f.json"].lines == (1, 1)
     assert (diffs["t/g.json"].noun, diffs["t/g.json"].whole) == ("switch", 1)
     assert (diffs["t/h.json"].noun, diffs["t/h.json"].lines) == ("", (1, 0))  # no such list: by lines
+
+
+def test_rows_in_natural_port_order_and_estimates_apart(tmp_path: Path) -> None:
+    """Ports as a switch numbers them (l1:2 before l1:10); a row whose only change is an estimate is its own kind."""
+    table = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", estimates=("length",))
+    _applied(tmp_path, {"t/cables.csv": HEADER + "c1,n1:1,l1:1,3,x\n"})
+    plan = _plan(tmp_path, {"t/cables.csv": HEADER + "c1,n1:1,l1:1,4,x\nc10,n1:1,l1:10,3,x\nc2,n1:1,l1:2,3,x\n"})
+    (diff,) = describe(plan, [table])
+    assert [(r.action, r.subject) for r in diff.rows] == [
+        (Action.CREATE, "n1:1 <-> l1:2"), (Action.CREATE, "n1:1 <-> l1:10"), (RowKind.ESTIMATE, "n1:1 <-> l1:1")]
