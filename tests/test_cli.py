@@ -268,6 +268,22 @@ def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None
     assert all(set(r["fields"]) == {"run_m"} for r in cables if r["action"] == "estimate")
 
 
+def test_a_comment_edit_says_why_the_sheets_change(tmp_path: Path) -> None:
+    """Review D3: a comment in the spec changes its revision, which every printed sheet carries; the plan says so
+    (the revision before and after) and counts the binary files instead of "+0 -0 lines in 0 files"."""
+    out, spec = tmp_path / "out", tmp_path / "lab.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text())
+    assert runner.invoke(app, ["apply", str(spec), "-o", str(out), "--yes"]).exit_code == 0
+    before = compile_spec(spec).cluster.spec_digest.removeprefix("sha256:")[:12]
+    spec.write_text(spec.read_text() + "# just a comment\n")
+    after = compile_spec(spec).cluster.spec_digest.removeprefix("sha256:")[:12]
+    text = runner.invoke(app, ["plan", str(spec), "-o", str(out)]).stdout
+    assert f"(spec {after}, was spec {before}): 0 to create, 5 to update" in text
+    assert "\n  binary files: 5 (no table row or text line changed)\n" in text and "config lines" not in text
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert data["previous_spec_digest"].removeprefix("sha256:")[:12] == before
+
+
 def test_drift_has_its_own_section(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0

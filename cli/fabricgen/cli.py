@@ -422,8 +422,9 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
     (a cable's ports), then config entries and lines."""
     rows: dict[str, Counter[Action | RowKind]] = {}
     parts: dict[str, dict[str, list[int]]] = {}
-    added = removed = files = 0
+    added = removed = files = binaries = 0
     for d in diffs:
+        binaries += d.binary
         if d.noun:
             rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
             rows[d.noun][d.change.action] += d.whole
@@ -443,7 +444,10 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
                   for part, (plus, minus) in parts.get(noun, {}).items()]
     if entries:
         words.append(f"{_plural(CONFIG_NOUN)}: " + ", ".join(f"{entries[a]} {_WORDS[a]}" for a in _WORDS))
-    words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
+    if files:
+        words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
+    if binaries:  # workbooks and PDFs: what changed in them is not read here (their rows are the tables')
+        words.append(f"binary files: {binaries}" + ("" if words else " (no table row or text line changed)"))
     return "; ".join(words)
 
 
@@ -482,9 +486,12 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
         for path in plan.unmanaged:
             out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
     c = plan.counts
+    revision, before = _revision(plan.lock.spec_digest), plan.previous_spec_digest
+    if before and before != plan.lock.spec_digest:  # every printed sheet's header changes with it
+        revision += f", was {_revision(before)}"
     summary = (
-        f"Plan for {plan.out_dir} ({_revision(plan.lock.spec_digest)}): {c['create']} to create, {c['update']} to "
-        f"update, {c['delete']} to delete, {c['unchanged']} unchanged."
+        f"Plan for {plan.out_dir} ({revision}): {c['create']} to create, {c['update']} to update, {c['delete']} to "
+        f"delete, {c['unchanged']} unchanged."
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
