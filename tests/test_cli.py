@@ -391,6 +391,25 @@ def test_help_shows_defaults_and_no_type_noise() -> None:
     assert all(len(line) <= 80 for line in top.splitlines()), top
 
 
+def test_cosmetic_review_items(tmp_path: Path) -> None:
+    """Review C1-C3: verify's summary names LLDP and its metavars say what they take; validate prints a warning's
+    check as plan does; an incomplete plan file says what it lacks; verify says it verified nothing, not that it
+    wrote nothing."""
+    top = runner.invoke(app, ["--help"]).output
+    assert "Compare a discovered fabric (ibnetdiscover, LLDP)" in top
+    verify_help = " ".join(runner.invoke(app, ["verify", "--help"]).output.split())
+    assert "--lldp FILE|DIR" in verify_help and "--speed-as SPEED" in verify_help and "One of SDR, DDR" in verify_help
+    assert "warning: [dual-homing] storage:" in runner.invoke(app, ["validate", LAB]).stdout
+    partial = tmp_path / "partial.plan"
+    partial.write_text('{"format": "fabricgen-plan/1"}')
+    result = runner.invoke(app, ["apply", str(partial)])
+    assert result.exit_code == 1 and "is incomplete: it lacks spec, out_dir" in result.stderr
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("hello\n")
+    result = runner.invoke(app, ["verify", LAB, "--ibnetdiscover", str(garbage)])
+    assert result.stderr.splitlines()[-1] == "nothing was verified"
+
+
 def test_shell_completion_of_presets() -> None:
     from fabricgen.cli import _preset_names
 
@@ -458,6 +477,21 @@ def test_errors_show_the_source_line_and_a_caret(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]).stdout
     assert f"{tmp_path / 'nope.yaml'}: error: cannot read spec: No such file or directory" in missing
     assert ":0:0" not in missing and ":1:1" not in missing
+
+
+def test_a_long_source_line_is_cut_only_where_text_is(tmp_path: Path) -> None:
+    """Review C2: a line longer than the excerpt loses its indentation, not text, on the left: no "..." there."""
+    spec = tmp_path / "spec.yaml"
+    old = "{name: hgx08, priority: 14}]   # an SM pair"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert text.count(old) == 1
+    spec.write_text(text.replace(old, "{name: hgx08, priority: high}]   # an SM pair"))
+    lines = runner.invoke(app, ["validate", str(spec)]).output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "priority: 'high'" in line or "'high'" in line)
+    shown = lines[at + 1].split(" | ", 1)[1]
+    assert "..." not in shown and shown.strip() == spec.read_text().splitlines()[27].strip()
+    caret = lines[at + 2].index("^") - lines[at + 1].index("hosts")
+    assert lines[at + 1][lines[at + 1].index("hosts") + caret:].startswith("high")
 
 
 def test_explain_fits_80_columns_without_cutting_a_cell() -> None:

@@ -199,8 +199,9 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
     column = max(position.column, 1) - 1
     if len(line) > EXCERPT_WIDTH:  # a window around the column: a 15 MB line is never echoed
         start = max(0, min(column - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
-        line, column = ("..." if start else "") + line[start:start + EXCERPT_WIDTH] + "...", column - start + (
-            3 if start else 0)
+        before = "..." if line[:start].strip() else ""  # only indentation left out: no text was
+        after = "..." if line[start + EXCERPT_WIDTH:].strip() else ""
+        line, column = before + line[start:start + EXCERPT_WIDTH] + after, column - start + len(before)
     caret = " " * column + "^"
     return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
 
@@ -595,9 +596,11 @@ def validate(
             for p in result["problems"]:
                 position = SourcePosition(p["file"], p["line"] or 0, p["column"] or 0) if p["file"] else None
                 where = f"{position}: " if position else ""
+                check = f"[{p['check']}] " if p.get("check") else ""  # as plan prints a finding
                 field = f"{p['path']}: " if p["path"] else ""
                 hint = f" (hint: {p['hint']})" if p["hint"] else ""
-                _print_problem(where + p["severity"] + ": " + field + p["message"] + hint, position, out, p["path"])
+                _print_problem(f"{where}{p['severity']}: {check}{field}{p['message']}{hint}", position, out,
+                               p["path"])
     _fail(EXIT_OK if all(r["valid"] for r in results) else EXIT_ERROR)
 
 
@@ -832,7 +835,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     out.print(bom)
 
 
-@app.command(short_help="Compare a discovered InfiniBand fabric with the plan.")
+@app.command(short_help="Compare a discovered fabric (ibnetdiscover, LLDP) with the plan.")
 def verify(
     spec: SpecArg,
     ibnetdiscover: Annotated[
@@ -848,7 +851,8 @@ def verify(
         Path | None,
         typer.Option("--lldp", help="LLDP neighbour tables (`lldpctl -f json`, SONiC `show lldp table`, NVUE `nv "
                                     "show interface -o json`, EOS `show lldp neighbors [detail] | json`): a file or "
-                                    "a directory of files named <device>.json/.txt.", show_default=False),
+                                    "a directory of files named <device>.json/.txt.", show_default=False,
+                     metavar="FILE|DIR"),
     ] = None,
     only_present: Annotated[
         bool, typer.Option("--only-present", help="With --lldp, a partial capture (a lab started with --sample): a "
@@ -866,9 +870,10 @@ def verify(
         typer.Option(
             "--speed-as",
             case_sensitive=False,
+            metavar="SPEED",
             help="Expect this lane speed instead of the planned one (width unchanged). For simulators: ibsim 0.10 "
             "knows speeds up to HDR only (net file at 4xHDR: --speed-as HDR; it brings a 4xNDR port line up at "
-            "4xSDR: --speed-as SDR).",
+            f"4xSDR: --speed-as SDR). One of {', '.join(IbSpeed)}, in any case.",
         ),
     ] = None,
 ) -> None:

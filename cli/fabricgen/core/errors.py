@@ -126,9 +126,13 @@ class ConfigReadError(FabricgenError):
 
 
 class VerifyError(FabricgenError):
-    """The verification cannot run: no InfiniBand fabric to check, or the discovery cannot be read."""
+    """The verification cannot run: no fabric to check, or the discovery cannot be read."""
 
     stage = "verify"
+
+    @property
+    def outcome(self) -> str:
+        return "nothing was verified"  # verify never writes
 
 
 class LabError(FabricgenError):

@@ -239,7 +239,8 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
     nodes = [n for n in nodes if n is not None]
     if len(nodes) != 1:
         what = "is empty" if not nodes else f"holds {len(nodes)} YAML documents"
-        raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one", "one cluster per file")])
+        raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one YAML document",
+                                   "one cluster per file")])
     secrets = secret_keys()
     converter = _Converter(source, _count_distinct(nodes[0]), secrets)
     data = converter.convert(nodes[0], ())
