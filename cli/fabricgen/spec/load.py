@@ -204,6 +204,9 @@ def _yaml_issue(source: str, text: str, exc: yaml.YAMLError) -> SpecIssue:
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
+    opened = getattr(exc, "context_mark", None)  # where the unclosed bracket or block began: often the mistake
+    if context and opened is not None and (opened.line + 1, opened.column + 1) != (line, col):
+        context += f" opened at line {opened.line + 1}, column {opened.column + 1}"
     message = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
     return SpecIssue(SourcePosition(source, line, col), "", message, "check indentation, quotes and colons")
 
