@@ -381,8 +381,7 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
         hint = hint or f"must match {error.validator_value}"
         lower = error.instance.lower() if isinstance(error.instance, str) else ""
         if lower != error.instance and re.fullmatch(str(error.validator_value), lower) and describe is _describe:
-            # names are lower case: say the one fix that makes it valid
-            hint = f"did you mean {error.instance.lower()!r}? {hint}"
+            hint = f"did you mean {lower!r}? {hint}"  # names are lower case: the one fix that makes it valid
         return [doc.issue(path, f"{describe(error.instance)} is not a valid name here", hint)]
     if kind == "propertyNames":
         return [
