@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from fabricgen.cli import app
+from fabricgen.cli import app, main
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES
 
@@ -47,6 +49,14 @@ def test_plan_json_and_drift(tmp_path: Path) -> None:
     assert data["summary"] == {"create": 0, "update": 1, "delete": 0, "unchanged": ARTIFACTS - 1}
     change = next(c for c in data["changes"] if c["path"] == "topology/summary.yaml")
     assert change["action"] == "update" and change["drift"] is True
+    # the spec's revision, as the printed sheets carry it in their header (review B4), in JSON and text
+    digest = json.loads((out / "fabricgen.lock.json").read_text())["spec_digest"]
+    assert data["spec_digest"] == digest and data["revision"] == f"spec {digest.removeprefix('sha256:')[:12]}"
+    text = runner.invoke(app, ["plan", LAB, "-o", str(out)]).stdout
+    assert f"Plan for {out} ({data['revision']}): 0 to create, 1 to update" in text
+    import pypdf
+
+    assert data["revision"] in pypdf.PdfReader(out / "cabling" / "rows" / "L.pdf").pages[0].extract_text()
 
 
 def test_apply_without_yes_off_a_terminal_writes_nothing(tmp_path: Path) -> None:
@@ -66,6 +76,14 @@ def test_explain_json_counts() -> None:
     assert compute["links"] == {"node-leaf": 1020, "leaf-spine": 1024}
     assert compute["oversubscription"] == 1.0
     assert summary["gpus"] == 1016
+
+
+def test_explain_prints_warnings_after_the_summary() -> None:
+    result = runner.invoke(app, ["explain", LAB])
+    assert result.exit_code == 0, result.output
+    digest = compile_spec(Path(LAB)).cluster.spec_digest.removeprefix("sha256:")
+    assert f"spec {digest[:12]}: the revision the printed cable sheets carry" in result.stdout
+    assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
 
 
 def test_schema_is_valid_json_schema() -> None:
@@ -136,6 +154,136 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
 
 
+def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
+    """Racks renamed (``rack_name``): a cable between unrenamed switches keeps its two ends and its id but its end
+    labels name the new racks (a relabel); one whose top-of-rack switch is renamed with its rack keeps its id at the
+    aggregation port but ends at the renamed switch (a re-patch). Neither is a removal plus an addition."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "racks.yaml"
+    rows = "    - {name: M, racks: 1, kind: network}\n"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert text.count(rows) == 1
+    spec.write_text(text.replace(rows, rows + '  rack_name: "{row}-{rack:02d}"\n'))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    listing, _, sections = result.stdout.partition("\nRelabel: ")
+    relabels, _, repatches = sections.partition("\nRe-patch: ")
+    assert "~ cabling/cables.csv  (8 cables to add, 8 cables to remove, 176 cables to relabel, 8 cables to " \
+           "re-patch)" in listing
+    assert "cable compute-su01-leaf0:5/1" not in listing and "oob-agg01-001" not in listing
+    assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
+            "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
+            "compute-spine001 1/1") in relabels
+    assert "... and 151 more cables to relabel (plan --json lists every one)" in relabels
+    assert ("~ cable oob-agg01-001  oob-l01:49 <-> oob-agg01:1/1 -> oob-l-01:49 <-> oob-agg01:1/1; a_rack: L01 -> "
+            "L-01") in repatches
+    assert "Plan for" in repatches and "cables: 8 to add, 0 to change, 8 to remove, 176 to relabel, 8 to re-patch" \
+        in repatches
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    assert Counter(r["action"] for r in cables) == {"relabel": 176, "re-patch": 8, "create": 8, "delete": 8}
+    repatch = next(r for r in cables if r["subject"] == "oob-agg01-001")
+    assert (repatch["action"], repatch["from"], repatch["to"]) == (
+        "re-patch", "oob-l01:49 <-> oob-agg01:1/1", "oob-l-01:49 <-> oob-agg01:1/1")
+    assert repatch["fields"]["a_device"] == ["oob-l01", "oob-l-01"]
+
+
+def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
+    """U9 on a real change: h100-4su's storage fabric on EOS after its last four DGX go and the leaves' ASNs move
+    (leaf_base 65100 -> 65200), planned over OUT holding the storage switches' files and the cable table as before.
+    EOS's running-config reads by section as SONiC's by TABLE|key: the ports the storage servers move onto, the
+    leaf's `router bgp` replaced whole (EOS takes one BGP instance: a new AS is a new `router bgp`), the spine's
+    peers by address; and the cables the UFM and storage servers move onto are re-patches, not new cables."""
+    from fabricgen.outdir.apply import apply_plan
+    from fabricgen.outdir.plan import compute_plan
+    from tests.helpers.ethernet import eos_spec
+
+    out = tmp_path / "out"
+    (tmp_path / "before").mkdir()
+    (tmp_path / "after").mkdir()
+    before = [a for a in render_spec(compile_spec(eos_spec(tmp_path / "before")))
+              if a.path.startswith(("switches/storage-", "cabling/cables.csv"))]
+    apply_plan(compute_plan(before, out, spec_digest="before", tool_version="before"))
+    after = eos_spec(tmp_path / "after", ("    count: 127\n", "    count: 123\n"),
+                     ("leaf_base: 65100", "leaf_base: 65200"))
+    result = runner.invoke(app, ["plan", str(after), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    leaf = result.stdout[result.stdout.index("~ switches/storage-leaf008/storage-leaf008.cfg"):]
+    leaf = leaf[:leaf.index("\n  ~ switches/")]
+    assert "(34 config entries to add, 5 config entries to change, 34 config entries to remove; +6 -6 lines)" in leaf
+    assert ("~ config entry interface Ethernet28/1  description: gpu124:Slot2P1 (port 28, cable 15 m) -> "
+            "mds01:Slot1P2 (port 28, cable 15 m)") in leaf
+    assert "- config entry router bgp 65107\n" in leaf
+    assert "+ config entry router bgp 65207 / neighbor 10.21.1.192" in leaf
+    assert "~ config entry router bgp 65000 / neighbor 10.21.0.1  remote-as: 65100 -> 65200" in result.stdout
+    assert "~ config entry router_bgp neighbors 10.21.0.1  remote_as: 65100 -> 65200" in result.stdout  # AVD's
+    repatches = result.stdout[result.stdout.index("\nRe-patch: "):]
+    assert ("~ cable storage-leaf008-028  gpu124:Slot2P1 <-> storage-leaf008:28 -> mds01:Slot1P2 <-> "
+            "storage-leaf008:28") in repatches
+    assert "~ cable compute-su04-leaf0-028  gpu124:OSFP4P2 <-> compute-su04-leaf0:14/2 -> ufm01:P1" in repatches
+    assert "cables: 0 to add, 0 to change, 54 to remove, 18 to re-patch" in repatches
+
+
+def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:
+    """Review B2: the oob aggregation switches SN4700 -> SN4600: each switch's group starts with its own change (a
+    switch is its row in topology/<fabric>.json, by name), the summary counts switches, --json has the rows."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "model.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    old = "switch: {leaf: SN2201, spine: SN4700}"
+    assert text.count(old) == 1
+    spec.write_text(text.replace(old, "switch: {leaf: SN2201, spine: SN4600}"))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "\n  # switch oob-agg01  ~ model: SN4700 -> SN4600\n  ~ switches/oob-agg01/config_db.json" in result.stdout
+    assert "~ topology/oob.json  (2 switches to change; +11 -11 lines)" in result.stdout
+    assert "switches: 0 to add, 2 to change, 0 to remove" in result.stdout
+    # an address reads with its value (review D2), ports in their natural order
+    assert "+ address oob-agg01:1 10.45.0.0/31 (p2p)\n      + address oob-agg01:2 10.45.0.4/31 (p2p)" in result.stdout
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    (oob,) = [d for d in data["diffs"] if d["path"] == "topology/oob.json"]
+    assert oob["noun"] == "switch" and {r["subject"]: r["fields"]["model"] for r in oob["rows"]} == {
+        "oob-agg01": ["SN4700", "SN4600"], "oob-agg02": ["SN4700", "SN4600"]}
+
+
+def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None:
+    """Review D1: more slack lengthens every run; the cables whose orderable length and part change (re-pull) are
+    counted and listed first, those whose estimated run alone moved apart and after them."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "slack.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text().replace("facility:\n", "facility:\n  slack_m: 2.0\n", 1))
+    text = runner.invoke(app, ["plan", str(spec), "-o", str(out)]).stdout
+    assert "~ cabling/cables.csv  (77 cables to change, 115 cables with only a new estimate)" in text
+    listing = text[text.index("~ cabling/cables.csv"):]
+    assert listing.index("length_m: 3.0 -> 5.0; run_m: 2.89 -> 3.89; cable_part: CAT6-PATCH-3M -> CAT6-PATCH-5M") \
+        < listing.index("... and 52 more cables to change") \
+        < listing.index("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  run_m: 1.36 -> 2.36")
+    assert "cables: 0 to add, 77 to change, 0 to remove, 115 with only a new estimate" in text
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    assert Counter(r["action"] for r in cables) == {"update": 77, "estimate": 115}
+    assert all(set(r["fields"]) == {"run_m"} for r in cables if r["action"] == "estimate")
+
+
+def test_a_comment_edit_says_why_the_sheets_change(tmp_path: Path) -> None:
+    """Review D3: a comment in the spec changes its revision, which every printed sheet carries; the plan says so
+    (the revision before and after) and counts the binary files instead of "+0 -0 lines in 0 files"."""
+    out, spec = tmp_path / "out", tmp_path / "lab.yaml"
+    spec.write_text((INVENTORIES / "lab-1su.yaml").read_text())
+    assert runner.invoke(app, ["apply", str(spec), "-o", str(out), "--yes"]).exit_code == 0
+    before = compile_spec(spec).cluster.spec_digest.removeprefix("sha256:")[:12]
+    spec.write_text(spec.read_text() + "# just a comment\n")
+    after = compile_spec(spec).cluster.spec_digest.removeprefix("sha256:")[:12]
+    text = runner.invoke(app, ["plan", str(spec), "-o", str(out)]).stdout
+    assert f"(spec {after}, was spec {before}): 0 to create, 5 to update" in text
+    assert "\n  binary files: 5 (no table row or text line changed)\n" in text and "config lines" not in text
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert data["previous_spec_digest"].removeprefix("sha256:")[:12] == before
+
+
 def test_drift_has_its_own_section(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
@@ -168,6 +316,41 @@ def test_plan_json_on_an_invalid_spec(tmp_path: Path) -> None:
     assert data["valid"] is False and "do not fit in their racks" in data["problems"][0]["message"]
     missing = runner.invoke(app, ["plan", str(tmp_path / "nope.yaml"), "--json"])
     assert missing.exit_code == 1 and json.loads(missing.stdout)["valid"] is False
+
+
+def _main(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
+    """The installed `fabricgen` command (``cli.main``, which CliRunner bypasses): its exit code."""
+    monkeypatch.setattr(sys, "argv", ["fabricgen", *argv])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return int(exited.value.code or 0)
+
+
+def test_usage_errors_exit_1_not_plans_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                         tmp_path: Path) -> None:
+    """Review B1: click's usage errors exit 2, which `plan --detailed-exitcode` means "changes pending"; they exit
+    1 as every error does, with JSON under --json."""
+    assert _main(monkeypatch, "plan", LAB, "--detailed-exitcode", "--bogus") == 1
+    assert "No such option: --bogus" in capsys.readouterr().err
+    assert _main(monkeypatch, "plan", "--detailed-exitcode", "--json") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["valid"], data["error"], data["stage"]) == (None, True, "usage")
+    assert data["problems"][0]["message"] == "Missing argument 'SPEC'."
+    assert _main(monkeypatch, "validate", "--format", "yaml", LAB) == 1
+    assert _main(monkeypatch, "plan", "--help") == 0 and "--detailed-exitcode" in capsys.readouterr().out
+    assert _main(monkeypatch, "plan", LAB, "-o", str(tmp_path / "out"), "--detailed-exitcode") == 2
+
+
+def test_plan_json_tells_an_output_problem_from_an_invalid_spec(tmp_path: Path) -> None:
+    """Review D4: a valid spec whose OUT is a file is not `"valid": false`; the stage says where it stopped."""
+    (tmp_path / "file").write_text("")
+    result = runner.invoke(app, ["plan", LAB, "-o", str(tmp_path / "file"), "--json"])
+    data = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert (data["valid"], data["error"], data["stage"]) == (True, True, "output")
+    assert "exists and is not a directory" in data["problems"][0]["message"]
+    invalid = json.loads(runner.invoke(app, ["plan", "tests/negative/rack-overflow.yaml", "--json"]).stdout)
+    assert (invalid["valid"], invalid["stage"]) == (False, "spec")
 
 
 def test_saved_plan_applies_only_while_nothing_changed(tmp_path: Path) -> None:
@@ -206,6 +389,25 @@ def test_help_shows_defaults_and_no_type_noise() -> None:
     top = runner.invoke(app, ["--help"]).output
     assert "--install-completion" in top and "--show-completion" in top
     assert all(len(line) <= 80 for line in top.splitlines()), top
+
+
+def test_cosmetic_review_items(tmp_path: Path) -> None:
+    """Review C1-C3: verify's summary names LLDP and its metavars say what they take; validate prints a warning's
+    check as plan does; an incomplete plan file says what it lacks; verify says it verified nothing, not that it
+    wrote nothing."""
+    top = runner.invoke(app, ["--help"]).output
+    assert "Compare a discovered fabric (ibnetdiscover, LLDP)" in top
+    verify_help = " ".join(runner.invoke(app, ["verify", "--help"]).output.split())
+    assert "--lldp FILE|DIR" in verify_help and "--speed-as SPEED" in verify_help and "One of SDR, DDR" in verify_help
+    assert "warning: [dual-homing] storage:" in runner.invoke(app, ["validate", LAB]).stdout
+    partial = tmp_path / "partial.plan"
+    partial.write_text('{"format": "fabricgen-plan/1"}')
+    result = runner.invoke(app, ["apply", str(partial)])
+    assert result.exit_code == 1 and "is incomplete: it lacks spec, out_dir" in result.stderr
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("hello\n")
+    result = runner.invoke(app, ["verify", LAB, "--ibnetdiscover", str(garbage)])
+    assert result.stderr.splitlines()[-1] == "nothing was verified"
 
 
 def test_shell_completion_of_presets() -> None:
@@ -275,6 +477,21 @@ def test_errors_show_the_source_line_and_a_caret(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]).stdout
     assert f"{tmp_path / 'nope.yaml'}: error: cannot read spec: No such file or directory" in missing
     assert ":0:0" not in missing and ":1:1" not in missing
+
+
+def test_a_long_source_line_is_cut_only_where_text_is(tmp_path: Path) -> None:
+    """Review C2: a line longer than the excerpt loses its indentation, not text, on the left: no "..." there."""
+    spec = tmp_path / "spec.yaml"
+    old = "{name: hgx08, priority: 14}]   # an SM pair"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert text.count(old) == 1
+    spec.write_text(text.replace(old, "{name: hgx08, priority: high}]   # an SM pair"))
+    lines = runner.invoke(app, ["validate", str(spec)]).output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "priority: 'high'" in line or "'high'" in line)
+    shown = lines[at + 1].split(" | ", 1)[1]
+    assert "..." not in shown and shown.strip() == spec.read_text().splitlines()[27].strip()
+    caret = lines[at + 2].index("^") - lines[at + 1].index("hosts")
+    assert lines[at + 1][lines[at + 1].index("hosts") + caret:].startswith("high")
 
 
 def test_explain_fits_80_columns_without_cutting_a_cell() -> None:

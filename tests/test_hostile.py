@@ -112,7 +112,7 @@ def test_a_pipe_nobody_writes_to_reads_as_empty(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     result = runner.invoke(app, ["validate", str(fifo)])
     assert result.exit_code == 1
-    assert f"{fifo}:1:1: error: spec is empty; expected exactly one" in result.stdout
+    assert f"{fifo}:1:1: error: spec is empty; expected exactly one YAML document" in result.stdout
 
 
 def test_a_pipe_with_a_writer_is_a_spec(tmp_path: Path) -> None:

@@ -250,4 +250,5 @@ def test_a_new_target_with_a_spec_section(tmp_path: Path) -> None:
 
     spec.write_text(spec.read_text().replace("  text: Welcome", "  txet: Welcome"))
     refused = _run(root, "validate", str(spec))
-    assert refused.returncode == 1 and "motd.txet: unknown key 'txet' (hint: did you mean 'text'?)" in refused.stdout
+    assert refused.returncode == 1 and "motd.txet: unknown key 'txet' (hint: did you mean 'text'? it is required)" \
+        in refused.stdout

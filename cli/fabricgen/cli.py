@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, cast
 
 import typer
 from rich import box
@@ -57,7 +57,7 @@ from fabricgen.model.infiniband import IbSpeed
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, describe
+from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
 from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
@@ -199,8 +199,9 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
     column = max(position.column, 1) - 1
     if len(line) > EXCERPT_WIDTH:  # a window around the column: a 15 MB line is never echoed
         start = max(0, min(column - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
-        line, column = ("..." if start else "") + line[start:start + EXCERPT_WIDTH] + "...", column - start + (
-            3 if start else 0)
+        before = "..." if line[:start].strip() else ""  # only indentation left out: no text was
+        after = "..." if line[start + EXCERPT_WIDTH:].strip() else ""
+        line, column = before + line[start:start + EXCERPT_WIDTH] + after, column - start + len(before)
     caret = " " * column + "^"
     return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
 
@@ -316,7 +317,16 @@ def _unchanged(spec: Path, out_opt: Path | None) -> Plan | None:
 
 
 _STYLE = {Action.CREATE: ("+", "green"), Action.UPDATE: ("~", "yellow"), Action.DELETE: ("-", "red")}
-_WORDS = {Action.CREATE: "to add", Action.UPDATE: "to change", Action.DELETE: "to remove"}
+# The rows that stay the same installed item under another identity, each listed in a section of its own after the
+# devices' changes: what the datacenter team does about them, and why.
+_MOVES = {RowKind.RELABEL: ("Relabel", "the same two ends, other labels: print the new labels and put them on the "
+                                    "installed cable"),
+          RowKind.REPATCH: ("Re-patch", "the same id at other ends (the cable moves, or a device at its end was "
+                                     "renamed): move or relabel its ends as their new end labels say")}
+_ROW_WORDS: dict[Action | RowKind, str] = {Action.CREATE: "to add", Action.UPDATE: "to change",
+                                           Action.DELETE: "to remove", RowKind.ESTIMATE: "with only a new estimate",
+                                           RowKind.RELABEL: "to relabel", RowKind.REPATCH: "to re-patch"}
+_WORDS = {action: word for action, word in _ROW_WORDS.items() if isinstance(action, Action)}
 ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every one
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
@@ -334,7 +344,7 @@ def _owner(path: str) -> str:
 def _plural(noun: str, count: int = 2) -> str:
     if count == 1:
         return noun
-    return noun[:-1] + "ies" if noun.endswith("y") else noun + ("es" if noun.endswith("s") else "s")
+    return noun[:-1] + "ies" if noun.endswith("y") else noun + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
 
 
 def _note(d: FileDiff) -> str:
@@ -346,8 +356,8 @@ def _note(d: FileDiff) -> str:
         notes.append(f"{d.whole} {_plural(d.noun, d.whole)} {_WORDS[change.action]}")
     elif d.noun:
         counts = Counter(r.action for r in d.rows)
-        notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {_WORDS[a]}"
-                               for a in _WORDS if counts[a]) or f"no {d.noun} changes")
+        notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {word}"
+                               for a, word in _ROW_WORDS.items() if counts[a]) or f"no {d.noun} changes")
         if d.lines != (0, 0):
             notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
     elif change.action is Action.UPDATE and d.lines != (0, 0):
@@ -357,17 +367,47 @@ def _note(d: FileDiff) -> str:
     return f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
 
 
-def _print_rows(d: FileDiff, lines: list[str]) -> None:
-    for action in _WORDS:
+def _field(column: str, old: str | None, new: str | None) -> str:
+    """One changed field of a row or config entry: ``mtu: 9216 -> 9100``; one the entry gains or loses (a config
+    line added or removed) as ``+switchport mode trunk`` / ``-mtu: 9216``."""
+    if old is None or new is None:
+        sign, value = ("+", new) if old is None else ("-", old)
+        return f"{sign}{column}" + (f": {value}" if value else "")
+    return f"{column}: {old or '(empty)'} -> {new or '(empty)'}"
+
+
+def _row_line(noun: str, row: RowChange, sign: str, colour: str) -> str:
+    moved = [f"{row.moved[0]} -> {row.moved[1]}"] if row.action is RowKind.REPATCH else []
+    fields = "; ".join([*moved, *(_field(*f) for f in row.shown_fields)])
+    detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
+    return f"[{colour}]{sign} {_safe(noun)} {_safe(row.subject)}[/]{detail}"
+
+
+def _print_rows(d: FileDiff, lines: list[str],
+                actions: Sequence[Action | RowKind] = (*_WORDS, RowKind.ESTIMATE), indent: str = "      ") -> None:
+    """The rows of ``actions``, at most `ROW_LIMIT` of each."""
+    for action in actions:
         rows = [r for r in d.rows if r.action is action]
-        sign, colour = _STYLE[action]
-        for row in rows[:ROW_LIMIT]:
-            fields = "; ".join(f"{c}: {old or '(empty)'} -> {new or '(empty)'}" for c, old, new in row.shown_fields)
-            detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
-            lines.append(f"      [{colour}]{sign} {_safe(d.noun)} {_safe(row.subject)}[/]{detail}")
+        sign, colour = _STYLE[action] if isinstance(action, Action) else (
+            "~", "dim" if action is RowKind.ESTIMATE else "cyan")
+        word = _ROW_WORDS[action]
+        lines.extend(f"{indent}{_row_line(d.noun, row, sign, colour)}" for row in rows[:ROW_LIMIT])
         if len(rows) > ROW_LIMIT:
-            lines.append(f"      [dim]... and {len(rows) - ROW_LIMIT} more {_plural(d.noun)} {_WORDS[action]} "
+            lines.append(f"{indent}[dim]... and {len(rows) - ROW_LIMIT} more {_plural(d.noun)} {word} "
                          "(plan --json lists every one)[/]")
+
+
+def _print_moves(diffs: Sequence[FileDiff]) -> None:
+    """The relabels and re-patches, each in a section of its own: work at the racks, not a file edit."""
+    for move, (title, why) in _MOVES.items():
+        moved = [d for d in diffs if any(r.action is move for r in d.rows)]
+        if not moved:
+            continue
+        lines = [f"\n[bold cyan]{title}[/]: {why}:"]
+        for d in moved:
+            lines.append(f"  [dim]{_safe(d.change.path)}[/]")
+            _print_rows(d, lines, (move,), "    ")
+        out.print("\n".join(lines), soft_wrap=True)
 
 
 def _print_unified(d: FileDiff, lines: list[str]) -> None:
@@ -379,26 +419,36 @@ def _print_unified(d: FileDiff, lines: list[str]) -> None:
 
 
 def _totals(diffs: Sequence[FileDiff]) -> str:
-    """The plan in the cluster's terms: rows per noun (cables, addresses), their parts (ports), config lines."""
-    rows: dict[str, Counter[Action]] = {}
-    parts: dict[str, list[int]] = {}
-    added = removed = files = 0
+    """The plan in the cluster's terms: rows per noun (cables, addresses, switches), each followed by its parts
+    (a cable's ports), then config entries and lines."""
+    rows: dict[str, Counter[Action | RowKind]] = {}
+    parts: dict[str, dict[str, list[int]]] = {}
+    added = removed = files = binaries = 0
     for d in diffs:
+        binaries += d.binary
         if d.noun:
             rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
             rows[d.noun][d.change.action] += d.whole
             for noun, (plus, minus) in d.parts.items():
-                total = parts.setdefault(noun, [0, 0])
+                total = parts.setdefault(d.noun, {}).setdefault(noun, [0, 0])
                 total[0] += plus
                 total[1] += minus
         if not d.binary and (not d.noun or d.lines != (0, 0)):  # a config's entries are lines too
             added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
     entries = rows.pop(CONFIG_NOUN, None)
-    words = [f"{_plural(noun)}: " + ", ".join(f"{c[a]} {_WORDS[a]}" for a in _WORDS) for noun, c in rows.items()]
-    words += [f"{_plural(noun)}: {plus} newly cabled, {minus} freed" for noun, (plus, minus) in parts.items()]
+    words = []
+    for noun, c in rows.items():
+        words.append(f"{_plural(noun)}: " + ", ".join([*(f"{c[a]} {_WORDS[a]}" for a in _WORDS),
+                                                       *(f"{c[k]} {_ROW_WORDS[k]}" for k in (RowKind.ESTIMATE, *_MOVES)
+                                                         if c[k])]))
+        words += [f"{_plural(part)}: {plus} newly cabled, {minus} freed"
+                  for part, (plus, minus) in parts.get(noun, {}).items()]
     if entries:
         words.append(f"{_plural(CONFIG_NOUN)}: " + ", ".join(f"{entries[a]} {_WORDS[a]}" for a in _WORDS))
-    words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
+    if files:
+        words.append(f"config lines: +{added} -{removed} in {files} file{'s' if files != 1 else ''}")
+    if binaries:  # workbooks and PDFs: what changed in them is not read here (their rows are the tables')
+        words.append(f"binary files: {binaries}" + ("" if words else " (no table row or text line changed)"))
     return "; ".join(words)
 
 
@@ -406,11 +456,16 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
 def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
+    # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
+    # heads its group, before its files: the change a change board must see first.
+    devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
     owner = ""
     for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
         if _owner(d.change.path) != owner:
             owner = _owner(d.change.path)
-            lines.append(f"\n  [bold]# {_safe(owner)}[/]")
+            device = devices.get(owner)
+            detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
+            lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
         sign, colour = _STYLE[d.change.action]
         mark = " [red](unmanaged)[/]" if d.change.unmanaged else " [magenta](drift)[/]" if d.change.drift else ""
         lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{mark}{_note(d)}")
@@ -419,6 +474,7 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
             _print_unified(d, lines)
     if lines:
         out.print("\n".join(lines), soft_wrap=True)
+    _print_moves(diffs)
     drifted = [c for c in plan.changes if c.drift]
     if drifted:
         out.print("\n[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
@@ -431,15 +487,24 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
         for path in plan.unmanaged:
             out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
     c = plan.counts
+    revision, before = _revision(plan.lock.spec_digest), plan.previous_spec_digest
+    if before and before != plan.lock.spec_digest:  # every printed sheet's header changes with it
+        revision += f", was {_revision(before)}"
     summary = (
-        f"Plan for {plan.out_dir}: {c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
-        f"{c['unchanged']} unchanged."
+        f"Plan for {plan.out_dir} ({revision}): {c['create']} to create, {c['update']} to update, {c['delete']} to "
+        f"delete, {c['unchanged']} unchanged."
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
     out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
         out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
+
+
+def _revision(spec_digest: str) -> str:
+    """The spec's revision as every printed cable sheet carries it in its header (``spec 5cba90992c63``), so a
+    sheet on a clipboard is matched to the plan that was approved."""
+    return f"spec {spec_digest.removeprefix('sha256:')[:12]}"
 
 
 @without_gc
@@ -459,7 +524,9 @@ def _diff_json(d: FileDiff) -> dict[str, Any]:
         data["noun"] = d.noun
         data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
         data["rows"] = [{"action": r.action.value, "subject": r.subject,
-                         "fields": {c: [old, new] for c, old, new in r.fields}} for r in d.rows]
+                         "fields": {c: [old, new] for c, old, new in r.fields},
+                         **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {})}
+                        for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
     if not d.noun or d.lines != (0, 0):
         data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}
@@ -474,7 +541,7 @@ def _run(action: Any, as_json: bool = False) -> None:
     except FabricgenError as exc:
         _progress.stop()
         if as_json:
-            sys.stdout.write(json.dumps({"valid": False, "problems": _problems(exc)}, indent=2) + "\n")
+            _print_json_error(exc.stage, _problems(exc), valid=not exc.spec_at_fault)
         _print_error(exc)
         _fail(EXIT_ERROR)
     except KeyboardInterrupt:
@@ -483,6 +550,13 @@ def _run(action: Any, as_json: bool = False) -> None:
         _fail(EXIT_INTERRUPTED)
     finally:
         _progress.stop()
+
+
+def _print_json_error(stage: str, problems: list[dict[str, Any]], valid: bool | None) -> None:
+    """``--json``'s document on an error: ``valid`` says whether the spec is (null: it was not read, as on a usage
+    error), ``stage`` where the command stopped (spec, checks, read-back, output, verify, usage ...)."""
+    sys.stdout.write(json.dumps({"valid": valid, "error": True, "stage": stage, "problems": problems}, indent=2)
+                     + "\n")
 
 
 def _spec_name(spec: Path) -> str:
@@ -522,9 +596,11 @@ def validate(
             for p in result["problems"]:
                 position = SourcePosition(p["file"], p["line"] or 0, p["column"] or 0) if p["file"] else None
                 where = f"{position}: " if position else ""
+                check = f"[{p['check']}] " if p.get("check") else ""  # as plan prints a finding
                 field = f"{p['path']}: " if p["path"] else ""
                 hint = f" (hint: {p['hint']})" if p["hint"] else ""
-                _print_problem(where + p["severity"] + ": " + field + p["message"] + hint, position, out, p["path"])
+                _print_problem(f"{where}{p['severity']}: {check}{field}{p['message']}{hint}", position, out,
+                               p["path"])
     _fail(EXIT_OK if all(r["valid"] for r in results) else EXIT_ERROR)
 
 
@@ -569,7 +645,8 @@ def plan(
         if save is not None and not refused:
             planfile.save(save, current, spec, force=force, tool_version=__version__)
         if as_json:
-            data = {"valid": True, **plan_to_json(current), "apply_refuses": list(current.unmanaged) if refused else [],
+            data = {"valid": True, **plan_to_json(current), "revision": _revision(current.lock.spec_digest),
+                    "apply_refuses": list(current.unmanaged) if refused else [],
                     "diffs": [_diff_json(d) for d in diffs],
                     "warnings": [_finding_dict(f) for f in warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -700,13 +777,14 @@ def explain(
         from fabricgen.features.topology.explain import cluster_summary
 
         compiled = _compile(spec)
-        summary = cluster_summary(compiled.topology)
+        summary = {**cluster_summary(compiled.topology), "spec_digest": compiled.cluster.spec_digest,
+                   "revision": _revision(compiled.cluster.spec_digest)}
         _progress.stop()
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
             return
-        _print_warnings(compiled.warnings)
         _print_summary(summary)
+        _print_warnings(compiled.warnings)  # after the summary, as plan's: not scrolled away above it
 
     _run(action, as_json)
 
@@ -723,7 +801,8 @@ def _table(title: str, columns: Sequence[str], left: int) -> Table:
 def _print_summary(s: dict[str, Any]) -> None:
     out.print(
         f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
-        f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links"
+        f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links\n"
+        f"[dim]{s['revision']}: the revision the printed cable sheets carry[/]"
     )
     if "cloud" in s:
         c = s["cloud"]
@@ -756,7 +835,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     out.print(bom)
 
 
-@app.command(short_help="Compare a discovered InfiniBand fabric with the plan.")
+@app.command(short_help="Compare a discovered fabric (ibnetdiscover, LLDP) with the plan.")
 def verify(
     spec: SpecArg,
     ibnetdiscover: Annotated[
@@ -772,7 +851,8 @@ def verify(
         Path | None,
         typer.Option("--lldp", help="LLDP neighbour tables (`lldpctl -f json`, SONiC `show lldp table`, NVUE `nv "
                                     "show interface -o json`, EOS `show lldp neighbors [detail] | json`): a file or "
-                                    "a directory of files named <device>.json/.txt.", show_default=False),
+                                    "a directory of files named <device>.json/.txt.", show_default=False,
+                     metavar="FILE|DIR"),
     ] = None,
     only_present: Annotated[
         bool, typer.Option("--only-present", help="With --lldp, a partial capture (a lab started with --sample): a "
@@ -790,9 +870,10 @@ def verify(
         typer.Option(
             "--speed-as",
             case_sensitive=False,
+            metavar="SPEED",
             help="Expect this lane speed instead of the planned one (width unchanged). For simulators: ibsim 0.10 "
             "knows speeds up to HDR only (net file at 4xHDR: --speed-as HDR; it brings a 4xNDR port line up at "
-            "4xSDR: --speed-as SDR).",
+            f"4xSDR: --speed-as SDR). One of {', '.join(IbSpeed)}, in any case.",
         ),
     ] = None,
 ) -> None:
@@ -1319,5 +1400,24 @@ def _main(
     """fabricgen: one declarative AI-cluster spec in; every fabric artifact out."""
 
 
+# Click's usage error (unknown option, missing argument, bad value), reached through the one subclass typer exports
+# (typer >= 0.20 carries its own copy of click, whose classes the click package's are not).
+_UsageError = cast(type[Exception], typer.BadParameter.__base__)
+
+
 def main() -> None:
-    app()
+    """Run the command; a usage error exits 1 as every other error does (click's 2 would read as "changes
+    pending" to a `plan --detailed-exitcode` in CI), and prints JSON under ``--json``."""
+    try:
+        code = app(standalone_mode=False)
+    except _UsageError as exc:
+        exc.show()  # type: ignore[attr-defined]  # click's usage line, "Try ... --help" and the error
+        if "--json" in sys.argv[1:]:
+            problem = {"severity": "error", "file": None, "line": None, "column": None, "path": "",
+                       "message": exc.format_message(), "hint": ""}  # type: ignore[attr-defined]
+            _print_json_error("usage", [problem], valid=None)
+        code = EXIT_ERROR
+    except typer.Abort:  # end of input at a confirmation prompt
+        err.print("Aborted!")
+        code = EXIT_ERROR
+    sys.exit(code or EXIT_OK)

@@ -43,8 +43,14 @@ class Table:
     that identify it across renders (``key``: a cable is its two ends, not its renumbered id), how a row reads
     (``subject``, a ``str.format`` template over the row's columns) and the parts a row holds (``parts``: noun and
     template, e.g. the two ports of a cable) and the columns that only restate others (``derived``: a cable's label
-    spells its id and ends), which the listing leaves out. ``pattern`` is an ``fnmatch`` pattern of artifact paths;
-    a CSV whose header lacks a key column is compared by lines instead."""
+    spells its id and ends), which the listing leaves out. ``labels``: the columns printed on the installed
+    item, the first its id (a cable's id, its label, the labels of its two ends): a row whose key stays but whose
+    labels change is a relabel, a removed row whose id a new row takes a re-patch (the same item at other ends),
+    each listed as such rather than as a change or a removal plus an addition. ``pattern`` is an ``fnmatch``
+    pattern of artifact paths; a CSV whose header lacks a key column is compared by lines instead. ``rows``: for a
+    JSON artifact, the key of its list of row objects (a fabric's ``switches``); its other lines are counted.
+    ``estimates``: columns computed for information (a cable's estimated run): a row whose only changes are there
+    changes nothing at the racks, and is counted and listed apart, after the rows that do."""
 
     pattern: str
     noun: str
@@ -52,3 +58,6 @@ class Table:
     subject: str
     parts: tuple[tuple[str, str], ...] = ()
     derived: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    rows: str = ""
+    estimates: tuple[str, ...] = ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 
 def printable(text: str) -> str:
@@ -72,7 +73,14 @@ class Finding:
 
 
 class FabricgenError(Exception):
-    """Base class of every error fabricgen reports to its user; the CLI maps subclasses to exit codes."""
+    """Base class of every error fabricgen reports to its user; the CLI maps subclasses to exit codes.
+
+    ``stage``: where the command stopped, for tools reading ``--json``; ``spec_at_fault``: whether the spec itself is
+    wrong (invalid, failing its checks, or giving configurations that do not read back), as opposed to a valid spec
+    whose command could not run (the output directory, a discovery file, a remote system)."""
+
+    stage: ClassVar[str] = "command"
+    spec_at_fault: ClassVar[bool] = False
 
     @property
     def outcome(self) -> str:
@@ -83,6 +91,9 @@ class FabricgenError(Exception):
 class SpecError(FabricgenError):
     """The spec is invalid; carries every issue found in one pass."""
 
+    stage = "spec"
+    spec_at_fault = True
+
     def __init__(self, issues: Iterable[SpecIssue]) -> None:
         self.issues = tuple(sorted(issues, key=SpecIssue.sort_key))
         super().__init__("\n".join(str(i) for i in self.issues))
@@ -90,6 +101,9 @@ class SpecError(FabricgenError):
 
 class CheckError(FabricgenError):
     """Checks over the compiled topology found errors; carries all findings (warnings too)."""
+
+    stage = "checks"
+    spec_at_fault = True
 
     def __init__(self, findings: Iterable[Finding]) -> None:
         self.findings = tuple(findings)
@@ -100,15 +114,28 @@ class CheckError(FabricgenError):
 class OutputError(FabricgenError):
     """The output directory cannot be planned or written (lock held, unmanaged file in the way, I/O)."""
 
+    stage = "output"
+
 
 class ConfigReadError(FabricgenError):
     """A rendered configuration artifact cannot be read back as its consumer reads it, or lacks what that consumer
     needs (a switch config without an ASN or a loopback): the device would not run as planned."""
 
+    stage = "read-back"
+    spec_at_fault = True
+
 
 class VerifyError(FabricgenError):
-    """The verification cannot run: no InfiniBand fabric to check, or the discovery cannot be read."""
+    """The verification cannot run: no fabric to check, or the discovery cannot be read."""
+
+    stage = "verify"
+
+    @property
+    def outcome(self) -> str:
+        return "nothing was verified"  # verify never writes
 
 
 class LabError(FabricgenError):
     """The lab could not build, check or remove the network namespaces it runs a fabric in."""
+
+    stage = "lab"

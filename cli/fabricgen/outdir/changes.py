@@ -1,7 +1,8 @@
 """What a plan changes inside the files, in the cluster's terms: the cables, ports and addresses of a table
 artifact (by the identity its feature declares, :class:`fabricgen.core.artifacts.Table`), the entries of a switch's
-structured configuration (SONiC config_db.json's ``TABLE|key``, NVUE startup.yaml's object paths) with the fields
-that change, the configuration lines of any other text file, and the unified diff behind them (``plan --diff``).
+configuration with the fields or lines that change (SONiC config_db.json's ``TABLE|key``, NVUE startup.yaml's and
+AVD's object paths, EOS running-config's sections: ``interface Ethernet1/1``, ``router bgp 65100 / neighbor
+10.21.0.0``), the configuration lines of any other text file, and the unified diff behind them (``plan --diff``).
 
 Only the files the plan creates, updates or deletes are read, each once, bounded and never through a symlink.
 """
@@ -12,9 +13,11 @@ import csv
 import difflib
 import io
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -28,19 +31,32 @@ MAX_COMPARED_BYTES = 256 * 1024 * 1024  # larger than any artifact; a bigger fil
 CONFIG_NOUN = "config entry"
 ENTRY = "@entry"  # the column naming a config entry (no configuration field starts with @)
 Entries = dict[tuple[str, ...], dict[str, str]]
+Field = tuple[str, str | None, str | None]  # (column, old, new); None: the entry has no such field on that side
+
+
+class RowKind(StrEnum):
+    """A changed row that is more (or less) than a change: the same installed item with other labels or at other
+    ends (:attr:`Table.labels`), or a row whose only changes are estimates (:attr:`Table.estimates`); the values
+    are the words of the JSON output."""
+
+    RELABEL = "relabel"  # the same two ends, other labels: reprint them
+    REPATCH = "re-patch"  # the same id, other ends: move the cable
+    ESTIMATE = "estimate"  # only a computed estimate moved (a cable's run): nothing to do at the racks
 
 
 @dataclass(frozen=True)
 class RowChange:
-    """One row of a table artifact added, removed or changed; ``fields`` are (column, old, new) of a change."""
+    """One row of a table artifact added, removed, changed, relabelled or re-patched; ``fields`` are (column, old,
+    new) of a change; ``moved`` the row's subject before and after a re-patch (its ``subject`` is then its label)."""
 
-    action: Action
+    action: Action | RowKind
     subject: str
-    fields: tuple[tuple[str, str, str], ...] = ()
+    fields: tuple[Field, ...] = ()
     derived: tuple[str, ...] = ()  # columns of ``fields`` that only restate others (the listing omits them)
+    moved: tuple[str, str] = ("", "")
 
     @property
-    def shown_fields(self) -> tuple[tuple[str, str, str], ...]:
+    def shown_fields(self) -> tuple[Field, ...]:
         return tuple(f for f in self.fields if f[0] not in self.derived)
 
 
@@ -99,10 +115,9 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
         if b"\0" in data:
             return FileDiff(change, binary=True, old=old, new=new)
         text = _text(data)
-        header = next(csv.reader(io.StringIO(text)), None) if table is not None and text is not None else None
-        if table is not None and text is not None and header is not None and set(table.key) <= set(header):
-            return FileDiff(change, table.noun, whole=sum(1 for _ in csv.reader(io.StringIO(text))) - 1,
-                            old=old, new=new)
+        whole = _rows(text, table) if table is not None and text is not None else None
+        if table is not None and whole is not None:
+            return FileDiff(change, table.noun, whole=len(whole), old=old, new=new)
         count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         return FileDiff(change, lines=(0, count) if old else (count, 0), old=old, new=new)
     old_text, new_text = _text(old), _text(new)
@@ -112,9 +127,9 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
         old_rows, new_rows = _rows(old_text, table), _rows(new_text, table)
         if old_rows is not None and new_rows is not None:
             rows, parts = _row_changes(old_rows, new_rows, table)
-            return FileDiff(change, table.noun, rows, parts, old=old, new=new)
-    old_lines, new_lines = Counter(old_text.splitlines()), Counter(new_text.splitlines())
-    added, removed = sum((new_lines - old_lines).values()), sum((old_lines - new_lines).values())
+            lines = _lines(old_text, new_text) if table.rows else (0, 0)  # a JSON document holds more than rows
+            return FileDiff(change, table.noun, rows, parts, lines=lines, old=old, new=new)
+    added, removed = _lines(old_text, new_text)
     old_entries, new_entries = _config_entries(change.path, old_text), _config_entries(change.path, new_text)
     if old_entries is not None and new_entries is not None:
         entries = Table(change.path, CONFIG_NOUN, (ENTRY,), f"{{{ENTRY}}}", derived=(ENTRY,))
@@ -125,10 +140,20 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
     return FileDiff(change, lines=(added, removed), old=old, new=new)
 
 
+def _lines(old: str, new: str) -> tuple[int, int]:
+    """Lines added and removed, wherever they are."""
+    old_lines, new_lines = Counter(old.splitlines()), Counter(new.splitlines())
+    return sum((new_lines - old_lines).values()), sum((old_lines - new_lines).values())
+
+
 def _config_entries(path: str, text: str) -> Entries | None:
-    """A switch's structured configuration as entries (a mapping's path -> its scalar fields; an empty mapping, as
-    NVUE writes a set value, is an entry with none); None for any other file or text that does not parse."""
-    if not path.startswith("switches/") or not path.endswith((".json", ".yaml")):
+    """A switch's configuration as entries (an entry's path -> its scalar fields, or for CLI text its settings);
+    None for any other file or text that does not parse."""
+    if not path.startswith("switches/"):
+        return None
+    if path.endswith(".cfg"):
+        return _cli_entries(text)
+    if not path.endswith((".json", ".yaml")):
         return None
     try:
         data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
@@ -141,13 +166,21 @@ def _config_entries(path: str, text: str) -> Entries | None:
     return entries
 
 
+# The keys AVD's structured config names its list items by (its lists' primary keys: ethernet_interfaces by name,
+# vlans by id, BGP neighbors by ip_address, networks by prefix): an item is then named by its key, not by its
+# position, which moves when an interface before it goes.
+_ITEM_KEYS = ("name", "id", "ip_address", "prefix")
+
+
 def _flatten(node: Any, path: tuple[str, ...], entries: Entries) -> None:
+    """A mapping's scalar fields under its path (an empty mapping, as NVUE writes a set value, is an entry with
+    none); a list of scalars is one field."""
     if isinstance(node, list):
         if all(not isinstance(v, dict | list) for v in node):
             entries.setdefault(path[:-1], {})[path[-1] if path else ""] = ", ".join(map(str, node))
             return
-        for i, item in enumerate(node):
-            _flatten(item, (*path, f"[{i}]"), entries)
+        for name, item in zip(_item_names(node), node, strict=True):
+            _flatten(item, (*path, name), entries)
         return
     if not isinstance(node, dict):
         entries.setdefault(path[:-1], {})[path[-1] if path else ""] = "" if node is None else str(node)
@@ -158,32 +191,107 @@ def _flatten(node: Any, path: tuple[str, ...], entries: Entries) -> None:
         _flatten(value, (*path, str(key)), entries)
 
 
+def _item_names(items: list[Any]) -> list[str]:
+    """The list items' names: the first of `_ITEM_KEYS` that every item holds as a distinct scalar, else their
+    positions (``[0]``, ``[1]``...)."""
+    for key in _ITEM_KEYS:
+        names = [item.get(key) if isinstance(item, dict) else None for item in items]
+        if all(isinstance(n, str | int) and not isinstance(n, bool) for n in names) and len(set(names)) == len(names):
+            return [str(n) for n in names]
+    return [f"[{i}]" for i in range(len(items))]
+
+
+# Lines of a CLI section that are an entry of their own, keyed by their first two words: BGP writes each peer's
+# settings as flat lines under `router bgp` keyed by its address or peer group (`neighbor 10.0.0.1 remote-as 65000`).
+_KEYED_LINES = ("neighbor",)
+
+
+def _cli_entries(text: str) -> Entries:
+    """An indented CLI configuration (EOS's running-config form) as entries: each section (a line with indented
+    lines below it: ``interface Ethernet1/1``, ``router bgp 65100``, its ``address-family ipv4``) by its chain of
+    section lines, with its settings (`_settings`); a top-level line with none below it is an entry with no
+    settings; ``!`` lines (comments, separators) are left out."""
+    lines = [(len(line) - len(line.lstrip()), line.strip()) for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("!")]
+    sections: dict[tuple[str, ...], list[list[str]]] = {}
+    open_sections: list[tuple[int, str]] = []  # (indent, line) of the sections the next line may be in
+    for i, (indent, line) in enumerate(lines):
+        while open_sections and open_sections[-1][0] >= indent:
+            open_sections.pop()
+        parent = tuple(section for _, section in open_sections)
+        words = line.split()
+        if i + 1 < len(lines) and lines[i + 1][0] > indent:
+            open_sections.append((indent, line))
+            sections.setdefault((*parent, line), [])
+        elif not parent:
+            sections.setdefault((line,), [])
+        elif words[0] in _KEYED_LINES and len(words) > 2:
+            sections.setdefault((*parent, " ".join(words[:2])), []).append(words[2:])
+        else:
+            sections.setdefault(parent, []).append(words)
+    return {path: _settings(settings) for path, settings in sections.items()}
+
+
+def _settings(lines: list[list[str]]) -> dict[str, str]:
+    """A section's lines as settings: a command's keywords (the words before the first one holding a digit: ``mtu``,
+    ``switchport access vlan``, ``description``) -> its values (``9100``, ``100``, ``gpu001:Slot1P1 ...``), so a
+    value that changes reads as one change; a line without such a value, or whose keywords repeat in the section
+    (``network`` prefixes), is a setting of its own with no value."""
+    commands = []
+    for words in lines:
+        at = next((i for i, word in enumerate(words) if any(c.isdigit() for c in word)), len(words)) or len(words)
+        commands.append((" ".join(words[:at]), " ".join(words[at:])))
+    repeated = {name for name, count in Counter(name for name, _ in commands).items() if count > 1}
+    return dict((f"{name} {value}".rstrip(), "") if name in repeated else (name, value) for name, value in commands)
+
+
 def _entry_name(path: str, entry: tuple[str, ...]) -> str:
-    """SONiC's own key form for config_db.json (``BGP_NEIGHBOR|10.0.0.1``), NVUE's object path (``interface swp1
-    link``) for a YAML file."""
+    """SONiC's own key form for config_db.json (``BGP_NEIGHBOR|10.0.0.1``), a CLI section's lines for EOS's
+    (``router bgp 65100 / neighbor 10.21.0.0``), the object path (``interface swp1 link``) for a YAML file."""
     if path.endswith(".json"):
         return "|".join(entry[:2]) + "".join(f" {part}" for part in entry[2:])
-    return " ".join(entry)
+    return (" / " if path.endswith(".cfg") else " ").join(entry)
 
 
-def _rows(text: str, table: Table) -> dict[tuple[str, ...], dict[str, str]] | None:
-    """The CSV's rows by their key (a repeated key gets its ordinal), or None when the header lacks a key column."""
+Rows = dict[tuple[str, ...], dict[str, str]]
+
+
+def _rows(text: str, table: Table) -> Rows | None:
+    """The table's rows by their key (a repeated key gets its ordinal): a CSV's, or the objects of a JSON document's
+    list ``table.rows`` (their values as text); None when a key column is missing or the JSON does not parse."""
+    if table.rows:
+        return _json_rows(text, table)
     if not text:
         return {}
     reader = csv.reader(io.StringIO(text))
     header = next(reader, [])
     if not set(table.key) <= set(header):
         return None
-    where = [header.index(column) for column in table.key]
-    rows: dict[tuple[str, ...], dict[str, str]] = {}
-    for values in reader:
-        row = dict(zip(header, values, strict=False))
-        key = tuple(values[i] if i < len(values) else "" for i in where)
+    return _keyed((dict(zip(header, values, strict=False)) for values in reader), table.key)
+
+
+def _json_rows(text: str, table: Table) -> Rows | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    items = data.get(table.rows) if isinstance(data, dict) else None
+    if not isinstance(items, list) or not all(isinstance(item, dict) and set(table.key) <= set(item)
+                                              for item in items):
+        return None
+    return _keyed(({k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in item.items()}
+                   for item in items), table.key)
+
+
+def _keyed(rows: Iterable[dict[str, str]], key: Sequence[str]) -> Rows:
+    keyed: Rows = {}
+    for row in rows:
+        at = tuple(row.get(column, "") for column in key)
         ordinal = 1
-        while (key + ((str(ordinal),) if ordinal > 1 else ())) in rows:
+        while (at + ((str(ordinal),) if ordinal > 1 else ())) in keyed:
             ordinal += 1
-        rows[key + ((str(ordinal),) if ordinal > 1 else ())] = row
-    return rows
+        keyed[at + ((str(ordinal),) if ordinal > 1 else ())] = row
+    return keyed
 
 
 def _format(template: str, row: dict[str, str]) -> str:
@@ -195,23 +303,59 @@ def _format(template: str, row: dict[str, str]) -> str:
     return " ".join(text.split())
 
 
-def _row_changes(
-    old: dict[tuple[str, ...], dict[str, str]], new: dict[tuple[str, ...], dict[str, str]], table: Table
-) -> tuple[tuple[RowChange, ...], dict[str, tuple[int, int]]]:
-    changes = [RowChange(Action.CREATE, _format(table.subject, new[k])) for k in new if k not in old]
-    changes += [RowChange(Action.DELETE, _format(table.subject, old[k])) for k in old if k not in new]
+def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, ...], dict[str, tuple[int, int]]]:
+    created, deleted = [k for k in new if k not in old], [k for k in old if k not in new]
+    repatched = _repatched(old, new, deleted, created, table.labels[0] if table.labels else "")
+    changes = [RowChange(Action.CREATE, _format(table.subject, new[k])) for k in created if k not in repatched.values()]
+    changes += [RowChange(Action.DELETE, _format(table.subject, old[k])) for k in deleted if k not in repatched]
+    changes += [RowChange(RowKind.REPATCH, new[after][table.labels[0]], _fields(old[before], new[after]),
+                          (*table.derived, *table.key), (_format(table.subject, old[before]),
+                                                         _format(table.subject, new[after])))
+                for before, after in repatched.items()]
     for key in new.keys() & old.keys():
-        fields = tuple((column, old[key].get(column, ""), value) for column, value in new[key].items()
-                       if old[key].get(column, "") != value)
-        if fields:
-            changes.append(RowChange(Action.UPDATE, _format(table.subject, new[key]), fields, table.derived))
+        fields = _fields(old[key], new[key])
+        if any(column in table.labels for column, _, _ in fields):  # shown with its labels, derived or not
+            changes.append(RowChange(RowKind.RELABEL, _format(table.subject, new[key]), fields,
+                                     tuple(c for c in table.derived if c not in table.labels)))
+        elif fields:
+            estimate = all(c in table.estimates or c in table.derived for c, _, _ in fields)
+            changes.append(RowChange(RowKind.ESTIMATE if estimate else Action.UPDATE, _format(table.subject, new[key]),
+                                     fields, table.derived))
     parts: dict[str, tuple[int, int]] = {}
     for noun in dict.fromkeys(noun for noun, _ in table.parts):
         templates = [t for n, t in table.parts if n == noun]
         before, after = _parts(old.values(), templates), _parts(new.values(), templates)
         parts[noun] = (len(after - before), len(before - after))
-    order = {Action.CREATE: 0, Action.DELETE: 1, Action.UPDATE: 2}
-    return tuple(sorted(changes, key=lambda c: (order[c.action], c.subject))), parts
+    order = {Action.CREATE: 0, Action.DELETE: 1, Action.UPDATE: 2, RowKind.ESTIMATE: 3, RowKind.RELABEL: 4,
+             RowKind.REPATCH: 5}
+    return tuple(sorted(changes, key=lambda c: (order[c.action], _natural(c.subject)))), parts
+
+
+def _fields(old: dict[str, str], new: dict[str, str]) -> tuple[Field, ...]:
+    """The fields that differ, in the new row's order then the old one's (None: not in that row)."""
+    return tuple((column, old.get(column), new.get(column)) for column in dict.fromkeys([*new, *old])
+                 if old.get(column) != new.get(column))
+
+
+def _repatched(old: Rows, new: Rows, deleted: Sequence[tuple[str, ...]], created: Sequence[tuple[str, ...]],
+               label: str) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """The removed rows whose label a new row takes (old key -> new key): the same installed item at other ends.
+    Only a label held by one removed and one new row pairs them."""
+    if not label:
+        return {}
+    gone = Counter(old[k].get(label, "") for k in deleted)
+    came = Counter(new[k].get(label, "") for k in created)
+    after = {new[k].get(label, ""): k for k in created}
+    return {k: after[name] for k in deleted
+            if (name := old[k].get(label, "")) and gone[name] == 1 and came[name] == 1}
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(text: str) -> tuple[str | int, ...]:
+    """Sort key reading digit runs as numbers: Ethernet2/1 before Ethernet10/1, as a switch numbers its ports."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text)))
 
 
 def _parts(rows: Iterable[dict[str, str]], templates: Sequence[str]) -> set[str]:

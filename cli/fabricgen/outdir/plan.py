@@ -97,6 +97,13 @@ class Plan:
         return self.lock.to_bytes() != self.previous_lock_bytes
 
     @property
+    def previous_spec_digest(self) -> str:
+        """The spec digest of the last apply ("" without a lock): a new one re-issues every printed sheet."""
+        if self.previous_lock_bytes is None:
+            return ""
+        return parse_lock(self.previous_lock_bytes, str(self.out_dir / LOCK_FILE)).spec_digest
+
+    @property
     def needs_apply(self) -> bool:
         return self.has_changes or self.lock_changed
 
@@ -220,6 +227,8 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
     """Machine-readable plan: actions, paths, reasons and flags, never file contents."""
     return {
         "out_dir": str(plan.out_dir),
+        "spec_digest": plan.lock.spec_digest,
+        "previous_spec_digest": plan.previous_spec_digest,
         "summary": plan.counts,
         "changes": [
             {"action": c.action.value, "path": c.path, "reason": c.reason, "drift": c.drift}

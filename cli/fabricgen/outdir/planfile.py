@@ -79,7 +79,9 @@ def load(path: Path) -> SavedPlan:
     except (OSError, TooLargeError, ValueError) as exc:
         raise OutputError(f"{path} is not a readable plan file: {exc}") from exc
     fields = ("spec", "out_dir", "force", "spec_digest", "outputs_digest", "state_digest", "tool_version")
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not all(k in data for k in fields):
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise OutputError(f"{path} is not a fabricgen plan file ({FORMAT})")
+    if missing := [k for k in fields if k not in data]:
+        raise OutputError(f"the plan file {path} is incomplete: it lacks {', '.join(missing)}; run plan -out again")
     return SavedPlan(Path(data["spec"]), Path(data["out_dir"]), bool(data["force"]), str(data["spec_digest"]),
                      str(data["outputs_digest"]), str(data["state_digest"]), str(data["tool_version"]))

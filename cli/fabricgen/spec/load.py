@@ -204,6 +204,9 @@ def _yaml_issue(source: str, text: str, exc: yaml.YAMLError) -> SpecIssue:
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
+    opened = getattr(exc, "context_mark", None)  # where the unclosed bracket or block began: often the mistake
+    if context and opened is not None and (opened.line + 1, opened.column + 1) != (line, col):
+        context += f" opened at line {opened.line + 1}, column {opened.column + 1}"
     message = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
     return SpecIssue(SourcePosition(source, line, col), "", message, "check indentation, quotes and colons")
 
@@ -239,7 +242,8 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
     nodes = [n for n in nodes if n is not None]
     if len(nodes) != 1:
         what = "is empty" if not nodes else f"holds {len(nodes)} YAML documents"
-        raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one", "one cluster per file")])
+        raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one YAML document",
+                                   "one cluster per file")])
     secrets = secret_keys()
     converter = _Converter(source, _count_distinct(nodes[0]), secrets)
     data = converter.convert(nodes[0], ())

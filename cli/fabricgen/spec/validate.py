@@ -288,6 +288,35 @@ def _type_message(instance: Any, expected: Any, hint: str, describe: Callable[[A
     return f"expected {want}, got {_type_name(instance)}{_shown(instance, describe)}", hint
 
 
+def _missing(schema: dict[str, Any], instance: dict[str, Any]) -> list[str]:
+    """The object's required keys it does not hold."""
+    return [k for k in schema.get("required", []) if isinstance(k, str) and k not in instance]
+
+
+def _unknown_key_hint(key: str, allowed: list[str], missing: list[str]) -> str:
+    """``did you mean 'per_rack'? it is required`` when the unknown key is a typo of a missing required one."""
+    required = did_you_mean(key, missing)
+    if required:
+        return f"{required} it is required"
+    return did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}"
+
+
+def _misspelt(missing: str, instance: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """True when an unknown key of the object is a typo of the missing required key: one mistake, one problem."""
+    known = schema.get("properties", {})
+    return schema.get("additionalProperties") is False and any(
+        did_you_mean(key, [missing]) for key in instance if key not in known)
+
+
+def _required_hint(schema: dict[str, Any], missing: str, hint: str) -> str:
+    """The object's hint for a missing key, unless it is about alternatives (oneOf/anyOf: "give either rows or
+    racks") that do not name that key."""
+    alternatives = [*schema.get("oneOf", []), *schema.get("anyOf", [])]
+    named = {k for alternative in alternatives if isinstance(alternative, dict)
+             for k in alternative.get("required", [])}
+    return hint if not alternatives or missing in named else ""
+
+
 def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[SpecIssue]:
     """One jsonschema error -> one or more issues (an unknown-keys error names each key)."""
     path: PathKey = (*prefix, *error.absolute_path)
@@ -301,18 +330,21 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in error.instance if k not in schema.get("properties", {}))
+        missing_keys = _missing(schema, error.instance)
         return [
             doc.issue(
                 (*path, key),
                 f"unknown key {key!r}",
-                did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}",
+                _unknown_key_hint(key, allowed, missing_keys),
                 at_key=True,
             )
             for key in extra
         ]
     if kind == "required":
         missing = str(error.message).split("'")[1] if "'" in error.message else str(error.validator_value)
-        return [doc.issue(path, f"missing required key {missing!r}", hint)]
+        if isinstance(error.instance, dict) and _misspelt(missing, error.instance, schema):
+            return []  # reported once, at the misspelt key (its hint says the key is required)
+        return [doc.issue(path, f"missing required key {missing!r}", _required_hint(schema, missing, hint))]
     if kind == "enum":
         choices = [str(c) for c in value]
         guess = did_you_mean(str(error.instance), choices)
@@ -346,13 +378,11 @@ def _issues_for(error: ValidationError, doc: Document, prefix: PathKey) -> list[
     if kind == "type":
         return [doc.issue(path, *_type_message(error.instance, value, hint, describe))]
     if kind == "pattern":
-        return [
-            doc.issue(
-                path,
-                f"{describe(error.instance)} is not a valid name here",
-                hint or f"must match {error.validator_value}",
-            )
-        ]
+        hint = hint or f"must match {error.validator_value}"
+        lower = error.instance.lower() if isinstance(error.instance, str) else ""
+        if lower != error.instance and re.fullmatch(str(error.validator_value), lower) and describe is _describe:
+            hint = f"did you mean {lower!r}? {hint}"  # names are lower case: the one fix that makes it valid
+        return [doc.issue(path, f"{describe(error.instance)} is not a valid name here", hint)]
     if kind == "propertyNames":
         return [
             doc.issue(

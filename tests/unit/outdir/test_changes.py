@@ -9,7 +9,7 @@ import pytest
 from fabricgen.core.artifacts import Artifact, Table
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import describe
+from fabricgen.outdir.changes import RowKind, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan
 
 CABLES = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", parts=(("port", "{a}"), ("port", "{z}")),
@@ -85,3 +85,100 @@ def test_switch_configs_by_entry(tmp_path: Path) -> None:
     assert {(r.action, r.subject, r.shown_fields) for r in nv.rows} == {
         (Action.UPDATE, "interface swp1 link", (("mtu", "9216", "9100"),)),
         (Action.DELETE, "interface swp2 link state up", ())}
+
+
+EOS_CFG = """! leaf1: Arista EOS configuration
+!
+hostname leaf1
+!
+interface Ethernet1/1
+   description gpu001:Slot1P1 (port 1, cable %s m)
+   mtu %s
+%s!
+router bgp 65100
+   router-id 10.22.0.5
+   neighbor 10.21.0.0 remote-as %s
+   neighbor 10.21.0.0 description spine01:1/1
+%s   !
+   address-family ipv4
+      network 10.20.0.0/26
+      network %s
+!
+end
+"""
+
+
+def test_eos_running_config_by_section(tmp_path: Path) -> None:
+    """U9: EOS's running-config by section, a BGP peer's lines as an entry of their own, each command's value a
+    field (a line added or removed within a section one without a counterpart); repeated commands by their line."""
+    portfast = "   spanning-tree portfast\n"
+    peer = "   neighbor 10.21.0.2 remote-as 65000\n"
+    _applied(tmp_path, {"switches/l1/l1.cfg": EOS_CFG % (15, 9100, portfast, 65000, peer, "10.22.0.5/32")})
+    plan = _plan(tmp_path, {"switches/l1/l1.cfg": EOS_CFG % (20, 9216, "", 65001, "", "10.22.0.6/32")})
+    (cfg,) = describe(plan, [])
+    assert cfg.noun == "config entry" and cfg.lines == (4, 6)
+    assert [(r.action, r.subject, r.shown_fields) for r in cfg.rows] == [
+        (Action.DELETE, "router bgp 65100 / neighbor 10.21.0.2", ()),
+        (Action.UPDATE, "interface Ethernet1/1", (
+            ("description", "gpu001:Slot1P1 (port 1, cable 15 m)", "gpu001:Slot1P1 (port 1, cable 20 m)"),
+            ("mtu", "9100", "9216"), ("spanning-tree portfast", "", None))),
+        (Action.UPDATE, "router bgp 65100 / address-family ipv4", (
+            ("network 10.22.0.6/32", None, ""), ("network 10.22.0.5/32", "", None))),
+        (Action.UPDATE, "router bgp 65100 / neighbor 10.21.0.0", (("remote-as", "65000", "65001"),))]
+
+
+def test_structured_config_lists_by_their_items_keys(tmp_path: Path) -> None:
+    """AVD's structured config names list items by their primary key (an interface by name), not by position: an
+    interface removed before others changes nothing of theirs."""
+    avd = "ethernet_interfaces:\n%s- {name: Ethernet2/1, mtu: %d}\nrouter_bgp: {neighbors: [{ip_address: 10.0.0.1}]}\n"
+    _applied(tmp_path, {"switches/l1/avd-structured-config.yaml": avd % ("- {name: Ethernet1/1, mtu: 9100}\n", 9100)})
+    plan = _plan(tmp_path, {"switches/l1/avd-structured-config.yaml": avd % ("", 9216)})
+    (diff,) = describe(plan, [])
+    assert [(r.action, r.subject, r.shown_fields) for r in diff.rows] == [
+        (Action.DELETE, "ethernet_interfaces Ethernet1/1", ()),
+        (Action.UPDATE, "ethernet_interfaces Ethernet2/1", (("mtu", "9100", "9216"),))]
+
+
+LABELLED = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", derived=("label",), labels=("id", "label"))
+
+
+def test_relabels_and_repatches(tmp_path: Path) -> None:
+    """A row whose ends stay but whose labels change is a relabel; a removed row whose id a new row takes is a
+    re-patch (the same cable at other ends); an id two new rows take pairs nothing."""
+    _applied(tmp_path, {"t/cables.csv": HEADER + "c1,n1:1,l1:1,3,c1 n1\nc2,n2:1,l1:2,3,c2 n2\nc3,n3:1,l1:3,3,c3\n"
+                                                 "c4,n4:1,l1:4,3,c4\n"})
+    plan = _plan(tmp_path, {"t/cables.csv": HEADER + "c1,n1:1,l1:1,3,c1 N1\nc9,n2:1,l1:2,3,c9 n2\n"
+                                                     "c3,n5:1,l1:3,4,c3\nc4,n6:1,l1:6,3,c4\nc4,n7:1,l1:7,3,c4\n"})
+    (diff,) = describe(plan, [LABELLED])
+    assert [(r.action, r.subject, r.shown_fields, r.moved) for r in diff.rows] == [
+        (Action.CREATE, "n6:1 <-> l1:6", (), ("", "")),
+        (Action.CREATE, "n7:1 <-> l1:7", (), ("", "")),
+        (Action.DELETE, "n4:1 <-> l1:4", (), ("", "")),
+        (RowKind.RELABEL, "n1:1 <-> l1:1", (("label", "c1 n1", "c1 N1"),), ("", "")),
+        (RowKind.RELABEL, "n2:1 <-> l1:2", (("id", "c2", "c9"), ("label", "c2 n2", "c9 n2")), ("", "")),
+        (RowKind.REPATCH, "c3", (("length", "3", "4"),), ("n3:1 <-> l1:3", "n5:1 <-> l1:3"))]
+
+
+def test_rows_of_a_json_document(tmp_path: Path) -> None:
+    """A JSON artifact's list of objects as rows (a fabric's switches by name), its other lines counted."""
+    switches = Table("t/*.json", "switch", ("name",), "{name}", rows="switches")
+    doc = '{"fabric": {"switches": %d}, "switches": [%s]}\n'
+    _applied(tmp_path, {"t/f.json": doc % (2, '{"name": "s1", "model": "A"}, {"name": "s2", "model": "A"}')})
+    plan = _plan(tmp_path, {"t/f.json": doc % (2, '{"name": "s1", "model": "B"}, {"name": "s3", "model": "A"}'),
+                            "t/g.json": doc % (1, '{"name": "s9"}'), "t/h.json": '{"other": []}\n'})
+    diffs = {d.change.path: d for d in describe(plan, [switches])}
+    assert [(r.action, r.subject, r.shown_fields) for r in diffs["t/f.json"].rows] == [
+        (Action.CREATE, "s3", ()), (Action.DELETE, "s2", ()), (Action.UPDATE, "s1", (("model", "A", "B"),))]
+    assert diffs["t/f.json"].lines == (1, 1)
+    assert (diffs["t/g.json"].noun, diffs["t/g.json"].whole) == ("switch", 1)
+    assert (diffs["t/h.json"].noun, diffs["t/h.json"].lines) == ("", (1, 0))  # no such list: by lines
+
+
+def test_rows_in_natural_port_order_and_estimates_apart(tmp_path: Path) -> None:
+    """Ports as a switch numbers them (l1:2 before l1:10); a row whose only change is an estimate is its own kind."""
+    table = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", estimates=("length",))
+    _applied(tmp_path, {"t/cables.csv": HEADER + "c1,n1:1,l1:1,3,x\n"})
+    plan = _plan(tmp_path, {"t/cables.csv": HEADER + "c1,n1:1,l1:1,4,x\nc10,n1:1,l1:10,3,x\nc2,n1:1,l1:2,3,x\n"})
+    (diff,) = describe(plan, [table])
+    assert [(r.action, r.subject) for r in diff.rows] == [
+        (Action.CREATE, "n1:1 <-> l1:2"), (Action.CREATE, "n1:1 <-> l1:10"), (RowKind.ESTIMATE, "n1:1 <-> l1:1")]

@@ -196,6 +196,8 @@ def test_plan_to_json_has_the_schema_and_no_contents(tmp_path: Path) -> None:
 
     assert doc == {
         "out_dir": str(out),
+        "spec_digest": DIGEST,
+        "previous_spec_digest": DIGEST,
         "summary": {"create": 1, "update": 0, "delete": 1, "unchanged": 1},
         "changes": [
             {"action": "unchanged", "path": "keep.txt", "reason": "up to date", "drift": False},

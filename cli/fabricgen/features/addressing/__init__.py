@@ -14,5 +14,7 @@ FEATURE = Feature(
     compile=plan.plan,
     checks=(plan.asn_overlap,),
     targets=(Target("addressing", render.render),),
-    tables=(Table("addressing/*.csv", "address", ("device", "interface", "role"), "{device} {interface} {role}"),),
+    # An address is its device, interface and role, and reads with its value: oob-agg01:1 10.45.0.0/31 (p2p).
+    tables=(Table("addressing/*.csv", "address", ("device", "interface", "role"),
+                  "{device}:{interface} {address} ({role})"),),
 )

@@ -23,9 +23,11 @@ FEATURE = Feature(
     targets=(Target("workbook", workbook.render), Target("print", printout.render), Target("cabling", sheets.render),
              Target("diagram", diagram.render)),
     # A cable is its two ends; its id (the label on the installed cable) is its switch-side port's, so it changes
-    # only with a re-patch, and plan says so per cable.
+    # only with a re-patch, and plan lists relabels (same ends, new id) and re-patches (same id, other ends) apart;
+    # a cable whose only change is its estimated run (run_m; its orderable length_m and part stay) is not re-pulled.
     tables=(Table("cabling/cables.csv", "cable", ("a_device", "a_port", "z_device", "z_port"),
                   "{a_device}:{a_port} <-> {z_device}:{z_port}",
                   parts=(("port", "{a_device}:{a_port}"), ("port", "{z_device}:{z_port}")),
-                  derived=("physical_cable", "label", "a_label", "z_label")),),
+                  derived=("physical_cable", "label", "a_label", "z_label"),
+                  labels=("cable_id", "label", "a_label", "z_label"), estimates=("run_m",)),),
 )

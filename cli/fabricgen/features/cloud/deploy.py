@@ -22,6 +22,8 @@ from fabricgen.model.cluster import Cluster
 class DeployError(FabricgenError):
     """The cloud deployment could not run (no cloud section) or failed after apply wrote the project."""
 
+    stage = "deploy"
+
     def __init__(self, message: str, after_apply: bool = False) -> None:
         super().__init__(message)
         self.after_apply = after_apply

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fabricgen.core.errors import FabricgenError
+from fabricgen.core.errors import VerifyError
 from fabricgen.features.ethernet.nos import systems
 from fabricgen.model.cabling import Cable
 from fabricgen.model.nodes import NicRole
@@ -46,7 +46,7 @@ from fabricgen.model.routing import SwitchRouting
 from fabricgen.model.topology import FabricTopology, Link
 
 
-class LldpError(FabricgenError):
+class LldpError(VerifyError):
     """An LLDP neighbour table that cannot be read."""
 
 

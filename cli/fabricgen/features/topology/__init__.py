@@ -4,6 +4,7 @@ graph."""
 
 from __future__ import annotations
 
+from fabricgen.core.artifacts import Table
 from fabricgen.features.feature import Feature, Target
 from fabricgen.features.topology import checks, render
 
@@ -11,4 +12,6 @@ FEATURE = Feature(
     "topology",
     checks=(checks.structure, checks.bond_members, checks.rack_collisions),
     targets=(Target("topology", render.render),),
+    # A switch is its name: a model, tier, rack or port count that changes shows as that switch's change.
+    tables=(Table("topology/*.json", "switch", ("name",), "{name}", rows="switches"),),
 )
