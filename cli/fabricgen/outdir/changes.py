@@ -115,9 +115,9 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
         if b"\0" in data:
             return FileDiff(change, binary=True, old=old, new=new)
         text = _text(data)
-        whole = _rows(text, table) if table is not None and text is not None else None
+        whole = _row_count(text, table) if table is not None and text is not None else None
         if table is not None and whole is not None:
-            return FileDiff(change, table.noun, whole=len(whole), old=old, new=new)
+            return FileDiff(change, table.noun, whole=whole, old=old, new=new)
         count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         return FileDiff(change, lines=(0, count) if old else (count, 0), old=old, new=new)
     old_text, new_text = _text(old), _text(new)
@@ -268,6 +268,17 @@ def _rows(text: str, table: Table) -> Rows | None:
     if not set(table.key) <= set(header):
         return None
     return _keyed((dict(zip(header, values, strict=False)) for values in reader), table.key)
+
+
+def _row_count(text: str, table: Table) -> int | None:
+    """How many rows a table created or deleted whole holds, None where `_rows` gives None. A CSV's rows are
+    counted, not keyed: a fresh 16k apply creates a 25 MB cables.csv, which keying costs ~1.5 s of CPU, counting
+    ~0.2 s."""
+    if table.rows or not text:
+        rows = _rows(text, table)
+        return None if rows is None else len(rows)
+    reader = csv.reader(io.StringIO(text))
+    return sum(1 for _ in reader) if set(table.key) <= set(next(reader, [])) else None
 
 
 def _json_rows(text: str, table: Table) -> Rows | None:
