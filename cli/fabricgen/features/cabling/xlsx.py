@@ -227,12 +227,14 @@ def _styles(palette: list[str], quoted: bool) -> str:
     empty check-off cell prints as a box to tick."""
     fills = "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="FF{c}"/><bgColor indexed="64"/>'
                     "</patternFill></fill>" for c in ["D9D9D9", *palette])
-    xfs = "".join(f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="1" xfId="0" applyFill="1"'
-                  f' applyBorder="1" applyAlignment="1">{_WRAP}</xf>' for i in range(len(palette)))
+    def filled(quote: str) -> str:  # one xf per palette fill: boxed, wrapping, top-aligned
+        return "".join(f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="1" xfId="0" applyFill="1"'
+                       f' applyBorder="1"{quote} applyAlignment="1">{_WRAP}</xf>' for i in range(len(palette)))
+
+    xfs = filled("")
     if quoted:
-        xfs += '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>' + "".join(
-            f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="1" xfId="0" applyFill="1" applyBorder="1"'
-            f' quotePrefix="1" applyAlignment="1">{_WRAP}</xf>' for i in range(len(palette)))
+        xfs += '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>' + filled(
+            ' quotePrefix="1"')
     font = '<sz val="11"/><name val="Calibri"/><family val="2"/></font>'
     return (f'{_XML}<styleSheet xmlns="{_MAIN}"><fonts count="2"><font>{font}<font><b/>{font}</fonts>'
             f'<fills count="{3 + len(palette)}"><fill><patternFill patternType="none"/></fill>'
