@@ -67,6 +67,52 @@ def test_apply_without_yes_off_a_terminal_writes_nothing(tmp_path: Path) -> None
     assert not (out / "fabricgen.lock.json").exists()
 
 
+def _apply_on_a_terminal(out: Path, answer: str) -> tuple[int, str]:
+    """`fabricgen apply` run on a real pseudo-terminal (stdin, stdout and stderr a tty, as a user's shell gives
+    them), answering its question with ``answer`` once it is asked; its exit code and everything it printed."""
+    import select
+    import subprocess
+
+    master, slave = os.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "fabricgen", "apply", LAB, "-o", str(out)],
+                               stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    printed, answered = b"", False
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 120)
+            assert ready, f"apply printed nothing for 120 s:\n{printed.decode(errors='replace')}"
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            printed += chunk
+            if not answered and b"Enter a value:" in printed:
+                os.write(master, answer.encode() + b"\n")
+                answered = True
+    finally:
+        os.close(master)
+    assert answered, printed.decode(errors="replace")
+    return process.wait(timeout=120), printed.decode(errors="replace")
+
+
+@pytest.mark.parametrize(("answer", "code"), [("yes", 0), ("y", 1), ("n", 1), ("", 1)])
+def test_apply_on_a_terminal_needs_yes_spelled_out(tmp_path: Path, answer: str, code: int) -> None:
+    """Review D7: as Terraform, only the literal 'yes' approves, and a declined apply exits 1, so that
+    `fabricgen apply ... && push-configs` does not push after a "no" (or a habitual "y")."""
+    out = tmp_path / "out"
+    exit_code, printed = _apply_on_a_terminal(out, answer)
+    assert "Only 'yes' will be accepted to approve." in printed
+    assert exit_code == code, printed
+    if code:
+        assert "apply cancelled; nothing was written" in printed
+        assert not out.exists() or not any(out.iterdir()), sorted(p.name for p in out.rglob("*"))
+    else:
+        assert "Applied:" in printed and (out / "fabricgen.lock.json").is_file()
+
+
 def test_explain_json_counts() -> None:
     result = runner.invoke(app, ["explain", str(INVENTORIES / "h100-4su.yaml"), "--json"])
     assert result.exit_code == 0, result.output

@@ -9,8 +9,9 @@ The features' command modules, the editor schema and the renderers' table declar
 commands that use them: a plan that finds nothing changed (see `_unchanged`), --help and validate need none of
 them, and importing every feature cost more CPU than such a plan's own work.
 
-Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
-(plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
+Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error / declined apply, 2 changes
+pending (plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -708,7 +709,9 @@ def apply(
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, saved.force, named, warnings, saved.state_digest) if saved is not None
                    else _write(current, yes, force, named, warnings))
-        if written and deployment is not None:
+        if not written:  # declined: an error to a wrapper (`apply && push-configs` must not push after a "no")
+            holder["code"] = EXIT_ERROR
+        elif deployment is not None:
             holder["code"] = deployment()
 
     _run(action)
@@ -730,7 +733,7 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
     if not yes:
         if not sys.stdin.isatty():
             raise OutputError("apply needs confirmation: run it on a terminal or pass --yes")
-        if not typer.confirm("Apply these changes?", default=False):
+        if not _approved(current):
             err.print("apply cancelled; nothing was written")
             return False
     _progress.step(f"writing {len(current.writes)} files, deleting {len(current.deletions)}")
@@ -741,6 +744,18 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
         f"{_safe(str(result.plan.out_dir))}"
     )
     return True
+
+
+APPROVAL = "yes"  # Terraform's word: a stray "y" (or a key pressed by habit) must not rewrite a fleet's configs
+
+
+def _approved(current: Plan) -> bool:
+    """Ask on the terminal, as Terraform does: only the literal ``yes`` approves, anything else (``y`` too)
+    declines."""
+    answer: str = typer.prompt(f"Do you want to apply these changes to {current.out_dir}?\n"
+                          f"  Only '{APPROVAL}' will be accepted to approve.\n\n  Enter a value",
+                          default="", show_default=False)
+    return answer.strip() == APPROVAL
 
 
 def _deployment(compiled: Compiled, out_dir: Path) -> Callable[[], int]:
