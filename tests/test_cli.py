@@ -564,3 +564,37 @@ def test_a_source_line_never_shows_a_secret(tmp_path: Path) -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 1
         assert "keys.sm_key" in result.output and "0xfeedface1234" not in result.output, result.output
+
+
+def _excerpt_of(spec: str) -> tuple[str, str]:
+    """The source line `validate` shows under the spec's one problem, and the text from its caret on."""
+    lines = runner.invoke(app, ["validate", spec]).output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ") and " | " in line)
+    shown, caret = lines[at].split(" | ", 1)[1], lines[at + 1].split(" | ", 1)[1]
+    return shown, shown[caret.index("^"):]
+
+
+@pytest.mark.parametrize(("spec", "shown", "at"), [
+    # review B6: a P_Key is no secret (partitions.conf prints it), and its line stays as written
+    ("tests/negative/sm-ipoib-mtu-beside-pkey.yaml",
+     '        - {name: training, pkey: "0x8001", members: {groups: ["hgx{n:02d}"]}, ipoib: {mtu: 4000}}', "4000}}"),
+    # the TACACS+ key's reference is replaced whole (braces balanced), and the caret moves with the text after it
+    ("tests/negative/tacacs-server-beside-secret.yaml",
+     "  tacacs: {key: <redacted>, servers: [10.99.0.49, 10.99.0.500]}   # the key is read on the switch",
+     "10.99.0.500]}"),
+])
+def test_the_caret_stays_under_the_value_beside_a_redacted_secret(spec: str, shown: str, at: str) -> None:
+    assert _excerpt_of(str(INVENTORIES.parent / spec)) == (shown, shown[shown.index(at):])
+
+
+def test_a_line_the_loader_could_not_compose_hides_secrets_by_their_key(tmp_path: Path) -> None:
+    """A YAML syntax error leaves no loaded spans: the key is recognised as a whole word, its {env: ...} value
+    replaced whole, the caret moved with it, and ``pkey`` left alone."""
+    spec = tmp_path / "spec.yaml"
+    text = (INVENTORIES.parent / "tests/negative/tacacs-server-beside-secret.yaml").read_text()
+    spec.write_text(text.replace("10.99.0.500]}   # the key is read on the switch",
+                                 '10.99.0.50]], pkey: "0x8001", sm_key: 0xfeedface}'))
+    shown, at = _excerpt_of(str(spec))
+    assert shown == ('  tacacs: {key: <redacted>, servers: [10.99.0.49, 10.99.0.50]], pkey: "0x8001", '
+                     'sm_key: <redacted>}')
+    assert at.startswith("], pkey"), at

@@ -36,6 +36,7 @@ from rich.table import Table
 
 from fabricgen import __version__
 from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.document import REDACTED
 from fabricgen.core.errors import (
     CheckError,
     FabricgenError,
@@ -62,7 +63,7 @@ from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, 
 from fabricgen.outdir.lock import Inputs, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
-from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, stdin_spec
+from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
 from fabricgen.spec.validate import secret_keys
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -197,7 +198,7 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
         return []
     line = lines[position.line - 1] if position.line <= len(lines) else ""  # a YAML error at the end of the file
     number = str(position.line)
-    column = max(position.column, 1) - 1
+    line, column = _redacted(position.file, position.line, line, max(position.column, 1) - 1)
     if len(line) > EXCERPT_WIDTH:  # a window around the column: a 15 MB line is never echoed
         start = max(0, min(column - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
         before = "..." if line[:start].strip() else ""  # only indentation left out: no text was
@@ -207,20 +208,43 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
     return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
 
 
+def _redacted(source: str, number: int, line: str, column: int) -> tuple[str, int]:
+    """A source line with every secret value on it replaced by ``<redacted>``, and the caret's 0-based column
+    moved with the text (right of a replacement by the difference in length; inside one to its start). The
+    values are those the loader found under a secret key; for a file it never composed (a YAML syntax error)
+    they are guessed from the text by `_secret_value`."""
+    spans = secret_spans(source)
+    if spans is not None:
+        cuts = [cut for span in spans if (cut := span.on_line(number, line)) is not None]
+    else:
+        cuts = [match.span(2) for match in _secret_value().finditer(line)]
+    for start, end in sorted(cuts, reverse=True):  # right to left: the columns of the cuts before stay true
+        line = line[:start] + REDACTED + line[end:]
+        if column >= end:
+            column += len(REDACTED) - (end - start)
+        elif column >= start:
+            column = start
+    return line, column
+
+
 def _print_problem(text: str, position: SourcePosition | None, console: Console, field: str = "") -> None:
     """One problem, then its source line and caret, unless the field is key material: a secret written in clear
     is refused at its line, and that line must not print it."""
     console.print(f"  {_safe(text)}", soft_wrap=True)
     if secret_keys().isdisjoint(re.split(r"[.\[\]]", field)):
         for line in _excerpt(position):
-            console.print(_secret_value().sub(r"\1<redacted>", line), soft_wrap=True, highlight=False)
+            console.print(line, soft_wrap=True, highlight=False)
 
 
 @cache
 def _secret_value() -> re.Pattern[str]:
-    """A secret key's value on a shown line (block or flow style), whatever field the problem is about."""
+    """A secret key's value on a line of a file the loader could not compose (block or flow style): the key as a
+    whole word (``pkey`` or ``api_key`` is not ``key``), then a flow mapping or list whole (``{env: NAME}``, one
+    level of nesting), a quoted string or a plain scalar."""
     names = "|".join(map(re.escape, sorted(secret_keys())))
-    return re.compile(r"""(["']?(?:""" + names + r""")["']?\s*:\s*)([^,}\]#\n]+)""")
+    value = "|".join((r"\{(?:[^{}\n]|\{[^{}\n]*\})*\}", r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]",  # flow, one level nested
+                      r'"(?:[^"\\\n]|\\.)*"', r"'(?:[^'\n]|'')*'", r"[^,}\]#\n]*[^,}\]#\s]"))  # quoted, plain
+    return re.compile(r"""(?<![\w-])(["']?(?:""" + names + r""")["']?\s*:[ \t]*)(""" + value + r""")""")
 
 
 def _print_error(exc: FabricgenError) -> None:
