@@ -598,3 +598,28 @@ def test_a_line_the_loader_could_not_compose_hides_secrets_by_their_key(tmp_path
     assert shown == ('  tacacs: {key: <redacted>, servers: [10.99.0.49, 10.99.0.50]], pkey: "0x8001", '
                      'sm_key: <redacted>}')
     assert at.startswith("], pkey"), at
+
+
+def test_plan_and_apply_refuse_another_clusters_out(tmp_path: Path) -> None:
+    """Review D11: a mistyped -o must not replace one cluster's whole handoff with another's as an ordinary plan;
+    `plan -out` saves no plan apply would refuse; --force replaces it."""
+    out, saved = tmp_path / "out", tmp_path / "other.plan"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    other = tmp_path / "other.yaml"
+    text = Path(LAB).read_text()
+    assert text.count("  name: lab-1su\n  site: lab\n") == 1
+    other.write_text(text.replace("  name: lab-1su\n  site: lab\n", "  name: lab-b\n  site: lab2\n"))
+    message = (f"{out} holds cluster lab-1su at lab (its lock file says so); this spec is cluster lab-b at lab2: "
+               "planning it there would replace every file of lab-1su. Give another output directory (-o OUT), "
+               "or plan and apply with --force to replace it")
+    lock = (out / "fabricgen.lock.json").read_bytes()
+    for command in (["plan", "--detailed-exitcode"], ["plan", "-out", str(saved)], ["apply", "--yes"]):
+        result = runner.invoke(app, [command[0], str(other), "-o", str(out), *command[1:]])
+        assert result.exit_code == 1, result.output
+        assert message in " ".join(result.stderr.split()) and "to delete" not in result.stdout, result.output
+    assert not saved.exists() and (out / "fabricgen.lock.json").read_bytes() == lock
+    as_json = json.loads(runner.invoke(app, ["plan", str(other), "-o", str(out), "--json"]).stdout)
+    assert (as_json["valid"], as_json["stage"]) == (True, "output")
+    assert runner.invoke(app, ["plan", str(other), "-o", str(out), "--force", "-out", str(saved)]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(saved)]).exit_code == 0
+    assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}

@@ -60,8 +60,8 @@ from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
-from fabricgen.outdir.lock import Inputs, read_lock
-from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
+from fabricgen.outdir.lock import ClusterId, Inputs, read_lock
+from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
 from fabricgen.spec.validate import secret_keys
@@ -317,6 +317,7 @@ def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
         spec_digest=compiled.cluster.spec_digest,
         tool_version=__version__,
         inputs=Inputs(compiled.input_digest(__version__), tuple(rel for rel, _ in compiled.named_files)),
+        cluster=ClusterId(compiled.cluster.metadata.name, compiled.cluster.metadata.site),
     )
     return compiled, plan
 
@@ -662,6 +663,7 @@ def plan(
             warnings = compiled.warnings
         else:
             warnings = current.last_run.warnings
+        refuse_other_cluster(current, force)  # before a listing of one cluster's files replaced by another's
         holder["plan"] = current
         _progress.step("describing the changes")
         diffs = _describe(current)
@@ -725,6 +727,7 @@ def apply(
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
             deployment = _deployment(compiled, current.out_dir) if cloud else None
+        refuse_other_cluster(current, force or (saved is not None and saved.force))
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
