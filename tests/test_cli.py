@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -623,3 +624,28 @@ def test_plan_and_apply_refuse_another_clusters_out(tmp_path: Path) -> None:
     assert runner.invoke(app, ["plan", str(other), "-o", str(out), "--force", "-out", str(saved)]).exit_code == 0
     assert runner.invoke(app, ["apply", str(saved)]).exit_code == 0
     assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file fabricgen wrote under OUT (its lock too), by relative path; OUT/.fabricgen is its private state."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".fabricgen" not in p.relative_to(root).parts}
+
+
+def test_the_same_spec_under_another_name_or_path_writes_the_same_bytes(tmp_path: Path) -> None:
+    """Review D10: headers name the cluster, not the spec's file, so renaming or moving a spec (a GitOps repository,
+    CI checking it out elsewhere) is no fleet-wide change: two applies compared byte for byte, and a plan of the
+    moved spec into the first OUT changes nothing."""
+    moved = tmp_path / "elsewhere" / "renamed-cluster-spec.yaml"
+    moved.parent.mkdir()
+    moved.write_bytes(Path(LAB).read_bytes())
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(first), "--yes"]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(moved), "-o", str(second), "--yes"]).exit_code == 0
+    one, two = _tree(first), _tree(second)
+    assert len(one) == ARTIFACTS + 1 and one == two
+    assert not any(b"lab-1su.yaml" in content or b"renamed-cluster-spec" in content for content in one.values())
+    headers = re.compile(rb"fabricgen from\s*(?:[#!/;-]+\s*)?cluster lab-1su")  # a header wrapped in a comment too
+    assert sum(bool(headers.search(content)) for content in one.values()) > 25
+    again = runner.invoke(app, ["plan", str(moved), "-o", str(first), "--detailed-exitcode"])
+    assert again.exit_code == 0 and "No changes." in again.output, again.output
