@@ -38,6 +38,7 @@ def test_plan_detailed_exitcode_and_idempotent_apply(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.json")} == mtimes
     settled = runner.invoke(app, ["plan", LAB, "-o", str(out), "--detailed-exitcode"])
     assert settled.exit_code == 0, settled.output
+    assert settled.stdout.startswith(f"Plan for {out} "), "a plan of no changes starts with its summary (review C5)"
 
 
 def test_plan_json_and_drift(tmp_path: Path) -> None:
@@ -131,6 +132,17 @@ def test_explain_prints_warnings_after_the_summary() -> None:
     digest = compile_spec(Path(LAB)).cluster.spec_digest.removeprefix("sha256:")
     assert f"spec {digest[:12]}: the revision the printed cable sheets carry" in result.stdout
     assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
+
+
+def test_explain_lines_carry_no_trailing_padding_and_a_cloud_cluster_no_racks() -> None:
+    """Review C5: rich pads every table line to the table's width; a report saved or diffed carries none of it.
+    A cloud cluster's line does not say '0 racks; 0 switches, 0 links'."""
+    lab = runner.invoke(app, ["explain", LAB]).stdout
+    assert "Fabrics" in lab and "Switches and links per tier" in lab
+    assert [line for line in lab.splitlines() if line != line.rstrip()] == []
+    cloud = runner.invoke(app, ["explain", str(INVENTORIES / "aws-p5-efa.yaml")])
+    assert cloud.exit_code == 0, cloud.output
+    assert cloud.stdout.splitlines()[0] == "aws-p5-efa at us-east-1: 16 nodes, 128 GPUs"
 
 
 def test_schema_is_valid_json_schema() -> None:
@@ -337,7 +349,7 @@ def test_drift_has_its_own_section(tmp_path: Path) -> None:
     (out / "topology" / "summary.yaml").write_text("edited\n")
     text = runner.invoke(app, ["plan", LAB, "-o", str(out)]).stdout
     drift = text.index("Drift")
-    assert "~ topology/summary.yaml (drift)" in text[:drift]
+    assert "~ topology/summary.yaml  (drift; edited by hand since the last apply; content changed" in text[:drift]
     assert "topology/summary.yaml  (edited by hand since the last apply; content changed)" in text[drift:]
 
 

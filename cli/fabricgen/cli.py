@@ -390,7 +390,12 @@ def _note(d: FileDiff) -> str:
         notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
     elif change.action is not Action.UPDATE:
         notes.append(f"{d.lines[0] or d.lines[1]} lines")
-    return f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
+    # one parenthesis per path: its state first, in its colour (unmanaged: apply refuses it; drift: edited by hand)
+    mark = "[red]unmanaged[/]" if change.unmanaged else "[magenta]drift[/]" if change.drift else ""
+    text = _safe("; ".join(notes))
+    if mark:
+        return f"  [dim]([/]{mark}[dim]{'; ' + text if text else ''})[/]"
+    return f"  [dim]({text})[/]" if text else ""
 
 
 def _field(column: str, old: str | None, new: str | None) -> str:
@@ -493,8 +498,7 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
             detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
             lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
         sign, colour = _STYLE[d.change.action]
-        mark = " [red](unmanaged)[/]" if d.change.unmanaged else " [magenta](drift)[/]" if d.change.drift else ""
-        lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{mark}{_note(d)}")
+        lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{_note(d)}")
         _print_rows(d, lines)
         if show_diff:
             _print_unified(d, lines)
@@ -502,13 +506,15 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
         out.print("\n".join(lines), soft_wrap=True)
     _print_moves(diffs)
     drifted = [c for c in plan.changes if c.drift]
+    gap = "\n" if lines else ""  # between sections; none above the first thing printed (a plan of no changes)
     if drifted:
-        out.print("\n[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
+        out.print(f"{gap}[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
                   "deletes them; adopted when they match):")
         for drift in drifted:
             out.print(f"  [magenta]{_safe(drift.path)}[/]  [dim]({_safe(drift.reason)})[/]", soft_wrap=True)
+        gap = "\n"
     if plan.unmanaged:
-        out.print("\n[bold red]Unmanaged[/]: files fabricgen did not create stand where artifacts go "
+        out.print(f"{gap}[bold red]Unmanaged[/]: files fabricgen did not create stand where artifacts go "
                   "(apply refuses them without --force):")
         for path in plan.unmanaged:
             out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
@@ -522,7 +528,8 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
-    out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
+    gap = "\n" if lines or drifted or plan.unmanaged else ""
+    out.print(f"{gap}[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
         out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
 
@@ -840,10 +847,24 @@ def _table(title: str, columns: Sequence[str], left: int) -> Table:
     return table
 
 
+_TRAILING_PADDING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def _print_table(table: Table) -> None:
+    """A table as rich lays it out, without the spaces it pads every line with to the table's width (a report
+    saved to a file or diffed in review would carry them), before or among the closing colour codes."""
+    with out.capture() as captured:
+        out.print(table)
+    out.file.write(_TRAILING_PADDING.sub(r"\1", captured.get()))
+    out.file.flush()
+
+
 def _print_summary(s: dict[str, Any]) -> None:
+    # a cloud cluster has no racks, switches or links of its own: its line says what it has, the instances below
+    facility = "" if "cloud" in s else (f" in {s['racks_used']} racks; {s['switch_total']} switches, "
+                                        f"{s['link_total']} links")
     out.print(
-        f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
-        f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links\n"
+        f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs{facility}\n"
         f"[dim]{s['revision']}: the revision the printed cable sheets carry[/]"
     )
     if "cloud" in s:
@@ -869,12 +890,12 @@ def _print_summary(s: dict[str, Any]) -> None:
             *(str(f["switches"].get(t, "")) for t in ("leaf", "spine", "core")),
             *(str(f["links"].get(t, "")) for t in ("node-leaf", "leaf-spine", "spine-core")),
         )
-    out.print(fabrics)
-    out.print(tiers)
+    _print_table(fabrics)
+    _print_table(tiers)
     bom = _table("Switches", ("model", "count"), 1)
     for model, count in s["switch_bom"].items():
         bom.add_row(_safe(model), str(count))
-    out.print(bom)
+    _print_table(bom)
 
 
 @app.command(short_help="Compare a discovered fabric (ibnetdiscover, LLDP) with the plan.")
@@ -963,7 +984,7 @@ def verify(
                 if f.found and f.kind.value in ("miswired", "unexpected"):
                     found = rows(f.found)
                 table.add_row(f.kind.value, _safe(f.cable or "-"), planned, found)
-            out.print(table)
+            _print_table(table)
         summary = (
             f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
             f"{report.matched_links} between the planned ports"
@@ -1088,7 +1109,7 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
             at = "; ".join(str(where[end]) for end in f.ends if end in where)
             table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(at or "-"),
                           _safe(f.found + partners(f)))
-        out.print(table)
+        _print_table(table)
     if absent:
         judged = "not judged where dark (--only-present)" if only_present else "missing where dark"
         out.print(f"No table from {len(absent)} planned devices (their cables are judged from the other end, "
@@ -1389,7 +1410,7 @@ def netbox_sync_command(
         for kind, c in report.counts.items():
             table.add_row(kind, str(c["create"]), str(c["update"]), str(c["delete"]))
         if report.counts:
-            out.print(table)
+            _print_table(table)
         requests = ", ".join(f"{n} {method}" for method, n in sorted(report.requests.items()))
         verdict = "no changes" if not report.changes else f"{report.changes} changes"
         done = "to make (dry run, nothing written)" if report.dry_run else "made"
