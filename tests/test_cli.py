@@ -661,3 +661,16 @@ def test_the_same_spec_under_another_name_or_path_writes_the_same_bytes(tmp_path
     assert sum(bool(headers.search(content)) for content in one.values()) > 25
     again = runner.invoke(app, ["plan", str(moved), "-o", str(first), "--detailed-exitcode"])
     assert again.exit_code == 0 and "No changes." in again.output, again.output
+
+
+def test_a_saved_plan_names_the_spec_and_out_as_plan_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review C6: the plan file holds absolute paths (it applies from anywhere), but applied from where it was made
+    its warnings and OUT print relative, as the plan printed them."""
+    monkeypatch.chdir(tmp_path)
+    Path("lab.yaml").write_bytes(Path(LAB).read_bytes())
+    planned = runner.invoke(app, ["plan", "lab.yaml", "-o", "out", "-out", "lab.plan"])
+    assert planned.exit_code == 0 and "lab.yaml:47:5: warning:" in planned.stderr, planned.output
+    applied = runner.invoke(app, ["apply", "lab.plan"])
+    assert applied.exit_code == 0, applied.output
+    assert "\nlab.yaml:47:5: warning:" in "\n" + applied.stderr and str(tmp_path) not in applied.output
+    assert "fabricgen will make these changes in out:" in applied.stdout

@@ -22,6 +22,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -723,6 +724,7 @@ def apply(
         if saved is not None:
             if out_dir is not None or force:
                 raise OutputError("a saved plan fixes the output directory and --force; give neither")
+            saved = replace(saved, spec=_from_here(saved.spec), out_dir=_from_here(saved.out_dir))
             compiled, current = _plan(saved.spec, saved.out_dir)
             stale = saved.stale(current, compiled.cluster.spec_digest, __version__)
             if stale:
@@ -750,6 +752,15 @@ def apply(
 
     _run(action)
     _fail(holder["code"])
+
+
+def _from_here(path: Path) -> Path:
+    """A saved plan's absolute path (it is applied from any directory) as `plan` was given it, relative to the
+    working directory when it lies beneath: the spec's warnings and OUT then print as the plan printed them."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Finding, ...],

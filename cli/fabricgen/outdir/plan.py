@@ -145,9 +145,12 @@ class Plan:
 
     @property
     def state_digest(self) -> str:
-        """sha256 over what the plan found in OUT: the lock file and every planned path's action and bytes."""
+        """sha256 over what the plan found in OUT and nothing it rendered: the lock file and the bytes at every
+        planned path where something stands ("" for a symlink or other non-file). A plan's actions are left out:
+        they flip with the rendered outputs (another template: unchanged -> update), which the outputs digest
+        covers, and a saved plan would then say OUT changed when it did not."""
         lock = hashlib.sha256(self.previous_lock_bytes or b"").hexdigest()
-        return _digest([lock, *(f"{c.action.value}\0{c.path}\0{c.seen}\0{c.unmanaged:d}" for c in self.changes)])
+        return _digest([lock, *(f"{c.path}\0{c.seen}" for c in self.changes if c.action is not Action.CREATE)])
 
 
 def _digest(lines: Iterable[str]) -> str:
