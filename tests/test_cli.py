@@ -674,3 +674,12 @@ def test_a_saved_plan_names_the_spec_and_out_as_plan_did(tmp_path: Path, monkeyp
     assert applied.exit_code == 0, applied.output
     assert "\nlab.yaml:47:5: warning:" in "\n" + applied.stderr and str(tmp_path) not in applied.output
     assert "fabricgen will make these changes in out:" in applied.stdout
+
+
+def test_plan_groups_a_node_profiles_files_apart_from_a_nodes(tmp_path: Path) -> None:
+    """Review C6: hosts/<profile>/ and hosts/<node>/ read alike as '# hosts/...'; they are headed as the switches
+    are, '# node profile hgx-8gpu-generic' and '# node hgx01'."""
+    result = runner.invoke(app, ["plan", LAB, "-o", str(tmp_path / "out")])
+    headings = [line.strip() for line in result.stdout.splitlines() if line.startswith("  # ")]
+    assert "# node profile hgx-8gpu-generic" in headings and "# node hgx01" in headings, headings
+    assert not [h for h in headings if h.startswith("# hosts/")], headings

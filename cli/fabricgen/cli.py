@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from enum import StrEnum
 from functools import cache
@@ -358,14 +358,28 @@ ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
-def _owner(path: str) -> str:
-    """The device or part of the cluster a path belongs to, as the plan's listing groups it."""
+def _owner(path: str, hosts: Mapping[str, str]) -> str:
+    """The device or part of the cluster a path belongs to, as the plan's listing groups it (``hosts``: the heading
+    of each directory under hosts/, `_host_groups`)."""
     parts = path.split("/")
     if len(parts) > 2 and parts[0] in _DEVICE_DIRS:
         return f"{_DEVICE_DIRS[parts[0]]} {parts[1]}"
+    if len(parts) > 2 and parts[0] == "hosts" and parts[1] in hosts:
+        return hosts[parts[1]]
     if len(parts) > 2 and parts[0] in ("hosts", "storage", "kubernetes", "scheduler"):
         return f"{parts[0]}/{parts[1]}"
     return parts[0] if len(parts) > 1 else "output directory"
+
+
+def _host_groups(compiled: Compiled | None) -> dict[str, str]:
+    """The heading of each hosts/<name>/ directory: a node profile's files (``# node profile dgx-h100``) and a
+    node's (``# node gpu001``) read apart, as the ``# switch ...`` groups do (a plan found without compiling
+    lists no file, and needs none)."""
+    if compiled is None:
+        return {}
+    cluster = compiled.cluster
+    return {**{node.name: f"node {node.name}" for node in cluster.nodes},
+            **{name: f"node profile {name}" for name in cluster.profiles}}
 
 
 def _plural(noun: str, count: int = 2) -> str:
@@ -485,7 +499,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
 
 
 @without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
-def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
+def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool, hosts: Mapping[str, str]) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
     # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
@@ -493,8 +507,8 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
     owner = ""
     for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
-        if _owner(d.change.path) != owner:
-            owner = _owner(d.change.path)
+        if _owner(d.change.path, hosts) != owner:
+            owner = _owner(d.change.path, hosts)
             device = devices.get(owner)
             detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
             lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
@@ -666,6 +680,7 @@ def plan(
 
     def action() -> None:
         current = None if full or save is not None else _unchanged(spec, out_dir)
+        compiled = None
         if current is None:
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
@@ -686,7 +701,7 @@ def plan(
                     "warnings": [_finding_dict(f) for f in warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            _print_plan(current, diffs, show_diff)
+            _print_plan(current, diffs, show_diff, _host_groups(compiled))
             _print_warnings(warnings)
             if save is not None and not refused:
                 out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
@@ -720,7 +735,7 @@ def apply(
 
     def action() -> None:
         saved = planfile.load(spec) if planfile.is_planfile(spec) else None
-        deployment = None
+        deployment, compiled = None, None
         if saved is not None:
             if out_dir is not None or force:
                 raise OutputError("a saved plan fixes the output directory and --force; give neither")
@@ -740,7 +755,7 @@ def apply(
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
-        _print_plan(current, diffs, show_diff=False)
+        _print_plan(current, diffs, False, _host_groups(compiled))
         _print_warnings(warnings)
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, saved.force, named, warnings, saved.state_digest) if saved is not None
