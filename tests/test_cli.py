@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -37,6 +38,7 @@ def test_plan_detailed_exitcode_and_idempotent_apply(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.json")} == mtimes
     settled = runner.invoke(app, ["plan", LAB, "-o", str(out), "--detailed-exitcode"])
     assert settled.exit_code == 0, settled.output
+    assert settled.stdout.startswith(f"Plan for {out} "), "a plan of no changes starts with its summary (review C5)"
 
 
 def test_plan_json_and_drift(tmp_path: Path) -> None:
@@ -67,6 +69,52 @@ def test_apply_without_yes_off_a_terminal_writes_nothing(tmp_path: Path) -> None
     assert not (out / "fabricgen.lock.json").exists()
 
 
+def _apply_on_a_terminal(out: Path, answer: str) -> tuple[int, str]:
+    """`fabricgen apply` run on a real pseudo-terminal (stdin, stdout and stderr a tty, as a user's shell gives
+    them), answering its question with ``answer`` once it is asked; its exit code and everything it printed."""
+    import select
+    import subprocess
+
+    master, slave = os.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "fabricgen", "apply", LAB, "-o", str(out)],
+                               stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    printed, answered = b"", False
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 120)
+            assert ready, f"apply printed nothing for 120 s:\n{printed.decode(errors='replace')}"
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            printed += chunk
+            if not answered and b"Enter a value:" in printed:
+                os.write(master, answer.encode() + b"\n")
+                answered = True
+    finally:
+        os.close(master)
+    assert answered, printed.decode(errors="replace")
+    return process.wait(timeout=120), printed.decode(errors="replace")
+
+
+@pytest.mark.parametrize(("answer", "code"), [("yes", 0), ("y", 1), ("n", 1), ("", 1)])
+def test_apply_on_a_terminal_needs_yes_spelled_out(tmp_path: Path, answer: str, code: int) -> None:
+    """Review D7: as Terraform, only the literal 'yes' approves, and a declined apply exits 1, so that
+    `fabricgen apply ... && push-configs` does not push after a "no" (or a habitual "y")."""
+    out = tmp_path / "out"
+    exit_code, printed = _apply_on_a_terminal(out, answer)
+    assert "Only 'yes' will be accepted to approve." in printed
+    assert exit_code == code, printed
+    if code:
+        assert "apply cancelled; nothing was written" in printed
+        assert not out.exists() or not any(out.iterdir()), sorted(p.name for p in out.rglob("*"))
+    else:
+        assert "Applied:" in printed and (out / "fabricgen.lock.json").is_file()
+
+
 def test_explain_json_counts() -> None:
     result = runner.invoke(app, ["explain", str(INVENTORIES / "h100-4su.yaml"), "--json"])
     assert result.exit_code == 0, result.output
@@ -84,6 +132,17 @@ def test_explain_prints_warnings_after_the_summary() -> None:
     digest = compile_spec(Path(LAB)).cluster.spec_digest.removeprefix("sha256:")
     assert f"spec {digest[:12]}: the revision the printed cable sheets carry" in result.stdout
     assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
+
+
+def test_explain_lines_carry_no_trailing_padding_and_a_cloud_cluster_no_racks() -> None:
+    """Review C5: rich pads every table line to the table's width; a report saved or diffed carries none of it.
+    A cloud cluster's line does not say '0 racks; 0 switches, 0 links'."""
+    lab = runner.invoke(app, ["explain", LAB]).stdout
+    assert "Fabrics" in lab and "Switches and links per tier" in lab
+    assert [line for line in lab.splitlines() if line != line.rstrip()] == []
+    cloud = runner.invoke(app, ["explain", str(INVENTORIES / "aws-p5-efa.yaml")])
+    assert cloud.exit_code == 0, cloud.output
+    assert cloud.stdout.splitlines()[0] == "aws-p5-efa at us-east-1: 16 nodes, 128 GPUs"
 
 
 def test_schema_is_valid_json_schema() -> None:
@@ -290,7 +349,7 @@ def test_drift_has_its_own_section(tmp_path: Path) -> None:
     (out / "topology" / "summary.yaml").write_text("edited\n")
     text = runner.invoke(app, ["plan", LAB, "-o", str(out)]).stdout
     drift = text.index("Drift")
-    assert "~ topology/summary.yaml (drift)" in text[:drift]
+    assert "~ topology/summary.yaml  (drift; edited by hand since the last apply; content changed" in text[:drift]
     assert "topology/summary.yaml  (edited by hand since the last apply; content changed)" in text[drift:]
 
 
@@ -518,3 +577,109 @@ def test_a_source_line_never_shows_a_secret(tmp_path: Path) -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 1
         assert "keys.sm_key" in result.output and "0xfeedface1234" not in result.output, result.output
+
+
+def _excerpt_of(spec: str) -> tuple[str, str]:
+    """The source line `validate` shows under the spec's one problem, and the text from its caret on."""
+    lines = runner.invoke(app, ["validate", spec]).output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ") and " | " in line)
+    shown, caret = lines[at].split(" | ", 1)[1], lines[at + 1].split(" | ", 1)[1]
+    return shown, shown[caret.index("^"):]
+
+
+@pytest.mark.parametrize(("spec", "shown", "at"), [
+    # review B6: a P_Key is no secret (partitions.conf prints it), and its line stays as written
+    ("tests/negative/sm-ipoib-mtu-beside-pkey.yaml",
+     '        - {name: training, pkey: "0x8001", members: {groups: ["hgx{n:02d}"]}, ipoib: {mtu: 4000}}', "4000}}"),
+    # the TACACS+ key's reference is replaced whole (braces balanced), and the caret moves with the text after it
+    ("tests/negative/tacacs-server-beside-secret.yaml",
+     "  tacacs: {key: <redacted>, servers: [10.99.0.49, 10.99.0.500]}   # the key is read on the switch",
+     "10.99.0.500]}"),
+])
+def test_the_caret_stays_under_the_value_beside_a_redacted_secret(spec: str, shown: str, at: str) -> None:
+    assert _excerpt_of(str(INVENTORIES.parent / spec)) == (shown, shown[shown.index(at):])
+
+
+def test_a_line_the_loader_could_not_compose_hides_secrets_by_their_key(tmp_path: Path) -> None:
+    """A YAML syntax error leaves no loaded spans: the key is recognised as a whole word, its {env: ...} value
+    replaced whole, the caret moved with it, and ``pkey`` left alone."""
+    spec = tmp_path / "spec.yaml"
+    text = (INVENTORIES.parent / "tests/negative/tacacs-server-beside-secret.yaml").read_text()
+    spec.write_text(text.replace("10.99.0.500]}   # the key is read on the switch",
+                                 '10.99.0.50]], pkey: "0x8001", sm_key: 0xfeedface}'))
+    shown, at = _excerpt_of(str(spec))
+    assert shown == ('  tacacs: {key: <redacted>, servers: [10.99.0.49, 10.99.0.50]], pkey: "0x8001", '
+                     'sm_key: <redacted>}')
+    assert at.startswith("], pkey"), at
+
+
+def test_plan_and_apply_refuse_another_clusters_out(tmp_path: Path) -> None:
+    """Review D11: a mistyped -o must not replace one cluster's whole handoff with another's as an ordinary plan;
+    `plan -out` saves no plan apply would refuse; --force replaces it."""
+    out, saved = tmp_path / "out", tmp_path / "other.plan"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    other = tmp_path / "other.yaml"
+    text = Path(LAB).read_text()
+    assert text.count("  name: lab-1su\n  site: lab\n") == 1
+    other.write_text(text.replace("  name: lab-1su\n  site: lab\n", "  name: lab-b\n  site: lab2\n"))
+    message = (f"{out} holds cluster lab-1su at lab (its lock file says so); this spec is cluster lab-b at lab2: "
+               "planning it there would replace every file of lab-1su. Give another output directory (-o OUT), "
+               "or plan and apply with --force to replace it")
+    lock = (out / "fabricgen.lock.json").read_bytes()
+    for command in (["plan", "--detailed-exitcode"], ["plan", "-out", str(saved)], ["apply", "--yes"]):
+        result = runner.invoke(app, [command[0], str(other), "-o", str(out), *command[1:]])
+        assert result.exit_code == 1, result.output
+        assert message in " ".join(result.stderr.split()) and "to delete" not in result.stdout, result.output
+    assert not saved.exists() and (out / "fabricgen.lock.json").read_bytes() == lock
+    as_json = json.loads(runner.invoke(app, ["plan", str(other), "-o", str(out), "--json"]).stdout)
+    assert (as_json["valid"], as_json["stage"]) == (True, "output")
+    assert runner.invoke(app, ["plan", str(other), "-o", str(out), "--force", "-out", str(saved)]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(saved)]).exit_code == 0
+    assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file fabricgen wrote under OUT (its lock too), by relative path; OUT/.fabricgen is its private state."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".fabricgen" not in p.relative_to(root).parts}
+
+
+def test_the_same_spec_under_another_name_or_path_writes_the_same_bytes(tmp_path: Path) -> None:
+    """Review D10: headers name the cluster, not the spec's file, so renaming or moving a spec (a GitOps repository,
+    CI checking it out elsewhere) is no fleet-wide change: two applies compared byte for byte, and a plan of the
+    moved spec into the first OUT changes nothing."""
+    moved = tmp_path / "elsewhere" / "renamed-cluster-spec.yaml"
+    moved.parent.mkdir()
+    moved.write_bytes(Path(LAB).read_bytes())
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(first), "--yes"]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(moved), "-o", str(second), "--yes"]).exit_code == 0
+    one, two = _tree(first), _tree(second)
+    assert len(one) == ARTIFACTS + 1 and one == two
+    assert not any(b"lab-1su.yaml" in content or b"renamed-cluster-spec" in content for content in one.values())
+    headers = re.compile(rb"fabricgen from\s*(?:[#!/;-]+\s*)?cluster lab-1su")  # a header wrapped in a comment too
+    assert sum(bool(headers.search(content)) for content in one.values()) > 25
+    again = runner.invoke(app, ["plan", str(moved), "-o", str(first), "--detailed-exitcode"])
+    assert again.exit_code == 0 and "No changes." in again.output, again.output
+
+
+def test_a_saved_plan_names_the_spec_and_out_as_plan_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review C6: the plan file holds absolute paths (it applies from anywhere), but applied from where it was made
+    its warnings and OUT print relative, as the plan printed them."""
+    monkeypatch.chdir(tmp_path)
+    Path("lab.yaml").write_bytes(Path(LAB).read_bytes())
+    planned = runner.invoke(app, ["plan", "lab.yaml", "-o", "out", "-out", "lab.plan"])
+    assert planned.exit_code == 0 and "lab.yaml:47:5: warning:" in planned.stderr, planned.output
+    applied = runner.invoke(app, ["apply", "lab.plan"])
+    assert applied.exit_code == 0, applied.output
+    assert "\nlab.yaml:47:5: warning:" in "\n" + applied.stderr and str(tmp_path) not in applied.output
+    assert "fabricgen will make these changes in out:" in applied.stdout
+
+
+def test_plan_groups_a_node_profiles_files_apart_from_a_nodes(tmp_path: Path) -> None:
+    """Review C6: hosts/<profile>/ and hosts/<node>/ read alike as '# hosts/...'; they are headed as the switches
+    are, '# node profile hgx-8gpu-generic' and '# node hgx01'."""
+    result = runner.invoke(app, ["plan", LAB, "-o", str(tmp_path / "out")])
+    headings = [line.strip() for line in result.stdout.splitlines() if line.startswith("  # ")]
+    assert "# node profile hgx-8gpu-generic" in headings and "# node hgx01" in headings, headings
+    assert not [h for h in headings if h.startswith("# hosts/")], headings

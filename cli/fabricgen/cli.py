@@ -9,8 +9,9 @@ The features' command modules, the editor schema and the renderers' table declar
 commands that use them: a plan that finds nothing changed (see `_unchanged`), --help and validate need none of
 them, and importing every feature cost more CPU than such a plan's own work.
 
-Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error, 2 changes pending
-(plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130 interrupted.
+Exit codes: 0 success (plan: no changes), 1 invalid spec / failed checks / output error / declined apply, 2 changes
+pending (plan --detailed-exitcode; apply --cloud without a pulumi CLI: files written, deployment pending), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -35,6 +37,7 @@ from rich.table import Table
 
 from fabricgen import __version__
 from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.document import REDACTED
 from fabricgen.core.errors import (
     CheckError,
     FabricgenError,
@@ -58,10 +61,10 @@ from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
-from fabricgen.outdir.lock import Inputs, read_lock
-from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, unchanged_plan
+from fabricgen.outdir.lock import ClusterId, Inputs, read_lock
+from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
-from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, stdin_spec
+from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
 from fabricgen.spec.validate import secret_keys
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -196,7 +199,7 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
         return []
     line = lines[position.line - 1] if position.line <= len(lines) else ""  # a YAML error at the end of the file
     number = str(position.line)
-    column = max(position.column, 1) - 1
+    line, column = _redacted(position.file, position.line, line, max(position.column, 1) - 1)
     if len(line) > EXCERPT_WIDTH:  # a window around the column: a 15 MB line is never echoed
         start = max(0, min(column - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
         before = "..." if line[:start].strip() else ""  # only indentation left out: no text was
@@ -206,20 +209,43 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
     return [f"    {number} | {_safe(line)}", f"    {' ' * len(number)} | [bold red]{caret}[/]"]
 
 
+def _redacted(source: str, number: int, line: str, column: int) -> tuple[str, int]:
+    """A source line with every secret value on it replaced by ``<redacted>``, and the caret's 0-based column
+    moved with the text (right of a replacement by the difference in length; inside one to its start). The
+    values are those the loader found under a secret key; for a file it never composed (a YAML syntax error)
+    they are guessed from the text by `_secret_value`."""
+    spans = secret_spans(source)
+    if spans is not None:
+        cuts = [cut for span in spans if (cut := span.on_line(number, line)) is not None]
+    else:
+        cuts = [match.span(2) for match in _secret_value().finditer(line)]
+    for start, end in sorted(cuts, reverse=True):  # right to left: the columns of the cuts before stay true
+        line = line[:start] + REDACTED + line[end:]
+        if column >= end:
+            column += len(REDACTED) - (end - start)
+        elif column >= start:
+            column = start
+    return line, column
+
+
 def _print_problem(text: str, position: SourcePosition | None, console: Console, field: str = "") -> None:
     """One problem, then its source line and caret, unless the field is key material: a secret written in clear
     is refused at its line, and that line must not print it."""
     console.print(f"  {_safe(text)}", soft_wrap=True)
     if secret_keys().isdisjoint(re.split(r"[.\[\]]", field)):
         for line in _excerpt(position):
-            console.print(_secret_value().sub(r"\1<redacted>", line), soft_wrap=True, highlight=False)
+            console.print(line, soft_wrap=True, highlight=False)
 
 
 @cache
 def _secret_value() -> re.Pattern[str]:
-    """A secret key's value on a shown line (block or flow style), whatever field the problem is about."""
+    """A secret key's value on a line of a file the loader could not compose (block or flow style): the key as a
+    whole word (``pkey`` or ``api_key`` is not ``key``), then a flow mapping or list whole (``{env: NAME}``, one
+    level of nesting), a quoted string or a plain scalar."""
     names = "|".join(map(re.escape, sorted(secret_keys())))
-    return re.compile(r"""(["']?(?:""" + names + r""")["']?\s*:\s*)([^,}\]#\n]+)""")
+    value = "|".join((r"\{(?:[^{}\n]|\{[^{}\n]*\})*\}", r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]",  # flow, one level nested
+                      r'"(?:[^"\\\n]|\\.)*"', r"'(?:[^'\n]|'')*'", r"[^,}\]#\n]*[^,}\]#\s]"))  # quoted, plain
+    return re.compile(r"""(?<![\w-])(["']?(?:""" + names + r""")["']?\s*:[ \t]*)(""" + value + r""")""")
 
 
 def _print_error(exc: FabricgenError) -> None:
@@ -292,6 +318,7 @@ def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
         spec_digest=compiled.cluster.spec_digest,
         tool_version=__version__,
         inputs=Inputs(compiled.input_digest(__version__), tuple(rel for rel, _ in compiled.named_files)),
+        cluster=ClusterId(compiled.cluster.metadata.name, compiled.cluster.metadata.site),
     )
     return compiled, plan
 
@@ -331,14 +358,28 @@ ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
-def _owner(path: str) -> str:
-    """The device or part of the cluster a path belongs to, as the plan's listing groups it."""
+def _owner(path: str, hosts: Mapping[str, str]) -> str:
+    """The device or part of the cluster a path belongs to, as the plan's listing groups it (``hosts``: the heading
+    of each directory under hosts/, `_host_groups`)."""
     parts = path.split("/")
     if len(parts) > 2 and parts[0] in _DEVICE_DIRS:
         return f"{_DEVICE_DIRS[parts[0]]} {parts[1]}"
+    if len(parts) > 2 and parts[0] == "hosts" and parts[1] in hosts:
+        return hosts[parts[1]]
     if len(parts) > 2 and parts[0] in ("hosts", "storage", "kubernetes", "scheduler"):
         return f"{parts[0]}/{parts[1]}"
     return parts[0] if len(parts) > 1 else "output directory"
+
+
+def _host_groups(compiled: Compiled | None) -> dict[str, str]:
+    """The heading of each hosts/<name>/ directory: a node profile's files (``# node profile dgx-h100``) and a
+    node's (``# node gpu001``) read apart, as the ``# switch ...`` groups do (a plan found without compiling
+    lists no file, and needs none)."""
+    if compiled is None:
+        return {}
+    cluster = compiled.cluster
+    return {**{node.name: f"node {node.name}" for node in cluster.nodes},
+            **{name: f"node profile {name}" for name in cluster.profiles}}
 
 
 def _plural(noun: str, count: int = 2) -> str:
@@ -364,7 +405,12 @@ def _note(d: FileDiff) -> str:
         notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
     elif change.action is not Action.UPDATE:
         notes.append(f"{d.lines[0] or d.lines[1]} lines")
-    return f"  [dim]({_safe('; '.join(notes))})[/]" if notes else ""
+    # one parenthesis per path: its state first, in its colour (unmanaged: apply refuses it; drift: edited by hand)
+    mark = "[red]unmanaged[/]" if change.unmanaged else "[magenta]drift[/]" if change.drift else ""
+    text = _safe("; ".join(notes))
+    if mark:
+        return f"  [dim]([/]{mark}[dim]{'; ' + text if text else ''})[/]"
+    return f"  [dim]({text})[/]" if text else ""
 
 
 def _field(column: str, old: str | None, new: str | None) -> str:
@@ -453,7 +499,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
 
 
 @without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
-def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
+def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool, hosts: Mapping[str, str]) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
     # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
@@ -461,14 +507,13 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
     owner = ""
     for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
-        if _owner(d.change.path) != owner:
-            owner = _owner(d.change.path)
+        if _owner(d.change.path, hosts) != owner:
+            owner = _owner(d.change.path, hosts)
             device = devices.get(owner)
             detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
             lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
         sign, colour = _STYLE[d.change.action]
-        mark = " [red](unmanaged)[/]" if d.change.unmanaged else " [magenta](drift)[/]" if d.change.drift else ""
-        lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{mark}{_note(d)}")
+        lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{_note(d)}")
         _print_rows(d, lines)
         if show_diff:
             _print_unified(d, lines)
@@ -476,13 +521,15 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
         out.print("\n".join(lines), soft_wrap=True)
     _print_moves(diffs)
     drifted = [c for c in plan.changes if c.drift]
+    gap = "\n" if lines else ""  # between sections; none above the first thing printed (a plan of no changes)
     if drifted:
-        out.print("\n[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
+        out.print(f"{gap}[bold magenta]Drift[/]: files edited by hand since the last apply (apply overwrites or "
                   "deletes them; adopted when they match):")
         for drift in drifted:
             out.print(f"  [magenta]{_safe(drift.path)}[/]  [dim]({_safe(drift.reason)})[/]", soft_wrap=True)
+        gap = "\n"
     if plan.unmanaged:
-        out.print("\n[bold red]Unmanaged[/]: files fabricgen did not create stand where artifacts go "
+        out.print(f"{gap}[bold red]Unmanaged[/]: files fabricgen did not create stand where artifacts go "
                   "(apply refuses them without --force):")
         for path in plan.unmanaged:
             out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
@@ -496,7 +543,8 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
-    out.print(f"\n[bold]{_safe(summary)}[/]", soft_wrap=True)
+    gap = "\n" if lines or drifted or plan.unmanaged else ""
+    out.print(f"{gap}[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
         out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
 
@@ -632,11 +680,13 @@ def plan(
 
     def action() -> None:
         current = None if full or save is not None else _unchanged(spec, out_dir)
+        compiled = None
         if current is None:
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
         else:
             warnings = current.last_run.warnings
+        refuse_other_cluster(current, force)  # before a listing of one cluster's files replaced by another's
         holder["plan"] = current
         _progress.step("describing the changes")
         diffs = _describe(current)
@@ -651,7 +701,7 @@ def plan(
                     "warnings": [_finding_dict(f) for f in warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            _print_plan(current, diffs, show_diff)
+            _print_plan(current, diffs, show_diff, _host_groups(compiled))
             _print_warnings(warnings)
             if save is not None and not refused:
                 out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
@@ -685,10 +735,11 @@ def apply(
 
     def action() -> None:
         saved = planfile.load(spec) if planfile.is_planfile(spec) else None
-        deployment = None
+        deployment, compiled = None, None
         if saved is not None:
             if out_dir is not None or force:
                 raise OutputError("a saved plan fixes the output directory and --force; give neither")
+            saved = replace(saved, spec=_from_here(saved.spec), out_dir=_from_here(saved.out_dir))
             compiled, current = _plan(saved.spec, saved.out_dir)
             stale = saved.stale(current, compiled.cluster.spec_digest, __version__)
             if stale:
@@ -700,19 +751,31 @@ def apply(
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
             deployment = _deployment(compiled, current.out_dir) if cloud else None
+        refuse_other_cluster(current, force or (saved is not None and saved.force))
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
-        _print_plan(current, diffs, show_diff=False)
+        _print_plan(current, diffs, False, _host_groups(compiled))
         _print_warnings(warnings)
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, saved.force, named, warnings, saved.state_digest) if saved is not None
                    else _write(current, yes, force, named, warnings))
-        if written and deployment is not None:
+        if not written:  # declined: an error to a wrapper (`apply && push-configs` must not push after a "no")
+            holder["code"] = EXIT_ERROR
+        elif deployment is not None:
             holder["code"] = deployment()
 
     _run(action)
     _fail(holder["code"])
+
+
+def _from_here(path: Path) -> Path:
+    """A saved plan's absolute path (it is applied from any directory) as `plan` was given it, relative to the
+    working directory when it lies beneath: the spec's warnings and OUT then print as the plan printed them."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Finding, ...],
@@ -730,7 +793,7 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
     if not yes:
         if not sys.stdin.isatty():
             raise OutputError("apply needs confirmation: run it on a terminal or pass --yes")
-        if not typer.confirm("Apply these changes?", default=False):
+        if not _approved(current):
             err.print("apply cancelled; nothing was written")
             return False
     _progress.step(f"writing {len(current.writes)} files, deleting {len(current.deletions)}")
@@ -741,6 +804,18 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
         f"{_safe(str(result.plan.out_dir))}"
     )
     return True
+
+
+APPROVAL = "yes"  # Terraform's word: a stray "y" (or a key pressed by habit) must not rewrite a fleet's configs
+
+
+def _approved(current: Plan) -> bool:
+    """Ask on the terminal, as Terraform does: only the literal ``yes`` approves, anything else (``y`` too)
+    declines."""
+    answer: str = typer.prompt(f"Do you want to apply these changes to {current.out_dir}?\n"
+                          f"  Only '{APPROVAL}' will be accepted to approve.\n\n  Enter a value",
+                          default="", show_default=False)
+    return answer.strip() == APPROVAL
 
 
 def _deployment(compiled: Compiled, out_dir: Path) -> Callable[[], int]:
@@ -798,10 +873,24 @@ def _table(title: str, columns: Sequence[str], left: int) -> Table:
     return table
 
 
+_TRAILING_PADDING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def _print_table(table: Table) -> None:
+    """A table as rich lays it out, without the spaces it pads every line with to the table's width (a report
+    saved to a file or diffed in review would carry them), before or among the closing colour codes."""
+    with out.capture() as captured:
+        out.print(table)
+    out.file.write(_TRAILING_PADDING.sub(r"\1", captured.get()))
+    out.file.flush()
+
+
 def _print_summary(s: dict[str, Any]) -> None:
+    # a cloud cluster has no racks, switches or links of its own: its line says what it has, the instances below
+    facility = "" if "cloud" in s else (f" in {s['racks_used']} racks; {s['switch_total']} switches, "
+                                        f"{s['link_total']} links")
     out.print(
-        f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs in "
-        f"{s['racks_used']} racks; {s['switch_total']} switches, {s['link_total']} links\n"
+        f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs{facility}\n"
         f"[dim]{s['revision']}: the revision the printed cable sheets carry[/]"
     )
     if "cloud" in s:
@@ -827,12 +916,12 @@ def _print_summary(s: dict[str, Any]) -> None:
             *(str(f["switches"].get(t, "")) for t in ("leaf", "spine", "core")),
             *(str(f["links"].get(t, "")) for t in ("node-leaf", "leaf-spine", "spine-core")),
         )
-    out.print(fabrics)
-    out.print(tiers)
+    _print_table(fabrics)
+    _print_table(tiers)
     bom = _table("Switches", ("model", "count"), 1)
     for model, count in s["switch_bom"].items():
         bom.add_row(_safe(model), str(count))
-    out.print(bom)
+    _print_table(bom)
 
 
 @app.command(short_help="Compare a discovered fabric (ibnetdiscover, LLDP) with the plan.")
@@ -921,7 +1010,7 @@ def verify(
                 if f.found and f.kind.value in ("miswired", "unexpected"):
                     found = rows(f.found)
                 table.add_row(f.kind.value, _safe(f.cable or "-"), planned, found)
-            out.print(table)
+            _print_table(table)
         summary = (
             f"Fabric {report.fabric}: {report.planned_links} planned links at {rate}, {report.found_links} found, "
             f"{report.matched_links} between the planned ports"
@@ -1046,7 +1135,7 @@ def _verify_lldp(compiled: Compiled, path: Path, out_dir: Path, fabric: str | No
             at = "; ".join(str(where[end]) for end in f.ends if end in where)
             table.add_row(f.kind, _safe(f.label or "-"), _safe(f.planned), _safe(at or "-"),
                           _safe(f.found + partners(f)))
-        out.print(table)
+        _print_table(table)
     if absent:
         judged = "not judged where dark (--only-present)" if only_present else "missing where dark"
         out.print(f"No table from {len(absent)} planned devices (their cables are judged from the other end, "
@@ -1347,7 +1436,7 @@ def netbox_sync_command(
         for kind, c in report.counts.items():
             table.add_row(kind, str(c["create"]), str(c["update"]), str(c["delete"]))
         if report.counts:
-            out.print(table)
+            _print_table(table)
         requests = ", ".join(f"{n} {method}" for method, n in sorted(report.requests.items()))
         verdict = "no changes" if not report.changes else f"{report.changes} changes"
         done = "to make (dry run, nothing written)" if report.dry_run else "made"

@@ -38,7 +38,7 @@ class Compiled:
 
     def input_digest(self, tool_version: str) -> str:
         """Everything this compile read, as the lock records it (:mod:`fabricgen.core.inputs`)."""
-        return inputs.input_digest(self.document.source, self.document.digest, dict(self.named_files), tool_version)
+        return inputs.input_digest(self.document.digest, dict(self.named_files), tool_version)
 
 
 Step = Callable[[str], None]
@@ -83,7 +83,7 @@ def input_digest_now(document: Document, named_files: Sequence[str], tool_versio
     files a previous compile found it names (their names come from the spec's bytes, which are in the digest)."""
     path = Path(document.source)
     files = {rel: inputs.read_named_file(path, rel, inputs.MAX_NAMED_FILE_BYTES) for rel in named_files}
-    return inputs.input_digest(document.source, document.digest, files, tool_version)
+    return inputs.input_digest(document.digest, files, tool_version)
 
 
 def render_spec(compiled: Compiled, targets: Sequence[str] | None = None, step: Step = _quiet

@@ -30,6 +30,27 @@ def format_path(path: PathKey) -> str:
 REDACTED = "<redacted>"
 
 
+@dataclass(frozen=True, order=True)
+class SourceSpan:
+    """The text a YAML value was written as: from its first character (1-based line and column) to just after its
+    last one, so a source line can be shown with the value replaced (a secret's) and everything else in place."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def on_line(self, number: int, text: str) -> tuple[int, int] | None:
+        """The 0-based [start, end) columns of line ``number`` (its ``text``) the value covers, None if none: a
+        value that goes on to a later line (a block mapping) covers the rest of this one, and one begun on an
+        earlier line starts at this line's first character after its indentation."""
+        if not self.line <= number <= self.end_line:
+            return None
+        start = self.column - 1 if number == self.line else len(text) - len(text.lstrip())
+        end = self.end_column - 1 if number == self.end_line else len(text.rstrip())
+        return (start, min(end, len(text))) if end > start else None
+
+
 def is_secret(path: PathKey, secret_keys: frozenset[str]) -> bool:
     """Whether a path lies at or under a key the schema marks secret (``x-secret``: SM keys and their holder)."""
     return any(isinstance(part, str) and part in secret_keys for part in path)
@@ -68,6 +89,7 @@ class Document:
     value_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
     key_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
     secret_keys: frozenset[str] = frozenset()
+    secret_spans: tuple[SourceSpan, ...] = ()  # where the values under secret keys are written
 
     def position(self, path: PathKey) -> SourcePosition:
         """Best position for a path: the key's line, else the value's, else the nearest ancestor's."""

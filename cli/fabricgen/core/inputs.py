@@ -21,10 +21,9 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
-from fabricgen.core.naming import source_label
 from fabricgen.core.resources import package_dir, shipped_dir
 
-INPUTS_FORMAT = "fabricgen-inputs/1"
+INPUTS_FORMAT = "fabricgen-inputs/2"  # 2: the spec's name left out (it reaches no artifact)
 MAX_NAMED_FILE_BYTES = 64 * 1024 * 1024  # the largest file a spec may name: ~600,000 GUID inventory rows
 # Libraries whose behaviour reaches the bytes of an artifact (templating, YAML, addresses, PDF, schema defaults).
 _LIBRARIES = ("jinja2", "jsonschema", "netaddr", "pyyaml", "referencing", "reportlab", "rl-accel")
@@ -68,11 +67,10 @@ def read_named_file(spec: Path, rel: str, limit: int) -> str | None:
     return hashlib.sha256(data).hexdigest() if len(data) <= limit else None
 
 
-def input_digest(spec: str, spec_sha256: str, files: Mapping[str, str | None], tool_version: str) -> str:
-    """One sha256 over everything a render reads. ``spec`` is the spec as named (only its label reaches
-    artifacts); a file the spec names that cannot be read is in the digest as unreadable."""
-    lines = [INPUTS_FORMAT, f"tool {tool_version}", f"code {code_fingerprint()}",
-             f"spec {source_label(spec)} {spec_sha256}",
+def input_digest(spec_sha256: str, files: Mapping[str, str | None], tool_version: str) -> str:
+    """One sha256 over everything a render reads: the spec's bytes (not its name, which reaches no artifact), the
+    files it names (one that cannot be read is in the digest as unreadable), the code and the tool version."""
+    lines = [INPUTS_FORMAT, f"tool {tool_version}", f"code {code_fingerprint()}", f"spec {spec_sha256}",
              *(f"file {rel} {sha or '-'}" for rel, sha in sorted(files.items()))]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 

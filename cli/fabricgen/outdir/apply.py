@@ -41,7 +41,7 @@ from fabricgen.outdir.journal import (
 )
 from fabricgen.outdir.lastrun import Known, LastRun, write_last_run
 from fabricgen.outdir.lock import LockEntry
-from fabricgen.outdir.plan import Action, Plan, plan_without_recovery, settled_writes
+from fabricgen.outdir.plan import Action, Plan, plan_without_recovery, refuse_other_cluster, settled_writes
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,16 @@ def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = 
     later plan of the same inputs to say again without compiling.
 
     Raises:
-        OutputError: another apply holds the lock, unmanaged files are in the way and ``force`` is false, the
-            re-plan fails, OUT/.fabricgen is a symlink or a file, or an I/O error occurs (after the commit point
-            the next run finishes the apply).
+        OutputError: another apply holds the lock, OUT holds another cluster or unmanaged files are in the way
+            and ``force`` is false, the re-plan fails, OUT/.fabricgen is a symlink or a file, or an I/O error
+            occurs (after the commit point the next run finishes the apply).
     """
     out_dir = plan.out_dir
     recover(out_dir)
     if not plan.needs_apply:
         _remember_unchanged(plan, spec, warnings)
         return ApplyResult(plan)
+    refuse_other_cluster(plan, force)
     _refuse_unmanaged(plan, force)
     with opened_state(out_dir, create=True) as opened:
         state = _made(opened)
@@ -85,13 +86,14 @@ def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = 
             recover_locked(state)
             fresh = plan_without_recovery(
                 plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version,
-                inputs=plan.lock.inputs,
+                inputs=plan.lock.inputs, cluster=plan.lock.cluster,
             )
             if expected_state is not None and fresh.state_digest != expected_state:
                 raise OutputError(f"{out_dir} changed since the plan was saved: run plan again")
             if not fresh.needs_apply:
                 _remember(state, fresh, {}, spec, warnings)
                 return ApplyResult(fresh)
+            refuse_other_cluster(fresh, force)
             _refuse_unmanaged(fresh, force)
             journal = _stage_and_commit(fresh, state)
             renamed_since = time.time_ns()  # every staged file was written before this

@@ -1,9 +1,8 @@
-"""The lock file, OUT/fabricgen.lock.json: every artifact fabricgen wrote with its sha256 and mode, the spec
-digest, the tool version and the input digest (everything the render read: :mod:`fabricgen.core.inputs`, with the
-files the spec names). Only what it lists is fabricgen's to update or delete; it is parsed strictly, since its
-paths are deleted and replaced. It is written only at the end of a successful apply, so an input digest found in
-it is one whose spec passed validation and checks.
-"""
+"""The lock file, OUT/fabricgen.lock.json: every artifact fabricgen wrote with its sha256 and mode, the cluster it
+was written for (metadata name and site), the spec digest, the tool version and the input digest (everything the
+render read: :mod:`fabricgen.core.inputs`, with the files the spec names). Only what it lists is fabricgen's to
+update or delete; it is parsed strictly, since its paths are deleted and replaced. It is written only at the end of
+a successful apply, so an input digest found in it is one whose spec passed validation and checks."""
 
 from __future__ import annotations
 
@@ -25,7 +24,12 @@ TOOL_NAME = "fabricgen"
 LOCK_FILE = "fabricgen.lock.json"
 # Private state of apply (flock, staging, journal). Artifact paths cannot start with a dot, so never collide.
 STATE_DIR = ".fabricgen"
-LOCK_FORMAT = 2  # 2 added "inputs"; a version 1 lock is read (it has no input digest, so every plan renders)
+# 2 added "inputs", 3 "cluster"; older locks are read: a version 1 lock has no input digest (so every plan renders),
+# neither 1 nor 2 names its cluster (so no plan is refused as another cluster's)
+LOCK_FORMAT = 3
+_KEYS = {1: {"files", "lock_version", "spec_digest", "tool"}}
+_KEYS[2] = _KEYS[1] | {"inputs"}
+_KEYS[3] = _KEYS[2] | {"cluster"}
 _MODE_TEXT = {0o644: "0644", 0o755: "0755"}
 _MODE_VALUE = {text: mode for mode, text in _MODE_TEXT.items()}
 
@@ -50,6 +54,25 @@ class Inputs:
 
 NO_INPUTS = Inputs()  # a lock of format 1, or a plan made without a spec (the outdir tests)
 
+
+@dataclass(frozen=True)
+class ClusterId:
+    """Which cluster an OUT holds: its metadata name and site. Another cluster's spec planned into it would
+    replace one cluster's switch configs and cabling sheets with another's, so plan and apply refuse it."""
+
+    name: str = ""
+    site: str = ""
+
+    @property
+    def known(self) -> bool:
+        return bool(self.name)
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.site}" if self.site else self.name
+
+
+NO_CLUSTER = ClusterId()  # a lock of format 1 or 2, or a plan made without a spec (the outdir tests)
+
 @dataclass(frozen=True)
 class Lock:
     """The manifest in OUT/fabricgen.lock.json; deterministic bytes, so an unchanged lock is not rewritten."""
@@ -59,13 +82,16 @@ class Lock:
     entries: tuple[LockEntry, ...]
     tool_name: str = TOOL_NAME
     inputs: Inputs = NO_INPUTS
+    cluster: ClusterId = NO_CLUSTER
 
     @classmethod
     def for_artifacts(
-        cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
+        cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
+        cluster: ClusterId = NO_CLUSTER,
     ) -> Lock:
         entries = tuple(sorted(LockEntry(a.path, a.sha256, a.mode) for a in artifacts))
-        return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries, inputs=inputs)
+        return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries, inputs=inputs,
+                   cluster=cluster)
 
     def by_path(self) -> dict[str, LockEntry]:
         return {e.path: e for e in self.entries}
@@ -79,6 +105,7 @@ class Lock:
         # once per lock: json's indented form is its pure-Python encoder (~0.05 s for 6,000 files), and a plan asks
         # for the bytes to compare and again to say whether the lock changes
         doc = {
+            "cluster": {"name": self.cluster.name, "site": self.cluster.site},
             "files": {e.path: {"mode": _MODE_TEXT[e.mode], "sha256": e.sha256} for e in self.entries},
             "inputs": {"digest": self.inputs.digest, "named_files": list(self.inputs.named_files)},
             "lock_version": LOCK_FORMAT,
@@ -105,8 +132,8 @@ def parse_lock(data: bytes, source: str) -> Lock:
     version = doc["lock_version"]
     if version > LOCK_FORMAT:
         raise _corrupt(source, f"lock_version {version} was written by a newer fabricgen")
-    _require(version in (1, LOCK_FORMAT), source, f"unknown lock_version {version}")
-    keys = {"files", "lock_version", "spec_digest", "tool"} | ({"inputs"} if version == LOCK_FORMAT else set())
+    _require(version in _KEYS, source, f"unknown lock_version {version}")
+    keys = _KEYS[version]
     _require(set(doc) == keys, source, f"expected an object with exactly the keys {', '.join(sorted(keys))}")
     tool = doc["tool"]
     _require(
@@ -123,7 +150,16 @@ def parse_lock(data: bytes, source: str) -> Lock:
         tool_name=tool["name"],
         entries=_parse_lock_files(doc["files"], source),
         inputs=_parse_inputs(doc.get("inputs", {"digest": "", "named_files": []}), source),
+        cluster=_parse_cluster(doc.get("cluster", {"name": "", "site": ""}), source),
     )
+
+
+def _parse_cluster(cluster: object, source: str) -> ClusterId:
+    _require(isinstance(cluster, dict) and set(cluster) == {"name", "site"}
+             and all(isinstance(v, str) and len(v) <= 253 for v in cluster.values()),
+             source, "cluster must be an object with string name and site")
+    assert isinstance(cluster, dict)
+    return ClusterId(cluster["name"], cluster["site"])
 
 
 def _parse_inputs(inputs: object, source: str) -> Inputs:

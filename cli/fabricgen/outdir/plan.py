@@ -30,7 +30,9 @@ from fabricgen.outdir.journal import needs_recovery, recover
 from fabricgen.outdir.lastrun import Known, LastRun, read_last_run, settled
 from fabricgen.outdir.lock import (
     LOCK_FILE,
+    NO_CLUSTER,
     NO_INPUTS,
+    ClusterId,
     Inputs,
     Lock,
     LockEntry,
@@ -104,6 +106,15 @@ class Plan:
         return parse_lock(self.previous_lock_bytes, str(self.out_dir / LOCK_FILE)).spec_digest
 
     @property
+    def other_cluster(self) -> ClusterId | None:
+        """The cluster OUT's lock says it holds when that is another than this plan's (None when it is the same,
+        or either is not known: no lock, a lock older than format 3, a plan made without a spec)."""
+        if self.previous_lock_bytes is None or not self.lock.cluster.known:
+            return None
+        held = parse_lock(self.previous_lock_bytes, str(self.out_dir / LOCK_FILE)).cluster
+        return held if held.known and held != self.lock.cluster else None
+
+    @property
     def needs_apply(self) -> bool:
         return self.has_changes or self.lock_changed
 
@@ -134,9 +145,12 @@ class Plan:
 
     @property
     def state_digest(self) -> str:
-        """sha256 over what the plan found in OUT: the lock file and every planned path's action and bytes."""
+        """sha256 over what the plan found in OUT and nothing it rendered: the lock file and the bytes at every
+        planned path where something stands ("" for a symlink or other non-file). A plan's actions are left out:
+        they flip with the rendered outputs (another template: unchanged -> update), which the outputs digest
+        covers, and a saved plan would then say OUT changed when it did not."""
         lock = hashlib.sha256(self.previous_lock_bytes or b"").hexdigest()
-        return _digest([lock, *(f"{c.action.value}\0{c.path}\0{c.seen}\0{c.unmanaged:d}" for c in self.changes)])
+        return _digest([lock, *(f"{c.path}\0{c.seen}" for c in self.changes if c.action is not Action.CREATE)])
 
 
 def _digest(lines: Iterable[str]) -> str:
@@ -145,7 +159,8 @@ def _digest(lines: Iterable[str]) -> str:
 
 @without_gc  # a Change, a stat and a Known per file; collections would rescan the compiled topology
 def compute_plan(
-    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
+    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
+    cluster: ClusterId = NO_CLUSTER,
 ) -> Plan:
     """Diff ``artifacts`` against ``out_dir`` and its lock file, after finishing any interrupted apply.
 
@@ -155,12 +170,13 @@ def compute_plan(
     """
     recover(out_dir)
     return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version,
-                                 inputs=inputs)
+                                 inputs=inputs, cluster=cluster)
 
 
 @without_gc
 def plan_without_recovery(
-    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS
+    artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
+    cluster: ClusterId = NO_CLUSTER,
 ) -> Plan:
     """`compute_plan` minus recovery: for apply, which has already recovered while holding its lock."""
     rendered = _checked_artifacts(artifacts)
@@ -168,10 +184,23 @@ def plan_without_recovery(
         return _diff(
             rendered,
             out_dir,
-            Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version, inputs=inputs),
+            Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version, inputs=inputs,
+                               cluster=cluster),
         )
     except OSError as exc:
         raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
+
+
+def refuse_other_cluster(plan: Plan, force: bool) -> None:
+    """Raise unless OUT holds this plan's cluster (or no known one), or ``force`` replaces it: a mistyped -o
+    would otherwise replace a whole cluster's handoff with another's as an ordinary plan."""
+    held = plan.other_cluster
+    if held is not None and not force:
+        raise OutputError(
+            f"{plan.out_dir} holds cluster {held} (its lock file says so); this spec is cluster {plan.lock.cluster}: "
+            f"planning it there would replace every file of {held.name}. Give another output directory (-o OUT), "
+            "or plan and apply with --force to replace it"
+        )
 
 
 @without_gc

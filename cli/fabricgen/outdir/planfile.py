@@ -38,7 +38,8 @@ class SavedPlan:
         if spec_digest != self.spec_digest:
             reasons.append(f"the spec {self.spec} changed")
         elif plan.outputs_digest != self.outputs_digest:
-            reasons.append("the rendered outputs differ (a catalog or inventory file changed)")
+            reasons.append("the rendered outputs differ (a template, catalog or inventory file, or fabricgen's own "
+                           "code changed)")
         if plan.state_digest != self.state_digest:
             reasons.append(f"the files in {self.out_dir} changed")
         return reasons

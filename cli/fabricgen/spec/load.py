@@ -4,7 +4,8 @@ Loading is deliberately strict: one document, string keys, no duplicate keys, no
 size limit enforced by the reader itself (devices and pipes too), a bound on the number of YAML nodes counted before
 anything is built (an 8M-element list fails in about a second), and a bound on alias expansion (so a
 billion-laughs file fails in milliseconds, not minutes). A scalar its tag cannot construct (``!!int "eight"``) is an
-issue at its line. Values under keys the schema marks secret never appear in an issue.
+issue at its line. Values under keys the schema marks secret never appear in an issue, and the loader records where
+each is written (:func:`secret_spans`), so a source line shown under a problem can hide exactly that text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from fabricgen.core.document import REDACTED, Document, PathKey, format_path, is_secret
+from fabricgen.core.document import REDACTED, Document, PathKey, SourceSpan, format_path, is_secret
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.core.yamldata import LOADER
@@ -60,6 +61,8 @@ class _Converter:
         self.issues: list[SpecIssue] = []
         self.constructor = yaml.constructor.SafeConstructor()
         self.secrets = secrets
+        self.secret_spans: set[SourceSpan] = set()
+        self.hiding = False  # converting inside a recorded secret value
 
     def mark(self, node: yaml.Node) -> SourcePosition:
         return SourcePosition(self.source, node.start_mark.line + 1, node.start_mark.column + 1)
@@ -67,7 +70,20 @@ class _Converter:
     def fail(self, node: yaml.Node, path: PathKey, message: str, hint: str = "") -> None:
         self.issues.append(SpecIssue(self.mark(node), format_path(path), message, hint))
 
-    def convert(self, node: yaml.Node, path: PathKey) -> Any:
+    def convert(self, node: yaml.Node, path: PathKey, secret: bool = False) -> Any:
+        """The node as plain data; ``secret``: it lies under a key the schema marks secret, and where its text is
+        written is recorded (a scalar's or a flow collection's whole, ``{env: NAME}``; a block collection's keys
+        stay readable, their values are recorded one by one)."""
+        if not secret or self.hiding or (isinstance(node, yaml.CollectionNode) and not node.flow_style):
+            return self.convert_node(node, path, secret)
+        self.secret_spans.add(_span(node))
+        self.hiding = True
+        try:
+            return self.convert_node(node, path, secret)
+        finally:
+            self.hiding = False
+
+    def convert_node(self, node: yaml.Node, path: PathKey, secret: bool) -> Any:
         if len(path) > MAX_DEPTH:
             raise SpecError([SpecIssue(self.mark(node), format_path(path[:3]) + "...",
                                        f"nesting deeper than {MAX_DEPTH} levels", "flatten the structure")])
@@ -85,11 +101,11 @@ class _Converter:
             )
         self.values.setdefault(path, self.mark(node))
         if isinstance(node, yaml.MappingNode):
-            return self.convert_mapping(node, path)
+            return self.convert_mapping(node, path, secret)
         if isinstance(node, yaml.SequenceNode):
             if node.tag != _SEQ_TAG:
                 self.fail(node, path, f"tag {node.tag!r} is not allowed", "remove the tag")
-            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+            return [self.convert(item, (*path, i), secret) for i, item in enumerate(node.value)]
         return self.convert_scalar(node, path)
 
     def convert_scalar(self, node: yaml.Node, path: PathKey) -> Any:
@@ -109,7 +125,7 @@ class _Converter:
                       f"remove the !!{kind} tag, quote the text or write a plain {_KINDS.get(kind, kind)}")
             return None
 
-    def convert_mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
+    def convert_mapping(self, node: yaml.MappingNode, path: PathKey, secret: bool) -> dict[str, Any]:
         if node.tag != _MAP_TAG:
             self.fail(node, path, f"tag {node.tag!r} is not allowed", "remove the tag")
         out: dict[str, Any] = {}
@@ -137,8 +153,14 @@ class _Converter:
                 self.fail(key_node, child, f"duplicate key {key!r} (first defined at line {first.line})")
                 continue
             self.keys[child] = self.mark(key_node)
-            out[key] = self.convert(value_node, child)
+            out[key] = self.convert(value_node, child, secret or key in self.secrets)
         return out
+
+
+def _span(node: yaml.Node) -> SourceSpan:
+    """Where a value's text starts and ends (a block mapping ends where the next key at its level starts)."""
+    start, end = node.start_mark, node.end_mark
+    return SourceSpan(start.line + 1, start.column + 1, end.line + 1, end.column + 1)
 
 
 _KINDS = {"int": "integer", "float": "number", "bool": "boolean", "null": "null", "str": "string"}
@@ -245,11 +267,24 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
         raise SpecError([SpecIssue(origin, "", f"spec {what}; expected exactly one YAML document",
                                    "one cluster per file")])
     secrets = secret_keys()
+    _secret_spans.pop(source, None)
     converter = _Converter(source, _count_distinct(nodes[0]), secrets)
-    data = converter.convert(nodes[0], ())
+    data = converter.convert(nodes[0], ())  # stopped early (an alias bomb), it leaves only the guess from the text
+    spans = _secret_spans[source] = tuple(sorted(converter.secret_spans))
     if converter.issues:
         raise SpecError(converter.issues)
-    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys, secrets)
+    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys, secrets, spans)
+
+
+# Where each loaded source wrote its secret values, for the source lines the CLI prints under a problem (which it
+# reads again from the file, long after the document is gone).
+_secret_spans: dict[str, tuple[SourceSpan, ...]] = {}
+
+
+def secret_spans(source: str) -> tuple[SourceSpan, ...] | None:
+    """The spans of the secret values of a source this process loaded, by the name it was loaded under; None when
+    it was never composed (unreadable, or a YAML syntax error), and only a guess from the text can hide them."""
+    return _secret_spans.get(source)
 
 
 # The spec read from standard input, kept for the source lines under its errors: a pipe cannot be read twice.

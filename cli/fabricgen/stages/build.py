@@ -19,7 +19,7 @@ from fabricgen.core.document import Document, PathKey
 from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import choices_hint
 from fabricgen.core.issues import Issues
-from fabricgen.core.naming import DEVICE_NAME, RACK_NAME, expand, placeholders, source_label, unknown_placeholders
+from fabricgen.core.naming import DEVICE_NAME, RACK_NAME, cluster_label, expand, placeholders, unknown_placeholders
 from fabricgen.features.feature import BuildContext
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.cluster import Cluster, Metadata
@@ -367,7 +367,7 @@ def _cluster(doc: Document, data: Mapping[str, Any], facility: Facility) -> Clus
     """A cluster of the spec's metadata and nothing else yet."""
     meta = data["metadata"]
     return Cluster(Metadata(meta["name"], meta["site"], meta.get("description", "")), facility, MappingProxyType({}),
-                   (), (), (), MappingProxyType({}), doc.digest, source_label(doc.source))
+                   (), (), (), MappingProxyType({}), doc.digest, cluster_label(meta["name"]))
 
 
 def _site(site: _Site, context: BuildContext, doc: Document) -> Cluster:
@@ -392,6 +392,6 @@ def _site(site: _Site, context: BuildContext, doc: Document) -> Cluster:
         fabrics,
         MappingProxyType(dict(context.nic_models)),
         doc.digest,
-        source_label(doc.source),
+        cluster_label(context.data["metadata"]["name"]),
         catalog.media(context.data.get("catalog", {}).get("media")),
     )

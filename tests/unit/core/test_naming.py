@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fabricgen.core.artifacts import is_safe_relative_path
-from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked, source_label
+from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked, cluster_label
 
 
 @pytest.mark.parametrize(("pattern", "value"), [(NETDEV, "eth0"), (IDENTIFIER, "storage-a"), (DEVICE_NAME, "gpu001")])
@@ -28,14 +28,8 @@ def test_artifact_paths_refuse_a_trailing_newline() -> None:
     assert not is_safe_relative_path("hosts/gpu001/nccl.env\n")
 
 
-@pytest.mark.parametrize(("source", "label"), [
-    ("inventories/lab-1su.yaml", "lab-1su.yaml"),
-    ("/abs/dir/h100 4su (copy).yaml", "h100_4su__copy_.yaml"),
-    ("x\n$(touch pwned)`id`;'\".yaml", "x___touch_pwned__id____.yaml"),
-    ("..", "spec"),
-    ("<spec>", "_spec_"),
-    ("a" * 100 + ".yaml", "a" * 64),
-])
-def test_source_label_is_a_safe_base_name(source: str, label: str) -> None:
-    assert source_label(source) == label
-    assert re.fullmatch(r"[A-Za-z0-9._-]{1,64}", source_label(source))
+def test_cluster_label_names_the_cluster_and_only_a_safe_name() -> None:
+    assert cluster_label("sp-h100-a") == "cluster sp-h100-a"
+    for hostile in ("x\n$(touch pwned)", "a" * 64, "-lead", "UPPER", ""):
+        with pytest.raises(ValueError, match="cluster name"):
+            cluster_label(hostile)

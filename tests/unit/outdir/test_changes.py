@@ -67,6 +67,19 @@ def test_state_digest_changes_with_out(tmp_path: Path) -> None:
     assert (tmp_path / "a.conf").read_text() == "2\n"
 
 
+def test_state_digest_is_out_alone_not_what_was_rendered(tmp_path: Path) -> None:
+    """Review C6: outputs that differ (a template edited after `plan -out`) flip the plan's actions (unchanged ->
+    update, a new path to create) but not what OUT holds: the saved plan is stale for its outputs only."""
+    _applied(tmp_path, {"a.conf": "1\n", "b.conf": "1\n"})
+    saved = _plan(tmp_path, {"a.conf": "1\n", "b.conf": "1\n"})
+    rendered_otherwise = _plan(tmp_path, {"a.conf": "2\n", "b.conf": "1\n", "c.conf": "new\n"})
+    assert [c.action for c in rendered_otherwise.changes] == [Action.UPDATE, Action.UNCHANGED, Action.CREATE]
+    assert rendered_otherwise.state_digest == saved.state_digest
+    assert rendered_otherwise.outputs_digest != saved.outputs_digest
+    (tmp_path / "c.conf").write_text("someone else's\n")  # a file appears where an artifact goes: OUT changed
+    assert _plan(tmp_path, {"a.conf": "2\n", "b.conf": "1\n", "c.conf": "new\n"}).state_digest != saved.state_digest
+
+
 def test_switch_configs_by_entry(tmp_path: Path) -> None:
     """U9: a switch's config_db.json by SONiC's TABLE|key and NVUE's startup.yaml by object path, with the fields
     that change; the line counts stay beside them."""

@@ -21,8 +21,8 @@ from fabricgen.core.errors import OutputError
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.journal import FLOCK_FILE, JOURNAL_FILE, recover
 from fabricgen.outdir.lastrun import LAST_RUN_FILE
-from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, Lock
-from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json
+from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, ClusterId, Lock
+from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster
 
 DIGEST = "sha256:" + "ab" * 32
 VERSION = "0.1.0"
@@ -119,12 +119,13 @@ def test_lock_file_is_deterministic_and_relative(tmp_path: Path) -> None:
     doc = json.loads(text)
     assert text == json.dumps(doc, indent=2, sort_keys=True) + "\n"
     assert doc == {
+        "cluster": {"name": "", "site": ""},
         "files": {
             "a.txt": {"mode": "0644", "sha256": art("a.txt", "a").sha256},
             "x/y.sh": {"mode": "0755", "sha256": art("x/y.sh", "y").sha256},
         },
         "inputs": {"digest": "", "named_files": []},
-        "lock_version": 2,
+        "lock_version": 3,
         "spec_digest": DIGEST,
         "tool": {"name": "fabricgen", "version": VERSION},
     }
@@ -380,6 +381,10 @@ def test_impossible_artifact_sets_are_rejected(
         b'"lock_version": 1, "spec_digest": "x", "tool": {"name": "fabricgen", "version": "1"}}',
         b'{"files": {}, "lock_version": 99, "spec_digest": "x", '
         b'"tool": {"name": "fabricgen", "version": "1"}}',
+        b'{"cluster": {"name": 1, "site": ""}, "files": {}, "inputs": {"digest": "", "named_files": []}, '
+        b'"lock_version": 3, "spec_digest": "x", "tool": {"name": "fabricgen", "version": "1"}}',
+        b'{"files": {}, "inputs": {"digest": "", "named_files": []}, '
+        b'"lock_version": 3, "spec_digest": "x", "tool": {"name": "fabricgen", "version": "1"}}',
     ],
 )
 def test_corrupt_lock_is_an_output_error(tmp_path: Path, content: bytes) -> None:
@@ -600,17 +605,52 @@ def test_property_apply_a_then_b_equals_b(first: list[Artifact], second: list[Ar
         assert not plan_for(second, out).needs_apply
 
 
-def test_a_version_1_lock_is_read_and_rewritten(tmp_path: Path) -> None:
-    """Before the input digest (lock_version 1): still fabricgen's files; the next apply writes version 2."""
+@pytest.mark.parametrize(("version", "dropped"), [(1, ("inputs", "cluster")), (2, ("cluster",))])
+def test_an_older_lock_is_read_and_rewritten(tmp_path: Path, version: int, dropped: tuple[str, ...]) -> None:
+    """Before the input digest (lock_version 1) or the cluster's identity (2): still fabricgen's files, never
+    refused as another cluster's; the next apply writes version 3 with the cluster."""
     out = tmp_path / "out"
     artifacts = [art("a.txt", "a")]
     apply_all(artifacts, out)
     doc = json.loads((out / LOCK_FILE).read_text())
-    del doc["inputs"]
-    (out / LOCK_FILE).write_text(json.dumps({**doc, "lock_version": 1}))
+    for key in dropped:
+        del doc[key]
+    (out / LOCK_FILE).write_text(json.dumps({**doc, "lock_version": version}))
 
-    plan = plan_for(artifacts, out)
+    plan = compute_plan(artifacts, out, spec_digest=DIGEST, tool_version=VERSION, cluster=LAB)
+    assert plan.other_cluster is None
     apply_plan(plan)
 
     assert not plan.has_changes and plan.lock_changed
-    assert json.loads((out / LOCK_FILE).read_text())["lock_version"] == 2
+    doc = json.loads((out / LOCK_FILE).read_text())
+    assert (doc["lock_version"], doc["cluster"]) == (3, {"name": "lab-1su", "site": "lab"})
+
+
+LAB, H100 = ClusterId("lab-1su", "lab"), ClusterId("sp-h100-a", "dc1")
+
+
+def test_another_clusters_out_is_refused_unless_forced(tmp_path: Path) -> None:
+    """Review D11: OUT's lock names the cluster it holds; a plan of another one is refused (by plan and by apply,
+    under its lock too), naming both and --force, and replaces it only when forced."""
+    out = tmp_path / "out"
+    apply_plan(compute_plan([art("a.txt", "h100")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=H100))
+    before = snapshot(out)
+    other = compute_plan([art("b.txt", "lab")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=LAB)
+    assert other.other_cluster == H100
+    with pytest.raises(OutputError) as refused:
+        refuse_other_cluster(other, force=False)
+    assert str(refused.value) == (
+        f"{out} holds cluster sp-h100-a at dc1 (its lock file says so); this spec is cluster lab-1su at lab: planning "
+        "it there would replace every file of sp-h100-a. Give another output directory (-o OUT), or plan and apply "
+        "with --force to replace it")
+    with pytest.raises(OutputError, match="holds cluster sp-h100-a at dc1"):
+        apply_plan(other)
+    assert snapshot(out) == before
+    # the same name at another site is another cluster; the same name and site is this one
+    assert compute_plan([], out, spec_digest=DIGEST, tool_version=VERSION,
+                        cluster=ClusterId("sp-h100-a", "dc2")).other_cluster == H100
+    assert compute_plan([], out, spec_digest=DIGEST, tool_version=VERSION, cluster=H100).other_cluster is None
+    refuse_other_cluster(other, force=True)
+    apply_plan(other, force=True)
+    assert sorted(snapshot(out)[0]) == ["b.txt", LOCK_FILE]  # a.txt, the other cluster's, deleted
+    assert json.loads((out / LOCK_FILE).read_text())["cluster"] == {"name": "lab-1su", "site": "lab"}

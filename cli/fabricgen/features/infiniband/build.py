@@ -16,7 +16,7 @@ from fabricgen.core.errors import SpecError
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.issues import Issues
 from fabricgen.features.feature import BuildContext
-from fabricgen.features.infiniband.guids import load_inventory
+from fabricgen.features.infiniband.guids import UnreadableInventoryError, load_inventory
 from fabricgen.features.infiniband.view import FTREE_ENGINES
 from fabricgen.model.cluster import Cluster, Fabric, FabricType
 from fabricgen.model.infiniband import (
@@ -34,6 +34,7 @@ from fabricgen.model.infiniband import (
     nvidia_opensm,
 )
 from fabricgen.model.nodes import NicRole, Node, rail_count
+from fabricgen.spec.load import STDIN
 from fabricgen.spec.validate import with_defaults
 
 # Upstream OpenSM 3.3.23 engines (man opensm); NVIDIA's OpenSM (UFM's, or DOCA-OFED's 5.x) adds the adaptive-routing
@@ -507,12 +508,18 @@ def _guids(ctx: _Context, spec: Mapping[str, Any]) -> tuple[str, Mapping[str, Gu
         return "unknown", {}
     if source == "simulated":
         return "simulated", {}
-    path = Path(ctx.issues.doc.source).parent / source["file"]
+    written = source["file"]
+    path = Path(ctx.issues.doc.source).parent / written
     try:
         return "inventory", load_inventory(path)
     except SpecError as exc:
         ctx.issues.extend(exc.issues)
-        return "unknown", {}
+    except UnreadableInventoryError as exc:  # no line of the file to point at: the field that names it
+        base = "the working directory, as the spec came from stdin" if ctx.issues.doc.source == STDIN else \
+            "the spec's directory"
+        ctx.issues.error(("guids", "file"), f"cannot read the GUID inventory {written!r} ({path}): {exc.reason}",
+                         "" if Path(written).is_absolute() else f"a relative path is read from {base}")
+    return "unknown", {}
 
 
 def build(context: BuildContext, cluster: Cluster, fabric: Fabric) -> Fabric:

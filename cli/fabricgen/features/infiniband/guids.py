@@ -19,24 +19,41 @@ from fabricgen.core import inputs
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.model.infiniband import GuidEntry
-from fabricgen.spec.load import load_file
+from fabricgen.spec.load import MAX_SPEC_BYTES, load_text
 
 GUID = re.compile(r"^0x[0-9a-fA-F]{16}$")
 COLUMNS = ("device", "rdma_dev", "node_guid", "port_guid")
 MAX_INVENTORY_BYTES = inputs.MAX_NAMED_FILE_BYTES  # ~600,000 rows: every HCA of a 256k-GPU site
 
 
+class UnreadableInventoryError(Exception):
+    """The inventory file cannot be read at all (missing, a directory, too large): there is no line of it to point
+    at, so the caller reports ``reason`` at the spec field that names the file."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, read to its form's limit (a YAML inventory is parsed as a spec is) and recorded as an
+    input of the compile."""
+    try:
+        raw = read_bounded(path, MAX_INVENTORY_BYTES if path.suffix == ".csv" else MAX_SPEC_BYTES)
+    except TooLargeError as exc:
+        raise UnreadableInventoryError(exc.describe("it")) from exc
+    except OSError as exc:
+        raise UnreadableInventoryError(str(exc.strerror or exc)) from exc
+    inputs.record(path, hashlib.sha256(raw).hexdigest())
+    return raw
+
+
 def _rows(path: Path) -> list[tuple[SourcePosition, dict[str, Any]]]:
+    raw = _read(path)
     if path.suffix == ".csv":
         where = SourcePosition(str(path), 1, 1)
         try:
-            raw = read_bounded(path, MAX_INVENTORY_BYTES)
-            inputs.record(path, hashlib.sha256(raw).hexdigest())
             text = raw.decode("utf-8")
-        except TooLargeError as exc:
-            raise SpecError([SpecIssue(where, "", exc.describe("GUID inventory"))]) from exc
-        except OSError as exc:
-            raise SpecError([SpecIssue(where, "", f"cannot read GUID inventory: {exc.strerror or exc}")]) from exc
         except UnicodeDecodeError as exc:
             raise SpecError([SpecIssue(where, "", f"GUID inventory is not UTF-8: {exc.reason}")]) from exc
         reader = csv.DictReader(io.StringIO(text))
@@ -45,8 +62,7 @@ def _rows(path: Path) -> list[tuple[SourcePosition, dict[str, Any]]]:
             raise SpecError([SpecIssue(SourcePosition(str(path), 1, 1), "", f"GUID inventory lacks columns "
                                        f"{', '.join(missing)}", f"header: {','.join(COLUMNS)}")])
         return [(SourcePosition(str(path), reader.line_num, 1), row) for row in reader]
-    doc = load_file(path)
-    inputs.record(path, doc.digest)
+    doc = load_text(raw, str(path))
     if not isinstance(doc.data, list):
         raise SpecError([SpecIssue(doc.position(()), "", "GUID inventory must be a list of rows",
                                    f"each row with {', '.join(COLUMNS)}")])
@@ -54,7 +70,8 @@ def _rows(path: Path) -> list[tuple[SourcePosition, dict[str, Any]]]:
 
 
 def load_inventory(path: Path) -> dict[str, GuidEntry]:
-    """Entries by planned NodeDescription; malformed or duplicate GUIDs and names raise SpecError."""
+    """Entries by planned NodeDescription; malformed or duplicate GUIDs and names raise SpecError, a file that
+    cannot be read :class:`UnreadableInventoryError`."""
     issues: list[SpecIssue] = []
     entries: dict[str, GuidEntry] = {}
     seen_guids: dict[int, str] = {}
