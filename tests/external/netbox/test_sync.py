@@ -79,8 +79,11 @@ def _netbox_cables(session: Session, site: int) -> dict[str, tuple[list[tuple[st
 
 def _planned_cables(topology: Topology) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]], float,
                                                            str]]:
-    return {label: ([(c.a.device, c.a.port) for c in legs], [(c.z.device, c.z.port) for c in legs],
-                    max(c.length_m for c in legs), profile or "")
+    """label -> the plan's ends, by NetBox's interface names (the NOS's, D1), length, profile."""
+    names = import_set(topology).names
+    return {label: ([(c.a.device, names(c.a.device, c.a.port)) for c in legs],
+                    [(c.z.device, names(c.z.device, c.z.port)) for c in legs], max(c.length_m for c in legs),
+                    profile or "")
             for label, legs, profile in cable_groups(topology.cables)}
 
 
@@ -159,10 +162,18 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     assert first.counts["device addresses"]["update"] == len({str(r[DEVICE_COLUMN]) for r in marked})
     assert _netbox_cables(session, site) == planned, "a cable's ends, connector order, length or profile"
     assert {p for *_, p in planned.values()} == {"", "trunk-2c1p", "trunk-4c1p"}  # both splitter kinds as one cable
-    speeds = port_speeds(topology)
-    held_speeds = {(i["device"]["name"], i["name"]): i["speed"] for i in _get(
-        session, "dcim/interfaces", site_id=str(site), fields="device,name,speed")}
-    assert {k: held_speeds[k] for k in speeds} == speeds
+    names = imports.names
+    speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(topology).items()}
+    ports = {(i["device"]["name"], i["name"]): i for i in _get(
+        session, "dcim/interfaces", site_id=str(site), fields="device,name,label,speed,enabled")}
+    assert {k: ports[k]["speed"] for k in speeds} == speeds
+    assert all(ports[k]["speed"] is None for k in set(ports) - set(speeds))  # D8: an uncabled port has none
+    _names_and_labels(topology, ports)
+    # every node's primary IP (D10: the storage fabric's address where the cluster has no in-band fabric)
+    nodes = {n.name for n in topology.cluster.nodes}
+    primary = {d["name"] for d in _get(session, "dcim/devices", site_id=str(site), has_primary_ip="true",
+                                       fields="name")}
+    assert nodes <= primary
     vrf = _get(session, "ipam/vrfs", name=SITE)
     assert len(vrf) == 1 and first.counts["VRFs"]["create"] == 1
     ips = {a["address"] for a in _get(session, "ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}
@@ -170,6 +181,31 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     assert session.count("ipam/prefixes", vrf_id=str(vrf[0]["id"])) == held["prefixes"]
 
     _resync_and_change(session, env, tmp_path, spec, site, planned, held, devices, len(ips), before)
+
+
+def _names_and_labels(topology: Topology, ports: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """D1: every cabled port is named in NetBox as its device names it, the faceplate name its label: a SONiC
+    switch's ports as its config_db.json (``Ethernet0`` labelled ``1/1``, the cage's first sub-port), a node's by
+    netdev (``ib0`` labelled ``NIC0``); an InfiniBand switch's (no NOS) by the faceplate, with no label."""
+    names = import_set(topology).names
+    sonic = {n.name for ft in topology.fabrics if ft.fabric.nos for n in ft.switches}
+    seen = Counter[str]()
+    for c in topology.cables:
+        for end in (c.a, c.z):
+            port = ports[(end.device, names(end.device, end.port))]
+            if end.device in sonic:
+                assert port["name"].startswith("Ethernet") and port["label"] == end.port, port
+                seen["sonic"] += 1
+            elif names(end.device, end.port) != end.port:
+                assert port["label"] == end.port, port
+                seen["renamed"] += 1
+            else:
+                assert port["name"] == end.port and port["label"] == "", port
+                seen["faceplate"] += 1
+            assert port["enabled"], port
+    assert ports[("storage-leaf001", "Ethernet0")]["label"] in ("1", "1/1")
+    assert ports[("hgx01", "ib0")]["label"] == "NIC0"
+    assert min(seen.values()) > 10 and len(seen) == 3, seen
 
 
 def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, spec: Path, site: int,
@@ -202,10 +238,18 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     assert all(REMOVED in {d for d, _ in planned[label][0] + planned[label][1]} for label in removed)
     assert done.counts["cables"] == Counter({"update": len(lengths), "delete": len(removed)})
     assert done.counts["devices"] == Counter({"delete": 1})
-    # the rest as the import sets differ: hgx08's storage sub-port on its leaf, its addresses, and the OOB subnet of
-    # its rack (one host fewer: a /30 for the /29, so two addresses change their mask)
-    assert {k: v for k, v in done.counts.items() if k not in ("cables", "devices")} == _set_changes(
-        import_set(compile_spec(spec).topology), import_set(changed))
+    # the rest as the import sets differ: hgx08's addresses, and the OOB subnet of its rack (one host fewer: a /30
+    # for the /29, so two addresses change their mask); and the switch ports its cables leave: their speed cleared
+    # (D8) and their label back to the faceplate's unsplit name where it was a sub-port's
+    expected = _set_changes(import_set(compile_spec(spec).topology), import_set(changed))
+    freed = {end for label in removed for end in planned[label][0] + planned[label][1] if end[0] != REMOVED}
+    # hgx08's far ends are all templated ports here (its storage leaf port is the cage's own, Ethernet<n>)
+    assert freed and "interfaces" not in expected
+    expected["interfaces"] = Counter({"update": len(freed)})
+    assert {k: v for k, v in done.counts.items() if k not in ("cables", "devices")} == expected
+    freed_now = {(i["device"]["name"], i["name"]): i for i in _get(session, "dcim/interfaces", site_id=str(site),
+                                                                    fields="device,name,speed,cable")}
+    assert all(freed_now[k]["speed"] is None and freed_now[k]["cable"] is None for k in freed)
     assert _netbox_cables(session, site) == now
     assert not _get(session, "dcim/devices", site_id=str(site), name=REMOVED)
     assert _counts(session, site)["devices"] == devices - 1
