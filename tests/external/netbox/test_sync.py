@@ -174,6 +174,9 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     primary = {d["name"] for d in _get(session, "dcim/devices", site_id=str(site), has_primary_ip="true",
                                        fields="name")}
     assert nodes <= primary
+    # D7: the site is linked to its fabrics' ASNs (NetBox's Site.asns), and the shared ASNs name no cluster
+    site_asns = {a["asn"] for a in _get(session, "dcim/sites", slug=SITE, fields="asns")[0]["asns"]}
+    assert site_asns == {int(str(r["asn"])) for r in imports.records("11-asns")} and len(site_asns) > 2
     vrf = _get(session, "ipam/vrfs", name=SITE)
     assert len(vrf) == 1 and first.counts["VRFs"]["create"] == 1
     ips = {a["address"] for a in _get(session, "ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}

@@ -61,6 +61,9 @@ from fabricgen.spec.load import load_file
 NODE_MANUFACTURER = "Generic"  # a profile names no vendor; NetBox's device-type library uses "Generic" for such
 MANAGEMENT_TYPE = "1000base-t"
 PRIVATE_ASNS = "RFC 6996"  # the RIR record for private ASNs (4200000000-4294967294, 64512-65534)
+# an ASN is one object NetBox-wide, and private ASNs are reused by every isolated fabric (RFC 6996): its
+# description names no cluster or switch (review D7: the first cluster's "storage storage-leaf001" stuck to all)
+ASN_DESCRIPTION = "private ASN of fabricgen eBGP fabrics (reused per cluster; netbox sync links each site to its own)"
 PRIVATE_RD_ASN = 64512  # RFC 6996's first private 2-byte ASN: the administrator part of the VRF's RD
 STATUS_PLANNED, STATUS_RESERVED = "planned", "reserved"
 # a colour per tier and node role (NetBox wants 6 hex digits)
@@ -475,8 +478,7 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str, str]], names:
                                                                 f"{name} {kind} pool"))
         if any(s.gateway for s in plan.hosts):
             vlans.append((site, name, HOST_VLAN, f"{name}-hosts", STATUS_RESERVED, f"{name}: each leaf's host subnet"))
-        for sw, asn in sorted(plan.asn.items()):
-            asns.setdefault(asn, f"{name} {sw}")
+        asns |= dict.fromkeys(plan.asn.values(), ASN_DESCRIPTION)
         for _, device, interface, address, role, network, *_ in plan_rows(ft, plan):
             if not interface:
                 continue

@@ -323,6 +323,7 @@ class Sync:
         self.site_slug = slug(topology.cluster.metadata.site)
         self.tag = 0
         self.site = 0
+        self.site_have: Json = {}  # the site as NetBox held it before this run (empty: made now)
         self.vrf = 0
         self.ids: dict[str, dict[Any, int]] = {}
         # deletions run at the end, reversed: (endpoint, deletions, an object's cost)
@@ -410,8 +411,9 @@ class Sync:
 
     def _site(self) -> None:
         row = self.imports.records("01-sites")[0]
-        have = {s["slug"]: s for s in self.nb.read("dcim.sites", "id,slug,name,status,description,tags",
+        have = {s["slug"]: s for s in self.nb.read("dcim.sites", "id,slug,name,status,description,asns,tags",
                                                    slug=self.site_slug)}
+        self.site_have = have.get(self.site_slug, {})
         self.site = self.reconcile("sites", "dcim.sites", {self.site_slug: {
             "name": row["name"], "slug": row["slug"], "status": row["status"], "description": row["description"]}},
             have)[self.site_slug]
@@ -606,13 +608,26 @@ class Sync:
         rir_of = {str(r["name"]): rir[s] for s, r in rirs.items()}
         asns = self.imports.records("11-asns")
         have = {o["asn"]: o for o in self.nb.read("ipam.asns", "id,asn", asn=[int(str(r["asn"])) for r in asns])}
-        self.reconcile("ASNs", "ipam.asns", {int(str(r["asn"])): {"asn": r["asn"], "rir": rir_of[str(r["rir"])],
-                                                                  "description": r["description"]} for r in asns},
-                       have, shared=True)
+        ids = self.reconcile("ASNs", "ipam.asns", {int(str(r["asn"])): {
+            "asn": r["asn"], "rir": rir_of[str(r["rir"])], "description": r["description"]} for r in asns},
+            have, shared=True)
+        self._site_asns(sorted(ids.values()))
         self._vlans()
         self._vrf()
         self._prefixes()
         self._addresses()
+
+    def _site_asns(self, asns: list[int]) -> None:
+        """Link this cluster's ASNs to its site (NetBox's ``Site.asns``; review D7: the shared ASN objects said
+        nothing of where they are used): added to what the site holds, never removed (a hand-linked ASN stays);
+        only on fabricgen's own site. The CSV import cannot (SiteImportForm and ASNImportForm take no ASNs)."""
+        held = [int(_value(a)) for a in self.site_have.get("asns") or ()]
+        if self.site_have and not self._tagged(self.site_have):
+            return
+        missing = [a for a in asns if a not in held]
+        if missing:
+            self.report.add("site ASNs", "update", 1)
+            self.nb.write("dcim.sites", Changes(update=[{"id": self.site, "asns": sorted({*held, *asns})}]))
 
     def _vlans(self) -> None:
         groups = self.imports.records("12-vlan-groups")
@@ -659,9 +674,10 @@ class Sync:
         pools = [str(r["prefix"]) for r in self.imports.records("15-prefixes") if r["status"] == "container"]
         fields = "id,address,vrf,status,role,assigned_object_type,assigned_object_id,description,tags"
         # keyed by the address alone: NetBox's uniqueness in a VRF ignores the mask, so an address whose subnet
-        # grew or shrank is updated in place (a new one beside the old would be refused as a duplicate)
-        have = {_host(o["address"]): o for o in self.nb.read("ipam.ip_addresses", fields, parent=pools,
-                                                             vrf_id=self.vrf)}
+        # grew or shrank is updated in place (a new one beside the old would be refused as a duplicate); every
+        # address of the cluster's VRF, not only those in today's pools: one a changed pool left behind is deleted
+        # (review D8), not kept on fabricgen's ports
+        have = {_host(o["address"]): o for o in self.nb.read("ipam.ip_addresses", fields, vrf_id=self.vrf)}
         interfaces = self.ids["interfaces"]
         # fabricgen's addresses on this cluster's ports in the global table (an earlier fabricgen's): moved into the
         # VRF, or deleted; a global address on another cluster's port is that cluster's

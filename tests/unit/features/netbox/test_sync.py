@@ -296,3 +296,20 @@ def test_a_cage_split_into_other_names_is_disabled() -> None:
                                                ("other", "swp18s0"): "18/1"})
     assert nvue["swp17"]["enabled"] is False and nvue["swp17"]["description"] == "split into 2: swp17s0, swp17s1"
     assert nvue["swp18"]["enabled"] is True and nvue["swp18"]["label"] == "18"
+
+
+def test_the_site_is_linked_to_its_asns_adding_never_removing() -> None:
+    """D7: the cluster's ASNs are added to its site's ``asns`` (a hand-linked one stays); a site fabricgen does not
+    own is left as it is; nothing is sent when the site holds them all."""
+    netbox = _Recorder()
+    sync = _bare_sync(netbox)
+    sync.site = 9
+    sync.site_have = {"id": 9, "asns": [{"id": 3, "asn": 64999}], "tags": [{"id": 1}]}
+    sync._site_asns([1, 2])
+    (path, changes), = netbox.writes
+    assert path == "dcim.sites" and changes.update == [{"id": 9, "asns": [1, 2, 3]}]
+    sync.site_have = {"id": 9, "asns": [{"id": 1}, {"id": 2}], "tags": [{"id": 1}]}
+    sync._site_asns([1, 2])
+    sync.site_have = {"id": 9, "asns": [], "tags": []}
+    sync._site_asns([1, 2])
+    assert len(netbox.writes) == 1
