@@ -42,19 +42,6 @@ def _spec(tmp_path: Path, name: str, *, changed: bool) -> Path:
     return spec
 
 
-def _get(session: Session, endpoint: str, **query: str) -> list[dict[str, Any]]:
-    """Every object of an endpoint (REST, with the harness's token)."""
-    found: list[dict[str, Any]] = []
-    url: str | None = f"{session.url}/api/{endpoint}/?" + urllib.parse.urlencode({**query, "limit": 1000})
-    while url:
-        request = urllib.request.Request(url, headers={"Authorization": session.token, "Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=120) as response:
-            page = json.load(response)
-        found += page["results"]
-        url = page["next"]
-    return found
-
-
 def _last_change(session: Session) -> int:
     """The id of NetBox's newest changelog entry (0 when none)."""
     request = urllib.request.Request(f"{session.url}/api/core/object-changes/?ordering=-id&limit=1&fields=id",
@@ -67,11 +54,11 @@ def _last_change(session: Session) -> int:
 def _netbox_cables(session: Session, site: int) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]],
                                                                   float, str]]:
     """label -> (A ends, B ends as (device, interface) in connector order, length, profile)."""
-    names = {i["id"]: (i["device"]["name"], i["name"]) for i in _get(session, "dcim/interfaces", site_id=str(site),
-                                                                   fields="id,device,name")}
+    names = {i["id"]: (i["device"]["name"], i["name"]) for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="id,device,name")}
     cables = {}
-    for c in _get(session, "dcim/cables", site_id=str(site), fields="id,label,length,profile,a_terminations,"
-                  "b_terminations"):
+    for c in session.records("dcim/cables", site_id=str(site),
+                             fields="id,label,length,profile,a_terminations,b_terminations"):
         ends = [[names[t["object_id"]] for t in c[f"{side}_terminations"]] for side in "ab"]
         cables[c["label"]] = (ends[0], ends[1], float(c["length"]), (c["profile"] or {}).get("value", ""))
     return cables
@@ -137,7 +124,7 @@ def _sync(topology: Topology, env: dict[str, str], dry_run: bool = False) -> Rep
 def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     env = require_netbox()
     session = Session(env)
-    if _get(session, "dcim/sites", slug=SITE):
+    if session.records("dcim/sites", slug=SITE):
         reset(env)  # a site left by an earlier run of this test: start from the migrated database
     before = _everything(session)
     spec = _spec(tmp_path, "lab-sync.yaml", changed=False)
@@ -145,7 +132,7 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
 
     first = _sync(topology, env)
     print(f"\nfirst sync: {_summary(first)}")
-    site = _get(session, "dcim/sites", slug=SITE)[0]["id"]
+    site = session.records("dcim/sites", slug=SITE)[0]["id"]
     devices = len(topology.cluster.nodes) + sum(len(ft.switches) for ft in topology.fabrics)
     planned = _planned_cables(topology)
     held = _counts(session, site)
@@ -164,22 +151,22 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     assert {p for *_, p in planned.values()} == {"", "trunk-2c1p", "trunk-4c1p"}  # both splitter kinds as one cable
     names = imports.names
     speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(topology).items()}
-    ports = {(i["device"]["name"], i["name"]): i for i in _get(
-        session, "dcim/interfaces", site_id=str(site), fields="device,name,label,speed,enabled")}
+    ports = {(i["device"]["name"], i["name"]): i for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="device,name,label,speed,enabled")}
     assert {k: ports[k]["speed"] for k in speeds} == speeds
     assert all(ports[k]["speed"] is None for k in set(ports) - set(speeds))  # D8: an uncabled port has none
     _names_and_labels(topology, ports)
     # every node's primary IP (D10: the storage fabric's address where the cluster has no in-band fabric)
     nodes = {n.name for n in topology.cluster.nodes}
-    primary = {d["name"] for d in _get(session, "dcim/devices", site_id=str(site), has_primary_ip="true",
-                                       fields="name")}
+    primary = {d["name"] for d in session.records("dcim/devices", site_id=str(site), has_primary_ip="true",
+                                                  fields="name")}
     assert nodes <= primary
     # D7: the site is linked to its fabrics' ASNs (NetBox's Site.asns), and the shared ASNs name no cluster
-    site_asns = {a["asn"] for a in _get(session, "dcim/sites", slug=SITE, fields="asns")[0]["asns"]}
+    site_asns = {a["asn"] for a in session.records("dcim/sites", slug=SITE, fields="asns")[0]["asns"]}
     assert site_asns == {int(str(r["asn"])) for r in imports.records("11-asns")} and len(site_asns) > 2
-    vrf = _get(session, "ipam/vrfs", name=SITE)
+    vrf = session.records("ipam/vrfs", name=SITE)
     assert len(vrf) == 1 and first.counts["VRFs"]["create"] == 1
-    ips = {a["address"] for a in _get(session, "ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}
+    ips = {a["address"] for a in session.records("ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}
     assert len(ips) == first.counts["IP addresses"]["create"] > 100
     assert session.count("ipam/prefixes", vrf_id=str(vrf[0]["id"])) == held["prefixes"]
 
@@ -250,15 +237,15 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     assert freed and "interfaces" not in expected
     expected["interfaces"] = Counter({"update": len(freed)})
     assert {k: v for k, v in done.counts.items() if k not in ("cables", "devices")} == expected
-    freed_now = {(i["device"]["name"], i["name"]): i for i in _get(session, "dcim/interfaces", site_id=str(site),
-                                                                    fields="device,name,speed,cable")}
+    freed_now = {(i["device"]["name"], i["name"]): i for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="device,name,speed,cable")}
     assert all(freed_now[k]["speed"] is None and freed_now[k]["cable"] is None for k in freed)
     assert _netbox_cables(session, site) == now
-    assert not _get(session, "dcim/devices", site_id=str(site), name=REMOVED)
+    assert not session.records("dcim/devices", site_id=str(site), name=REMOVED)
     assert _counts(session, site)["devices"] == devices - 1
     # the changelog: only the changed cables and addresses updated, nothing created but the new subnet, and NetBox's
     # own bookkeeping of the far ends of the cables removed (their interfaces' cable field)
-    log = _get(session, "core/object-changes", fields="action,changed_object_type,object_repr", id__gt=str(changes))
+    log = session.records("core/object-changes", fields="action,changed_object_type,object_repr", id__gt=str(changes))
     updates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "update")
     creates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "create")
     assert creates == Counter({"ipam.prefix": done.counts["prefixes"]["create"]})
