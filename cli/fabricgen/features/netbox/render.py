@@ -51,7 +51,7 @@ from fabricgen.features.cabling.plan import switch_cage
 from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.ethernet.switch_view import HOST_VLAN
 from fabricgen.model.cabling import Cable, CableEnd
-from fabricgen.model.cluster import FabricRole, FabricType
+from fabricgen.model.cluster import FabricRole, FabricType, Tier
 from fabricgen.model.hardware import SwitchModel, port_name
 from fabricgen.model.nodes import NicRole, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
@@ -229,7 +229,7 @@ class PortNames:
         return port if self(device, port) != port else ""
 
 
-def switch_namer(ft: FabricTopology, tier: Any) -> tuple[str, Callable[[SwitchModel, str, int], str] | None]:
+def switch_namer(ft: FabricTopology, tier: Tier) -> tuple[str, Callable[[SwitchModel, str, int], str] | None]:
     """The NOS title a switch of ``tier`` runs and its port naming (``("", None)``: fabricgen configures none)."""
     nos = ft.fabric.nos.get(tier) if ft.fabric.nos else None
     if not nos:
