@@ -263,3 +263,40 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     for endpoint in ("dcim/sites", "dcim/devices", "dcim/cables", "dcim/racks", "ipam/prefixes", "ipam/ip-addresses",
                      "ipam/vlans", "ipam/vrfs"):
         assert after[endpoint] == before[endpoint] + mine[endpoint], endpoint
+
+    _a_nos_change_renames_the_ports(session, env, tmp_path, site)
+
+
+def _a_nos_change_renames_the_ports(session: Session, env: dict[str, str], tmp_path: Path, site: int) -> None:
+    """D1 and D8: the OOB fabric moved from SONiC to NVUE (the changed spec otherwise): its switches' types become
+    ``SN2201 NVUE``/``SN4700 NVUE``, and as NetBox makes no ports on a type change, sync makes the new type's
+    (``swp1`` ...), moves the cables and addresses onto them and deletes the old type's (``Ethernet0`` ...); each
+    OOB switch then has exactly its new type's ports and its imported ones, and a second sync writes nothing."""
+    spec = _spec(tmp_path, "lab-sync-nvue.yaml", changed=True)
+    old = "    switch: {leaf: SN2201, spine: SN4700}\n    nos: sonic\n"
+    assert spec.read_text().count(old) == 1
+    spec.write_text(spec.read_text().replace(old, old.replace("sonic", "nvue")))
+    topology = compile_spec(spec).topology
+    report = _sync(topology, env)
+    print(f"the OOB fabric on NVUE: {_summary(report)}")
+    imports = import_set(topology)
+    oob = {s.name for ft in topology.fabrics if ft.fabric.name == "oob" for s in ft.switches}
+    types = {str(r["name"]): str(r["device_type"]) for r in imports.records("07-devices")}
+    templated = {str(d["model"]): {t["name"] for t in d["interfaces"]} for d in imports.device_types}
+    imported = {(str(r[DEVICE_COLUMN]).split("/", 1)[1], str(r["name"])) for r in imports.records("08-interfaces")}
+    held = {(i["device"]["name"], i["name"]) for i in session.records("dcim/interfaces", site_id=str(site),
+                                                                       fields="device,name")}
+    for switch in sorted(oob):
+        assert types[switch].endswith(" NVUE"), types[switch]
+        assert {k for k in held if k[0] == switch} == {(switch, n) for n in templated[types[switch]]} | {
+            k for k in imported if k[0] == switch}, switch
+    assert report.counts["devices"] == Counter({"update": len(oob)})
+    assert _netbox_cables(session, site) == _planned_cables(topology)
+    vrf = session.records("ipam/vrfs", name=SITE)[0]["id"]
+    addresses = {a["address"]: (a["assigned_object"] or {}).get("name") for a in session.records(
+        "ipam/ip-addresses", vrf_id=str(vrf), fields="address,assigned_object")}
+    moved = {str(r["address"]): str(r["interface"]) for r in imports.records("16-ip-addresses")
+             if str(r[DEVICE_COLUMN]).split("/", 1)[1] in oob}
+    assert moved and {a: addresses[a] for a in moved} == moved  # on NVUE's lo, eth0, swp<n>
+    again = _sync(topology, env)
+    assert again.writes == 0 and again.changes == 0, again.counts

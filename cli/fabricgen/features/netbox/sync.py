@@ -331,6 +331,7 @@ class Sync:
         self.type_ports: dict[int, int] = {}  # device type id -> the ports its templates make
         self.devices_have: dict[str, Json] = {}
         self.templated: set[str] = set()
+        self.retyped: set[str] = set()
 
     # -- the generic step ------------------------------------------------------------------------------------
 
@@ -520,6 +521,10 @@ class Sync:
         self.ids["devices"] = self.reconcile("devices", "dcim.devices", want, have, delete=have.values(),
                                              conflict=True, seconds=seconds)
         self.templated = {name for name in want if name not in have}  # NetBox made their interfaces just now
+        # a device of fabricgen's whose type changed (another switch model, another NOS: other port names): NetBox
+        # does not make the new type's ports nor remove the old ones (review D8), so sync does both
+        self.retyped = {name for name, p in want.items() if name in have and self._tagged(have[name])
+                        and _differs(p["device_type"], have[name].get("device_type"))}
 
     def _interfaces(self) -> None:
         devices = self.ids["devices"]
@@ -556,7 +561,7 @@ class Sync:
         self.ids["interfaces"] = self.reconcile(
             "interfaces", "dcim.interfaces", payloads, have, owned=lambda o: self._tagged(o) or (
                 name_of.get(o["device"]["id"]) in owned_devices if "device" in o else True),
-            delete=[o for o in have.values() if self._tagged(o)])
+            delete=[o for k, o in have.items() if self._tagged(o) or k[0] in self.retyped])
 
     def _cables(self) -> None:
         interfaces = self.ids["interfaces"]
