@@ -13,6 +13,7 @@ import urllib.parse
 import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +123,18 @@ class Session:
                                          headers={"Authorization": self.token, "Accept": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as response:
             return int(json.load(response)["count"])
+
+    def records(self, endpoint: str, **query: str) -> list[dict[str, Any]]:
+        """Every object of a REST endpoint matching ``query`` (all pages), read with the API token."""
+        found: list[dict[str, Any]] = []
+        url: str | None = f"{self.url}/api/{endpoint}/?" + urllib.parse.urlencode({**query, "limit": 1000})
+        while url:
+            request = urllib.request.Request(url, headers={"Authorization": self.token, "Accept": "application/json"})
+            with urllib.request.urlopen(request, timeout=120) as response:
+                page = json.load(response)
+            found += page["results"]
+            url = page["next"]
+        return found
 
 
 def _csrf(page: str) -> str:

@@ -88,6 +88,8 @@ class NodeProfile:
     local_nvme: LocalVolume | None = None
     bonds: tuple[Bond, ...] = ()
     bluefield_mode: str = ""  # nic or dpu: set in the BlueField cards' firmware (nic-firmware.sh); "" left as it is
+    manufacturer: str = ""  # the server's maker and model (NVIDIA, DGX H100): NetBox's device type; "" for a template
+    model: str = ""
 
     def bond_of(self, netdev: str) -> Bond | None:
         """The bond ``netdev`` is a member of, if any."""

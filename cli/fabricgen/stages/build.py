@@ -189,6 +189,8 @@ class _Site:
             else None,
             bonds,
             entry.get("bluefield_mode", ""),
+            str(entry.get("manufacturer", "")),
+            str(entry.get("model", "")),
         )
 
     @staticmethod

@@ -120,7 +120,33 @@ def _first_import(session: Session, spec: Path, out: Path) -> tuple[list[Path], 
     oob = {r[DEVICE_COLUMN] for r in _rows(files, "16-") if r["is_oob"] == "true"}
     assert session.count("dcim/devices", has_primary_ip="true") == len(primary)
     assert session.count("dcim/devices", has_oob_ip="true") == len(oob)
+    _names_labels_racks(session, spec, files, primary)
     return files, expected
+
+
+def _names_labels_racks(session: Session, spec: Path, files: list[Path], primary: set[str]) -> None:
+    """D1: each cable end's interface is in NetBox under the name its device gives it (a SONiC switch's
+    ``Ethernet<n>``, a node's netdev) with its faceplate name as label, from the type's template or the 08 row (a
+    split cage's first sub-port keeps the cage's label: the CSV import cannot change a templated port); D9: every
+    declared rack is there; D10: every node has a primary IP."""
+    topology = compile_spec(spec).topology
+    site = _rows(files, "01-")[0]["slug"]
+    held = {(i["device"]["name"], i["name"]): i["label"] for i in session.records(
+        "dcim/interfaces", site=site, fields="device,name,label")}
+    labels = {(r[DEVICE_COLUMN].split("/", 1)[1], r["name"]): r["label"] for r in _rows(files, "08-")}
+    types = _types(files)
+    for device in _rows(files, "07-"):
+        labels |= {(device["name"], t["name"]): t.get("label", "")
+                   for t in types[device["device_type"]]["interfaces"]}
+    renamed = 0
+    for r in _rows(files, "09-"):
+        for side in ("a", "b"):
+            key = (r[f"side_{side}_device"], r[f"side_{side}_name"])
+            assert held[key] == labels[key], key
+            renamed += bool(labels[key])
+    assert renamed > len(_rows(files, "09-")) // 2, "most cable ends carry a faceplate label beside the NOS name"
+    assert session.count("dcim/racks", site=site) == len(topology.cluster.facility.racks)
+    assert {f"{topology.cluster.metadata.site}/{n.name}" for n in topology.cluster.nodes} <= primary
 
 
 def test_lab_imports_once_and_beside_a_second_site(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fabricgen.features.netbox.render import import_set
 from fabricgen.features.netbox.sync import SyncError, sync, token_value
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
@@ -48,7 +49,8 @@ def test_a_library_type_without_fabricgens_ports_stops_the_sync(tmp_path: Path) 
         spec = tmp_path / "lab-library.yaml"
         spec.write_text(re.sub(r"\b10\.4([0-6])\.", r"10.5\1.", text))
         devices = session.count("dcim/devices")
-        named = r"nvidia QM9700 \(no template for mgmt0, 1/1, 1/2, 2/1 \.\.\.; it has 64\)"
+        named = (r"nvidia QM9700 \(no template for mgmt0, 1/1, 1/2, 2/1 \.\.\.; templates fabricgen does not make: "
+                 r"P0\.0, P0\.1, P1\.0, P1\.1 \.\.\.; it has 64\)")
         with pytest.raises(SyncError, match=named):
             sync(compile_spec(spec).topology, env["FABRICGEN_NETBOX_URL"], token_value(env["FABRICGEN_NETBOX_TOKEN"]),
                  dry_run=False)
@@ -56,3 +58,36 @@ def test_a_library_type_without_fabricgens_ports_stops_the_sync(tmp_path: Path) 
         assert session.count("dcim/interface-templates", device_type_id=str(library["id"])) == 64
     finally:
         _rest(env, "DELETE", f"dcim/device-types/{library['id']}/")
+
+
+def test_another_clusters_node_type_with_other_ports_stops_the_sync(tmp_path: Path) -> None:
+    """B7 of the NetBox review: NetBox holds one device type per model, shared by every cluster; one made by another
+    cluster whose node has the same model but one port typed otherwise (its NIC cabled at another speed) stops the
+    sync before any device is written, naming the port and both values, instead of mixing the two clusters' ports.
+    The templates are read back from NetBox's API (a type as value and label, a label field), so this needs it."""
+    env = require_netbox()
+    session = Session(env)
+    text = (INVENTORIES / "lab-1su.yaml").read_text().replace("\n  site: lab\n", f"\n  site: {SITE}\n")
+    spec = tmp_path / "lab-library.yaml"
+    spec.write_text(re.sub(r"\b10\.4([0-6])\.", r"10.5\1.", text))
+    topology = compile_spec(spec).topology
+    node_type = next(d for d in import_set(topology).device_types if d["model"] == "hgx-8gpu-generic")
+    makers = _rest(env, "GET", "dcim/manufacturers/?slug=generic")["results"]
+    maker = makers[0] if makers else _rest(env, "POST", "dcim/manufacturers/", {"name": "Generic", "slug": "generic"})
+    if _rest(env, "GET", "dcim/device-types/?model=hgx-8gpu-generic")["count"]:
+        reset(env)  # an earlier test's sync made fabricgen's own type: start from the migrated database
+        maker = _rest(env, "POST", "dcim/manufacturers/", {"name": "Generic", "slug": "generic"})
+    other = _rest(env, "POST", "dcim/device-types/", {"manufacturer": maker["id"], "model": "hgx-8gpu-generic",
+                                                       "slug": "hgx-8gpu-generic", "u_height": 8})
+    try:
+        _rest(env, "POST", "dcim/interface-templates/", [
+            {"device_type": other["id"], "name": t["name"], "label": t.get("label", ""), "mgmt_only": t["mgmt_only"],
+             "type": "400gbase-x-osfp" if t["name"] == "ib0" else t["type"]} for t in node_type["interfaces"]])
+        devices = session.count("dcim/devices")
+        named = (r"generic hgx-8gpu-generic \(label/type/mgmt_only: ib0 is NIC0/400gbase-x-osfp/False, not "
+                 rf"NIC0/infiniband-ndr/False; it has {len(node_type['interfaces'])}\)")
+        with pytest.raises(SyncError, match=named):
+            sync(topology, env["FABRICGEN_NETBOX_URL"], token_value(env["FABRICGEN_NETBOX_TOKEN"]), dry_run=False)
+        assert session.count("dcim/devices") == devices, "no device was written"
+    finally:
+        _rest(env, "DELETE", f"dcim/device-types/{other['id']}/")

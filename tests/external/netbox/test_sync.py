@@ -42,19 +42,6 @@ def _spec(tmp_path: Path, name: str, *, changed: bool) -> Path:
     return spec
 
 
-def _get(session: Session, endpoint: str, **query: str) -> list[dict[str, Any]]:
-    """Every object of an endpoint (REST, with the harness's token)."""
-    found: list[dict[str, Any]] = []
-    url: str | None = f"{session.url}/api/{endpoint}/?" + urllib.parse.urlencode({**query, "limit": 1000})
-    while url:
-        request = urllib.request.Request(url, headers={"Authorization": session.token, "Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=120) as response:
-            page = json.load(response)
-        found += page["results"]
-        url = page["next"]
-    return found
-
-
 def _last_change(session: Session) -> int:
     """The id of NetBox's newest changelog entry (0 when none)."""
     request = urllib.request.Request(f"{session.url}/api/core/object-changes/?ordering=-id&limit=1&fields=id",
@@ -67,11 +54,11 @@ def _last_change(session: Session) -> int:
 def _netbox_cables(session: Session, site: int) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]],
                                                                   float, str]]:
     """label -> (A ends, B ends as (device, interface) in connector order, length, profile)."""
-    names = {i["id"]: (i["device"]["name"], i["name"]) for i in _get(session, "dcim/interfaces", site_id=str(site),
-                                                                   fields="id,device,name")}
+    names = {i["id"]: (i["device"]["name"], i["name"]) for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="id,device,name")}
     cables = {}
-    for c in _get(session, "dcim/cables", site_id=str(site), fields="id,label,length,profile,a_terminations,"
-                  "b_terminations"):
+    for c in session.records("dcim/cables", site_id=str(site),
+                             fields="id,label,length,profile,a_terminations,b_terminations"):
         ends = [[names[t["object_id"]] for t in c[f"{side}_terminations"]] for side in "ab"]
         cables[c["label"]] = (ends[0], ends[1], float(c["length"]), (c["profile"] or {}).get("value", ""))
     return cables
@@ -79,8 +66,11 @@ def _netbox_cables(session: Session, site: int) -> dict[str, tuple[list[tuple[st
 
 def _planned_cables(topology: Topology) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]], float,
                                                            str]]:
-    return {label: ([(c.a.device, c.a.port) for c in legs], [(c.z.device, c.z.port) for c in legs],
-                    max(c.length_m for c in legs), profile or "")
+    """label -> the plan's ends, by NetBox's interface names (the NOS's, D1), length, profile."""
+    names = import_set(topology).names
+    return {label: ([(c.a.device, names(c.a.device, c.a.port)) for c in legs],
+                    [(c.z.device, names(c.z.device, c.z.port)) for c in legs], max(c.length_m for c in legs),
+                    profile or "")
             for label, legs, profile in cable_groups(topology.cables)}
 
 
@@ -134,7 +124,7 @@ def _sync(topology: Topology, env: dict[str, str], dry_run: bool = False) -> Rep
 def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     env = require_netbox()
     session = Session(env)
-    if _get(session, "dcim/sites", slug=SITE):
+    if session.records("dcim/sites", slug=SITE):
         reset(env)  # a site left by an earlier run of this test: start from the migrated database
     before = _everything(session)
     spec = _spec(tmp_path, "lab-sync.yaml", changed=False)
@@ -142,7 +132,7 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
 
     first = _sync(topology, env)
     print(f"\nfirst sync: {_summary(first)}")
-    site = _get(session, "dcim/sites", slug=SITE)[0]["id"]
+    site = session.records("dcim/sites", slug=SITE)[0]["id"]
     devices = len(topology.cluster.nodes) + sum(len(ft.switches) for ft in topology.fabrics)
     planned = _planned_cables(topology)
     held = _counts(session, site)
@@ -159,17 +149,53 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     assert first.counts["device addresses"]["update"] == len({str(r[DEVICE_COLUMN]) for r in marked})
     assert _netbox_cables(session, site) == planned, "a cable's ends, connector order, length or profile"
     assert {p for *_, p in planned.values()} == {"", "trunk-2c1p", "trunk-4c1p"}  # both splitter kinds as one cable
-    speeds = port_speeds(topology)
-    held_speeds = {(i["device"]["name"], i["name"]): i["speed"] for i in _get(
-        session, "dcim/interfaces", site_id=str(site), fields="device,name,speed")}
-    assert {k: held_speeds[k] for k in speeds} == speeds
-    vrf = _get(session, "ipam/vrfs", name=SITE)
+    names = imports.names
+    speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(topology).items()}
+    ports = {(i["device"]["name"], i["name"]): i for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="device,name,label,speed,enabled")}
+    assert {k: ports[k]["speed"] for k in speeds} == speeds
+    assert all(ports[k]["speed"] is None for k in set(ports) - set(speeds))  # D8: an uncabled port has none
+    _names_and_labels(topology, ports)
+    # every node's primary IP (D10: the storage fabric's address where the cluster has no in-band fabric)
+    nodes = {n.name for n in topology.cluster.nodes}
+    primary = {d["name"] for d in session.records("dcim/devices", site_id=str(site), has_primary_ip="true",
+                                                  fields="name")}
+    assert nodes <= primary
+    # D7: the site is linked to its fabrics' ASNs (NetBox's Site.asns), and the shared ASNs name no cluster
+    site_asns = {a["asn"] for a in session.records("dcim/sites", slug=SITE, fields="asns")[0]["asns"]}
+    assert site_asns == {int(str(r["asn"])) for r in imports.records("11-asns")} and len(site_asns) > 2
+    vrf = session.records("ipam/vrfs", name=SITE)
     assert len(vrf) == 1 and first.counts["VRFs"]["create"] == 1
-    ips = {a["address"] for a in _get(session, "ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}
+    ips = {a["address"] for a in session.records("ipam/ip-addresses", vrf_id=str(vrf[0]["id"]), fields="address")}
     assert len(ips) == first.counts["IP addresses"]["create"] > 100
     assert session.count("ipam/prefixes", vrf_id=str(vrf[0]["id"])) == held["prefixes"]
 
     _resync_and_change(session, env, tmp_path, spec, site, planned, held, devices, len(ips), before)
+
+
+def _names_and_labels(topology: Topology, ports: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """D1: every cabled port is named in NetBox as its device names it, the faceplate name its label: a SONiC
+    switch's ports as its config_db.json (``Ethernet0`` labelled ``1/1``, the cage's first sub-port), a node's by
+    netdev (``ib0`` labelled ``NIC0``); an InfiniBand switch's (no NOS) by the faceplate, with no label."""
+    names = import_set(topology).names
+    sonic = {n.name for ft in topology.fabrics if ft.fabric.nos for n in ft.switches}
+    seen = Counter[str]()
+    for c in topology.cables:
+        for end in (c.a, c.z):
+            port = ports[(end.device, names(end.device, end.port))]
+            if end.device in sonic:
+                assert port["name"].startswith("Ethernet") and port["label"] == end.port, port
+                seen["sonic"] += 1
+            elif names(end.device, end.port) != end.port:
+                assert port["label"] == end.port, port
+                seen["renamed"] += 1
+            else:
+                assert port["name"] == end.port and port["label"] == "", port
+                seen["faceplate"] += 1
+            assert port["enabled"], port
+    assert ports[("storage-leaf001", "Ethernet0")]["label"] in ("1", "1/1")
+    assert ports[("hgx01", "ib0")]["label"] == "NIC0"
+    assert min(seen.values()) > 10 and len(seen) == 3, seen
 
 
 def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, spec: Path, site: int,
@@ -202,16 +228,24 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     assert all(REMOVED in {d for d, _ in planned[label][0] + planned[label][1]} for label in removed)
     assert done.counts["cables"] == Counter({"update": len(lengths), "delete": len(removed)})
     assert done.counts["devices"] == Counter({"delete": 1})
-    # the rest as the import sets differ: hgx08's storage sub-port on its leaf, its addresses, and the OOB subnet of
-    # its rack (one host fewer: a /30 for the /29, so two addresses change their mask)
-    assert {k: v for k, v in done.counts.items() if k not in ("cables", "devices")} == _set_changes(
-        import_set(compile_spec(spec).topology), import_set(changed))
+    # the rest as the import sets differ: hgx08's addresses, and the OOB subnet of its rack (one host fewer: a /30
+    # for the /29, so two addresses change their mask); and the switch ports its cables leave: their speed cleared
+    # (D8) and their label back to the faceplate's unsplit name where it was a sub-port's
+    expected = _set_changes(import_set(compile_spec(spec).topology), import_set(changed))
+    freed = {end for label in removed for end in planned[label][0] + planned[label][1] if end[0] != REMOVED}
+    # hgx08's far ends are all templated ports here (its storage leaf port is the cage's own, Ethernet<n>)
+    assert freed and "interfaces" not in expected
+    expected["interfaces"] = Counter({"update": len(freed)})
+    assert {k: v for k, v in done.counts.items() if k not in ("cables", "devices")} == expected
+    freed_now = {(i["device"]["name"], i["name"]): i for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="device,name,speed,cable")}
+    assert all(freed_now[k]["speed"] is None and freed_now[k]["cable"] is None for k in freed)
     assert _netbox_cables(session, site) == now
-    assert not _get(session, "dcim/devices", site_id=str(site), name=REMOVED)
+    assert not session.records("dcim/devices", site_id=str(site), name=REMOVED)
     assert _counts(session, site)["devices"] == devices - 1
     # the changelog: only the changed cables and addresses updated, nothing created but the new subnet, and NetBox's
     # own bookkeeping of the far ends of the cables removed (their interfaces' cable field)
-    log = _get(session, "core/object-changes", fields="action,changed_object_type,object_repr", id__gt=str(changes))
+    log = session.records("core/object-changes", fields="action,changed_object_type,object_repr", id__gt=str(changes))
     updates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "update")
     creates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "create")
     assert creates == Counter({"ipam.prefix": done.counts["prefixes"]["create"]})
@@ -229,3 +263,40 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     for endpoint in ("dcim/sites", "dcim/devices", "dcim/cables", "dcim/racks", "ipam/prefixes", "ipam/ip-addresses",
                      "ipam/vlans", "ipam/vrfs"):
         assert after[endpoint] == before[endpoint] + mine[endpoint], endpoint
+
+    _a_nos_change_renames_the_ports(session, env, tmp_path, site)
+
+
+def _a_nos_change_renames_the_ports(session: Session, env: dict[str, str], tmp_path: Path, site: int) -> None:
+    """D1 and D8: the OOB fabric moved from SONiC to NVUE (the changed spec otherwise): its switches' types become
+    ``SN2201 NVUE``/``SN4700 NVUE``, and as NetBox makes no ports on a type change, sync makes the new type's
+    (``swp1`` ...), moves the cables and addresses onto them and deletes the old type's (``Ethernet0`` ...); each
+    OOB switch then has exactly its new type's ports and its imported ones, and a second sync writes nothing."""
+    spec = _spec(tmp_path, "lab-sync-nvue.yaml", changed=True)
+    old = "    switch: {leaf: SN2201, spine: SN4700}\n    nos: sonic\n"
+    assert spec.read_text().count(old) == 1
+    spec.write_text(spec.read_text().replace(old, old.replace("sonic", "nvue")))
+    topology = compile_spec(spec).topology
+    report = _sync(topology, env)
+    print(f"the OOB fabric on NVUE: {_summary(report)}")
+    imports = import_set(topology)
+    oob = {s.name for ft in topology.fabrics if ft.fabric.name == "oob" for s in ft.switches}
+    types = {str(r["name"]): str(r["device_type"]) for r in imports.records("07-devices")}
+    templated = {str(d["model"]): {t["name"] for t in d["interfaces"]} for d in imports.device_types}
+    imported = {(str(r[DEVICE_COLUMN]).split("/", 1)[1], str(r["name"])) for r in imports.records("08-interfaces")}
+    held = {(i["device"]["name"], i["name"]) for i in session.records("dcim/interfaces", site_id=str(site),
+                                                                       fields="device,name")}
+    for switch in sorted(oob):
+        assert types[switch].endswith(" NVUE"), types[switch]
+        assert {k for k in held if k[0] == switch} == {(switch, n) for n in templated[types[switch]]} | {
+            k for k in imported if k[0] == switch}, switch
+    assert report.counts["devices"] == Counter({"update": len(oob)})
+    assert _netbox_cables(session, site) == _planned_cables(topology)
+    vrf = session.records("ipam/vrfs", name=SITE)[0]["id"]
+    addresses = {a["address"]: (a["assigned_object"] or {}).get("name") for a in session.records(
+        "ipam/ip-addresses", vrf_id=str(vrf), fields="address,assigned_object")}
+    moved = {str(r["address"]): str(r["interface"]) for r in imports.records("16-ip-addresses")
+             if str(r[DEVICE_COLUMN]).split("/", 1)[1] in oob}
+    assert moved and {a: addresses[a] for a in moved} == moved  # on NVUE's lo, eth0, swp<n>
+    again = _sync(topology, env)
+    assert again.writes == 0 and again.changes == 0, again.counts

@@ -48,9 +48,10 @@ from fabricgen.core.templating import csv_bytes
 from fabricgen.features.addressing.render import interface_names, plan_rows
 from fabricgen.features.cabling.handoff import port_order
 from fabricgen.features.cabling.plan import switch_cage
+from fabricgen.features.ethernet.nos import systems
 from fabricgen.features.ethernet.switch_view import HOST_VLAN
 from fabricgen.model.cabling import Cable, CableEnd
-from fabricgen.model.cluster import FabricRole, FabricType
+from fabricgen.model.cluster import FabricRole, FabricType, Tier
 from fabricgen.model.hardware import SwitchModel, port_name
 from fabricgen.model.nodes import NicRole, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
@@ -60,6 +61,9 @@ from fabricgen.spec.load import load_file
 NODE_MANUFACTURER = "Generic"  # a profile names no vendor; NetBox's device-type library uses "Generic" for such
 MANAGEMENT_TYPE = "1000base-t"
 PRIVATE_ASNS = "RFC 6996"  # the RIR record for private ASNs (4200000000-4294967294, 64512-65534)
+# an ASN is one object NetBox-wide, and private ASNs are reused by every isolated fabric (RFC 6996): its
+# description names no cluster or switch (review D7: the first cluster's "storage storage-leaf001" stuck to all)
+ASN_DESCRIPTION = "private ASN of fabricgen eBGP fabrics (reused per cluster; netbox sync links each site to its own)"
 PRIVATE_RD_ASN = 64512  # RFC 6996's first private 2-byte ASN: the administrator part of the VRF's RD
 STATUS_PLANNED, STATUS_RESERVED = "planned", "reserved"
 # a colour per tier and node role (NetBox wants 6 hex digits)
@@ -93,7 +97,7 @@ DEVICE_FIELD = "fabricgen_device"  # fabricgen's custom field on devices: <site>
 # (<field>.<lookup>) as the lookup of the related object, and a device's name alone is ambiguous in a NetBox that
 # holds two sites ("not a unique value": InterfaceImportForm.device is every device, by name).
 DEVICE_COLUMN = f"device.custom_field_data__{DEVICE_FIELD}"
-INTERFACE_COLUMNS = (DEVICE_COLUMN, "name", "type", "mgmt_only", "description")
+INTERFACE_COLUMNS = (DEVICE_COLUMN, "name", "label", "type", "mgmt_only", "description")
 
 
 @cache
@@ -203,6 +207,55 @@ def _node_role(role: str) -> str:
     return f"{role}-node"
 
 
+Port = tuple[str, bool, str]  # NetBox type, mgmt only, label (the faceplate name, "" where it is the name)
+
+
+@dataclass(frozen=True, slots=True)
+class PortNames:
+    """NetBox's interface name of each fabricgen port (review D1): what the device itself and LLDP call it, so
+    discovery and assurance tools match NetBox's ports: a switch port as its NOS names it (SONiC ``Ethernet136``,
+    EOS ``Ethernet17/1``, NVUE ``swp17s1``: the NOS module's ``port_name``, as its configuration), a node's NIC
+    port by its Linux netdev (``ibp24s0``); the faceplate name (``17/2``, ``OSFP4P2``) goes in the interface's
+    label. A port of a switch fabricgen configures no NOS for (InfiniBand, ``nos`` unset) and a BMC keep the
+    faceplate name."""
+
+    names: dict[tuple[str, str], str]
+
+    def __call__(self, device: str, port: str) -> str:
+        return self.names.get((device, port), port)
+
+    def label(self, device: str, port: str) -> str:
+        """The faceplate name as the interface's label, where it is not the name itself."""
+        return port if self(device, port) != port else ""
+
+
+def switch_namer(ft: FabricTopology, tier: Tier) -> tuple[str, Callable[[SwitchModel, str, int], str] | None]:
+    """The NOS title a switch of ``tier`` runs and its port naming (``("", None)``: fabricgen configures none)."""
+    nos = ft.fabric.nos.get(tier) if ft.fabric.nos else None
+    if not nos:
+        return "", None
+    record = systems()[nos]
+    return record.data.title, record.port_name
+
+
+def port_names(topology: Topology) -> PortNames:
+    """Every cabled port's NetBox name (PortNames), by the cage split its cable's speed makes."""
+    names: dict[tuple[str, str], str] = {}
+    for node in topology.cluster.nodes:
+        names |= {(node.name, nic.port): nic.netdev for nic in (*node.profile.compute, *node.profile.storage,
+                                                                *node.profile.inband) if nic.netdev}
+    namers = {sw.name: (sw.model, switch_namer(ft, sw.tier)[1]) for ft in topology.fabrics for sw in ft.switches}
+    for c in topology.cables:
+        for end in (c.a, c.z):
+            model, namer = namers.get(end.device, (None, None))
+            if model is None or namer is None:
+                continue
+            per_cage = model.cage_group(int(switch_cage(end.port))).per_cage(c.speed)
+            if per_cage:
+                names[(end.device, end.port)] = namer(model, end.port, per_cage)
+    return PortNames(names)
+
+
 def _port_types(topology: Topology) -> dict[tuple[str, str], tuple[str, bool]]:
     """(device, port) -> (NetBox type, mgmt only) for every cabled port."""
     speeds = {ft.fabric.name: ft.fabric for ft in topology.fabrics}
@@ -225,13 +278,13 @@ def _port_types(topology: Topology) -> dict[tuple[str, str], tuple[str, bool]]:
     return types
 
 
-def _faceplate(model: SwitchModel) -> dict[str, tuple[str, bool]]:
+def _faceplate(model: SwitchModel, namer: Callable[[SwitchModel, str, int], str] | None) -> dict[str, Port]:
     """Every front-panel port of a switch model, each cage at its native split (a twin-port OSFP cage is ``1/1`` and
     ``1/2``, a QSFP-DD cage ``1``), typed by its cage at the fastest speed of that split: the hardware, whatever
     this cluster cables (device types are global in NetBox and their templates apply only when a device is
-    made)."""
+    made); named as the NOS names it (``namer``), the faceplate name its label."""
     infiniband = model.fabric_type == FabricType.INFINIBAND.value
-    ports: dict[str, tuple[str, bool]] = {}
+    ports: dict[str, Port] = {}
     cage = 0
     for group in model.port_groups:
         split = group.native_split
@@ -239,69 +292,92 @@ def _faceplate(model: SwitchModel) -> dict[str, tuple[str, bool]]:
         kind = interface_type(group.form_factor, speed, infiniband)
         for _ in range(group.cages):
             cage += 1
-            ports |= {port_name(cage, lane, split): (kind, False) for lane in range(1, split + 1)}
+            for lane in range(1, split + 1):
+                face = port_name(cage, lane, split)
+                name = namer(model, face, split) if namer else face
+                ports[name] = (kind, False, face if name != face else "")
     return ports
 
 
 def _nic_ports(topology: Topology, profile: NodeProfile, cabled: dict[tuple[str, str], tuple[str, bool]],
-               devices: list[str]) -> dict[str, tuple[str, bool]]:
-    """Every NIC port and the BMC of a node profile: typed as cabled on its first device that cables it, an
-    uncabled one by its NIC's cage at the NIC's fastest speed."""
-    ports: dict[str, tuple[str, bool]] = {}
+               devices: list[str]) -> dict[str, Port]:
+    """Every NIC port and the BMC of a node profile, by netdev (the faceplate port its label): typed as cabled on
+    its first device that cables it, an uncabled one by its NIC's cage (InfiniBand only for an InfiniBand-only NIC:
+    review D6, the two ports of one VPI card were typed apart by the catalog's speed order)."""
+    ports: dict[str, Port] = {}
     for nic in (*profile.compute, *profile.storage, *profile.inband):
         kind = next((cabled[(d, nic.port)] for d in devices if (d, nic.port) in cabled), None)
         model = topology.cluster.nic_models.get(nic.model)
         if kind is None and model is not None:
-            fastest = max((catalog.speeds()[s] for s in model.speeds if s in catalog.speeds()),
-                          key=lambda s: s.gbps, default=None)
+            known = [catalog.speeds()[s] for s in model.speeds if s in catalog.speeds()]
+            ethernet = [s for s in known if s.type != FabricType.INFINIBAND.value]
+            fastest = max(ethernet or known, key=lambda s: s.gbps, default=None)
             if fastest is not None:
-                kind = (interface_type(model.form_factor, fastest,
-                                       fastest.type == FabricType.INFINIBAND.value), False)
-        ports[nic.port] = kind or ("other", False)
+                kind = (interface_type(model.form_factor, fastest, not ethernet), False)
+        name = nic.netdev or nic.port
+        ports[name] = (*(kind or ("other", False)), nic.port if name != nic.port else "")
     if profile.bmc:
-        ports[profile.bmc.port] = (MANAGEMENT_TYPE, True)
+        ports[profile.bmc.port] = (MANAGEMENT_TYPE, True, "")
     return ports
 
 
-def _device_types(topology: Topology) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]],
-                                               list[tuple[str, str, str]]]:
-    """NetBox device types (switch models, node profiles) with their interface templates, every port of the
-    hardware (``_faceplate``, ``_nic_ports``) and a switch's management port; device -> (manufacturer, model);
-    the cabled ports no template makes, (device, port, type): the sub-ports of a cage split finer than its
-    native split, which 08-interfaces imports."""
+def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]],
+                                                                 list[tuple[str, str, str, str]]]:
+    """NetBox device types (switch models under their NOS, node hardware) with their interface templates, every
+    port of the hardware (``_faceplate``, ``_nic_ports``) and a switch's management port; device -> (manufacturer,
+    model); the cabled ports no template makes, (device, name, label, type): the sub-ports of a cage split finer
+    than its native split whose NOS name is not the cage's own (SONiC's and EOS's first sub-port is), which
+    08-interfaces imports.
+
+    A switch model is a type per NOS (``SN4700 SONiC``): the NOS names its ports. A node is a type per hardware
+    (``DGX H100`` of NVIDIA, from the profile's ``manufacturer`` and ``model``), else per profile under Generic:
+    two clusters sharing a type must agree on its templates, or sync stops (review B7)."""
     cabled = _port_types(topology)
     types: dict[str, dict[str, Any]] = {}
     device_type: dict[str, tuple[str, str]] = {}
     by_profile: dict[str, list[str]] = {}
     for node in topology.cluster.nodes:
         by_profile.setdefault(node.profile.name, []).append(node.name)
-        device_type[node.name] = (NODE_MANUFACTURER, node.profile.name)
     for node in topology.cluster.nodes:
         profile = node.profile
-        if profile.name not in types:
-            types[profile.name] = _type_entry(NODE_MANUFACTURER, profile.name, profile.height_u,
-                                              _nic_ports(topology, profile, cabled, by_profile[profile.name]))
-    sub_ports: list[tuple[str, str, str]] = []
+        maker, model_name = node_type(profile)
+        device_type[node.name] = (maker, model_name)
+        if model_name not in types:
+            types[model_name] = _type_entry(maker, model_name, profile.height_u,
+                                            _nic_ports(topology, profile, cabled, by_profile[profile.name]))
+    sub_ports: list[tuple[str, str, str, str]] = []
     for ft in topology.fabrics:
         for sw in ft.switches:
             model = sw.model
             maker = manufacturer(model.vendor)
-            entry = types.setdefault(model.name, _type_entry(maker, model.name, model.height_u, _faceplate(model)))
-            entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True))
-            device_type[sw.name] = (maker, model.name)
+            title, namer = switch_namer(ft, sw.tier)
+            type_name = f"{model.name} {title}" if title else model.name
+            entry = types.setdefault(type_name, _type_entry(maker, type_name, model.height_u,
+                                                            _faceplate(model, namer)))
+            entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))
+            device_type[sw.name] = (maker, type_name)
     for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
-        if port not in types[device_type[device][1]]["interfaces"]:
-            sub_ports.append((device, port, kind))
+        if names(device, port) not in types[device_type[device][1]]["interfaces"]:
+            sub_ports.append((device, names(device, port), port, kind))
     documents = []
     for name in sorted(types):
         entry = dict(types[name])
-        entry["interfaces"] = [{"name": port, "type": kind, "mgmt_only": mgmt} for port, (kind, mgmt)
-                               in sorted(entry["interfaces"].items(), key=lambda i: port_order(i[0]))]
+        entry["interfaces"] = [{"name": port, **({"label": label} if label else {}), "type": kind,
+                                "mgmt_only": mgmt} for port, (kind, mgmt, label)
+                               in sorted(entry["interfaces"].items(), key=lambda i: port_order(i[1][2] or i[0]))]
         documents.append(entry)
     return documents, device_type, sub_ports
 
 
-def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, tuple[str, bool]]) -> dict[str, Any]:
+def node_type(profile: NodeProfile) -> tuple[str, str]:
+    """A node's NetBox manufacturer and model: its hardware's where the profile names it (``NVIDIA``, ``DGX H100``;
+    the manufacturer as NetBox's device-type library spells it), else Generic and the profile's name."""
+    if profile.manufacturer and profile.model:
+        return manufacturer(profile.manufacturer), profile.model
+    return NODE_MANUFACTURER, profile.name
+
+
+def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, Port]) -> dict[str, Any]:
     return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height,
             "is_full_depth": True, "tags": [TAG], "interfaces": dict(ports)}
 
@@ -312,17 +388,17 @@ def device_key(site: str, device: str) -> str:
     return f"{site}/{device}"
 
 
-def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict[str, tuple[str, str]]
-          ) -> list[Table]:
+def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict[str, tuple[str, str]],
+          names: PortNames) -> list[Table]:
     cluster = topology.cluster
     site = cluster.metadata.site
     facility = cluster.facility
     roles = {_switch_role(ft, s.tier.value): ROLE_COLOURS[s.tier.value] for ft in topology.fabrics
              for s in ft.switches}
     roles |= {_node_role(n.profile.role): ROLE_COLOURS.get(n.profile.role, "9e9e9e") for n in cluster.nodes}
-    used_racks = {n.rack.name for n in cluster.nodes} | {s.rack for ft in topology.fabrics for s in ft.switches
-                                                         if s.rack}
-    racks = [r for r in facility.racks if r.name in used_racks]
+    # every declared rack, whether it holds a device yet or not (UX review D9): NetBox is the rack elevations'
+    # truth, and a rack that left the set when its last node did would be deleted by the next sync
+    racks = list(facility.racks)
     rows = sorted({r.row for r in racks}, key=[name for name, _ in facility.rows].index)
     manufacturers = sorted({str(d["manufacturer"]) for d in documents})
     devices: list[Row] = [(n.name, _node_role(n.profile.role), *device_type[n.name], STATUS_PLANNED, site,
@@ -352,7 +428,7 @@ def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict
                  [(site, _location(r.row), r.name, STATUS_PLANNED, facility.rack_units, 19) for r in racks]),
         _table("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
                                 "position", "face", f"cf_{DEVICE_FIELD}"), devices),
-        _table("09-cables", CABLE_COLUMNS, [_cable(c, site) for c in topology.cables]),
+        _table("09-cables", CABLE_COLUMNS, [_cable(c, site, names) for c in topology.cables]),
     ]
 
 
@@ -360,9 +436,9 @@ CABLE_COLUMNS = ("side_a_site", "side_a_device", "side_a_type", "side_a_name", "
                  "side_b_type", "side_b_name", "type", "status", "label", "color", "length", "length_unit")
 
 
-def _cable(c: Cable, site: str) -> Row:
+def _cable(c: Cable, site: str, names: PortNames) -> Row:
     def end(e: CableEnd) -> Row:
-        return site, e.device, "dcim.interface", e.port
+        return site, e.device, "dcim.interface", names(e.device, e.port)
 
     return (*end(c.a), *end(c.z), c.medium.netbox_type, STATUS_PLANNED, f"{c.physical}/L{c.leg}" if c.leg else c.id,
             c.medium.color, c.length_m, "m")
@@ -376,20 +452,20 @@ def vrf_rd(site: str) -> str:
     return f"{PRIVATE_RD_ASN}:{zlib.crc32(site.encode())}"
 
 
-def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Table]:
+def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str, str]], names: PortNames) -> list[Table]:
     site = topology.cluster.metadata.site
     vrf = vrf_rd(site)
     # NetBox takes a parent only for a virtual interface: the sub-port names its cage in its description
-    interfaces: list[Row] = [(device_key(site, device), port, kind, "false", f"sub-port of cage {switch_cage(port)}")
-                             for device, port, kind in sub_ports]
+    interfaces: list[Row] = [(device_key(site, device), name, label, kind, "false",
+                              f"sub-port of cage {switch_cage(label)}") for device, name, label, kind in sub_ports]
     addresses: list[Row] = []
     prefixes: dict[str, Row] = {}
     vlans: list[Row] = []
     asns: dict[int, str] = {}
-    has_primary: set[str] = set()  # NetBox keeps one primary IPv4 and one OOB IP per device: the first of each
-    has_oob: set[str] = set()
+    has_oob: set[str] = set()  # NetBox keeps one primary IPv4 and one OOB IP per device: the first of each
     bmc_fabrics = {ft.fabric.name for ft in topology.fabrics if ft.fabric.role.nic_role is NicRole.BMC}
-    primary_fabrics = {ft.fabric.name for ft in topology.fabrics if ft.fabric.role is FabricRole.INBAND}
+    ranks = {ft.fabric.name: _primary_rank(ft) for ft in topology.fabrics}
+    primary: dict[str, tuple[int, int]] = {}  # device -> (rank, row) of its primary address
     for ft in topology.fabrics:
         plan = topology.addresses.get(ft.fabric.name)
         if plan is None:
@@ -402,8 +478,7 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Tab
                                                                 f"{name} {kind} pool"))
         if any(s.gateway for s in plan.hosts):
             vlans.append((site, name, HOST_VLAN, f"{name}-hosts", STATUS_RESERVED, f"{name}: each leaf's host subnet"))
-        for sw, asn in sorted(plan.asn.items()):
-            asns.setdefault(asn, f"{name} {sw}")
+        asns |= dict.fromkeys(plan.asn.values(), ASN_DESCRIPTION)
         for _, device, interface, address, role, network, *_ in plan_rows(ft, plan):
             if not interface:
                 continue
@@ -411,14 +486,17 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Tab
                 kind = {"gateway": "hosts", "host": "hosts", "pod-gateway": "pods"}.get(role, role)
                 prefixes.setdefault(network, (network, STATUS_RESERVED, site, f"{name} {kind}"))
             if role in ("loopback", "gateway"):
-                interfaces.append((device_key(site, device), interface, "virtual", "false", f"{name} {role}"))
-            primary = (role == "loopback" or (role == "host" and name in primary_fabrics)) and device not in has_primary
+                interfaces.append((device_key(site, device), interface, "", "virtual", "false", f"{name} {role}"))
+            rank = 0 if role == "loopback" else ranks[name] if role == "host" else None
+            if rank is not None and rank < primary.get(device, (99, 0))[0]:
+                primary[device] = (rank, len(addresses))
             oob = (role == "management" or (role == "host" and name in bmc_fabrics)) and device not in has_oob
-            has_primary |= {device} if primary else set()
             has_oob |= {device} if oob else set()
             addresses.append((address, vrf, STATUS_RESERVED, "loopback" if role == "loopback" else "",
-                              device_key(site, device), interface,
-                              str(primary).lower(), str(oob).lower(), f"{name} {role}"))
+                              device_key(site, device), names(device, interface),
+                              "false", str(oob).lower(), f"{name} {role}"))
+    chosen = {row for _, row in primary.values()}
+    addresses = [(*a[:6], "true" if i in chosen else "false", *a[7:]) for i, a in enumerate(addresses)]
     if not addresses:
         return [_table("08-interfaces", INTERFACE_COLUMNS, interfaces)] if interfaces else []
     return [
@@ -440,6 +518,17 @@ def _ipam(topology: Topology, sub_ports: list[tuple[str, str, str]]) -> list[Tab
     ]
 
 
+def _primary_rank(ft: FabricTopology) -> int | None:
+    """Which of a node's addresses is its primary IP (review D10: nodes without an in-band fabric had none, so
+    inventory tools had nothing to reach them by): the in-band fabric's first (a switch: its loopback, rank 0),
+    else a storage or other Ethernet fabric's, else IPoIB's; never an out-of-band (BMC) address."""
+    if ft.fabric.role is FabricRole.OOB or ft.fabric.role.nic_role is NicRole.BMC:
+        return None
+    if ft.fabric.role is FabricRole.INBAND:
+        return 1
+    return 3 if ft.fabric.type is FabricType.INFINIBAND else 2
+
+
 def _prefix_order(prefixes: dict[str, Row]) -> Iterator[tuple[str, str, str, str]]:
     """Containers first (widest first), then the subnets in address order."""
     def key(item: tuple[str, Row]) -> tuple[int, int, int]:
@@ -457,6 +546,7 @@ class ImportSet:
 
     device_types: tuple[dict[str, Any], ...]
     tables: dict[str, Table]
+    names: PortNames  # NetBox's name of each cabled port (its label: the faceplate name)
 
     def records(self, name: str) -> list[dict[str, object]]:
         table = self.tables.get(name)
@@ -464,9 +554,10 @@ class ImportSet:
 
 
 def import_set(topology: Topology) -> ImportSet:
-    documents, device_type, sub_ports = _device_types(topology)
-    tables = [*_dcim(topology, documents, device_type), *_ipam(topology, sub_ports)]
-    return ImportSet(tuple(documents), {t.name: t for t in tables})
+    names = port_names(topology)
+    documents, device_type, sub_ports = _device_types(topology, names)
+    tables = [*_dcim(topology, documents, device_type, names), *_ipam(topology, sub_ports, names)]
+    return ImportSet(tuple(documents), {t.name: t for t in tables}, names)
 
 
 def render(topology: Topology) -> list[Artifact]:

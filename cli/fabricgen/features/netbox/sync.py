@@ -323,6 +323,7 @@ class Sync:
         self.site_slug = slug(topology.cluster.metadata.site)
         self.tag = 0
         self.site = 0
+        self.site_have: Json = {}  # the site as NetBox held it before this run (empty: made now)
         self.vrf = 0
         self.ids: dict[str, dict[Any, int]] = {}
         # deletions run at the end, reversed: (endpoint, deletions, an object's cost)
@@ -330,6 +331,7 @@ class Sync:
         self.type_ports: dict[int, int] = {}  # device type id -> the ports its templates make
         self.devices_have: dict[str, Json] = {}
         self.templated: set[str] = set()
+        self.retyped: set[str] = set()
 
     # -- the generic step ------------------------------------------------------------------------------------
 
@@ -410,8 +412,9 @@ class Sync:
 
     def _site(self) -> None:
         row = self.imports.records("01-sites")[0]
-        have = {s["slug"]: s for s in self.nb.read("dcim.sites", "id,slug,name,status,description,tags",
+        have = {s["slug"]: s for s in self.nb.read("dcim.sites", "id,slug,name,status,description,asns,tags",
                                                    slug=self.site_slug)}
+        self.site_have = have.get(self.site_slug, {})
         self.site = self.reconcile("sites", "dcim.sites", {self.site_slug: {
             "name": row["name"], "slug": row["slug"], "status": row["status"], "description": row["description"]}},
             have)[self.site_slug]
@@ -454,31 +457,34 @@ class Sync:
         self.type_ports = {made[key]: len(d["interfaces"]) for key, d in types.items()}
         # a type fabricgen creates gets its templates (NetBox makes a device's interfaces from them); an existing
         # type is used as it is, once its templates are known to make every port fabricgen names
-        templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"], "type": port["type"],
+        templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"],
+                                              "label": port.get("label", ""), "type": port["type"],
                                               "mgmt_only": port["mgmt_only"]}
                      for key in new for port in types[key]["interfaces"]}
         self.reconcile("interface templates", "dcim.interface_templates", templates, {}, shared=True)
 
     def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
                          ) -> None:
-        """Stop when a device type NetBox already holds (the community library's, another cluster's profile of the
-        same name) lacks interface templates for ports fabricgen names: its devices would get NetBox's ports and
-        fabricgen's beside them, half of them forever free for cabling."""
-        held: dict[int, set[str]] = {}
-        for t in self.nb.read("dcim.interface_templates", "id,device_type,name",
+        """Stop when a device type NetBox already holds (the community library's, another cluster's node of the
+        same model) has interface templates other than fabricgen's, in any name, label, type or management flag
+        (review B7): its devices would get NetBox's ports, or fabricgen's beside them, and two clusters would
+        rewrite each other's ports."""
+        held: dict[int, dict[str, tuple[str, str, bool]]] = {}
+        for t in self.nb.read("dcim.interface_templates", "id,device_type,name,label,type,mgmt_only",
                               device_type_id=[int(o["id"]) for o in existing.values()]):
-            held.setdefault(_value(t["device_type"]), set()).add(str(t["name"]))
+            held.setdefault(_value(t["device_type"]), {})[str(t["name"])] = (
+                str(t.get("label") or ""), str(_value(t["type"])), bool(t["mgmt_only"]))
         conflicts = []
         for key, obj in sorted(existing.items()):
-            missing = [p["name"] for p in types[key]["interfaces"] if p["name"] not in held.get(int(obj["id"]), set())]
-            if missing:
-                conflicts.append(f"{key[0]} {key[1]} (no template for {', '.join(missing[:4])}"
-                                 f"{' ...' if len(missing) > 4 else ''}; it has {len(held.get(int(obj['id']), ()))})")
+            wanted = {str(p["name"]): (str(p.get("label", "")), str(p["type"]), bool(p["mgmt_only"]))
+                      for p in types[key]["interfaces"]}
+            if (difference := template_difference(wanted, held.get(int(obj["id"]), {}))):
+                conflicts.append(f"{key[0]} {key[1]} ({difference})")
         if conflicts:
             error = SyncError(f"NetBox holds {len(conflicts)} device types of fabricgen's names whose interface "
-                              f"templates do not make fabricgen's ports, so it stops before writing devices: "
-                              f"{'; '.join(conflicts)} (hint: rename or remove that type in NetBox, or use a catalog "
-                              "model or node profile of another name)")
+                              f"templates are not fabricgen's, so it stops before writing devices: "
+                              f"{'; '.join(conflicts)} (hint: rename or remove that type in NetBox, or give the "
+                              "catalog model or node profile another model name)")
             error.partial = self.nb.report.writes > 0
             raise error
 
@@ -515,35 +521,47 @@ class Sync:
         self.ids["devices"] = self.reconcile("devices", "dcim.devices", want, have, delete=have.values(),
                                              conflict=True, seconds=seconds)
         self.templated = {name for name in want if name not in have}  # NetBox made their interfaces just now
+        # a device of fabricgen's whose type changed (another switch model, another NOS: other port names): NetBox
+        # does not make the new type's ports nor remove the old ones (review D8), so sync does both
+        self.retyped = {name for name, p in want.items() if name in have and self._tagged(have[name])
+                        and _differs(p["device_type"], have[name].get("device_type"))}
 
     def _interfaces(self) -> None:
         devices = self.ids["devices"]
         name_of = {i: n for n, i in devices.items()}
         have = {(name_of[o["device"]["id"]], o["name"]): o for o in self.nb.read(
-            "dcim.interfaces", "id,device,name,type,mgmt_only,speed,description,tags", site_id=self.site)
-            if o["device"]["id"] in name_of}
-        speeds = port_speeds(self.topology)
+            "dcim.interfaces", "id,device,name,label,type,enabled,mgmt_only,speed,description,tags",
+            site_id=self.site) if o["device"]["id"] in name_of}
+        names = self.imports.names
+        speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(self.topology).items()}
+        cabled = {(end.device, names(end.device, end.port)): names.label(end.device, end.port)
+                  for c in self.topology.cables for end in (c.a, c.z)}
         want: dict[tuple[str, str], Json] = {}
         by_type = {str(d["model"]): d["interfaces"] for d in self.imports.device_types}
         for r in self.imports.records("07-devices"):
-            for port in by_type[str(r["device_type"])]:
-                want[(str(r["name"]), port["name"])] = {"type": port["type"], "mgmt_only": port["mgmt_only"]}
+            device = str(r["name"])
+            for port, fields in split_cages(by_type[str(r["device_type"])], device, cabled).items():
+                want[(device, port)] = fields
         for r in self.imports.records("08-interfaces"):
-            want[(_device(r), str(r["name"]))] = {"type": r["type"], "mgmt_only": r["mgmt_only"] == "true",
+            want[(_device(r), str(r["name"]))] = {"label": r["label"], "type": r["type"],
+                                                 "mgmt_only": r["mgmt_only"] == "true",
                                                  "description": r["description"]}
-        for key, payload in want.items():
-            payload |= {"speed": speeds.get(key)} if key in speeds else {}
+        for key, payload in want.items():  # an uncabled port's speed is cleared (review D8: it kept its old one)
+            payload["speed"] = speeds.get(key)
         if self.nb.dry_run:  # a new device's interfaces come from its type's templates, as NetBox makes them
-            have |= {k: {"id": self.nb.stand_in(), "device": {"id": devices[k[0]]}, "name": k[1], "type": p["type"],
-                         "mgmt_only": p["mgmt_only"], "speed": None, "tags": []}
-                     for k, p in want.items() if k[0] in self.templated and "description" not in p}
+            templates = {(str(r["name"]), t["name"]): t for r in self.imports.records("07-devices")
+                         for t in by_type[str(r["device_type"])]}
+            have |= {k: {"id": self.nb.stand_in(), "device": {"id": devices[k[0]]}, "name": k[1],
+                         "label": templates[k].get("label", ""), "type": p["type"], "enabled": True,
+                         "mgmt_only": p["mgmt_only"], "speed": None, "description": "", "tags": []}
+                     for k, p in want.items() if k[0] in self.templated and k in templates}
         # a port NetBox made from a template is the device's (fabricgen's): updated, never deleted
         owned_devices = {n for n, o in self.devices_have.items() if self._tagged(o)} | self.templated
         payloads = {k: {"device": devices[k[0]], "name": k[1], **p} for k, p in want.items()}
         self.ids["interfaces"] = self.reconcile(
             "interfaces", "dcim.interfaces", payloads, have, owned=lambda o: self._tagged(o) or (
                 name_of.get(o["device"]["id"]) in owned_devices if "device" in o else True),
-            delete=[o for o in have.values() if self._tagged(o)])
+            delete=[o for k, o in have.items() if self._tagged(o) or k[0] in self.retyped])
 
     def _cables(self) -> None:
         interfaces = self.ids["interfaces"]
@@ -562,13 +580,14 @@ class Sync:
                 o[f"{side.lower()}_terminations"] = [e for *_, e in sorted(ends.get((o["id"], side), []),
                                                                              key=lambda e: e[:2])]
         want = {}
+        names = self.imports.names
         for label, legs, profile in cable_groups(self.topology.cables):
             first = legs[0]
             want[label] = {
-                "a_terminations": [{"object_type": INTERFACE, "object_id": interfaces[(c.a.device, c.a.port)]}
-                                   for c in legs],
-                "b_terminations": [{"object_type": INTERFACE, "object_id": interfaces[(c.z.device, c.z.port)]}
-                                   for c in legs],
+                "a_terminations": [{"object_type": INTERFACE, "object_id": interfaces[
+                    (c.a.device, names(c.a.device, c.a.port))]} for c in legs],
+                "b_terminations": [{"object_type": INTERFACE, "object_id": interfaces[
+                    (c.z.device, names(c.z.device, c.z.port))]} for c in legs],
                 "type": first.medium.netbox_type, "status": "planned", "label": label,
                 "color": first.medium.color.lower(), "length": max(c.length_m for c in legs), "length_unit": "m",
                 "description": first.medium.name if profile is None else
@@ -594,13 +613,26 @@ class Sync:
         rir_of = {str(r["name"]): rir[s] for s, r in rirs.items()}
         asns = self.imports.records("11-asns")
         have = {o["asn"]: o for o in self.nb.read("ipam.asns", "id,asn", asn=[int(str(r["asn"])) for r in asns])}
-        self.reconcile("ASNs", "ipam.asns", {int(str(r["asn"])): {"asn": r["asn"], "rir": rir_of[str(r["rir"])],
-                                                                  "description": r["description"]} for r in asns},
-                       have, shared=True)
+        ids = self.reconcile("ASNs", "ipam.asns", {int(str(r["asn"])): {
+            "asn": r["asn"], "rir": rir_of[str(r["rir"])], "description": r["description"]} for r in asns},
+            have, shared=True)
+        self._site_asns(sorted(ids.values()))
         self._vlans()
         self._vrf()
         self._prefixes()
         self._addresses()
+
+    def _site_asns(self, asns: list[int]) -> None:
+        """Link this cluster's ASNs to its site (NetBox's ``Site.asns``; review D7: the shared ASN objects said
+        nothing of where they are used): added to what the site holds, never removed (a hand-linked ASN stays);
+        only on fabricgen's own site. The CSV import cannot (SiteImportForm and ASNImportForm take no ASNs)."""
+        held = [int(_value(a)) for a in self.site_have.get("asns") or ()]
+        if self.site_have and not self._tagged(self.site_have):
+            return
+        missing = [a for a in asns if a not in held]
+        if missing:
+            self.report.add("site ASNs", "update", 1)
+            self.nb.write("dcim.sites", Changes(update=[{"id": self.site, "asns": sorted({*held, *asns})}]))
 
     def _vlans(self) -> None:
         groups = self.imports.records("12-vlan-groups")
@@ -647,9 +679,10 @@ class Sync:
         pools = [str(r["prefix"]) for r in self.imports.records("15-prefixes") if r["status"] == "container"]
         fields = "id,address,vrf,status,role,assigned_object_type,assigned_object_id,description,tags"
         # keyed by the address alone: NetBox's uniqueness in a VRF ignores the mask, so an address whose subnet
-        # grew or shrank is updated in place (a new one beside the old would be refused as a duplicate)
-        have = {_host(o["address"]): o for o in self.nb.read("ipam.ip_addresses", fields, parent=pools,
-                                                             vrf_id=self.vrf)}
+        # grew or shrank is updated in place (a new one beside the old would be refused as a duplicate); every
+        # address of the cluster's VRF, not only those in today's pools: one a changed pool left behind is deleted
+        # (review D8), not kept on fabricgen's ports
+        have = {_host(o["address"]): o for o in self.nb.read("ipam.ip_addresses", fields, vrf_id=self.vrf)}
         interfaces = self.ids["interfaces"]
         # fabricgen's addresses on this cluster's ports in the global table (an earlier fabricgen's): moved into the
         # VRF, or deleted; a global address on another cluster's port is that cluster's
@@ -700,6 +733,46 @@ def _key_text(key: Any) -> str:
 def _device(row: dict[str, object]) -> str:
     """The device name of an 08/15 row (its column holds ``<site>/<name>``)."""
     return str(row[DEVICE_COLUMN]).split("/", 1)[1]
+
+
+def template_difference(wanted: dict[str, tuple[str, str, bool]], held: dict[str, tuple[str, str, bool]]) -> str:
+    """How a device type's templates in NetBox (name -> label, type, mgmt_only) differ from fabricgen's, in words
+    ("" when they agree): the ports missing, the ports fabricgen does not make, the first ports that differ."""
+    def some(items: list[str]) -> str:
+        return f"{', '.join(items[:4])}{' ...' if len(items) > 4 else ''}"
+
+    parts = []
+    if missing := [n for n in wanted if n not in held]:
+        parts.append(f"no template for {some(missing)}")
+    if extra := [n for n in held if n not in wanted]:
+        parts.append(f"templates fabricgen does not make: {some(extra)}")
+    changed = [f"{n} is {'/'.join(map(str, held[n]))}, not {'/'.join(map(str, w))}" for n, w in wanted.items()
+               if n in held and held[n] != w]
+    if changed:
+        parts.append(f"label/type/mgmt_only: {some(changed)}")
+    return f"{'; '.join(parts)}; it has {len(held)}" if parts else ""
+
+
+def split_cages(templates: list[Json], device: str, cabled: dict[tuple[str, str], str]) -> dict[str, Json]:
+    """What a device's templated ports should be (type, mgmt_only, label, enabled, description): a cabled port
+    labelled with its faceplate name on the device (``Ethernet136`` is ``17`` on the type, ``17/1`` once split);
+    a cage split into sub-ports of other names (NVUE's ``swp17`` into ``swp17s0``, ``swp17s1``) disabled, with
+    the sub-ports in its description (review D2: it would look free for cabling, and the NOS has no such port)."""
+    labels = {port: label for (d, port), label in cabled.items() if d == device and label}
+    subs: dict[str, list[str]] = {}
+    for port, label in sorted(labels.items()):
+        if "/" in label:
+            subs.setdefault(label.split("/", 1)[0], []).append(port)
+    want = {}
+    for t in templates:
+        name, label = str(t["name"]), str(t.get("label", ""))
+        fields: Json = {"type": t["type"], "mgmt_only": t["mgmt_only"], "label": labels.get(name, label),
+                        "enabled": True, "description": ""}
+        split = subs.get(label, []) if name not in labels else []
+        if split:
+            fields |= {"enabled": False, "description": f"split into {len(split)}: {', '.join(split)}"}
+        want[name] = fields
+    return want
 
 
 def port_speeds(topology: Topology) -> dict[tuple[str, str], int]:

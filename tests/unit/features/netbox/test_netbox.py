@@ -174,9 +174,9 @@ def test_h100_interfaces_are_typed_by_cage_and_bmc_ports_are_management() -> Non
     qsfp112 = 0
     for node in topology.cluster.nodes:
         profile = node.profile
-        assert templates[(profile.name, profile.bmc.port)]["mgmt_only"] is True
+        assert templates[(devices[node.name], profile.bmc.port)]["mgmt_only"] is True
         for nic in (*profile.compute, *profile.storage, *profile.inband):
-            template = templates.get((devices[node.name], nic.port))
+            template = templates.get((devices[node.name], nic.netdev or nic.port))
             form = topology.cluster.nic_models[nic.model].form_factor
             if template is not None and form == "QSFP112":
                 assert template["type"] == "400gbase-x-qsfp112", (nic, template)
@@ -184,7 +184,7 @@ def test_h100_interfaces_are_typed_by_cage_and_bmc_ports_are_management() -> Non
     assert qsfp112, "h100-4su cables QSFP112 ports (BlueField-3)"
     # every switch's management port is a management-only template
     mgmt = [t for (model, _), t in templates.items() if t["mgmt_only"] and model not in
-            {n.profile.name for n in topology.cluster.nodes}]
+            {devices[n.name] for n in topology.cluster.nodes}]
     assert mgmt and all(t["type"] == "1000base-t" for t in mgmt)
     oob = {ip["device"].split("/", 1)[1] for ip in f["16-ip-addresses"] if ip["is_oob"] == "true"}
     primary = {ip["device"].split("/", 1)[1] for ip in f["16-ip-addresses"] if ip["is_primary"] == "true"}
@@ -199,23 +199,65 @@ def test_h100_interfaces_are_typed_by_cage_and_bmc_ports_are_management() -> Non
 def test_device_types_are_the_hardware_not_the_cabling() -> None:
     """U3: a type is global in NetBox and its templates apply only when a device is made, so a switch type carries
     every cage of the catalog model (the same in both clusters), a node type every NIC port of its profile; the
-    cabled sub-ports of a split cage are 08 interfaces under their cage."""
+    cabled sub-ports of a split cage the cage's own name is not are 08 interfaces, labelled with their faceplate
+    name. A switch type is its model under its NOS (the NOS names the ports), a DGX the hardware (review B7)."""
     types = {spec: {d["model"]: d for d in netbox_set(spec)["05-device-types"]} for spec in SPECS}
     shared = set(types["lab-1su"]) & set(types["h100-4su"])
-    assert {"QM9700", "SN4700", "SN2201"} <= shared
+    assert {"QM9700", "SN4700 SONiC", "SN2201 SONiC"} <= shared
     for model in shared:
         assert types["lab-1su"][model] == types["h100-4su"][model], model
     qm9700 = [t["name"] for t in types["h100-4su"]["QM9700"]["interfaces"]]
-    assert qm9700 == ["mgmt0", *(f"{c}/{p}" for c in range(1, 33) for p in (1, 2))]  # 32 twin-port OSFP cages
-    sn4700 = [t["name"] for t in types["h100-4su"]["SN4700"]["interfaces"] if not t["mgmt_only"]]
-    assert sn4700 == [str(c) for c in range(1, 33)]  # 32 QSFP-DD cages, one port each unsplit
+    assert qm9700 == ["mgmt0", *(f"{c}/{p}" for c in range(1, 33) for p in (1, 2))]  # no NOS: the faceplate
+    sn4700 = [(t["name"], t["label"]) for t in types["h100-4su"]["SN4700 SONiC"]["interfaces"] if not t["mgmt_only"]]
+    # 32 QSFP-DD cages, one port each unsplit: SONiC's Ethernet<first lane>, the cage number its label
+    assert sn4700 == [(f"Ethernet{8 * (c - 1)}", str(c)) for c in range(1, 33)]
+    assert types["h100-4su"]["DGX H100"]["manufacturer"] == "Nvidia"
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    devices = {d["name"]: d["device_type"] for d in netbox_set("h100-4su")["07-devices"]}
     for node in topology.cluster.nodes:
-        ports = {t["name"] for t in types["h100-4su"][node.profile.name]["interfaces"]}
+        ports = {(t["name"], t.get("label", t["name"])) for t in types["h100-4su"][devices[node.name]]["interfaces"]}
         p = node.profile
-        assert {n.port for n in (*p.compute, *p.storage, *p.inband)} | ({p.bmc.port} if p.bmc else set()) == ports
+        assert {(n.netdev or n.port, n.port) for n in (*p.compute, *p.storage, *p.inband)} | (
+            {(p.bmc.port, p.bmc.port)} if p.bmc else set()) == ports
     sub_ports = [r for r in netbox_set("h100-4su")["08-interfaces"] if r["type"] != "virtual"]
-    assert sub_ports and all(r["description"] == f"sub-port of cage {r['name'].split('/')[0]}" for r in sub_ports)
+    assert sub_ports and all(r["description"] == f"sub-port of cage {r['label'].split('/')[0]}" for r in sub_ports)
+
+
+# h100-4su's storage fabric under each NOS (test_golden's dialect cases): (text, replacement)
+NOS_CASES = {"sonic": ("", ""),
+             "eos": ("    switch: SN5600\n    nos: sonic\n", "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n"
+                     "    nos: eos\n"),
+             "nvue": ("    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: nvue\n")}
+
+
+@pytest.mark.parametrize("nos", sorted(NOS_CASES))
+def test_switch_ports_are_named_as_their_configuration_names_them(nos: str, tmp_path: Path) -> None:
+    """D1: every cabled switch port's NetBox name is a port the switch's rendered configuration has (SONiC
+    config_db.json's PORT, EOS's ``interface Ethernet..``, NVUE's ``swp..``), its label the faceplate name, and
+    the switch's type is its model under the NOS."""
+    old, new = NOS_CASES[nos]
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text((INVENTORIES / "h100-4su.yaml").read_text().replace(old, new))
+    artifacts = {a.path: a.content for a in render_spec(compile_spec(spec))}
+    configs: dict[str, str] = {}
+    for path, content in artifacts.items():
+        if path.startswith("switches/") and path.endswith((".json", ".cfg", ".yaml")):
+            configs.setdefault(path.split("/")[1], "")
+            configs[path.split("/")[1]] += content.decode()
+    rows = [r for name, content in artifacts.items() if name.startswith("netbox/09-cables")
+            for r in csv.DictReader(io.StringIO(content.decode()))]
+    checked = 0
+    for r in rows:
+        for side in ("a", "b"):
+            device, name = r[f"side_{side}_device"], r[f"side_{side}_name"]
+            if device in configs and (nos != "sonic" or device.startswith("storage")):
+                assert re.search(rf"(?<![\w/]){re.escape(name)}(?![\w/])", configs[device]), (device, name)
+                checked += 1
+    assert checked > 50
+    models = {r["device_type"] for name, content in artifacts.items() if name.startswith("netbox/07-devices")
+              for r in csv.DictReader(io.StringIO(content.decode())) if r["name"].startswith("storage")}
+    title = {"sonic": "SONiC", "eos": "EOS", "nvue": "NVUE"}[nos]
+    assert models and all(m.endswith(f" {title}") for m in models), models
 
 
 @pytest.mark.parametrize("spec", SPECS)

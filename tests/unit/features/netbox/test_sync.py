@@ -24,6 +24,7 @@ from fabricgen.features.netbox.sync import (
     _differs,
     cable_groups,
     port_speeds,
+    split_cages,
     token_value,
 )
 from fabricgen.pipeline import compile_spec
@@ -244,15 +245,71 @@ def test_status_is_sent_on_create_and_never_put_back() -> None:
     assert netbox.writes[-1][1].update == [{"id": 7, "length": 2.5}]
 
 
+def _template(n: int, name: str, kind: str = "infiniband-ndr", label: str = "", mgmt: bool = False) -> dict[str, Any]:
+    """An interface template as NetBox's API renders it (a choice as value and label)."""
+    return {"id": n, "device_type": {"id": 5}, "name": name, "label": label,
+            "type": {"value": kind, "label": kind.upper()}, "mgmt_only": mgmt}
+
+
 def test_an_existing_device_type_without_fabricgens_ports_is_a_conflict() -> None:
     """B6 of the NetBox review: the device-type library's QM9700 names its ports P0.0..P31.1; sync stops rather
     than add fabricgen's 1/1..32/2 beside them."""
-    library = [{"id": n, "device_type": {"id": 5}, "name": f"P{n // 2}.{n % 2}"} for n in range(64)]
+    library = [_template(n, f"P{n // 2}.{n % 2}") for n in range(64)]
     ours = [{"name": f"{c}/{lane}", "type": "infiniband-ndr", "mgmt_only": False} for c in range(1, 33)
             for lane in (1, 2)]
     types = {("nvidia", "QM9700"): {"model": "QM9700", "interfaces": ours}}
     with pytest.raises(SyncError, match=r"Nvidia QM9700|nvidia QM9700") as error:
         _bare_sync(_Recorder(library))._templates_cover(types, {("nvidia", "QM9700"): {"id": 5}})
     assert "1/1, 1/2, 2/1, 2/2 ..." in str(error.value) and "it has 64" in str(error.value)
-    covering = [{"id": n, "device_type": {"id": 5}, "name": p["name"]} for n, p in enumerate(ours)]
+    covering = [_template(n, p["name"]) for n, p in enumerate(ours)]
     _bare_sync(_Recorder(covering))._templates_cover(types, {("nvidia", "QM9700"): {"id": 5}})
+
+
+def test_any_difference_in_an_existing_types_templates_is_a_conflict() -> None:
+    """B7 of the NetBox review: a node type another cluster made with other NICs (a port typed otherwise, a port
+    more, another label) stops the sync, naming the difference, instead of leaving both clusters' ports mixed."""
+    ours = [{"name": "ib0", "label": "NIC0", "type": "400gbase-x-osfp", "mgmt_only": False},
+            {"name": "BMC", "type": "1000base-t", "mgmt_only": True}]
+    types = {("generic", "hgx"): {"model": "hgx", "interfaces": ours}}
+    same = [_template(1, "ib0", "400gbase-x-osfp", "NIC0"), _template(2, "BMC", "1000base-t", mgmt=True)]
+    _bare_sync(_Recorder(same))._templates_cover(types, {("generic", "hgx"): {"id": 5}})
+    for held, words in (
+            ([_template(1, "ib0", "infiniband-ndr", "NIC0"), same[1]], "ib0 is NIC0/infiniband-ndr/False, not "
+                                                                        "NIC0/400gbase-x-osfp/False"),
+            ([*same, _template(3, "ib1", "400gbase-x-osfp", "NIC1")], "templates fabricgen does not make: ib1"),
+            ([_template(1, "ib0", "400gbase-x-osfp", "OSFP1"), same[1]], "ib0 is OSFP1/")):
+        with pytest.raises(SyncError, match="generic hgx") as error:
+            _bare_sync(_Recorder(held))._templates_cover(types, {("generic", "hgx"): {"id": 5}})
+        assert words in str(error.value), error.value
+
+
+def test_a_cage_split_into_other_names_is_disabled() -> None:
+    """D1/D2: a templated port takes its faceplate label on the device as cabled (SONiC's Ethernet136 is cage 17,
+    then 17/1); NVUE's swp17 split into swp17s0/swp17s1 is no port of the NOS: disabled, naming its sub-ports."""
+    templates = [{"name": "Ethernet136", "label": "17", "type": "400gbase-x-qsfpdd", "mgmt_only": False},
+                 {"name": "swp17", "label": "17", "type": "400gbase-x-qsfpdd", "mgmt_only": False},
+                 {"name": "swp18", "label": "18", "type": "400gbase-x-qsfpdd", "mgmt_only": False}]
+    sonic = split_cages(templates[:1], "leaf", {("leaf", "Ethernet136"): "17/1", ("leaf", "Ethernet140"): "17/2"})
+    assert sonic["Ethernet136"] == {"type": "400gbase-x-qsfpdd", "mgmt_only": False, "label": "17/1",
+                                    "enabled": True, "description": ""}
+    nvue = split_cages(templates[1:], "leaf", {("leaf", "swp17s0"): "17/1", ("leaf", "swp17s1"): "17/2",
+                                               ("other", "swp18s0"): "18/1"})
+    assert nvue["swp17"]["enabled"] is False and nvue["swp17"]["description"] == "split into 2: swp17s0, swp17s1"
+    assert nvue["swp18"]["enabled"] is True and nvue["swp18"]["label"] == "18"
+
+
+def test_the_site_is_linked_to_its_asns_adding_never_removing() -> None:
+    """D7: the cluster's ASNs are added to its site's ``asns`` (a hand-linked one stays); a site fabricgen does not
+    own is left as it is; nothing is sent when the site holds them all."""
+    netbox = _Recorder()
+    sync = _bare_sync(netbox)
+    sync.site = 9
+    sync.site_have = {"id": 9, "asns": [{"id": 3, "asn": 64999}], "tags": [{"id": 1}]}
+    sync._site_asns([1, 2])
+    (path, changes), = netbox.writes
+    assert path == "dcim.sites" and changes.update == [{"id": 9, "asns": [1, 2, 3]}]
+    sync.site_have = {"id": 9, "asns": [{"id": 1}, {"id": 2}], "tags": [{"id": 1}]}
+    sync._site_asns([1, 2])
+    sync.site_have = {"id": 9, "asns": [], "tags": []}
+    sync._site_asns([1, 2])
+    assert len(netbox.writes) == 1

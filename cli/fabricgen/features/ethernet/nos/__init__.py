@@ -94,8 +94,9 @@ class Nos:
     ``readback(switch, content, fabric)`` reads the switch's configuration artifact back as the switch would and
     yields every break in the fabric's lossless chain (and, where the NOS checks it, port MTUs); ``checks`` find,
     over the compiled topology, what would keep one of its switches from running as planned (before render);
-    ``routing(switch, content)``, where the NOS has it, reads the configuration artifact back into the routing
-    the switch would run (what ``fabricgen lab`` configures FRR from), raising ConfigReadError on what it lacks.
+    ``port_name(model, port, per_cage)`` names a port as the NOS does (NetBox's interface names); ``routing(switch,
+    content)``, where the NOS has it, reads the configuration artifact back into the routing the switch would run
+    (what ``fabricgen lab`` configures FRR from), raising ConfigReadError on what it lacks.
     """
 
     data: NosData
@@ -103,6 +104,10 @@ class Nos:
     readback: Callable[[str, bytes, Fabric], Iterable[Finding]]
     checks: tuple[Callable[[Topology], Iterable[Finding]], ...] = ()
     routing: Callable[[str, bytes], SwitchRouting] | None = None
+    # the NOS's name of fabricgen's port ``<cage>`` or ``<cage>/<n>`` on a cage split into ``per_cage`` ports
+    # (``17/2`` of an SN4700 at 2 x 200G: SONiC ``Ethernet140``), as its configuration names it: what LLDP and
+    # discovery tools (NetBox's interface names) see
+    port_name: Callable[[SwitchModel, str, int], str] | None = None
 
 
 @cache

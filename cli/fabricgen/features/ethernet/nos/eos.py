@@ -82,21 +82,32 @@ _CAGE_LANES = {"OSFP": 8, "QSFP-DD": 8, "QSFP112": 4, "QSFP56": 4, "QSFP28": 4, 
 def _lanes(model: SwitchModel, port: PortView) -> tuple[int, int, int]:
     """(cage, lanes in the cage, lanes of this port) for a fabricgen port name "<cage>" or "<cage>/<n>"."""
     cage = int(port.name.split("/")[0])
+    return _split_lanes(model, port.name, model.cage_group(cage).per_cage(port.speed), port.speed)
+
+
+def _split_lanes(model: SwitchModel, name: str, per_cage: int, speed: str = "") -> tuple[int, int, int]:
+    """(cage, lanes in the cage, lanes of one port) for port ``name`` of a cage split into ``per_cage`` ports."""
+    cage = int(name.split("/")[0])
     group = model.cage_group(cage)
     cage_lanes = _CAGE_LANES.get(group.form_factor.upper(), max(n for _, n in group.ports_per_cage))
-    per_cage = group.per_cage(port.speed)
     if per_cage < 1 or cage_lanes % per_cage:
         raise ValueError(f"{model.name} cage {cage} ({group.form_factor}, {cage_lanes} lanes) cannot split into "
-                         f"{per_cage} ports at {port.speed}")
+                         f"{per_cage} ports{f' at {speed}' if speed else ''}")
     return cage, cage_lanes, cage_lanes // per_cage
 
 
 def interface_name(model: SwitchModel, port: PortView) -> str:
     """EOS name of a port: Ethernet<cage>/<first lane>, or Ethernet<cage> on a single-lane cage."""
-    cage, cage_lanes, port_lanes = _lanes(model, port)
+    _, cage_lanes, port_lanes = _lanes(model, port)  # refuses a split the cage cannot make, naming the speed
+    return port_name(model, port.name, cage_lanes // port_lanes)
+
+
+def port_name(model: SwitchModel, name: str, per_cage: int) -> str:
+    """EOS name of fabricgen port ``name`` on a cage split into ``per_cage`` ports (see interface_name)."""
+    cage, cage_lanes, port_lanes = _split_lanes(model, name, per_cage)
     if cage_lanes == 1:
         return DATA.interface("whole", cage=cage)
-    sub = int(port.name.split("/")[1]) if "/" in port.name else 1
+    sub = int(name.split("/")[1]) if "/" in name else 1
     return DATA.interface("split", cage=cage, lane=(sub - 1) * port_lanes + 1)
 
 
@@ -386,4 +397,4 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
                              "priority", fabric)
 
 
-NOS = Nos(DATA, render, readback, routing=routing)
+NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name)

@@ -130,17 +130,27 @@ class NvPort:
 
 def nv_port(model: SwitchModel, port: PortView) -> NvPort:
     """NVUE name of a port: ``swp<cage>`` or, on a split cage, ``swp<cage>s<lane-1>`` (see the module rule)."""
-    cage_text, _, lane_text = port.name.partition("/")
+    cage = int(port.name.partition("/")[0])
+    per_cage = model.cage_group(cage).per_cage(port.speed) if "/" in port.name and cage >= 1 else 1
+    return NvPort(_name(model, port.name, per_cage, f" at {port.speed}"), cage, per_cage, port)
+
+
+def port_name(model: SwitchModel, name: str, per_cage: int) -> str:
+    """NVUE name of fabricgen port ``name`` on a cage split into ``per_cage`` ports (see the module rule)."""
+    return _name(model, name, per_cage, "")
+
+
+def _name(model: SwitchModel, name: str, per_cage: int, at: str) -> str:
+    cage_text, _, lane_text = name.partition("/")
     cage = int(cage_text)
     if cage < 1:
-        raise ValueError(f"port {port.name}: cages count from 1")
+        raise ValueError(f"port {name}: cages count from 1")
     if not lane_text:
-        return NvPort(DATA.interface("whole", cage=cage), cage, 1, port)
-    lane, per_cage = int(lane_text), model.cage_group(cage).per_cage(port.speed)
+        return DATA.interface("whole", cage=cage)
+    lane = int(lane_text)
     if per_cage not in BREAKOUTS or not 1 <= lane <= per_cage:
-        raise ValueError(f"{model.name} port {port.name} at {port.speed}: no NVUE breakout gives lane {lane} "
-                         f"of {per_cage}")
-    return NvPort(DATA.interface("split", cage=cage, sub=lane - 1), cage, per_cage, port)
+        raise ValueError(f"{model.name} port {name}{at}: no NVUE breakout gives lane {lane} of {per_cage}")
+    return DATA.interface("split", cage=cage, sub=lane - 1)
 
 
 def _token(text: str, what: str) -> str:
@@ -629,4 +639,4 @@ def _adaptive_routing_readback(host: str, tree: dict[str, Any], fabric: Fabric) 
                                  "not sprayed", fabric)
 
 
-NOS = Nos(DATA, render, readback, routing=routing)
+NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name)

@@ -28,6 +28,7 @@ from fabricgen.features.ethernet.nos.sonic.skus import LookupRow, Sku, SkuPort, 
 from fabricgen.features.ethernet.switch_view import PortView, SwitchView, nos_switch_views
 from fabricgen.features.feature import fabric_error
 from fabricgen.model.cluster import Tier
+from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
 
 DATA = nos_data("sonic")
@@ -211,6 +212,19 @@ def sonic_layout(view: SwitchView) -> SonicLayout:
     dark = tuple(p for rows in sku.ports.values() for p in rows if p.name not in cabled)
     return SonicLayout(view, switch, sku, release, DATA.release(release),
                        tuple(sorted(ports, key=lambda p: p.view.number)), dark)
+
+
+def port_name(model: SwitchModel, name: str, per_cage: int) -> str:
+    """SONiC's name of fabricgen port ``name`` (``<cage>/<n>``: the n-th port_config.ini row of index ``<cage>``)
+    on a cage split into ``per_cage`` ports: the row of the first SKU (in preference order) that splits that cage
+    so; a port name is the cage's first lane of the port, the same in every SKU of the model."""
+    cage_text, _, position = name.partition("/")
+    cage = int(cage_text)
+    for sku in skus().get(model.name, ()):
+        rows = sku.ports.get(cage, ())
+        if len(rows) == per_cage:
+            return rows[int(position or 1) - 1].name
+    raise SonicLayoutError(f"no SONiC SKU of the {model.name} splits cage {cage} into {per_cage} ports")
 
 
 def check(topology: Topology) -> Iterator[Finding]:
