@@ -535,7 +535,7 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool, hosts: M
             out.print(f"  [red]{_safe(path)}[/]", soft_wrap=True)
     c = plan.counts
     revision, before = _revision(plan.lock.spec_digest), plan.previous_spec_digest
-    if before and before != plan.lock.spec_digest:  # every printed sheet's header changes with it
+    if before and before != plan.lock.spec_digest:
         revision += f", was {_revision(before)}"
     summary = (
         f"Plan for {plan.out_dir} ({revision}): {c['create']} to create, {c['update']} to update, {c['delete']} to "
@@ -550,8 +550,8 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool, hosts: M
 
 
 def _revision(spec_digest: str) -> str:
-    """The spec's revision as every printed cable sheet carries it in its header (``spec 5cba90992c63``), so a
-    sheet on a clipboard is matched to the plan that was approved."""
+    """The spec's revision (``spec 5cba90992c63``, the lock's spec digest). A printed cable sheet carries its own:
+    the digest of its rows, changed only when they change (``handoff.revision``)."""
     return f"spec {spec_digest.removeprefix('sha256:')[:12]}"
 
 
@@ -891,7 +891,7 @@ def _print_summary(s: dict[str, Any]) -> None:
                                         f"{s['link_total']} links")
     out.print(
         f"[bold]{_safe(s['cluster'])}[/] at {_safe(s['site'])}: {s['nodes']} nodes, {s['gpus']} GPUs{facility}\n"
-        f"[dim]{s['revision']}: the revision the printed cable sheets carry[/]"
+        f"[dim]{s['revision']}; each printed cable sheet carries the revision of its own rows[/]"
     )
     if "cloud" in s:
         c = s["cloud"]

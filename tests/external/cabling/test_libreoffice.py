@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 from pypdf import PdfReader
 
-from fabricgen.features.cabling.handoff import page_header, rack_ends
+from fabricgen.features.cabling.handoff import page_header, rack_ends, row_sheets
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, require_tool
@@ -84,8 +84,9 @@ def test_every_page_is_readable(printed: tuple[Topology, dict[str, list[Page]]])
 def test_rack_sheets_print_headers_titles_and_whole_names(
         printed: tuple[Topology, dict[str, list[Page]]]) -> None:
     topology, pages = printed
-    site, spec = page_header(topology)
+    site = page_header(topology)
     ends = rack_ends(topology.cables)
+    revisions = {rack: sheet.revision for rs in row_sheets(topology) for rack, sheet in rs.racks.items()}
     for row in ("A", "N"):
         racks = sorted(r for r in ends if r.startswith(row))
         book = [page for page in pages[f"cabling/rows/{row}.xlsx"] if "rail meaning" not in page[0]]
@@ -93,22 +94,22 @@ def test_rack_sheets_print_headers_titles_and_whole_names(
         assert sorted(sheets) == [f"rack {r} (row {row})" for r in racks], "a printed sheet for every rack"
         total = len(pages[f"cabling/rows/{row}.xlsx"])
         for (text, _, _), number in zip(book, range(1, total + 1), strict=False):
-            assert site in text and spec in text and f"Page {number} of {total}" in text
+            rack = next(r for r in racks if f"rack {r} (row {row})" in text)
+            assert site in text and revisions[rack] in text and f"Page {number} of {total}" in text
             assert "plugged tested U device port end label" in text, "the column titles on every page"
         for rack in racks:
             text = "\n".join(sheets[f"rack {rack} (row {row})"])
             for end in ends[rack]:
-                assert end.here.device in text and end.far.device in text, f"{end.label}: a device name is cut"
+                assert end.here.device in text and end.far.device in text, f"{end.cable.id}: a device name is cut"
 
 
 def test_fabric_sheets_print_whole_names(printed: tuple[Topology, dict[str, list[Page]]]) -> None:
     topology, pages = printed
     fabrics = [ft.fabric.name for ft in topology.fabrics]
-    _, spec = page_header(topology)
     sheets = _by_sheet([p for p in pages["cabling/cables.xlsx"] if "plugged tested cable rail" in p[0]],
-                       [f"fabric {f} {spec}" for f in fabrics])
-    assert sorted(sheets) == sorted(f"fabric {f} {spec}" for f in fabrics), "a printed sheet for every fabric"
+                       [f"fabric {f} revision " for f in fabrics])
+    assert sorted(sheets) == sorted(f"fabric {f} revision " for f in fabrics), "a printed sheet for every fabric"
     for fabric in fabrics:
-        text = "\n".join(sheets[f"fabric {fabric} {spec}"])
+        text = "\n".join(sheets[f"fabric {fabric} revision "])
         for cable in (c for c in topology.cables if c.fabric == fabric):
             assert cable.name in text and cable.a.device in text and cable.z.device in text, cable.name

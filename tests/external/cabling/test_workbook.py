@@ -10,7 +10,7 @@ from collections import Counter
 import openpyxl  # type: ignore[import-untyped]
 import pytest
 
-from fabricgen.features.cabling.handoff import NO_RAIL, RAIL_PALETTE, rack_ends
+from fabricgen.features.cabling.handoff import NO_RAIL, RAIL_PALETTE, rack_ends, row_sheets
 from fabricgen.features.cabling.workbook import FABRIC_COLUMNS, RACK_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
@@ -60,7 +60,7 @@ def test_rail_colours(h100: tuple[Topology, openpyxl.Workbook]) -> None:
 def test_row_workbooks_print_a_sheet_per_rack(h100_files: tuple[Topology, dict[str, bytes]]) -> None:
     topology, files = h100_files
     ends = rack_ends(topology.cables)
-    digest = topology.cluster.spec_digest.removeprefix("sha256:")[:12]
+    sheets = {rack: sheet for rs in row_sheets(topology) for rack, sheet in rs.racks.items()}
     seen = []
     for path in sorted(p for p in files if p.startswith("cabling/rows/")):
         row = path.removeprefix("cabling/rows/").removesuffix(".xlsx")
@@ -71,19 +71,19 @@ def test_row_workbooks_print_a_sheet_per_rack(h100_files: tuple[Topology, dict[s
             seen.append(rack)
             sheet = book[name]
             assert tuple(c.value for c in sheet[1]) == RACK_COLUMNS
-            assert sheet.max_row - 1 == len(ends[rack])
+            assert sheet.max_row - 1 == len(sheets[rack].rows)
             assert sheet.page_setup.orientation == "landscape" and sheet.page_setup.fitToWidth == 1
             assert sheet.page_setup.fitToHeight == 0 and sheet.sheet_properties.pageSetUpPr.fitToPage
             assert sheet.print_title_rows in ("1:1", "$1:$1")
             assert sheet.oddHeader.left.text == f"site {topology.cluster.metadata.site}, cluster sp-h100-a"
             assert sheet.oddHeader.center.text == f"rack {rack} (row {row})"
-            assert sheet.oddHeader.right.text == f"spec {digest}"
+            assert sheet.oddHeader.right.text == sheets[rack].revision
             assert sheet.oddFooter.center.text == "Page &P of &N"
             device = RACK_COLUMNS.index("device")
             width = sheet.column_dimensions[openpyxl.utils.get_column_letter(device + 1)].width
             assert width >= max(len(e.here.device) for e in ends[rack]), "device names are never cut"
             labels = [r[RACK_COLUMNS.index("end label")] for r in sheet.iter_rows(min_row=2, values_only=True)]
-            assert labels == [e.label for e in ends[rack]]
+            assert labels == [r.label for r in sheets[rack].rows]
     assert sorted(seen) == sorted(ends), "every rack with a cable end has its sheet"
 
 

@@ -1,11 +1,18 @@
-"""What a technician works from at a rack: every cable end in the rack, in the order the ports sit on the device,
-with the label that goes on that end, grouped per rack and per row. The XLSX row workbooks and the PDF sheets
-both print this one view, so the two never disagree."""
+"""What a technician works from at a rack: every plug in the rack (a connector to label, plug and tick), in the
+order the ports sit on the device, with the label that goes on it, grouped per rack and per row. The XLSX row
+workbooks and the PDF sheets both print this one view, so the two never disagree.
+
+A plug is not a cables.csv row: cables.csv has a row per link (a splitter's legs and the two links of a cage-pair
+cable are rows of their own, sharing ``physical_cable``), but a technician labels and plugs connectors. A
+splitter's trunk (one plug in one switch cage, always its Z end: the switch, or a breakout's upper tier) is one
+plug with its legs listed beneath it; each fan-out end is a plug of its own; a cage-pair cable is one plug at
+each end; a twin-port cage's one optic is printed on the first plug of the cage only."""
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -15,42 +22,75 @@ from fabricgen.model.topology import Topology
 # Paul Tol's "light" qualitative scheme, made for cell fills under black text and distinct under the common
 # colour-vision deficiencies (https://personal.sron.nl/~pault/#sec:qualitative, "light"): light blue, orange,
 # light yellow, pink, light cyan, mint, pear, olive (rails 0..7; further rails repeat, the rail number is printed
-# beside the colour in every row so colour is never the only cue). Tol's pale grey DDDDDD marks "no rail".
+# in bold in the coloured cell of every row so colour is never the only cue). Tol's pale grey DDDDDD marks
+# "no rail".
 RAIL_PALETTE = ("77AADD", "EE8866", "EEDD88", "FFAABB", "99DDFF", "44BB99", "BBCC33", "AAAA00")
 NO_RAIL = "DDDDDD"
 CHECK_COLUMNS = ("plugged", "tested")  # left empty: ticked by hand
 END_COLUMNS = ("U", "device", "port", "end label", "fabric", "rail", "to rack", "to U", "to device", "to port",
                "length m", "cable part", "optic here")
 _DIGITS = re.compile(r"(\d+)")
+Cell = str | int | float
 
 
 @dataclass(frozen=True, slots=True)
 class RackEnd:
-    """One cable end as seen from its own rack."""
+    """One cable end (one cables.csv row's end) as seen from its own rack."""
 
     here: CableEnd
     far: CableEnd
     cable: Cable
     is_a: bool
 
-    @property
-    def label(self) -> str:
-        return end_label(self.cable, self.is_a)
 
-    def cells(self) -> tuple[str | int | float, ...]:
-        """The END_COLUMNS cells."""
-        optic = self.cable.a_optic if self.is_a else self.cable.z_optic
-        return (self.here.u, self.here.device, self.here.port, self.label, self.cable.fabric,
-                "" if self.cable.rail is None else self.cable.rail, self.far.rack, self.far.u, self.far.device,
-                self.far.port, self.cable.length_m, self.cable.part, optic.part if optic else "")
+@dataclass(frozen=True, slots=True)
+class SheetRow:
+    """One printed row: a plug (``plug``: labelled, with its check-off boxes) or a leg listed beneath its trunk."""
+
+    cells: tuple[Cell, ...]  # END_COLUMNS, then the breakout leg
+    rail: int | None
+    plug: bool
+    label: str = ""
 
 
-def end_label(cable: Cable, a_end: bool) -> str:
-    """The label printed for one end: the cable (a splitter leg ``<physical>/L<leg>``), which end, and where the
-    other end goes, so the label read at one rack says where to walk. The near device and port are where the
-    label hangs."""
-    far = cable.z if a_end else cable.a
-    return f"{cable.name}/{'A' if a_end else 'Z'} to {far.rack} {far.device} {far.port}"
+def plug_label(cables: Sequence[Cable], a_end: bool) -> str:
+    """The label of one plug: the physical cable (a leg's own plug ``<physical>/L<leg>``), which end, and where the
+    other end goes, so the label read at one rack says where to walk: one device's ports joined by ``+`` (a
+    cage-pair cable), else the racks and devices of the legs (a splitter's trunk; each leg's port is on its row
+    beneath)."""
+    first = cables[0]
+    name = first.physical if len(cables) > 1 or _shares_plug(first, a_end) else first.name
+    fars = [c.z if a_end else c.a for c in cables]
+    if len({(f.rack, f.device) for f in fars}) == 1:
+        to = f"{fars[0].rack} {fars[0].device} {'+'.join(f.port for f in fars)}"
+    else:
+        to = f"{','.join(dict.fromkeys(f.rack for f in fars))} {','.join(dict.fromkeys(f.device for f in fars))}"
+    return f"{name}/{'A' if a_end else 'Z'} to {to}"
+
+
+def _shares_plug(cable: Cable, a_end: bool) -> bool:
+    """Whether this end of a leg is one connector with the other legs of its cable: both ends of a cage-pair cable
+    (a medium of one leg, links numbered by lane), a splitter's trunk (its Z end)."""
+    return bool(cable.leg) and (cable.medium.legs == 1 or not a_end)
+
+
+def plugs(cables: Iterable[Cable]) -> dict[tuple[str, bool], list[Cable]]:
+    """The cables behind each plug, keyed by (physical cable or, for a plug of its own, cable id; is the A end),
+    in cable order."""
+    out: dict[tuple[str, bool], list[Cable]] = {}
+    for c in cables:
+        for a_end in (True, False):
+            out.setdefault((c.physical if _shares_plug(c, a_end) else c.id, a_end), []).append(c)
+    return out
+
+
+def end_labels(cables: Sequence[Cable]) -> dict[tuple[str, bool], str]:
+    """Every cable end's label by (cable id, is the A end): the label of the plug it is in."""
+    labels = {}
+    for (_, a_end), members in plugs(cables).items():
+        label = plug_label(members, a_end)
+        labels.update({(c.id, a_end): label for c in members})
+    return labels
 
 
 @lru_cache(maxsize=65536)
@@ -64,6 +104,10 @@ def rail_colour(rail: int | None) -> str:
     return NO_RAIL if rail is None else RAIL_PALETTE[rail % len(RAIL_PALETTE)]
 
 
+def _end_key(e: RackEnd) -> tuple[int, str, tuple[tuple[int, str], ...], str]:
+    return -e.here.u, e.here.device, port_order(e.here.port), e.cable.id
+
+
 def rack_ends(cables: Sequence[Cable]) -> dict[str, list[RackEnd]]:
     """Every cable end by rack (racks in name order), each rack top U first (as a technician works down), then
     device, then port in physical order. Bucketing by rack first keeps the sort cost per rack, not per cluster."""
@@ -71,31 +115,104 @@ def rack_ends(cables: Sequence[Cable]) -> dict[str, list[RackEnd]]:
     for c in cables:
         by_rack.setdefault(c.a.rack, []).append(RackEnd(c.a, c.z, c, True))
         by_rack.setdefault(c.z.rack, []).append(RackEnd(c.z, c.a, c, False))
-    return {rack: sorted(by_rack[rack], key=lambda e: (-e.here.u, e.here.device, port_order(e.here.port),
-                                                       e.cable.id))
-            for rack in sorted(by_rack)}
+    return {rack: sorted(by_rack[rack], key=_end_key) for rack in sorted(by_rack)}
+
+
+def rack_plugs(cables: Sequence[Cable]) -> dict[str, list[list[RackEnd]]]:
+    """Every plug by rack (racks in name order), in the order of ``rack_ends``: each plug its ends in port order."""
+    out: dict[str, list[list[RackEnd]]] = {}
+    for rack, ends in rack_ends(cables).items():
+        grouped: dict[tuple[str, bool], list[RackEnd]] = {}
+        for e in ends:
+            grouped.setdefault((e.cable.physical if _shares_plug(e.cable, e.is_a) else e.cable.id, e.is_a),
+                               []).append(e)
+        out[rack] = list(grouped.values())  # dicts keep the order of each plug's first (top, lowest) port
+    return out
+
+
+def _rail(ends: Sequence[RackEnd]) -> tuple[int | None, Cell]:
+    rails = sorted({e.cable.rail for e in ends if e.cable.rail is not None})
+    return (rails[0] if len(rails) == 1 else None), "+".join(map(str, rails))
+
+
+def _cage(end: CableEnd) -> tuple[str, str]:
+    """The device and cage an optic sits in: a node end knows its chassis cage, a switch port is ``<cage>/<lane>``."""
+    return end.device, end.cage or end.port.split("/", 1)[0]
+
+
+def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
+    """One rack's printed rows: a row per plug, then, when its legs go to several devices (a splitter's trunk),
+    one row per leg beneath it. The optic of a cage is printed on its first plug; a second plug of a twin-port cage
+    says whose optic it shares."""
+    rows: list[SheetRow] = []
+    optic_at: dict[tuple[str, str], str] = {}
+    for ends in plugs_here:
+        first, cables = ends[0], [e.cable for e in ends]
+        rail, rail_cell = _rail(ends)
+        optic = first.cable.a_optic if first.is_a else first.cable.z_optic
+        optic_cell = ""
+        if optic:
+            port = optic_at.setdefault(_cage(first.here), first.here.port)
+            optic_cell = optic.part if port == first.here.port else f"shared with {port}"
+        fars = [e.far for e in ends]
+        one_far = len({(f.rack, f.device) for f in fars}) == 1
+        far: tuple[Cell, ...] = ((fars[0].rack, fars[0].u, fars[0].device, "+".join(f.port for f in fars)) if one_far
+                                 else ("", "", f"{len(ends)} legs below", ""))
+        label = plug_label(cables, first.is_a)
+        legs = "; ".join(filter(None, (c.leg_order for c in cables))) if one_far else ""
+        rows.append(SheetRow((first.here.u, first.here.device, "+".join(e.here.port for e in ends), label,
+                              first.cable.fabric, rail_cell, *far, first.cable.length_m, first.cable.part,
+                              optic_cell, legs), rail, True, label))
+        if not one_far:
+            rows += [SheetRow(("", "", e.here.port, "", "", "" if e.cable.rail is None else e.cable.rail, e.far.rack,
+                               e.far.u, e.far.device, e.far.port, "", "", "", e.cable.leg_order), e.cable.rail, False)
+                     for e in ends]
+    return rows
+
+
+@dataclass(frozen=True)
+class RackSheet:
+    """One rack's printed rows and the revision its pages carry."""
+
+    rows: list[SheetRow]
+    revision: str
 
 
 @dataclass(frozen=True)
 class RowSheets:
-    """One row's racks, each with its cable ends, for one printed file."""
+    """One row's racks, each with its printed rows, for one printed file."""
 
     row: str
-    racks: dict[str, list[RackEnd]]
+    racks: dict[str, RackSheet]
+
+
+def revision(header: Sequence[str], rows: Iterable[Sequence[Cell | None]]) -> str:
+    """A sheet's revision: the first 12 hex of the sha256 of what it prints (its header fields, then its rows cell
+    by cell), so a sheet changes revision exactly when its content does: a comment in the spec changes none, a
+    cable's new length only the sheets that print that cable."""
+    digest = hashlib.sha256("\x1f".join(header).encode())
+    digest.update("".join(["\x1e" + "\x1f".join(map(str, row)) for row in rows]).encode())
+    return f"revision {digest.hexdigest()[:12]}"
+
+
+def rack_title(rack: str, row: str) -> str:
+    return f"rack {rack} (row {row})"
 
 
 def row_sheets(topology: Topology) -> list[RowSheets]:
-    """The rows in spec order, each with the racks that hold a cable end (racks without cables print nothing)."""
-    ends = rack_ends(topology.cables)
+    """The rows in spec order, each with the racks that hold a cable end (racks without cables print nothing);
+    each rack's revision is the digest of its page header and rows, so its PDF pages and workbook sheet agree."""
+    head = page_header(topology)
     row_of = {rack.name: rack.row for rack in topology.cluster.facility.racks}
-    rows = [RowSheets(row, {r: e for r, e in ends.items() if row_of.get(r) == row})
-            for row, _ in topology.cluster.facility.rows]
-    return [r for r in rows if r.racks]
+    by_row: dict[str, dict[str, RackSheet]] = {}
+    for rack, plugs_here in rack_plugs(topology.cables).items():
+        rows = sheet_rows(plugs_here)
+        by_row.setdefault(row_of.get(rack, ""), {})[rack] = RackSheet(
+            rows, revision((head, rack_title(rack, row_of.get(rack, ""))), (r.cells for r in rows)))
+    return [RowSheets(row, by_row[row]) for row, _ in topology.cluster.facility.rows if row in by_row]
 
 
-def page_header(topology: Topology) -> tuple[str, str]:
-    """The site/cluster and the revision every printed page carries: the spec digest (what `fabricgen plan`
-    and the lock file call the spec) so a sheet on a clipboard can be matched to the plan it came from."""
+def page_header(topology: Topology) -> str:
+    """The site and cluster every printed page carries (its revision is the sheet's own: ``revision``)."""
     cluster = topology.cluster
-    return (f"site {cluster.metadata.site}, cluster {cluster.metadata.name}",
-            f"spec {cluster.spec_digest.removeprefix('sha256:')[:12]}")
+    return f"site {cluster.metadata.site}, cluster {cluster.metadata.name}"

@@ -9,9 +9,10 @@ file, each distinct cell once per column, each row placed with one ``cm``), then
 for what it is the reference of: the standard fonts' metrics (``stringWidth``, Adobe's AFM widths). No dates, no
 document id: the same spec gives byte-identical PDFs.
 
-Every page: A4 landscape; a header with the rack and row, the site and cluster, and the spec digest (the
-revision); the column titles; the cable ends of the rack in the handoff order (top U first, ports in physical
-order), a row filled with its rail's colour; the rail legend; a footer with the rack's page i of k and the file's
+Every page: A4 landscape; a header with the rack and row, the site and cluster, and the rack's revision (the
+digest of its rows, as its workbook sheet carries it); the column titles; the plugs of the rack in the handoff
+order (top U first, ports in physical order; a splitter trunk's legs beneath it, without check-off boxes), a row
+filled with its rail's colour; the rail legend; a footer with the rack's page i of k and the file's
 page n of m. Columns are as wide as their longest text in the file and the font shrinks until they fit the page:
 nothing is ever cut.
 """
@@ -30,8 +31,8 @@ from fabricgen.features.cabling.handoff import (
     END_COLUMNS,
     NO_RAIL,
     RAIL_PALETTE,
-    RackEnd,
     RowSheets,
+    SheetRow,
     page_header,
     rail_colour,
     row_sheets,
@@ -45,6 +46,7 @@ MAX_SIZE, PAD = 8.0, 3.0
 HEADER_H, FOOTER_H, LEGEND_H = 40.0, 16.0, 16.0
 COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS)
 NUMERIC = frozenset({"U", "to U", "length m", "rail"})
+_Row = tuple[tuple[str, ...], str, bool]  # a printed row's texts, its rail colour, whether it is a plug (boxed)
 
 
 # Deflate level of the page streams, measured on the 16,384-GPU sheets: the level barely changes the size of
@@ -67,13 +69,15 @@ def _width(text: str, font: str = FONT) -> float:
     return sum(map(_ADVANCE[font].__getitem__, text)) * MAX_SIZE / 1000
 
 
-def _texts(end: RackEnd) -> tuple[str, ...]:
-    return ("", "", *map(str, end.cells()))
+def _texts(row: SheetRow) -> tuple[str, ...]:
+    """The printed cells: the check-off columns empty, the END_COLUMNS (the workbook's breakout leg column is not
+    printed here)."""
+    return ("", "", *map(str, row.cells[:len(END_COLUMNS)]))
 
 
 def _layout(sheets: RowSheets) -> tuple[float, list[float]]:
     """The font size and column widths (points) at which the longest text of every column fits the page width."""
-    return _layout_of([_texts(end) for ends in sheets.racks.values() for end in ends])
+    return _layout_of([_texts(row) for sheet in sheets.racks.values() for row in sheet.rows])
 
 
 def _layout_of(texts: Sequence[tuple[str, ...]]) -> tuple[float, list[float]]:
@@ -127,7 +131,8 @@ class _Grid:
         for w in self.widths:
             self.xs.append(self.xs[-1] + w)
         self.cells = [_Cells(self, i) for i in range(len(COLUMNS))]
-        self.bands = {colour: self._band(colour) for colour in (*RAIL_PALETTE, NO_RAIL)}
+        self.bands = {(colour, boxed): self._band(colour, boxed) for colour in (*RAIL_PALETTE, NO_RAIL)
+                      for boxed in (True, False)}
         self.titles_y = PAGE_H - MARGIN - HEADER_H - self.line
         self.shared = self._titles() + "\n" + self._legend(MARGIN + FOOTER_H, 7)
 
@@ -136,11 +141,11 @@ class _Grid:
             return self.xs[i] + self.widths[i] - PAD - _width(text, font) * self.size / MAX_SIZE
         return self.xs[i] + PAD
 
-    def _band(self, colour: str) -> str:
-        """The rail colour band and the empty check-off boxes of a row at y = 0."""
+    def _band(self, colour: str, boxed: bool) -> str:
+        """The rail colour band and, for a plug (``boxed``), the empty check-off boxes of a row at y = 0."""
         box = self.size * 1.2
         boxes = " ".join(f"{self.xs[i] + PAD:.2f} {self.size * 0.3:.2f} {box:.2f} {box:.2f} re B"
-                         for i in range(len(CHECK_COLUMNS)))
+                         for i in range(len(CHECK_COLUMNS) if boxed else 0))
         return f"{_colour(colour)} {self.xs[0]:.2f} 0 {self.xs[-1] - self.xs[0]:.2f} {self.line:.2f} re f 1 1 1 rg " \
                f"{boxes} 0 0 0 rg"
 
@@ -161,11 +166,11 @@ class _Grid:
         ops.append(_text(x + 4, y + 3, f"(rail n takes colour n mod {len(RAIL_PALETTE)})"))
         return "\n".join(ops)
 
-    def row(self, texts: tuple[str, ...], colour: str) -> str:
+    def row(self, texts: tuple[str, ...], colour: str, boxed: bool) -> str:
         cells = zip(self.cells, texts, strict=True)
-        return " ".join([self.bands[colour], *[column[text] for column, text in cells if text]])
+        return " ".join([self.bands[colour, boxed], *[column[text] for column, text in cells if text]])
 
-    def page(self, rack: str, row: str, head: tuple[str, str], rows: Sequence[tuple[tuple[str, ...], str]],
+    def page(self, rack: str, row: str, head: tuple[str, str], rows: Sequence[_Row],
              pages: tuple[int, int, int, int]) -> bytes:
         """One page's content stream: header, column titles, the rows, legend, footer. ``pages``: rack page,
         rack pages, file page, file pages."""
@@ -179,9 +184,9 @@ class _Grid:
         ops.append(_text(PAGE_W - MARGIN - stringWidth(footer, FONT, 8), MARGIN, footer))
         ops.append(f"BT /F1 {self.size:g} Tf ET")  # the font the rows' cells draw in
         y = self.titles_y
-        for texts, colour in rows:
+        for texts, colour, boxed in rows:
             y -= self.line
-            ops.append(f"q 1 0 0 1 0 {y:.2f} cm {self.row(texts, colour)} Q")
+            ops.append(f"q 1 0 0 1 0 {y:.2f} cm {self.row(texts, colour, boxed)} Q")
         return "\n".join(ops).encode("ascii")
 
 
@@ -220,10 +225,11 @@ def _document(info: dict[str, str], streams: Sequence[bytes]) -> bytes:
     return b"".join(chunks)
 
 
-def row_pdf(sheets: RowSheets, head: tuple[str, str]) -> bytes:
-    """One row's file: each rack starts a new page."""
-    racks = {rack: [(_texts(end), rail_colour(end.cable.rail)) for end in ends] for rack, ends in sheets.racks.items()}
-    grid = _Grid(_layout_of([texts for rows in racks.values() for texts, _ in rows]))
+def row_pdf(sheets: RowSheets, site: str) -> bytes:
+    """One row's file: each rack starts a new page, headed by the site and the rack's revision."""
+    racks = {rack: [(_texts(r), rail_colour(r.rail), r.plug) for r in sheet.rows]
+             for rack, sheet in sheets.racks.items()}
+    grid = _Grid(_layout_of([texts for rows in racks.values() for texts, _, _ in rows]))
     per_page = rows_per_page(grid.size)
     chunks = [(rack, [rows[i:i + per_page] for i in range(0, len(rows), per_page)]) for rack, rows in racks.items()]
     total = sum(len(pages) for _, pages in chunks)
@@ -231,8 +237,9 @@ def row_pdf(sheets: RowSheets, head: tuple[str, str]) -> bytes:
     for rack, pages in chunks:
         for i, rows in enumerate(pages, 1):
             page += 1
-            streams.append(grid.page(rack, sheets.row, head, rows, (i, len(pages), page, total)))
-    info = {"Title": f"Cable sheets, row {sheets.row}", "Author": "fabricgen", "Subject": f"{head[0]}, {head[1]}",
+            streams.append(grid.page(rack, sheets.row, (site, sheets.racks[rack].revision), rows,
+                                     (i, len(pages), page, total)))
+    info = {"Title": f"Cable sheets, row {sheets.row}", "Author": "fabricgen", "Subject": site,
             "Producer": "fabricgen"}
     return _document(info, streams)
 

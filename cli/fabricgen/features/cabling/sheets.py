@@ -4,14 +4,16 @@ cables.csv has one row per cable (A = lower tier); the legs of a 1:N splitter ar
 ``physical_cable`` (the id of the first leg) and numbered in ``leg`` (empty for an ordinary cable, whose
 ``physical_cable`` is its own id): count physical cables by distinct ``physical_cable``, as bom.csv does. A
 breakout leg also gives ``leg_fibers`` (its MPO positions, Tx/Rx) and the harness ``polarity``.
-``a_label`` and ``z_label`` are the labels printed for each end (``handoff.end_label``).
+``a_label`` and ``z_label`` are the labels printed for each end: the label of the plug it is in (the legs of one
+splitter share their trunk's ``z_label``, the two links of a cage-pair cable both labels; ``handoff.end_labels``).
 """
 
 from __future__ import annotations
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
-from fabricgen.features.cabling.handoff import end_label
+from fabricgen.features.cabling import handoff
+from fabricgen.features.cabling.handoff import end_labels
 from fabricgen.features.cabling.plan import bill_of_materials
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
@@ -24,30 +26,31 @@ CABLE_COLUMNS = (
 )
 
 
-Cell = str | int | float | None
+Cell = handoff.Cell | None
 
 
 def _blank(value: int | None) -> Cell:
     return "" if value is None else value
 
 
-def cable_row(cable: Cable, site: str) -> tuple[Cell, ...]:
-    """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order."""
+def cable_row(cable: Cable, site: str, labels: dict[tuple[str, bool], str]) -> tuple[Cell, ...]:
+    """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order; ``labels``: ``end_labels``."""
     a, z, m = cable.a, cable.z, cable.medium
     return (cable.id, cable.physical, cable.leg or "", cable.leg_fibers, m.polarity if cable.leg_fibers else "",
             cable.label, cable.fabric, cable.tier, _blank(cable.rail),
             _blank(cable.su), cable.speed, m.name, m.kind, m.fiber, cable.length_m, cable.run_m, cable.part,
             cable.a_optic.part if cable.a_optic else "", cable.z_optic.part if cable.z_optic else "",
             site, a.row, a.rack, a.u, a.device, a.port, a.port_number, _blank(a.gpu), a.rdma_dev, a.netdev,
-            site, z.row, z.rack, z.u, z.device, z.port, z.port_number, end_label(cable, True), end_label(cable, False))
+            site, z.row, z.rack, z.u, z.device, z.port, z.port_number, labels[cable.id, True], labels[cable.id, False])
 
 
 def render(topology: Topology) -> list[Artifact]:
     site = topology.cluster.metadata.site
     cables = topology.cables
+    labels = end_labels(cables)
     bom = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), cables)
     return [
-        Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site) for c in cables))),
+        Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site, labels) for c in cables))),
         Artifact("cabling/bom.csv", csv_bytes(("category", "part", "description", "count"),
                                          ((b.category, b.part, b.description, b.count) for b in bom))),
     ]

@@ -4,7 +4,8 @@ cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technici
 the rail colour legend and the bill of materials. cabling/rows/<row>.xlsx: one sheet per rack of the row (every
 cable end in the rack, the handoff order of ``handoff``), so even a 16,384-GPU cluster's files stay a few
 thousand rows each. Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
-a header with the site, the sheet's rack or fabric and the spec digest, and a footer "Page n of m"; columns are as
+a header with the site, the sheet's rack or fabric and its revision (the digest of what it prints,
+``handoff.revision``), and a footer "Page n of m"; columns are as
 wide as their longest text (device names are never cut); rows carry their rail's colour and number. A breakout
 leg says which leg it is, its MPO fibers and the harness polarity ("breakout leg").
 """
@@ -21,6 +22,8 @@ from fabricgen.features.cabling.handoff import (
     RAIL_PALETTE,
     RowSheets,
     page_header,
+    rack_title,
+    revision,
     row_sheets,
 )
 from fabricgen.features.cabling.plan import bill_of_materials
@@ -71,10 +74,11 @@ def _fabric_row(c: Cable) -> tuple[Cell, ...]:
             c.leg_order)
 
 
-def _fabric_sheet(name: str, cables: Sequence[Cable], head: tuple[str, str]) -> Sheet:
+def _fabric_sheet(name: str, cables: Sequence[Cable], head: str) -> Sheet:
     rows = [_fabric_row(c) for c in cables]
+    title = f"fabric {name}"
     return Sheet(name=name[:31], header=FABRIC_COLUMNS, rows=rows, fills=[_fill(c.rail) for c in cables],
-                 widths=_widths(FABRIC_COLUMNS, rows), page_header=(head[0], f"fabric {name}", head[1]))
+                 widths=_widths(FABRIC_COLUMNS, rows), page_header=(head, title, revision((head, title), rows)))
 
 
 def _legend() -> Sheet:
@@ -84,14 +88,15 @@ def _legend() -> Sheet:
                  widths=(8.0, 30.0), landscape=False)
 
 
-def row_workbook(sheets: RowSheets, head: tuple[str, str]) -> bytes:
-    """One row's workbook: a printable sheet per rack, then the legend."""
+def row_workbook(sheets: RowSheets, head: str) -> bytes:
+    """One row's workbook: a printable sheet per rack (the rack's revision as its PDF pages carry it), then the
+    legend."""
     books = []
-    for rack, ends in sheets.racks.items():
-        rows = [("", "", *end.cells(), end.cable.leg_order) for end in ends]
+    for rack, sheet in sheets.racks.items():
+        rows: list[tuple[Cell, ...]] = [("", "", *r.cells) for r in sheet.rows]
         books.append(Sheet(name=f"rack {rack}", header=RACK_COLUMNS, rows=rows,
-                           fills=[_fill(e.cable.rail) for e in ends], widths=_widths(RACK_COLUMNS, rows),
-                           page_header=(head[0], f"rack {rack} (row {sheets.row})", head[1])))
+                           fills=[_fill(r.rail) for r in sheet.rows], widths=_widths(RACK_COLUMNS, rows),
+                           page_header=(head, rack_title(rack, sheets.row), sheet.revision)))
     return write_workbook([*books, _legend()], PALETTE)
 
 

@@ -130,10 +130,32 @@ def test_csv_columns_and_end_labels() -> None:
     artifacts = {a.path: a.content for a in render_spec(compile_spec(INVENTORIES / "lab-1su.yaml"))}
     rows = _csv_rows(artifacts["cabling/cables.csv"])
     assert tuple(rows[0]) == CABLE_COLUMNS
-    for row in rows:  # one label per end: the cable, the end, and where the other end goes
-        name = f"{row['physical_cable']}/L{row['leg']}" if row["leg"] else row["cable_id"]
-        assert row["a_label"] == f"{name}/A to {row['z_rack']} {row['z_device']} {row['z_port']}"
-        assert row["z_label"] == f"{name}/Z to {row['a_rack']} {row['a_device']} {row['a_port']}"
+    by_cable: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_cable.setdefault(row["physical_cable"], []).append(row)
+    shapes = set()
+    for physical, legs in by_cable.items():  # one label per plug: the cable, the end, where the other end goes
+        a_devices = {r["a_device"] for r in legs}
+        z_ports = "+".join(r["z_port"] for r in legs)
+        if len(legs) == 1:  # an ordinary cable: a plug at each end
+            (r,) = legs
+            shape = "cable"
+            assert r["a_label"] == f"{physical}/A to {r['z_rack']} {r['z_device']} {r['z_port']}"
+            assert r["z_label"] == f"{physical}/Z to {r['a_rack']} {r['a_device']} {r['a_port']}"
+        elif len(a_devices) == 1:  # a cage-pair cable: one plug at each end, both cages' ports on it
+            shape = "cage pair"
+            for r in legs:
+                assert r["a_label"] == f"{physical}/A to {r['z_rack']} {r['z_device']} {z_ports}"
+                a_ports = "+".join(x["a_port"] for x in legs)
+                assert r["z_label"] == f"{physical}/Z to {r['a_rack']} {r['a_device']} {a_ports}"
+        else:  # a splitter: one trunk plug (Z) naming its legs' racks and devices, a plug per leg (A)
+            shape = "splitter"
+            racks, devices = ",".join(dict.fromkeys(r["a_rack"] for r in legs)), ",".join(r["a_device"] for r in legs)
+            for r in legs:
+                assert r["a_label"] == f"{physical}/L{r['leg']}/A to {r['z_rack']} {r['z_device']} {r['z_port']}"
+                assert r["z_label"] == f"{physical}/Z to {racks} {devices}"
+        shapes.add(shape)
+    assert shapes == {"cable", "cage pair", "splitter"}
 
 
 def test_cable_render_is_deterministic(tmp_path: Path) -> None:
