@@ -683,3 +683,16 @@ def test_plan_groups_a_node_profiles_files_apart_from_a_nodes(tmp_path: Path) ->
     headings = [line.strip() for line in result.stdout.splitlines() if line.startswith("  # ")]
     assert "# node profile hgx-8gpu-generic" in headings and "# node hgx01" in headings, headings
     assert not [h for h in headings if h.startswith("# hosts/")], headings
+
+
+def test_an_unmanaged_table_counts_its_rows_as_added(tmp_path: Path) -> None:
+    """Review C6: a cables.csv fabricgen did not create is no earlier version of the cable table: the plan counts
+    the rendered cables as added (listing and summary) instead of a line diff against someone else's columns."""
+    out = tmp_path / "out"
+    (out / "cabling").mkdir(parents=True)
+    (out / "cabling" / "cables.csv").write_text("my,own\n1,2\n")
+    text = runner.invoke(app, ["plan", LAB, "-o", str(out), "--force"]).stdout
+    cables = sum(1 for line in (INVENTORIES.parent / "tests/golden/lab-1su/cabling/cables.csv").read_text()
+                 .splitlines()[1:] if line)
+    assert f"~ cabling/cables.csv  (unmanaged; not created by fabricgen; {cables} cables to add)" in text, text
+    assert f"cables: {cables} to add, 0 to change, 0 to remove" in text

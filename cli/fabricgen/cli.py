@@ -394,7 +394,7 @@ def _note(d: FileDiff) -> str:
     if d.binary:
         notes.append("binary content")
     elif d.whole:
-        notes.append(f"{d.whole} {_plural(d.noun, d.whole)} {_WORDS[change.action]}")
+        notes.append(f"{d.whole} {_plural(d.noun, d.whole)} {_WORDS[_whole_action(d)]}")
     elif d.noun:
         counts = Counter(r.action for r in d.rows)
         notes.append(", ".join(f"{counts[a]} {_plural(d.noun, counts[a])} {word}"
@@ -411,6 +411,12 @@ def _note(d: FileDiff) -> str:
     if mark:
         return f"  [dim]([/]{mark}[dim]{'; ' + text if text else ''})[/]"
     return f"  [dim]({text})[/]" if text else ""
+
+
+def _whole_action(d: FileDiff) -> Action:
+    """What a table listed whole does to its rows: a fresh table replacing a file fabricgen did not create adds
+    every one of them (that file held none of fabricgen's)."""
+    return Action.CREATE if d.change.unmanaged else d.change.action
 
 
 def _field(column: str, old: str | None, new: str | None) -> str:
@@ -474,7 +480,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
         binaries += d.binary
         if d.noun:
             rows.setdefault(d.noun, Counter()).update(r.action for r in d.rows)
-            rows[d.noun][d.change.action] += d.whole
+            rows[d.noun][_whole_action(d)] += d.whole
             for noun, (plus, minus) in d.parts.items():
                 total = parts.setdefault(d.noun, {}).setdefault(noun, [0, 0])
                 total[0] += plus

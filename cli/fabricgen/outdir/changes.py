@@ -91,10 +91,13 @@ def describe(plan: Plan, tables: Sequence[Table]) -> tuple[FileDiff, ...]:
     for change in plan.changes:
         if change.action is Action.UNCHANGED:
             continue
-        old = b"" if change.action is Action.CREATE else (read_regular(plan.out_dir / change.path,
-                                                                          MAX_COMPARED_BYTES) or b"")
+        # a table where a file fabricgen did not create stands: that file is no earlier version of it, so its rows
+        # are all new (counted as for a table created whole), not a line diff against someone else's columns
+        table = _table_for(change.path, tables)
+        old = b"" if change.action is Action.CREATE or (change.unmanaged and table is not None) else (
+            read_regular(plan.out_dir / change.path, MAX_COMPARED_BYTES) or b"")
         new = b"" if change.action is Action.DELETE else rendered[change.path]
-        diffs.append(_compare(change, old, new, _table_for(change.path, tables)))
+        diffs.append(_compare(change, old, new, table))
     return tuple(diffs)
 
 
