@@ -621,7 +621,7 @@ def _spec_name(spec: Path) -> str:
 @app.command(short_help="Validate specs: schema, semantics, topology checks.")
 def validate(
     specs: Annotated[
-        list[Path], typer.Argument(help="Spec files ('-' reads stdin).", show_default=False, metavar="SPEC...")
+        list[Path], typer.Argument(help="Spec files ('-' reads stdin).", show_default=False, metavar="SPEC")
     ],
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="Report format.")
