@@ -140,6 +140,10 @@ def test_explain_lines_carry_no_trailing_padding_and_a_cloud_cluster_no_racks() 
     cloud = runner.invoke(app, ["explain", str(INVENTORIES / "aws-p5-efa.yaml")])
     assert cloud.exit_code == 0, cloud.output
     assert cloud.stdout.splitlines()[0] == "aws-p5-efa at us-east-1: 16 nodes, 128 GPUs"
+    # a network of 1G BMC ports has no bisection or oversubscription worth a figure (review C5)
+    oob = next(line.split() for line in lab.splitlines() if line.lstrip().startswith("oob "))
+    assert oob[-2:] == ["-", "-"], oob
+    assert "Tb/s" in next(line for line in lab.splitlines() if line.lstrip().startswith("compute "))
 
 
 def test_schema_is_valid_json_schema() -> None:

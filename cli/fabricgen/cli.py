@@ -55,7 +55,7 @@ from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.core.gcpause import without_gc
 from fabricgen.core.hints import did_you_mean
 from fabricgen.core.resources import shipped_dir
-from fabricgen.model.cluster import FabricType
+from fabricgen.model.cluster import FabricRole, FabricType
 from fabricgen.model.infiniband import IbSpeed
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
@@ -891,6 +891,13 @@ def _print_table(table: Table) -> None:
     out.file.flush()
 
 
+def _bandwidth_cells(f: dict[str, Any]) -> tuple[str, str]:
+    """Bisection and oversubscription, which say nothing of a network of 1G BMC ports (JSON keeps the numbers)."""
+    if f["role"] == FabricRole.OOB.value:
+        return "-", "-"
+    return f"{f['bisection_gbps'] / 1000:g} Tb/s", f"{f['oversubscription']:.2f}:1"
+
+
 def _print_summary(s: dict[str, Any]) -> None:
     # a cloud cluster has no racks, switches or links of its own: its line says what it has, the instances below
     facility = "" if "cloud" in s else (f" in {s['racks_used']} racks; {s['switch_total']} switches, "
@@ -914,8 +921,7 @@ def _print_summary(s: dict[str, Any]) -> None:
             f["speed"] + ("" if f["uplink_speed"] == f["speed"] else f"/{f['uplink_speed']}"),
             str(f["tiers"]),
             str(f["host_ports"]),
-            f"{f['bisection_gbps'] / 1000:g} Tb/s",
-            f"{f['oversubscription']:.2f}:1",
+            *_bandwidth_cells(f),
         )
         tiers.add_row(
             _safe(f["name"]),
