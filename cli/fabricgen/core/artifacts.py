@@ -41,8 +41,10 @@ class Artifact:
 class Table:
     """How plan names the rows of a CSV artifact in the cluster's terms: what one row is (``noun``), the columns
     that identify it across renders (``key``: a cable is its two ends, not its renumbered id), how a row reads
-    (``subject``, a ``str.format`` template over the row's columns) and the parts a row holds (``parts``: noun and
-    template, e.g. the two ports of a cable) and the columns that only restate others (``derived``: a cable's label
+    (``subject``, a ``str.format`` template over the row's columns) and the parts a row holds (``parts``: noun,
+    template and the template of the device holding it, e.g. the two ports of a cable; plan counts the parts newly
+    used and freed on devices on both sides of the change, which a technician works on: a removed node's own NICs
+    leave with it) and the columns that only restate others (``derived``: a cable's label
     spells its id and ends), which the listing leaves out. ``labels``: the columns printed on the installed
     item, the first its id (a cable's id, its label, the labels of its two ends): a row whose key stays but whose
     labels change is a relabel, a removed row whose id a new row takes a re-patch (the same item at other ends),
@@ -56,7 +58,7 @@ class Table:
     noun: str
     key: tuple[str, ...]
     subject: str
-    parts: tuple[tuple[str, str], ...] = ()
+    parts: tuple[tuple[str, str, str], ...] = ()
     derived: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     rows: str = ""

@@ -336,10 +336,12 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
             changes.append(RowChange(RowKind.ESTIMATE if estimate else Action.UPDATE, _format(table.subject, new[key]),
                                      fields, table.derived))
     parts: dict[str, tuple[int, int]] = {}
-    for noun in dict.fromkeys(noun for noun, _ in table.parts):
-        templates = [t for n, t in table.parts if n == noun]
+    for noun in dict.fromkeys(noun for noun, _, _ in table.parts):
+        templates = [(t, owner) for n, t, owner in table.parts if n == noun]
         before, after = _parts(old.values(), templates), _parts(new.values(), templates)
-        parts[noun] = (len(after - before), len(before - after))
+        staying = set(before.values()) & set(after.values())
+        parts[noun] = (sum(after[p] in staying for p in after.keys() - before.keys()),
+                       sum(before[p] in staying for p in before.keys() - after.keys()))
     order = {Action.CREATE: 0, Action.DELETE: 1, Action.UPDATE: 2, RowKind.ESTIMATE: 3, RowKind.RELABEL: 4,
              RowKind.REPATCH: 5}
     return tuple(sorted(changes, key=lambda c: (order[c.action], _natural(c.subject)))), parts
@@ -372,5 +374,6 @@ def _natural(text: str) -> tuple[str | int, ...]:
     return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(text)))
 
 
-def _parts(rows: Iterable[dict[str, str]], templates: Sequence[str]) -> set[str]:
-    return {_format(template, row) for row in rows for template in templates}
+def _parts(rows: Iterable[dict[str, str]], templates: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Each part the rows hold -> the device holding it."""
+    return {_format(template, row): _format(owner, row) for row in rows for template, owner in templates}

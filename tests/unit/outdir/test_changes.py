@@ -12,8 +12,9 @@ from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import RowKind, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan
 
-CABLES = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", parts=(("port", "{a}"), ("port", "{z}")),
-               derived=("label",))
+# a port "n1:1" is held by device "n1" (its first two characters: format's precision)
+CABLES = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}",
+               parts=(("port", "{a}", "{a:.2}"), ("port", "{z}", "{z:.2}")), derived=("label",))
 HEADER = "id,a,z,length,label\n"
 
 
@@ -37,7 +38,8 @@ def test_rows_by_identity_not_by_position(tmp_path: Path) -> None:
     changed = rows[(Action.UPDATE, "n3:1 <-> l1:3")]
     assert changed.fields == (("id", "c3", "c2"), ("length", "5", "7"), ("label", "x", "c2 n3:1"))
     assert changed.shown_fields == (("id", "c3", "c2"), ("length", "5", "7"))
-    assert diff.parts == {"port": (2, 2)}
+    # counted on the devices that stay (l1): n2 leaves with its port, n4 comes with its own
+    assert diff.parts == {"port": (1, 1)}
 
 
 def test_other_files_by_lines_binary_and_created_tables(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ FEATURE = Feature(
     # a cable whose only change is its estimated run (run_m; its orderable length_m and part stay) is not re-pulled.
     tables=(Table("cabling/cables.csv", "cable", ("a_device", "a_port", "z_device", "z_port"),
                   "{a_device}:{a_port} <-> {z_device}:{z_port}",
-                  parts=(("port", "{a_device}:{a_port}"), ("port", "{z_device}:{z_port}")),
+                  parts=(("port", "{a_device}:{a_port}", "{a_device}"), ("port", "{z_device}:{z_port}", "{z_device}")),
                   derived=("physical_cable", "label", "a_label", "z_label"),
                   labels=("cable_id", "label", "a_label", "z_label"), estimates=("run_m",)),),
 )
