@@ -30,14 +30,14 @@ def editor_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     for file_name, contents in sections.items():
         section = file_name.removesuffix(".schema.json")
-        # a section's title would head the hover of every field inside it (yaml-language-server shows the title of
-        # the schema a field's value resolves through), so `count` hovered as "nodes": the bundle keeps none
+        # a section's title would head the hover of every field inside it (yaml-language-server shows the closest
+        # title up the schema path), so `count` hovered as "nodes": the bundle keeps none, the root's neither
         body = {k: v for k, v in contents.items() if k not in ("$schema", "$id", "$defs", "title")}
         if set(body) - {"description"}:
             defs[section] = _rewrite(body, file_name)
         for name, sub in contents.get("$defs", {}).items():
             defs[f"{section}.{name}"] = _rewrite(sub, file_name)
-    bundle = {k: v for k, v in _rewrite(root, "../" + ROOT_SCHEMA).items() if k != "$id"}
+    bundle = {k: v for k, v in _rewrite(root, "../" + ROOT_SCHEMA).items() if k not in ("$id", "title")}
     bundle["$defs"] = {name: defs[name] for name in sorted(_reachable(bundle, defs))}
     return bundle
 
