@@ -400,11 +400,30 @@ def _alternatives_issues(error: ValidationError, doc: Document, prefix: PathKey,
     """oneOf/anyOf: report the branch that fits the value's type (a mapping vs a model name...)."""
     if not error.context:  # valid under several branches of a oneOf
         return [doc.issue(path, "matches more than one allowed form", hint)]
-    relevant = [e for e in error.context if e.validator != "type"] or list(error.context)
+    relevant = [e for e in error.context if e.validator != "type" and not _literal_of_other_type(e)] \
+        or list(error.context)
     deepest = best_match(relevant)
     if deepest is not None and deepest.validator not in {"oneOf", "anyOf"}:
         return _issues_for(deepest, doc, prefix)
     return [doc.issue(path, "does not match any allowed form", hint)]
+
+
+def _literal_of_other_type(error: ValidationError) -> bool:
+    """A const or enum branch that names values of another type than the instance's: a mapping given where the
+    alternatives are ``simulated`` or ``{file: ...}`` failed the mapping branch, not the word."""
+    if error.validator not in ("const", "enum"):
+        return False
+    literal: Any = error.validator_value
+    values: list[Any] = [literal] if error.validator == "const" else list(literal)
+    return all(_json_type(v) != _json_type(error.instance) for v in values)
+
+
+def _json_type(value: Any) -> str:
+    """JSON's type of a value: an int and a float are both numbers (-1.0 where -1 is the one allowed value is a
+    near miss of that branch, reported as such), a bool is none."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    return "number" if isinstance(value, int | float) else type(value).__name__
 
 
 def _context_hint(error: ValidationError) -> str:
