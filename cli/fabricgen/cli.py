@@ -201,7 +201,9 @@ def _excerpt(position: SourcePosition | None) -> list[str]:
     number = str(position.line)
     line, column = _redacted(position.file, position.line, line, max(position.column, 1) - 1)
     if len(line) > EXCERPT_WIDTH:  # a window around the column: a 15 MB line is never echoed
-        start = max(0, min(column - EXCERPT_WIDTH // 3, len(line) - EXCERPT_WIDTH))
+        # cut on the right while the caret keeps a fifth of the window after it: the line's start (its YAML
+        # indentation, which says where the key belongs) stays whenever it can
+        start = max(0, min(column + EXCERPT_WIDTH // 5 - EXCERPT_WIDTH, len(line) - EXCERPT_WIDTH))
         before = "..." if line[:start].strip() else ""  # only indentation left out: no text was
         after = "..." if line[start + EXCERPT_WIDTH:].strip() else ""
         line, column = before + line[start:start + EXCERPT_WIDTH] + after, column - start + len(before)
