@@ -285,6 +285,7 @@ def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
     assert ("~ cable storage-leaf008-028  gpu124:Slot2P1 <-> storage-leaf008:28 -> mds01:Slot1P2 <-> "
             "storage-leaf008:28") in repatches
     assert "~ cable compute-su04-leaf0-028  gpu124:OSFP4P2 <-> compute-su04-leaf0:14/2 -> ufm01:P1" in repatches
+    # 2 relabels: breakout trunks that lost a leg name their remaining legs on their one label (review D6)
     assert "cables: 0 to add, 0 to change, 54 to remove, 2 to relabel, 18 to re-patch" in repatches
 
 

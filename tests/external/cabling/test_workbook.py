@@ -10,7 +10,7 @@ from collections import Counter
 import openpyxl  # type: ignore[import-untyped]
 import pytest
 
-from fabricgen.features.cabling.handoff import NO_RAIL, RAIL_PALETTE, rack_ends, row_sheets
+from fabricgen.features.cabling.handoff import NO_RAIL, RAIL_PALETTE, RAIL_PATTERNS, rack_ends, row_sheets
 from fabricgen.features.cabling.workbook import FABRIC_COLUMNS, RACK_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
@@ -49,12 +49,21 @@ def test_rail_colours(h100: tuple[Topology, openpyxl.Workbook]) -> None:
     seen = Counter()
     for row in sheet.iter_rows(min_row=2, max_row=400):
         rail = row[rail_col].value
-        colour = row[0].fill.fgColor.rgb
-        assert str(colour).upper().endswith(RAIL_PALETTE[int(rail) % len(RAIL_PALETTE)])
+        assert _rail_fill(row[rail_col]) == (RAIL_PALETTE[int(rail) % 8], RAIL_PATTERNS[int(rail) % 8])
+        assert row[rail_col].font.bold, "the rail number in bold in its cell"
+        assert all(c.fill.patternType is None for c in row if c.column != rail_col + 1), "only the rail cell"
         seen[rail] += 1
     assert len(seen) == 8
     oob = book["oob"]
-    assert str(oob[2][0].fill.fgColor.rgb).upper().endswith(NO_RAIL), "a fabric without rails: pale grey"
+    assert _rail_fill(oob[2][rail_col]) == (NO_RAIL, "solid"), "a fabric without rails: pale grey"
+
+
+def _rail_fill(cell: openpyxl.cell.Cell) -> tuple[str, str]:
+    """A cell's (colour, pattern): a pattern's colour is its background, under dark grey lines."""
+    fill = cell.fill
+    colour = fill.fgColor.rgb if fill.patternType == "solid" else fill.bgColor.rgb
+    assert fill.patternType == "solid" or str(fill.fgColor.rgb).upper() == "FF404040"
+    return str(colour).upper()[-6:], str(fill.patternType)
 
 
 def test_row_workbooks_print_a_sheet_per_rack(h100_files: tuple[Topology, dict[str, bytes]]) -> None:
@@ -89,9 +98,11 @@ def test_row_workbooks_print_a_sheet_per_rack(h100_files: tuple[Topology, dict[s
 
 def test_rail_colours_are_distinct_and_legended(h100: tuple[Topology, openpyxl.Workbook]) -> None:
     _, book = h100
-    legend = [(row[0].value, str(row[0].fill.fgColor.rgb)[-6:]) for row in book["rail colours"].iter_rows(min_row=2)]
+    legend = [(row[0].value, _rail_fill(row[0])) for row in book["rail colours"].iter_rows(min_row=2)]
     assert [rail for rail, _ in legend[:8]] == list(range(8))
-    assert len({colour for _, colour in legend}) == len(legend), "one colour per rail, another for none"
+    assert legend == [*((i, (RAIL_PALETTE[i], RAIL_PATTERNS[i])) for i in range(8)), ("", (NO_RAIL, "solid"))]
+    assert len({colour for _, (colour, _) in legend}) == len(legend), "one colour per rail, another for none"
+    assert len({pattern for _, (_, pattern) in legend[:8]}) == 8, "one pattern per rail: apart in a mono print"
 
 
 def test_bom_sheet_matches_csv() -> None:
@@ -107,11 +118,16 @@ def test_cells_print_as_boxes_and_free_text_wraps(h100_files: tuple[Topology, di
     box to tick) and wraps top-aligned; only the free-text columns are narrower than their text."""
     _, files = h100_files
     sheet = openpyxl.load_workbook(io.BytesIO(files["cabling/rows/N.xlsx"]))["rack N01"]
-    for row in sheet.iter_rows(min_row=1, max_row=60):
+    legs = 0
+    for row in sheet.iter_rows(min_row=1, max_row=200):
+        leg = row[0].row > 1 and not row[RACK_COLUMNS.index("end label")].value  # a splitter's leg, no plug
+        legs += leg
         for cell in row:
-            assert {cell.border.left.style, cell.border.right.style, cell.border.top.style,
-                    cell.border.bottom.style} == {"thin"}, cell.coordinate
-            assert cell.row == 1 or (cell.alignment.wrap_text and cell.alignment.vertical == "top")
+            sides = {cell.border.left.style, cell.border.right.style, cell.border.top.style, cell.border.bottom.style}
+            assert sides == ({None} if leg and cell.column <= 2 else {"thin"}), cell.coordinate
+            assert cell.row == 1 or (leg and cell.column <= 2) or (cell.alignment.wrap_text
+                                                                 and cell.alignment.vertical == "top")
+    assert legs, "N01 holds breakout trunks: their legs print without check-off boxes"
     for i, title in enumerate(RACK_COLUMNS):
         width = sheet.column_dimensions[openpyxl.utils.get_column_letter(i + 1)].width
         longest = max(len(str(r[i] or "")) for r in sheet.iter_rows(min_row=2, values_only=True))

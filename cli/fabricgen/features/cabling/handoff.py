@@ -26,6 +26,12 @@ from fabricgen.model.topology import Topology
 # "no rail".
 RAIL_PALETTE = ("77AADD", "EE8866", "EEDD88", "FFAABB", "99DDFF", "44BB99", "BBCC33", "AAAA00")
 NO_RAIL = "DDDDDD"
+# On a monochrome laser printer Tol's colours collapse to a few greys (relative luminance of rails 0/1/5/7
+# 0.379/0.367/0.391/0.373, 3/6 0.536/0.540, 2 0.717 against "no rail" 0.723: review C7), so each rail also has a
+# pattern of dark grey lines over its colour, in SpreadsheetML's pattern names (the PDF draws the same lines):
+# none, horizontal, vertical, down and up diagonals, grid, diagonal cross-hatch, dots. "No rail" stays plain.
+RAIL_PATTERNS = ("solid", "lightHorizontal", "lightVertical", "lightDown", "lightUp", "lightGrid", "lightTrellis",
+                 "gray125")
 CHECK_COLUMNS = ("plugged", "tested")  # left empty: ticked by hand
 END_COLUMNS = ("U", "device", "port", "end label", "fabric", "rail", "to rack", "to U", "to device", "to port",
                "length m", "cable part", "optic here")
@@ -102,6 +108,10 @@ def port_order(port: str) -> tuple[tuple[int, str], ...]:
 
 def rail_colour(rail: int | None) -> str:
     return NO_RAIL if rail is None else RAIL_PALETTE[rail % len(RAIL_PALETTE)]
+
+
+def rail_pattern(rail: int | None) -> str:
+    return "solid" if rail is None else RAIL_PATTERNS[rail % len(RAIL_PATTERNS)]
 
 
 def _end_key(e: RackEnd) -> tuple[int, str, tuple[tuple[int, str], ...], str]:

@@ -29,12 +29,12 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.features.cabling.handoff import (
     CHECK_COLUMNS,
     END_COLUMNS,
-    NO_RAIL,
     RAIL_PALETTE,
     RowSheets,
     SheetRow,
     page_header,
     rail_colour,
+    rail_pattern,
     row_sheets,
 )
 from fabricgen.model.topology import Topology
@@ -46,7 +46,8 @@ MAX_SIZE, PAD = 8.0, 3.0
 HEADER_H, FOOTER_H, LEGEND_H = 40.0, 16.0, 16.0
 COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS)
 NUMERIC = frozenset({"U", "to U", "length m", "rail"})
-_Row = tuple[tuple[str, ...], str, bool]  # a printed row's texts, its rail colour, whether it is a plug (boxed)
+_Row = tuple[tuple[str, ...], int | None, bool]  # a printed row's texts, its rail mod 8, whether it is a plug
+_HATCH_STEP = 2.5  # points between the lines of a rail's pattern
 
 
 # Deflate level of the page streams, measured on the 16,384-GPU sheets: the level barely changes the size of
@@ -108,6 +109,36 @@ def _colour(colour: str) -> str:
     return f"{r:.3f} {g:.3f} {b:.3f} rg"
 
 
+def _hatch(pattern: str, x: float, y: float, w: float, h: float) -> str:
+    """The dark grey lines of a rail's pattern over its colour in the box (x, y, w, h), clipped to it: the PDF's
+    drawing of the SpreadsheetML pattern the workbook names (``handoff.RAIL_PATTERNS``), so rails stay apart on a
+    monochrome print where their colours are one grey."""
+    step, lines = _HATCH_STEP, []
+    across = [y + step / 2 + k * step for k in range(int(h / step) + 1)]
+    down = [x + step / 2 + k * step for k in range(int(w / step) + 1)]
+    diagonal = [x - h + k * step for k in range(int((w + h) / step) + 2)]
+    if pattern in ("lightHorizontal", "lightGrid"):
+        lines += [f"{x:.2f} {v:.2f} m {x + w:.2f} {v:.2f} l" for v in across]
+    if pattern in ("lightVertical", "lightGrid"):
+        lines += [f"{u:.2f} {y:.2f} m {u:.2f} {y + h:.2f} l" for u in down]
+    if pattern in ("lightDown", "lightTrellis"):
+        lines += [f"{u:.2f} {y + h:.2f} m {u + h:.2f} {y:.2f} l" for u in diagonal]
+    if pattern in ("lightUp", "lightTrellis"):
+        lines += [f"{u:.2f} {y:.2f} m {u + h:.2f} {y + h:.2f} l" for u in diagonal]
+    if pattern == "gray125":
+        dots = " ".join(f"{u - 0.4:.2f} {v - 0.4:.2f} 0.8 0.8 re" for u in down for v in across)
+        return f"q {x:.2f} {y:.2f} {w:.2f} {h:.2f} re W n 0.25 g {dots} f Q" if dots else ""
+    if not lines:
+        return ""
+    return f"q {x:.2f} {y:.2f} {w:.2f} {h:.2f} re W n 0.25 G 0.4 w {' '.join(lines)} S Q"
+
+
+def _swatch(rail: int | None, x: float, y: float, w: float, h: float) -> str:
+    """A rail's colour and pattern filling the box (x, y, w, h)."""
+    fill = f"{_colour(rail_colour(rail))} {x:.2f} {y:.2f} {w:.2f} {h:.2f} re f"
+    return f"{fill} {_hatch(rail_pattern(rail), x, y, w, h)}".rstrip()
+
+
 class _Cells(dict[str, str]):
     """Text -> the operators that draw it in one column of a row at y = 0, each made once."""
 
@@ -116,7 +147,14 @@ class _Cells(dict[str, str]):
         self.grid, self.column = grid, column
 
     def __missing__(self, text: str) -> str:
-        cell = self[text] = _text(self.grid.left(self.column, text, FONT), self.grid.size * 0.55, text)
+        grid = self.grid
+        if COLUMNS[self.column] == "rail":  # the rail number in bold over its colour and pattern, then back to F1
+            x = grid.left(self.column, text, BOLD)
+            cell = (f"BT /F2 {grid.size:g} Tf 1 0 0 1 {x:.2f} {grid.size * 0.55:.2f} Tm ({_pdf_text(text)}) Tj "
+                    f"/F1 {grid.size:g} Tf ET")
+        else:
+            cell = _text(grid.left(self.column, text, FONT), grid.size * 0.55, text)
+        self[text] = cell
         return cell
 
 
@@ -131,7 +169,7 @@ class _Grid:
         for w in self.widths:
             self.xs.append(self.xs[-1] + w)
         self.cells = [_Cells(self, i) for i in range(len(COLUMNS))]
-        self.bands = {(colour, boxed): self._band(colour, boxed) for colour in (*RAIL_PALETTE, NO_RAIL)
+        self.bands = {(rail, boxed): self._band(rail, boxed) for rail in (*range(len(RAIL_PALETTE)), None)
                       for boxed in (True, False)}
         self.titles_y = PAGE_H - MARGIN - HEADER_H - self.line
         self.shared = self._titles() + "\n" + self._legend(MARGIN + FOOTER_H, 7)
@@ -141,13 +179,16 @@ class _Grid:
             return self.xs[i] + self.widths[i] - PAD - _width(text, font) * self.size / MAX_SIZE
         return self.xs[i] + PAD
 
-    def _band(self, colour: str, boxed: bool) -> str:
-        """The rail colour band and, for a plug (``boxed``), the empty check-off boxes of a row at y = 0."""
+    def _band(self, rail: int | None, boxed: bool) -> str:
+        """A row's rail cell in its colour and pattern, a light rule under the row and, for a plug (``boxed``), the
+        empty check-off boxes, at y = 0."""
         box = self.size * 1.2
         boxes = " ".join(f"{self.xs[i] + PAD:.2f} {self.size * 0.3:.2f} {box:.2f} {box:.2f} re B"
                          for i in range(len(CHECK_COLUMNS) if boxed else 0))
-        return f"{_colour(colour)} {self.xs[0]:.2f} 0 {self.xs[-1] - self.xs[0]:.2f} {self.line:.2f} re f 1 1 1 rg " \
-               f"{boxes} 0 0 0 rg"
+        i = COLUMNS.index("rail")
+        swatch = _swatch(rail, self.xs[i], 0, self.widths[i], self.line)
+        rule = f"0.8 G {self.xs[0]:.2f} 0 m {self.xs[-1]:.2f} 0 l S 0 G"
+        return f"{swatch} {rule} 1 1 1 rg {boxes} 0 0 0 rg"
 
     def _titles(self) -> str:
         y = self.titles_y
@@ -159,16 +200,17 @@ class _Grid:
         x = MARGIN
         ops = ["0 0 0 rg", _text(x, y + 3, "rail colours:", FONT, size)]
         x += stringWidth("rail colours:", FONT, size) + 6
-        for label, colour in [*((str(i), c) for i, c in enumerate(RAIL_PALETTE)), ("none", NO_RAIL)]:
-            ops += [f"{_colour(colour)} {x:.2f} {y:.2f} 22 {size + 4:g} re B", "0 0 0 rg",
-                    _text(x + 11 - stringWidth(label, FONT, size) / 2, y + 3, label)]
+        for label, rail in [*((str(i), i) for i in range(len(RAIL_PALETTE))), ("none", None)]:
+            ops += [_swatch(rail, x, y, 22, size + 4), f"0 0 0 RG {x:.2f} {y:.2f} 22 {size + 4:g} re S", "0 0 0 rg",
+                    f"BT /F2 {size:g} Tf 1 0 0 1 {x + 11 - stringWidth(label, BOLD, size) / 2:.2f} {y + 3:.2f} Tm "
+                    f"({label}) Tj /F1 {size:g} Tf ET"]
             x += 28
-        ops.append(_text(x + 4, y + 3, f"(rail n takes colour n mod {len(RAIL_PALETTE)})"))
+        ops.append(_text(x + 4, y + 3, f"(rail n takes colour and pattern n mod {len(RAIL_PALETTE)})"))
         return "\n".join(ops)
 
-    def row(self, texts: tuple[str, ...], colour: str, boxed: bool) -> str:
+    def row(self, texts: tuple[str, ...], rail: int | None, boxed: bool) -> str:
         cells = zip(self.cells, texts, strict=True)
-        return " ".join([self.bands[colour, boxed], *[column[text] for column, text in cells if text]])
+        return " ".join([self.bands[rail, boxed], *[column[text] for column, text in cells if text]])
 
     def page(self, rack: str, row: str, head: tuple[str, str], rows: Sequence[_Row],
              pages: tuple[int, int, int, int]) -> bytes:
@@ -184,9 +226,9 @@ class _Grid:
         ops.append(_text(PAGE_W - MARGIN - stringWidth(footer, FONT, 8), MARGIN, footer))
         ops.append(f"BT /F1 {self.size:g} Tf ET")  # the font the rows' cells draw in
         y = self.titles_y
-        for texts, colour, boxed in rows:
+        for texts, rail, boxed in rows:
             y -= self.line
-            ops.append(f"q 1 0 0 1 0 {y:.2f} cm {self.row(texts, colour, boxed)} Q")
+            ops.append(f"q 1 0 0 1 0 {y:.2f} cm {self.row(texts, rail, boxed)} Q")
         return "\n".join(ops).encode("ascii")
 
 
@@ -227,7 +269,7 @@ def _document(info: dict[str, str], streams: Sequence[bytes]) -> bytes:
 
 def row_pdf(sheets: RowSheets, site: str) -> bytes:
     """One row's file: each rack starts a new page, headed by the site and the rack's revision."""
-    racks = {rack: [(_texts(r), rail_colour(r.rail), r.plug) for r in sheet.rows]
+    racks = {rack: [(_texts(r), None if r.rail is None else r.rail % len(RAIL_PALETTE), r.plug) for r in sheet.rows]
              for rack, sheet in sheets.racks.items()}
     grid = _Grid(_layout_of([texts for rows in racks.values() for texts, _, _ in rows]))
     per_page = rows_per_page(grid.size)

@@ -5,9 +5,10 @@ the rail colour legend and the bill of materials. cabling/rows/<row>.xlsx: one s
 cable end in the rack, the handoff order of ``handoff``), so even a 16,384-GPU cluster's files stay a few
 thousand rows each. Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
 a header with the site, the sheet's rack or fabric and its revision (the digest of what it prints,
-``handoff.revision``), and a footer "Page n of m"; columns are as
-wide as their longest text (device names are never cut); rows carry their rail's colour and number. A breakout
-leg says which leg it is, its MPO fibers and the harness polarity ("breakout leg").
+``handoff.revision``), and a footer "Page n of m"; columns are as wide as their longest text (device names are
+never cut); each row's rail cell carries its rail's colour and pattern under the rail number in bold (readable
+on a monochrome printer), the other cells boxed and unfilled. A breakout leg says which leg it is, its MPO
+fibers and the harness polarity ("breakout leg").
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fabricgen.features.cabling.handoff import (
     END_COLUMNS,
     NO_RAIL,
     RAIL_PALETTE,
+    RAIL_PATTERNS,
     RowSheets,
     page_header,
     rack_title,
@@ -32,7 +34,7 @@ from fabricgen.features.cabling.xlsx import Sheet, write_workbook
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
-PALETTE = (*RAIL_PALETTE, NO_RAIL)
+PALETTE, PATTERNS = (*RAIL_PALETTE, NO_RAIL), (*RAIL_PATTERNS, "solid")
 FABRIC_COLUMNS = (*CHECK_COLUMNS, "cable", "rail", "su", "speed", "medium", "length m", "cable part",
                   "A rack", "A U", "A device", "A port", "Z rack", "Z U", "Z device", "Z port", "breakout leg")
 RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS, "breakout leg")
@@ -78,14 +80,15 @@ def _fabric_sheet(name: str, cables: Sequence[Cable], head: str) -> Sheet:
     rows = [_fabric_row(c) for c in cables]
     title = f"fabric {name}"
     return Sheet(name=name[:31], header=FABRIC_COLUMNS, rows=rows, fills=[_fill(c.rail) for c in cables],
-                 widths=_widths(FABRIC_COLUMNS, rows), page_header=(head, title, revision((head, title), rows)))
+                 fill_column=FABRIC_COLUMNS.index("rail"), widths=_widths(FABRIC_COLUMNS, rows),
+                 page_header=(head, title, revision((head, title), rows)))
 
 
 def _legend() -> Sheet:
     rows: list[tuple[Cell, ...]] = [*((i, f"rail {i}, {i + len(RAIL_PALETTE)}, ...") for i in range(len(RAIL_PALETTE))),
                                     ("", "no rail")]
     return Sheet(name="rail colours", header=("rail", "meaning"), rows=rows, fills=list(range(len(PALETTE))),
-                 widths=(8.0, 30.0), landscape=False)
+                 fill_column=0, widths=(8.0, 30.0), landscape=False)
 
 
 def row_workbook(sheets: RowSheets, head: str) -> bytes:
@@ -95,9 +98,11 @@ def row_workbook(sheets: RowSheets, head: str) -> bytes:
     for rack, sheet in sheets.racks.items():
         rows: list[tuple[Cell, ...]] = [("", "", *r.cells) for r in sheet.rows]
         books.append(Sheet(name=f"rack {rack}", header=RACK_COLUMNS, rows=rows,
-                           fills=[_fill(r.rail) for r in sheet.rows], widths=_widths(RACK_COLUMNS, rows),
+                           fills=[_fill(r.rail) for r in sheet.rows], fill_column=RACK_COLUMNS.index("rail"),
+                           bare_rows=[not r.plug for r in sheet.rows], bare_columns=len(CHECK_COLUMNS),
+                           widths=_widths(RACK_COLUMNS, rows),
                            page_header=(head, rack_title(rack, sheets.row), sheet.revision)))
-    return write_workbook([*books, _legend()], PALETTE)
+    return write_workbook([*books, _legend()], PALETTE, PATTERNS)
 
 
 def render(topology: Topology) -> list[Artifact]:
@@ -108,4 +113,4 @@ def render(topology: Topology) -> list[Artifact]:
     sheets += [_legend(), Sheet(name="BOM", header=("category", "part", "description", "count"),
                                 rows=((b.category, b.part, b.description, b.count) for b in bom), landscape=False)]
     rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in row_sheets(topology)]
-    return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE)), *rows]
+    return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE, PATTERNS)), *rows]

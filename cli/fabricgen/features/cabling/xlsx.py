@@ -33,6 +33,10 @@ _BAD_NAME = re.compile(r"[\[\]:*?/\\]")
 _ILLEGAL_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # outside XML 1.0's Char
 _EXCEL_ESCAPE = re.compile("(_x[0-9A-Fa-f]{4}_)")  # Excel decodes a literal _xHHHH_ to a character unless escaped
 _HEX6 = re.compile("[0-9A-Fa-f]{6}")
+_PATTERN_TYPES = frozenset({  # ECMA-376 ST_PatternType but "none"
+    "solid", "mediumGray", "darkGray", "lightGray", "darkHorizontal", "darkVertical", "darkDown", "darkUp",
+    "darkGrid", "darkTrellis", "lightHorizontal", "lightVertical", "lightDown", "lightUp", "lightGrid",
+    "lightTrellis", "gray125", "gray0625"})
 _XML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _OD = "http://schemas.openxmlformats.org/officeDocument/2006"
@@ -51,6 +55,13 @@ class Sheet:
     header: tuple[str, ...]
     rows: Iterable[tuple[Value, ...]]
     fills: Iterable[int | None] | None = None  # per row: palette index or None; must be exactly as long as rows
+    # The one column whose cell takes a row's fill, in bold (the others boxed, unfilled: a rail's pattern under the
+    # rail number only, where it cannot hide other text); None: every cell of the row.
+    fill_column: int | None = None
+    # Per row (in step with fills, as long as rows): whether its first ``bare_columns`` cells are left unstyled, no
+    # box (a splitter's leg beneath its trunk has no check-off boxes of its own).
+    bare_rows: Iterable[bool] | None = None
+    bare_columns: int = 0
     widths: tuple[float, ...] | None = None  # characters; None: from the header and the first 200 rows, capped at 60
     page_breaks_before: Iterable[int] | None = None  # 0-based data-row indexes that must start a printed page
     landscape: bool = True
@@ -132,29 +143,34 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
               ) -> Iterator[tuple[str, int]]:
     """Yield (xml chunk, data rows so far). This loop is the writer's whole cost, hence one comprehension per row."""
     fill_iter = iter(sheet.fills) if sheet.fills is not None else None
+    bare_iter = iter(sheet.bare_rows) if sheet.bare_rows is not None else None
     end, width, texts, parts, n = object(), len(letters), _Texts(), list[str](), 0
+    openings: dict[tuple[object, object], tuple[str, ...]] = {}
     for row in rows:
         fill = next(fill_iter, end) if fill_iter is not None else None
-        st = styles.fills.get(fill)
-        if st is None:
-            why = "fills is shorter than rows" if fill is end else f"fill {fill!r} is not a palette index"
+        bare = next(bare_iter, end) if bare_iter is not None else False
+        if fill not in styles.fills or bare is end:
+            why = "fills or bare_rows is shorter than rows" if end in (fill, bare) else \
+                f"fill {fill!r} is not a palette index"
             raise ValueError(f"sheet {sheet.name!r}: data row {n}: {why}")
         if len(row) > width:
             raise ValueError(f"sheet {sheet.name!r}: data row {n} has {len(row)} cells for {width} columns")
         n += 1
-        # Cells carry no r="A7": SpreadsheetML places them left to right (halves the cost per cell). The row's fill
-        # goes on every cell, blanks too, so coloured rows print as solid bands.
-        opening = "<c" + st
-        cells = "".join([opening + (texts[v] if type(v) is str else "/>" if v is None
-                                     else f"><v>{v}</v></c>" if type(v) is int else _other(v)) for v in row])
+        # Cells carry no r="A7": SpreadsheetML places them left to right (halves the cost per cell). Each cell's
+        # opening (its style) comes from the row's fill, made once per kind of row.
+        cell_open = openings.get((fill, bare))
+        if cell_open is None:
+            cell_open = openings[fill, bare] = styles.openings(fill, bool(bare), width, sheet)
+        cells = "".join([o + (texts[v] if type(v) is str else "/>" if v is None else f"><v>{v}</v></c>"
+                              if type(v) is int else _other(v)) for o, v in zip(cell_open, row, strict=False)])
         if _QUOTED in cells:  # rare: one scan of the row, not a check per cell
-            cells = cells.replace(opening + _QUOTED, "<c" + styles.quoted(fill))
+            cells = styles.quoted(cells)
         parts.append(f'<row r="{n + 1}">{cells}</row>')
         if n % _CHUNK_ROWS == 0:  # one write per chunk: bounded memory without per-row call overhead
             yield "".join(parts), n
             parts.clear()
-    if fill_iter is not None and next(fill_iter, end) is not end:
-        raise ValueError(f"sheet {sheet.name!r}: fills is longer than rows ({n})")
+    if any(it is not None and next(it, end) is not end for it in (fill_iter, bare_iter)):
+        raise ValueError(f"sheet {sheet.name!r}: fills or bare_rows is longer than rows ({n})")
     if n >= _MAX_ROWS:
         raise ValueError(f"sheet {sheet.name!r}: {n} data rows exceed Excel's limit of {_MAX_ROWS - 1}")
     yield "".join(parts), n
@@ -205,36 +221,70 @@ def _header_footer(header: tuple[str, str, str] | None) -> str:
 
 @dataclass
 class _Styles:
-    """Cell style attributes by row fill; the quotePrefix variants are written only if a cell used one."""
+    """Cell styles (cellXfs) by row fill: 0 default, 1 header, 2+i palette fill i, 2+P plain boxed, 3+P+i fill i
+    in bold (a ``fill_column`` cell); then, written only if a cell used one, each of those with quotePrefix at
+    ``count`` + its index."""
 
     palette: int
     used_quoted: bool = False
-    fills: dict[object, str] = field(init=False)
+    fills: frozenset[object] = field(init=False)
+    count: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.fills = {None: "", **{i: f' s="{i + 2}"' for i in range(self.palette)}}
+        self.fills = frozenset({None, *range(self.palette)})
+        self.count = 3 + 2 * self.palette
 
-    def quoted(self, fill: object) -> str:
+    def openings(self, fill: object, bare: bool, width: int, sheet: Sheet) -> tuple[str, ...]:
+        """Each cell's ``<c s="..."`` of a row with ``fill``: no style without one; else every cell filled, or only
+        ``sheet.fill_column``'s (bold) and the others boxed; a ``bare`` row's first ``bare_columns`` unstyled."""
+        if not isinstance(fill, int):
+            return ("<c",) * width
+        cells = [f'<c s="{2 + fill}"'] * width
+        if sheet.fill_column is not None:
+            cells = [f'<c s="{2 + self.palette}"'] * width
+            cells[sheet.fill_column] = f'<c s="{3 + self.palette + fill}"'
+        if bare:
+            cells[:sheet.bare_columns] = ["<c"] * min(sheet.bare_columns, width)
+        return tuple(cells)
+
+    def quoted(self, cells: str) -> str:
+        """The row's marked (formula-like) text cells moved to their style's quotePrefix twin."""
         self.used_quoted = True
-        return f' s="{2 + self.palette + (fill + 1 if isinstance(fill, int) else 0)}"'
+        return _MARKED.sub(lambda m: f'<c s="{self.count + int(m[1] or 0)}"', cells)
 
 
-def _styles(palette: list[str], quoted: bool) -> str:
-    """cellXfs: 0 default, 1 header (bold on grey), 2+i fill palette[i], then (when ``quoted``) the same default and
-    fills with quotePrefix; fills 0 and 1 are the two Excel requires. Filled cells wrap, top-aligned: a column
-    narrower than its text (a sheet's free text, fitted to print) then grows its row instead of cutting it. The
-    header and filled cells have thin grey borders: a number never runs into the next column's text, and an
-    empty check-off cell prints as a box to tick."""
-    fills = "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="FF{c}"/><bgColor indexed="64"/>'
-                    "</patternFill></fill>" for c in ["D9D9D9", *palette])
-    def filled(quote: str) -> str:  # one xf per palette fill: boxed, wrapping, top-aligned
-        return "".join(f'<xf numFmtId="0" fontId="0" fillId="{i + 3}" borderId="1" xfId="0" applyFill="1"'
-                       f' applyBorder="1"{quote} applyAlignment="1">{_WRAP}</xf>' for i in range(len(palette)))
+_MARKED = re.compile('<c(?: s="([0-9]+)")?' + _QUOTED)
 
-    xfs = filled("")
+
+def _styles(palette: list[str], patterns: Sequence[str], quoted: bool) -> str:
+    """cellXfs as ``_Styles`` numbers them (when ``quoted``, each again with quotePrefix); fills 0 and 1 are the
+    two Excel requires, palette fill i is ``patterns[i]`` (SpreadsheetML's pattern type, default solid) in dark
+    grey over palette[i]. Data cells wrap, top-aligned: a column narrower than its text (a sheet's free text,
+    fitted to print) then grows its row instead of cutting it. The header and data cells have thin grey borders: a
+    number never runs into the next column's text, and an empty check-off cell prints as a box to tick."""
+    def fill(colour: str, pattern: str) -> str:
+        ink = f'<fgColor rgb="FF{colour}"/><bgColor indexed="64"/>' if pattern == "solid" else \
+            f'<fgColor rgb="FF404040"/><bgColor rgb="FF{colour}"/>'
+        return f'<fill><patternFill patternType="{pattern}">{ink}</patternFill></fill>'
+
+    fills = fill("D9D9D9", "solid") + "".join(
+        fill(c, patterns[i] if i < len(patterns) else "solid") for i, c in enumerate(palette))
+
+    def xf(font: int, fill_id: int, quote: str) -> str:  # boxed, wrapping, top-aligned
+        return (f'<xf numFmtId="0" fontId="{font}" fillId="{fill_id}" borderId="1" xfId="0" applyFont="1"'
+                f' applyFill="1" applyBorder="1"{quote} applyAlignment="1">{_WRAP}</xf>')
+
+    def data(quote: str) -> str:  # 2+i palette fills, 2+P plain boxed, 3+P+i palette fills in bold
+        return "".join([*(xf(0, i + 3, quote) for i in range(len(palette))), xf(0, 0, quote),
+                        *(xf(1, i + 3, quote) for i in range(len(palette)))])
+
+    header = ('<xf numFmtId="0" fontId="1" fillId="2" borderId="1" xfId="0" applyFont="1" applyFill="1"'
+              ' applyBorder="1"{}/>')
+    xfs = '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>' + header.format("") + data("")
     if quoted:
-        xfs += '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>' + filled(
-            ' quotePrefix="1"')
+        xfs += ('<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/>'
+                + header.format(' quotePrefix="1"') + data(' quotePrefix="1"'))
+    count = (3 + 2 * len(palette)) * (2 if quoted else 1)
     font = '<sz val="11"/><name val="Calibri"/><family val="2"/></font>'
     return (f'{_XML}<styleSheet xmlns="{_MAIN}"><fonts count="2"><font>{font}<font><b/>{font}</fonts>'
             f'<fills count="{3 + len(palette)}"><fill><patternFill patternType="none"/></fill>'
@@ -242,10 +292,7 @@ def _styles(palette: list[str], quoted: bool) -> str:
             f'<borders count="2"><border><left/><right/><top/><bottom/><diagonal/></border><border>{_THIN}'
             '<diagonal/></border></borders>'
             '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-            f'<cellXfs count="{2 + len(palette) + (1 + len(palette) if quoted else 0)}">'
-            '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
-            f'<xf numFmtId="0" fontId="1" fillId="2" borderId="1" xfId="0" applyFont="1" applyFill="1"'
-            f' applyBorder="1"/>{xfs}'
+            f'<cellXfs count="{count}">{xfs}'
             '</cellXfs><cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
             '<dxfs count="0"/><tableStyles count="0"/></styleSheet>')
 
@@ -263,8 +310,9 @@ def _put(zf: zipfile.ZipFile, parts: dict[str, str]) -> None:
             out.write(text.encode())
 
 
-def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = ()) -> bytes:
-    """The .xlsx bytes for ``sheets``; ``palette`` holds 'RRGGBB' row fill colours that ``Sheet.fills`` index into.
+def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = (), patterns: Sequence[str] = ()) -> bytes:
+    """The .xlsx bytes for ``sheets``; ``palette`` holds 'RRGGBB' row fill colours that ``Sheet.fills`` index into,
+    ``patterns`` their SpreadsheetML pattern types (``solid`` where none is given).
 
     Sheets are zipped before workbook.xml: its hidden _FilterDatabase names (Excel writes one per autoFilter) need
     each sheet's row count, which a generator reveals only at its end."""
@@ -275,6 +323,8 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = ()) -> byte
         _check_name(sheet.name, seen)
     if not all(isinstance(c, str) and _HEX6.fullmatch(c) for c in palette):
         raise ValueError(f"palette entries must be 'RRGGBB' hex strings, got {list(palette)!r}")
+    if not set(patterns) <= _PATTERN_TYPES:
+        raise ValueError(f"patterns must be SpreadsheetML pattern types, got {list(patterns)!r}")
     styles = _Styles(len(palette))
     numbers = range(1, len(sheets) + 1)
     types = [("/xl/workbook.xml", "officedocument.spreadsheetml.sheet.main+xml"),
@@ -305,7 +355,7 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = ()) -> byte
                          f'<definedName name="_xlnm.Print_Titles" localSheetId="{i}">{quoted}!$1:$1</definedName>')
             entries.append(f'<sheet name={quoteattr(sheet.name)} sheetId="{i + 1}" r:id="rId{i + 1}"/>')
         _put(zf, {  # styles after the sheets: whether they need the quotePrefix styles is known only now
-            "xl/styles.xml": _styles([c.upper() for c in palette], styles.used_quoted),
+            "xl/styles.xml": _styles([c.upper() for c in palette], patterns, styles.used_quoted),
             "xl/_rels/workbook.xml.rels": _rels(
                 *((f"{_OD}/relationships/worksheet", f"worksheets/sheet{i}.xml") for i in numbers),
                 (f"{_OD}/relationships/styles", "styles.xml")),

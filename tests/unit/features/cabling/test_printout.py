@@ -13,7 +13,7 @@ import pypdf
 import pytest
 
 from fabricgen.features.cabling import printout
-from fabricgen.features.cabling.handoff import END_COLUMNS, port_order, rack_ends, row_sheets
+from fabricgen.features.cabling.handoff import END_COLUMNS, NO_RAIL, RAIL_PALETTE, port_order, rack_ends, row_sheets
 from fabricgen.features.cabling.plan import bill_of_materials
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
@@ -103,3 +103,52 @@ def test_ports_in_physical_order() -> None:
 def test_render_is_byte_identical() -> None:
     topology, files = rendered("lab-1su")
     assert {a.path: a.content for a in printout.render(topology)} == files
+
+
+_SWATCH = re.compile(r"([\d.]+) ([\d.]+) ([\d.]+) rg [\d.]+ ([\d.]+) ([\d.]+) ([\d.]+) re f(?: q ([^Q]*) Q)?")
+
+
+def _luminance(colour: str) -> float:
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (linear(int(colour[i:i + 2], 16) / 255) for i in (0, 2, 4))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _pattern(hatch: str | None) -> frozenset[str]:
+    """What a swatch's hatch draws: the directions of its lines (h, v, down, up) or dots; empty when plain."""
+    if not hatch:
+        return frozenset()
+    if " f" in hatch.split(" re W n ", 1)[1]:
+        return frozenset({"dots"})
+    kinds = set()
+    for x0, y0, x1, y1 in re.findall(r"(-?[\d.]+) (-?[\d.]+) m (-?[\d.]+) (-?[\d.]+) l", hatch):
+        dx, dy = float(x1) - float(x0), float(y1) - float(y0)
+        kinds.add("h" if dy == 0 else "v" if dx == 0 else "up" if dx * dy > 0 else "down")
+    return frozenset(kinds)
+
+
+def test_rails_stay_apart_in_a_mono_print() -> None:
+    """Review C7: Tol's colours are a few greys in a monochrome print (rails 0/1/5/7 at luminance 0.37-0.39), so each
+    rail's cell also carries a pattern of its own, the legend the same; the rail number is bold in that cell, and
+    no other cell is filled."""
+    _, files = rendered("h100-4su")
+    page = pypdf.PdfReader(io.BytesIO(files["cabling/rows/A.pdf"])).pages[0]
+    content = page.get_contents().get_data().decode("ascii")
+    legend = [m for m in _SWATCH.finditer(content) if (m[5], m[6]) == ("22.00", "11.00")]
+    colours = ["".join(f"{round(float(v) * 255):02X}" for v in m.groups()[:3]) for m in legend]
+    assert colours == [*RAIL_PALETTE, NO_RAIL]
+    patterns = {colour: _pattern(m[7]) for colour, m in zip(colours, legend, strict=True)}
+    rails = [patterns[c] for c in RAIL_PALETTE]
+    assert len(set(rails)) == len(rails), f"one pattern per rail: {patterns}"
+    # the plain ones, rail 0 and "no rail", stay apart as greys (WCAG relative luminance: 0.38 and 0.72)
+    assert [c for c, p in patterns.items() if not p] == [RAIL_PALETTE[0], NO_RAIL]
+    assert _luminance(NO_RAIL) - _luminance(RAIL_PALETTE[0]) > 0.3
+    rows = [m for m in _SWATCH.finditer(content) if m[4] == "0.00"]  # the rows' rail cells, drawn at y = 0
+    assert len(rows) >= 20
+    for m in rows:  # each row's rail cell as its legend swatch
+        colour = "".join(f"{round(float(v) * 255):02X}" for v in m.groups()[:3])
+        assert _pattern(m[7]) == patterns[colour]
+    assert len({_pattern(m[7]) for m in rows}) == 8, "rack A01's rows cover the 8 rails"
+    bold = re.findall(r"BT /F2 [\d.]+ Tf 1 0 0 1 [\d.]+ [\d.]+ Tm \((\d+)\) Tj /F1", content)
+    assert len(bold) >= len(rows) - 8, "the rail numbers in bold"  # rows reuse one drawn cell per distinct number

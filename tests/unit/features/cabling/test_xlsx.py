@@ -46,7 +46,7 @@ def test_every_part_is_well_formed_xml() -> None:
         ("_xlnm.Print_Titles", "1", "'Storage'!$1:$1")]
     fills = roots["xl/styles.xml"].findall(f"{main}fills/{main}fill/{main}patternFill")
     assert [f.get("patternType") for f in fills[:2]] == ["none", "gray125"]
-    assert len(roots["xl/styles.xml"].findall(f"{main}cellXfs/{main}xf")) == 2 + len(PALETTE)
+    assert len(roots["xl/styles.xml"].findall(f"{main}cellXfs/{main}xf")) == 3 + 2 * len(PALETTE)
 
 
 @pytest.mark.parametrize("name", ["", "x" * 32, "a[b", "a]b", "a:b", "a*b", "a?b", "a/b", "a\\b", "'quoted", "quoted'",
