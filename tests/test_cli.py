@@ -478,8 +478,13 @@ def test_shell_completion_of_presets() -> None:
     from fabricgen.cli import _preset_names
 
     assert _preset_names("h1") == ["h100-4su"]
-    script = runner.invoke(app, ["--show-completion", "bash"], env={"SHELL": "/bin/bash"})
-    assert script.exit_code == 0 and "complete" in script.output
+    # as bash asks it (the script `--show-completion` prints sets these; that flag detects the shell from the
+    # process tree, which under a background job is no shell at all: "Shell  not supported")
+    script = runner.invoke(app, [], prog_name="fabricgen", env={"_FABRICGEN_COMPLETE": "source_bash"})
+    assert script.exit_code == 0 and "_FABRICGEN_COMPLETE=complete_bash" in script.output
+    asked = runner.invoke(app, [], prog_name="fabricgen", env={
+        "_FABRICGEN_COMPLETE": "complete_bash", "COMP_WORDS": "fabricgen init --preset h1", "COMP_CWORD": "3"})
+    assert (asked.exit_code, asked.output) == (0, "h100-4su\n")
 
 
 def test_init_writes_the_spec_and_its_editor_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
