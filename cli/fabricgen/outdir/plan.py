@@ -77,6 +77,7 @@ class Plan:
     lock: Lock
     artifacts: tuple[Artifact, ...]
     previous_lock_bytes: bytes | None = field(default=None, repr=False)
+    previous_lock: Lock | None = field(default=None, repr=False, compare=False)  # those bytes parsed, once
     known: Mapping[str, Known] = field(default_factory=dict, repr=False, compare=False)
     last_run: LastRun = field(default=LastRun(), repr=False, compare=False)
 
@@ -101,17 +102,15 @@ class Plan:
     @property
     def previous_spec_digest(self) -> str:
         """The spec digest of the last apply ("" without a lock): a new one re-issues every printed sheet."""
-        if self.previous_lock_bytes is None:
-            return ""
-        return parse_lock(self.previous_lock_bytes, str(self.out_dir / LOCK_FILE)).spec_digest
+        return "" if self.previous_lock is None else self.previous_lock.spec_digest
 
     @property
     def other_cluster(self) -> ClusterId | None:
         """The cluster OUT's lock says it holds when that is another than this plan's (None when it is the same,
         or either is not known: no lock, a lock older than format 3, a plan made without a spec)."""
-        if self.previous_lock_bytes is None or not self.lock.cluster.known:
+        if self.previous_lock is None or not self.lock.cluster.known:
             return None
-        held = parse_lock(self.previous_lock_bytes, str(self.out_dir / LOCK_FILE)).cluster
+        held = self.previous_lock.cluster
         return held if held.known and held != self.lock.cluster else None
 
     @property
@@ -234,7 +233,7 @@ def unchanged_plan(out_dir: Path, digest_now: Callable[[Inputs], str | None]) ->
             changes.append(Change(Action.UNCHANGED, entry.path, "up to date", seen=seen.sha256))
     except (OSError, OutputError):  # reported by the full path, in its order (the spec's problems first)
         return None
-    return Plan(out_dir, tuple(changes), lock, (), previous_bytes, disk.known, last)
+    return Plan(out_dir, tuple(changes), lock, (), previous_bytes, lock, disk.known, last)
 
 
 def settled_writes(plan: Plan, renamed_since_ns: int) -> dict[str, Known]:
@@ -361,9 +360,8 @@ def _diff(rendered: tuple[Artifact, ...], out_dir: Path, new_lock: Lock) -> Plan
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"output directory {out_dir} exists and is not a directory")
     previous_bytes = read_lock_bytes(out_dir)
-    previous = {}
-    if previous_bytes is not None:
-        previous = parse_lock(previous_bytes, str(out_dir / LOCK_FILE)).by_path()
+    previous_lock = None if previous_bytes is None else parse_lock(previous_bytes, str(out_dir / LOCK_FILE))
+    previous = {} if previous_lock is None else previous_lock.by_path()
     last = read_last_run(out_dir)
     disk = _Disk(out_dir, last.files)
     rendered_paths = {a.path for a in rendered}
@@ -380,6 +378,7 @@ def _diff(rendered: tuple[Artifact, ...], out_dir: Path, new_lock: Lock) -> Plan
         lock=new_lock,
         artifacts=rendered,
         previous_lock_bytes=previous_bytes,
+        previous_lock=previous_lock,
         known=disk.known,
         last_run=last,
     )
