@@ -18,7 +18,6 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
@@ -255,7 +254,7 @@ def build_diagram(topology: Topology) -> Diagram:
     subtitle = " · ".join([f"site {cluster.metadata.site}", _count(len(cluster.nodes), "node"),
                            _count(len(fabrics), "fabric"), _count(switches, "switch"), _count(links, "link")])
     name = cluster.metadata.name
-    return Diagram(name, f"{name}: network topology", subtitle, PurePosixPath(cluster.source).name, fabrics)
+    return Diagram(name, f"{name}: network topology", subtitle, cluster.source, fabrics)
 
 
 # -- Graphviz ---------------------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ addresses.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from netaddr import IPNetwork
 
@@ -91,7 +90,7 @@ def ipoib_ports(topology: Topology) -> dict[str, tuple[list[IpoibPort], list[str
 
 
 def render(topology: Topology) -> list[Artifact]:
-    source = PurePosixPath(topology.cluster.source).name
+    source = topology.cluster.source
     out = []
     for node, (ports, unconfigured) in sorted(ipoib_ports(topology).items()):
         host = f"hosts/{checked(DEVICE_NAME, node, 'node name')}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import render_template
@@ -497,6 +497,6 @@ def _fabric_artifacts(topology: Topology, ft: FabricTopology, source: str) -> li
 
 
 def render(topology: Topology) -> list[Artifact]:
-    source = PurePosixPath(topology.cluster.source).name
+    source = topology.cluster.source
     return [a for ft in topology.fabrics if ft.fabric.type is FabricType.INFINIBAND
             for a in _fabric_artifacts(topology, ft, source)]

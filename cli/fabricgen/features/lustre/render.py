@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.naming import DEVICE_NAME, IDENTIFIER, NETDEV, checked
@@ -396,7 +395,7 @@ def _storage_artifacts(topology: Topology, source: str, fs: LustreFs) -> list[Ar
 
 def render(topology: Topology) -> list[Artifact]:
     """The Lustre client and storage-administrator files: see the module docstring."""
-    source = PurePosixPath(topology.cluster.source).name
+    source = topology.cluster.source
     out = []
     for name, (profile, filesystems) in _mounted(topology).items():
         out += _client_artifacts(topology, source, name, profile, filesystems)
