@@ -89,7 +89,6 @@ class Document:
     value_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
     key_positions: Mapping[PathKey, SourcePosition] = field(repr=False)
     secret_keys: frozenset[str] = frozenset()
-    secret_spans: tuple[SourceSpan, ...] = ()  # where the values under secret keys are written
 
     def position(self, path: PathKey) -> SourcePosition:
         """Best position for a path: the key's line, else the value's, else the nearest ancestor's."""

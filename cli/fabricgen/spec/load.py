@@ -270,10 +270,10 @@ def load_text(text: str | bytes, source: str = "<spec>") -> Document:
     _secret_spans.pop(source, None)
     converter = _Converter(source, _count_distinct(nodes[0]), secrets)
     data = converter.convert(nodes[0], ())  # stopped early (an alias bomb), it leaves only the guess from the text
-    spans = _secret_spans[source] = tuple(sorted(converter.secret_spans))
+    _secret_spans[source] = tuple(sorted(converter.secret_spans))  # kept for the issues raised here too
     if converter.issues:
         raise SpecError(converter.issues)
-    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys, secrets, spans)
+    return Document(data, source, hashlib.sha256(raw).hexdigest(), converter.values, converter.keys, secrets)
 
 
 # Where each loaded source wrote its secret values, for the source lines the CLI prints under a problem (which it
