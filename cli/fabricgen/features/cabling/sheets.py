@@ -13,7 +13,6 @@ from __future__ import annotations
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling import handoff
-from fabricgen.features.cabling.handoff import end_labels
 from fabricgen.features.cabling.plan import bill_of_materials
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
@@ -34,7 +33,8 @@ def _blank(value: int | None) -> Cell:
 
 
 def cable_row(cable: Cable, site: str, labels: dict[tuple[str, bool], str]) -> tuple[Cell, ...]:
-    """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order; ``labels``: ``end_labels``."""
+    """The cables.csv row of one cable (also the XLSX row), in CABLE_COLUMNS order; ``labels``: the end labels
+    (``handoff.end_labels``)."""
     a, z, m = cable.a, cable.z, cable.medium
     return (cable.id, cable.physical, cable.leg or "", cable.leg_fibers, m.polarity if cable.leg_fibers else "",
             cable.label, cable.fabric, cable.tier, _blank(cable.rail),
@@ -47,7 +47,7 @@ def cable_row(cable: Cable, site: str, labels: dict[tuple[str, bool], str]) -> t
 def render(topology: Topology) -> list[Artifact]:
     site = topology.cluster.metadata.site
     cables = topology.cables
-    labels = end_labels(cables)
+    labels = handoff.end_labels(cables)
     bom = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), cables)
     return [
         Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site, labels) for c in cables))),

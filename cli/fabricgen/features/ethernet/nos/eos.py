@@ -98,13 +98,15 @@ def _split_lanes(model: SwitchModel, name: str, per_cage: int, speed: str = "") 
 
 def interface_name(model: SwitchModel, port: PortView) -> str:
     """EOS name of a port: Ethernet<cage>/<first lane>, or Ethernet<cage> on a single-lane cage."""
-    _, cage_lanes, port_lanes = _lanes(model, port)  # refuses a split the cage cannot make, naming the speed
-    return port_name(model, port.name, cage_lanes // port_lanes)
+    return _interface(port.name, *_lanes(model, port))  # refuses a split the cage cannot make, naming the speed
 
 
 def port_name(model: SwitchModel, name: str, per_cage: int) -> str:
     """EOS name of fabricgen port ``name`` on a cage split into ``per_cage`` ports (see interface_name)."""
-    cage, cage_lanes, port_lanes = _split_lanes(model, name, per_cage)
+    return _interface(name, *_split_lanes(model, name, per_cage))
+
+
+def _interface(name: str, cage: int, cage_lanes: int, port_lanes: int) -> str:
     if cage_lanes == 1:
         return DATA.interface("whole", cage=cage)
     sub = int(name.split("/")[1]) if "/" in name else 1
