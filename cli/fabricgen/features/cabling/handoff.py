@@ -80,13 +80,18 @@ def _shares_plug(cable: Cable, a_end: bool) -> bool:
     return bool(cable.leg) and (cable.medium.legs == 1 or not a_end)
 
 
+def _plug_key(cable: Cable, a_end: bool) -> tuple[str, bool]:
+    """Which plug a cable's end is in: (its physical cable where its legs share the plug, else its own id; is the
+    A end)."""
+    return cable.physical if _shares_plug(cable, a_end) else cable.id, a_end
+
+
 def plugs(cables: Iterable[Cable]) -> dict[tuple[str, bool], list[Cable]]:
-    """The cables behind each plug, keyed by (physical cable or, for a plug of its own, cable id; is the A end),
-    in cable order."""
+    """The cables behind each plug (keyed by `_plug_key`), in cable order."""
     out: dict[tuple[str, bool], list[Cable]] = {}
     for c in cables:
         for a_end in (True, False):
-            out.setdefault((c.physical if _shares_plug(c, a_end) else c.id, a_end), []).append(c)
+            out.setdefault(_plug_key(c, a_end), []).append(c)
     return out
 
 
@@ -134,8 +139,7 @@ def rack_plugs(cables: Sequence[Cable]) -> dict[str, list[list[RackEnd]]]:
     for rack, ends in rack_ends(cables).items():
         grouped: dict[tuple[str, bool], list[RackEnd]] = {}
         for e in ends:
-            grouped.setdefault((e.cable.physical if _shares_plug(e.cable, e.is_a) else e.cable.id, e.is_a),
-                               []).append(e)
+            grouped.setdefault(_plug_key(e.cable, e.is_a), []).append(e)
         out[rack] = list(grouped.values())  # dicts keep the order of each plug's first (top, lowest) port
     return out
 
