@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import count
@@ -534,8 +534,10 @@ class Sync:
             site_id=self.site) if o["device"]["id"] in name_of}
         names = self.imports.names
         speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(self.topology).items()}
-        cabled = {(end.device, names(end.device, end.port)): names.label(end.device, end.port)
-                  for c in self.topology.cables for end in (c.a, c.z)}
+        cabled: dict[str, dict[str, str]] = {}  # device -> its cabled ports' names -> their faceplate labels
+        for c in self.topology.cables:
+            for end in (c.a, c.z):
+                cabled.setdefault(end.device, {})[names(end.device, end.port)] = names.label(end.device, end.port)
         want: dict[tuple[str, str], Json] = {}
         by_type = {str(d["model"]): d["interfaces"] for d in self.imports.device_types}
         for r in self.imports.records("07-devices"):
@@ -753,12 +755,14 @@ def template_difference(wanted: dict[str, tuple[str, str, bool]], held: dict[str
     return f"{'; '.join(parts)}; it has {len(held)}" if parts else ""
 
 
-def split_cages(templates: list[Json], device: str, cabled: dict[tuple[str, str], str]) -> dict[str, Json]:
+def split_cages(templates: list[Json], device: str, cabled: Mapping[str, Mapping[str, str]]) -> dict[str, Json]:
     """What a device's templated ports should be (type, mgmt_only, label, enabled, description): a cabled port
     labelled with its faceplate name on the device (``Ethernet136`` is ``17`` on the type, ``17/1`` once split);
     a cage split into sub-ports of other names (NVUE's ``swp17`` into ``swp17s0``, ``swp17s1``) disabled, with
-    the sub-ports in its description (review D2: it would look free for cabling, and the NOS has no such port)."""
-    labels = {port: label for (d, port), label in cabled.items() if d == device and label}
+    the sub-ports in its description (review D2: it would look free for cabling, and the NOS has no such port).
+    ``cabled``: each device's cabled ports by name, their faceplate labels (grouped by device once: a scan of every
+    cable end per device was quadratic in the cluster)."""
+    labels = {port: label for port, label in cabled.get(device, {}).items() if label}
     subs: dict[str, list[str]] = {}
     for port, label in sorted(labels.items()):
         if "/" in label:

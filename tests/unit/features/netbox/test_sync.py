@@ -289,11 +289,11 @@ def test_a_cage_split_into_other_names_is_disabled() -> None:
     templates = [{"name": "Ethernet136", "label": "17", "type": "400gbase-x-qsfpdd", "mgmt_only": False},
                  {"name": "swp17", "label": "17", "type": "400gbase-x-qsfpdd", "mgmt_only": False},
                  {"name": "swp18", "label": "18", "type": "400gbase-x-qsfpdd", "mgmt_only": False}]
-    sonic = split_cages(templates[:1], "leaf", {("leaf", "Ethernet136"): "17/1", ("leaf", "Ethernet140"): "17/2"})
+    sonic = split_cages(templates[:1], "leaf", {"leaf": {"Ethernet136": "17/1", "Ethernet140": "17/2"}})
     assert sonic["Ethernet136"] == {"type": "400gbase-x-qsfpdd", "mgmt_only": False, "label": "17/1",
                                     "enabled": True, "description": ""}
-    nvue = split_cages(templates[1:], "leaf", {("leaf", "swp17s0"): "17/1", ("leaf", "swp17s1"): "17/2",
-                                               ("other", "swp18s0"): "18/1"})
+    nvue = split_cages(templates[1:], "leaf", {"leaf": {"swp17s0": "17/1", "swp17s1": "17/2"},
+                                               "other": {"swp18s0": "18/1"}})
     assert nvue["swp17"]["enabled"] is False and nvue["swp17"]["description"] == "split into 2: swp17s0, swp17s1"
     assert nvue["swp18"]["enabled"] is True and nvue["swp18"]["label"] == "18"
 
