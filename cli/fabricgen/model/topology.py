@@ -84,19 +84,20 @@ class FabricTopology:
 class Topology:
     """The compiled cluster: its fabrics (switches and links), their cables and address plans.
 
-    Views of a fabric that several checks and renderers read (the subnet manager's view of an InfiniBand
-    fabric, the Ethernet switch views) are not fields: each is computed on first use by :meth:`derived` and
-    kept with this object. Computing them in compile instead would make this module import the modules that
-    define them (which import it), tax every compile with views only some targets read, and leave a
-    ``dataclasses.replace`` copy holding views of the fields it replaced; kept here, a copy starts empty and
-    a view lives exactly as long as the topology it was computed from.
+    Views that several checks and renderers read (of a fabric: the subnet manager's view of an InfiniBand
+    fabric, the Ethernet switch views; of the whole topology: the cable sheets' rows) are not fields: each is
+    computed on first use by :meth:`derived` or :meth:`shared` and kept with this object. Computing them in
+    compile instead would make this module import the modules that define them (which import it), tax every
+    compile with views only some targets read, and leave a ``dataclasses.replace`` copy holding views of the
+    fields it replaced; kept here, a copy starts empty and a view lives exactly as long as the topology it was
+    computed from.
     """
 
     cluster: Cluster
     fabrics: tuple[FabricTopology, ...]
     cables: tuple[Cable, ...] = ()
     addresses: Mapping[str, FabricAddresses] = field(default_factory=dict)
-    _derived: dict[tuple[Callable[..., object], str], object] = field(
+    _derived: dict[tuple[Callable[..., object], str | None], object] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 
     def fabric(self, name: str) -> FabricTopology:
@@ -114,4 +115,12 @@ class Topology:
         key = (view, ft.fabric.name)
         if key not in self._derived:
             self._derived[key] = view(self, ft)
+        return cast(V, self._derived[key])
+
+    def shared(self, view: Callable[[Topology], V]) -> V:
+        """``view(self)``, computed once and then shared: a view of the whole topology that several renderers
+        read (the render stage runs a feature's targets in one worker, in turn, so they share its views)."""
+        key = (view, None)
+        if key not in self._derived:
+            self._derived[key] = view(self)
         return cast(V, self._derived[key])

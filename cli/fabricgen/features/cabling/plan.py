@@ -42,7 +42,7 @@ from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, Medium, Optic, SwitchModel, serves_split_cage
 from fabricgen.model.nodes import Facility, Rack
-from fabricgen.model.topology import FabricTopology, Link, Port
+from fabricgen.model.topology import FabricTopology, Link, Port, Topology
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 CAGE_PAIR = "cage-pair"  # the choices key of the media that carry a lane-aligned pair of split cages
@@ -419,3 +419,9 @@ def bill_of_materials(switch_models: Iterable[str], cables: Sequence[Cable]) -> 
     lines += [BomLine("cable", part, text, count) for (part, text), count in by_cable.items()]
     lines += [BomLine("transceiver", part, "transceiver", count) for part, count in _optic_counts(cables).items()]
     return tuple(sorted(lines))
+
+
+def cluster_bom(topology: Topology) -> tuple[BomLine, ...]:
+    """The cluster's bill of materials (its switches and cables), which the CSV and the workbook both list: read
+    through ``topology.shared`` so a render computes it once."""
+    return bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)

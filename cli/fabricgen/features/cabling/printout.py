@@ -288,4 +288,4 @@ def row_pdf(sheets: RowSheets, site: str) -> bytes:
 
 def render(topology: Topology) -> list[Artifact]:
     head = page_header(topology)
-    return [Artifact(f"cabling/rows/{sheets.row}.pdf", row_pdf(sheets, head)) for sheets in row_sheets(topology)]
+    return [Artifact(f"cabling/rows/{sheets.row}.pdf", row_pdf(sheets, head)) for sheets in topology.shared(row_sheets)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling import handoff
-from fabricgen.features.cabling.plan import bill_of_materials
+from fabricgen.features.cabling.plan import cluster_bom
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
@@ -48,7 +48,7 @@ def render(topology: Topology) -> list[Artifact]:
     site = topology.cluster.metadata.site
     cables = topology.cables
     labels = handoff.end_labels(cables)
-    bom = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), cables)
+    bom = topology.shared(cluster_bom)
     return [
         Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site, labels) for c in cables))),
         Artifact("cabling/bom.csv", csv_bytes(("category", "part", "description", "count"),

@@ -28,7 +28,7 @@ from fabricgen.features.cabling.handoff import (
     revision,
     row_sheets,
 )
-from fabricgen.features.cabling.plan import bill_of_materials
+from fabricgen.features.cabling.plan import cluster_bom
 from fabricgen.features.cabling.sheets import Cell
 from fabricgen.features.cabling.xlsx import Sheet, write_workbook
 from fabricgen.model.cabling import Cable
@@ -108,9 +108,9 @@ def row_workbook(sheets: RowSheets, head: str) -> bytes:
 def render(topology: Topology) -> list[Artifact]:
     head = page_header(topology)
     by_fabric = {ft.fabric.name: [c for c in topology.cables if c.fabric == ft.fabric.name] for ft in topology.fabrics}
-    bom = bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)
+    bom = topology.shared(cluster_bom)
     sheets = [_fabric_sheet(name, cables, head) for name, cables in by_fabric.items()]
     sheets += [_legend(), Sheet(name="BOM", header=("category", "part", "description", "count"),
                                 rows=((b.category, b.part, b.description, b.count) for b in bom), landscape=False)]
-    rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in row_sheets(topology)]
+    rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in topology.shared(row_sheets)]
     return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE, PATTERNS)), *rows]

@@ -4,6 +4,7 @@ bytes back in tests/external/cabling/test_xlsx.py."""
 
 from __future__ import annotations
 
+import string
 import time
 import xml.etree.ElementTree as ET
 import zipfile
@@ -11,7 +12,11 @@ from collections.abc import Iterator
 from io import BytesIO
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fabricgen.core.templating import formula_like
+from fabricgen.features.cabling import xlsx
 from fabricgen.features.cabling.xlsx import COMPRESS_LEVEL, Sheet, Value, column_letter, write_workbook
 from tests.helpers.cabling import XLSX_PALETTE as PALETTE
 from tests.helpers.cabling import xlsx_book as _book
@@ -102,3 +107,15 @@ def test_large_generator_streams() -> None:
             xml = zf.read(name)
             assert b'<autoFilter ref="A1:Y65001"/>' in xml[-40_000:]  # before pageSetup and the row breaks
             assert xml.count(b"<row ") == 65_001
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(string.printable + "\x00\x0b_&<>=+-@ é\u2028"), max_size=8))
+def test_plain_text_fast_path_writes_what_the_general_path_writes(value: str) -> None:
+    """A text the fast path takes (printable ASCII needing no escape) gets the same cell as the general path,
+    which strips, escapes and marks formula-like texts."""
+    general = xlsx._text(value)
+    general = xlsx._QUOTED + general if formula_like(value) else general
+    fast = xlsx._PLAIN.fullmatch(value) is not None
+    assert xlsx._data_text(value) == general
+    assert fast <= (general == f' t="inlineStr"><is><t>{value}</t></is></c>')
