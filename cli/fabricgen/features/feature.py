@@ -57,12 +57,15 @@ class Target:
     """A renderer under the name ``--target`` and the registry know it by.
 
     ``cloud``: it also renders for a cloud cluster (which has no racks, switches or cables); every target
-    renders for an on-premises one and returns nothing where its domain is absent.
+    renders for an on-premises one and returns nothing where its domain is absent. ``shares``: targets with the
+    same key render in one worker of a parallel render, in turn, so a view they all read through
+    ``Topology.shared`` is computed once (the workbook and the PDFs print the same cable sheets' rows).
     """
 
     name: str
     render: Renderer
     cloud: bool = False
+    shares: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ Order matters where a feature reads what another built, and only there:
   reads the lustre file systems; object_storage reads the Lustre claims' mount paths;
 - compile: cabling, then addressing (independent plans; the first that fails stops compile, so the cable plan's
   problems are reported first), then lustre (its named storage servers' NIDs come from the address plan);
-- render: the slowest target (the XLSX workbook) first, so a parallel render starts it first.
+- render: the slowest targets (the XLSX workbook and the PDFs, which share the cable sheets) first, so a parallel
+  render starts them first.
 Checks and read-backs are order-free: their findings are sorted or kept per artifact.
 """
 

@@ -4,9 +4,10 @@ The targets are the features' (:attr:`Feature.targets`); a new one is a renderer
 in that feature's record.
 
 Because renderers are pure, large clusters render them in parallel: worker processes forked after compile
-share the compiled topology copy-on-write and return only their artifacts. The unit of work is a feature: its
-targets render in one worker, in turn, so the views they share (``Topology.shared``: the cable sheets' rows,
-which both the workbook and the PDFs print) are computed once, not once per worker.
+share the compiled topology copy-on-write and return only their artifacts. The unit of work is a target, or
+the targets that share a view (:attr:`Target.shares`: the workbook and the PDFs print the same cable sheets'
+rows), which render in one worker, in turn, so the view is computed once. Grouping more than that (a feature's
+targets in one worker) would put the cabling feature's ~half of the render CPU on one core.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from fabricgen.model.topology import Topology
 
 # Every feature's targets, by name, in FEATURES order (that order only schedules a parallel render).
 TARGETS: dict[str, Target] = {target.name: target for feature in FEATURES for target in feature.targets}
-_FEATURE_OF: dict[str, str] = {target.name: feature.name for feature in FEATURES for target in feature.targets}
 # How plan names the rows of the features' CSV artifacts (cables, addresses), for its per-row listing.
 TABLES: tuple[Table, ...] = tuple(table for feature in FEATURES for table in feature.tables)
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
@@ -37,19 +37,19 @@ def _render_in_worker(names: Sequence[str]) -> list[Artifact]:
     return [a for name in names for a in TARGETS[name].render(_forked_topology)]
 
 
-def _by_feature(names: Sequence[str]) -> list[list[str]]:
-    """The chosen targets grouped by feature, in the order chosen (FEATURES order by default: the slowest
-    feature, cabling, first, so a parallel render starts it first)."""
+def _groups(names: Sequence[str]) -> list[list[str]]:
+    """The chosen targets, those that share a view together, in the order chosen (FEATURES order by default: the
+    slowest, the cable sheets, first, so a parallel render starts them first)."""
     groups: dict[str, list[str]] = {}
     for name in names:
-        groups.setdefault(_FEATURE_OF[name], []).append(name)
+        groups.setdefault(TARGETS[name].shares or name, []).append(name)
     return list(groups.values())
 
 
 def _render_parallel(topology: Topology, names: Sequence[str]) -> list[Sequence[Artifact]]:
     global _forked_topology
     _forked_topology = topology
-    groups = _by_feature(names)
+    groups = _groups(names)
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(len(groups), os.cpu_count() or 1), mp_context=context) as pool:
@@ -60,7 +60,7 @@ def _render_parallel(topology: Topology, names: Sequence[str]) -> list[Sequence[
 
 def _parallel(topology: Topology, names: Sequence[str]) -> bool:
     links = sum(len(f.links) for f in topology.fabrics)
-    return (len(_by_feature(names)) > 1 and links >= PARALLEL_MIN_LINKS and (os.cpu_count() or 1) > 1
+    return (len(_groups(names)) > 1 and links >= PARALLEL_MIN_LINKS and (os.cpu_count() or 1) > 1
             and "fork" in multiprocessing.get_all_start_methods())
 
 

@@ -1,12 +1,11 @@
-"""The render stage: a parallel render gives the serial render's bytes; a feature's targets share one worker, so a
-view they share (``Topology.shared``) is computed once."""
+"""The render stage: a parallel render gives the serial render's bytes; targets that share a view render in one
+worker, so the view (``Topology.shared``) is computed once."""
 
 from __future__ import annotations
 
 import pytest
 
 from fabricgen.features.cabling.handoff import row_sheets
-from fabricgen.features.registry import FEATURES
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.stages import render as stage
@@ -26,11 +25,12 @@ def test_parallel_render_gives_the_serial_bytes(topology: Topology, monkeypatch:
     assert [(a.path, a.content) for a in parallel] == [(a.path, a.content) for a in serial]
 
 
-def test_a_features_targets_render_in_one_group_in_feature_order() -> None:
-    groups = stage._by_feature(list(stage.TARGETS))
-    assert groups == [[t.name for t in f.targets] for f in FEATURES if f.targets]
-    assert groups[0] == ["workbook", "print", "cabling", "diagram"]  # the slowest feature is started first
-    assert stage._by_feature(["sonic", "print", "eos"]) == [["sonic", "eos"], ["print"]]
+def test_targets_that_share_a_view_render_in_one_group_the_rest_each_alone() -> None:
+    groups = stage._groups(list(stage.TARGETS))
+    assert groups[0] == ["workbook", "print"]  # the cable sheets' rows, computed once; the slowest, started first
+    assert sorted(n for g in groups for n in g) == sorted(stage.TARGETS)
+    assert all(len(g) == 1 for g in groups[1:])
+    assert stage._groups(["sonic", "print", "eos", "workbook"]) == [["sonic"], ["print", "workbook"], ["eos"]]
 
 
 def test_a_shared_view_is_computed_once_per_topology(topology: Topology) -> None:

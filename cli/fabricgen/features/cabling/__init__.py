@@ -20,8 +20,9 @@ FEATURE = Feature(
     "cabling",
     compile=_plan,
     checks=(checks.cable_plan,),
-    targets=(Target("workbook", workbook.render), Target("print", printout.render), Target("cabling", sheets.render),
-             Target("diagram", diagram.render)),
+    targets=(Target("workbook", workbook.render, shares="cable sheets"),
+             Target("print", printout.render, shares="cable sheets"),
+             Target("cabling", sheets.render), Target("diagram", diagram.render)),
     # A cable is its two ends; its id (the label on the installed cable) is its switch-side port's, so it changes
     # only with a re-patch, and plan lists relabels (same ends, new id) and re-patches (same id, other ends) apart;
     # a cable whose only change is its estimated run (run_m; its orderable length_m and part stay) is not re-pulled.
