@@ -7,8 +7,8 @@ Per size (16k and 64k GPUs, the specs of bench.py):
 - `fabricgen --help`, whose CPU is what importing the CLI costs every command (a no-change plan imports no
   feature: see cli.py's docstring);
 - the write limit of the fresh apply's tree: the same bytes into the same files with the durability apply
-  promises (each file fsynced in a staging directory, the directories fsynced, one rename per file into place,
-  the target directories fsynced), and the same tree with plain writes (no fsync) for scale.
+  promises (each file fsynced in one flat staging directory, that directory fsynced, one rename per file into
+  place, the target directories fsynced), and the same tree with plain writes (no fsync) for scale.
 Each command is run `REPEATS` times (median wall; CPU from the child's rusage, workers included) so a busy
 machine shows as spread, not as a wrong figure; the load average is printed before and after each size, since
 on a shared 2-core machine wall time is only meaningful beside it. Ratios, not seconds, are the targets
@@ -99,34 +99,33 @@ def _write_file(file: tuple[Path, bytes, bool]) -> None:
 
 
 def write_limit(files: list[tuple[str, bytes]], root: Path, durable: bool) -> float:
-    """Seconds to write ``files`` under ``root``: with ``durable`` as apply does it (staging, fsync of every file
-    and directory, a rename per file, fsync of the target directories; the fsyncs from the same threads as apply's,
-    :func:`fabricgen.outdir.fs.in_parallel`), else with plain writes."""
+    """Seconds to write ``files`` under ``root``: with ``durable`` as apply does it (every file into one flat
+    staging directory and fsynced, the staging directory fsynced, a rename per file into its place, the target
+    directories fsynced; the fsyncs from the same threads as apply's, :func:`fabricgen.outdir.fs.in_parallel`),
+    else with plain writes into the tree."""
     start = time.perf_counter()
-    staging = root / ("staging" if durable else "plain")
-    dirs = set()
-    jobs = []
-    for rel, content in files:
-        path = staging / rel
-        if path.parent not in dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            dirs.add(path.parent)
-        jobs.append((path, content, durable))
     if durable:
-        in_parallel(_write_file, jobs)
-        in_parallel(_fsync_dir, dirs)
+        staging = root / "staging"
+        staging.mkdir(parents=True)
+        in_parallel(_write_file, [(staging / str(i), content, True) for i, (_, content) in enumerate(files)])
+        _fsync_dir(staging)
         final = root / "out"
         targets = set()
-        for rel, _ in files:
+        for i, (rel, _) in enumerate(files):
             target = final / rel
             if target.parent not in targets:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 targets.add(target.parent)
-            (staging / rel).replace(target)
+            (staging / str(i)).replace(target)
         in_parallel(_fsync_dir, targets)
     else:
-        for job in jobs:
-            _write_file(job)
+        dirs = set()
+        for rel, content in files:
+            path = root / "plain" / rel
+            if path.parent not in dirs:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                dirs.add(path.parent)
+            _write_file((path, content, False))
     return time.perf_counter() - start
 
 

@@ -3,8 +3,9 @@
 The protocol has one commit point and rolls forward, in this order (each step depends on the one before):
   1. take OUT/.fabricgen/apply.lock (flock, non-blocking) so two applies cannot interleave, finish any
      interrupted apply, then re-plan: another process may have changed OUT since the caller planned;
-  2. write every new or changed file into OUT/.fabricgen/staging-<random>/ and fsync it and its directories
-     (from several threads: the disk commits concurrent fsyncs together); OUT is untouched;
+  2. write every new or changed file into OUT/.fabricgen/staging-<random>/, flat (the journal's i-th write as
+     file <i>), fsync each (from several threads: the disk commits concurrent fsyncs together), then the
+     staging directory; OUT is untouched;
   3. write OUT/.fabricgen/journal.json atomically (temp file, fsync, os.replace, fsync dir): the commit point;
   4. roll forward: deletions (and the directories they empty), then one os.replace per staged file, then the
      lock file, last, so a lock on disk always describes a finished apply;
@@ -170,17 +171,14 @@ def _committed(state: State) -> bool:
 
 
 def _stage(plan: Plan, state: State, staging: str) -> None:
-    """Every new file into the private staging directory, made by this run (0700), each directory opened without
-    following a symlink."""
+    """Every new file into the private staging directory, made by this run (0700) and opened without following a
+    symlink: flat, the i-th write as file ``<i>`` (the journal's order), so staging is one directory to make, sync
+    and remove whatever the depth of the tree (a copy of the tree took ~2,200 of each at 16k GPUs)."""
     with tree(state.state_fd) as private:
-        files = []
-        for artifact in plan.writes:  # the directories first, one thread: Tree is not shared between threads
-            parent_rel, _, name = artifact.path.rpartition("/")
-            directory = private.get(f"{staging}/{parent_rel}" if parent_rel else staging, create=True)
-            assert directory is not None
-            files.append((directory, name, artifact))
-        in_parallel(lambda file: write_new(file[0], file[1], file[2].content, file[2].mode), files)
+        directory = private.get(staging)
+        assert directory is not None
+        in_parallel(lambda item: write_new(directory, str(item[0]), item[1].content, item[1].mode),
+                    list(enumerate(plan.writes)))
         # New directory entries are durable only once their directory is synced; the journal must not outlive them
-        in_parallel(os.fsync, [fd for rel, fd in private.opened().items() if rel])
+        os.fsync(directory)
         os.fsync(state.state_fd)
-

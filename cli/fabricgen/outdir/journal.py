@@ -37,7 +37,9 @@ from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, LockEntry, parse_lock
 
 FLOCK_FILE = "apply.lock"
 JOURNAL_FILE = "journal.json"
-JOURNAL_FORMAT = 1
+# 2: staged files flat, file i of ``writes`` at <staging>/<i>; 1 (still finished): staged under their own paths
+JOURNAL_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 STAGING_PREFIX = "staging-"
 TMP_PREFIX = "tmp-"
 _STAGING_NAME = re.compile(r"^staging-[A-Za-z0-9_]+$")
@@ -51,8 +53,15 @@ class Journal:
     writes: tuple[LockEntry, ...]
     deletions: tuple[str, ...]
     lock_bytes: bytes
+    flat: bool = True  # False only for a format-1 journal an earlier fabricgen left, finished as it was written
+
+    def staged(self, index: int) -> str:
+        """Where write ``index`` waits, relative to the staging directory."""
+        return str(index) if self.flat else self.writes[index].path
 
     def to_bytes(self) -> bytes:
+        if not self.flat:
+            raise ValueError("only a flat staging is journalled (format 1 is read, never written)")
         doc = {
             "deletions": list(self.deletions),
             "journal_version": JOURNAL_FORMAT,
@@ -78,7 +87,7 @@ class Journal:
 
     @classmethod
     def _from_json(cls, doc: Any) -> Journal:
-        if doc["journal_version"] != JOURNAL_FORMAT:
+        if doc["journal_version"] not in _READABLE_FORMATS:
             raise ValueError(f"unknown journal_version {doc['journal_version']!r}")
         staging, lock = doc["staging"], doc["lock"]
         if not isinstance(staging, str) or not _STAGING_NAME.fullmatch(staging) or not isinstance(lock, str):
@@ -88,7 +97,8 @@ class Journal:
         for path in deletions + tuple(w.path for w in writes):
             if not isinstance(path, str) or not is_safe_relative_path(path):
                 raise ValueError(f"unsafe path {path!r}")
-        return cls(staging=staging, writes=writes, deletions=deletions, lock_bytes=lock.encode("ascii"))
+        return cls(staging=staging, writes=writes, deletions=deletions, lock_bytes=lock.encode("ascii"),
+                   flat=doc["journal_version"] == 2)
 
 
 @dataclass(frozen=True)
@@ -218,8 +228,8 @@ def _roll_forward(state: State, journal: Journal) -> bool:
         for rel in journal.deletions:
             _delete(out, rel)
         touched = {""}
-        for entry in journal.writes:
-            _move_into_place(private, out, journal.staging, entry.path, state)
+        for index, entry in enumerate(journal.writes):
+            _move_into_place(private, out, journal.staging, journal.staged(index), entry.path, state)
             touched.add(entry.path.rpartition("/")[0])
         opened = out.opened()
         in_parallel(os.fsync, [opened[rel_dir] for rel_dir in sorted(touched)])
@@ -266,18 +276,19 @@ def _delete(out: Tree, rel: str) -> None:
         out.forget(directory)
 
 
-def _move_into_place(private: Tree, out: Tree, staging: str, rel: str, state: State) -> None:
-    """Rename a staged file over its target; a missing staged file means an earlier run already moved it. The
-    target's directories are opened (or made) without following a symlink: one planted there is refused."""
+def _move_into_place(private: Tree, out: Tree, staging: str, staged: str, rel: str, state: State) -> None:
+    """Rename the file staged at ``staged`` (in ``staging``) over its target ``rel``; a missing staged file means an
+    earlier run already moved it. The target's directories are opened (or made) without following a symlink: one
+    planted there is refused."""
     parent_rel, _, name = rel.rpartition("/")
-    staged_dir = f"{staging}/{parent_rel}" if parent_rel else staging
+    staged_parent, _, staged_name = staged.rpartition("/")
     try:
-        source = private.get(staged_dir)
+        source = private.get(f"{staging}/{staged_parent}" if staged_parent else staging)
     except OSError as exc:
         if exc.errno not in NOT_A_DIRECTORY:
             raise
         source = None
-    if source is not None and exists(source, name):
+    if source is not None and exists(source, staged_name):
         try:
             target = out.get(parent_rel, create=True)
         except OSError as exc:
@@ -287,7 +298,7 @@ def _move_into_place(private: Tree, out: Tree, staging: str, rel: str, state: St
                     "and fabricgen never writes through one; move it away and run fabricgen apply again") from exc
             raise
         assert target is not None
-        os.replace(name, name, src_dir_fd=source, dst_dir_fd=target)
+        os.replace(staged_name, name, src_dir_fd=source, dst_dir_fd=target)
         return
     try:
         target = out.get(parent_rel)
