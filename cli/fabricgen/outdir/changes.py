@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
+from itertools import repeat
 from typing import Any
 
 import yaml
@@ -270,7 +271,7 @@ def _rows(text: str, table: Table) -> Rows | None:
     header = next(reader, [])
     if not set(table.key) <= set(header):
         return None
-    return _keyed((dict(zip(header, values, strict=False)) for values in reader), table.key)
+    return _keyed(map(dict, map(zip, repeat(header), reader)), table.key)
 
 
 def _row_count(text: str, table: Table) -> int | None:
@@ -300,11 +301,13 @@ def _json_rows(text: str, table: Table) -> Rows | None:
 def _keyed(rows: Iterable[dict[str, str]], key: Sequence[str]) -> Rows:
     keyed: Rows = {}
     for row in rows:
-        at = tuple(row.get(column, "") for column in key)
-        ordinal = 1
-        while (at + ((str(ordinal),) if ordinal > 1 else ())) in keyed:
-            ordinal += 1
-        keyed[at + ((str(ordinal),) if ordinal > 1 else ())] = row
+        at = tuple([row.get(column, "") for column in key])
+        if at in keyed:  # rare: a repeated key takes the first free ordinal
+            ordinal = 2
+            while (*at, str(ordinal)) in keyed:
+                ordinal += 1
+            at = (*at, str(ordinal))
+        keyed[at] = row
     return keyed
 
 
