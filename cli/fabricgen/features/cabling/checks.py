@@ -130,6 +130,7 @@ def cage_plugs(topology: Topology) -> Iterator[Finding]:
     room: dict[tuple[str, str], int] = {}
     fabric_of: dict[tuple[str, str], str] = {}
     stranded: dict[str, dict[str, str]] = {}  # fabric -> cable id -> the first end its plug does not drive
+    splits: dict[tuple[str, str, str], int] = {}  # (switch model, cage, speed) -> logical ports: a few hundred
     for cable in topology.cables:
         ends = ((cable.z, cable.z_optic),) if cable.tier == "node-leaf" else ((cable.a, cable.a_optic),
                                                                                (cable.z, cable.z_optic))
@@ -140,16 +141,21 @@ def cage_plugs(topology: Topology) -> Iterator[Finding]:
             connectors = optic.connections if optic is not None else 1
             room[cage] = max(room.get(cage, 1), connectors)
             fabric_of[cage] = cable.fabric
-            split = models[end.device].cage_group(int(cage[1])).per_cage(cable.speed)
-            if (split > connectors and not cable.leg
+            if cable.leg:
+                continue
+            model = models[end.device]
+            split = splits.get((model.name, cage[1], cable.speed), 0)
+            if not split:
+                split = splits[model.name, cage[1], cable.speed] = model.cage_group(int(cage[1])).per_cage(cable.speed)
+            if (split > connectors
                     and not serves_split_cage(cable.medium, end.form_factor, cable.speed, kind, split)
                     and (switch_lane(end.port) - 1) % (split // connectors)):
                 stranded.setdefault(cable.fabric, {}).setdefault(cable.id, f"{cable.id} at {end.device}:{end.port}")
     full: dict[str, list[str]] = {}
-    for cage, physical in sorted(plugs.items(), key=lambda item: (item[0][0], int(item[0][1]) if item[0][1].isdigit()
-                                                                    else 0, item[0][1])):
-        if len(physical) > room[cage]:
-            full.setdefault(fabric_of[cage], []).append(f"{cage[0]} cage {cage[1]} ({len(physical)} cables)")
+    over = [(cage, physical) for cage, physical in plugs.items() if len(physical) > room[cage]]
+    for cage, physical in sorted(over, key=lambda item: (item[0][0], int(item[0][1]) if item[0][1].isdigit() else 0,
+                                                         item[0][1])):
+        full.setdefault(fabric_of[cage], []).append(f"{cage[0]} cage {cage[1]} ({len(physical)} cables)")
     hint = ("run those cages unsplit, place one link per cage, or cable them with a splitter, breakout or cage-pair "
             "cable the catalog lists (catalog.media: legs, cage_pair)")
     for ft in topology.fabrics:
