@@ -85,6 +85,9 @@ def _expected(spec: Path, files: list[Path]) -> Counter[str]:
         "ipam/vlan-groups": len(_rows(files, "12-")), "ipam/vlans": len(_rows(files, "13-")),
         "ipam/vrfs": len(_rows(files, "14-")), "ipam/prefixes": len(_rows(files, "15-")),
         "ipam/ip-addresses": len(_rows(files, "16-")),
+        # D5: each switch's console and power ports, made by NetBox from its type's templates
+        "dcim/console-ports": sum(len(types[d["device_type"]].get("console-ports", ())) for d in devices),
+        "dcim/power-ports": sum(len(types[d["device_type"]].get("power-ports", ())) for d in devices),
     })
 
 
@@ -124,7 +127,21 @@ def _first_import(session: Session, spec: Path, out: Path) -> tuple[list[Path], 
     assert session.count("dcim/devices", has_oob_ip="true") == len(oob)
     _names_labels_racks(session, spec, files, primary)
     _one_cable_per_physical_cable(session, spec, files)
+    _type_facts(session, files)
     return files, expected
+
+
+def _type_facts(session: Session, files: list[Path]) -> None:
+    """D5: every device type NetBox made from the 05 files has its model's depth, airflow and weight (SN2201 half
+    depth, QM9700 rear-to-front at 14.8 kg); switches' console and power ports are counted in ``_expected``."""
+    for model, doc in _types(files).items():
+        held = session.records("dcim/device-types", model=model, fields="is_full_depth,airflow,weight,weight_unit")
+        assert len(held) == 1, model
+        got = {"is_full_depth": held[0]["is_full_depth"], "airflow": (held[0]["airflow"] or {}).get("value") or None,
+               "weight": held[0]["weight"], "weight_unit": (held[0]["weight_unit"] or {}).get("value") or None}
+        assert got == {k: doc.get(k) for k in got}, (model, got)
+    types = _types(files)
+    assert types["SN2201 SONiC"]["is_full_depth"] is False and types["QM9700"]["airflow"] == "rear-to-front"
 
 
 def _one_cable_per_physical_cable(session: Session, spec: Path, files: list[Path]) -> None:

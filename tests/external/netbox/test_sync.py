@@ -144,6 +144,11 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
     assert held["interfaces"] == sum(templated[str(r["device_type"])] for r in imports.records("07-devices")) + len(
         imports.records("08-interfaces"))
+    # D5: each switch's console and power ports, from its type's templates (device_facts.yaml)
+    docs = {str(d["model"]): d for d in imports.device_types}
+    for kind in ("console-ports", "power-ports"):
+        want = sum(len(docs[str(r["device_type"])].get(kind, ())) for r in imports.records("07-devices"))
+        assert session.count(f"dcim/{kind}", site_id=str(site)) == want > 0, kind
     marked = [r for r in imports.records("16-ip-addresses") if "true" in (r["is_primary"], r["is_oob"])]
     assert held["primary"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_primary"] == "true"})
     assert held["oob"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_oob"] == "true"})
@@ -317,6 +322,14 @@ def _a_nos_change_renames_the_ports(session: Session, env: dict[str, str], tmp_p
         assert {k for k in held if k[0] == switch} == {(switch, n) for n in templated[types[switch]]} | {
             k for k in imported if k[0] == switch}, switch
     assert report.counts["devices"] == Counter({"update": len(oob)})
+    # D5: the two new types' console and power-port templates made with them (SN2201: con0; SN4700: con0, psu0/1)
+    docs = {str(d["model"]): d for d in imports.device_types}
+    for kind in ("console-port-templates", "power-port-templates"):
+        made = {model: session.count(f"dcim/{kind}", device_type_id=str(t["id"])) for model in ("SN2201 NVUE",
+                "SN4700 NVUE") for t in session.records("dcim/device-types", model=model, fields="id")}
+        assert made == {m: len(docs[m].get(kind.removesuffix("-templates") + "s", ())) for m in made}, made
+    assert report.counts["console port templates"] == Counter({"create": 2})
+    assert report.counts["power port templates"] == Counter({"create": 2})
     now = _planned_cables(topology)
     assert held_cables(session, site) == now
     # the cables on the renamed ports are made again, the two 4-leg breakout harnesses among them, each still one

@@ -6,7 +6,8 @@ and its device custom field (``<site>/<name>``: the interface and IP-address imp
 is unique only within a site; the two are independent), 01 site, 02 locations (one per row), 03 manufacturers, 04
 device roles (a switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per
 type, so an existing type refuses only its own file: every port of the hardware, switch cages at their native split
-and a profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only
+and a profile's NIC ports, typed by their cage; a switch model's depth, airflow, weight, console and power ports from
+device_facts.yaml), 06 racks (in their row's location), 07 devices, 08 interfaces (only
 those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (one per
 physical cable, labelled with its id as the sheets print it: a cage-pair cable or a splitter is one cable whose
 sides list their devices and interfaces, link k on connector k of a trunk profile; NetBox >= 4.7's import takes
@@ -195,6 +196,27 @@ def manufacturer_names() -> dict[str, str]:
     return {str(k): str(v) for k, v in load_file(Path(__file__).with_name("manufacturers.yaml")).data.items()}
 
 
+@cache
+def device_facts() -> dict[str, dict[str, Any]]:
+    """A switch model's DCIM facts (device_facts.yaml: depth, airflow, weight, console and power ports), by model."""
+    return {str(k): dict(v) for k, v in load_file(Path(__file__).with_name("device_facts.yaml")).data.items()}
+
+
+def _facts_entry(model: str) -> dict[str, Any]:
+    """What a device type carries of its model's facts, in the device-type YAML's keys (console-ports, power-ports:
+    the templates NetBox makes each device's console and power ports from); a fact not known is left out."""
+    facts = device_facts().get(model, {})
+    entry: dict[str, Any] = {"is_full_depth": bool(facts.get("is_full_depth", True))}  # NetBox's default
+    if "airflow" in facts:
+        entry["airflow"] = str(facts["airflow"])
+    if "weight_kg" in facts:
+        entry |= {"weight": float(facts["weight_kg"]), "weight_unit": "kg"}
+    for key in ("console_ports", "power_ports"):
+        if facts.get(key):
+            entry[key.replace("_", "-")] = [dict(port) for port in facts[key]]
+    return entry
+
+
 def manufacturer(vendor: str) -> str:
     """The catalog vendor as NetBox's device-type library names the manufacturer (``NVIDIA``: ``Nvidia``)."""
     return manufacturer_names().get(vendor, vendor)
@@ -358,7 +380,7 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
             title, namer = switch_namer(ft, sw.tier)
             type_name = f"{model.name} {title}" if title else model.name
             entry = types.setdefault(type_name, _type_entry(maker, type_name, model.height_u,
-                                                            _faceplate(model, namer)))
+                                                            _faceplate(model, namer), model.name))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))
             device_type[sw.name] = (maker, type_name)
     for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
@@ -374,6 +396,15 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
     return documents, device_type, sub_ports
 
 
+COMPONENTS = ("console-ports", "power-ports")  # a device type's template lists beside its interfaces (YAML keys)
+
+
+def templated_ports(device_type: dict[str, Any]) -> int:
+    """The ports NetBox makes on each device of a type from its templates (interfaces, console and power ports):
+    what a device costs NetBox beyond itself."""
+    return len(device_type["interfaces"]) + sum(len(device_type.get(k, ())) for k in COMPONENTS)
+
+
 def node_type(profile: NodeProfile) -> tuple[str, str]:
     """A node's NetBox manufacturer and model: its hardware's where the profile names it (``NVIDIA``, ``DGX H100``;
     the manufacturer as NetBox's device-type library spells it), else Generic and the profile's name."""
@@ -382,9 +413,12 @@ def node_type(profile: NodeProfile) -> tuple[str, str]:
     return NODE_MANUFACTURER, profile.name
 
 
-def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, Port]) -> dict[str, Any]:
-    return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height,
-            "is_full_depth": True, "tags": [TAG], "interfaces": dict(ports)}
+def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, Port], facts: str = "") -> dict[str, Any]:
+    """A device type: ``facts``, the catalog model whose DCIM facts it carries (a switch's; a node has none)."""
+    known = _facts_entry(facts)
+    components = {k: known.pop(k) for k in COMPONENTS if k in known}
+    return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height, **known,
+            "tags": [TAG], "interfaces": dict(ports), **components}
 
 
 def device_key(site: str, device: str) -> str:
@@ -627,7 +661,7 @@ def render(topology: Topology) -> list[Artifact]:
     if not topology.cables and not topology.cluster.nodes:
         return []
     imports = import_set(topology)
-    templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
+    templated = {str(d["model"]): templated_ports(d) for d in imports.device_types}
     artifacts = [a for t in imports.tables.values() for a in _chunks(t, _row_seconds(t, templated))]
     artifacts += [Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
                            yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode())

@@ -52,6 +52,7 @@ from fabricgen.features.netbox.render import (
     netbox_cables,
     request_costs,
     slug,
+    templated_ports,
 )
 from fabricgen.model.topology import Topology
 from fabricgen.spec import catalog
@@ -67,6 +68,7 @@ CREATE_ONLY = frozenset({"status"})
 OVERRUN_STATUS = frozenset({502, 503, 504})
 QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
 INTERFACE = "dcim.interface"
+TYPE_FACTS = ("is_full_depth", "airflow", "weight", "weight_unit")  # a new device type's DCIM facts (render)
 
 Json = dict[str, Any]
 
@@ -445,12 +447,13 @@ class Sync:
         have = {(o["manufacturer"]["slug"], o["model"]): o for o in self.nb.read(
             "dcim.device_types", "id,model,slug,manufacturer", manufacturer_id=list(maker.values()))}
         want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
-                      "u_height": d["u_height"], "is_full_depth": d["is_full_depth"]} for key, d in types.items()}
+                      "u_height": d["u_height"], **{k: d[k] for k in TYPE_FACTS if k in d}}
+                for key, d in types.items()}
         new = [key for key in want if key not in have]
         self._templates_cover(types, {key: have[key] for key in want if key in have})
         made = self.reconcile("device types", "dcim.device_types", want, have, shared=True)
         self.ids["device types"] = {key[1]: i for key, i in made.items()}
-        self.type_ports = {made[key]: len(d["interfaces"]) for key, d in types.items()}
+        self.type_ports = {made[key]: templated_ports(d) for key, d in types.items()}
         # a type fabricgen creates gets its templates (NetBox makes a device's interfaces from them); an existing
         # type is used as it is, once its templates are known to make every port fabricgen names
         templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"],
@@ -458,6 +461,11 @@ class Sync:
                                               "mgmt_only": port["mgmt_only"]}
                      for key in new for port in types[key]["interfaces"]}
         self.reconcile("interface templates", "dcim.interface_templates", templates, {}, shared=True)
+        # its console and power ports too (review D5: device_facts.yaml), so each device gets them
+        for kind, path, key in (("console port templates", "dcim.console_port_templates", "console-ports"),
+                                ("power port templates", "dcim.power_port_templates", "power-ports")):
+            self.reconcile(kind, path, {(t[1], port["name"]): {"device_type": made[t], **port}
+                                        for t in new for port in types[t].get(key, ())}, {}, shared=True)
 
     def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
                          ) -> None:

@@ -105,10 +105,35 @@ def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> 
     type_fields = form_fields("DeviceTypeImportForm")
     template_fields = form_fields("InterfaceTemplateImportForm")
     for doc in files["05-device-types"]:
-        assert set(doc) - {"interfaces"} <= type_fields
+        assert set(doc) - {"interfaces", *netbox.COMPONENTS} <= type_fields
+        assert doc.get("airflow", "front-to-rear") in choices("DeviceAirflowChoices")
         for template in doc["interfaces"]:
             assert set(template) <= template_fields
             assert template["type"] in choices("InterfaceTypeChoices"), template
+        for key, form, choice_set in (("console-ports", "ConsolePortTemplateImportForm", "ConsolePortTypeChoices"),
+                                      ("power-ports", "PowerPortTemplateImportForm", "PowerPortTypeChoices")):
+            for template in doc.get(key, ()):
+                assert set(template) <= form_fields(form) and template["type"] in choices(choice_set), template
+
+
+def test_switch_types_carry_their_dcim_facts() -> None:
+    """Review D5: a switch type says what the device-type library says of its model (device_facts.yaml): SN2201 is
+    half depth (it was full depth, as every type), QM9700 rear-to-front, 14.8 kg, a console port and two C14 power
+    inlets, which NetBox makes on every device of the type; a node type, whose hardware no fact names, NetBox's
+    default depth and no ports but its interfaces."""
+    types = {d["model"]: d for d in netbox_set("lab-1su")["05-device-types"]}
+    assert types["SN2201 SONiC"]["is_full_depth"] is False and types["SN2201 SONiC"]["weight"] == 7.41
+    assert types["SN2201 SONiC"]["console-ports"] == [{"name": "con0", "type": "usb-mini-a"}]
+    qm9700 = types["QM9700"]
+    assert (qm9700["is_full_depth"], qm9700["airflow"], qm9700["weight"], qm9700["weight_unit"]) == (
+        True, "rear-to-front", 14.8, "kg")
+    assert [p["name"] for p in qm9700["power-ports"]] == ["psu0", "psu1"] and len(qm9700["console-ports"]) == 1
+    node = types["hgx-8gpu-generic"]
+    assert node["is_full_depth"] is True and not set(node) & {"airflow", "weight", *netbox.COMPONENTS}
+    facts = netbox.device_facts()
+    assert set(facts) <= set(catalog.shipped("switches").entries), "facts of a model the catalog does not have"
+    known = {"is_full_depth", "airflow", "weight_kg", "console_ports", "power_ports"}
+    assert all(set(f) <= known and "is_full_depth" in f for f in facts.values())
 
 
 def test_catalog_netbox_values_are_netbox_choices() -> None:
@@ -329,7 +354,7 @@ def test_every_file_part_imports_within_one_requests_budget(spec: str) -> None:
     imports = netbox.import_set(topology)
     costs = netbox.request_costs()
     assert costs.budget_s < 60
-    ports = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
+    ports = {str(d["model"]): netbox.templated_ports(d) for d in imports.device_types}
     artifacts = {a.path: a.content.decode() for a in netbox.render(topology)}
     for name, table in imports.tables.items():
         parts = sorted(p for p in artifacts if re.fullmatch(rf"netbox/{name}(-part\d{{3}})?\.csv", p))
