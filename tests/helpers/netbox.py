@@ -142,3 +142,41 @@ def _csrf(page: str) -> str:
     if match is None:
         raise AssertionError("NetBox's page carries no CSRF token")
     return match.group(1)
+
+
+Ends = list[tuple[str, str]]  # (device, interface) in connector order
+
+
+def cable_ends(row: dict[str, str], sides: str = "ab") -> Ends:
+    """A 09-cables row's (device, interface) ends, side A's then side B's, each side in connector order: NetBox
+    >= 4.7's CableImportForm takes a side's interfaces comma-separated, with one device for all or one per
+    interface, paired by position."""
+    ends: Ends = []
+    for side in sides:
+        names = row[f"side_{side}_name"].split(",")
+        devices = row[f"side_{side}_device"].split(",")
+        assert len(devices) in (1, len(names)), row
+        ends += list(zip(devices * len(names) if len(devices) == 1 else devices, names, strict=True))
+    return ends
+
+
+def held_cables(session: Session, site: int) -> dict[str, tuple[Ends, Ends, float, str]]:
+    """The site's cables in NetBox: label -> (A ends, B ends in connector order, length, profile)."""
+    names = {i["id"]: (i["device"]["name"], i["name"]) for i in session.records(
+        "dcim/interfaces", site_id=str(site), fields="id,device,name")}
+    cables = {}
+    for c in session.records("dcim/cables", site_id=str(site),
+                             fields="id,label,length,profile,a_terminations,b_terminations"):
+        ends = [[names[t["object_id"]] for t in c[f"{side}_terminations"]] for side in "ab"]
+        cables[c["label"]] = (ends[0], ends[1], float(c["length"]), (c["profile"] or {}).get("value", ""))
+    return cables
+
+
+def traced_peers(session: Session, site: int) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Every cabled interface of the site -> the interfaces NetBox's path tracing reaches at the far end (its
+    ``connected_endpoints``): a trunk cable's link k must reach link k's far interface only."""
+    return {(i["device"]["name"], i["name"]): sorted((e["device"]["name"], e["name"])
+                                                     for e in i["connected_endpoints"] or ())
+            for i in session.records("dcim/interfaces", site_id=str(site), cabled="true",
+                                     fields="device,name,connected_endpoints")}
+

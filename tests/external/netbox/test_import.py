@@ -3,9 +3,10 @@ writes OUT/netbox/, and every file is pasted, in its order, into its object type
 session, as a user would. Every file imports with no error and NetBox then holds exactly the plan's objects; a
 second import of the same files creates nothing; a second cluster (another site with the same device, switch and
 VLAN-group names and the same address plan, in its own VRF) imports beside the first; `fabricgen netbox sync` over
-the imported first site then takes its objects as its own (they carry the fabricgen tag): it creates nothing but each
-splitter's one trunk cable for its per-leg cables, which it deletes, and a second sync writes nothing; h100-4su
-imports with no error. NetBox runs with its stock 120 s gunicorn timeout, so every file part must import within
+the imported first site then takes its objects as its own (they carry the fabricgen tag): each physical cable is
+already one NetBox cable (a cage pair's links, a breakout's legs: one 09 row, several terminations a side, on a trunk
+profile), so it creates and deletes nothing and writes no cable, and a second sync writes nothing; h100-4su imports
+with no error. NetBox runs with its stock 120 s gunicorn timeout, so every file part must import within
 it."""
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ import yaml
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
-from fabricgen.features.netbox.render import DEVICE_COLUMN
-from fabricgen.features.netbox.sync import Report, cable_groups, sync, token_value
+from fabricgen.features.netbox.render import DEVICE_COLUMN, import_set, netbox_cables
+from fabricgen.features.netbox.sync import Report, sync, token_value
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
-from tests.helpers.netbox import Session, require_netbox, reset
+from tests.helpers.netbox import Session, cable_ends, held_cables, require_netbox, reset, traced_peers
 
 # A refusal a second cluster may meet, and only on objects NetBox holds once for every site: manufacturers,
 # roles, device types, the RIR, the private ASNs and fabricgen's custom field (see README "NetBox import").
@@ -74,15 +75,19 @@ def _expected(spec: Path, files: list[Path]) -> Counter[str]:
     devices = _rows(files, "07-")
     switches = sum(len(ft.switches) for ft in topology.fabrics)
     assert len(devices) == len(topology.cluster.nodes) + switches
-    assert len(_rows(files, "09-")) == len(topology.cables)
+    cables = netbox_cables(topology.cables)
+    assert len(_rows(files, "09-")) == len(cables) < len(topology.cables)  # a row per physical cable
     templated = sum(len(types[d["device_type"]]["interfaces"]) for d in devices)
     return Counter({
         "dcim/sites": len(_rows(files, "01-")), "dcim/locations": len(_rows(files, "02-")),
         "dcim/racks": len(_rows(files, "06-")), "dcim/devices": len(devices),
-        "dcim/interfaces": templated + len(_rows(files, "08-")), "dcim/cables": len(topology.cables),
+        "dcim/interfaces": templated + len(_rows(files, "08-")), "dcim/cables": len(cables),
         "ipam/vlan-groups": len(_rows(files, "12-")), "ipam/vlans": len(_rows(files, "13-")),
         "ipam/vrfs": len(_rows(files, "14-")), "ipam/prefixes": len(_rows(files, "15-")),
         "ipam/ip-addresses": len(_rows(files, "16-")),
+        # D5: each switch's console and power ports, made by NetBox from its type's templates
+        "dcim/console-ports": sum(len(types[d["device_type"]].get("console-ports", ())) for d in devices),
+        "dcim/power-ports": sum(len(types[d["device_type"]].get("power-ports", ())) for d in devices),
     })
 
 
@@ -121,7 +126,42 @@ def _first_import(session: Session, spec: Path, out: Path) -> tuple[list[Path], 
     assert session.count("dcim/devices", has_primary_ip="true") == len(primary)
     assert session.count("dcim/devices", has_oob_ip="true") == len(oob)
     _names_labels_racks(session, spec, files, primary)
+    _one_cable_per_physical_cable(session, spec, files)
+    _type_facts(session, files)
     return files, expected
+
+
+def _type_facts(session: Session, files: list[Path]) -> None:
+    """D5: every device type NetBox made from the 05 files has its model's depth, airflow and weight (SN2201 half
+    depth, QM9700 rear-to-front at 14.8 kg); switches' console and power ports are counted in ``_expected``."""
+    for model, doc in _types(files).items():
+        held = session.records("dcim/device-types", model=model, fields="is_full_depth,airflow,weight,weight_unit")
+        assert len(held) == 1, model
+        got = {"is_full_depth": held[0]["is_full_depth"], "airflow": (held[0]["airflow"] or {}).get("value") or None,
+               "weight": held[0]["weight"], "weight_unit": (held[0]["weight_unit"] or {}).get("value") or None}
+        assert got == {k: doc.get(k) for k in got}, (model, got)
+    types = _types(files)
+    assert types["SN2201 SONiC"]["is_full_depth"] is False and types["QM9700"]["airflow"] == "rear-to-front"
+
+
+def _one_cable_per_physical_cable(session: Session, spec: Path, files: list[Path]) -> None:
+    """Issue 19: NetBox holds each physical cable once, labelled with its id as the sheets print it: a cage-pair DAC
+    (lab-1su: 20, 2 links) and a breakout harness (2, 4 legs) each one cable whose terminations are its links'
+    interfaces in link order on its trunk profile, and NetBox's own path tracing takes each link's interface to its
+    far interface alone."""
+    topology = compile_spec(spec).topology
+    names = import_set(topology).names
+    site = session.records("dcim/sites", slug=_rows(files, "01-")[0]["slug"])[0]["id"]
+    planned = {c.label: ([(x.a.device, names(x.a.device, x.a.port)) for x in c.links],
+                         [(x.z.device, names(x.z.device, x.z.port)) for x in c.links], c.length, c.profile)
+               for c in netbox_cables(topology.cables)}
+    assert held_cables(session, site) == planned
+    trunks = Counter(len(a) for a, _, _, profile in planned.values() if profile)
+    assert trunks == Counter({2: 20, 4: 2}) and sum(n * k for n, k in trunks.items()) == 48
+    peers = traced_peers(session, site)
+    for a_ends, b_ends, *_ in planned.values():
+        for a, b in zip(a_ends, b_ends, strict=True):
+            assert peers[a] == [b] and peers[b] == [a], (a, b, peers[a], peers[b])
 
 
 def _names_labels_racks(session: Session, spec: Path, files: list[Path], primary: set[str]) -> None:
@@ -140,11 +180,10 @@ def _names_labels_racks(session: Session, spec: Path, files: list[Path], primary
                    for t in types[device["device_type"]]["interfaces"]}
     renamed = 0
     for r in _rows(files, "09-"):
-        for side in ("a", "b"):
-            key = (r[f"side_{side}_device"], r[f"side_{side}_name"])
+        for key in cable_ends(r):
             assert held[key] == labels[key], key
             renamed += bool(labels[key])
-    assert renamed > len(_rows(files, "09-")) // 2, "most cable ends carry a faceplate label beside the NOS name"
+    assert renamed > len(_rows(files, "09-")), "most cable ends carry a faceplate label beside the NOS name"
     assert session.count("dcim/racks", site=site) == len(topology.cluster.facility.racks)
     assert {f"{topology.cluster.metadata.site}/{n.name}" for n in topology.cluster.nodes} <= primary
 
@@ -182,20 +221,17 @@ def _sync(spec: Path, env: dict[str, str]) -> Report:
 
 
 def _sync_adopts_the_import(session: Session, env: dict[str, str], spec: Path, endpoints: list[str]) -> None:
-    """netbox sync over a CSV-imported site: no object made twice, nothing deleted but the splitters' leg cables,
-    each replaced by its one trunk cable (sync's model of a splitter); NetBox then holds the plan once, and a second
-    sync writes nothing."""
+    """netbox sync over a CSV-imported site: nothing made twice or deleted, and no cable written (the CSV set holds
+    each physical cable as sync does: one cable, its links on a trunk profile, the same label, length and
+    description); NetBox then holds the plan once, and a second sync writes nothing."""
     before = _held(session, [*endpoints, "dcim/devices", "dcim/device-types", "dcim/manufacturers"])
     report = _sync(spec, env)
     print(f"\nsync over the import: {dict(report.requests)} requests in {report.seconds:.1f} s: "
           + ", ".join(f"{kind} {dict(c)}" for kind, c in report.counts.items()))
-    trunks = [legs for _, legs, profile in cable_groups(compile_spec(spec).topology.cables) if profile]
-    legs = sum(len(t) for t in trunks)
-    assert trunks and legs > len(trunks)
-    assert {kind: c["create"] for kind, c in report.counts.items() if c["create"]} == {"cables": len(trunks)}
-    assert {kind: c["delete"] for kind, c in report.counts.items() if c["delete"]} == {"cables": legs}
-    after = _held(session, list(before))
-    assert after == before - Counter({"dcim/cables": legs - len(trunks)})
+    assert {kind: c["create"] for kind, c in report.counts.items() if c["create"]} == {}
+    assert {kind: c["delete"] for kind, c in report.counts.items() if c["delete"]} == {}
+    assert "cables" not in report.counts, report.counts["cables"]
+    assert _held(session, list(before)) == before
     again = _sync(spec, env)
     assert again.writes == 0 and again.changes == 0, again.counts
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from fabricgen.features.netbox import sync as netbox_sync
-from fabricgen.features.netbox.render import RequestCosts, request_costs
-from fabricgen.features.netbox.sync import cable_groups, sync, token_value
+from fabricgen.features.netbox.render import RequestCosts, netbox_cables, request_costs
+from fabricgen.features.netbox.sync import sync, token_value
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
@@ -83,7 +83,7 @@ def test_sync_halves_what_netbox_does_not_answer_in_time(impatient_netbox: tuple
           f"overruns {dict(report.overruns)}")
     assert report.overruns["creating dcim.cables"] >= 1  # 166 cables in one request: minutes of NetBox's work
     devices = len(topology.cluster.nodes) + sum(len(ft.switches) for ft in topology.fabrics)
-    cables = len(cable_groups(topology.cables))
+    cables = len(netbox_cables(topology.cables))
     assert report.counts["devices"]["create"] == devices and report.counts["cables"]["create"] == cables
     session = Session(env)
     assert session.count("dcim/devices", site=SITE) == devices

@@ -18,12 +18,13 @@ from typing import Any
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
-from fabricgen.features.netbox.render import DEVICE_COLUMN, ImportSet, import_set
-from fabricgen.features.netbox.sync import Report, cable_groups, port_speeds, sync, token_value
+from fabricgen.features.cabling.handoff import plug_label, rack_plugs
+from fabricgen.features.netbox.render import DEVICE_COLUMN, ImportSet, import_set, netbox_cables
+from fabricgen.features.netbox.sync import Report, port_speeds, sync, token_value
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
-from tests.helpers.netbox import Session, require_netbox, reset
+from tests.helpers.netbox import Ends, Session, held_cables, require_netbox, reset, traced_peers
 
 SITE = "lab-sync"
 REMOVED = "hgx08"
@@ -51,27 +52,27 @@ def _last_change(session: Session) -> int:
     return int(results[0]["id"]) if results else 0
 
 
-def _netbox_cables(session: Session, site: int) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]],
-                                                                  float, str]]:
-    """label -> (A ends, B ends as (device, interface) in connector order, length, profile)."""
-    names = {i["id"]: (i["device"]["name"], i["name"]) for i in session.records(
-        "dcim/interfaces", site_id=str(site), fields="id,device,name")}
-    cables = {}
-    for c in session.records("dcim/cables", site_id=str(site),
-                             fields="id,label,length,profile,a_terminations,b_terminations"):
-        ends = [[names[t["object_id"]] for t in c[f"{side}_terminations"]] for side in "ab"]
-        cables[c["label"]] = (ends[0], ends[1], float(c["length"]), (c["profile"] or {}).get("value", ""))
-    return cables
-
-
-def _planned_cables(topology: Topology) -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]], float,
-                                                           str]]:
-    """label -> the plan's ends, by NetBox's interface names (the NOS's, D1), length, profile."""
+def _planned_cables(topology: Topology) -> dict[str, tuple[Ends, Ends, float, str]]:
+    """label -> the plan's ends, by NetBox's interface names (the NOS's, D1), length, profile: one NetBox cable per
+    physical cable (issue 19: a cage pair's links, a splitter's legs on one cable, link k on connector k)."""
     names = import_set(topology).names
-    return {label: ([(c.a.device, names(c.a.device, c.a.port)) for c in legs],
-                    [(c.z.device, names(c.z.device, c.z.port)) for c in legs], max(c.length_m for c in legs),
-                    profile or "")
-            for label, legs, profile in cable_groups(topology.cables)}
+    return {cable.label: ([(c.a.device, names(c.a.device, c.a.port)) for c in cable.links],
+                          [(c.z.device, names(c.z.device, c.z.port)) for c in cable.links], cable.length,
+                          cable.profile)
+            for cable in netbox_cables(topology.cables)}
+
+
+def _each_link_traces_alone(session: Session, site: int, planned: dict[str, tuple[Ends, Ends, float, str]]) -> int:
+    """NetBox's own path tracing over the profiles: every link of a cable reaches its far interface and no other
+    (a trunk's connector k is link k; a multi-termination cable without a profile would reach every far end);
+    the number of links on trunk cables checked."""
+    peers = traced_peers(session, site)
+    trunk_links = 0
+    for a_ends, b_ends, _, profile in planned.values():
+        for a, b in zip(a_ends, b_ends, strict=True):
+            assert peers[a] == [b] and peers[b] == [a], (a, b, peers[a], peers[b])
+            trunk_links += bool(profile)
+    return trunk_links
 
 
 def _set_changes(before: ImportSet, after: ImportSet) -> dict[str, Counter[str]]:
@@ -143,12 +144,21 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
     assert held["interfaces"] == sum(templated[str(r["device_type"])] for r in imports.records("07-devices")) + len(
         imports.records("08-interfaces"))
+    # D5: each switch's console and power ports, from its type's templates (device_facts.yaml)
+    docs = {str(d["model"]): d for d in imports.device_types}
+    for kind in ("console-ports", "power-ports"):
+        want = sum(len(docs[str(r["device_type"])].get(kind, ())) for r in imports.records("07-devices"))
+        assert session.count(f"dcim/{kind}", site_id=str(site)) == want > 0, kind
     marked = [r for r in imports.records("16-ip-addresses") if "true" in (r["is_primary"], r["is_oob"])]
     assert held["primary"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_primary"] == "true"})
     assert held["oob"] == len({str(r[DEVICE_COLUMN]) for r in marked if r["is_oob"] == "true"})
     assert first.counts["device addresses"]["update"] == len({str(r[DEVICE_COLUMN]) for r in marked})
-    assert _netbox_cables(session, site) == planned, "a cable's ends, connector order, length or profile"
-    assert {p for *_, p in planned.values()} == {"", "trunk-2c1p", "trunk-4c1p"}  # both splitter kinds as one cable
+    assert held_cables(session, site) == planned, "a cable's ends, connector order, length or profile"
+    # a cage-pair DAC (2 links) and a breakout harness (4 legs) each one cable, 20 + 2 for lab-1su's 48 links
+    trunks = Counter(p for *_, p in planned.values() if p)
+    assert trunks == Counter({"trunk-2c1p": 20, "trunk-4c1p": 2})
+    assert first.counts["cables"]["create"] == len(topology.cables) - 20 - 3 * 2
+    assert _each_link_traces_alone(session, site, planned) == 48
     names = imports.names
     speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(topology).items()}
     ports = {(i["device"]["name"], i["name"]): i for i in session.records(
@@ -156,6 +166,8 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     assert {k: ports[k]["speed"] for k in speeds} == speeds
     assert all(ports[k]["speed"] is None for k in set(ports) - set(speeds))  # D8: an uncabled port has none
     _names_and_labels(topology, ports)
+    # 40 storage plugs (20 DACs, each end's two sub-ports) and the 2 harnesses' trunk plugs
+    assert _labels_as_the_sheets(topology, ports, planned) == 42
     # every node's primary IP (D10: the storage fabric's address where the cluster has no in-band fabric)
     nodes = {n.name for n in topology.cluster.nodes}
     primary = {d["name"] for d in session.records("dcim/devices", site_id=str(site), has_primary_ip="true",
@@ -171,6 +183,25 @@ def test_sync_lands_updates_and_deletes_only_its_own(tmp_path: Path) -> None:
     assert session.count("ipam/prefixes", vrf_id=str(vrf[0]["id"])) == held["prefixes"]
 
     _resync_and_change(session, env, tmp_path, spec, site, planned, held, devices, len(ips), before)
+
+
+def _labels_as_the_sheets(topology: Topology, ports: dict[tuple[str, str], dict[str, Any]],
+                          cables: dict[str, tuple[Ends, Ends, float, str]]) -> int:
+    """Issue 19: what a technician reads at a plug (the rack sheet's port cell, ``21/1+21/2``, and the plug's label,
+    ``storage-spine01-001/Z to ...``) is what NetBox says: the plug's interfaces' labels joined by ``+`` are the
+    port cell, and they are the ends of one NetBox cable labelled with the physical cable's id the plug label
+    begins with; the plugs of several links checked."""
+    names = import_set(topology).names
+    cable_of = {end: label for label, (a, b, *_) in cables.items() for end in (*a, *b)}
+    shared = 0
+    for plugs in rack_plugs(topology.cables).values():
+        for ends in plugs:
+            here = [(e.here.device, names(e.here.device, e.here.port)) for e in ends]
+            label = plug_label([e.cable for e in ends], ends[0].is_a)
+            assert "+".join(ports[k]["label"] or k[1] for k in here) == "+".join(e.here.port for e in ends), here
+            assert {cable_of[k] for k in here} == {label.split("/", 1)[0]}, (label, here)
+            shared += len(ends) > 1
+    return shared
 
 
 def _names_and_labels(topology: Topology, ports: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -240,7 +271,7 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     freed_now = {(i["device"]["name"], i["name"]): i for i in session.records(
         "dcim/interfaces", site_id=str(site), fields="device,name,speed,cable")}
     assert all(freed_now[k]["speed"] is None and freed_now[k]["cable"] is None for k in freed)
-    assert _netbox_cables(session, site) == now
+    assert held_cables(session, site) == now
     assert not session.records("dcim/devices", site_id=str(site), name=REMOVED)
     assert _counts(session, site)["devices"] == devices - 1
     # the changelog: only the changed cables and addresses updated, nothing created but the new subnet, and NetBox's
@@ -291,7 +322,24 @@ def _a_nos_change_renames_the_ports(session: Session, env: dict[str, str], tmp_p
         assert {k for k in held if k[0] == switch} == {(switch, n) for n in templated[types[switch]]} | {
             k for k in imported if k[0] == switch}, switch
     assert report.counts["devices"] == Counter({"update": len(oob)})
-    assert _netbox_cables(session, site) == _planned_cables(topology)
+    # D5: the two new types' console and power-port templates made with them (SN2201: con0; SN4700: con0, psu0/1)
+    docs = {str(d["model"]): d for d in imports.device_types}
+    for kind in ("console-port-templates", "power-port-templates"):
+        made = {model: session.count(f"dcim/{kind}", device_type_id=str(t["id"])) for model in ("SN2201 NVUE",
+                "SN4700 NVUE") for t in session.records("dcim/device-types", model=model, fields="id")}
+        assert made == {m: len(docs[m].get(kind.removesuffix("-templates") + "s", ())) for m in made}, made
+    assert report.counts["console port templates"] == Counter({"create": 2})
+    assert report.counts["power port templates"] == Counter({"create": 2})
+    now = _planned_cables(topology)
+    assert held_cables(session, site) == now
+    # the cables on the renamed ports are made again, the two 4-leg breakout harnesses among them, each still one
+    # cable of 4 terminations a side whose links trace alone
+    before = _planned_cables(compile_spec(_spec(tmp_path, "lab-sync-changed.yaml", changed=True)).topology)
+    remade = {label for label, cable in now.items() if cable[:2] != before[label][:2]}
+    assert report.counts["cables"] == Counter({"create": len(remade), "delete": len(remade)})
+    assert Counter(now[label][3] for label in remade)["trunk-4c1p"] == 2
+    assert all(len(now[label][0]) == len(now[label][1]) == 4 for label in remade if now[label][3])
+    _each_link_traces_alone(session, site, now)
     vrf = session.records("ipam/vrfs", name=SITE)[0]["id"]
     addresses = {a["address"]: (a["assigned_object"] or {}).get("name") for a in session.records(
         "ipam/ip-addresses", vrf_id=str(vrf), fields="address,assigned_object")}

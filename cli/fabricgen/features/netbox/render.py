@@ -6,10 +6,12 @@ and its device custom field (``<site>/<name>``: the interface and IP-address imp
 is unique only within a site; the two are independent), 01 site, 02 locations (one per row), 03 manufacturers, 04
 device roles (a switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per
 type, so an existing type refuses only its own file: every port of the hardware, switch cages at their native split
-and a profile's NIC ports, typed by their cage), 06 racks (in their row's location), 07 devices, 08 interfaces (only
-those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (side A/B by
-site, device and interface; a splitter is one cable per leg, labelled ``<physical>/L<leg>``: NetBox's CSV import
-takes one termination per side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13
+and a profile's NIC ports, typed by their cage; a switch model's depth, airflow, weight, console and power ports from
+device_facts.yaml), 06 racks (in their row's location), 07 devices, 08 interfaces (only
+those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (one per
+physical cable, labelled with its id as the sheets print it: a cage-pair cable or a splitter is one cable whose
+sides list their devices and interfaces, link k on connector k of a trunk profile; NetBox >= 4.7's import takes
+several terminations a side), 10 RIR and 11 ASNs (RFC 6996's private ASNs), 12 VLAN groups (one per fabric) and 13
 VLANs (the leaves' host VLAN, in its group by the group's site-prefixed slug), 14 the cluster's VRF (named after the
 site, unique by its RD), 15 prefixes (the pools as containers, then every subnet) and 16 IP addresses in it, by its
 RD (with the primary and out-of-band marks that set each device's primary and OOB IP: a switch's loopback and
@@ -34,7 +36,7 @@ run on a stock NetBox (request_costs.yaml: NetBox's measured seconds per object 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -176,9 +178,13 @@ def _chunks(table: Table, seconds: Callable[[Row], float]) -> list[Artifact]:
 
 
 def _row_seconds(table: Table, templated: dict[str, int]) -> Callable[[Row], float]:
-    """What NetBox spends on one row of ``table``: a device also on every port its type's templates make."""
+    """What NetBox spends on one row of ``table``: a device also on every port its type's templates make, a cable
+    on each of its links."""
     costs = request_costs()
     each = costs.of(table.name.split("-", 1)[1])
+    if table.name == "09-cables":  # a cable costs NetBox per link (its terminations and their paths)
+        links = table.header.index("side_a_name")
+        return lambda row: each * (str(row[links]).count(",") + 1)
     if table.name != "07-devices":
         return lambda _: each
     column = table.header.index("device_type")
@@ -188,6 +194,27 @@ def _row_seconds(table: Table, templated: dict[str, int]) -> Callable[[Row], flo
 @cache
 def manufacturer_names() -> dict[str, str]:
     return {str(k): str(v) for k, v in load_file(Path(__file__).with_name("manufacturers.yaml")).data.items()}
+
+
+@cache
+def device_facts() -> dict[str, dict[str, Any]]:
+    """A switch model's DCIM facts (device_facts.yaml: depth, airflow, weight, console and power ports), by model."""
+    return {str(k): dict(v) for k, v in load_file(Path(__file__).with_name("device_facts.yaml")).data.items()}
+
+
+def _facts_entry(model: str) -> dict[str, Any]:
+    """What a device type carries of its model's facts, in the device-type YAML's keys (console-ports, power-ports:
+    the templates NetBox makes each device's console and power ports from); a fact not known is left out."""
+    facts = device_facts().get(model, {})
+    entry: dict[str, Any] = {"is_full_depth": bool(facts.get("is_full_depth", True))}  # NetBox's default
+    if "airflow" in facts:
+        entry["airflow"] = str(facts["airflow"])
+    if "weight_kg" in facts:
+        entry |= {"weight": float(facts["weight_kg"]), "weight_unit": "kg"}
+    for key in ("console_ports", "power_ports"):
+        if facts.get(key):
+            entry[key.replace("_", "-")] = [dict(port) for port in facts[key]]
+    return entry
 
 
 def manufacturer(vendor: str) -> str:
@@ -353,7 +380,7 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
             title, namer = switch_namer(ft, sw.tier)
             type_name = f"{model.name} {title}" if title else model.name
             entry = types.setdefault(type_name, _type_entry(maker, type_name, model.height_u,
-                                                            _faceplate(model, namer)))
+                                                            _faceplate(model, namer), model.name))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))
             device_type[sw.name] = (maker, type_name)
     for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
@@ -369,6 +396,15 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
     return documents, device_type, sub_ports
 
 
+COMPONENTS = ("console-ports", "power-ports")  # a device type's template lists beside its interfaces (YAML keys)
+
+
+def templated_ports(device_type: dict[str, Any]) -> int:
+    """The ports NetBox makes on each device of a type from its templates (interfaces, console and power ports):
+    what a device costs NetBox beyond itself."""
+    return len(device_type["interfaces"]) + sum(len(device_type.get(k, ())) for k in COMPONENTS)
+
+
 def node_type(profile: NodeProfile) -> tuple[str, str]:
     """A node's NetBox manufacturer and model: its hardware's where the profile names it (``NVIDIA``, ``DGX H100``;
     the manufacturer as NetBox's device-type library spells it), else Generic and the profile's name."""
@@ -377,9 +413,12 @@ def node_type(profile: NodeProfile) -> tuple[str, str]:
     return NODE_MANUFACTURER, profile.name
 
 
-def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, Port]) -> dict[str, Any]:
-    return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height,
-            "is_full_depth": True, "tags": [TAG], "interfaces": dict(ports)}
+def _type_entry(manufacturer: str, model: str, height: int, ports: dict[str, Port], facts: str = "") -> dict[str, Any]:
+    """A device type: ``facts``, the catalog model whose DCIM facts it carries (a switch's; a node has none)."""
+    known = _facts_entry(facts)
+    components = {k: known.pop(k) for k in COMPONENTS if k in known}
+    return {"manufacturer": manufacturer, "model": model, "slug": slug(model), "u_height": height, **known,
+            "tags": [TAG], "interfaces": dict(ports), **components}
 
 
 def device_key(site: str, device: str) -> str:
@@ -428,20 +467,78 @@ def _dcim(topology: Topology, documents: list[dict[str, Any]], device_type: dict
                  [(site, _location(r.row), r.name, STATUS_PLANNED, facility.rack_units, 19) for r in racks]),
         _table("07-devices", ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
                                 "position", "face", f"cf_{DEVICE_FIELD}"), devices),
-        _table("09-cables", CABLE_COLUMNS, [_cable(c, site, names) for c in topology.cables]),
+        _table("09-cables", CABLE_COLUMNS, [_cable(c, site, names) for c in netbox_cables(topology.cables)]),
     ]
 
 
 CABLE_COLUMNS = ("side_a_site", "side_a_device", "side_a_type", "side_a_name", "side_b_site", "side_b_device",
-                 "side_b_type", "side_b_name", "type", "status", "label", "color", "length", "length_unit")
+                 "side_b_type", "side_b_name", "type", "profile", "status", "label", "color", "length", "length_unit",
+                 "description")
+# NetBox's cable profiles that carry n one-lane connectors a side, connector k to connector k (dcim/cable_profiles.py,
+# NetBox >= 4.5): the links of one physical cable (a cage pair's lanes, a splitter's legs) on one NetBox cable, each
+# link's two interfaces tracing to each other. The single (one connector) and breakout profiles take one termination
+# on a one-connector side (BaseCableProfile.clean): the cage's own interface, not the lane sub-ports fabricgen
+# configures and addresses (README "NetBox sync")
+TRUNK_PROFILES = {2: "trunk-2c1p", 4: "trunk-4c1p"}
 
 
-def _cable(c: Cable, site: str, names: PortNames) -> Row:
-    def end(e: CableEnd) -> Row:
-        return site, e.device, "dcim.interface", names(e.device, e.port)
+@dataclass(frozen=True, slots=True)
+class NetBoxCable:
+    """One NetBox cable: a physical cable as the sheets label it, its links in connector order (``profile``: its
+    trunk profile, "" for a cable of one link)."""
 
-    return (*end(c.a), *end(c.z), c.medium.netbox_type, STATUS_PLANNED, f"{c.physical}/L{c.leg}" if c.leg else c.id,
-            c.medium.color, c.length_m, "m")
+    label: str
+    links: tuple[Cable, ...]
+    profile: str = ""
+
+    @property
+    def length(self) -> float:
+        return max(c.length_m for c in self.links)
+
+    @property
+    def description(self) -> str:
+        """The medium; a trunk also its part, its plugs and what its connectors are (review D3: ``trunk-2c1p`` reads
+        as two connectors a side, where a cage-pair DAC has one plug each end)."""
+        first = self.links[0]
+        if not self.profile:
+            return first.medium.name
+        legs, used = first.medium.legs, len(self.links)
+        plugs = ("one plug each end" if legs == 1 else "one plug at B (the trunk), one a leg at A"
+                 + (f", {used} of its {legs} legs used" if used < legs else ""))
+        return (f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link k, "
+                "not a plug")
+
+
+def netbox_cables(cables: Iterable[Cable]) -> list[NetBoxCable]:
+    """NetBox's cables, one per physical cable (the cables sharing ``physical``: a cage pair's links, a splitter's
+    legs), labelled with its id, as the sheets' plug labels begin; one of a link count no trunk profile has stays a
+    cable per link, labelled as the sheets label that leg (``<physical>/L<leg>``)."""
+    by_physical: dict[str, list[Cable]] = {}
+    for c in cables:
+        by_physical.setdefault(c.physical, []).append(c)
+    out: list[NetBoxCable] = []
+    for physical, links in by_physical.items():
+        links.sort(key=lambda c: c.leg)
+        profile = TRUNK_PROFILES.get(len(links), "") if links[0].leg else ""
+        if profile:
+            out.append(NetBoxCable(physical, tuple(links), profile))
+        else:
+            out += [NetBoxCable(c.name, (c,)) for c in links]
+    return out
+
+
+def _cable(cable: NetBoxCable, site: str, names: PortNames) -> Row:
+    """A 09 row: each side's devices (one for all its interfaces, or one per interface) and interfaces, in connector
+    order, comma-separated (NetBox's CableImportForm pairs them by position)."""
+    def side(ends: Sequence[CableEnd]) -> Row:
+        devices = [e.device for e in ends]
+        return (site, ",".join(devices[:1] if len(set(devices)) == 1 else devices), "dcim.interface",
+                ",".join(names(e.device, e.port) for e in ends))
+
+    first = cable.links[0]
+    return (*side([c.a for c in cable.links]), *side([c.z for c in cable.links]), first.medium.netbox_type,
+            cable.profile, STATUS_PLANNED, cable.label, first.medium.color.lower(), cable.length, "m",
+            cable.description)
 
 
 def vrf_rd(site: str) -> str:
@@ -564,7 +661,7 @@ def render(topology: Topology) -> list[Artifact]:
     if not topology.cables and not topology.cluster.nodes:
         return []
     imports = import_set(topology)
-    templated = {str(d["model"]): len(d["interfaces"]) for d in imports.device_types}
+    templated = {str(d["model"]): templated_ports(d) for d in imports.device_types}
     artifacts = [a for t in imports.tables.values() for a in _chunks(t, _row_seconds(t, templated))]
     artifacts += [Artifact(f"netbox/05-device-types/{slug(str(d['manufacturer']))}-{d['slug']}.yaml",
                            yaml.safe_dump(d, sort_keys=False, explicit_start=True).encode())

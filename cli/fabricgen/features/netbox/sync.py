@@ -16,11 +16,10 @@ written (``--dry-run`` finds them without writing). Manufacturers, roles, device
 by every cluster of a NetBox: created when missing, never changed or deleted.
 
 Beyond the CSV set: interface ``speed`` (the link's, in kbit/s) on every cabled port, templated ones included;
-``mgmt_only``; each device's primary and OOB address; and a splitter as one cable (NetBox >= 4.5 cable profiles):
-a cable's legs are its connectors in order, ``trunk-<n>c1p`` (connector k of side A carries leg k to connector k
-of side B), so each leg's two interfaces trace to each other (the CSV set's per-leg cables of such a splitter are
-deleted and the one cable made). Splitters of a leg count no profile has stay one cable per leg, labelled as in the
-CSV set.
+``mgmt_only``; each device's primary and OOB address. A physical cable is one NetBox cable, as in the CSV set
+(:func:`render.netbox_cables`): a cage pair's links or a splitter's legs are its connectors in order,
+``trunk-<n>c1p`` (connector k of side A carries link k to connector k of side B), so each link's two interfaces
+trace to each other.
 
 Each write is cut into batches that cost NetBox at most one request's budget (request_costs.yaml); a batch NetBox
 does not answer in time (a proxy's 502/504, a worker killed at gunicorn's timeout) is read back, as it may have been
@@ -50,10 +49,11 @@ from fabricgen.features.netbox.render import (
     ImportSet,
     budgeted,
     import_set,
+    netbox_cables,
     request_costs,
     slug,
+    templated_ports,
 )
-from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.spec import catalog
 
@@ -67,10 +67,8 @@ CREATE_ONLY = frozenset({"status"})
 # had been committed (the abort came while NetBox rendered its answer).
 OVERRUN_STATUS = frozenset({502, 503, 504})
 QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
-# NetBox's cable profiles that carry n one-lane connectors per side, connector k to connector k
-# (dcim/cable_profiles.py, NetBox >= 4.5): a splitter of n legs is one cable with n terminations per side
-TRUNK_PROFILES = {2: "trunk-2c1p", 4: "trunk-4c1p"}
 INTERFACE = "dcim.interface"
+TYPE_FACTS = ("is_full_depth", "airflow", "weight", "weight_unit")  # a new device type's DCIM facts (render)
 
 Json = dict[str, Any]
 
@@ -449,12 +447,13 @@ class Sync:
         have = {(o["manufacturer"]["slug"], o["model"]): o for o in self.nb.read(
             "dcim.device_types", "id,model,slug,manufacturer", manufacturer_id=list(maker.values()))}
         want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
-                      "u_height": d["u_height"], "is_full_depth": d["is_full_depth"]} for key, d in types.items()}
+                      "u_height": d["u_height"], **{k: d[k] for k in TYPE_FACTS if k in d}}
+                for key, d in types.items()}
         new = [key for key in want if key not in have]
         self._templates_cover(types, {key: have[key] for key in want if key in have})
         made = self.reconcile("device types", "dcim.device_types", want, have, shared=True)
         self.ids["device types"] = {key[1]: i for key, i in made.items()}
-        self.type_ports = {made[key]: len(d["interfaces"]) for key, d in types.items()}
+        self.type_ports = {made[key]: templated_ports(d) for key, d in types.items()}
         # a type fabricgen creates gets its templates (NetBox makes a device's interfaces from them); an existing
         # type is used as it is, once its templates are known to make every port fabricgen names
         templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"],
@@ -462,6 +461,11 @@ class Sync:
                                               "mgmt_only": port["mgmt_only"]}
                      for key in new for port in types[key]["interfaces"]}
         self.reconcile("interface templates", "dcim.interface_templates", templates, {}, shared=True)
+        # its console and power ports too (review D5: device_facts.yaml), so each device gets them
+        for kind, path, key in (("console port templates", "dcim.console_port_templates", "console-ports"),
+                                ("power port templates", "dcim.power_port_templates", "power-ports")):
+            self.reconcile(kind, path, {(t[1], port["name"]): {"device_type": made[t], **port}
+                                        for t in new for port in types[t].get(key, ())}, {}, shared=True)
 
     def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
                          ) -> None:
@@ -583,18 +587,16 @@ class Sync:
                                                                              key=lambda e: e[:2])]
         want = {}
         names = self.imports.names
-        for label, legs, profile in cable_groups(self.topology.cables):
-            first = legs[0]
-            want[label] = {
+        for cable in netbox_cables(self.topology.cables):
+            first = cable.links[0]
+            want[cable.label] = {
                 "a_terminations": [{"object_type": INTERFACE, "object_id": interfaces[
-                    (c.a.device, names(c.a.device, c.a.port))]} for c in legs],
+                    (c.a.device, names(c.a.device, c.a.port))]} for c in cable.links],
                 "b_terminations": [{"object_type": INTERFACE, "object_id": interfaces[
-                    (c.z.device, names(c.z.device, c.z.port))]} for c in legs],
-                "type": first.medium.netbox_type, "status": "planned", "label": label,
-                "color": first.medium.color.lower(), "length": max(c.length_m for c in legs), "length_unit": "m",
-                "description": first.medium.name if profile is None else
-                f"{first.medium.name}: {len(legs)} links, connector k of each side is link k",
-                **({"profile": profile} if profile else {})}
+                    (c.z.device, names(c.z.device, c.z.port))]} for c in cable.links],
+                "type": first.medium.netbox_type, "status": "planned", "label": cable.label,
+                "color": first.medium.color.lower(), "length": cable.length, "length_unit": "m",
+                "description": cable.description, **({"profile": cable.profile} if cable.profile else {})}
         # a cable whose ends changed is replaced: NetBox re-traces the paths of new terminations only reliably on a
         # new cable, and its interfaces must be free first, so these deletions run now, not at the end
         moved = {label for label, p in want.items() if label in have and (
@@ -602,7 +604,9 @@ class Sync:
             or _differs(p["b_terminations"], have[label]["b_terminations"]))}
         kept = {k: v for k, v in have.items() if k not in moved}
         gone = [o for k, o in have.items() if k not in want or k in moved]
-        ids = self.reconcile("cables", "dcim.cables", want, kept, delete=gone, defer_delete=False)
+        each = request_costs().of("cables")  # a cable costs NetBox per link (its terminations and their paths)
+        ids = self.reconcile("cables", "dcim.cables", want, kept, delete=gone, defer_delete=False,
+                             seconds=lambda p: each * max(1, len(p.get("a_terminations", ()))))
         self.ids["cables"] = ids
 
     def _ipam(self) -> None:
@@ -784,23 +788,6 @@ def port_speeds(topology: Topology) -> dict[tuple[str, str], int]:
     speeds = catalog.speeds()
     return {(end.device, end.port): int(speeds[c.speed].gbps * 1_000_000)
             for c in topology.cables if c.speed in speeds for end in (c.a, c.z)}
-
-
-def cable_groups(cables: Iterable[Cable]) -> list[tuple[str, list[Cable], str | None]]:
-    """NetBox's cables: (label, links in connector order, profile); a splitter with a profile for its leg count is
-    one cable labelled with its physical id, one without stays a cable per leg (labelled as in 09-cables.csv)."""
-    by_physical: dict[str, list[Cable]] = {}
-    for c in cables:
-        by_physical.setdefault(c.physical, []).append(c)
-    groups: list[tuple[str, list[Cable], str | None]] = []
-    for physical, legs in by_physical.items():
-        legs.sort(key=lambda c: c.leg)
-        profile = TRUNK_PROFILES.get(len(legs)) if legs[0].leg else None
-        if profile:
-            groups.append((physical, legs, profile))
-        else:
-            groups += [(c.name, [c], None) for c in legs]
-    return groups
 
 
 def sync(topology: Topology, url: str, token: str, dry_run: bool) -> Report:

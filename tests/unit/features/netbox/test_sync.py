@@ -14,7 +14,7 @@ import pytest
 import requests
 import yaml
 
-from fabricgen.features.netbox.render import request_costs
+from fabricgen.features.netbox.render import netbox_cables, request_costs
 from fabricgen.features.netbox.sync import (
     Changes,
     NetBox,
@@ -22,7 +22,6 @@ from fabricgen.features.netbox.sync import (
     Sync,
     SyncError,
     _differs,
-    cable_groups,
     port_speeds,
     split_cages,
     token_value,
@@ -37,25 +36,26 @@ RELEASES = {path.stem: yaml.safe_load(path.read_text())
 @pytest.mark.parametrize("spec", ["lab-1su", "h100-4su"])
 def test_every_link_is_in_one_netbox_cable_and_splitters_are_one(spec: str) -> None:
     topology = compile_spec(INVENTORIES / f"{spec}.yaml").topology
-    groups = cable_groups(topology.cables)
-    labels = [label for label, *_ in groups]
+    cables = netbox_cables(topology.cables)
+    labels = [c.label for c in cables]
     assert len(labels) == len(set(labels))
-    assert Counter(c.id for _, legs, _ in groups for c in legs) == Counter(c.id for c in topology.cables)
-    for label, legs, profile in groups:
-        if profile is None:
-            assert len(legs) == 1 and label == legs[0].name
+    assert Counter(link.id for c in cables for link in c.links) == Counter(c.id for c in topology.cables)
+    for cable in cables:
+        links = cable.links
+        if not cable.profile:
+            assert len(links) == 1 and cable.label == links[0].name
             continue
-        assert profile in RELEASES["netbox-4.7.3"]["choices"]["CableProfileChoices"]
-        assert profile == f"trunk-{len(legs)}c1p" and label == legs[0].physical
-        assert [c.leg for c in legs] == list(range(1, len(legs) + 1))  # connector k is leg k
-        assert len({c.medium.name for c in legs}) == 1
+        assert cable.profile in RELEASES["netbox-4.7.3"]["choices"]["CableProfileChoices"]
+        assert cable.profile == f"trunk-{len(links)}c1p" and cable.label == links[0].physical
+        assert [c.leg for c in links] == list(range(1, len(links) + 1))  # connector k is link k
+        assert len({c.medium.name for c in links}) == 1
 
 
 def test_lab_splitters_become_one_cable_each() -> None:
     topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
-    profiles = Counter(profile for _, _, profile in cable_groups(topology.cables))
+    profiles = Counter(c.profile for c in netbox_cables(topology.cables))
     # 40 storage links on 20 twin-lane DACs, 8 OOB uplinks on two 4-leg breakouts, the rest one link a cable
-    assert profiles == Counter({None: 144, "trunk-2c1p": 20, "trunk-4c1p": 2})
+    assert profiles == Counter({"": 144, "trunk-2c1p": 20, "trunk-4c1p": 2})
 
 
 def test_port_speeds_are_the_links_in_kbit() -> None:
