@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
 
 from fabricgen.core.artifacts import Artifact, Table
 from fabricgen.core.errors import OutputError
+from fabricgen.outdir import changes
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import RowKind, describe
 from fabricgen.outdir.plan import Action, Plan, compute_plan
@@ -197,3 +200,14 @@ def test_rows_in_natural_port_order_and_estimates_apart(tmp_path: Path) -> None:
     (diff,) = describe(plan, [table])
     assert [(r.action, r.subject) for r in diff.rows] == [
         (Action.CREATE, "n1:1 <-> l1:2"), (Action.CREATE, "n1:1 <-> l1:10"), (RowKind.ESTIMATE, "n1:1 <-> l1:1")]
+
+
+@pytest.mark.parametrize("text", ["a_device,a_port\nx,1\ny,2\n", "a_device,a_port\nx,1\ny,2", "a_device,a_port\n",
+                                  "a_device,a_port", "a_device,a_port\nx,1\n\ny,2\n", 'a_device,a_port\n"x\ny",1\n',
+                                  "a_device,a_port\r\nx,1\r\n", "b,c\nx,1\n", '"a_device",a_port\nx,1\n'])
+def test_a_whole_table_is_counted_as_the_csv_reader_counts_it(text: str) -> None:
+    """The line-feed count of a quote-free CSV gives the csv module's row count (None without the key columns)."""
+    table = Table("t.csv", "row", ("a_device", "a_port"), "{a_device}")
+    reader = list(csv.reader(io.StringIO(text)))
+    expected = len(reader) - 1 if reader and {"a_device", "a_port"} <= set(reader[0]) else None
+    assert changes._row_count(text, table) == expected
