@@ -119,12 +119,17 @@ def leaf_pools(topology: Topology, fabric: Fabric, k8s: Kubernetes) -> tuple[Pod
     the leaf; the block holding the pod gateway is excluded whole (nv-ipam skips the gateway itself, leaving that
     block one address short)."""
     assert fabric.addressing is not None
-    leaves = pod_leaves(topology, fabric)
     pods = _pods_per_port(fabric, k8s)
+    per_leaf: dict[str, list[list[str]]] = {}  # leaf -> each node's pod networks on it, in node order
+    for ports in pod_leaves(topology, fabric).values():
+        here: dict[str, list[str]] = {}
+        for net, leaf in ports.items():
+            here.setdefault(leaf, []).append(net)
+        for leaf, nets in here.items():
+            per_leaf.setdefault(leaf, []).append(nets)
     out = []
     for pod_range in topology.addresses[fabric.name].pods:
-        on_leaf = [[net for net, leaf in ports.items() if leaf == pod_range.leaf] for ports in leaves.values()]
-        on_leaf = [nets for nets in on_leaf if nets]
+        on_leaf = per_leaf.get(pod_range.leaf, [])
         if not on_leaf:
             continue
         subnet = IPNetwork(pod_range.network)
