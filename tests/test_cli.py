@@ -612,6 +612,30 @@ def test_the_caret_stays_under_the_value_beside_a_redacted_secret(spec: str, sho
     assert _excerpt_of(str(INVENTORIES.parent / spec)) == (shown, shown[shown.index(at):])
 
 
+def test_a_problem_at_a_secret_field_shows_its_line_redacted() -> None:
+    """Issue 19: a problem at a secret field (a value in clear, a bad variable name, two sources) prints its source
+    line with the values the loader found there replaced, the caret under the field's text: a redacted value's
+    start, a key written beside it where the problem is the key. The secrets themselves print nowhere."""
+    case = "tests/negative/secret-problems-show-their-line.yaml"
+    output = runner.invoke(app, ["validate", str(INVENTORIES.parent / case)]).output
+    assert not {"pub1ic", "tacacs-k3y", "opensm-sm-k3y", "5ec1e7", "OPENSM_M_KEY"} & set(re.findall(r"[\w-]+", output))
+    lines = output.splitlines()
+    shown = {(line.split(": ")[2], lines[i + 1].split(" | ", 1)[1],
+              lines[i + 1].split(" | ", 1)[1][lines[i + 2].split(" | ", 1)[1].index("^"):])
+             for i, line in enumerate(lines) if ": error: " in line}
+    tacacs = "  tacacs: {servers: [10.99.0.49], key: <redacted>, ntp_source: mgmt}   # a name no variable can have"
+    assert shown == {
+        ("management.snmp.community",
+         "  snmp: {location: lab, community: <redacted>, contact: noc@example.net}   # the community in clear",
+         "<redacted>, contact: noc@example.net}   # the community in clear"),
+        ("management.tacacs.key.env", tacacs, tacacs[tacacs.index("<redacted>"):]),
+        ("management.tacacs.ntp_source", tacacs, tacacs[tacacs.index("ntp_source"):]),
+        ("fabrics.compute.subnet_manager.keys.sm_key.env", "          env: <redacted>", "<redacted>"),
+        ("fabrics.compute.subnet_manager.keys.m_key", "        m_key: <redacted>", "m_key: <redacted>"),
+        ("fabrics.compute.subnet_manager.keys.sa_key", "        sa_key: <redacted>", "<redacted>"),
+    }
+
+
 def test_a_line_the_loader_could_not_compose_hides_secrets_by_their_key(tmp_path: Path) -> None:
     """A YAML syntax error leaves no loaded spans: the key is recognised as a whole word, its {env: ...} value
     replaced whole, the caret moved with it, and ``pkey`` left alone."""

@@ -231,10 +231,12 @@ def _redacted(source: str, number: int, line: str, column: int) -> tuple[str, in
 
 
 def _print_problem(text: str, position: SourcePosition | None, console: Console, field: str = "") -> None:
-    """One problem, then its source line and caret, unless the field is key material: a secret written in clear
-    is refused at its line, and that line must not print it."""
+    """One problem, then its source line and caret. A problem at a secret field (a key written in clear is refused
+    at its line) shows its line only where the loader recorded the secret values of that file, which `_excerpt`
+    then replaces: a guess from the text could miss the very value at fault."""
     console.print(f"  {_safe(text)}", soft_wrap=True)
-    if secret_keys().isdisjoint(re.split(r"[.\[\]]", field)):
+    at_secret = not secret_keys().isdisjoint(re.split(r"[.\[\]]", field))
+    if not at_secret or (position is not None and secret_spans(position.file) is not None):
         for line in _excerpt(position):
             console.print(line, soft_wrap=True, highlight=False)
 
