@@ -659,8 +659,9 @@ def test_plan_and_apply_refuse_another_clusters_out(tmp_path: Path) -> None:
     assert text.count("  name: lab-1su\n  site: lab\n") == 1
     other.write_text(text.replace("  name: lab-1su\n  site: lab\n", "  name: lab-b\n  site: lab2\n"))
     message = (f"{out} holds cluster lab-1su at lab (its lock file says so); this spec is cluster lab-b at lab2: "
-               "planning it there would replace every file of lab-1su. Give another output directory (-o OUT), "
-               "or plan and apply with --force to replace it")
+               "planning it there would replace every file of lab-1su. Give another output directory (-o OUT); "
+               "if this spec is lab-1su renamed (its name or site changed), plan and apply with --renamed-from "
+               "lab-1su@lab; --force replaces any cluster's files, and files fabricgen did not create")
     lock = (out / "fabricgen.lock.json").read_bytes()
     for command in (["plan", "--detailed-exitcode"], ["plan", "-out", str(saved)], ["apply", "--yes"]):
         result = runner.invoke(app, [command[0], str(other), "-o", str(out), *command[1:]])
@@ -672,6 +673,65 @@ def test_plan_and_apply_refuse_another_clusters_out(tmp_path: Path) -> None:
     assert runner.invoke(app, ["plan", str(other), "-o", str(out), "--force", "-out", str(saved)]).exit_code == 0
     assert runner.invoke(app, ["apply", str(saved)]).exit_code == 0
     assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}
+
+
+def _renamed(tmp_path: Path, name: str, site: str) -> Path:
+    """lab-1su's spec with another metadata name and site."""
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(Path(LAB).read_text().replace("  name: lab-1su\n  site: lab\n",
+                                                  f"  name: {name}\n  site: {site}\n"))
+    return spec
+
+
+def test_renamed_from_adopts_out_for_the_renamed_cluster_only(tmp_path: Path) -> None:
+    """Review D11: a cluster or site renamed on purpose takes its OUT over with --renamed-from NAME@SITE, naming the
+    cluster OUT holds (as Terraform's `moved` block names the old address). It is no --force: it refuses a third
+    cluster's OUT and still refuses a file fabricgen did not create; plan, apply and a saved plan all take it."""
+    out, saved = tmp_path / "out", tmp_path / "rename.plan"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    renamed, third = _renamed(tmp_path, "lab-b", "lab2"), _renamed(tmp_path, "lab-c", "lab3")
+    lock = (out / "fabricgen.lock.json").read_bytes()
+    # the old name is not enough, nor another cluster's: --renamed-from names exactly what the lock records
+    for wrong in ("lab-1su", "lab-1su@lab2", "lab-b@lab2"):
+        result = runner.invoke(app, ["plan", str(renamed), "-o", str(out), "--renamed-from", wrong])
+        assert result.exit_code == 1 and f"holds cluster lab-1su at lab (its lock file says so), not {wrong}: " \
+            "--renamed-from names the cluster OUT holds, here --renamed-from lab-1su@lab" in \
+            " ".join(result.stderr.split()), result.output
+    adopt = ["-o", str(out), "--renamed-from", "lab-1su@lab"]
+    plan = runner.invoke(app, ["plan", str(renamed), *adopt, "--detailed-exitcode"])
+    assert plan.exit_code == 2, plan.output
+    assert " ".join(plan.stdout.split()).startswith(
+        f"{out} holds cluster lab-1su at lab; this plan adopts it for cluster lab-b at lab2"), plan.stdout
+    as_json = json.loads(runner.invoke(app, ["plan", str(renamed), *adopt, "--json"]).stdout)
+    assert as_json["adopts_cluster"] == "lab-1su@lab" and as_json["summary"]["delete"] == 0
+    # a file fabricgen did not create is still refused (--force's other half is not lifted)
+    (out / "hosts/hgx01/netplan-roce.yaml").unlink()
+    (out / "hosts/hgx01/netplan-roce.yaml").write_text("a hand-made file\n")
+    (out / "fabricgen.lock.json").write_text(json.dumps({**json.loads(lock), "files": {
+        k: v for k, v in json.loads(lock)["files"].items() if k != "hosts/hgx01/netplan-roce.yaml"}}))
+    for command in (["plan", "-out", str(saved)], ["apply", "--yes"]):
+        result = runner.invoke(app, [command[0], str(renamed), *adopt, *command[1:]])
+        assert result.exit_code == 1 and "hosts/hgx01/netplan-roce.yaml" in result.stderr, result.output
+    assert not saved.exists()
+    (out / "hosts/hgx01/netplan-roce.yaml").unlink()
+    (out / "fabricgen.lock.json").write_bytes(lock)
+    # the saved plan keeps the option; apply PLANFILE takes no other
+    assert runner.invoke(app, ["plan", str(renamed), *adopt, "-out", str(saved)]).exit_code == 0
+    beside = runner.invoke(app, ["apply", str(saved), "--renamed-from", "lab-1su@lab"])
+    assert beside.exit_code == 1 and "give none" in beside.stderr
+    assert (out / "fabricgen.lock.json").read_bytes() == lock
+    applied = runner.invoke(app, ["apply", str(saved)])
+    assert applied.exit_code == 0 and "this plan adopts it for cluster lab-b at lab2" in applied.stdout, applied.output
+    assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}
+    # from then on OUT is lab-b's: the option is a no-op, and the cluster it held is now the one refused
+    again = runner.invoke(app, ["plan", str(renamed), *adopt, "--detailed-exitcode"])
+    assert again.exit_code == 0 and "this plan adopts" not in again.stdout, again.output
+    refused = runner.invoke(app, ["apply", str(third), *adopt, "--yes"])
+    assert refused.exit_code == 1 and "holds cluster lab-b at lab2" in refused.stderr, refused.output
+    # apply (no saved plan) adopts too
+    back = runner.invoke(app, ["apply", LAB, "-o", str(out), "--renamed-from", "lab-b@lab2", "--yes"])
+    assert back.exit_code == 0, back.output
+    assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-1su", "site": "lab"}
 
 
 def _tree(root: Path) -> dict[str, bytes]:

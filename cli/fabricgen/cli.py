@@ -95,6 +95,10 @@ FullOpt = Annotated[bool, typer.Option(
 OutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].", metavar="OUT")
 ]
+RenamedFromOpt = Annotated[str, typer.Option(
+    "--renamed-from", metavar="NAME@SITE", show_default=False,
+    help="OUT holds this cluster, which the spec renames (metadata name or site): adopt its files. Unlike --force, "
+         "refuses any other cluster and files fabricgen did not create.")]
 
 
 def _safe(text: str) -> str:
@@ -680,6 +684,7 @@ def plan(
     force: Annotated[
         bool, typer.Option("--force", help="Plan as `apply --force` would: replace files fabricgen did not create.")
     ] = False,
+    renamed_from: RenamedFromOpt = "",
     full: FullOpt = False,
 ) -> None:
     """Show what apply would add (+), change (~) and remove (-), per device and per cable, port and address.
@@ -696,21 +701,24 @@ def plan(
             warnings = compiled.warnings
         else:
             warnings = current.last_run.warnings
-        refuse_other_cluster(current, force)  # before a listing of one cluster's files replaced by another's
+        refuse_other_cluster(current, force, renamed_from)  # before a listing of one cluster's files replaced
         holder["plan"] = current
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
         refused = bool(current.unmanaged) and not force
         if save is not None and not refused:
-            planfile.save(save, current, spec, force=force, tool_version=__version__)
+            planfile.save(save, current, spec, force=force, renamed_from=renamed_from, tool_version=__version__)
         if as_json:
+            held = current.other_cluster  # adopted (--renamed-from, --force): the lock will name the new one
             data = {"valid": True, **plan_to_json(current), "revision": _revision(current.lock.spec_digest),
+                    "adopts_cluster": held.handle if held is not None else "",
                     "apply_refuses": list(current.unmanaged) if refused else [],
                     "diffs": [_diff_json(d) for d in diffs],
                     "warnings": [_finding_dict(f) for f in warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
+            _print_adoption(current)
             _print_plan(current, diffs, show_diff, _host_groups(compiled))
             _print_warnings(warnings)
             if save is not None and not refused:
@@ -734,6 +742,7 @@ def apply(
     out_dir: OutOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace files fabricgen did not create.")] = False,
+    renamed_from: RenamedFromOpt = "",
     cloud: Annotated[bool, typer.Option("--cloud", help="Then run `pulumi up` on the cloud cluster's project "
                                                         "(exit 2 with the commands to run when pulumi is missing).")
                      ] = False,
@@ -747,8 +756,8 @@ def apply(
         saved = planfile.load(spec) if planfile.is_planfile(spec) else None
         deployment, compiled = None, None
         if saved is not None:
-            if out_dir is not None or force:
-                raise OutputError("a saved plan fixes the output directory and --force; give neither")
+            if out_dir is not None or force or renamed_from:
+                raise OutputError("a saved plan fixes the output directory, --force and --renamed-from; give none")
             saved = replace(saved, spec=_from_here(saved.spec), out_dir=_from_here(saved.out_dir))
             compiled, current = _plan(saved.spec, saved.out_dir)
             stale = saved.stale(current, compiled.cluster.spec_digest, __version__)
@@ -761,15 +770,18 @@ def apply(
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
             deployment = _deployment(compiled, current.out_dir) if cloud else None
-        refuse_other_cluster(current, force or (saved is not None and saved.force))
+        # a saved plan applies with the options it was made with
+        forced, renamed = (saved.force, saved.renamed_from) if saved is not None else (force, renamed_from)
+        refuse_other_cluster(current, forced, renamed)
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
+        _print_adoption(current)
         _print_plan(current, diffs, False, _host_groups(compiled))
         _print_warnings(warnings)
         named = str(saved.spec if saved is not None else spec)
-        written = (_write(current, True, saved.force, named, warnings, saved.state_digest) if saved is not None
-                   else _write(current, yes, force, named, warnings))
+        written = (_write(current, True, forced, renamed, named, warnings, saved.state_digest)
+                   if saved is not None else _write(current, yes, forced, renamed, named, warnings))
         if not written:  # declined: an error to a wrapper (`apply && push-configs` must not push after a "no")
             holder["code"] = EXIT_ERROR
         elif deployment is not None:
@@ -777,6 +789,16 @@ def apply(
 
     _run(action)
     _fail(holder["code"])
+
+
+def _print_adoption(current: Plan) -> None:
+    """The other cluster whose OUT this plan takes over (--renamed-from or --force let it), first: every file's
+    change below follows from it, and the lock names the spec's cluster from then on."""
+    held = current.other_cluster
+    if held is not None:
+        out.print(f"[bold yellow]{_safe(str(current.out_dir))} holds cluster {_safe(str(held))}[/]; this plan adopts "
+                  f"it for cluster {_safe(str(current.lock.cluster))} (the lock will name the new cluster).",
+                  soft_wrap=True)
 
 
 def _from_here(path: Path) -> Path:
@@ -788,7 +810,7 @@ def _from_here(path: Path) -> Path:
         return path
 
 
-def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Finding, ...],
+def _write(current: Plan, yes: bool, force: bool, renamed_from: str, spec: str, warnings: tuple[Finding, ...],
            expected_state: str | None = None) -> bool:
     """Apply the plan after confirmation; False when the user declined."""
     if not current.needs_apply:
@@ -807,7 +829,8 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
             err.print("apply cancelled; nothing was written")
             return False
     _progress.step(f"writing {len(current.writes)} files, deleting {len(current.deletions)}")
-    result = apply_plan(current, force=force, expected_state=expected_state, spec=spec, warnings=warnings)
+    result = apply_plan(current, force=force, renamed_from=renamed_from, expected_state=expected_state, spec=spec,
+                        warnings=warnings)
     _progress.stop()
     out.print(
         f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "

@@ -70,6 +70,11 @@ class ClusterId:
     def __str__(self) -> str:
         return f"{self.name} at {self.site}" if self.site else self.name
 
+    @property
+    def handle(self) -> str:
+        """The cluster as one word, ``NAME@SITE`` (``NAME`` without a site): how ``--renamed-from`` names it."""
+        return f"{self.name}@{self.site}" if self.site else self.name
+
 
 NO_CLUSTER = ClusterId()  # a lock of format 1 or 2, or a plan made without a spec (the outdir tests)
 

@@ -190,16 +190,27 @@ def plan_without_recovery(
         raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
 
 
-def refuse_other_cluster(plan: Plan, force: bool) -> None:
-    """Raise unless OUT holds this plan's cluster (or no known one), or ``force`` replaces it: a mistyped -o
-    would otherwise replace a whole cluster's handoff with another's as an ordinary plan."""
+def refuse_other_cluster(plan: Plan, force: bool, renamed_from: str = "") -> None:
+    """Raise unless OUT holds this plan's cluster (or no known one), ``renamed_from`` names the cluster it holds
+    (``NAME@SITE``: this spec is that cluster renamed, and OUT is adopted for it), or ``force`` replaces it. A
+    mistyped -o would otherwise replace a whole cluster's handoff with another's as an ordinary plan; a rename
+    names the cluster it was, so it cannot adopt a third cluster's OUT, and leaves the refusal of files
+    fabricgen did not create in place (``force`` lifts both)."""
     held = plan.other_cluster
-    if held is not None and not force:
+    if held is None or force or renamed_from == held.handle:
+        return
+    if renamed_from:
         raise OutputError(
-            f"{plan.out_dir} holds cluster {held} (its lock file says so); this spec is cluster {plan.lock.cluster}: "
-            f"planning it there would replace every file of {held.name}. Give another output directory (-o OUT), "
-            "or plan and apply with --force to replace it"
+            f"{plan.out_dir} holds cluster {held} (its lock file says so), not {renamed_from}: --renamed-from names "
+            f"the cluster OUT holds, here --renamed-from {held.handle} if this spec ({plan.lock.cluster}) is that "
+            "cluster renamed; otherwise give another output directory (-o OUT)"
         )
+    raise OutputError(
+        f"{plan.out_dir} holds cluster {held} (its lock file says so); this spec is cluster {plan.lock.cluster}: "
+        f"planning it there would replace every file of {held.name}. Give another output directory (-o OUT); "
+        f"if this spec is {held.name} renamed (its name or site changed), plan and apply with --renamed-from "
+        f"{held.handle}; --force replaces any cluster's files, and files fabricgen did not create"
+    )
 
 
 @without_gc

@@ -641,8 +641,9 @@ def test_another_clusters_out_is_refused_unless_forced(tmp_path: Path) -> None:
         refuse_other_cluster(other, force=False)
     assert str(refused.value) == (
         f"{out} holds cluster sp-h100-a at dc1 (its lock file says so); this spec is cluster lab-1su at lab: planning "
-        "it there would replace every file of sp-h100-a. Give another output directory (-o OUT), or plan and apply "
-        "with --force to replace it")
+        "it there would replace every file of sp-h100-a. Give another output directory (-o OUT); if this spec is "
+        "sp-h100-a renamed (its name or site changed), plan and apply with --renamed-from sp-h100-a@dc1; --force "
+        "replaces any cluster's files, and files fabricgen did not create")
     with pytest.raises(OutputError, match="holds cluster sp-h100-a at dc1"):
         apply_plan(other)
     assert snapshot(out) == before
@@ -653,4 +654,28 @@ def test_another_clusters_out_is_refused_unless_forced(tmp_path: Path) -> None:
     refuse_other_cluster(other, force=True)
     apply_plan(other, force=True)
     assert sorted(snapshot(out)[0]) == ["b.txt", LOCK_FILE]  # a.txt, the other cluster's, deleted
+    assert json.loads((out / LOCK_FILE).read_text())["cluster"] == {"name": "lab-1su", "site": "lab"}
+
+
+def test_a_renamed_cluster_adopts_out_by_the_name_it_held(tmp_path: Path) -> None:
+    """Review D11: ``renamed_from`` lets exactly the cluster OUT's lock names be taken over (under apply's lock too);
+    it keeps the refusal of files fabricgen did not create, which only ``force`` lifts."""
+    out = tmp_path / "out"
+    apply_plan(compute_plan([art("a.txt", "h100")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=H100))
+    (out / "user.txt").write_text("mine")
+    before = snapshot(out)
+    renamed = compute_plan([art("a.txt", "renamed"), art("user.txt", "ours")], out, spec_digest=DIGEST,
+                           tool_version=VERSION, cluster=LAB)
+    for wrong in ("sp-h100-a", "sp-h100-a@dc2", "lab-1su@lab"):
+        with pytest.raises(OutputError, match=f"not {wrong}: --renamed-from names the cluster OUT holds, here "
+                                              "--renamed-from sp-h100-a@dc1"):
+            apply_plan(renamed, renamed_from=wrong)
+    refuse_other_cluster(renamed, force=False, renamed_from="sp-h100-a@dc1")
+    with pytest.raises(OutputError, match=r"not created by fabricgen: user\.txt"):
+        apply_plan(renamed, renamed_from="sp-h100-a@dc1")
+    assert snapshot(out) == before
+    (out / "user.txt").unlink()
+    apply_plan(compute_plan([art("a.txt", "renamed")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=LAB),
+               renamed_from="sp-h100-a@dc1")
+    assert (out / "a.txt").read_text() == "renamed"
     assert json.loads((out / LOCK_FILE).read_text())["cluster"] == {"name": "lab-1su", "site": "lab"}
