@@ -285,8 +285,12 @@ def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
     assert ("~ cable storage-leaf008-028  gpu124:Slot2P1 <-> storage-leaf008:28 -> mds01:Slot1P2 <-> "
             "storage-leaf008:28") in repatches
     assert "~ cable compute-su04-leaf0-028  gpu124:OSFP4P2 <-> compute-su04-leaf0:14/2 -> ufm01:P1" in repatches
-    # 2 relabels: breakout trunks that lost a leg name their remaining legs on their one label (review D6)
-    assert "cables: 0 to add, 0 to change, 54 to remove, 2 to relabel, 18 to re-patch" in repatches
+    # relabels: breakout trunks that lost a leg name their remaining legs on their one label (review D6)
+    assert ("~ cable oob-d01:49 <-> oob-agg01:10/1  z_label: oob-agg01-037/Z to D01,D02 oob-d01,oob-d02 -> "
+            "oob-agg01-037/Z to D01 oob-d01 49") in result.stdout
+    # and the last in-band leaf, left with 6 DGX and the 6 Lustre servers, moves to N03 beside the spines: its
+    # cables are relabelled (its uplinks DACs now), the spines' U and every uplink's run change
+    assert "cables: 0 to add, 120 to change, 54 to remove, 20 to relabel, 24 to re-patch" in repatches
 
 
 def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:
