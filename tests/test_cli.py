@@ -199,6 +199,8 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     # stays keeps its loopback (router id); they were renumbered (155 cables, the aggregation loopbacks)
     assert "cable_id:" not in text and "~ address oob-agg01 Loopback0" not in text
     assert "- switches/oob-l04/config_db.json" in text and "# switch oob-l04" in text
+    # a removed node's files are headed by their node, as the lock recorded it (its spec has it no more)
+    assert "\n  # node hgx07\n  - hosts/hgx07/netplan-roce.yaml" in text and "# hosts/" not in text
     # the OOB breakout trunks lose their fourth leg: their one label per plug names three legs now (review D6)
     assert "cables: 0 to add, 0 to change, 22 to remove, 6 to relabel; ports: 0 newly cabled, 20 freed" in text
     assert ("z_label: oob-agg01-001/Z to L01,L02,L03,L04 oob-l01,oob-l02,oob-l03,oob-l04 -> "
@@ -783,6 +785,8 @@ def test_plan_groups_a_node_profiles_files_apart_from_a_nodes(tmp_path: Path) ->
     headings = [line.strip() for line in result.stdout.splitlines() if line.startswith("  # ")]
     assert "# node profile hgx-8gpu-generic" in headings and "# node hgx01" in headings, headings
     assert not [h for h in headings if h.startswith("# hosts/")], headings
+    cloud = runner.invoke(app, ["plan", str(INVENTORIES / "aws-p5-efa.yaml"), "-o", str(tmp_path / "aws")])
+    assert "\n  # instance type p5.48xlarge\n  + hosts/p5.48xlarge/" in cloud.stdout, cloud.stdout
 
 
 def test_an_unmanaged_table_counts_its_rows_as_added(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from fabricgen import __version__
-from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.artifacts import Artifact, is_safe_relative_path
 from fabricgen.core.document import REDACTED
 from fabricgen.core.errors import (
     CheckError,
@@ -61,7 +61,7 @@ from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
-from fabricgen.outdir.lock import ClusterId, Inputs, read_lock
+from fabricgen.outdir.lock import ClusterId, Inputs, Owners, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
@@ -327,8 +327,22 @@ def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
         tool_version=__version__,
         inputs=Inputs(compiled.input_digest(__version__), tuple(rel for rel, _ in compiled.named_files)),
         cluster=ClusterId(compiled.cluster.metadata.name, compiled.cluster.metadata.site),
+        owners=_host_owners(compiled, artifacts),
     )
     return compiled, plan
+
+
+def _host_owners(compiled: Compiled, artifacts: Sequence[Artifact]) -> Owners:
+    """What each hosts/<name>/ directory written holds the files of, a node profile (``hosts/dgx-h100``), a node
+    (``hosts/gpu001``) or a cloud instance type (``hosts/p5.48xlarge``), for the lock: the plan's listing heads them
+    ``# node profile dgx-h100``, ``# node gpu001``, as it heads ``# switch ...``, and so it can once the spec has
+    lost the node."""
+    cluster = compiled.cluster
+    kinds = {**{node.name: "node" for node in cluster.nodes}, **dict.fromkeys(cluster.profiles, "node profile")}
+    if cluster.cloud is not None:
+        kinds[cluster.cloud.instance_type.name] = "instance type"
+    written = {parts[1] for a in artifacts if len(parts := a.path.split("/", 2)) > 2 and parts[0] == "hosts"}
+    return tuple(sorted((f"hosts/{name}", kinds[name]) for name in written if name in kinds))
 
 
 def _unchanged(spec: Path, out_opt: Path | None) -> Plan | None:
@@ -366,28 +380,17 @@ ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
-def _owner(path: str, hosts: Mapping[str, str]) -> str:
-    """The device or part of the cluster a path belongs to, as the plan's listing groups it (``hosts``: the heading
-    of each directory under hosts/, `_host_groups`)."""
+def _owner(path: str, owners: Mapping[str, str]) -> str:
+    """The device or part of the cluster a path belongs to, as the plan's listing groups it (``owners``: what each
+    directory under hosts/ belongs to, this plan's or the last apply's: `Plan.owners`)."""
     parts = path.split("/")
     if len(parts) > 2 and parts[0] in _DEVICE_DIRS:
         return f"{_DEVICE_DIRS[parts[0]]} {parts[1]}"
-    if len(parts) > 2 and parts[0] == "hosts" and parts[1] in hosts:
-        return hosts[parts[1]]
+    if len(parts) > 2 and (kind := owners.get(f"{parts[0]}/{parts[1]}")):
+        return f"{kind} {parts[1]}"
     if len(parts) > 2 and parts[0] in ("hosts", "storage", "kubernetes", "scheduler"):
         return f"{parts[0]}/{parts[1]}"
     return parts[0] if len(parts) > 1 else "output directory"
-
-
-def _host_groups(compiled: Compiled | None) -> dict[str, str]:
-    """The heading of each hosts/<name>/ directory: a node profile's files (``# node profile dgx-h100``) and a
-    node's (``# node gpu001``) read apart, as the ``# switch ...`` groups do (a plan found without compiling
-    lists no file, and needs none)."""
-    if compiled is None:
-        return {}
-    cluster = compiled.cluster
-    return {**{node.name: f"node {node.name}" for node in cluster.nodes},
-            **{name: f"node profile {name}" for name in cluster.profiles}}
 
 
 def _plural(noun: str, count: int = 2) -> str:
@@ -513,16 +516,16 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
 
 
 @without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
-def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool, hosts: Mapping[str, str]) -> None:
+def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
     # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
     # heads its group, before its files: the change a change board must see first.
     devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
-    owner = ""
+    owner, owners = "", plan.owners
     for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
-        if _owner(d.change.path, hosts) != owner:
-            owner = _owner(d.change.path, hosts)
+        if _owner(d.change.path, owners) != owner:
+            owner = _owner(d.change.path, owners)
             device = devices.get(owner)
             detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
             lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
@@ -719,7 +722,7 @@ def plan(
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
             _print_adoption(current)
-            _print_plan(current, diffs, show_diff, _host_groups(compiled))
+            _print_plan(current, diffs, show_diff)
             _print_warnings(warnings)
             if save is not None and not refused:
                 out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
@@ -777,7 +780,7 @@ def apply(
         diffs = _describe(current)
         _progress.stop()
         _print_adoption(current)
-        _print_plan(current, diffs, False, _host_groups(compiled))
+        _print_plan(current, diffs, False)
         _print_warnings(warnings)
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, forced, renamed, named, warnings, saved.state_digest)

@@ -88,7 +88,7 @@ def apply_plan(plan: Plan, *, force: bool = False, renamed_from: str = "", expec
             recover_locked(state)
             fresh = plan_without_recovery(
                 plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version,
-                inputs=plan.lock.inputs, cluster=plan.lock.cluster,
+                inputs=plan.lock.inputs, cluster=plan.lock.cluster, owners=plan.lock.owners,
             )
             if expected_state is not None and fresh.state_digest != expected_state:
                 raise OutputError(f"{out_dir} changed since the plan was saved: run plan again")

@@ -36,6 +36,7 @@ from fabricgen.outdir.lock import (
     Inputs,
     Lock,
     LockEntry,
+    Owners,
     parse_lock,
     read_lock_bytes,
 )
@@ -114,6 +115,13 @@ class Plan:
         return held if held.known and held != self.lock.cluster else None
 
     @property
+    def owners(self) -> dict[str, str]:
+        """What each directory of per-device files belongs to: as this plan's lock records it, and for one it no
+        longer renders as the last apply's did (a removed node's deleted files are still that node's)."""
+        previous = dict(self.previous_lock.owners) if self.previous_lock is not None else {}
+        return previous | dict(self.lock.owners)
+
+    @property
     def needs_apply(self) -> bool:
         return self.has_changes or self.lock_changed
 
@@ -159,7 +167,7 @@ def _digest(lines: Iterable[str]) -> str:
 @without_gc  # a Change, a stat and a Known per file; collections would rescan the compiled topology
 def compute_plan(
     artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
-    cluster: ClusterId = NO_CLUSTER,
+    cluster: ClusterId = NO_CLUSTER, owners: Owners = (),
 ) -> Plan:
     """Diff ``artifacts`` against ``out_dir`` and its lock file, after finishing any interrupted apply.
 
@@ -169,13 +177,13 @@ def compute_plan(
     """
     recover(out_dir)
     return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version,
-                                 inputs=inputs, cluster=cluster)
+                                 inputs=inputs, cluster=cluster, owners=owners)
 
 
 @without_gc
 def plan_without_recovery(
     artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
-    cluster: ClusterId = NO_CLUSTER,
+    cluster: ClusterId = NO_CLUSTER, owners: Owners = (),
 ) -> Plan:
     """`compute_plan` minus recovery: for apply, which has already recovered while holding its lock."""
     rendered = _checked_artifacts(artifacts)
@@ -184,7 +192,7 @@ def plan_without_recovery(
             rendered,
             out_dir,
             Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version, inputs=inputs,
-                               cluster=cluster),
+                               cluster=cluster, owners=owners),
         )
     except OSError as exc:
         raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
