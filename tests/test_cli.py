@@ -642,6 +642,20 @@ def test_a_problem_at_a_secret_field_shows_its_line_redacted() -> None:
     }
 
 
+@pytest.mark.parametrize("typo", ["kye", "Key", "keys"])
+def test_a_misspelt_secret_key_hides_the_value_typed_there(typo: str, tmp_path: Path) -> None:
+    """A secret written under a misspelt secret key (one no schema declares that reads as one) is refused at the key,
+    and the line shown under that problem hides the value as under the key itself; the caret stays on the key."""
+    spec = tmp_path / "spec.yaml"
+    text = (INVENTORIES.parent / "tests/negative/tacacs-server-beside-secret.yaml").read_text()
+    spec.write_text(text.replace("key: {env: TACACS_KEY}", f'{typo}: "s3cr3t-value"'))
+    output = runner.invoke(app, ["validate", str(spec)]).output
+    assert f"unknown key '{typo}'" in output and "s3cr3t" not in output, output
+    shown, at = _excerpt_of(str(spec))
+    assert shown == (f"  tacacs: {{{typo}: <redacted>, servers: [10.99.0.49, 10.99.0.500]}}   # the key is read on "
+                     "the switch") and at.startswith(f"{typo}: <redacted>")
+
+
 def test_a_line_the_loader_could_not_compose_hides_secrets_by_their_key(tmp_path: Path) -> None:
     """A YAML syntax error leaves no loaded spans: the key is recognised as a whole word, its {env: ...} value
     replaced whole, the caret moved with it, and ``pkey`` left alone."""
