@@ -36,7 +36,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from fabricgen import __version__
-from fabricgen.core.artifacts import is_safe_relative_path
+from fabricgen.core.artifacts import Artifact, is_safe_relative_path
 from fabricgen.core.document import REDACTED
 from fabricgen.core.errors import (
     CheckError,
@@ -61,7 +61,7 @@ from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
-from fabricgen.outdir.lock import ClusterId, Inputs, read_lock
+from fabricgen.outdir.lock import ClusterId, Inputs, Owners, read_lock
 from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unchanged_plan
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
@@ -95,6 +95,10 @@ FullOpt = Annotated[bool, typer.Option(
 OutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Output directory [default: out/<cluster name>].", metavar="OUT")
 ]
+RenamedFromOpt = Annotated[str, typer.Option(
+    "--renamed-from", metavar="NAME@SITE", show_default=False,
+    help="OUT holds this cluster, which the spec renames (metadata name or site): adopt its files. Unlike --force, "
+         "refuses any other cluster and files fabricgen did not create.")]
 
 
 def _safe(text: str) -> str:
@@ -231,10 +235,12 @@ def _redacted(source: str, number: int, line: str, column: int) -> tuple[str, in
 
 
 def _print_problem(text: str, position: SourcePosition | None, console: Console, field: str = "") -> None:
-    """One problem, then its source line and caret, unless the field is key material: a secret written in clear
-    is refused at its line, and that line must not print it."""
+    """One problem, then its source line and caret. A problem at a secret field (a key written in clear is refused
+    at its line) shows its line only where the loader recorded the secret values of that file, which `_excerpt`
+    then replaces: a guess from the text could miss the very value at fault."""
     console.print(f"  {_safe(text)}", soft_wrap=True)
-    if secret_keys().isdisjoint(re.split(r"[.\[\]]", field)):
+    at_secret = not secret_keys().isdisjoint(re.split(r"[.\[\]]", field))
+    if not at_secret or (position is not None and secret_spans(position.file) is not None):
         for line in _excerpt(position):
             console.print(line, soft_wrap=True, highlight=False)
 
@@ -321,8 +327,22 @@ def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
         tool_version=__version__,
         inputs=Inputs(compiled.input_digest(__version__), tuple(rel for rel, _ in compiled.named_files)),
         cluster=ClusterId(compiled.cluster.metadata.name, compiled.cluster.metadata.site),
+        owners=_host_owners(compiled, artifacts),
     )
     return compiled, plan
+
+
+def _host_owners(compiled: Compiled, artifacts: Sequence[Artifact]) -> Owners:
+    """What each hosts/<name>/ directory written holds the files of, a node profile (``hosts/dgx-h100``), a node
+    (``hosts/gpu001``) or a cloud instance type (``hosts/p5.48xlarge``), for the lock: the plan's listing heads them
+    ``# node profile dgx-h100``, ``# node gpu001``, as it heads ``# switch ...``, and so it can once the spec has
+    lost the node."""
+    cluster = compiled.cluster
+    kinds = {**{node.name: "node" for node in cluster.nodes}, **dict.fromkeys(cluster.profiles, "node profile")}
+    if cluster.cloud is not None:
+        kinds[cluster.cloud.instance_type.name] = "instance type"
+    written = {parts[1] for a in artifacts if len(parts := a.path.split("/", 2)) > 2 and parts[0] == "hosts"}
+    return tuple(sorted((f"hosts/{name}", kinds[name]) for name in written if name in kinds))
 
 
 def _unchanged(spec: Path, out_opt: Path | None) -> Plan | None:
@@ -360,28 +380,17 @@ ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every
 _DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
-def _owner(path: str, hosts: Mapping[str, str]) -> str:
-    """The device or part of the cluster a path belongs to, as the plan's listing groups it (``hosts``: the heading
-    of each directory under hosts/, `_host_groups`)."""
+def _owner(path: str, owners: Mapping[str, str]) -> str:
+    """The device or part of the cluster a path belongs to, as the plan's listing groups it (``owners``: what each
+    directory under hosts/ belongs to, this plan's or the last apply's: `Plan.owners`)."""
     parts = path.split("/")
     if len(parts) > 2 and parts[0] in _DEVICE_DIRS:
         return f"{_DEVICE_DIRS[parts[0]]} {parts[1]}"
-    if len(parts) > 2 and parts[0] == "hosts" and parts[1] in hosts:
-        return hosts[parts[1]]
+    if len(parts) > 2 and (kind := owners.get(f"{parts[0]}/{parts[1]}")):
+        return f"{kind} {parts[1]}"
     if len(parts) > 2 and parts[0] in ("hosts", "storage", "kubernetes", "scheduler"):
         return f"{parts[0]}/{parts[1]}"
     return parts[0] if len(parts) > 1 else "output directory"
-
-
-def _host_groups(compiled: Compiled | None) -> dict[str, str]:
-    """The heading of each hosts/<name>/ directory: a node profile's files (``# node profile dgx-h100``) and a
-    node's (``# node gpu001``) read apart, as the ``# switch ...`` groups do (a plan found without compiling
-    lists no file, and needs none)."""
-    if compiled is None:
-        return {}
-    cluster = compiled.cluster
-    return {**{node.name: f"node {node.name}" for node in cluster.nodes},
-            **{name: f"node profile {name}" for name in cluster.profiles}}
 
 
 def _plural(noun: str, count: int = 2) -> str:
@@ -507,16 +516,16 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
 
 
 @without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
-def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool, hosts: Mapping[str, str]) -> None:
+def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
     # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
     # heads its group, before its files: the change a change board must see first.
     devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
-    owner = ""
+    owner, owners = "", plan.owners
     for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
-        if _owner(d.change.path, hosts) != owner:
-            owner = _owner(d.change.path, hosts)
+        if _owner(d.change.path, owners) != owner:
+            owner = _owner(d.change.path, owners)
             device = devices.get(owner)
             detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
             lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
@@ -678,6 +687,7 @@ def plan(
     force: Annotated[
         bool, typer.Option("--force", help="Plan as `apply --force` would: replace files fabricgen did not create.")
     ] = False,
+    renamed_from: RenamedFromOpt = "",
     full: FullOpt = False,
 ) -> None:
     """Show what apply would add (+), change (~) and remove (-), per device and per cable, port and address.
@@ -694,22 +704,25 @@ def plan(
             warnings = compiled.warnings
         else:
             warnings = current.last_run.warnings
-        refuse_other_cluster(current, force)  # before a listing of one cluster's files replaced by another's
+        refuse_other_cluster(current, force, renamed_from)  # before a listing of one cluster's files replaced
         holder["plan"] = current
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
         refused = bool(current.unmanaged) and not force
         if save is not None and not refused:
-            planfile.save(save, current, spec, force=force, tool_version=__version__)
+            planfile.save(save, current, spec, force=force, renamed_from=renamed_from, tool_version=__version__)
         if as_json:
+            held = current.other_cluster  # adopted (--renamed-from, --force): the lock will name the new one
             data = {"valid": True, **plan_to_json(current), "revision": _revision(current.lock.spec_digest),
+                    "adopts_cluster": held.handle if held is not None else "",
                     "apply_refuses": list(current.unmanaged) if refused else [],
                     "diffs": [_diff_json(d) for d in diffs],
                     "warnings": [_finding_dict(f) for f in warnings]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            _print_plan(current, diffs, show_diff, _host_groups(compiled))
+            _print_adoption(current)
+            _print_plan(current, diffs, show_diff)
             _print_warnings(warnings)
             if save is not None and not refused:
                 out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
@@ -732,6 +745,7 @@ def apply(
     out_dir: OutOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace files fabricgen did not create.")] = False,
+    renamed_from: RenamedFromOpt = "",
     cloud: Annotated[bool, typer.Option("--cloud", help="Then run `pulumi up` on the cloud cluster's project "
                                                         "(exit 2 with the commands to run when pulumi is missing).")
                      ] = False,
@@ -745,8 +759,8 @@ def apply(
         saved = planfile.load(spec) if planfile.is_planfile(spec) else None
         deployment, compiled = None, None
         if saved is not None:
-            if out_dir is not None or force:
-                raise OutputError("a saved plan fixes the output directory and --force; give neither")
+            if out_dir is not None or force or renamed_from:
+                raise OutputError("a saved plan fixes the output directory, --force and --renamed-from; give none")
             saved = replace(saved, spec=_from_here(saved.spec), out_dir=_from_here(saved.out_dir))
             compiled, current = _plan(saved.spec, saved.out_dir)
             stale = saved.stale(current, compiled.cluster.spec_digest, __version__)
@@ -759,15 +773,18 @@ def apply(
             compiled, current = _plan(spec, out_dir)
             warnings = compiled.warnings
             deployment = _deployment(compiled, current.out_dir) if cloud else None
-        refuse_other_cluster(current, force or (saved is not None and saved.force))
+        # a saved plan applies with the options it was made with
+        forced, renamed = (saved.force, saved.renamed_from) if saved is not None else (force, renamed_from)
+        refuse_other_cluster(current, forced, renamed)
         _progress.step("describing the changes")
         diffs = _describe(current)
         _progress.stop()
-        _print_plan(current, diffs, False, _host_groups(compiled))
+        _print_adoption(current)
+        _print_plan(current, diffs, False)
         _print_warnings(warnings)
         named = str(saved.spec if saved is not None else spec)
-        written = (_write(current, True, saved.force, named, warnings, saved.state_digest) if saved is not None
-                   else _write(current, yes, force, named, warnings))
+        written = (_write(current, True, forced, renamed, named, warnings, saved.state_digest)
+                   if saved is not None else _write(current, yes, forced, renamed, named, warnings))
         if not written:  # declined: an error to a wrapper (`apply && push-configs` must not push after a "no")
             holder["code"] = EXIT_ERROR
         elif deployment is not None:
@@ -775,6 +792,16 @@ def apply(
 
     _run(action)
     _fail(holder["code"])
+
+
+def _print_adoption(current: Plan) -> None:
+    """The other cluster whose OUT this plan takes over (--renamed-from or --force let it), first: every file's
+    change below follows from it, and the lock names the spec's cluster from then on."""
+    held = current.other_cluster
+    if held is not None:
+        out.print(f"[bold yellow]{_safe(str(current.out_dir))} holds cluster {_safe(str(held))}[/]; this plan adopts "
+                  f"it for cluster {_safe(str(current.lock.cluster))} (the lock will name the new cluster).",
+                  soft_wrap=True)
 
 
 def _from_here(path: Path) -> Path:
@@ -786,7 +813,7 @@ def _from_here(path: Path) -> Path:
         return path
 
 
-def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Finding, ...],
+def _write(current: Plan, yes: bool, force: bool, renamed_from: str, spec: str, warnings: tuple[Finding, ...],
            expected_state: str | None = None) -> bool:
     """Apply the plan after confirmation; False when the user declined."""
     if not current.needs_apply:
@@ -805,7 +832,8 @@ def _write(current: Plan, yes: bool, force: bool, spec: str, warnings: tuple[Fin
             err.print("apply cancelled; nothing was written")
             return False
     _progress.step(f"writing {len(current.writes)} files, deleting {len(current.deletions)}")
-    result = apply_plan(current, force=force, expected_state=expected_state, spec=spec, warnings=warnings)
+    result = apply_plan(current, force=force, renamed_from=renamed_from, expected_state=expected_state, spec=spec,
+                        warnings=warnings)
     _progress.stop()
     out.print(
         f"[bold green]Applied:[/] {len(result.written)} written, {len(result.deleted)} deleted in "

@@ -60,14 +60,16 @@ class ApplyResult:
 
 
 @without_gc
-def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = None, spec: str = "",
-               warnings: tuple[Finding, ...] = ()) -> ApplyResult:
+def apply_plan(plan: Plan, *, force: bool = False, renamed_from: str = "", expected_state: str | None = None,
+               spec: str = "", warnings: tuple[Finding, ...] = ()) -> ApplyResult:
     """Write ``plan`` to disk atomically; with nothing to do, touch no artifact and not the lock (last-run.json is
     brought up to date when it would change).
 
-    ``expected_state``: the :attr:`Plan.state_digest` of a saved plan; the re-plan under the lock must find OUT
-    exactly so, or nothing is written. ``spec`` (as named) and ``warnings``: what the compile said, recorded for a
-    later plan of the same inputs to say again without compiling.
+    ``renamed_from``: the cluster (``NAME@SITE``) OUT may hold, this plan's under its former name or site
+    (:func:`~fabricgen.outdir.plan.refuse_other_cluster`). ``expected_state``: the :attr:`Plan.state_digest` of a
+    saved plan; the re-plan under the lock must find OUT exactly so, or nothing is written. ``spec`` (as named)
+    and ``warnings``: what the compile said, recorded for a later plan of the same inputs to say again without
+    compiling.
 
     Raises:
         OutputError: another apply holds the lock, OUT holds another cluster or unmanaged files are in the way
@@ -79,7 +81,7 @@ def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = 
     if not plan.needs_apply:
         _remember_unchanged(plan, spec, warnings)
         return ApplyResult(plan)
-    refuse_other_cluster(plan, force)
+    refuse_other_cluster(plan, force, renamed_from)
     _refuse_unmanaged(plan, force)
     with opened_state(out_dir, create=True) as opened:
         state = _made(opened)
@@ -87,14 +89,14 @@ def apply_plan(plan: Plan, *, force: bool = False, expected_state: str | None = 
             recover_locked(state)
             fresh = plan_without_recovery(
                 plan.artifacts, out_dir, spec_digest=plan.lock.spec_digest, tool_version=plan.lock.tool_version,
-                inputs=plan.lock.inputs, cluster=plan.lock.cluster,
+                inputs=plan.lock.inputs, cluster=plan.lock.cluster, owners=plan.lock.owners,
             )
             if expected_state is not None and fresh.state_digest != expected_state:
                 raise OutputError(f"{out_dir} changed since the plan was saved: run plan again")
             if not fresh.needs_apply:
                 _remember(state, fresh, {}, spec, warnings)
                 return ApplyResult(fresh)
-            refuse_other_cluster(fresh, force)
+            refuse_other_cluster(fresh, force, renamed_from)
             _refuse_unmanaged(fresh, force)
             journal = _stage_and_commit(fresh, state)
             renamed_since = time.time_ns()  # every staged file was written before this

@@ -1,8 +1,9 @@
 """The lock file, OUT/fabricgen.lock.json: every artifact fabricgen wrote with its sha256 and mode, the cluster it
-was written for (metadata name and site), the spec digest, the tool version and the input digest (everything the
-render read: :mod:`fabricgen.core.inputs`, with the files the spec names). Only what it lists is fabricgen's to
-update or delete; it is parsed strictly, since its paths are deleted and replaced. It is written only at the end of
-a successful apply, so an input digest found in it is one whose spec passed validation and checks."""
+was written for (metadata name and site), what each directory of per-device files belongs to, the spec digest, the
+tool version and the input digest (everything the render read: :mod:`fabricgen.core.inputs`, with the files the
+spec names). Only what it lists is fabricgen's to update or delete; it is parsed strictly, since its paths are
+deleted and replaced. It is written only at the end of a successful apply, so an input digest found in it is one
+whose spec passed validation and checks."""
 
 from __future__ import annotations
 
@@ -24,12 +25,16 @@ TOOL_NAME = "fabricgen"
 LOCK_FILE = "fabricgen.lock.json"
 # Private state of apply (flock, staging, journal). Artifact paths cannot start with a dot, so never collide.
 STATE_DIR = ".fabricgen"
-# 2 added "inputs", 3 "cluster"; older locks are read: a version 1 lock has no input digest (so every plan renders),
-# neither 1 nor 2 names its cluster (so no plan is refused as another cluster's)
-LOCK_FORMAT = 3
+# 2 added "inputs", 3 "cluster", 4 "owners"; older locks are read: a version 1 lock has no input digest (so every
+# plan renders), neither 1 nor 2 names its cluster (so no plan is refused as another cluster's), none before 4 says
+# what a directory belonged to (a node removed since is headed by its path)
+LOCK_FORMAT = 4
 _KEYS = {1: {"files", "lock_version", "spec_digest", "tool"}}
 _KEYS[2] = _KEYS[1] | {"inputs"}
 _KEYS[3] = _KEYS[2] | {"cluster"}
+_KEYS[4] = _KEYS[3] | {"owners"}
+_OWNER = re.compile(r"^[a-z][a-z ]{0,39}$")  # what a directory belongs to, in the caller's words ("node profile")
+Owners = tuple[tuple[str, str], ...]  # (directory, what it belongs to), sorted: ("hosts/gpu001", "node")
 _MODE_TEXT = {0o644: "0644", 0o755: "0755"}
 _MODE_VALUE = {text: mode for mode, text in _MODE_TEXT.items()}
 
@@ -70,6 +75,11 @@ class ClusterId:
     def __str__(self) -> str:
         return f"{self.name} at {self.site}" if self.site else self.name
 
+    @property
+    def handle(self) -> str:
+        """The cluster as one word, ``NAME@SITE`` (``NAME`` without a site): how ``--renamed-from`` names it."""
+        return f"{self.name}@{self.site}" if self.site else self.name
+
 
 NO_CLUSTER = ClusterId()  # a lock of format 1 or 2, or a plan made without a spec (the outdir tests)
 
@@ -83,15 +93,18 @@ class Lock:
     tool_name: str = TOOL_NAME
     inputs: Inputs = NO_INPUTS
     cluster: ClusterId = NO_CLUSTER
+    # What each directory of per-device files belongs to (hosts/gpu001 a node, hosts/dgx-h100 a node profile), as
+    # the caller names it: once the spec no longer has that node, its deleted files are still headed by it.
+    owners: Owners = ()
 
     @classmethod
     def for_artifacts(
         cls, artifacts: Sequence[Artifact], *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
-        cluster: ClusterId = NO_CLUSTER,
+        cluster: ClusterId = NO_CLUSTER, owners: Owners = (),
     ) -> Lock:
         entries = tuple(sorted(LockEntry(a.path, a.sha256, a.mode) for a in artifacts))
         return cls(spec_digest=spec_digest, tool_version=tool_version, entries=entries, inputs=inputs,
-                   cluster=cluster)
+                   cluster=cluster, owners=tuple(sorted(owners)))
 
     def by_path(self) -> dict[str, LockEntry]:
         return {e.path: e for e in self.entries}
@@ -109,6 +122,7 @@ class Lock:
             "files": {e.path: {"mode": _MODE_TEXT[e.mode], "sha256": e.sha256} for e in self.entries},
             "inputs": {"digest": self.inputs.digest, "named_files": list(self.inputs.named_files)},
             "lock_version": LOCK_FORMAT,
+            "owners": dict(self.owners),
             "spec_digest": self.spec_digest,
             "tool": {"name": self.tool_name, "version": self.tool_version},
         }
@@ -151,7 +165,17 @@ def parse_lock(data: bytes, source: str) -> Lock:
         entries=_parse_lock_files(doc["files"], source),
         inputs=_parse_inputs(doc.get("inputs", {"digest": "", "named_files": []}), source),
         cluster=_parse_cluster(doc.get("cluster", {"name": "", "site": ""}), source),
+        owners=_parse_owners(doc.get("owners", {}), source),
     )
+
+
+def _parse_owners(owners: object, source: str) -> Owners:
+    _require(isinstance(owners, dict)
+             and all(isinstance(d, str) and is_safe_relative_path(d) and isinstance(kind, str)
+                     and bool(_OWNER.fullmatch(kind)) for d, kind in owners.items()),
+             source, "owners must map relative directories to what they belong to (lower-case words)")
+    assert isinstance(owners, dict)
+    return tuple(sorted(owners.items()))
 
 
 def _parse_cluster(cluster: object, source: str) -> ClusterId:

@@ -36,6 +36,7 @@ from fabricgen.outdir.lock import (
     Inputs,
     Lock,
     LockEntry,
+    Owners,
     parse_lock,
     read_lock_bytes,
 )
@@ -114,6 +115,13 @@ class Plan:
         return held if held.known and held != self.lock.cluster else None
 
     @property
+    def owners(self) -> dict[str, str]:
+        """What each directory of per-device files belongs to: as this plan's lock records it, and for one it no
+        longer renders as the last apply's did (a removed node's deleted files are still that node's)."""
+        previous = dict(self.previous_lock.owners) if self.previous_lock is not None else {}
+        return previous | dict(self.lock.owners)
+
+    @property
     def needs_apply(self) -> bool:
         return self.has_changes or self.lock_changed
 
@@ -159,7 +167,7 @@ def _digest(lines: Iterable[str]) -> str:
 @without_gc  # a Change, a stat and a Known per file; collections would rescan the compiled topology
 def compute_plan(
     artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
-    cluster: ClusterId = NO_CLUSTER,
+    cluster: ClusterId = NO_CLUSTER, owners: Owners = (),
 ) -> Plan:
     """Diff ``artifacts`` against ``out_dir`` and its lock file, after finishing any interrupted apply.
 
@@ -169,13 +177,13 @@ def compute_plan(
     """
     recover(out_dir)
     return plan_without_recovery(artifacts, out_dir, spec_digest=spec_digest, tool_version=tool_version,
-                                 inputs=inputs, cluster=cluster)
+                                 inputs=inputs, cluster=cluster, owners=owners)
 
 
 @without_gc
 def plan_without_recovery(
     artifacts: Sequence[Artifact], out_dir: Path, *, spec_digest: str, tool_version: str, inputs: Inputs = NO_INPUTS,
-    cluster: ClusterId = NO_CLUSTER,
+    cluster: ClusterId = NO_CLUSTER, owners: Owners = (),
 ) -> Plan:
     """`compute_plan` minus recovery: for apply, which has already recovered while holding its lock."""
     rendered = _checked_artifacts(artifacts)
@@ -184,22 +192,33 @@ def plan_without_recovery(
             rendered,
             out_dir,
             Lock.for_artifacts(rendered, spec_digest=spec_digest, tool_version=tool_version, inputs=inputs,
-                               cluster=cluster),
+                               cluster=cluster, owners=owners),
         )
     except OSError as exc:
         raise OutputError(f"cannot read output directory {out_dir}: {exc}") from exc
 
 
-def refuse_other_cluster(plan: Plan, force: bool) -> None:
-    """Raise unless OUT holds this plan's cluster (or no known one), or ``force`` replaces it: a mistyped -o
-    would otherwise replace a whole cluster's handoff with another's as an ordinary plan."""
+def refuse_other_cluster(plan: Plan, force: bool, renamed_from: str = "") -> None:
+    """Raise unless OUT holds this plan's cluster (or no known one), ``renamed_from`` names the cluster it holds
+    (``NAME@SITE``: this spec is that cluster renamed, and OUT is adopted for it), or ``force`` replaces it. A
+    mistyped -o would otherwise replace a whole cluster's handoff with another's as an ordinary plan; a rename
+    names the cluster it was, so it cannot adopt a third cluster's OUT, and leaves the refusal of files
+    fabricgen did not create in place (``force`` lifts both)."""
     held = plan.other_cluster
-    if held is not None and not force:
+    if held is None or force or renamed_from == held.handle:
+        return
+    if renamed_from:
         raise OutputError(
-            f"{plan.out_dir} holds cluster {held} (its lock file says so); this spec is cluster {plan.lock.cluster}: "
-            f"planning it there would replace every file of {held.name}. Give another output directory (-o OUT), "
-            "or plan and apply with --force to replace it"
+            f"{plan.out_dir} holds cluster {held} (its lock file says so), not {renamed_from}: --renamed-from names "
+            f"the cluster OUT holds, here --renamed-from {held.handle} if this spec ({plan.lock.cluster}) is that "
+            "cluster renamed; otherwise give another output directory (-o OUT)"
         )
+    raise OutputError(
+        f"{plan.out_dir} holds cluster {held} (its lock file says so); this spec is cluster {plan.lock.cluster}: "
+        f"planning it there would replace every file of {held.name}. Give another output directory (-o OUT); "
+        f"if this spec is {held.name} renamed (its name or site changed), plan and apply with --renamed-from "
+        f"{held.handle}; --force replaces any cluster's files, and files fabricgen did not create"
+    )
 
 
 @without_gc

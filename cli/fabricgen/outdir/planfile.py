@@ -29,6 +29,7 @@ class SavedPlan:
     outputs_digest: str
     state_digest: str
     tool_version: str
+    renamed_from: str = ""  # the cluster OUT held, adopted by this plan (plan --renamed-from); "" none
 
     def stale(self, plan: Plan, spec_digest: str, tool_version: str) -> list[str]:
         """Why ``plan`` (made now from the same spec) is not the saved one; empty when it is."""
@@ -45,14 +46,16 @@ class SavedPlan:
         return reasons
 
 
-def save(path: Path, plan: Plan, spec: Path, *, force: bool, tool_version: str) -> None:
-    """Write the saved plan of ``plan`` (made from ``spec``) to ``path``."""
+def save(path: Path, plan: Plan, spec: Path, *, force: bool, renamed_from: str, tool_version: str) -> None:
+    """Write the saved plan of ``plan`` (made from ``spec``) to ``path``; ``force`` and ``renamed_from`` are the
+    options it was made with, which apply keeps."""
     data = {
         "format": FORMAT,
         "tool_version": tool_version,
         "spec": str(spec.resolve()),
         "out_dir": str(plan.out_dir.resolve()),
         "force": force,
+        "renamed_from": renamed_from,
         "spec_digest": plan.lock.spec_digest,
         "outputs_digest": plan.outputs_digest,
         "state_digest": plan.state_digest,
@@ -85,4 +88,5 @@ def load(path: Path) -> SavedPlan:
     if missing := [k for k in fields if k not in data]:
         raise OutputError(f"the plan file {path} is incomplete: it lacks {', '.join(missing)}; run plan -out again")
     return SavedPlan(Path(data["spec"]), Path(data["out_dir"]), bool(data["force"]), str(data["spec_digest"]),
-                     str(data["outputs_digest"]), str(data["state_digest"]), str(data["tool_version"]))
+                     str(data["outputs_digest"]), str(data["state_digest"]), str(data["tool_version"]),
+                     str(data.get("renamed_from", "")))  # absent from a plan saved before the option

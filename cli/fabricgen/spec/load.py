@@ -21,8 +21,9 @@ import yaml
 from fabricgen.core.document import REDACTED, Document, PathKey, SourceSpan, format_path, is_secret
 from fabricgen.core.errors import SourcePosition, SpecError, SpecIssue
 from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.core.hints import did_you_mean
 from fabricgen.core.yamldata import LOADER
-from fabricgen.spec.validate import schema_issues, secret_keys
+from fabricgen.spec.validate import property_names, schema_issues, secret_keys
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
 STDIN = "<stdin>"
@@ -153,8 +154,14 @@ class _Converter:
                 self.fail(key_node, child, f"duplicate key {key!r} (first defined at line {first.line})")
                 continue
             self.keys[child] = self.mark(key_node)
-            out[key] = self.convert(value_node, child, secret or key in self.secrets)
+            out[key] = self.convert(value_node, child, secret or self.hides(key))
         return out
+
+    def hides(self, key: str) -> bool:
+        """Whether a key's value is recorded as a secret's: under a secret key, or under a key no schema declares
+        that reads as one misspelt (``kye``, ``sm_kye``): the schema refuses that key at its line, and the line
+        printed under the problem must not show the key material typed there. ``pkey`` is declared: shown."""
+        return key in self.secrets or (key not in property_names() and bool(did_you_mean(key, self.secrets)))
 
 
 def _span(node: yaml.Node) -> SourceSpan:

@@ -100,6 +100,22 @@ def _registry(for_extended: bool = False) -> Registry:
     return Registry().with_resources(resources)
 
 
+def _properties() -> Iterator[tuple[str, Any, str]]:
+    """Every property any schema file declares: its name, its schema and the file's base URI."""
+    for _, contents in schema_files():
+        base = contents["$id"]
+        stack = [contents]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                props = node.get("properties")
+                if isinstance(props, dict):
+                    yield from ((name, sub, base) for name, sub in props.items())
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+
+
 @cache
 def secret_keys() -> frozenset[str]:
     """Property names whose schema (or the definition it refers to) says ``"x-secret": true``: their values are
@@ -120,20 +136,14 @@ def secret_keys() -> frozenset[str]:
             target = target[part]
         return isinstance(target, dict) and target.get("x-secret") is True
 
-    names: set[str] = set()
-    for _, contents in schema_files():
-        base = contents["$id"]
-        stack = [contents]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, dict):
-                props = node.get("properties")
-                if isinstance(props, dict):
-                    names.update(name for name, sub in props.items() if secret(sub, base))
-                stack.extend(node.values())
-            elif isinstance(node, list):
-                stack.extend(node)
-    return frozenset(names)
+    return frozenset(name for name, sub, base in _properties() if secret(sub, base))
+
+
+@cache
+def property_names() -> frozenset[str]:
+    """Every property name a schema declares: a key outside them is a typo, or a name of the spec's own (a node
+    profile's, a fabric's)."""
+    return frozenset(name for name, _, _ in _properties())
 
 
 def schema_document(name: str = ROOT_SCHEMA) -> dict[str, Any]:

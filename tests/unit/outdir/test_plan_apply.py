@@ -127,7 +127,8 @@ def test_lock_file_is_deterministic_and_relative(tmp_path: Path) -> None:
             "x/y.sh": {"mode": "0755", "sha256": art("x/y.sh", "y").sha256},
         },
         "inputs": {"digest": "", "named_files": []},
-        "lock_version": 3,
+        "lock_version": 4,
+        "owners": {},
         "spec_digest": DIGEST,
         "tool": {"name": "fabricgen", "version": VERSION},
     }
@@ -387,6 +388,12 @@ def test_impossible_artifact_sets_are_rejected(
         b'"lock_version": 3, "spec_digest": "x", "tool": {"name": "fabricgen", "version": "1"}}',
         b'{"files": {}, "inputs": {"digest": "", "named_files": []}, '
         b'"lock_version": 3, "spec_digest": "x", "tool": {"name": "fabricgen", "version": "1"}}',
+        b'{"cluster": {"name": "", "site": ""}, "files": {}, "inputs": {"digest": "", "named_files": []}, '
+        b'"lock_version": 4, "owners": {"../hosts": "node"}, "spec_digest": "x", '
+        b'"tool": {"name": "fabricgen", "version": "1"}}',
+        b'{"cluster": {"name": "", "site": ""}, "files": {}, "inputs": {"digest": "", "named_files": []}, '
+        b'"lock_version": 4, "owners": {"hosts/a": "[bold]x"}, "spec_digest": "x", '
+        b'"tool": {"name": "fabricgen", "version": "1"}}',
     ],
 )
 def test_corrupt_lock_is_an_output_error(tmp_path: Path, content: bytes) -> None:
@@ -607,10 +614,11 @@ def test_property_apply_a_then_b_equals_b(first: list[Artifact], second: list[Ar
         assert not plan_for(second, out).needs_apply
 
 
-@pytest.mark.parametrize(("version", "dropped"), [(1, ("inputs", "cluster")), (2, ("cluster",))])
+@pytest.mark.parametrize(("version", "dropped"), [(1, ("inputs", "cluster", "owners")), (2, ("cluster", "owners")),
+                                                  (3, ("owners",))])
 def test_an_older_lock_is_read_and_rewritten(tmp_path: Path, version: int, dropped: tuple[str, ...]) -> None:
-    """Before the input digest (lock_version 1) or the cluster's identity (2): still fabricgen's files, never
-    refused as another cluster's; the next apply writes version 3 with the cluster."""
+    """Before the input digest (lock_version 1), the cluster's identity (2) or the directories' owners (3): still
+    fabricgen's files, never refused as another cluster's; the next apply writes version 4 with the cluster."""
     out = tmp_path / "out"
     artifacts = [art("a.txt", "a")]
     apply_all(artifacts, out)
@@ -625,7 +633,7 @@ def test_an_older_lock_is_read_and_rewritten(tmp_path: Path, version: int, dropp
 
     assert not plan.has_changes and plan.lock_changed
     doc = json.loads((out / LOCK_FILE).read_text())
-    assert (doc["lock_version"], doc["cluster"]) == (3, {"name": "lab-1su", "site": "lab"})
+    assert (doc["lock_version"], doc["cluster"]) == (4, {"name": "lab-1su", "site": "lab"})
 
 
 LAB, H100 = ClusterId("lab-1su", "lab"), ClusterId("sp-h100-a", "dc1")
@@ -643,8 +651,9 @@ def test_another_clusters_out_is_refused_unless_forced(tmp_path: Path) -> None:
         refuse_other_cluster(other, force=False)
     assert str(refused.value) == (
         f"{out} holds cluster sp-h100-a at dc1 (its lock file says so); this spec is cluster lab-1su at lab: planning "
-        "it there would replace every file of sp-h100-a. Give another output directory (-o OUT), or plan and apply "
-        "with --force to replace it")
+        "it there would replace every file of sp-h100-a. Give another output directory (-o OUT); if this spec is "
+        "sp-h100-a renamed (its name or site changed), plan and apply with --renamed-from sp-h100-a@dc1; --force "
+        "replaces any cluster's files, and files fabricgen did not create")
     with pytest.raises(OutputError, match="holds cluster sp-h100-a at dc1"):
         apply_plan(other)
     assert snapshot(out) == before
@@ -702,3 +711,42 @@ def test_a_format_1_journal_left_by_an_earlier_fabricgen_is_finished(tmp_path: P
     assert snapshot(out) == expected_tree(NEW, USER)
     assert state_residue(out) == set()
     assert not plan_for(NEW, out).needs_apply
+
+
+def test_a_renamed_cluster_adopts_out_by_the_name_it_held(tmp_path: Path) -> None:
+    """Review D11: ``renamed_from`` lets exactly the cluster OUT's lock names be taken over (under apply's lock too);
+    it keeps the refusal of files fabricgen did not create, which only ``force`` lifts."""
+    out = tmp_path / "out"
+    apply_plan(compute_plan([art("a.txt", "h100")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=H100))
+    (out / "user.txt").write_text("mine")
+    before = snapshot(out)
+    renamed = compute_plan([art("a.txt", "renamed"), art("user.txt", "ours")], out, spec_digest=DIGEST,
+                           tool_version=VERSION, cluster=LAB)
+    for wrong in ("sp-h100-a", "sp-h100-a@dc2", "lab-1su@lab"):
+        with pytest.raises(OutputError, match=f"not {wrong}: --renamed-from names the cluster OUT holds, here "
+                                              "--renamed-from sp-h100-a@dc1"):
+            apply_plan(renamed, renamed_from=wrong)
+    refuse_other_cluster(renamed, force=False, renamed_from="sp-h100-a@dc1")
+    with pytest.raises(OutputError, match=r"not created by fabricgen: user\.txt"):
+        apply_plan(renamed, renamed_from="sp-h100-a@dc1")
+    assert snapshot(out) == before
+    (out / "user.txt").unlink()
+    apply_plan(compute_plan([art("a.txt", "renamed")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=LAB),
+               renamed_from="sp-h100-a@dc1")
+    assert (out / "a.txt").read_text() == "renamed"
+    assert json.loads((out / LOCK_FILE).read_text())["cluster"] == {"name": "lab-1su", "site": "lab"}
+
+
+def test_a_directory_keeps_its_owner_after_it_is_rendered_no_more(tmp_path: Path) -> None:
+    """The lock records what each directory of per-device files belongs to; a plan that no longer renders one (its
+    node removed) still knows it from the last apply's lock, and its own lock records only what it renders."""
+    out = tmp_path / "out"
+    owners = (("hosts/n1", "node"), ("hosts/n2", "node"), ("hosts/p", "node profile"))
+    apply_plan(compute_plan([art("hosts/n1/a", "1"), art("hosts/n2/a", "2"), art("hosts/p/b", "p")], out,
+                            spec_digest=DIGEST, tool_version=VERSION, owners=owners))
+    assert json.loads((out / LOCK_FILE).read_text())["owners"] == dict(owners)
+    shrunk = compute_plan([art("hosts/n1/a", "1"), art("hosts/p/b", "p")], out, spec_digest=DIGEST,
+                          tool_version=VERSION, owners=(owners[0], owners[2]))
+    assert shrunk.deletions == ("hosts/n2/a",) and shrunk.owners == dict(owners)
+    apply_plan(shrunk)
+    assert json.loads((out / LOCK_FILE).read_text())["owners"] == {"hosts/n1": "node", "hosts/p": "node profile"}

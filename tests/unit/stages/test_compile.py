@@ -335,11 +335,11 @@ def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
     """h100-4su inband: SN4700 (32 QSFP-DD cages, 2 x 200G each) at 2:1 takes 24 hosts, one per cage (no catalog
     medium plugs a QSFP56 host per port of a split cage), + 12 uplinks on 6 cages (25 hosts would need an odd 13,
     26 one cage more than there are); 3 spines, 4 links (2 cage pairs) from each leaf; each DGX has two in-band
-    ports (its bond), consecutive on one leaf."""
+    ports (its bond), consecutive on one leaf, and each of its 6 Lustre servers one, after them on the last leaf."""
     topo = inventory["h100-4su"]
     ft = topo.fabric("inband")
     leaves = ft.switches_in(Tier.LEAF)
-    assert counts(ft) == ([11, 3, 0], [254, 132, 0])
+    assert counts(ft) == ([11, 3, 0], [260, 132, 0])
     assert {(s.down_ports, s.up_ports) for s in leaves} == {(24, 12)}
     order = [(n.name, nic.index + 1) for n in topo.cluster.nodes for nic in n.profile.nics(ft.fabric.role.nic_role)]
     index = {s.name: s.index for s in leaves}

@@ -103,7 +103,7 @@ def test_artifact_set(h100: dict[str, Artifact], topology: Topology) -> None:
     hosts = sorted(n.name for n in topology.cluster.nodes if n.profile.name in ("dgx-h100", "lustre-server"))
     assert netplans == [f"hosts/{g}/netplan-roce.yaml" for g in hosts] and len(hosts) == 127 + 6
     inband = sorted(p for p in h100 if p.endswith("/netplan-inband.yaml"))
-    assert inband == [f"hosts/{g}/netplan-inband.yaml" for g in hosts if g.startswith("gpu")], "DGX in-band bonds"
+    assert inband == [f"hosts/{g}/netplan-inband.yaml" for g in hosts], "DGX in-band bonds, the servers' one port"
     per_profile = ("roce-qos.sh", "roce-qos.service", "roce-firewall.nft")
     assert set(h100) - set(netplans) - set(inband) == {f"hosts/{p}/{f}" for p in ("dgx-h100", "lustre-server")
                                                        for f in per_profile}, \

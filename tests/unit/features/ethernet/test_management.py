@@ -45,7 +45,8 @@ def nvue_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 def test_sonic_baseline_tables(sonic_files: dict[str, bytes]) -> None:
-    """In the management VRF where the switch has one (storage, in-band), else the default VRF from the loopback."""
+    """In the management VRF where the switch has one (every fabric of h100-4su; without it the default VRF, see
+    `test_management_services_without_a_route_are_named_at_plan`)."""
     db: dict[str, Any] = json.loads(sonic_files["switches/storage-leaf001/config_db.json"])
     assert db["NTP"] == {"global": {"vrf": "mgmt"}}
     assert db["NTP_SERVER"] == {s: {"association_type": "server", "iburst": "on"} for s in ("10.99.0.11", "10.99.0.12")}
@@ -60,9 +61,9 @@ def test_sonic_baseline_tables(sonic_files: dict[str, bytes]) -> None:
     assert not {"AAA", "SNMP_COMMUNITY"} & set(db), "login and the community wait for management-secrets.sh"
     assert "passkey" not in db["TACPLUS"]["global"]
     oob: dict[str, Any] = json.loads(sonic_files["switches/oob-a01/config_db.json"])
-    assert oob["NTP"] == {"global": {"vrf": "default"}} and "MGMT_VRF_CONFIG" not in oob
-    loopback = next(k for k in oob["LOOPBACK_INTERFACE"] if "|" in k).split("|")[1].split("/")[0]
-    assert oob["SNMP_AGENT_ADDRESS_CONFIG"] == {f"{loopback}||": {}}
+    assert oob["NTP"] == {"global": {"vrf": "mgmt"}} and oob["MGMT_INTERFACE"] == {
+        "eth0|10.37.0.4/24": {"gwaddr": "10.37.0.1"}}
+    assert oob["SNMP_AGENT_ADDRESS_CONFIG"] == {"10.37.0.4||mgmt": {}}
 
 
 def test_eos_and_nvue_baselines(eos_files: dict[str, bytes], nvue_files: dict[str, bytes]) -> None:
@@ -176,12 +177,27 @@ def test_no_management_section_no_baseline(tmp_path: Path) -> None:
     assert not {"NTP", "NTP_SERVER", "TACPLUS_SERVER", "SYSLOG_SERVER", "SNMP"} & set(db)
 
 
-def test_management_services_without_a_route_are_named_at_plan() -> None:
-    """h100-4su's OOB switches have no management pool: their NTP, syslog and TACACS+ run in the default VRF, which
-    the fabric's eBGP alone cannot route to the servers (field review F7). The fabrics with a management pool and
-    gateway get no finding."""
-    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+OOB_MANAGEMENT = ("      management: 10.37.0.0/24    # the OOB switches' own management ports, like the other "
+                  "fabrics': NTP, TACACS+\n      management_gateway: 10.37.0.1\n")
+
+
+def test_management_services_without_a_route_are_named_at_plan(tmp_path: Path) -> None:
+    """h100-4su's OOB switches without their management pool: their NTP, syslog and TACACS+ run in the default VRF,
+    which the fabric's eBGP alone cannot route to the servers (field review F7). The fabrics with a management pool
+    and gateway get no finding, the example as shipped none at all."""
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count(OOB_MANAGEMENT) == 1
+    assert not list(unrouted_management(compile_spec(INVENTORIES / "h100-4su.yaml").topology))
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text(text.replace(OOB_MANAGEMENT, ""))
+    topology = compile_spec(spec).topology
     found = list(unrouted_management(topology))
     assert [f.subject for f in found] == ["oob"]
+    # the services then run in the default VRF, from the loopback
+    oob = json.loads(next(a.content for a in render(topology, ["sonic"])
+                          if a.path == "switches/oob-a01/config_db.json"))
+    assert oob["NTP"] == {"global": {"vrf": "default"}} and "MGMT_VRF_CONFIG" not in oob
+    loopback = next(k for k in oob["LOOPBACK_INTERFACE"] if "|" in k).split("|")[1].split("/")[0]
+    assert oob["SNMP_AGENT_ADDRESS_CONFIG"] == {f"{loopback}||": {}}
     assert "the fabric has no management pool and fabricgen writes no border or default route" in found[0].message
     assert "10.99.0.49" in found[0].message

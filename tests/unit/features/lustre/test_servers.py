@@ -73,11 +73,23 @@ def test_server_lnet_matches_the_clients(files: dict[str, Artifact]) -> None:
                        ("mds01", "mds02", "oss01", "oss02", "oss03", "oss04")]
 
 
-def test_servers_without_inband_are_warned(compiled: Compiled) -> None:
-    warned = [f for f in compiled.findings if f.check == "lustre-server-unreachable"]
+INBAND_PORT = ("      inband:\n"
+               "        - {dev: mlx5_2, netdev: enp129s0f0np0, port: Slot2P1, model: ConnectX-7-QSFP112-2P}\n")
+
+
+def test_servers_without_inband_are_warned(compiled: Compiled, tmp_path: Path) -> None:
+    """The example's servers have an in-band port (no warning); without it each server group is warned, at its
+    node group."""
+    assert not [f for f in compiled.findings if f.check == "lustre-server-unreachable"]
+    text = H100.read_text()
+    assert text.count(INBAND_PORT) == 1
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text(text.replace(INBAND_PORT, ""))
+    warned = [f for f in compile_spec(spec).findings if f.check == "lustre-server-unreachable"]
     assert [(f.severity, f.subject) for f in warned] == [(Severity.WARNING, "nodes[mds{n:02d}]"),
                                                          (Severity.WARNING, "nodes[oss{n:02d}]")]
-    assert warned[0].position is not None and warned[0].position.line == 65
+    assert warned[0].position is not None and warned[0].position.line == spec.read_text().splitlines().index(
+        "  - name: mds{n:02d}              # the MGS/MDS failover pair of both file systems") + 1
 
 
 # --- format-targets.sh against stub tools on a fake root --------------------------------------------------------
