@@ -121,9 +121,9 @@ def leaf_pools(topology: Topology, fabric: Fabric, k8s: Kubernetes) -> tuple[Pod
     assert fabric.addressing is not None
     pods = _pods_per_port(fabric, k8s)
     per_leaf: dict[str, list[list[str]]] = {}  # leaf -> each node's pod networks on it, in node order
-    for ports in pod_leaves(topology, fabric).values():
+    for node_ports in pod_leaves(topology, fabric).values():
         here: dict[str, list[str]] = {}
-        for net, leaf in ports.items():
+        for net, leaf in node_ports.items():
             here.setdefault(leaf, []).append(net)
         for leaf, nets in here.items():
             per_leaf.setdefault(leaf, []).append(nets)
