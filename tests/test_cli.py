@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -128,6 +130,10 @@ def test_explain_prints_warnings_after_the_summary() -> None:
     assert result.exit_code == 0, result.output
     digest = compile_spec(Path(LAB)).cluster.spec_digest.removeprefix("sha256:")
     assert f"spec {digest[:12]}; each printed cable sheet carries the revision of its own rows" in result.stdout
+    sheets = result.stdout[result.stdout.index("Cable sheets"):]
+    printed = next(a for a in render_spec(compile_spec(Path(LAB)), ("workbook",)) if a.path == "cabling/revisions.csv")
+    for sheet, files, revision in list(csv.reader(io.StringIO(printed.content.decode())))[1:]:
+        assert re.search(rf"\n {sheet} +revision {revision}  {files}\n", sheets), sheet  # every sheet, as printed
     assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
 
 
@@ -203,6 +209,16 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "cables: 0 to add, 0 to change, 22 to remove, 6 to relabel; ports: 0 newly cabled, 20 freed" in text
     assert ("z_label: oob-agg01-001/Z to L01,L02,L03,L04 oob-l01,oob-l02,oob-l03,oob-l04 -> "
             "oob-agg01-001/Z to L01,L02,L03") in text
+    # the printed sheets that change, by their revision (re-review of B4): M01 holds the trunks, L04 is gone; the
+    # revisions are the ones the sheets print (explain lists them, and so does cabling/revisions.csv)
+    before = {s["sheet"]: s["revision"] for s in
+              json.loads(runner.invoke(app, ["explain", LAB, "--json"]).stdout)["sheets"]}
+    after = {s["sheet"]: s["revision"] for s in
+             json.loads(runner.invoke(app, ["explain", str(spec), "--json"]).stdout)["sheets"]}
+    assert f"~ sheet rack M01  revision: {before['rack M01']} -> {after['rack M01']}" in text
+    assert "- sheet rack L04\n" in text and "rack L04" not in after
+    assert "sheet rack L01" not in text and before["rack L01"] == after["rack L01"], "an unchanged sheet: no line"
+    assert "sheets: 0 to add, 4 to change, 1 to remove" in text
     # a switch config by its entries, in SONiC's own TABLE|key terms (U9): the freed leaf port's buffers are zeroed
     assert "~ config entry BUFFER_PG|Ethernet24|0  profile: ingress_lossy_profile -> ingress_lossy_pg_zero_profile" \
         in text and "config entries: " in text
