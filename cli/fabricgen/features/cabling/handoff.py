@@ -6,7 +6,9 @@ A plug is not a cables.csv row: cables.csv has a row per link (a splitter's legs
 cable are rows of their own, sharing ``physical_cable``), but a technician labels and plugs connectors. A
 splitter's trunk (one plug in one switch cage, always its Z end: the switch, or a breakout's upper tier) is one
 plug with its legs listed beneath it; each fan-out end is a plug of its own; a cage-pair cable is one plug at
-each end; a twin-port cage's one optic is printed on the first plug of the cage only."""
+each end; a twin-port cage's one optic is printed on the first plug of the cage only. A fabric's sheet in
+cables.xlsx takes its plugs' rows from the racks' (``fabric_sheets``), and every sheet's revision is listed for
+plan and explain (``revision_rows``)."""
 
 from __future__ import annotations
 

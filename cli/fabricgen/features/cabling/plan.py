@@ -28,7 +28,8 @@ out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), eac
 A switch-to-switch splitter is a breakout: its plug in the upper cage, its legs in lower-tier switch cages it names
 (``host_form_factors``; a QSFP-DD DR4 to four QSFP28 DR1). Switch links between two cages split alike that no medium
 serves link by link share one cable per lane-aligned cage pair (a media row's ``cage_pair``), each link a ``leg``
-numbered by its port in the cage.
+numbered by its port in the cage; such a cable, the one plug in its switch-side cage, is named after the cage
+(``_cage_pair_ids``).
 """
 
 from __future__ import annotations
