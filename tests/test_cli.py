@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -128,6 +130,10 @@ def test_explain_prints_warnings_after_the_summary() -> None:
     assert result.exit_code == 0, result.output
     digest = compile_spec(Path(LAB)).cluster.spec_digest.removeprefix("sha256:")
     assert f"spec {digest[:12]}; each printed cable sheet carries the revision of its own rows" in result.stdout
+    sheets = result.stdout[result.stdout.index("Cable sheets"):]
+    printed = next(a for a in render_spec(compile_spec(Path(LAB)), ("workbook",)) if a.path == "cabling/revisions.csv")
+    for sheet, files, revision in list(csv.reader(io.StringIO(printed.content.decode())))[1:]:
+        assert re.search(rf"\n {sheet} +revision {revision}  {files}\n", sheets), sheet  # every sheet, as printed
     assert result.output.index("Switches and links per tier") < result.output.index("warning: [dual-homing]")
 
 
@@ -201,10 +207,23 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "- switches/oob-l04/config_db.json" in text and "# switch oob-l04" in text
     # a removed node's files are headed by their node, as the lock recorded it (its spec has it no more)
     assert "\n  # node hgx07\n  - hosts/hgx07/netplan-roce.yaml" in text and "# hosts/" not in text
-    # the OOB breakout trunks lose their fourth leg: their one label per plug names three legs now (review D6)
-    assert "cables: 0 to add, 0 to change, 22 to remove, 6 to relabel; ports: 0 newly cabled, 20 freed" in text
-    assert ("z_label: oob-agg01-001/Z to L01,L02,L03,L04 oob-l01,oob-l02,oob-l03,oob-l04 -> "
-            "oob-agg01-001/Z to L01,L02,L03") in text
+    # the OOB breakout trunks lose their fourth leg: each is that one change, the leg gone and the trunk's one
+    # label naming three legs now (review D6), not a relabel of each leg that stays (its re-review)
+    assert "cables: 0 to add, 2 to change, 20 to remove; ports: 0 newly cabled, 20 freed" in text
+    assert ("~ cable oob-l01+oob-l02+oob-l03:49 <-> oob-agg01:1/1+1/2+1/3  -oob-l04:49 <-> oob-agg01:1/4; "
+            "z_label: oob-agg01-001/Z to L01,L02,L03,L04 oob-l01,oob-l02,oob-l03,oob-l04 -> "
+            "oob-agg01-001/Z to L01,L02,L03 oob-l01,oob-l02,oob-l03\n") in text
+    assert "oob-l04:49 <-> oob-agg01:1/4\n" not in text, "the lost leg is not a removal of its own"
+    # the printed sheets that change, by their revision (re-review of B4): M01 holds the trunks, L04 is gone; the
+    # revisions are the ones the sheets print (explain lists them, and so does cabling/revisions.csv)
+    before = {s["sheet"]: s["revision"] for s in
+              json.loads(runner.invoke(app, ["explain", LAB, "--json"]).stdout)["sheets"]}
+    after = {s["sheet"]: s["revision"] for s in
+             json.loads(runner.invoke(app, ["explain", str(spec), "--json"]).stdout)["sheets"]}
+    assert f"~ sheet rack M01  revision: {before['rack M01']} -> {after['rack M01']}" in text
+    assert "- sheet rack L04\n" in text and "rack L04" not in after
+    assert "sheet rack L01" not in text and before["rack L01"] == after["rack L01"], "an unchanged sheet: no line"
+    assert "sheets: 0 to add, 4 to change, 1 to remove" in text
     # a switch config by its entries, in SONiC's own TABLE|key terms (U9): the freed leaf port's buffers are zeroed
     assert "~ config entry BUFFER_PG|Ethernet24|0  profile: ingress_lossy_profile -> ingress_lossy_pg_zero_profile" \
         in text and "config entries: " in text
@@ -213,8 +232,10 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")
     assert cables["parts"] == {"port": {"added": 0, "removed": 20}}  # on the switches that stay (review C6)
-    assert sum(r["action"] == "delete" for r in cables["rows"]) == 22
-    assert {r["action"] for r in cables["rows"]} == {"delete", "relabel"}
+    assert sum(r["action"] == "delete" for r in cables["rows"]) == 20
+    assert {r["action"] for r in cables["rows"]} == {"delete", "update"}
+    trunk = next(r for r in cables["rows"] if r["action"] == "update" and "oob-agg02" in r["subject"])
+    assert trunk["fields"]["oob-l04:50 <-> oob-agg02:1/4"] == ["", None], "the leg it loses"
     diffed = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--diff"]).stdout
     assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
 
@@ -234,24 +255,30 @@ def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     listing, _, sections = result.stdout.partition("\nRelabel: ")
     relabels, _, repatches = sections.partition("\nRe-patch: ")
-    assert "~ cabling/cables.csv  (8 cables to add, 8 cables to remove, 176 cables to relabel, 8 cables to " \
+    # a cage-pair cable's two links are one relabel, a breakout's four legs one re-patch: the cable's
+    assert "~ cabling/cables.csv  (8 cables to add, 8 cables to remove, 156 cables to relabel, 2 cables to " \
            "re-patch)" in listing
     assert "cable compute-su01-leaf0:5/1" not in listing and "oob-agg01-001" not in listing
     assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
             "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
             "compute-spine001 1/1") in relabels
-    assert "... and 151 more cables to relabel (plan --json lists every one)" in relabels
-    assert ("~ cable oob-agg01-001  oob-l01:49 <-> oob-agg01:1/1 -> oob-l-01:49 <-> oob-agg01:1/1; a_rack: L01 -> "
-            "L-01") in repatches
-    assert "Plan for" in repatches and "cables: 8 to add, 0 to change, 8 to remove, 176 to relabel, 8 to re-patch" \
+    assert "... and 131 more cables to relabel (plan --json lists every one)" in relabels
+    assert ("~ cable oob-agg01-001  oob-l01+oob-l02+oob-l03+oob-l04:49 <-> oob-agg01:1/1+1/2+1/3+1/4 -> "
+            "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> oob-agg01:1/1+1/2+1/3+1/4; a_rack: L01 -> L-01") in repatches
+    assert "Plan for" in repatches and "cables: 8 to add, 0 to change, 8 to remove, 156 to relabel, 2 to re-patch" \
         in repatches
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
-    assert Counter(r["action"] for r in cables) == {"relabel": 176, "re-patch": 8, "create": 8, "delete": 8}
+    assert Counter(r["action"] for r in cables) == {"relabel": 156, "re-patch": 2, "create": 8, "delete": 8}
+    pair = next(r for r in cables if r["subject"] == "storage-leaf001:21/1+21/2 <-> storage-spine01:1/1+1/2")
+    assert (pair["action"], pair["fields"]["a_label"]) == ("relabel", [
+        "storage-spine01-001/A to M01 storage-spine01 1/1+1/2",
+        "storage-spine01-001/A to M-01 storage-spine01 1/1+1/2"])
     repatch = next(r for r in cables if r["subject"] == "oob-agg01-001")
     assert (repatch["action"], repatch["from"], repatch["to"]) == (
-        "re-patch", "oob-l01:49 <-> oob-agg01:1/1", "oob-l-01:49 <-> oob-agg01:1/1")
-    assert repatch["fields"]["a_device"] == ["oob-l01", "oob-l-01"]
+        "re-patch", "oob-l01+oob-l02+oob-l03+oob-l04:49 <-> oob-agg01:1/1+1/2+1/3+1/4",
+        "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> oob-agg01:1/1+1/2+1/3+1/4")
+    assert repatch["fields"]["a_device"][1].startswith("oob-l-0")
 
 
 def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
@@ -287,12 +314,10 @@ def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
     assert ("~ cable storage-leaf008-028  gpu124:Slot2P1 <-> storage-leaf008:28 -> mds01:Slot1P2 <-> "
             "storage-leaf008:28") in repatches
     assert "~ cable compute-su04-leaf0-028  gpu124:OSFP4P2 <-> compute-su04-leaf0:14/2 -> ufm01:P1" in repatches
-    # relabels: breakout trunks that lost a leg name their remaining legs on their one label (review D6)
-    assert ("~ cable oob-d01:49 <-> oob-agg01:10/1  z_label: oob-agg01-037/Z to D01,D02 oob-d01,oob-d02 -> "
-            "oob-agg01-037/Z to D01 oob-d01 49") in result.stdout
     # and the last in-band leaf, left with 6 DGX and the 6 Lustre servers, moves to N03 beside the spines: its
-    # cables are relabelled (its uplinks DACs now), the spines' U and every uplink's run change
-    assert "cables: 0 to add, 120 to change, 54 to remove, 20 to relabel, 24 to re-patch" in repatches
+    # cables are relabelled (its uplinks DACs now), the spines' U and every uplink's run change; breakout trunks that
+    # lost a leg are each one change (the leg gone, their one label naming the legs that stay: review D6)
+    assert "cables: 0 to add, 62 to change, 52 to remove, 12 to relabel, 24 to re-patch" in repatches
 
 
 def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:
@@ -326,15 +351,16 @@ def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None
     spec = tmp_path / "slack.yaml"
     spec.write_text((INVENTORIES / "lab-1su.yaml").read_text().replace("facility:\n", "facility:\n  slack_m: 2.0\n", 1))
     text = runner.invoke(app, ["plan", str(spec), "-o", str(out)]).stdout
-    assert "~ cabling/cables.csv  (77 cables to change, 115 cables with only a new estimate)" in text
+    # a cage-pair cable's two links are one cable (20 of them: 40 rows), a breakout's four legs one (2: 8 rows)
+    assert "~ cabling/cables.csv  (57 cables to change, 109 cables with only a new estimate)" in text
     listing = text[text.index("~ cabling/cables.csv"):]
     assert listing.index("length_m: 3.0 -> 5.0; run_m: 2.89 -> 3.89; cable_part: CAT6-PATCH-3M -> CAT6-PATCH-5M") \
-        < listing.index("... and 52 more cables to change") \
+        < listing.index("... and 32 more cables to change") \
         < listing.index("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  run_m: 1.36 -> 2.36")
-    assert "cables: 0 to add, 77 to change, 0 to remove, 115 with only a new estimate" in text
+    assert "cables: 0 to add, 57 to change, 0 to remove, 109 with only a new estimate" in text
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
-    assert Counter(r["action"] for r in cables) == {"update": 77, "estimate": 115}
+    assert Counter(r["action"] for r in cables) == {"update": 57, "estimate": 109}
     assert all(set(r["fields"]) == {"run_m"} for r in cables if r["action"] == "estimate")
 
 

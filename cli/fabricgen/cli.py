@@ -885,11 +885,14 @@ def explain(
     """Summarise the compiled cluster: counts per tier, bandwidth, oversubscription and the switch BOM."""
 
     def action() -> None:
+        from fabricgen.features.cabling.handoff import sheet_revisions
         from fabricgen.features.topology.explain import cluster_summary
 
         compiled = _compile(spec)
         summary = {**cluster_summary(compiled.topology), "spec_digest": compiled.cluster.spec_digest,
-                   "revision": _revision(compiled.cluster.spec_digest)}
+                   "revision": _revision(compiled.cluster.spec_digest),
+                   "sheets": [{"sheet": sheet, "files": files.split(), "revision": revision}
+                              for sheet, files, revision in sheet_revisions(compiled.topology)]}
         _progress.stop()
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
@@ -964,6 +967,12 @@ def _print_summary(s: dict[str, Any]) -> None:
     for model, count in s["switch_bom"].items():
         bom.add_row(_safe(model), str(count))
     _print_table(bom)
+    if s["sheets"]:  # what a sheet on a clipboard is matched against: the revision in its page header
+        sheets = _table("Cable sheets (the revision each prints; plan lists those that change)",
+                        ("sheet", "revision", "printed in"), 3)
+        for sheet in s["sheets"]:
+            sheets.add_row(_safe(sheet["sheet"]), f"revision {sheet['revision']}", _safe(" ".join(sheet["files"])))
+        _print_table(sheets)
 
 
 @app.command(short_help="Compare a discovered fabric (ibnetdiscover, LLDP) with the plan.")

@@ -63,3 +63,4 @@ class Table:
     labels: tuple[str, ...] = ()
     rows: str = ""
     estimates: tuple[str, ...] = ()
+    item: str = ""

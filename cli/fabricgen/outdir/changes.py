@@ -327,21 +327,25 @@ def _format(template: str, row: dict[str, str]) -> str:
 def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, ...], dict[str, tuple[int, int]]]:
     created, deleted = [k for k in new if k not in old], [k for k in old if k not in new]
     repatched = _repatched(old, new, deleted, created, table.labels[0] if table.labels else "")
-    changes = [RowChange(Action.CREATE, _format(table.subject, new[k])) for k in created if k not in repatched.values()]
-    changes += [RowChange(Action.DELETE, _format(table.subject, old[k])) for k in deleted if k not in repatched]
-    changes += [RowChange(RowKind.REPATCH, new[after][table.labels[0]], _fields(old[before], new[after]),
-                          (*table.derived, *table.key), (_format(table.subject, old[before]),
-                                                         _format(table.subject, new[after])))
-                for before, after in repatched.items()]
+    # each change with the row it names (the new one where there is one: it says what installed item it is of) and
+    # the row before it
+    changes: list[_Named] = [(RowChange(Action.CREATE, _format(table.subject, new[k])), new[k], new[k])
+                             for k in created if k not in repatched.values()]
+    changes += [(RowChange(Action.DELETE, _format(table.subject, old[k])), old[k], old[k])
+                for k in deleted if k not in repatched]
+    changes += [(RowChange(RowKind.REPATCH, new[after][table.labels[0]], _fields(old[before], new[after]),
+                           (*table.derived, *table.key), (_format(table.subject, old[before]),
+                                                          _format(table.subject, new[after]))), new[after],
+                 old[before]) for before, after in repatched.items()]
     for key in new.keys() & old.keys():
         fields = _fields(old[key], new[key])
         if any(column in table.labels for column, _, _ in fields):  # shown with its labels, derived or not
-            changes.append(RowChange(RowKind.RELABEL, _format(table.subject, new[key]), fields,
-                                     tuple(c for c in table.derived if c not in table.labels)))
+            changes.append((RowChange(RowKind.RELABEL, _format(table.subject, new[key]), fields,
+                                      tuple(c for c in table.derived if c not in table.labels)), new[key], old[key]))
         elif fields:
             estimate = all(c in table.estimates or c in table.derived for c, _, _ in fields)
-            changes.append(RowChange(RowKind.ESTIMATE if estimate else Action.UPDATE, _format(table.subject, new[key]),
-                                     fields, table.derived))
+            changes.append((RowChange(RowKind.ESTIMATE if estimate else Action.UPDATE,
+                                      _format(table.subject, new[key]), fields, table.derived), new[key], old[key]))
     parts: dict[str, tuple[int, int]] = {}
     for noun in dict.fromkeys(noun for noun, _, _ in table.parts):
         templates = [(t, owner) for n, t, owner in table.parts if n == noun]
@@ -351,7 +355,56 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
                        sum(before[p] in staying for p in before.keys() - after.keys()))
     order = {Action.CREATE: 0, Action.DELETE: 1, Action.UPDATE: 2, RowKind.ESTIMATE: 3, RowKind.RELABEL: 4,
              RowKind.REPATCH: 5}
-    return tuple(sorted(changes, key=lambda c: (order[c.action], _natural(c.subject)))), parts
+    merged = _by_item(changes, table)
+    return tuple(sorted(merged, key=lambda c: (order[c.action], _natural(c.subject)))), parts
+
+
+_Named = tuple[RowChange, dict[str, str], dict[str, str]]  # a row's change, the row it names, the row before
+
+
+def _by_item(changes: Sequence[_Named], table: Table) -> list[RowChange]:
+    """One change per installed item (``table.item``: the rows of one physical cable, a splitter's legs and a
+    cage-pair cable's links, read as the one cable the crew handles), each row's change kept as it is where its
+    item has no other row that changes."""
+    if not table.item:
+        return [change for change, _, _ in changes]
+    items: dict[str, list[_Named]] = {}
+    for named in changes:
+        items.setdefault(named[1].get(table.item, "") or named[0].subject, []).append(named)
+    return [members[0][0] if len(members) == 1 else
+            _item_change(item, sorted(members, key=lambda m: _natural(_format(table.subject, m[1]))), table)
+            for item, members in items.items()]
+
+
+def _item_change(item: str, members: Sequence[_Named], table: Table) -> RowChange:
+    """The change of an installed item from its rows' changes: all added or all removed, the item added or removed;
+    all relabelled, re-patched or re-estimated alike, the item so, its fields once each; otherwise a change of the
+    item whose rows gone or come are fields it loses or gains (``-oob-l04:49 <-> oob-agg01:1/4``) beside its rows'
+    changed fields. Its subject joins the rows it keeps (``storage-leaf001:21/1+21/2 <-> storage-spine01:1/1+1/2``;
+    a removed item's: the rows it had); a re-patched one is named by ``item``, as a re-patched row is by its id."""
+    actions = {change.action for change, _, _ in members}
+    staying = [row for change, row, _ in members if change.action is not Action.DELETE]
+    subject = _joined(table.subject, staying or [row for _, row, _ in members])
+    fields: dict[Field, None] = {}  # the rows gone or come first, then each changed field once
+    if len(actions) > 1:
+        fields.update({(c.subject, "", None) if c.action is Action.DELETE else (c.subject, None, ""): None
+                       for c, _, _ in members if c.action in (Action.CREATE, Action.DELETE)})
+    for change, _, _ in members:
+        fields.update(dict.fromkeys(change.fields))
+    shown = {c for change, _, _ in members for c, _, _ in change.shown_fields}
+    derived = tuple(dict.fromkeys(c for change, _, _ in members for c in change.derived if c not in shown))
+    if actions == {RowKind.REPATCH}:
+        moved = (_joined(table.subject, [before for _, _, before in members]), subject)
+        return RowChange(RowKind.REPATCH, item, tuple(fields), derived, moved)
+    action = actions.pop() if len(actions) == 1 else RowKind.RELABEL if actions <= {
+        RowKind.RELABEL, RowKind.ESTIMATE} else Action.UPDATE
+    return RowChange(action, subject, tuple(fields), derived)
+
+
+def _joined(template: str, rows: Sequence[dict[str, str]]) -> str:
+    """``template`` over several rows: each column's distinct values joined by ``+`` (``21/1+21/2``)."""
+    columns = dict.fromkeys(c for row in rows for c in row)
+    return _format(template, {c: "+".join(dict.fromkeys(row.get(c, "") for row in rows)) for c in columns})
 
 
 def _fields(old: dict[str, str], new: dict[str, str]) -> tuple[Field, ...]:

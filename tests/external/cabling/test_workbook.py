@@ -10,7 +10,15 @@ from collections import Counter
 import openpyxl  # type: ignore[import-untyped]
 import pytest
 
-from fabricgen.features.cabling.handoff import NO_RAIL, RAIL_PALETTE, RAIL_PATTERNS, rack_ends, row_sheets
+from fabricgen.features.cabling.handoff import (
+    NO_RAIL,
+    RAIL_PALETTE,
+    RAIL_PATTERNS,
+    fabric_sheets,
+    page_header,
+    rack_ends,
+    row_sheets,
+)
 from fabricgen.features.cabling.workbook import FABRIC_COLUMNS, RACK_COLUMNS
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
@@ -32,12 +40,14 @@ def h100(h100_files: tuple[Topology, dict[str, bytes]]) -> tuple[Topology, openp
 def test_sheets_and_headers(h100: tuple[Topology, openpyxl.Workbook]) -> None:
     topology, book = h100
     fabrics = [ft.fabric.name for ft in topology.fabrics]
+    rows = fabric_sheets(row_sheets(topology), fabrics, page_header(topology))
     assert book.sheetnames == [*fabrics, "rail colours", "BOM"]
     for name in fabrics:
         sheet = book[name]
         assert tuple(c.value for c in sheet[1]) == FABRIC_COLUMNS
         assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref
-        assert sheet.max_row - 1 == sum(1 for c in topology.cables if c.fabric == name)
+        assert sheet.max_row - 1 == len(rows[name].rows), "a row per plug and per leg beneath its trunk"
+        assert sheet.oddHeader.right.text == rows[name].revision
         assert all(sheet[1][i].font.bold for i in range(len(FABRIC_COLUMNS)))
         assert sheet.oddHeader.center.text == f"fabric {name}"
 

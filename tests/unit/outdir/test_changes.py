@@ -211,3 +211,32 @@ def test_a_whole_table_is_counted_as_the_csv_reader_counts_it(text: str) -> None
     reader = list(csv.reader(io.StringIO(text)))
     expected = len(reader) - 1 if reader and {"a_device", "a_port"} <= set(reader[0]) else None
     assert changes._row_count(text, table) == expected
+
+
+def test_the_rows_of_one_installed_item_are_one_change(tmp_path: Path) -> None:
+    """``Table.item``: the rows of one physical cable (a trunk's legs, a cage-pair cable's links) are one change
+    of the cable: a trunk that loses a leg is that one change (the leg gone, the trunk's label once), not a relabel
+    of each leg that stays; a cage-pair cable relabelled, added or removed whole is one row; an item of one row
+    reads as before."""
+    table = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", derived=("phys",),
+                  labels=("id", "zl"), item="phys")
+    header = "id,phys,a,z,zl\n"
+    trunk = ("t1,t1,n1:1,s1:1/1,t1/Z to n1+n2+n3\nt2,t1,n2:1,s1:1/2,t1/Z to n1+n2+n3\n"
+             "t3,t1,n3:1,s1:1/3,t1/Z to n1+n2+n3\n")
+    pair = "p1,p1,l1:1/1,s1:2/1,p1/Z r1\np2,p1,l1:1/2,s1:2/2,p1/Z r1\n"
+    gone = "q1,q1,l1:3/1,s1:3/1,q1/Z\nq2,q1,l1:3/2,s1:3/2,q1/Z\n"
+    _applied(tmp_path, {"t/cables.csv": header + trunk + pair + gone + "c1,c1,n9:1,s1:9,c1/Z\n"})
+    plan = _plan(tmp_path, {"t/cables.csv": header + trunk.replace("n1+n2+n3", "n1+n2").rsplit("t3,", 1)[0]
+                            + pair.replace(" r1", " R1") + "c1,c1,n9:1,s1:9,c1/Z new\n"
+                            + "r1,r1,l1:4/1,s1:4/1,r1/Z\nr2,r1,l1:4/2,s1:4/2,r1/Z\n"})
+    (diff,) = describe(plan, [table])
+    assert [(r.action, r.subject, r.shown_fields) for r in diff.rows] == [
+        (Action.CREATE, "l1:4/1+l1:4/2 <-> s1:4/1+s1:4/2", ()),
+        (Action.DELETE, "l1:3/1+l1:3/2 <-> s1:3/1+s1:3/2", ()),
+        (Action.UPDATE, "n1:1+n2:1 <-> s1:1/1+s1:1/2",
+         (("n3:1 <-> s1:1/3", "", None), ("zl", "t1/Z to n1+n2+n3", "t1/Z to n1+n2"))),
+        (RowKind.RELABEL, "l1:1/1+l1:1/2 <-> s1:2/1+s1:2/2", (("zl", "p1/Z r1", "p1/Z R1"),)),
+        (RowKind.RELABEL, "n9:1 <-> s1:9", (("zl", "c1/Z", "c1/Z new"),))]
+    # without ``item`` each row is a change of its own: the trunk's two staying legs are two relabels
+    (rows,) = describe(plan, [Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", labels=("id", "zl"))])
+    assert sum(r.action is RowKind.RELABEL for r in rows.rows) == 5 and len(rows.rows) == 10

@@ -25,10 +25,14 @@ FEATURE = Feature(
              Target("cabling", sheets.render), Target("diagram", diagram.render)),
     # A cable is its two ends; its id (the label on the installed cable) is its switch-side port's, so it changes
     # only with a re-patch, and plan lists relabels (same ends, new id) and re-patches (same id, other ends) apart;
-    # a cable whose only change is its estimated run (run_m; its orderable length_m and part stay) is not re-pulled.
+    # a cable whose only change is its estimated run (run_m; its orderable length_m and part stay) is not re-pulled;
+    # the rows of one physical cable (a splitter's legs, a cage-pair cable's links) are one change: the cable's.
     tables=(Table("cabling/cables.csv", "cable", ("a_device", "a_port", "z_device", "z_port"),
                   "{a_device}:{a_port} <-> {z_device}:{z_port}",
                   parts=(("port", "{a_device}:{a_port}", "{a_device}"), ("port", "{z_device}:{z_port}", "{z_device}")),
                   derived=("physical_cable", "label", "a_label", "z_label"),
-                  labels=("cable_id", "label", "a_label", "z_label"), estimates=("run_m",)),),
+                  labels=("cable_id", "label", "a_label", "z_label"), estimates=("run_m",), item="physical_cable"),
+            # A printed sheet (a rack's, a fabric's) is its title; its revision, the digest of what it prints, is
+            # what a plan compares with the sheet on a technician's clipboard.
+            Table("cabling/revisions.csv", "sheet", ("sheet",), "{sheet}", derived=("files",))),
 )

@@ -6,7 +6,9 @@ A plug is not a cables.csv row: cables.csv has a row per link (a splitter's legs
 cable are rows of their own, sharing ``physical_cable``), but a technician labels and plugs connectors. A
 splitter's trunk (one plug in one switch cage, always its Z end: the switch, or a breakout's upper tier) is one
 plug with its legs listed beneath it; each fan-out end is a plug of its own; a cage-pair cable is one plug at
-each end; a twin-port cage's one optic is printed on the first plug of the cage only."""
+each end; a twin-port cage's one optic is printed on the first plug of the cage only. A fabric's sheet in
+cables.xlsx takes its plugs' rows from the racks' (``fabric_sheets``), and every sheet's revision is listed for
+plan and explain (``revision_rows``)."""
 
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ class SheetRow:
     rail: int | None
     plug: bool
     label: str = ""
+    fabric: str = ""  # the plug's fabric (a leg's too): a fabric's sheet prints its plugs as the racks' sheets do
 
 
 def plug_label(cables: Sequence[Cable], a_end: bool) -> str:
@@ -176,10 +179,11 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
         legs = "; ".join(filter(None, (c.leg_order for c in cables))) if one_far else ""
         rows.append(SheetRow((first.here.u, first.here.device, "+".join(e.here.port for e in ends), label,
                               first.cable.fabric, rail_cell, *far, first.cable.length_m, first.cable.part,
-                              optic_cell, legs), rail, True, label))
+                              optic_cell, legs), rail, True, label, first.cable.fabric))
         if not one_far:
             rows += [SheetRow(("", "", e.here.port, "", "", "" if e.cable.rail is None else e.cable.rail, e.far.rack,
-                               e.far.u, e.far.device, e.far.port, "", "", "", e.cable.leg_order), e.cable.rail, False)
+                               e.far.u, e.far.device, e.far.port, "", "", "", e.cable.leg_order), e.cable.rail, False,
+                               fabric=e.cable.fabric)
                      for e in ends]
     return rows
 
@@ -224,6 +228,59 @@ def row_sheets(topology: Topology) -> list[RowSheets]:
         by_row.setdefault(row_of.get(rack, ""), {})[rack] = RackSheet(
             rows, revision((head, rack_title(rack, row_of.get(rack, ""))), (r.cells for r in rows)))
     return [RowSheets(row, by_row[row]) for row, _ in topology.cluster.facility.rows if row in by_row]
+
+
+@dataclass(frozen=True)
+class FabricSheet:
+    """One fabric's printed rows (its plugs as the racks' sheets print them, each with its rack in front) and its
+    revision."""
+
+    rows: list[SheetRow]
+    cells: list[tuple[Cell, ...]]  # "rack" (empty on a leg beneath its trunk), then each row's cells
+    revision: str
+
+
+def fabric_title(fabric: str) -> str:
+    return f"fabric {fabric}"
+
+
+def fabric_sheets(sheets: Iterable[RowSheets], fabrics: Iterable[str], head: str) -> dict[str, FabricSheet]:
+    """Each fabric's sheet (in ``fabrics`` order, a fabric without cables too), taken from the racks' sheets in
+    their order: a fabric's sheet lists its plugs as the racks' sheets do (a row per plug, a trunk's legs beneath
+    it, a twin-port cage's optic once), rack after rack, so the two never disagree; its revision is the digest of
+    its header and rows."""
+    rows: dict[str, list[tuple[str, SheetRow]]] = {fabric: [] for fabric in fabrics}
+    for row_sheet in sheets:
+        for rack, sheet in row_sheet.racks.items():
+            for r in sheet.rows:
+                rows[r.fabric].append((rack, r))
+    out = {}
+    for fabric, printed in rows.items():
+        cells = [(rack if r.plug else "", *r.cells) for rack, r in printed]
+        out[fabric] = FabricSheet([r for _, r in printed], cells,
+                                  revision((head, fabric_title(fabric)), cells))
+    return out
+
+
+REVISION_COLUMNS = ("sheet", "files", "revision")
+
+
+def revision_rows(rows: Sequence[RowSheets], fabrics: dict[str, FabricSheet]) -> list[tuple[str, str, str]]:
+    """Every printed sheet's revision, as ``cabling/revisions.csv`` lists it for plan (a sheet whose rows change is
+    a row that changes: ``sheet rack M01  revision: ... -> ...``): each rack's (its PDF pages and its row
+    workbook's sheet carry the one revision), then each fabric's (its sheet in cables.xlsx)."""
+    racks = [(f"rack {rack}", f"cabling/rows/{rs.row}.pdf cabling/rows/{rs.row}.xlsx",
+              sheet.revision.removeprefix("revision ")) for rs in rows for rack, sheet in rs.racks.items()]
+    return [*racks, *((fabric_title(fabric), "cabling/cables.xlsx", sheet.revision.removeprefix("revision "))
+                      for fabric, sheet in fabrics.items())]
+
+
+def sheet_revisions(topology: Topology) -> list[tuple[str, str, str]]:
+    """Every printed sheet's (title, files, revision) without printing one (``explain``): the rows of
+    ``revision_rows``."""
+    rows = row_sheets(topology)
+    return revision_rows(rows, fabric_sheets(rows, (ft.fabric.name for ft in topology.fabrics),
+                                             page_header(topology)))
 
 
 def page_header(topology: Topology) -> str:

@@ -28,7 +28,8 @@ out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), eac
 A switch-to-switch splitter is a breakout: its plug in the upper cage, its legs in lower-tier switch cages it names
 (``host_form_factors``; a QSFP-DD DR4 to four QSFP28 DR1). Switch links between two cages split alike that no medium
 serves link by link share one cable per lane-aligned cage pair (a media row's ``cage_pair``), each link a ``leg``
-numbered by its port in the cage.
+numbered by its port in the cage; such a cable, the one plug in its switch-side cage, is named after the cage
+(``_cage_pair_ids``).
 """
 
 from __future__ import annotations
@@ -199,7 +200,44 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
                 cables[index] = cable
     for index, cable in _cage_pairs(cables, places, choices):
         cables[index] = cable
-    return [c for c in cables if c is not None]
+    return _cage_pair_ids([c for c in cables if c is not None])
+
+
+def _cage_pair_ids(cables: list[Cable]) -> list[Cable]:
+    """A cage-pair cable is the one plug in its switch-side (Z) cage, so it is named after the cage,
+    ``<Z switch>-<cage, 3 digits>``, and its links ``<that id>/L<port in the cage>``: a switch whose cages are cage
+    pairs numbers its cables -001, -002 ... as its cages (named after their first link's port they read -001,
+    -003 ..., the second link's number used by no label: re-review of D6), and, like a port's id, a cage's changes
+    only with a re-patch. Where that id is already a cable's on the switch (the port id of a cable in an earlier
+    cage that is split into cables of their own) or the cage holds another cable, the cable keeps its first link's
+    port id (its links still ``<id>/L<n>``), so ids stay unique."""
+    pairs: dict[str, list[int]] = {}
+    for i, c in enumerate(cables):
+        if c.leg and c.medium.legs == 1:
+            pairs.setdefault(c.physical, []).append(i)
+    if not pairs:
+        return cables
+    taken = {c.id for c in cables if c.physical not in pairs}
+    holders: dict[tuple[str, str], set[str]] = {}
+    for c in cables:
+        holders.setdefault((c.z.device, switch_cage(c.z.port)), set()).add(c.physical)
+    named = list(cables)
+    for physical, indices in sorted(pairs.items(), key=lambda p: _cage_order(cables[p[1][0]].z)):
+        z = cables[indices[0]].z
+        cage = switch_cage(z.port)
+        name = f"{z.device}-{int(cage):03d}" if cage.isdigit() else physical
+        if name in taken or len(holders[z.device, cage]) > 1:
+            name = physical
+        taken.add(name)
+        for i in indices:
+            named[i] = replace(cables[i], id=f"{name}/L{cables[i].leg}", physical=name)
+    return named
+
+
+def _cage_order(end: CableEnd) -> tuple[str, int, str]:
+    """A switch's cages in faceplate order (numbers as numbers), switch by switch."""
+    cage = switch_cage(end.port)
+    return end.device, int(cage) if cage.isdigit() else -1, cage
 
 
 def _cage_pairs(cables: Sequence[Cable | None], places: dict[str, _Place],

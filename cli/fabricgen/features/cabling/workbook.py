@@ -1,9 +1,12 @@
 """Target ``workbook``: the XLSX handoff for the datacenter team.
 
-cabling/cables.xlsx: a sheet per fabric (each cable once, the columns a technician needs, not cables.csv's 38),
-the rail colour legend and the bill of materials. cabling/rows/<row>.xlsx: one sheet per rack of the row (every
-cable end in the rack, the handoff order of ``handoff``), so even a 16,384-GPU cluster's files stay a few
-thousand rows each. Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
+cabling/cables.xlsx: a sheet per fabric (every plug of the fabric, rack after rack, the rows of the racks' sheets
+with the rack in front: ``handoff.fabric_sheets``), the rail colour legend and the bill of materials.
+cabling/rows/<row>.xlsx: one sheet per rack of the row (every plug in the rack, the handoff order of ``handoff``),
+so even a 16,384-GPU cluster's files stay a few thousand rows each. cabling/revisions.csv: every printed sheet's
+revision (``handoff.revision_rows``), a table plan lists by sheet, so a changed sheet reads ``~ sheet rack M01
+revision: ... -> ...`` where its workbook and PDF are binary files.
+Every sheet prints landscape, fitted to the page width, the title row repeated on each page,
 a header with the site, the sheet's rack or fabric and its revision (the digest of what it prints,
 ``handoff.revision``), and a footer "Page n of m"; columns are as wide as their longest text (device names are
 never cut); each row's rail cell carries its rail's colour and pattern under the rail number in bold (readable
@@ -16,28 +19,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling.handoff import (
     CHECK_COLUMNS,
     END_COLUMNS,
     NO_RAIL,
     RAIL_PALETTE,
     RAIL_PATTERNS,
+    REVISION_COLUMNS,
+    FabricSheet,
     RowSheets,
+    fabric_sheets,
+    fabric_title,
     page_header,
     rack_title,
-    revision,
+    revision_rows,
     row_sheets,
 )
 from fabricgen.features.cabling.plan import cluster_bom
 from fabricgen.features.cabling.sheets import Cell
 from fabricgen.features.cabling.xlsx import Sheet, write_workbook
-from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
 PALETTE, PATTERNS = (*RAIL_PALETTE, NO_RAIL), (*RAIL_PATTERNS, "solid")
-FABRIC_COLUMNS = (*CHECK_COLUMNS, "cable", "rail", "su", "speed", "medium", "length m", "cable part",
-                  "A rack", "A U", "A device", "A port", "Z rack", "Z U", "Z device", "Z port", "breakout leg")
 RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS, "breakout leg")
+FABRIC_COLUMNS = (*CHECK_COLUMNS, "rack", *END_COLUMNS, "breakout leg")
 _MAX_WIDTH = 120.0  # characters; far beyond any name the spec's patterns allow, so no name is cut
 # What a landscape Letter page (10 in between the 0.5 in margins; A4 is wider) holds at 7 pt: fit to width scales
 # the 11 pt font by 720 pt / the sheet's width, and a column of w characters is 7w + 5 pixels (0.75 pt each) of
@@ -70,18 +76,13 @@ def _widths(header: Sequence[str], rows: Sequence[tuple[Cell, ...]]) -> tuple[fl
     return tuple(widths)
 
 
-def _fabric_row(c: Cable) -> tuple[Cell, ...]:
-    return ("", "", c.name, "" if c.rail is None else c.rail, "" if c.su is None else c.su, c.speed, c.medium.name,
-            c.length_m, c.part, c.a.rack, c.a.u, c.a.device, c.a.port, c.z.rack, c.z.u, c.z.device, c.z.port,
-            c.leg_order)
-
-
-def _fabric_sheet(name: str, cables: Sequence[Cable], head: str) -> Sheet:
-    rows = [_fabric_row(c) for c in cables]
-    title = f"fabric {name}"
-    return Sheet(name=name[:31], header=FABRIC_COLUMNS, rows=rows, fills=[_fill(c.rail) for c in cables],
-                 fill_column=FABRIC_COLUMNS.index("rail"), widths=_widths(FABRIC_COLUMNS, rows),
-                 page_header=(head, title, revision((head, title), rows)))
+def _fabric_sheet(name: str, sheet: FabricSheet, head: str) -> Sheet:
+    """A fabric's sheet: its plugs as the racks' sheets print them, each with its rack in front (``FabricSheet``)."""
+    cells: list[tuple[Cell, ...]] = [("", "", *row) for row in sheet.cells]
+    return Sheet(name=name[:31], header=FABRIC_COLUMNS, rows=cells, fills=[_fill(r.rail) for r in sheet.rows],
+                 fill_column=FABRIC_COLUMNS.index("rail"), bare_rows=[not r.plug for r in sheet.rows],
+                 bare_columns=len(CHECK_COLUMNS), widths=_widths(FABRIC_COLUMNS, cells),
+                 page_header=(head, fabric_title(name), sheet.revision))
 
 
 def _legend() -> Sheet:
@@ -107,10 +108,12 @@ def row_workbook(sheets: RowSheets, head: str) -> bytes:
 
 def render(topology: Topology) -> list[Artifact]:
     head = page_header(topology)
-    by_fabric = {ft.fabric.name: [c for c in topology.cables if c.fabric == ft.fabric.name] for ft in topology.fabrics}
+    by_row = topology.shared(row_sheets)
+    by_fabric = fabric_sheets(by_row, (ft.fabric.name for ft in topology.fabrics), head)
     bom = topology.shared(cluster_bom)
-    sheets = [_fabric_sheet(name, cables, head) for name, cables in by_fabric.items()]
+    sheets = [_fabric_sheet(name, sheet, head) for name, sheet in by_fabric.items()]
     sheets += [_legend(), Sheet(name="BOM", header=("category", "part", "description", "count"),
                                 rows=((b.category, b.part, b.description, b.count) for b in bom), landscape=False)]
-    rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in topology.shared(row_sheets)]
-    return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE, PATTERNS)), *rows]
+    rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in by_row]
+    return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE, PATTERNS)), *rows,
+            Artifact("cabling/revisions.csv", csv_bytes(REVISION_COLUMNS, revision_rows(by_row, by_fabric)))]

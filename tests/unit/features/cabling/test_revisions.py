@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 from dataclasses import replace
@@ -44,7 +45,7 @@ def _printed_revisions(topology: Topology) -> dict[str, str]:
             revision = re.search(r"revision [0-9a-f]{12}", text)
             assert rack and revision, text[:200]
             assert found.setdefault(f"pdf {rack[1]}", revision[0]) == revision[0], "one revision per rack"
-    for artifact in workbook.render(topology):
+    for artifact in (a for a in workbook.render(topology) if a.path.endswith(".xlsx")):
         book = openpyxl.load_workbook(io.BytesIO(artifact.content))
         for sheet in book.worksheets:
             if sheet.oddHeader.right.text:
@@ -70,3 +71,24 @@ def test_one_cable_length_changes_only_its_sheets() -> None:
     view = {rack: s.revision for rs in row_sheets(changed) for rack, s in rs.racks.items()}
     assert all(after[f"pdf {rack}"] == revision for rack, revision in view.items())
     assert all(after[f"cabling/rows/{rows[rack]}.xlsx rack {rack}"] == view[rack] for rack in view)
+
+
+def test_revisions_csv_lists_every_printed_sheet_as_printed() -> None:
+    """cabling/revisions.csv (the table plan lists sheets by) holds each sheet's revision as the PDF pages and the
+    workbook headers print it: a rack's once for its two files, a fabric's for cables.xlsx."""
+    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    table = next(a for a in workbook.render(topology) if a.path == "cabling/revisions.csv")
+    rows = list(csv.DictReader(io.StringIO(table.content.decode())))
+    printed = _printed_revisions(topology)
+    expected = {}
+    for key, revision in printed.items():
+        if key.startswith("pdf "):
+            expected[f"rack {key.removeprefix('pdf ')}"] = revision
+        elif key.startswith("cabling/cables.xlsx "):
+            expected[f"fabric {key.removeprefix('cabling/cables.xlsx ')}"] = revision
+        else:
+            assert printed[f"pdf {key.rsplit(' ', 1)[1]}"] == revision, "a rack's PDF and workbook sheet agree"
+    assert {r["sheet"]: f"revision {r['revision']}" for r in rows} == expected
+    assert len(rows) == len(expected), "each sheet once"
+    rack = next(r for r in rows if r["sheet"] == "rack M01")
+    assert rack["files"] == "cabling/rows/M.pdf cabling/rows/M.xlsx"

@@ -4,8 +4,11 @@ switch-side port's (``<Z switch>-<port number>``), loopbacks and management addr
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from fabricgen.features.cabling.plan import _cage_pair_ids, switch_cage, switch_lane
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_text
 from fabricgen.stages.build import build_cluster
@@ -52,5 +55,48 @@ def test_surviving_switches_keep_their_loopbacks_and_management(labs: tuple[Topo
 
 
 def test_the_id_is_the_switch_side_port(labs: tuple[Topology, Topology]) -> None:
+    """A cable's id is its switch-side port's; a cage-pair cable's, its one plug in the switch-side cage, the cage's
+    (its links ``<id>/L<port in the cage>``)."""
+    pairs = 0
     for cable in labs[0].cables:
-        assert cable.id == f"{cable.z.device}-{cable.z.port_number:03d}"
+        if cable.leg and cable.medium.legs == 1:
+            pairs += 1
+            assert cable.physical == f"{cable.z.device}-{int(switch_cage(cable.z.port)):03d}"
+            assert cable.id == cable.name == f"{cable.physical}/L{switch_lane(cable.z.port)}"
+        else:
+            assert cable.id == f"{cable.z.device}-{cable.z.port_number:03d}"
+    assert pairs == 40
+
+
+@pytest.mark.parametrize("spec", ["lab-1su", "h100-4su"])
+def test_cage_pair_cables_are_numbered_without_gaps(spec: str) -> None:
+    """Re-review of D6: a spine whose cages are all cage pairs numbers its cables as its cages, -001, -002 ... (they
+    were -001, -003 ...: each took its first link's port number, the second link's number on no label)."""
+    topology = compile_topology(build_cluster(load_text((INVENTORIES / f"{spec}.yaml").read_text(), "s.yaml")))
+    by_switch: dict[str, set[int]] = {}
+    for cable in topology.cables:
+        if cable.leg and cable.medium.legs == 1:
+            device, _, number = cable.physical.rpartition("-")
+            assert device == cable.z.device
+            by_switch.setdefault(device, set()).add(int(number))
+    assert by_switch and all(numbers == set(range(1, len(numbers) + 1)) for numbers in by_switch.values())
+    assert len({c.id for c in topology.cables}) == len(topology.cables), "ids are unique"
+
+
+def test_a_cage_pair_keeps_its_port_id_where_the_cage_id_is_taken(labs: tuple[Topology, Topology]) -> None:
+    """Where a cage's id is already another cable's port id on the switch (an earlier cage split into cables of
+    their own: here a made-up cable on storage-spine01's port number 2), that cage pair keeps its first link's port
+    id; a later cage whose id that is then does the same; no id is used twice."""
+    as_ports = [replace(c, id=f"{c.z.device}-{c.z.port_number:03d}",
+                        physical=f"{c.z.device}-{c.z.port_number - c.leg + 1:03d}") if c.leg and c.medium.legs == 1
+                else c for c in labs[0].cables]
+    ordinary = next(c for c in as_ports if not c.leg and c.tier != "node-leaf")
+    squatter = replace(ordinary, id="storage-spine01-002", physical="storage-spine01-002",
+                       z=replace(ordinary.z, device="storage-spine01", port="99", port_number=2))
+    named = _cage_pair_ids([*as_ports, squatter])
+    spine01 = {c.z.port: c for c in named if c.z.device == "storage-spine01" and c.leg}
+    # cage 2's id is the squatter's: cage 2 keeps its port id (2/1 is port 3), which cage 3's id then is too
+    assert [spine01[f"{cage}/1"].physical.removeprefix("storage-spine01-") for cage in (1, 2, 3, 4)] == [
+        "001", "003", "005", "004"]
+    assert spine01["2/2"].id == "storage-spine01-003/L2"
+    assert len({c.id for c in named}) == len(named), "ids are unique"

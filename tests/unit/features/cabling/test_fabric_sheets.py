@@ -1,0 +1,71 @@
+"""cables.xlsx's fabric sheets, read back with openpyxl: a row per physical plug, as the racks' sheets print them
+(re-review of D6: the fabric sheets were still a row per link), not a row per cables.csv row."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from functools import cache
+
+import openpyxl  # type: ignore[import-untyped]
+import pytest
+
+from fabricgen.features.cabling import workbook
+from fabricgen.features.cabling.handoff import row_sheets
+from fabricgen.features.cabling.plan import bill_of_materials
+from fabricgen.features.cabling.workbook import FABRIC_COLUMNS
+from fabricgen.model.topology import Topology
+from fabricgen.pipeline import compile_spec
+from tests.conftest import INVENTORIES
+
+LABEL, OPTIC, RACK = (FABRIC_COLUMNS.index(c) for c in ("end label", "optic here", "rack"))
+
+
+@cache
+def fabric_sheets(spec: str) -> tuple[Topology, dict[str, list[tuple[object, ...]]]]:
+    topology = compile_spec(INVENTORIES / f"{spec}.yaml").topology
+    book = next(a for a in workbook.render(topology) if a.path == "cabling/cables.xlsx")
+    sheets = openpyxl.load_workbook(io.BytesIO(book.content))
+    return topology, {ft.fabric.name: [tuple("" if v is None else v for v in row)
+                                       for row in sheets[ft.fabric.name].iter_rows(min_row=2, values_only=True)]
+                      for ft in topology.fabrics}
+
+
+def _plugs(topology: Topology, fabric: str) -> int:
+    """The physical plugs of a fabric, counted from the cables alone: a leg's end is one plug with the other legs of
+    its cable where they share a connector (both ends of a cage-pair cable, a splitter's trunk)."""
+    plugs = {(c.physical if c.leg and (c.medium.legs == 1 or not a_end) else c.id, a_end)
+             for c in topology.cables if c.fabric == fabric for a_end in (True, False)}
+    return len(plugs)
+
+
+@pytest.mark.parametrize("spec", ["lab-1su", "h100-4su"])
+def test_a_row_per_plug_as_the_rack_sheets_print_it(spec: str) -> None:
+    topology, sheets = fabric_sheets(spec)
+    racks = [(rack, r) for rs in row_sheets(topology) for rack, sheet in rs.racks.items() for r in sheet.rows]
+    for fabric, rows in sheets.items():
+        labels = [row[LABEL] for row in rows if row[LABEL]]
+        assert len(labels) == len(set(labels)) == _plugs(topology, fabric), f"{fabric}: one row and label per plug"
+        printed = [(rack, r) for rack, r in racks if r.fabric == fabric]
+        assert [row[RACK:] for row in rows] == [(rack if r.plug else "", *r.cells) for rack, r in printed], \
+            f"{fabric}: the racks' rows, in their order, each with its rack"
+    optics = Counter(str(row[OPTIC]) for rows in sheets.values() for row in rows
+                     if row[OPTIC] and not str(row[OPTIC]).startswith("shared with "))
+    switches = (s.model.name for f in topology.fabrics for s in f.switches)
+    assert optics == {b.part: b.count for b in bill_of_materials(switches, topology.cables)
+                      if b.category == "transceiver"}, "each optic printed once per module, as the BOM orders it"
+
+
+def test_a_trunk_once_with_its_legs_beneath_and_a_cage_pair_once_per_end() -> None:
+    _, sheets = fabric_sheets("lab-1su")
+    oob = sheets["oob"]
+    at = next(i for i, row in enumerate(oob) if str(row[LABEL]).startswith("oob-agg02-001/Z to "))
+    assert oob[at][RACK:RACK + 4] == ("M01", 16, "oob-agg02", "1/1+1/2+1/3+1/4")
+    legs = oob[at + 1:at + 5]
+    assert [row[FABRIC_COLUMNS.index("port")] for row in legs] == ["1/1", "1/2", "1/3", "1/4"]
+    assert all(row[:RACK + 1] == ("", "", "") and not row[LABEL] for row in legs), "legs: no rack, box or label"
+    assert not any("/L1/Z" in str(row[LABEL]) for row in oob), "a trunk has no label per leg"
+    storage = [str(row[LABEL]) for row in sheets["storage"]]
+    assert storage.count("storage-spine02-001/Z to M01 storage-leaf001 26/1+26/2") == 1
+    assert storage.count("storage-spine02-001/A to M01 storage-spine02 1/1+1/2") == 1
+    assert not any("storage-spine02-001/L" in label for label in storage), "a cage-pair cable's links: no row each"
