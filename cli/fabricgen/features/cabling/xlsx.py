@@ -144,6 +144,14 @@ def _data_text(value: str) -> str:
     return _QUOTED + tail if formula_like(value) else tail
 
 
+class _Floats(dict[float, str]):
+    """Float -> cell tail: a sheet's lengths are a few orderable values. NaN is never found (it equals nothing), so
+    it reaches ``_other`` and raises every time; zero is never kept, as 0.0 and -0.0 are one key but two texts."""
+
+    def __missing__(self, value: float) -> str:
+        return self.setdefault(value, _other(value)) if value and len(self) < _CACHE_MAX else _other(value)
+
+
 class _Texts(dict[str, str]):
     """String -> cell tail. Cabling sheets repeat names, ports and types, so each is cleaned and escaped once."""
 
@@ -156,7 +164,7 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
     """Yield (xml chunk, data rows so far). This loop is the writer's whole cost, hence one comprehension per row."""
     fill_iter = iter(sheet.fills) if sheet.fills is not None else None
     bare_iter = iter(sheet.bare_rows) if sheet.bare_rows is not None else None
-    end, width, texts, parts, n = object(), len(letters), _Texts(), list[str](), 0
+    end, width, texts, floats, parts, n = object(), len(letters), _Texts(), _Floats(), list[str](), 0
     openings: dict[tuple[object, object], tuple[str, ...]] = {}
     for row in rows:
         fill = next(fill_iter, end) if fill_iter is not None else None
@@ -174,7 +182,8 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
         if cell_open is None:
             cell_open = openings[fill, bare] = styles.openings(fill, bool(bare), width, sheet)
         cells = "".join([o + (texts[v] if type(v) is str else "/>" if v is None else f"><v>{v}</v></c>"
-                              if type(v) is int else _other(v)) for o, v in zip(cell_open, row, strict=False)])
+                              if type(v) is int else floats[v] if type(v) is float else _other(v))
+                              for o, v in zip(cell_open, row, strict=False)])
         if _QUOTED in cells:  # rare: one scan of the row, not a check per cell
             cells = styles.quoted(cells)
         parts.append(f'<row r="{n + 1}">{cells}</row>')

@@ -119,3 +119,11 @@ def test_plain_text_fast_path_writes_what_the_general_path_writes(value: str) ->
     fast = xlsx._PLAIN.fullmatch(value) is not None
     assert xlsx._data_text(value) == general
     assert fast <= (general == f' t="inlineStr"><is><t>{value}</t></is></c>')
+
+
+def test_floats_are_written_as_their_repr_even_where_equal_ones_differ() -> None:
+    """The per-sheet float cache never turns -0.0 into 0.0 (equal keys), and keeps every other value's repr."""
+    rows: list[tuple[Value, ...]] = [(0.0,), (-0.0,), (3.0,), (3.0,), (2.5,), (-0.0,)]
+    book = zipfile.ZipFile(BytesIO(write_workbook([Sheet("A", ("a",), rows)], PALETTE)))
+    sheet = book.read("xl/worksheets/sheet1.xml").decode()
+    assert [v.split("</v>")[0] for v in sheet.split("<v>")[1:]] == ["0.0", "-0.0", "3.0", "3.0", "2.5", "-0.0"]
