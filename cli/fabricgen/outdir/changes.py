@@ -338,6 +338,8 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
                                                           _format(table.subject, new[after]))), new[after],
                  old[before]) for before, after in repatched.items()]
     for key in new.keys() & old.keys():
+        if old[key] == new[key]:  # most rows of a re-plan: compared in C, not field by field
+            continue
         fields = _fields(old[key], new[key])
         if any(column in table.labels for column, _, _ in fields):  # shown with its labels, derived or not
             changes.append((RowChange(RowKind.RELABEL, _format(table.subject, new[key]), fields,
