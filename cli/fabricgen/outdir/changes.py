@@ -275,18 +275,38 @@ def _rows(text: str, table: Table) -> Rows | None:
 
 
 def _row_count(text: str, table: Table) -> int | None:
-    """How many rows a table created or deleted whole holds, None where `_rows` gives None. A CSV's rows are
-    counted, not keyed: a fresh 16k apply creates a 25 MB cables.csv, which keying costs ~1.5 s of CPU, counting
-    ~0.2 s, and a CSV without quotes or carriage returns (fabricgen's own: no cell holds a comma or a line break)
-    is counted by its line feeds, in C."""
+    """How many rows a table created or deleted whole holds, None where `_rows` gives None; with ``table.item``,
+    how many items (a physical cable's links are one, as in every other plan line and in the bill of materials).
+    A CSV's rows are counted, not keyed: a fresh 16k apply creates a 25 MB cables.csv, which keying costs ~1.5 s of
+    CPU, counting ~0.2 s; one without quotes or carriage returns (fabricgen's own: no cell holds a comma or a line
+    break) and no item column is counted by its line feeds, in C."""
     if table.rows or not text:
         rows = _rows(text, table)
-        return None if rows is None else len(rows)
-    if '"' not in text and "\r" not in text:
+        return None if rows is None else _items((row.get(table.item, "") for row in rows.values()), table)
+    if not table.item and '"' not in text and "\r" not in text:
         header = text.partition("\n")[0].split(",")
         return text.count("\n") - text.endswith("\n") if set(table.key) <= set(header) else None
     reader = csv.reader(io.StringIO(text))
-    return sum(1 for _ in reader) if set(table.key) <= set(next(reader, [])) else None
+    header = next(reader, [])
+    if not set(table.key) <= set(header):
+        return None
+    if table.item in header:
+        at = header.index(table.item)
+        return _items((row[at] if len(row) > at else "" for row in reader), table)
+    return sum(1 for _ in reader)
+
+
+def _items(items: Iterable[str], table: Table) -> int:
+    """Rows counted as installed items: one per distinct item value, a row without one (or a table without
+    ``item``) on its own."""
+    seen: set[str] = set()
+    alone = 0
+    for item in items:
+        if item and table.item:
+            seen.add(item)
+        else:
+            alone += 1
+    return len(seen) + alone
 
 
 def _json_rows(text: str, table: Table) -> Rows | None:

@@ -240,3 +240,13 @@ def test_the_rows_of_one_installed_item_are_one_change(tmp_path: Path) -> None:
     # without ``item`` each row is a change of its own: the trunk's two staying legs are two relabels
     (rows,) = describe(plan, [Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", labels=("id", "zl"))])
     assert sum(r.action is RowKind.RELABEL for r in rows.rows) == 5 and len(rows.rows) == 10
+
+
+def test_a_whole_table_with_items_counts_its_items() -> None:
+    """A cable table created whole counts its physical cables (the bill of materials' count), not its links: a
+    splitter's legs are one cable, a row without a physical cable one of its own."""
+    table = Table("t.csv", "cable", ("a", "z"), "{a} <-> {z}", item="phys")
+    text = "a,z,phys\nn1,s1,t1\nn2,s1,t1\nn3,s2,c3\nn4,s3,\n"
+    assert changes._row_count(text, table) == 3
+    assert changes._row_count(text.replace("phys", "other"), table) == 4  # no item column: rows
+    assert changes._row_count('a,z,phys\n"n,1",s1,t1\nn2,s1,t1\n', table) == 1
