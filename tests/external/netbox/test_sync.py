@@ -3,7 +3,8 @@ its own beside whatever the import test left (other sites' objects, made by hand
 are; the import test's clusters are on the same address plan, each in its own VRF), lands with the plan's counts
 and every cable's ends and length; a second sync writes nothing (no write request, no changelog entry); a changed
 spec (one node fewer, rows further apart) is first only counted (--dry-run: no write), then synced: the lengths
-that changed are updated, the removed node's device, cables and addresses deleted, and nothing else is touched."""
+that changed are updated, the removed node's device, cables and addresses deleted, and nothing else is touched; a
+cable relabelled in NetBox (an earlier fabricgen's id) keeps its object, status and comments (review B1)."""
 
 from __future__ import annotations
 
@@ -348,3 +349,33 @@ def _a_nos_change_renames_the_ports(session: Session, env: dict[str, str], tmp_p
     assert moved and {a: addresses[a] for a in moved} == moved  # on NVUE's lo, eth0, swp<n>
     again = _sync(topology, env)
     assert again.writes == 0 and again.changes == 0, again.counts
+    _a_relabelled_cable_keeps_its_object(session, env, site, topology, now)
+
+
+def _a_relabelled_cable_keeps_its_object(session: Session, env: dict[str, str], site: int, topology: Topology,
+                                         planned: dict[str, tuple[Ends, Ends, float, str]]) -> None:
+    """Review B1: a cable whose ends did not change keeps its NetBox object when only its label changed (a
+    renumbered cage-pair id): a crew marks a cage-pair DAC and a harness connected and comments them, NetBox holds
+    them under other labels and descriptions (an earlier fabricgen's ids), and sync patches label and description
+    back, in place: the same ids, still connected, the comments kept, nothing created or deleted; a profile that is
+    not the part's is put back in place too, every link still tracing alone."""
+    held = {c["label"]: c for c in session.records("dcim/cables", site_id=str(site), fields="id,label,status")}
+    picked = [next(label for label, cable in planned.items() if cable[3] == profile)
+              for profile in ("trunk-2c1p", "trunk-4c1p")]
+    for label in picked:
+        session.patch("dcim/cables", held[label]["id"], {"status": "connected", "label": f"{label}-old",
+                                                         "description": "an earlier id", "comments": "crew: tested"})
+    # review D1: a harness an earlier fabricgen profiled by the links used (2 of 4: trunk-2c1p) gets the part's
+    # profile in place; here the DAC's 2 links held on a 4-connector profile go back to its 2 lanes' trunk-2c1p
+    session.patch("dcim/cables", held[picked[0]]["id"], {"profile": "trunk-4c1p"})
+    report = _sync(topology, env)
+    assert report.counts["cables"] == Counter({"update": 2}), report.counts
+    assert held_cables(session, site) == planned
+    _each_link_traces_alone(session, site, planned)
+    now = {c["label"]: c for c in session.records("dcim/cables", site_id=str(site),
+                                                 fields="id,label,status,description,comments")}
+    wanted = {cable.label: cable.description for cable in netbox_cables(topology.cables)}
+    for label in picked:
+        assert now[label]["id"] == held[label]["id"], label
+        assert (now[label]["status"]["value"], now[label]["comments"]) == ("connected", "crew: tested"), label
+        assert now[label]["description"] == wanted[label]

@@ -476,10 +476,27 @@ CABLE_COLUMNS = ("side_a_site", "side_a_device", "side_a_type", "side_a_name", "
                  "description")
 # NetBox's cable profiles that carry n one-lane connectors a side, connector k to connector k (dcim/cable_profiles.py,
 # NetBox >= 4.5): the links of one physical cable (a cage pair's lanes, a splitter's legs) on one NetBox cable, each
-# link's two interfaces tracing to each other. The single (one connector) and breakout profiles take one termination
-# on a one-connector side (BaseCableProfile.clean): the cage's own interface, not the lane sub-ports fabricgen
-# configures and addresses (README "NetBox sync")
+# link's two interfaces tracing to each other. The profile is the part's (its legs, a cage pair's lanes), not the
+# links used: BaseCableProfile.clean caps a side's terminations at the profile's connectors and asks no more (NetBox
+# 4.7.3), so a 4-leg harness with 1 or 3 legs used is still one trunk-4c1p cable. The single (one connector) and
+# breakout profiles take one termination on a one-connector side: the cage's own interface, not the lane sub-ports
+# fabricgen configures and addresses (README "NetBox sync")
 TRUNK_PROFILES = {2: "trunk-2c1p", 4: "trunk-4c1p"}
+
+
+def connectors(cable: Cable) -> int:
+    """The connectors a side of the physical part a link rides: a splitter's legs; a cage-pair cable's lanes (its
+    medium's speed over the link's: a 400G DAC carrying 200G links has 2); 1 for an ordinary cable."""
+    if not cable.leg:
+        return 1
+    if cable.medium.legs > 1:
+        return cable.medium.legs
+    return int(max(_gbps(s) for s in cable.medium.speeds) // _gbps(cable.speed))
+
+
+@cache
+def _gbps(speed: str) -> float:
+    return catalog.speeds()[speed].gbps
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,29 +514,33 @@ class NetBoxCable:
 
     @property
     def description(self) -> str:
-        """The medium; a trunk also its part, its plugs and what its connectors are (review D3: ``trunk-2c1p`` reads
-        as two connectors a side, where a cage-pair DAC has one plug each end)."""
+        """The medium; a trunk also its part, its plugs, how many of its legs or lanes are used and what its
+        connectors are (review D3: ``trunk-2c1p`` reads as two connectors a side, where a cage-pair DAC has one plug
+        each end; review D1: a harness with legs unused is still one cable, its used legs on connectors 1..n)."""
         first = self.links[0]
         if not self.profile:
             return first.medium.name
-        legs, used = first.medium.legs, len(self.links)
-        plugs = ("one plug each end" if legs == 1 else "one plug at B (the trunk), one a leg at A"
-                 + (f", {used} of its {legs} legs used" if used < legs else ""))
+        whole, used = connectors(first), len(self.links)
+        plugs = "one plug each end" if first.medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
+        parts = "lanes" if first.medium.legs == 1 else "legs"
+        if used < whole:
+            plugs += f", {used} of {whole} {parts} used ({', '.join(str(c.leg) for c in self.links)})"
         return (f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link k, "
                 "not a plug")
 
 
 def netbox_cables(cables: Iterable[Cable]) -> list[NetBoxCable]:
     """NetBox's cables, one per physical cable (the cables sharing ``physical``: a cage pair's links, a splitter's
-    legs), labelled with its id, as the sheets' plug labels begin; one of a link count no trunk profile has stays a
-    cable per link, labelled as the sheets label that leg (``<physical>/L<leg>``)."""
+    legs), labelled with its id, as the sheets' plug labels begin, its trunk profile the part's whatever the links
+    used; a part of a connector count no trunk profile has stays a cable per link, labelled as the sheets label that
+    leg (``<physical>/L<leg>``)."""
     by_physical: dict[str, list[Cable]] = {}
     for c in cables:
         by_physical.setdefault(c.physical, []).append(c)
     out: list[NetBoxCable] = []
     for physical, links in by_physical.items():
         links.sort(key=lambda c: c.leg)
-        profile = TRUNK_PROFILES.get(len(links), "") if links[0].leg else ""
+        profile = TRUNK_PROFILES.get(connectors(links[0]), "")
         if profile:
             out.append(NetBoxCable(physical, tuple(links), profile))
         else:

@@ -2,8 +2,9 @@
 run changes only what the spec changed.
 
 Every object is found by its natural key (site and VLAN group by slug, location by slug in the site, rack and device
-by name in the site, interface by device and name, cable by label among fabricgen's cables of the site, VRF by RD
-(one per site), prefix and IP address by value in that VRF, ASN by number, VLAN by group and VID, the shared objects
+by name in the site, interface by device and name, cable by its ends (A and B interfaces in connector order) among
+fabricgen's cables of the site, so a relabelled cable is updated in place, VRF by RD (one per site), prefix and IP
+address by value in that VRF, ASN by number, VLAN by group and VID, the shared objects
 by slug), compared field by field with what the import set (:func:`render.import_set`, the same rows as the CSV
 files) wants, and only the differences are sent, in bulk (NetBox takes a list on POST, PATCH and DELETE). Every
 object fabricgen creates carries the ``fabricgen`` tag, as does every object of the CSV set, so a sync over an
@@ -67,6 +68,9 @@ CREATE_ONLY = frozenset({"status"})
 # had been committed (the abort came while NetBox rendered its answer).
 OVERRUN_STATUS = frozenset({502, 503, 504})
 QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
+# The oldest NetBox sync writes to: cable profiles (Cable.profile) came in 4.5; an older NetBox drops the field, so a
+# trunk's links trace to every far lane and every later sync sees the profile differ and writes it again (review D6)
+MINIMUM_RELEASE = (4, 5)
 INTERFACE = "dcim.interface"
 TYPE_FACTS = ("is_full_depth", "airflow", "weight", "weight_unit")  # a new device type's DCIM facts (render)
 
@@ -195,6 +199,13 @@ class NetBox:
         self.api.http_session = session
         self._stand_ins = count(-1, -1)
         self._request_error = pynetbox.RequestError
+
+    def require_release(self) -> None:
+        """Refuse a NetBox older than MINIMUM_RELEASE before anything is read or written (its API-Version header:
+        ``major.minor``)."""
+        answer = self._call("reading its API version", lambda: self.api.version)
+        if problem := release_problem(str(answer or "")):
+            raise SyncError(problem)
 
     def stand_in(self) -> int:
         """An id for an object a dry run would create (negative: never one of NetBox's)."""
@@ -570,15 +581,21 @@ class Sync:
             delete=[o for k, o in have.items() if self._tagged(o) or k[0] in self.retyped])
 
     def _cables(self) -> None:
+        """fabricgen's cables of the site, each found by its ends (its A and B interfaces in connector order: an
+        interface holds one cable, so the ends name it), not by its label: a cable whose ends did not change keeps
+        its NetBox object, its status, journal and comments when only its label, description or profile changed
+        (review B1: renumbered cage-pair ids re-made 18 of lab-1su's cables, back to planned). A cable whose ends
+        changed is replaced: NetBox re-traces the paths of new terminations only reliably on a new cable, and its
+        interfaces must be free first, so these deletions run now, not at the end."""
         interfaces = self.ids["interfaces"]
-        have = {o["label"]: o for o in self.nb.read(
+        have = {int(o["id"]): o for o in self.nb.read(
             "dcim.cables", "id,label,type,status,color,length,length_unit,profile,description,tags",
             site_id=self.site, tag=TAG)}
         # the ends from NetBox's termination records (a cable's own a/b_terminations render every far object:
         # ~10 times slower to read), in connector order
         ends: dict[tuple[int, str], list[tuple[int, int, Json]]] = {}
         for t in self.nb.read("dcim.cable_terminations", "id,cable,cable_end,termination_type,termination_id,"
-                              "connector", cable_id=[int(o["id"]) for o in have.values()]):
+                              "connector", cable_id=list(have)):
             ends.setdefault((_value(t["cable"]), t["cable_end"]), []).append((t["connector"] or 0, t["id"], {
                 "object_type": t["termination_type"], "object_id": t["termination_id"]}))
         for o in have.values():
@@ -597,17 +614,12 @@ class Sync:
                 "type": first.medium.netbox_type, "status": "planned", "label": cable.label,
                 "color": first.medium.color.lower(), "length": cable.length, "length_unit": "m",
                 "description": cable.description, **({"profile": cable.profile} if cable.profile else {})}
-        # a cable whose ends changed is replaced: NetBox re-traces the paths of new terminations only reliably on a
-        # new cable, and its interfaces must be free first, so these deletions run now, not at the end
-        moved = {label for label, p in want.items() if label in have and (
-            _differs(p["a_terminations"], have[label]["a_terminations"])
-            or _differs(p["b_terminations"], have[label]["b_terminations"]))}
-        kept = {k: v for k, v in have.items() if k not in moved}
-        gone = [o for k, o in have.items() if k not in want or k in moved]
+        held = {cable_ends(o): o for o in have.values()}
+        kept = {label: found for label, p in want.items() if (found := held.get(cable_ends(p))) is not None}
         each = request_costs().of("cables")  # a cable costs NetBox per link (its terminations and their paths)
-        ids = self.reconcile("cables", "dcim.cables", want, kept, delete=gone, defer_delete=False,
-                             seconds=lambda p: each * max(1, len(p.get("a_terminations", ()))))
-        self.ids["cables"] = ids
+        self.ids["cables"] = self.reconcile("cables", "dcim.cables", want, kept, delete=have.values(),
+                                            defer_delete=False,
+                                            seconds=lambda p: each * max(1, len(p.get("a_terminations", ()))))
 
     def _ipam(self) -> None:
         rirs = {str(r["slug"]): r for r in self.imports.records("10-rirs")}
@@ -728,6 +740,28 @@ def _overran(answer: Any) -> bool:
     return code in OVERRUN_STATUS or (code == 500 and "json" not in answer.headers.get("Content-Type", ""))
 
 
+def release_problem(version: str) -> str:
+    """Why sync will not write to a NetBox whose API says ``version`` ("" when it will)."""
+    numbers = version.split(".")
+    release = tuple(int(n) for n in numbers[:2]) if len(numbers) >= 2 and all(
+        n.isdigit() for n in numbers[:2]) else None
+    if release is not None and release >= MINIMUM_RELEASE:
+        return ""
+    needed = ".".join(map(str, MINIMUM_RELEASE))
+    said = f"is version {version}" if release is not None else (
+        f"gives an API version fabricgen cannot read ({version!r})" if version else "gives no API version")
+    return (f"NetBox {said}, and netbox sync needs {needed} or newer (its cables' profile field, which keeps each "
+            f"link of a cage pair or splitter tracing to its own far end) (hint: upgrade NetBox to {needed} or newer, "
+            "or import the CSV set, README \"NetBox\")")
+
+
+def cable_ends(cable: Json) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+    """A cable's A and B terminations in connector order, as (object type, id): what pairs a wanted cable with the
+    one NetBox holds."""
+    return (tuple((t["object_type"], t["object_id"]) for t in cable["a_terminations"]),
+            tuple((t["object_type"], t["object_id"]) for t in cable["b_terminations"]))
+
+
 def _host(address: object) -> str:
     return str(IPNetwork(str(address)).ip)
 
@@ -794,7 +828,9 @@ def sync(topology: Topology, url: str, token: str, dry_run: bool) -> Report:
     """Make NetBox hold the cluster (or, dry run, only count what that takes); what was done, per object type."""
     report = Report(dry_run=dry_run)
     start = time.monotonic()
-    Sync(topology, NetBox(url, token, dry_run, report), report).run()
+    netbox = NetBox(url, token, dry_run, report)
+    netbox.require_release()
+    Sync(topology, netbox, report).run()
     report.seconds = time.monotonic() - start
     return report
 

@@ -163,19 +163,29 @@ def test_a_physical_cable_is_one_netbox_cable(spec: str) -> None:
     for c in topology.cables:
         physical.setdefault(c.physical, []).append(c)
     assert len(rows) == len(physical) < len(topology.cables)
+    speeds = catalog.speeds()
+    partial: Counter[bool] = Counter()
     for cable_id, links in physical.items():
         links.sort(key=lambda c: c.leg)
-        row = by_label[cable_id if len(links) > 1 or not links[0].leg else links[0].name]
+        row = by_label[cable_id]
         assert cable_ends(row, "a") == [(c.a.device, names(c.a.device, c.a.port)) for c in links]
         assert cable_ends(row, "b") == [(c.z.device, names(c.z.device, c.z.port)) for c in links]
-        assert row["profile"] == (f"trunk-{len(links)}c1p" if len(links) > 1 else "")
+        # review D1: the part's connectors (a splitter's legs, a cage pair's lanes), not the links used
+        first = links[0]
+        parts = first.medium.legs if first.medium.legs > 1 else int(
+            speeds[first.medium.speeds[0]].gbps // speeds[first.speed].gbps)
+        assert row["profile"] == (f"trunk-{parts}c1p" if first.leg else "")
         assert float(row["length"]) == max(c.length_m for c in links)
-        assert len(row["description"]) <= 200 and (len(links) == 1 or links[0].part in row["description"])
-        if len(links) > 1:
-            plugs = "one plug each end" if links[0].medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
+        assert len(row["description"]) <= 200 and (not first.leg or first.part in row["description"])
+        if first.leg:
+            plugs = "one plug each end" if first.medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
             assert plugs in row["description"], row["description"]
+            unused = f"{len(links)} of {parts} {'lanes' if first.medium.legs == 1 else 'legs'} used"
+            assert (unused in row["description"]) == (len(links) < parts), row["description"]
+            partial[first.medium.legs == 1] += len(links) < parts
     kinds = Counter(c.medium.legs == 1 for links in physical.values() if len(links) > 1 for c in links[:1])
     assert kinds[True] and kinds[False], "both cage-pair cables and splitters"
+    assert partial[False] or spec != "h100-4su", "h100-4su's harnesses with legs unused"
 
 
 @pytest.mark.parametrize("spec", SPECS)
