@@ -6,7 +6,7 @@ and its device custom field (``<site>/<name>``: the interface and IP-address imp
 is unique only within a site; the two are independent), 01 site, 02 locations (one per row), 03 manufacturers, 04
 device roles (a switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per
 type, so an existing type refuses only its own file: every port of the hardware, switch cages at their native split
-and a profile's NIC ports, typed by their cage; a switch model's depth, airflow, weight, console and power ports from
+and a profile's NIC ports, typed by their cage; a switch model's depth, weight, console and power ports from
 device_facts.yaml), 06 racks (in their row's location), 07 devices, 08 interfaces (only
 those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (one per
 physical cable, labelled with its id as the sheets print it: a cage-pair cable or a splitter is one cable whose
@@ -198,7 +198,7 @@ def manufacturer_names() -> dict[str, str]:
 
 @cache
 def device_facts() -> dict[str, dict[str, Any]]:
-    """A switch model's DCIM facts (device_facts.yaml: depth, airflow, weight, console and power ports), by model."""
+    """A switch model's DCIM facts (device_facts.yaml: depth, weight, console and power ports), by model."""
     return {str(k): dict(v) for k, v in load_file(Path(__file__).with_name("device_facts.yaml")).data.items()}
 
 
@@ -207,8 +207,6 @@ def _facts_entry(model: str) -> dict[str, Any]:
     the templates NetBox makes each device's console and power ports from); a fact not known is left out."""
     facts = device_facts().get(model, {})
     entry: dict[str, Any] = {"is_full_depth": bool(facts.get("is_full_depth", True))}  # NetBox's default
-    if "airflow" in facts:
-        entry["airflow"] = str(facts["airflow"])
     if "weight_kg" in facts:
         entry |= {"weight": float(facts["weight_kg"]), "weight_unit": "kg"}
     for key in ("console_ports", "power_ports"):

@@ -73,7 +73,7 @@ QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
 # trunk's links trace to every far lane and every later sync sees the profile differ and writes it again (review D6)
 MINIMUM_RELEASE = (4, 5)
 INTERFACE = "dcim.interface"
-TYPE_FACTS = ("is_full_depth", "airflow", "weight", "weight_unit")  # a new device type's DCIM facts (render)
+TYPE_FACTS = ("is_full_depth", "weight", "weight_unit")  # a new device type's DCIM facts (render)
 
 Json = dict[str, Any]
 

@@ -106,7 +106,7 @@ def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> 
     template_fields = form_fields("InterfaceTemplateImportForm")
     for doc in files["05-device-types"]:
         assert set(doc) - {"interfaces", *netbox.COMPONENTS} <= type_fields
-        assert doc.get("airflow", "front-to-rear") in choices("DeviceAirflowChoices")
+        assert "airflow" not in doc  # review D4: the catalog's model does not say which airflow SKU
         for template in doc["interfaces"]:
             assert set(template) <= template_fields
             assert template["type"] in choices("InterfaceTypeChoices"), template
@@ -118,21 +118,20 @@ def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> 
 
 def test_switch_types_carry_their_dcim_facts() -> None:
     """Review D5: a switch type says what the device-type library says of its model (device_facts.yaml): SN2201 is
-    half depth (it was full depth, as every type), QM9700 rear-to-front, 14.8 kg, a console port and two C14 power
-    inlets, which NetBox makes on every device of the type; a node type, whose hardware no fact names, NetBox's
-    default depth and no ports but its interfaces."""
+    half depth (it was full depth, as every type), QM9700 14.8 kg (no airflow: review D4, sold in both), a console
+    port and two C14 power inlets, which NetBox makes on every device of the type; a node type, whose hardware no
+    fact names, NetBox's default depth and no ports but its interfaces."""
     types = {d["model"]: d for d in netbox_set("lab-1su")["05-device-types"]}
     assert types["SN2201 SONiC"]["is_full_depth"] is False and types["SN2201 SONiC"]["weight"] == 7.41
     assert types["SN2201 SONiC"]["console-ports"] == [{"name": "con0", "type": "usb-mini-a"}]
     qm9700 = types["QM9700"]
-    assert (qm9700["is_full_depth"], qm9700["airflow"], qm9700["weight"], qm9700["weight_unit"]) == (
-        True, "rear-to-front", 14.8, "kg")
+    assert (qm9700["is_full_depth"], qm9700["weight"], qm9700["weight_unit"]) == (True, 14.8, "kg")
     assert [p["name"] for p in qm9700["power-ports"]] == ["psu0", "psu1"] and len(qm9700["console-ports"]) == 1
     node = types["hgx-8gpu-generic"]
     assert node["is_full_depth"] is True and not set(node) & {"airflow", "weight", *netbox.COMPONENTS}
     facts = netbox.device_facts()
     assert set(facts) <= set(catalog.shipped("switches").entries), "facts of a model the catalog does not have"
-    known = {"is_full_depth", "airflow", "weight_kg", "console_ports", "power_ports"}
+    known = {"is_full_depth", "weight_kg", "console_ports", "power_ports"}
     assert all(set(f) <= known and "is_full_depth" in f for f in facts.values())
 
 

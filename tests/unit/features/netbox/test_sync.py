@@ -333,3 +333,22 @@ def test_a_netbox_older_than_4_5_is_refused() -> None:
     assert "is version 4.4" in release_problem("4.4")
     assert "gives no API version" in release_problem("")
     assert "cannot read ('x.y')" in release_problem("x.y")
+
+
+def test_a_harness_with_1_or_3_legs_used_is_one_cable(tmp_path: Path) -> None:
+    """Review D1's reproduction: h100-4su with row A at 11 racks leaves OOB harnesses with 3 legs used (the new
+    rack's switch) and 1 (row D's): each is still one trunk-4c1p NetBox cable labelled with its physical id, saying
+    how many legs it uses, where the profile by links used made one cable per leg."""
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count("- {name: A, racks: 10}") == 1
+    spec = tmp_path / "h100-4su-11.yaml"
+    spec.write_text(text.replace("- {name: A, racks: 10}", "- {name: A, racks: 11}"))
+    topology = compile_spec(spec).topology
+    cables = netbox_cables(topology.cables)
+    assert not [c.label for c in cables if not c.profile and c.links[0].leg], "a harness split into a cable per leg"
+    used = Counter(len(c.links) for c in cables if c.profile == "trunk-4c1p" and len(c.links) < 4)
+    assert used[3] and used[1], used
+    for cable in cables:
+        if cable.profile == "trunk-4c1p" and len(cable.links) in (1, 3):
+            assert cable.label == cable.links[0].physical and "/" not in cable.label
+            assert f", {len(cable.links)} of 4 legs used (" in cable.description, cable.description
