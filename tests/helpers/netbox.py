@@ -136,6 +136,25 @@ class Session:
             url = page["next"]
         return found
 
+    def patch(self, endpoint: str, pk: int, fields: dict[str, Any]) -> dict[str, Any]:
+        """Change one object through the REST API with the token, as a crew's script or the UI's edit form does."""
+        request = urllib.request.Request(f"{self.url}/api/{endpoint}/{pk}/", data=json.dumps(fields).encode(),
+                                         method="PATCH", headers={"Authorization": self.token,
+                                                                  "Content-Type": "application/json",
+                                                                  "Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer: dict[str, Any] = json.load(response)
+        return answer
+
+    def delete(self, endpoint: str, ids: list[int]) -> None:
+        """Delete objects through the REST API with the token (NetBox's bulk DELETE: a list of ids)."""
+        request = urllib.request.Request(f"{self.url}/api/{endpoint}/",
+                                         data=json.dumps([{"id": i} for i in ids]).encode(), method="DELETE",
+                                         headers={"Authorization": self.token, "Content-Type": "application/json",
+                                                  "Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=300):
+            pass
+
 
 def _csrf(page: str) -> str:
     match = _CSRF.search(page)

@@ -3,11 +3,13 @@ its own beside whatever the import test left (other sites' objects, made by hand
 are; the import test's clusters are on the same address plan, each in its own VRF), lands with the plan's counts
 and every cable's ends and length; a second sync writes nothing (no write request, no changelog entry); a changed
 spec (one node fewer, rows further apart) is first only counted (--dry-run: no write), then synced: the lengths
-that changed are updated, the removed node's device, cables and addresses deleted, and nothing else is touched."""
+that changed are updated, the removed node's device, cables and addresses deleted, and nothing else is touched; a
+cable relabelled in NetBox (an earlier fabricgen's id) keeps its object, status and comments (review B1)."""
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -15,12 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from fabricgen.cli import app
 from fabricgen.features.cabling.handoff import plug_label, rack_plugs
 from fabricgen.features.netbox.render import DEVICE_COLUMN, ImportSet, import_set, netbox_cables
-from fabricgen.features.netbox.sync import Report, port_speeds, sync, token_value
+from fabricgen.features.netbox.sync import Report, SyncError, port_speeds, sync, token_value
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
@@ -346,5 +349,76 @@ def _a_nos_change_renames_the_ports(session: Session, env: dict[str, str], tmp_p
     moved = {str(r["address"]): str(r["interface"]) for r in imports.records("16-ip-addresses")
              if str(r[DEVICE_COLUMN]).split("/", 1)[1] in oob}
     assert moved and {a: addresses[a] for a in moved} == moved  # on NVUE's lo, eth0, swp<n>
+    again = _sync(topology, env)
+    assert again.writes == 0 and again.changes == 0, again.counts
+    _a_relabelled_cable_keeps_its_object(session, env, site, topology, now)
+
+
+def _a_relabelled_cable_keeps_its_object(session: Session, env: dict[str, str], site: int, topology: Topology,
+                                         planned: dict[str, tuple[Ends, Ends, float, str]]) -> None:
+    """Review B1: a cable whose ends did not change keeps its NetBox object when only its label changed (a
+    renumbered cage-pair id): a crew marks a cage-pair DAC and a harness connected and comments them, NetBox holds
+    them under other labels and descriptions (an earlier fabricgen's ids), and sync patches label and description
+    back, in place: the same ids, still connected, the comments kept, nothing created or deleted; a profile that is
+    not the part's is put back in place too, every link still tracing alone."""
+    held = {c["label"]: c for c in session.records("dcim/cables", site_id=str(site), fields="id,label,status")}
+    picked = [next(label for label, cable in planned.items() if cable[3] == profile)
+              for profile in ("trunk-2c1p", "trunk-4c1p")]
+    for label in picked:
+        session.patch("dcim/cables", held[label]["id"], {"status": "connected", "label": f"{label}-old",
+                                                         "description": "an earlier id", "comments": "crew: tested"})
+    # review D1: a harness an earlier fabricgen profiled by the links used (2 of 4: trunk-2c1p) gets the part's
+    # profile in place; here the DAC's 2 links held on a 4-connector profile go back to its 2 lanes' trunk-2c1p
+    session.patch("dcim/cables", held[picked[0]]["id"], {"profile": "trunk-4c1p"})
+    report = _sync(topology, env)
+    assert report.counts["cables"] == Counter({"update": 2}), report.counts
+    assert held_cables(session, site) == planned
+    _each_link_traces_alone(session, site, planned)
+    now = {c["label"]: c for c in session.records("dcim/cables", site_id=str(site),
+                                                 fields="id,label,status,description,comments")}
+    wanted = {cable.label: cable.description for cable in netbox_cables(topology.cables)}
+    for label in picked:
+        assert now[label]["id"] == held[label]["id"], label
+        assert (now[label]["status"]["value"], now[label]["comments"]) == ("connected", "crew: tested"), label
+        assert now[label]["description"] == wanted[label]
+    _a_type_without_templates_gets_them(session, env, topology)
+
+
+def _a_type_without_templates_gets_them(session: Session, env: dict[str, str], topology: Topology) -> None:
+    """Review D2: a first sync that stopped after making a device type (fabricgen's: tagged) but before its
+    templates left a type every later sync stopped on ("no template for ...; it has 0"): with all of SN2201 NVUE's
+    interface templates and its console template gone, sync makes exactly those, nothing else."""
+    kind = session.records("dcim/device-types", model="SN2201 NVUE", fields="id")[0]["id"]
+    docs = {str(d["model"]): d for d in import_set(topology).device_types}["SN2201 NVUE"]
+    for endpoint in ("dcim/interface-templates", "dcim/console-port-templates"):
+        session.delete(endpoint, [t["id"] for t in session.records(endpoint, device_type_id=str(kind), fields="id")])
+        assert not session.count(endpoint, device_type_id=str(kind))
+    report = _sync(topology, env)
+    assert {k: dict(v) for k, v in report.counts.items() if +v} == {
+        "interface templates": {"create": len(docs["interfaces"])},
+        "console port templates": {"create": len(docs["console-ports"])}}, report.counts
+    assert {t["name"] for t in session.records("dcim/interface-templates", device_type_id=str(kind),
+                                                fields="name")} == {p["name"] for p in docs["interfaces"]}
+    assert session.count("dcim/console-port-templates", device_type_id=str(kind)) == len(docs["console-ports"]) > 0
+    _a_cable_of_someone_else_stops_the_sync(session, env, topology)
+
+
+def _a_cable_of_someone_else_stops_the_sync(session: Session, env: dict[str, str], topology: Topology) -> None:
+    """Review D5: a cable fabricgen did not make (here one of its own with the tag taken off) on a port fabricgen
+    cables is a named conflict, found before NetBox is asked to write a cable: the sync stops naming the port and
+    the cable, NetBox's changelog gains nothing; tagged again, the next sync writes nothing."""
+    site = session.records("dcim/sites", slug=SITE)[0]["id"]
+    cable = next(c for c in session.records("dcim/cables", site_id=str(site), fields="id,label,tags,profile")
+                 if not c["profile"])
+    tags = [t["id"] for t in cable["tags"]]
+    session.patch("dcim/cables", cable["id"], {"tags": []})
+    changes = _last_change(session)
+    label = re.escape(cable["label"])
+    with pytest.raises(SyncError, match=rf"NetBox holds cables fabricgen did not make .* on 2 ports .* stops before "
+                                        rf"writing cables: \S+:\S+ \(cable {label}\), \S+:\S+ \(cable {label}\) "
+                                        r"\(hint: remove them"):
+        _sync(topology, env)
+    assert _last_change(session) == changes
+    session.patch("dcim/cables", cable["id"], {"tags": tags})
     again = _sync(topology, env)
     assert again.writes == 0 and again.changes == 0, again.counts

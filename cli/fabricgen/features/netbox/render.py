@@ -6,7 +6,7 @@ and its device custom field (``<site>/<name>``: the interface and IP-address imp
 is unique only within a site; the two are independent), 01 site, 02 locations (one per row), 03 manufacturers, 04
 device roles (a switch role per fabric and tier, a node role per profile role), 05 device types (YAML, one file per
 type, so an existing type refuses only its own file: every port of the hardware, switch cages at their native split
-and a profile's NIC ports, typed by their cage; a switch model's depth, airflow, weight, console and power ports from
+and a profile's NIC ports, typed by their cage; a switch model's depth, weight, console and power ports from
 device_facts.yaml), 06 racks (in their row's location), 07 devices, 08 interfaces (only
 those no template creates: the sub-ports of a cage split finer, loopbacks and VLAN gateways), 09 cables (one per
 physical cable, labelled with its id as the sheets print it: a cage-pair cable or a splitter is one cable whose
@@ -198,7 +198,7 @@ def manufacturer_names() -> dict[str, str]:
 
 @cache
 def device_facts() -> dict[str, dict[str, Any]]:
-    """A switch model's DCIM facts (device_facts.yaml: depth, airflow, weight, console and power ports), by model."""
+    """A switch model's DCIM facts (device_facts.yaml: depth, weight, console and power ports), by model."""
     return {str(k): dict(v) for k, v in load_file(Path(__file__).with_name("device_facts.yaml")).data.items()}
 
 
@@ -207,8 +207,6 @@ def _facts_entry(model: str) -> dict[str, Any]:
     the templates NetBox makes each device's console and power ports from); a fact not known is left out."""
     facts = device_facts().get(model, {})
     entry: dict[str, Any] = {"is_full_depth": bool(facts.get("is_full_depth", True))}  # NetBox's default
-    if "airflow" in facts:
-        entry["airflow"] = str(facts["airflow"])
     if "weight_kg" in facts:
         entry |= {"weight": float(facts["weight_kg"]), "weight_unit": "kg"}
     for key in ("console_ports", "power_ports"):
@@ -476,10 +474,27 @@ CABLE_COLUMNS = ("side_a_site", "side_a_device", "side_a_type", "side_a_name", "
                  "description")
 # NetBox's cable profiles that carry n one-lane connectors a side, connector k to connector k (dcim/cable_profiles.py,
 # NetBox >= 4.5): the links of one physical cable (a cage pair's lanes, a splitter's legs) on one NetBox cable, each
-# link's two interfaces tracing to each other. The single (one connector) and breakout profiles take one termination
-# on a one-connector side (BaseCableProfile.clean): the cage's own interface, not the lane sub-ports fabricgen
-# configures and addresses (README "NetBox sync")
+# link's two interfaces tracing to each other. The profile is the part's (its legs, a cage pair's lanes), not the
+# links used: BaseCableProfile.clean caps a side's terminations at the profile's connectors and asks no more (NetBox
+# 4.7.3), so a 4-leg harness with 1 or 3 legs used is still one trunk-4c1p cable. The single (one connector) and
+# breakout profiles take one termination on a one-connector side: the cage's own interface, not the lane sub-ports
+# fabricgen configures and addresses (README "NetBox sync")
 TRUNK_PROFILES = {2: "trunk-2c1p", 4: "trunk-4c1p"}
+
+
+def connectors(cable: Cable) -> int:
+    """The connectors a side of the physical part a link rides: a splitter's legs; a cage-pair cable's lanes (its
+    medium's speed over the link's: a 400G DAC carrying 200G links has 2); 1 for an ordinary cable."""
+    if not cable.leg:
+        return 1
+    if cable.medium.legs > 1:
+        return cable.medium.legs
+    return int(max(_gbps(s) for s in cable.medium.speeds) // _gbps(cable.speed))
+
+
+@cache
+def _gbps(speed: str) -> float:
+    return catalog.speeds()[speed].gbps
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,29 +512,33 @@ class NetBoxCable:
 
     @property
     def description(self) -> str:
-        """The medium; a trunk also its part, its plugs and what its connectors are (review D3: ``trunk-2c1p`` reads
-        as two connectors a side, where a cage-pair DAC has one plug each end)."""
+        """The medium; a trunk also its part, its plugs, how many of its legs or lanes are used and what its
+        connectors are (review D3: ``trunk-2c1p`` reads as two connectors a side, where a cage-pair DAC has one plug
+        each end; review D1: a harness with legs unused is still one cable, its used legs on connectors 1..n)."""
         first = self.links[0]
         if not self.profile:
             return first.medium.name
-        legs, used = first.medium.legs, len(self.links)
-        plugs = ("one plug each end" if legs == 1 else "one plug at B (the trunk), one a leg at A"
-                 + (f", {used} of its {legs} legs used" if used < legs else ""))
+        whole, used = connectors(first), len(self.links)
+        plugs = "one plug each end" if first.medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
+        parts = "lanes" if first.medium.legs == 1 else "legs"
+        if used < whole:
+            plugs += f", {used} of {whole} {parts} used ({', '.join(str(c.leg) for c in self.links)})"
         return (f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link k, "
                 "not a plug")
 
 
 def netbox_cables(cables: Iterable[Cable]) -> list[NetBoxCable]:
     """NetBox's cables, one per physical cable (the cables sharing ``physical``: a cage pair's links, a splitter's
-    legs), labelled with its id, as the sheets' plug labels begin; one of a link count no trunk profile has stays a
-    cable per link, labelled as the sheets label that leg (``<physical>/L<leg>``)."""
+    legs), labelled with its id, as the sheets' plug labels begin, its trunk profile the part's whatever the links
+    used; a part of a connector count no trunk profile has stays a cable per link, labelled as the sheets label that
+    leg (``<physical>/L<leg>``)."""
     by_physical: dict[str, list[Cable]] = {}
     for c in cables:
         by_physical.setdefault(c.physical, []).append(c)
     out: list[NetBoxCable] = []
     for physical, links in by_physical.items():
         links.sort(key=lambda c: c.leg)
-        profile = TRUNK_PROFILES.get(len(links), "") if links[0].leg else ""
+        profile = TRUNK_PROFILES.get(connectors(links[0]), "")
         if profile:
             out.append(NetBoxCable(physical, tuple(links), profile))
         else:

@@ -2,17 +2,19 @@
 run changes only what the spec changed.
 
 Every object is found by its natural key (site and VLAN group by slug, location by slug in the site, rack and device
-by name in the site, interface by device and name, cable by label among fabricgen's cables of the site, VRF by RD
-(one per site), prefix and IP address by value in that VRF, ASN by number, VLAN by group and VID, the shared objects
+by name in the site, interface by device and name, cable by its ends (A and B interfaces in connector order) among
+fabricgen's cables of the site, so a relabelled cable is updated in place, VRF by RD (one per site), prefix and IP
+address by value in that VRF, ASN by number, VLAN by group and VID, the shared objects
 by slug), compared field by field with what the import set (:func:`render.import_set`, the same rows as the CSV
 files) wants, and only the differences are sent, in bulk (NetBox takes a list on POST, PATCH and DELETE). Every
 object fabricgen creates carries the ``fabricgen`` tag, as does every object of the CSV set, so a sync over an
 imported site takes it over; only tagged objects of this site are ever updated or deleted, and ``status`` only when
 created (CREATE_ONLY: the crews move it on). A device type NetBox already holds must have templates for every port
-fabricgen names, or the sync stops before writing devices. An object found at fabricgen's key without the tag
-belongs to someone else: a parent (site, location, rack, manufacturer, role, device type, RIR, ASN, VLAN group, VRF,
-prefix) is used as it is; a device or IP address is a conflict that stops the sync before that object type is
-written (``--dry-run`` finds them without writing). Manufacturers, roles, device types, the RIR and ASNs are shared
+fabricgen names, or the sync stops before writing devices (a type fabricgen made gets the ones it lacks). An object
+found at fabricgen's key without the tag belongs to someone else: a parent (site, location, rack, manufacturer, role,
+device type, RIR, ASN, VLAN group, VRF, prefix) is used as it is; a device or IP address is a conflict that stops the
+sync before that object type is written, as does an untagged cable on a port fabricgen cables before any cable is
+(``--dry-run`` finds them without writing). Manufacturers, roles, device types, the RIR and ASNs are shared
 by every cluster of a NetBox: created when missing, never changed or deleted.
 
 Beyond the CSV set: interface ``speed`` (the link's, in kbit/s) on every cabled port, templated ones included;
@@ -67,8 +69,11 @@ CREATE_ONLY = frozenset({"status"})
 # had been committed (the abort came while NetBox rendered its answer).
 OVERRUN_STATUS = frozenset({502, 503, 504})
 QUERY_VALUES = 100  # values of one filter per GET (a URL stays short)
+# The oldest NetBox sync writes to: cable profiles (Cable.profile) came in 4.5; an older NetBox drops the field, so a
+# trunk's links trace to every far lane and every later sync sees the profile differ and writes it again (review D6)
+MINIMUM_RELEASE = (4, 5)
 INTERFACE = "dcim.interface"
-TYPE_FACTS = ("is_full_depth", "airflow", "weight", "weight_unit")  # a new device type's DCIM facts (render)
+TYPE_FACTS = ("is_full_depth", "weight", "weight_unit")  # a new device type's DCIM facts (render)
 
 Json = dict[str, Any]
 
@@ -195,6 +200,13 @@ class NetBox:
         self.api.http_session = session
         self._stand_ins = count(-1, -1)
         self._request_error = pynetbox.RequestError
+
+    def require_release(self) -> None:
+        """Refuse a NetBox older than MINIMUM_RELEASE before anything is read or written (its API-Version header:
+        ``major.minor``)."""
+        answer = self._call("reading its API version", lambda: self.api.version)
+        if problem := release_problem(str(answer or "")):
+            raise SyncError(problem)
 
     def stand_in(self) -> int:
         """An id for an object a dry run would create (negative: never one of NetBox's)."""
@@ -330,6 +342,7 @@ class Sync:
         self.devices_have: dict[str, Json] = {}
         self.templated: set[str] = set()
         self.retyped: set[str] = set()
+        self.port_cables: dict[int, Json] = {}  # interface id -> the cable NetBox holds on it (id, label)
 
     # -- the generic step ------------------------------------------------------------------------------------
 
@@ -445,34 +458,37 @@ class Sync:
         maker = self.ids["manufacturers"]
         types = {(slug(str(d["manufacturer"])), str(d["model"])): d for d in self.imports.device_types}
         have = {(o["manufacturer"]["slug"], o["model"]): o for o in self.nb.read(
-            "dcim.device_types", "id,model,slug,manufacturer", manufacturer_id=list(maker.values()))}
+            "dcim.device_types", "id,model,slug,manufacturer,tags", manufacturer_id=list(maker.values()))}
         want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
                       "u_height": d["u_height"], **{k: d[k] for k in TYPE_FACTS if k in d}}
                 for key, d in types.items()}
         new = [key for key in want if key not in have]
+        # fabricgen's own types (tagged) that a sync stopped before finishing (review D2) get what they lack
+        own = {key: have[key] for key in want if key in have and self._tagged(have[key])}
         self._templates_cover(types, {key: have[key] for key in want if key in have})
         made = self.reconcile("device types", "dcim.device_types", want, have, shared=True)
         self.ids["device types"] = {key[1]: i for key, i in made.items()}
         self.type_ports = {made[key]: templated_ports(d) for key, d in types.items()}
         # a type fabricgen creates gets its templates (NetBox makes a device's interfaces from them); an existing
-        # type is used as it is, once its templates are known to make every port fabricgen names
-        templates = {(key[1], port["name"]): {"device_type": made[key], "name": port["name"],
-                                              "label": port.get("label", ""), "type": port["type"],
-                                              "mgmt_only": port["mgmt_only"]}
-                     for key in new for port in types[key]["interfaces"]}
-        self.reconcile("interface templates", "dcim.interface_templates", templates, {}, shared=True)
-        # its console and power ports too (review D5: device_facts.yaml), so each device gets them
-        for kind, path, key in (("console port templates", "dcim.console_port_templates", "console-ports"),
+        # type is used as it is, once its templates are known to make every port fabricgen names (of its own, the
+        # missing ones made now)
+        own_ids = {int(o["id"]): key for key, o in own.items()}
+        for kind, path, key in (("interface templates", "dcim.interface_templates", "interfaces"),
+                                ("console port templates", "dcim.console_port_templates", "console-ports"),
                                 ("power port templates", "dcim.power_port_templates", "power-ports")):
-            self.reconcile(kind, path, {(t[1], port["name"]): {"device_type": made[t], **port}
-                                        for t in new for port in types[t].get(key, ())}, {}, shared=True)
+            held = {(own_ids[_value(o["device_type"])], o["name"]) for o in self.nb.read(
+                path, "id,device_type,name", device_type_id=list(own_ids))}
+            self.reconcile(kind, path, {(t, port["name"]): {"device_type": made[t], **_template(key, port)}
+                                        for t in (*new, *own) for port in types[t].get(key, ())
+                                        if (t, port["name"]) not in held}, {}, shared=True)
 
     def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
                          ) -> None:
         """Stop when a device type NetBox already holds (the community library's, another cluster's node of the
         same model) has interface templates other than fabricgen's, in any name, label, type or management flag
         (review B7): its devices would get NetBox's ports, or fabricgen's beside them, and two clusters would
-        rewrite each other's ports."""
+        rewrite each other's ports. A type fabricgen made (tagged) may lack some: a first sync stopped after the
+        type (review D2: every later sync stopped on it) gets them made."""
         held: dict[int, dict[str, tuple[str, str, bool]]] = {}
         for t in self.nb.read("dcim.interface_templates", "id,device_type,name,label,type,mgmt_only",
                               device_type_id=[int(o["id"]) for o in existing.values()]):
@@ -482,6 +498,8 @@ class Sync:
         for key, obj in sorted(existing.items()):
             wanted = {str(p["name"]): (str(p.get("label", "")), str(p["type"]), bool(p["mgmt_only"]))
                       for p in types[key]["interfaces"]}
+            if self._tagged(obj):  # fabricgen's own: a template it lacks is made (_device_types), not a conflict
+                wanted = {n: w for n, w in wanted.items() if n in held.get(int(obj["id"]), {})}
             if (difference := template_difference(wanted, held.get(int(obj["id"]), {}))):
                 conflicts.append(f"{key[0]} {key[1]} ({difference})")
         if conflicts:
@@ -534,8 +552,9 @@ class Sync:
         devices = self.ids["devices"]
         name_of = {i: n for n, i in devices.items()}
         have = {(name_of[o["device"]["id"]], o["name"]): o for o in self.nb.read(
-            "dcim.interfaces", "id,device,name,label,type,enabled,mgmt_only,speed,description,tags",
+            "dcim.interfaces", "id,device,name,label,type,enabled,mgmt_only,speed,description,cable,tags",
             site_id=self.site) if o["device"]["id"] in name_of}
+        self.port_cables = {int(o["id"]): o["cable"] for o in have.values() if o.get("cable")}
         names = self.imports.names
         speeds = {(d, names(d, p)): v for (d, p), v in port_speeds(self.topology).items()}
         cabled: dict[str, dict[str, str]] = {}  # device -> its cabled ports' names -> their faceplate labels
@@ -570,15 +589,21 @@ class Sync:
             delete=[o for k, o in have.items() if self._tagged(o) or k[0] in self.retyped])
 
     def _cables(self) -> None:
+        """fabricgen's cables of the site, each found by its ends (its A and B interfaces in connector order: an
+        interface holds one cable, so the ends name it), not by its label: a cable whose ends did not change keeps
+        its NetBox object, its status, journal and comments when only its label, description or profile changed
+        (review B1: renumbered cage-pair ids re-made 18 of lab-1su's cables, back to planned). A cable whose ends
+        changed is replaced: NetBox re-traces the paths of new terminations only reliably on a new cable, and its
+        interfaces must be free first, so these deletions run now, not at the end."""
         interfaces = self.ids["interfaces"]
-        have = {o["label"]: o for o in self.nb.read(
+        have = {int(o["id"]): o for o in self.nb.read(
             "dcim.cables", "id,label,type,status,color,length,length_unit,profile,description,tags",
             site_id=self.site, tag=TAG)}
         # the ends from NetBox's termination records (a cable's own a/b_terminations render every far object:
         # ~10 times slower to read), in connector order
         ends: dict[tuple[int, str], list[tuple[int, int, Json]]] = {}
         for t in self.nb.read("dcim.cable_terminations", "id,cable,cable_end,termination_type,termination_id,"
-                              "connector", cable_id=[int(o["id"]) for o in have.values()]):
+                              "connector", cable_id=list(have)):
             ends.setdefault((_value(t["cable"]), t["cable_end"]), []).append((t["connector"] or 0, t["id"], {
                 "object_type": t["termination_type"], "object_id": t["termination_id"]}))
         for o in have.values():
@@ -597,17 +622,29 @@ class Sync:
                 "type": first.medium.netbox_type, "status": "planned", "label": cable.label,
                 "color": first.medium.color.lower(), "length": cable.length, "length_unit": "m",
                 "description": cable.description, **({"profile": cable.profile} if cable.profile else {})}
-        # a cable whose ends changed is replaced: NetBox re-traces the paths of new terminations only reliably on a
-        # new cable, and its interfaces must be free first, so these deletions run now, not at the end
-        moved = {label for label, p in want.items() if label in have and (
-            _differs(p["a_terminations"], have[label]["a_terminations"])
-            or _differs(p["b_terminations"], have[label]["b_terminations"]))}
-        kept = {k: v for k, v in have.items() if k not in moved}
-        gone = [o for k, o in have.items() if k not in want or k in moved]
+        self._foreign_cables(want, have)
+        held = {cable_ends(o): o for o in have.values()}
+        kept = {label: found for label, p in want.items() if (found := held.get(cable_ends(p))) is not None}
         each = request_costs().of("cables")  # a cable costs NetBox per link (its terminations and their paths)
-        ids = self.reconcile("cables", "dcim.cables", want, kept, delete=gone, defer_delete=False,
-                             seconds=lambda p: each * max(1, len(p.get("a_terminations", ()))))
-        self.ids["cables"] = ids
+        self.ids["cables"] = self.reconcile("cables", "dcim.cables", want, kept, delete=have.values(),
+                                            defer_delete=False,
+                                            seconds=lambda p: each * max(1, len(p.get("a_terminations", ()))))
+
+    def _foreign_cables(self, want: dict[str, Json], have: dict[int, Json]) -> None:
+        """Stop before writing cables when a port fabricgen cables holds a cable fabricgen did not make (no tag):
+        NetBox would refuse the bulk create naming only its ids (review D5), and fabricgen leaves that cable alone."""
+        names = {i: key for key, i in self.ids["interfaces"].items()}
+        found = sorted({f"{names[end['object_id']][0]}:{names[end['object_id']][1]} "
+                        f"(cable {cable.get('label') or cable.get('display') or '#' + str(cable['id'])})"
+                        for p in want.values() for end in (*p["a_terminations"], *p["b_terminations"])
+                        if (cable := self.port_cables.get(end["object_id"])) and int(cable["id"]) not in have})
+        if found:
+            error = SyncError(f"NetBox holds cables fabricgen did not make (no '{TAG}' tag) on {len(found)} ports "
+                              f"fabricgen cables, so it leaves them alone and stops before writing cables: "
+                              f"{', '.join(found[:20])}{' ...' if len(found) > 20 else ''} (hint: remove them, or "
+                              f"tag them '{TAG}' to hand them to fabricgen, which then replaces them)")
+            error.partial = self.nb.report.writes > 0
+            raise error
 
     def _ipam(self) -> None:
         rirs = {str(r["slug"]): r for r in self.imports.records("10-rirs")}
@@ -728,6 +765,36 @@ def _overran(answer: Any) -> bool:
     return code in OVERRUN_STATUS or (code == 500 and "json" not in answer.headers.get("Content-Type", ""))
 
 
+def _template(kind: str, port: Json) -> Json:
+    """A template's fields from its device-type entry: an interface's four (the entry may leave out a false
+    ``mgmt_only`` or an empty label), a console or power port's as they are."""
+    if kind != "interfaces":
+        return port
+    return {"name": port["name"], "label": port.get("label", ""), "type": port["type"], "mgmt_only": port["mgmt_only"]}
+
+
+def release_problem(version: str) -> str:
+    """Why sync will not write to a NetBox whose API says ``version`` ("" when it will)."""
+    numbers = version.split(".")
+    release = tuple(int(n) for n in numbers[:2]) if len(numbers) >= 2 and all(
+        n.isdigit() for n in numbers[:2]) else None
+    if release is not None and release >= MINIMUM_RELEASE:
+        return ""
+    needed = ".".join(map(str, MINIMUM_RELEASE))
+    said = f"is version {version}" if release is not None else (
+        f"gives an API version fabricgen cannot read ({version!r})" if version else "gives no API version")
+    return (f"NetBox {said}, and netbox sync needs {needed} or newer (its cables' profile field, which keeps each "
+            f"link of a cage pair or splitter tracing to its own far end) (hint: upgrade NetBox to {needed} or newer, "
+            "or import the CSV set, README \"NetBox\")")
+
+
+def cable_ends(cable: Json) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+    """A cable's A and B terminations in connector order, as (object type, id): what pairs a wanted cable with the
+    one NetBox holds."""
+    return (tuple((t["object_type"], t["object_id"]) for t in cable["a_terminations"]),
+            tuple((t["object_type"], t["object_id"]) for t in cable["b_terminations"]))
+
+
 def _host(address: object) -> str:
     return str(IPNetwork(str(address)).ip)
 
@@ -794,7 +861,9 @@ def sync(topology: Topology, url: str, token: str, dry_run: bool) -> Report:
     """Make NetBox hold the cluster (or, dry run, only count what that takes); what was done, per object type."""
     report = Report(dry_run=dry_run)
     start = time.monotonic()
-    Sync(topology, NetBox(url, token, dry_run, report), report).run()
+    netbox = NetBox(url, token, dry_run, report)
+    netbox.require_release()
+    Sync(topology, netbox, report).run()
     report.seconds = time.monotonic() - start
     return report
 

@@ -20,7 +20,6 @@ from fabricgen.features.cabling.checks import cable_plan
 from fabricgen.features.cabling.plan import switch_cage, switch_connector, switch_lane
 from fabricgen.features.cabling.sheets import CABLE_COLUMNS
 from fabricgen.features.netbox import render as netbox_set
-from fabricgen.features.netbox.render import TRUNK_PROFILES
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.spec.load import load_text
@@ -147,16 +146,18 @@ def test_cables_csv_has_physical_cable_and_leg() -> None:
         f"optics+fiber 1:2 splitter {n} m" for n in (3, 5, 10, 15, 20, 30, 50)}
     netbox = [row for a in netbox_set.render(topology) if a.path.startswith("netbox/09-cables")  # one or its parts
               for row in _csv(a.content)]
-    # one NetBox cable per physical cable (a splitter's two legs are one), labelled as its plugs' labels begin; a
-    # splitter with one leg in use is that leg's cable, labelled as the leg
+    # one NetBox cable per physical cable (a splitter's two legs are one), labelled as its plugs' labels begin, its
+    # profile the part's (review D1): a splitter with one leg in use is still one 2-connector cable, saying so
     groups: dict[str, list[dict[str, str]]] = {}
     for r in rows:
         groups.setdefault(r["physical_cable"], []).append(r)
-    expected = [[physical] if len(legs) in TRUNK_PROFILES and legs[0]["leg"] else
-                [f"{r['physical_cable']}/L{r['leg']}" if r["leg"] else r["cable_id"] for r in legs]
-                for physical, legs in groups.items()]
-    assert sorted(n["label"] for n in netbox) == sorted(label for labels in expected for label in labels)
+    assert sorted(n["label"] for n in netbox) == sorted(groups)
+    held = {n["label"]: n for n in netbox}
+    for physical, legs in groups.items():
+        assert held[physical]["profile"] == ("trunk-2c1p" if legs[0]["leg"] else ""), physical
+        assert (", 1 of 2 legs used (" in held[physical]["description"]) == (len(legs) == 1 and bool(legs[0]["leg"]))
     assert any(len(legs) == 2 for legs in groups.values()) and len(netbox) < len(rows)
+    assert any(len(legs) == 1 and legs[0]["leg"] for legs in groups.values()), "no splitter with a leg unused"
 
 
 def test_a_connector_takes_the_first_medium_serving_every_leg() -> None:

@@ -106,7 +106,7 @@ def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> 
     template_fields = form_fields("InterfaceTemplateImportForm")
     for doc in files["05-device-types"]:
         assert set(doc) - {"interfaces", *netbox.COMPONENTS} <= type_fields
-        assert doc.get("airflow", "front-to-rear") in choices("DeviceAirflowChoices")
+        assert "airflow" not in doc  # review D4: the catalog's model does not say which airflow SKU
         for template in doc["interfaces"]:
             assert set(template) <= template_fields
             assert template["type"] in choices("InterfaceTypeChoices"), template
@@ -118,21 +118,20 @@ def test_every_column_is_an_import_field_and_every_value_a_choice(spec: str) -> 
 
 def test_switch_types_carry_their_dcim_facts() -> None:
     """Review D5: a switch type says what the device-type library says of its model (device_facts.yaml): SN2201 is
-    half depth (it was full depth, as every type), QM9700 rear-to-front, 14.8 kg, a console port and two C14 power
-    inlets, which NetBox makes on every device of the type; a node type, whose hardware no fact names, NetBox's
-    default depth and no ports but its interfaces."""
+    half depth (it was full depth, as every type), QM9700 14.8 kg (no airflow: review D4, sold in both), a console
+    port and two C14 power inlets, which NetBox makes on every device of the type; a node type, whose hardware no
+    fact names, NetBox's default depth and no ports but its interfaces."""
     types = {d["model"]: d for d in netbox_set("lab-1su")["05-device-types"]}
     assert types["SN2201 SONiC"]["is_full_depth"] is False and types["SN2201 SONiC"]["weight"] == 7.41
     assert types["SN2201 SONiC"]["console-ports"] == [{"name": "con0", "type": "usb-mini-a"}]
     qm9700 = types["QM9700"]
-    assert (qm9700["is_full_depth"], qm9700["airflow"], qm9700["weight"], qm9700["weight_unit"]) == (
-        True, "rear-to-front", 14.8, "kg")
+    assert (qm9700["is_full_depth"], qm9700["weight"], qm9700["weight_unit"]) == (True, 14.8, "kg")
     assert [p["name"] for p in qm9700["power-ports"]] == ["psu0", "psu1"] and len(qm9700["console-ports"]) == 1
     node = types["hgx-8gpu-generic"]
     assert node["is_full_depth"] is True and not set(node) & {"airflow", "weight", *netbox.COMPONENTS}
     facts = netbox.device_facts()
     assert set(facts) <= set(catalog.shipped("switches").entries), "facts of a model the catalog does not have"
-    known = {"is_full_depth", "airflow", "weight_kg", "console_ports", "power_ports"}
+    known = {"is_full_depth", "weight_kg", "console_ports", "power_ports"}
     assert all(set(f) <= known and "is_full_depth" in f for f in facts.values())
 
 
@@ -163,19 +162,29 @@ def test_a_physical_cable_is_one_netbox_cable(spec: str) -> None:
     for c in topology.cables:
         physical.setdefault(c.physical, []).append(c)
     assert len(rows) == len(physical) < len(topology.cables)
+    speeds = catalog.speeds()
+    partial: Counter[bool] = Counter()
     for cable_id, links in physical.items():
         links.sort(key=lambda c: c.leg)
-        row = by_label[cable_id if len(links) > 1 or not links[0].leg else links[0].name]
+        row = by_label[cable_id]
         assert cable_ends(row, "a") == [(c.a.device, names(c.a.device, c.a.port)) for c in links]
         assert cable_ends(row, "b") == [(c.z.device, names(c.z.device, c.z.port)) for c in links]
-        assert row["profile"] == (f"trunk-{len(links)}c1p" if len(links) > 1 else "")
+        # review D1: the part's connectors (a splitter's legs, a cage pair's lanes), not the links used
+        first = links[0]
+        parts = first.medium.legs if first.medium.legs > 1 else int(
+            speeds[first.medium.speeds[0]].gbps // speeds[first.speed].gbps)
+        assert row["profile"] == (f"trunk-{parts}c1p" if first.leg else "")
         assert float(row["length"]) == max(c.length_m for c in links)
-        assert len(row["description"]) <= 200 and (len(links) == 1 or links[0].part in row["description"])
-        if len(links) > 1:
-            plugs = "one plug each end" if links[0].medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
+        assert len(row["description"]) <= 200 and (not first.leg or first.part in row["description"])
+        if first.leg:
+            plugs = "one plug each end" if first.medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
             assert plugs in row["description"], row["description"]
+            unused = f"{len(links)} of {parts} {'lanes' if first.medium.legs == 1 else 'legs'} used"
+            assert (unused in row["description"]) == (len(links) < parts), row["description"]
+            partial[first.medium.legs == 1] += len(links) < parts
     kinds = Counter(c.medium.legs == 1 for links in physical.values() if len(links) > 1 for c in links[:1])
     assert kinds[True] and kinds[False], "both cage-pair cables and splitters"
+    assert partial[False] or spec != "h100-4su", "h100-4su's harnesses with legs unused"
 
 
 @pytest.mark.parametrize("spec", SPECS)

@@ -14,7 +14,7 @@ import pytest
 import requests
 import yaml
 
-from fabricgen.features.netbox.render import netbox_cables, request_costs
+from fabricgen.features.netbox.render import connectors, netbox_cables, request_costs
 from fabricgen.features.netbox.sync import (
     Changes,
     NetBox,
@@ -23,6 +23,7 @@ from fabricgen.features.netbox.sync import (
     SyncError,
     _differs,
     port_speeds,
+    release_problem,
     split_cages,
     token_value,
 )
@@ -40,15 +41,22 @@ def test_every_link_is_in_one_netbox_cable_and_splitters_are_one(spec: str) -> N
     labels = [c.label for c in cables]
     assert len(labels) == len(set(labels))
     assert Counter(link.id for c in cables for link in c.links) == Counter(c.id for c in topology.cables)
+    partial = 0
     for cable in cables:
         links = cable.links
         if not cable.profile:
             assert len(links) == 1 and cable.label == links[0].name
             continue
         assert cable.profile in RELEASES["netbox-4.7.3"]["choices"]["CableProfileChoices"]
-        assert cable.profile == f"trunk-{len(links)}c1p" and cable.label == links[0].physical
-        assert [c.leg for c in links] == list(range(1, len(links) + 1))  # connector k is link k
+        # review D1: the part's profile (its legs or lanes) however many links it carries; its used legs in order
+        whole = connectors(links[0])
+        assert cable.profile == f"trunk-{whole}c1p" and cable.label == links[0].physical
+        legs = [c.leg for c in links]
+        assert legs == sorted(set(legs)) and legs[0] >= 1 and legs[-1] <= whole  # connector k is the k-th leg used
+        assert (f"{len(links)} of {whole} " in cable.description) == (len(links) < whole)
         assert len({c.medium.name for c in links}) == 1
+        partial += len(links) < whole
+    assert partial == {"lab-1su": 0, "h100-4su": 10}[spec]  # 2 of 4 legs of 10 OOB harnesses
 
 
 def test_lab_splitters_become_one_cable_each() -> None:
@@ -313,3 +321,34 @@ def test_the_site_is_linked_to_its_asns_adding_never_removing() -> None:
     sync.site_have = {"id": 9, "asns": [], "tags": []}
     sync._site_asns([1, 2])
     assert len(netbox.writes) == 1
+
+
+def test_a_netbox_older_than_4_5_is_refused() -> None:
+    """Review D6: NetBox < 4.5 has no cable profile (a trunk's links would trace to every far lane, and every sync
+    would write the profile again); its API-Version header says major.minor."""
+    assert release_problem("4.5") == release_problem("4.7") == release_problem("5.0") == ""
+    for version in ("4.4", "3.7", "4"):
+        problem = release_problem(version)
+        assert "needs 4.5 or newer" in problem and "hint:" in problem, version
+    assert "is version 4.4" in release_problem("4.4")
+    assert "gives no API version" in release_problem("")
+    assert "cannot read ('x.y')" in release_problem("x.y")
+
+
+def test_a_harness_with_1_or_3_legs_used_is_one_cable(tmp_path: Path) -> None:
+    """Review D1's reproduction: h100-4su with row A at 11 racks leaves OOB harnesses with 3 legs used (the new
+    rack's switch) and 1 (row D's): each is still one trunk-4c1p NetBox cable labelled with its physical id, saying
+    how many legs it uses, where the profile by links used made one cable per leg."""
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count("- {name: A, racks: 10}") == 1
+    spec = tmp_path / "h100-4su-11.yaml"
+    spec.write_text(text.replace("- {name: A, racks: 10}", "- {name: A, racks: 11}"))
+    topology = compile_spec(spec).topology
+    cables = netbox_cables(topology.cables)
+    assert not [c.label for c in cables if not c.profile and c.links[0].leg], "a harness split into a cable per leg"
+    used = Counter(len(c.links) for c in cables if c.profile == "trunk-4c1p" and len(c.links) < 4)
+    assert used[3] and used[1], used
+    for cable in cables:
+        if cable.profile == "trunk-4c1p" and len(cable.links) in (1, 3):
+            assert cable.label == cable.links[0].physical and "/" not in cable.label
+            assert f", {len(cable.links)} of 4 legs used (" in cable.description, cable.description
