@@ -199,8 +199,9 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
     assert result.exit_code == 0, result.output
     text = result.stdout
-    assert "- cable hgx07:NIC0 <-> compute-su01-leaf0:4/1" in text
-    assert "- cable hgx08:BMC <-> oob-l04:2" in text
+    # a removed cable names the id on its label, so the crew pulls the right one (UX field review D2)
+    assert "- cable hgx07:NIC0 <-> compute-su01-leaf0:4/1  [compute-su01-leaf0-007]" in text
+    assert "- cable hgx08:BMC <-> oob-l04:2  [oob-l04-002]" in text
     # a cable whose ends stay keeps its id (its label on the installed cable: field review U1), and a switch that
     # stays keeps its loopback (router id); they were renumbered (155 cables, the aggregation loopbacks)
     assert "cable_id:" not in text and "~ address oob-agg01 Loopback0" not in text

@@ -443,7 +443,8 @@ def _row_line(noun: str, row: RowChange, sign: str, colour: str) -> str:
     moved = [f"{row.moved[0]} -> {row.moved[1]}"] if row.action is RowKind.REPATCH else []
     fields = "; ".join([*moved, *(_field(*f) for f in row.shown_fields)])
     detail = f"  [dim]{_safe(fields)}[/]" if fields else ""
-    return f"[{colour}]{sign} {_safe(noun)} {_safe(row.subject)}[/]{detail}"
+    label = f"  [dim]\\[{_safe(row.label)}][/]" if row.label else ""
+    return f"[{colour}]{sign} {_safe(noun)} {_safe(row.subject)}[/]{label}{detail}"
 
 
 def _print_rows(d: FileDiff, lines: list[str],
@@ -588,7 +589,7 @@ def _diff_json(d: FileDiff) -> dict[str, Any]:
     if d.noun:
         data["noun"] = d.noun
         data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
-        data["rows"] = [{"action": r.action.value, "subject": r.subject,
+        data["rows"] = [{"action": r.action.value, "subject": r.subject, **({"label": r.label} if r.label else {}),
                          "fields": {c: [old, new] for c, old, new in r.fields},
                          **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {})}
                         for r in d.rows]

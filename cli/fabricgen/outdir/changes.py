@@ -55,6 +55,9 @@ class RowChange:
     fields: tuple[Field, ...] = ()
     derived: tuple[str, ...] = ()  # columns of ``fields`` that only restate others (the listing omits them)
     moved: tuple[str, str] = ("", "")
+    # an added or removed row's name on the installed item (a cable's id: the physical cable's for one of
+    # several links), which the plan prints beside its ends so a crew pulling it finds the labelled cable
+    label: str = ""
 
     @property
     def shown_fields(self) -> tuple[Field, ...]:
@@ -349,9 +352,9 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
     repatched = _repatched(old, new, deleted, created, table.labels[0] if table.labels else "")
     # each change with the row it names (the new one where there is one: it says what installed item it is of) and
     # the row before it
-    changes: list[_Named] = [(RowChange(Action.CREATE, _format(table.subject, new[k])), new[k], new[k])
-                             for k in created if k not in repatched.values()]
-    changes += [(RowChange(Action.DELETE, _format(table.subject, old[k])), old[k], old[k])
+    changes: list[_Named] = [(RowChange(Action.CREATE, _format(table.subject, new[k]), label=_label(new[k], table)),
+                              new[k], new[k]) for k in created if k not in repatched.values()]
+    changes += [(RowChange(Action.DELETE, _format(table.subject, old[k]), label=_label(old[k], table)), old[k], old[k])
                 for k in deleted if k not in repatched]
     changes += [(RowChange(RowKind.REPATCH, new[after][table.labels[0]], _fields(old[before], new[after]),
                            (*table.derived, *table.key), (_format(table.subject, old[before]),
@@ -379,6 +382,11 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
              RowKind.REPATCH: 5}
     merged = _by_item(changes, table)
     return tuple(sorted(merged, key=lambda c: (order[c.action], _natural(c.subject)))), parts
+
+
+def _label(row: dict[str, str], table: Table) -> str:
+    """What a row's installed item is called: its first label column's value (a cable's id)."""
+    return row.get(table.labels[0], "") if table.labels else ""
 
 
 _Named = tuple[RowChange, dict[str, str], dict[str, str]]  # a row's change, the row it names, the row before
@@ -420,7 +428,8 @@ def _item_change(item: str, members: Sequence[_Named], table: Table) -> RowChang
         return RowChange(RowKind.REPATCH, item, tuple(fields), derived, moved)
     action = actions.pop() if len(actions) == 1 else RowKind.RELABEL if actions <= {
         RowKind.RELABEL, RowKind.ESTIMATE} else Action.UPDATE
-    return RowChange(action, subject, tuple(fields), derived)
+    return RowChange(action, subject, tuple(fields), derived, label=item if action in (Action.CREATE, Action.DELETE)
+                     else "")
 
 
 def _joined(template: str, rows: Sequence[dict[str, str]]) -> str:

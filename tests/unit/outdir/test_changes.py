@@ -250,3 +250,16 @@ def test_a_whole_table_with_items_counts_its_items() -> None:
     assert changes._row_count(text, table) == 3
     assert changes._row_count(text.replace("phys", "other"), table) == 4  # no item column: rows
     assert changes._row_count('a,z,phys\n"n,1",s1,t1\nn2,s1,t1\n', table) == 1
+
+
+def test_an_added_or_removed_row_carries_the_label_of_its_item(tmp_path: Path) -> None:
+    """An added or removed cable is named by its id beside its ends (a physical cable of several links by its
+    physical id); a changed one carries none (its fields say what changes)."""
+    table = Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", derived=("phys",), labels=("id",), item="phys")
+    header = "id,phys,a,z\n"
+    _applied(tmp_path, {"t/cables.csv": header + "c1,c1,n1:1,s1:1\np1/L1,p1,l1:1/1,s1:2/1\np1/L2,p1,l1:1/2,s1:2/2\n"
+                        "k1,k1,n2:1,s1:3\n"})
+    plan = _plan(tmp_path, {"t/cables.csv": header + "c2,c2,n3:1,s1:4\nk1,k1,n2:1,s1:3\n"})
+    (diff,) = describe(plan, [table])
+    assert sorted((r.action, r.label) for r in diff.rows) == [
+        (Action.CREATE, "c2"), (Action.DELETE, "c1"), (Action.DELETE, "p1")]
