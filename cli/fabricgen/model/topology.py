@@ -119,7 +119,7 @@ class Topology:
 
     def shared(self, view: Callable[[Topology], V]) -> V:
         """``view(self)``, computed once and then shared: a view of the whole topology that several renderers
-        read (the render stage runs a feature's targets in one worker, in turn, so they share its views)."""
+        read (the render stage runs the targets that share a view, ``Target.shares``, in one worker, in turn)."""
         key = (view, None)
         if key not in self._derived:
             self._derived[key] = view(self)

@@ -285,7 +285,9 @@ def _row_count(text: str, table: Table) -> int | None:
     break) and no item column is counted by its line feeds, in C."""
     if table.rows or not text:
         rows = _rows(text, table)
-        return None if rows is None else _items((row.get(table.item, "") for row in rows.values()), table)
+        if rows is None or not table.item:
+            return None if rows is None else len(rows)
+        return _items(row.get(table.item, "") for row in rows.values())
     if not table.item and '"' not in text and "\r" not in text:
         header = text.partition("\n")[0].split(",")
         return text.count("\n") - text.endswith("\n") if set(table.key) <= set(header) else None
@@ -295,17 +297,17 @@ def _row_count(text: str, table: Table) -> int | None:
         return None
     if table.item in header:
         at = header.index(table.item)
-        return _items((row[at] if len(row) > at else "" for row in reader), table)
+        return _items(row[at] if len(row) > at else "" for row in reader)
     return sum(1 for _ in reader)
 
 
-def _items(items: Iterable[str], table: Table) -> int:
-    """Rows counted as installed items: one per distinct item value, a row without one (or a table without
-    ``item``) on its own."""
+def _items(items: Iterable[str]) -> int:
+    """Rows counted as installed items, by each row's item value: one per distinct value, a row without one on its
+    own."""
     seen: set[str] = set()
     alone = 0
     for item in items:
-        if item and table.item:
+        if item:
             seen.add(item)
         else:
             alone += 1

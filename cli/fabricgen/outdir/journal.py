@@ -98,7 +98,7 @@ class Journal:
             if not isinstance(path, str) or not is_safe_relative_path(path):
                 raise ValueError(f"unsafe path {path!r}")
         return cls(staging=staging, writes=writes, deletions=deletions, lock_bytes=lock.encode("ascii"),
-                   flat=doc["journal_version"] == 2)
+                   flat=doc["journal_version"] != 1)
 
 
 @dataclass(frozen=True)
