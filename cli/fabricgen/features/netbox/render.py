@@ -254,6 +254,15 @@ class PortNames:
         return port if self(device, port) != port else ""
 
 
+# The title of a switch type whose ports keep the faceplate's names (an InfiniBand switch, fabricgen configures no NOS
+# on it; a switch without ``nos``), as a NOS's title names a type whose ports the NOS names (``SN4700 SONiC``). The bare
+# catalog model would be the device-type library's key (review D3: its ``Nvidia QM9700``, slug ``nvidia-qm9700``,
+# whose ports are ``P0.0``..``P31.1`` typed 400GBASE OSFP, no management port, and P22.1 and P23.0 missing at commit
+# 108982125f57): NetBox holds one type per manufacturer and model, so fabricgen's type and the library's would clash
+# or the one be taken for the other with other ports
+FACEPLATE = "faceplate"
+
+
 def switch_namer(ft: FabricTopology, tier: Tier) -> tuple[str, Callable[[SwitchModel, str, int], str] | None]:
     """The NOS title a switch of ``tier`` runs and its port naming (``("", None)``: fabricgen configures none)."""
     nos = ft.fabric.nos.get(tier) if ft.fabric.nos else None
@@ -376,7 +385,7 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
             model = sw.model
             maker = manufacturer(model.vendor)
             title, namer = switch_namer(ft, sw.tier)
-            type_name = f"{model.name} {title}" if title else model.name
+            type_name = f"{model.name} {title or FACEPLATE}"
             entry = types.setdefault(type_name, _type_entry(maker, type_name, model.height_u,
                                                             _faceplate(model, namer), model.name))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))

@@ -44,6 +44,7 @@ from fabricgen.core.errors import FabricgenError
 from fabricgen.features.netbox.render import (
     DEVICE_COLUMN,
     DEVICE_FIELD,
+    FACEPLATE,
     TAG,
     TAG_COLOUR,
     TAG_DESCRIPTION,
@@ -503,6 +504,7 @@ class Sync:
         want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
                       "u_height": d["u_height"], **{k: d[k] for k in TYPE_FACTS if k in d}}
                 for key, d in types.items()}
+        have |= self._retitled(want, have)
         new = [key for key in want if key not in have]
         # fabricgen's own types (tagged) that a sync stopped before finishing (review D2) get what they lack
         own = {key: have[key] for key in want if key in have and self._tagged(have[key])}
@@ -522,6 +524,21 @@ class Sync:
             self.reconcile(kind, path, {(t, port["name"]): {"device_type": made[t], **_template(key, port)}
                                         for t in (*new, *own) for port in types[t].get(key, ())
                                         if (t, port["name"]) not in held}, {}, shared=True)
+
+    def _retitled(self, want: dict[tuple[str, str], Json], have: dict[tuple[str, str], Json]
+                  ) -> dict[tuple[str, str], Json]:
+        """fabricgen's own type under the bare catalog model (``QM9700``) an earlier fabricgen gave a switch whose
+        ports keep the faceplate's names, renamed to its model and slug now (``QM9700 faceplate``; review D3: the
+        bare model is the device-type library's key) in place, so its devices keep their type, ports and cables."""
+        suffix = f" {FACEPLATE}"
+        old = {key: o for key in want if key not in have and key[1].endswith(suffix)
+               and (o := have.get((key[0], key[1].removesuffix(suffix)))) is not None and self._tagged(o)}
+        if old:
+            self.report.add("device types", "update", len(old))
+            self.report.renamed += [f"device type {k[0]} {o['model']} -> {k[1]}" for k, o in sorted(old.items())]
+            self.nb.write("dcim.device_types", Changes(update=[
+                {"id": o["id"], "model": want[k]["model"], "slug": want[k]["slug"]} for k, o in sorted(old.items())]))
+        return old
 
     def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
                          ) -> None:

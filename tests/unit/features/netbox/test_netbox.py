@@ -124,7 +124,7 @@ def test_switch_types_carry_their_dcim_facts() -> None:
     types = {d["model"]: d for d in netbox_set("lab-1su")["05-device-types"]}
     assert types["SN2201 SONiC"]["is_full_depth"] is False and types["SN2201 SONiC"]["weight"] == 7.41
     assert types["SN2201 SONiC"]["console-ports"] == [{"name": "con0", "type": "usb-mini-a"}]
-    qm9700 = types["QM9700"]
+    qm9700 = types["QM9700 faceplate"]
     assert (qm9700["is_full_depth"], qm9700["weight"], qm9700["weight_unit"]) == (True, 14.8, "kg")
     assert [p["name"] for p in qm9700["power-ports"]] == ["psu0", "psu1"] and len(qm9700["console-ports"]) == 1
     node = types["hgx-8gpu-generic"]
@@ -267,10 +267,10 @@ def test_device_types_are_the_hardware_not_the_cabling() -> None:
     name. A switch type is its model under its NOS (the NOS names the ports), a DGX the hardware (review B7)."""
     types = {spec: {d["model"]: d for d in netbox_set(spec)["05-device-types"]} for spec in SPECS}
     shared = set(types["lab-1su"]) & set(types["h100-4su"])
-    assert {"QM9700", "SN4700 SONiC", "SN2201 SONiC"} <= shared
+    assert {"QM9700 faceplate", "SN4700 SONiC", "SN2201 SONiC"} <= shared
     for model in shared:
         assert types["lab-1su"][model] == types["h100-4su"][model], model
-    qm9700 = [t["name"] for t in types["h100-4su"]["QM9700"]["interfaces"]]
+    qm9700 = [t["name"] for t in types["h100-4su"]["QM9700 faceplate"]["interfaces"]]
     assert qm9700 == ["mgmt0", *(f"{c}/{p}" for c in range(1, 33) for p in (1, 2))]  # no NOS: the faceplate
     sn4700 = [(t["name"], t["label"]) for t in types["h100-4su"]["SN4700 SONiC"]["interfaces"] if not t["mgmt_only"]]
     # 32 QSFP-DD cages, one port each unsplit: SONiC's Ethernet<first lane>, the cage number its label
@@ -345,7 +345,7 @@ def test_nvidia_is_the_device_type_librarys_manufacturer() -> None:
     another ``NVIDIA`` (name and slug unique), and the device-type and device imports find a manufacturer by name."""
     files = netbox_set("h100-4su")
     assert {r["name"] for r in files["03-manufacturers"]} == {"Nvidia", "Generic"}
-    assert {d["manufacturer"] for d in files["05-device-types"] if d["model"] == "QM9700"} == {"Nvidia"}
+    assert {d["manufacturer"] for d in files["05-device-types"] if d["model"] == "QM9700 faceplate"} == {"Nvidia"}
     assert netbox.manufacturer("Arista") == "Arista"
 
 
@@ -380,3 +380,15 @@ def test_every_file_part_imports_within_one_requests_budget(spec: str) -> None:
     # parts by links (a cable costs NetBox per link), whole cables in each: at most a part more than links alone
     by_links = -(-len(topology.cables) // int(costs.budget_s / costs.of("cables")))
     assert by_links <= len(cables) <= by_links + 1
+
+
+def test_no_type_is_named_by_the_bare_catalog_model() -> None:
+    """Review D3: the device-type library keys its types by manufacturer and the bare model (``Nvidia QM9700``,
+    ``Nvidia SN5600``; NetBox holds one per pair), so no fabricgen type is: a switch whose ports keep the faceplate's
+    names is ``<model> faceplate`` (slug ``qm9700-faceplate``), one under a NOS ``<model> <NOS>``."""
+    for spec in SPECS:
+        for d in netbox_set(spec)["05-device-types"]:
+            if d["manufacturer"] != "Generic":
+                assert d["model"] not in catalog.shipped("switches").entries, d["model"]
+    qm9700 = next(d for d in netbox_set("lab-1su")["05-device-types"] if d["model"].startswith("QM9700"))
+    assert (qm9700["model"], qm9700["slug"]) == ("QM9700 faceplate", "qm9700-faceplate")
