@@ -127,6 +127,9 @@ def slug(text: str) -> str:
 def _table(name: str, header: Sequence[str], rows: Sequence[Row]) -> Table:
     """An import file; every row carries fabricgen's tag where NetBox's import form takes one (all but 00), so
     ``netbox sync`` over an imported site finds the objects its own."""
+    if "description" in header:  # free text: clamped to NetBox's limit (an identity never is: netbox-limits)
+        at = list(header).index("description")
+        rows = [(*row[:at], clamp(str(row[at])), *row[at + 1:]) for row in rows]
     if name in UNTAGGED:
         return Table(name, tuple(header), tuple(rows))
     return Table(name, (*header, "tags"), tuple((*row, TAG) for row in rows))
@@ -189,6 +192,24 @@ def _row_seconds(table: Table, templated: dict[str, int]) -> Callable[[Row], flo
         return lambda _: each
     column = table.header.index("device_type")
     return lambda row: each + costs.port_s * templated[str(row[column])]
+
+
+@cache
+def field_limits() -> dict[str, Any]:
+    """NetBox's longest text per field fabricgen writes (field_limits.yaml: ``description``, ``names``)."""
+    return dict(load_file(Path(__file__).with_name("field_limits.yaml")).data)
+
+
+def clamp(text: str, limit: int | None = None) -> str:
+    """``text`` cut to NetBox's ``limit`` (a description's by default) at the last word that fits, ending in an
+    ellipsis, so NetBox takes it rather than refuse the row; the same text gives the same cut. A description leads
+    with what it is (a cable's part and plugs), so the cut takes its explanation, not its subject."""
+    limit = int(field_limits()["description"]) if limit is None else limit
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return f"{cut.rstrip(' ,;:(')}\u2026"
 
 
 @cache
@@ -526,14 +547,14 @@ class NetBoxCable:
         each end; review D1: a harness with legs unused is still one cable, its used legs on connectors 1..n)."""
         first = self.links[0]
         if not self.profile:
-            return first.medium.name
+            return clamp(first.medium.name)
         whole, used = connectors(first), len(self.links)
         plugs = "one plug each end" if first.medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
         parts = "lanes" if first.medium.legs == 1 else "legs"
         if used < whole:
             plugs += f", {used} of {whole} {parts} used ({', '.join(str(c.leg) for c in self.links)})"
-        return (f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link k, "
-                "not a plug")
+        return clamp(f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link "
+                     "k, not a plug")
 
 
 def netbox_cables(cables: Iterable[Cable]) -> list[NetBoxCable]:

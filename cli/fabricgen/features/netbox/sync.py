@@ -51,6 +51,7 @@ from fabricgen.features.netbox.render import (
     TAG_WEIGHT,
     ImportSet,
     budgeted,
+    clamp,
     import_set,
     netbox_cables,
     request_costs,
@@ -928,7 +929,7 @@ def split_cages(templates: list[Json], device: str, cabled: Mapping[str, Mapping
                         "enabled": True, "description": ""}
         split = subs.get(label, []) if name not in labels else []
         if split:
-            fields |= {"enabled": False, "description": f"split into {len(split)}: {', '.join(split)}"}
+            fields |= {"enabled": False, "description": clamp(f"split into {len(split)}: {', '.join(split)}")}
         want[name] = fields
     return want
 

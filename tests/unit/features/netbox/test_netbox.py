@@ -392,3 +392,46 @@ def test_no_type_is_named_by_the_bare_catalog_model() -> None:
                 assert d["model"] not in catalog.shipped("switches").entries, d["model"]
     qm9700 = next(d for d in netbox_set("lab-1su")["05-device-types"] if d["model"].startswith("QM9700"))
     assert (qm9700["model"], qm9700["slug"]) == ("QM9700 faceplate", "qm9700-faceplate")
+
+
+def test_a_description_is_clamped_to_netboxs_limit_at_a_word() -> None:
+    """NetBox 4.7.3 stores 200 characters of a description (field_limits.yaml) and refuses a longer one: fabricgen's
+    are cut at the last word that fits, with an ellipsis, the same way every time; a shorter one is left whole."""
+    assert netbox.clamp("storage pod-gateway") == "storage pod-gateway"
+    text = "MPO12APC-4XLC-OS2-30M low-loss breakout harness, stock #0002 (qsfpdd-dr4-breakout-4x100g), " * 3
+    cut = netbox.clamp(text)
+    assert len(cut) <= 200 and cut.endswith("\u2026") and text.startswith(cut[:-1]) and text[len(cut) - 1] in " ,"
+    assert netbox.clamp(text) == cut and netbox.clamp("x" * 300, 64) == "x" * 63 + "\u2026"
+
+
+def test_the_longest_names_a_spec_may_give_fit_netbox(tmp_path: Path) -> None:
+    """A name is an identity (a device's is its hostname on the configs and sheets), so it is never cut: the spec's
+    own patterns keep it within NetBox's limits (field_limits.yaml). lab-1su with the longest node names its checks
+    take (57 characters: an InfiniBand NodeDescription, ``<node> mlx5_7``, holds 64; a host name 63) and the
+    longest rack names (32): every name, slug and label of the import set
+    fits its NetBox field, and every description is at most 200 characters."""
+    node = "gpu-node-in-the-east-wing-data-hall-of-the-second-bui"  # + 2 digits + "-x": 57
+    text = (INVENTORIES / "lab-1su.yaml").read_text().replace("name: hgx{n:02d}", f"name: {node}{{n:02d}}-x")
+    text = text.replace("hgx01", f"{node}01-x").replace("hgx08", f"{node}08-x")
+    text = text.replace('groups: ["hgx{n:02d}"]', f'groups: ["{node}{{n:02d}}-x"]')
+    text = text.replace("facility:\n", "facility:\n  rack_name: \"dh2-east-wing-cage-b123-row-{row}{rack:03d}\"\n", 1)
+    spec = tmp_path / "long.yaml"
+    spec.write_text(text)
+    imports = netbox.import_set(compile_spec(spec).topology)
+    devices = imports.records("07-devices")
+    assert max(len(str(r["name"])) for r in devices) == 57 and max(len(str(r["rack"])) for r in devices) == 32
+    limits = netbox.field_limits()["names"]
+    columns = {"01-sites": {"name": "site name", "slug": "site slug"},
+               "02-locations": {"name": "location name", "slug": "location slug"}, "06-racks": {"name": "rack name"},
+               "07-devices": {"name": "device name"}, "08-interfaces": {"name": "interface name",
+                                                                        "label": "interface label"},
+               "12-vlan-groups": {"name": "VLAN group name", "slug": "VLAN group slug"},
+               "13-vlans": {"name": "VLAN name"}, "14-vrfs": {"name": "VRF name"}}
+    for table, fields in columns.items():
+        for r in imports.records(table):
+            for column, what in fields.items():
+                assert len(str(r[column])) <= limits[what], (table, column, r[column])
+    for cable in netbox.netbox_cables(compile_spec(spec).topology.cables):
+        assert len(cable.label) <= limits["cable label"] and len(cable.description) <= 200
+    for d in imports.device_types:
+        assert all(len(p["name"]) <= limits["interface name"] for p in d["interfaces"])
