@@ -58,6 +58,12 @@ def test_a_renamed_row_renames_its_netbox_objects_in_place(tmp_path: Path) -> No
                                                             "dcim/interfaces", "dcim/cables", "ipam/prefixes")})
 
     landed = counts()
+    # every lane of a split cage typed as the cage, its own templated first lane and the imported ones alike
+    lanes: dict[tuple[str, str], set[str]] = {}
+    for i in session.records("dcim/interfaces", cabled="true", fields="device,label,type", **q):
+        if "/" in (i["label"] or "") and not i["device"]["name"].startswith(("compute-", "hgx")):
+            lanes.setdefault((i["device"]["name"], i["label"].split("/")[0]), set()).add(i["type"]["value"])
+    assert len(lanes) >= 20 and all(len(kinds) == 1 for kinds in lanes.values()), lanes
     switch = session.records("dcim/devices", name="oob-l01", **q)[0]
     session.patch("dcim/devices", switch["id"], {"serial": "MT2301X09876", "asset_tag": "lab-rename-0001",
                                                  "comments": "replaced PSU1 2026-11-30"})

@@ -411,9 +411,10 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
                                                             _faceplate(model, namer), model.name))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))
             device_type[sw.name] = (maker, type_name)
-    for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
-        if names(device, port) not in types[device_type[device][1]]["interfaces"]:
-            sub_ports.append((device, names(device, port), port, kind))
+    for (device, port), _ in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
+        templates = types[device_type[device][1]]["interfaces"]
+        if names(device, port) not in templates:
+            sub_ports.append((device, names(device, port), port, _cage_type(templates, switch_cage(port))))
     documents = []
     for name in sorted(types):
         entry = dict(types[name])
@@ -422,6 +423,15 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
                                in sorted(entry["interfaces"].items(), key=lambda i: port_order(i[1][2] or i[0]))]
         documents.append(entry)
     return documents, device_type, sub_ports
+
+
+def _cage_type(templates: dict[str, Port], cage: str) -> str:
+    """The NetBox type of a cage's templated ports, which a sub-port of it takes too: the first lane of a split cage
+    is the cage's own templated port (SONiC's ``Ethernet0`` is ``1`` and ``1/1``), typed by the cage, and the CSV
+    import cannot retype a templated port, so the lanes beside it are typed alike (they were typed by their speed,
+    ``100gbase-x-qsfpdd`` beside the first lane's ``400gbase-x-qsfpdd``: one cage's lanes typed apart); a lane's
+    speed is its ``speed`` (sync)."""
+    return next(kind for name, (kind, _, label) in templates.items() if switch_cage(label or name) == cage)
 
 
 COMPONENTS = ("console-ports", "power-ports")  # a device type's template lists beside its interfaces (YAML keys)
