@@ -1493,6 +1493,9 @@ def netbox_sync_command(
         verdict = "no changes" if not report.changes else f"{report.changes} changes"
         done = "to make (dry run, nothing written)" if report.dry_run else "made"
         out.print(f"{verdict} {done}; {sum(report.requests.values())} requests ({requests}) in {report.seconds:.1f} s")
+        if report.renamed:
+            out.print(f"renamed in place (the same NetBox objects, their ids and data kept): "
+                      f"{_safe(', '.join(report.renamed))}")
         if report.overruns:
             out.print(f"{sum(report.overruns.values())} batches NetBox did not answer in time, read back and sent "
                       f"again in halves ({', '.join(f'{n} {what}' for what, n in sorted(report.overruns.items()))}): "
@@ -1514,7 +1517,7 @@ def netbox_sync_command(
         if as_json:
             sys.stdout.write(json.dumps({"dry_run": report.dry_run, "objects": report.counts,
                                          "requests": dict(report.requests), "overruns": dict(report.overruns),
-                                         "seconds": round(report.seconds, 2)},
+                                         "renamed": report.renamed, "seconds": round(report.seconds, 2)},
                                         indent=2, sort_keys=True) + "\n")
             return
         print_report(report)

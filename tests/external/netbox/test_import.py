@@ -142,7 +142,7 @@ def _type_facts(session: Session, files: list[Path]) -> None:
                "weight": held[0]["weight"], "weight_unit": (held[0]["weight_unit"] or {}).get("value") or None}
         assert got == {k: doc.get(k) for k in got}, (model, got)
     types = _types(files)
-    assert types["SN2201 SONiC"]["is_full_depth"] is False and types["QM9700"]["weight"] == 14.8
+    assert types["SN2201 SONiC"]["is_full_depth"] is False and types["QM9700 faceplate"]["weight"] == 14.8
     assert not any("airflow" in doc for doc in types.values())
 
 

@@ -127,6 +127,9 @@ def slug(text: str) -> str:
 def _table(name: str, header: Sequence[str], rows: Sequence[Row]) -> Table:
     """An import file; every row carries fabricgen's tag where NetBox's import form takes one (all but 00), so
     ``netbox sync`` over an imported site finds the objects its own."""
+    if "description" in header:  # free text: clamped to NetBox's limit (an identity never is: netbox-limits)
+        at = list(header).index("description")
+        rows = [(*row[:at], clamp(str(row[at])), *row[at + 1:]) for row in rows]
     if name in UNTAGGED:
         return Table(name, tuple(header), tuple(rows))
     return Table(name, (*header, "tags"), tuple((*row, TAG) for row in rows))
@@ -192,6 +195,24 @@ def _row_seconds(table: Table, templated: dict[str, int]) -> Callable[[Row], flo
 
 
 @cache
+def field_limits() -> dict[str, Any]:
+    """NetBox's longest text per field fabricgen writes (field_limits.yaml: ``description``, ``names``)."""
+    return dict(load_file(Path(__file__).with_name("field_limits.yaml")).data)
+
+
+def clamp(text: str, limit: int | None = None) -> str:
+    """``text`` cut to NetBox's ``limit`` (a description's by default) at the last word that fits, ending in an
+    ellipsis, so NetBox takes it rather than refuse the row; the same text gives the same cut. A description leads
+    with what it is (a cable's part and plugs), so the cut takes its explanation, not its subject."""
+    limit = int(field_limits()["description"]) if limit is None else limit
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return f"{cut.rstrip(' ,;:(')}\u2026"
+
+
+@cache
 def manufacturer_names() -> dict[str, str]:
     return {str(k): str(v) for k, v in load_file(Path(__file__).with_name("manufacturers.yaml")).data.items()}
 
@@ -252,6 +273,15 @@ class PortNames:
     def label(self, device: str, port: str) -> str:
         """The faceplate name as the interface's label, where it is not the name itself."""
         return port if self(device, port) != port else ""
+
+
+# The title of a switch type whose ports keep the faceplate's names (an InfiniBand switch, fabricgen configures no NOS
+# on it; a switch without ``nos``), as a NOS's title names a type whose ports the NOS names (``SN4700 SONiC``). The bare
+# catalog model would be the device-type library's key (review D3: its ``Nvidia QM9700``, slug ``nvidia-qm9700``,
+# whose ports are ``P0.0``..``P31.1`` typed 400GBASE OSFP, no management port, and P22.1 and P23.0 missing at commit
+# 108982125f57): NetBox holds one type per manufacturer and model, so fabricgen's type and the library's would clash
+# or the one be taken for the other with other ports
+FACEPLATE = "faceplate"
 
 
 def switch_namer(ft: FabricTopology, tier: Tier) -> tuple[str, Callable[[SwitchModel, str, int], str] | None]:
@@ -376,14 +406,15 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
             model = sw.model
             maker = manufacturer(model.vendor)
             title, namer = switch_namer(ft, sw.tier)
-            type_name = f"{model.name} {title}" if title else model.name
+            type_name = f"{model.name} {title or FACEPLATE}"
             entry = types.setdefault(type_name, _type_entry(maker, type_name, model.height_u,
                                                             _faceplate(model, namer), model.name))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))
             device_type[sw.name] = (maker, type_name)
-    for (device, port), (kind, _) in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
-        if names(device, port) not in types[device_type[device][1]]["interfaces"]:
-            sub_ports.append((device, names(device, port), port, kind))
+    for (device, port), _ in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
+        templates = types[device_type[device][1]]["interfaces"]
+        if names(device, port) not in templates:
+            sub_ports.append((device, names(device, port), port, _cage_type(templates, switch_cage(port))))
     documents = []
     for name in sorted(types):
         entry = dict(types[name])
@@ -392,6 +423,15 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
                                in sorted(entry["interfaces"].items(), key=lambda i: port_order(i[1][2] or i[0]))]
         documents.append(entry)
     return documents, device_type, sub_ports
+
+
+def _cage_type(templates: dict[str, Port], cage: str) -> str:
+    """The NetBox type of a cage's templated ports, which a sub-port of it takes too: the first lane of a split cage
+    is the cage's own templated port (SONiC's ``Ethernet0`` is ``1`` and ``1/1``), typed by the cage, and the CSV
+    import cannot retype a templated port, so the lanes beside it are typed alike (they were typed by their speed,
+    ``100gbase-x-qsfpdd`` beside the first lane's ``400gbase-x-qsfpdd``: one cage's lanes typed apart); a lane's
+    speed is its ``speed`` (sync)."""
+    return next(kind for name, (kind, _, label) in templates.items() if switch_cage(label or name) == cage)
 
 
 COMPONENTS = ("console-ports", "power-ports")  # a device type's template lists beside its interfaces (YAML keys)
@@ -517,14 +557,14 @@ class NetBoxCable:
         each end; review D1: a harness with legs unused is still one cable, its used legs on connectors 1..n)."""
         first = self.links[0]
         if not self.profile:
-            return first.medium.name
+            return clamp(first.medium.name)
         whole, used = connectors(first), len(self.links)
         plugs = "one plug each end" if first.medium.legs == 1 else "one plug at B (the trunk), one a leg at A"
         parts = "lanes" if first.medium.legs == 1 else "legs"
         if used < whole:
             plugs += f", {used} of {whole} {parts} used ({', '.join(str(c.leg) for c in self.links)})"
-        return (f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link k, "
-                "not a plug")
+        return clamp(f"{first.part} ({first.medium.name}), {plugs}: {used} links, connector k of each side is link "
+                     "k, not a plug")
 
 
 def netbox_cables(cables: Iterable[Cable]) -> list[NetBoxCable]:

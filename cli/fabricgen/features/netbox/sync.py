@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import count
@@ -44,12 +44,14 @@ from fabricgen.core.errors import FabricgenError
 from fabricgen.features.netbox.render import (
     DEVICE_COLUMN,
     DEVICE_FIELD,
+    FACEPLATE,
     TAG,
     TAG_COLOUR,
     TAG_DESCRIPTION,
     TAG_WEIGHT,
     ImportSet,
     budgeted,
+    clamp,
     import_set,
     netbox_cables,
     request_costs,
@@ -113,6 +115,7 @@ class Report:
     counts: dict[str, Counter[str]] = field(default_factory=dict)
     requests: Counter[str] = field(default_factory=Counter)
     overruns: Counter[str] = field(default_factory=Counter)
+    renamed: list[str] = field(default_factory=list)  # "device oob-l01 -> oob-k01": patched in place
     seconds: float = 0.0
     dry_run: bool = False
 
@@ -430,12 +433,52 @@ class Sync:
             "name": row["name"], "slug": row["slug"], "status": row["status"], "description": row["description"]}},
             have)[self.site_slug]
 
+    def _renamed(self, kind: str, want: Mapping[Any, Json], have: dict[Any, Json],
+                 want_place: Callable[[Any, Json], Hashable], have_place: Callable[[Json], Hashable]
+                 ) -> dict[Any, Json]:
+        """``have`` with each of fabricgen's objects the plan no longer names, that stands where exactly one object
+        the plan names and NetBox lacks stands, under that new key: reconcile then PATCHes its name (and whatever
+        else changed) in place, so its NetBox id, the data people added to it and what hangs on it survive a
+        rename (a renamed row renames its racks, its location and its top-of-rack switches). ``want_place`` /
+        ``have_place``: where a planned or a held object stands (None: nowhere it can be told by)."""
+        gone = {key: have_place(o) for key, o in have.items() if key not in want and self._tagged(o)}
+        pairs = renames({key: want_place(key, p) for key, p in want.items() if key not in have}, gone)
+        self.report.renamed += [f"{kind} {_key_text(old)} -> {_key_text(new)}" for new, old in sorted(pairs.items())]
+        moved = set(pairs.values())
+        return {**{key: o for key, o in have.items() if key not in moved}, **{new: have[old] for new, old in
+                                                                            pairs.items()}}
+
+    def _occupants(self, column: str, held_column: str) -> tuple[dict[str, frozenset[str]], dict[int, frozenset[str]]]:
+        """By ``column`` (``location`` or ``rack``) of the plan's devices: each planned one's devices NetBox holds
+        by name, and each held one's (by id) devices the plan names: a location or rack that holds the same of
+        them before and after a sync is the same one, renamed."""
+        planned: dict[str, set[str]] = {}
+        for r in self.imports.records("07-devices"):
+            if r[column] and str(r["name"]) in self.devices_have:
+                planned.setdefault(str(r[column]), set()).add(str(r["name"]))
+        named = {str(r["name"]) for r in self.imports.records("07-devices")}
+        held: dict[int, set[str]] = {}
+        for name, o in self.devices_have.items():
+            if o.get(held_column) and name in named:
+                held.setdefault(int(_value(o[held_column])), set()).add(name)
+        return ({k: frozenset(v) for k, v in planned.items()}, {k: frozenset(v) for k, v in held.items()})
+
+    def _read_devices(self) -> None:
+        self.devices_have = {o["name"]: o for o in self.nb.read(
+            "dcim.devices", "id,name,role,device_type,status,site,location,rack,position,face,custom_fields,tags,"
+            "primary_ip4,primary_ip6,oob_ip", site_id=self.site)}
+
     def _locations(self) -> None:
+        self._read_devices()  # the devices they hold tell a renamed row's location (and its racks) apart
         have = {o["slug"]: o for o in self.nb.read("dcim.locations", "id,slug,name,site,status,tags",
                                                       site_id=self.site)}
         want = {r["name"]: {"site": self.site, "name": r["name"], "slug": r["slug"], "status": r["status"]}
                 for r in self.imports.records("02-locations")}
         by_slug = {str(p["slug"]): name for name, p in want.items()}
+        planned, held = self._occupants("location", "location")
+        have = self._renamed("location", {p["slug"]: p for p in want.values()}, have,
+                             lambda key, _: planned.get(str(by_slug[key])) or None,
+                             lambda o: held.get(int(o["id"])) or None)
         ids = self.reconcile("locations", "dcim.locations", {p["slug"]: p for p in want.values()}, have,
                              delete=have.values())
         self.ids["locations"] = {by_slug[s]: i for s, i in ids.items()}
@@ -462,6 +505,7 @@ class Sync:
         want = {key: {"manufacturer": maker[key[0]], "model": d["model"], "slug": d["slug"],
                       "u_height": d["u_height"], **{k: d[k] for k in TYPE_FACTS if k in d}}
                 for key, d in types.items()}
+        have |= self._retitled(want, have)
         new = [key for key in want if key not in have]
         # fabricgen's own types (tagged) that a sync stopped before finishing (review D2) get what they lack
         own = {key: have[key] for key in want if key in have and self._tagged(have[key])}
@@ -481,6 +525,21 @@ class Sync:
             self.reconcile(kind, path, {(t, port["name"]): {"device_type": made[t], **_template(key, port)}
                                         for t in (*new, *own) for port in types[t].get(key, ())
                                         if (t, port["name"]) not in held}, {}, shared=True)
+
+    def _retitled(self, want: dict[tuple[str, str], Json], have: dict[tuple[str, str], Json]
+                  ) -> dict[tuple[str, str], Json]:
+        """fabricgen's own type under the bare catalog model (``QM9700``) an earlier fabricgen gave a switch whose
+        ports keep the faceplate's names, renamed to its model and slug now (``QM9700 faceplate``; review D3: the
+        bare model is the device-type library's key) in place, so its devices keep their type, ports and cables."""
+        suffix = f" {FACEPLATE}"
+        old = {key: o for key in want if key not in have and key[1].endswith(suffix)
+               and (o := have.get((key[0], key[1].removesuffix(suffix)))) is not None and self._tagged(o)}
+        if old:
+            self.report.add("device types", "update", len(old))
+            self.report.renamed += [f"device type {k[0]} {o['model']} -> {k[1]}" for k, o in sorted(old.items())]
+            self.nb.write("dcim.device_types", Changes(update=[
+                {"id": o["id"], "model": want[k]["model"], "slug": want[k]["slug"]} for k, o in sorted(old.items())]))
+        return old
 
     def _templates_cover(self, types: dict[tuple[str, str], dict[str, Any]], existing: dict[tuple[str, str], Json]
                          ) -> None:
@@ -517,13 +576,12 @@ class Sync:
         want = {r["name"]: {"site": self.site, "location": locations[str(r["location"])], "name": r["name"],
                             "status": r["status"], "u_height": r["u_height"], "width": r["width"]}
                 for r in self.imports.records("06-racks")}
+        planned, held = self._occupants("rack", "rack")
+        have = self._renamed("rack", want, have, lambda key, _: planned.get(key) or None,
+                             lambda o: held.get(int(o["id"])) or None)
         self.ids["racks"] = self.reconcile("racks", "dcim.racks", want, have, delete=have.values())
 
     def _devices(self) -> None:
-        have = {o["name"]: o for o in self.nb.read(
-            "dcim.devices", "id,name,role,device_type,status,site,location,rack,position,face,custom_fields,tags,"
-            "primary_ip4,primary_ip6,oob_ip", site_id=self.site)}
-        self.devices_have = have
         want = {}
         for r in self.imports.records("07-devices"):
             rack = str(r["rack"])
@@ -533,6 +591,10 @@ class Sync:
                 "site": self.site, "location": self.ids["locations"][str(r["location"])] if r["location"] else None,
                 "rack": self.ids["racks"][rack] if rack else None, "position": r["position"] or None,
                 "face": r["face"] or None, "custom_fields": {DEVICE_FIELD: r[f"cf_{DEVICE_FIELD}"]}}
+        # a device the plan names anew where one of fabricgen's stands that it no longer names: the same device,
+        # renamed (a renamed row's top-of-rack switches), PATCHed in place, not deleted and made again
+        have = self.devices_have = self._renamed("device", want, self.devices_have, lambda _, p: _place(p),
+                                                 _place)
         type_of = {int(o["id"]): _value(o["device_type"]) for o in have.values()}
         costs = request_costs()
 
@@ -795,6 +857,28 @@ def cable_ends(cable: Json) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[st
             tuple((t["object_type"], t["object_id"]) for t in cable["b_terminations"]))
 
 
+def renames(wanted: Mapping[Any, Hashable], held: Mapping[Any, Hashable]) -> dict[Any, Any]:
+    """Which held object (key -> where it stands) is which wanted one (key -> where it stands): a pair only
+    where exactly one of each stands at a place (None: no place); where two could be it, none is guessed.
+    New key -> old key."""
+    new_at: dict[Hashable, list[Any]] = {}
+    old_at: dict[Hashable, list[Any]] = {}
+    for keys, places in ((new_at, wanted), (old_at, held)):
+        for key, place in places.items():
+            if place is not None:
+                keys.setdefault(place, []).append(key)
+    return {new[0]: old_at[place][0] for place, new in new_at.items() if len(new) == 1
+            and len(old_at.get(place, ())) == 1}
+
+
+def _place(device: Json) -> Hashable:
+    """Where a device stands, as NetBox holds or sync sends it: rack, U, face and type (None: not racked)."""
+    if not device.get("rack") or device.get("position") in (None, ""):
+        return None
+    return (_value(device["rack"]), float(device["position"]), _value(device.get("face")),
+            _value(device["device_type"]))
+
+
 def _host(address: object) -> str:
     return str(IPNetwork(str(address)).ip)
 
@@ -845,7 +929,7 @@ def split_cages(templates: list[Json], device: str, cabled: Mapping[str, Mapping
                         "enabled": True, "description": ""}
         split = subs.get(label, []) if name not in labels else []
         if split:
-            fields |= {"enabled": False, "description": f"split into {len(split)}: {', '.join(split)}"}
+            fields |= {"enabled": False, "description": clamp(f"split into {len(split)}: {', '.join(split)}")}
         want[name] = fields
     return want
 

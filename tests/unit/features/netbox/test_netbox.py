@@ -124,7 +124,7 @@ def test_switch_types_carry_their_dcim_facts() -> None:
     types = {d["model"]: d for d in netbox_set("lab-1su")["05-device-types"]}
     assert types["SN2201 SONiC"]["is_full_depth"] is False and types["SN2201 SONiC"]["weight"] == 7.41
     assert types["SN2201 SONiC"]["console-ports"] == [{"name": "con0", "type": "usb-mini-a"}]
-    qm9700 = types["QM9700"]
+    qm9700 = types["QM9700 faceplate"]
     assert (qm9700["is_full_depth"], qm9700["weight"], qm9700["weight_unit"]) == (True, 14.8, "kg")
     assert [p["name"] for p in qm9700["power-ports"]] == ["psu0", "psu1"] and len(qm9700["console-ports"]) == 1
     node = types["hgx-8gpu-generic"]
@@ -267,10 +267,10 @@ def test_device_types_are_the_hardware_not_the_cabling() -> None:
     name. A switch type is its model under its NOS (the NOS names the ports), a DGX the hardware (review B7)."""
     types = {spec: {d["model"]: d for d in netbox_set(spec)["05-device-types"]} for spec in SPECS}
     shared = set(types["lab-1su"]) & set(types["h100-4su"])
-    assert {"QM9700", "SN4700 SONiC", "SN2201 SONiC"} <= shared
+    assert {"QM9700 faceplate", "SN4700 SONiC", "SN2201 SONiC"} <= shared
     for model in shared:
         assert types["lab-1su"][model] == types["h100-4su"][model], model
-    qm9700 = [t["name"] for t in types["h100-4su"]["QM9700"]["interfaces"]]
+    qm9700 = [t["name"] for t in types["h100-4su"]["QM9700 faceplate"]["interfaces"]]
     assert qm9700 == ["mgmt0", *(f"{c}/{p}" for c in range(1, 33) for p in (1, 2))]  # no NOS: the faceplate
     sn4700 = [(t["name"], t["label"]) for t in types["h100-4su"]["SN4700 SONiC"]["interfaces"] if not t["mgmt_only"]]
     # 32 QSFP-DD cages, one port each unsplit: SONiC's Ethernet<first lane>, the cage number its label
@@ -345,7 +345,7 @@ def test_nvidia_is_the_device_type_librarys_manufacturer() -> None:
     another ``NVIDIA`` (name and slug unique), and the device-type and device imports find a manufacturer by name."""
     files = netbox_set("h100-4su")
     assert {r["name"] for r in files["03-manufacturers"]} == {"Nvidia", "Generic"}
-    assert {d["manufacturer"] for d in files["05-device-types"] if d["model"] == "QM9700"} == {"Nvidia"}
+    assert {d["manufacturer"] for d in files["05-device-types"] if d["model"] == "QM9700 faceplate"} == {"Nvidia"}
     assert netbox.manufacturer("Arista") == "Arista"
 
 
@@ -380,3 +380,58 @@ def test_every_file_part_imports_within_one_requests_budget(spec: str) -> None:
     # parts by links (a cable costs NetBox per link), whole cables in each: at most a part more than links alone
     by_links = -(-len(topology.cables) // int(costs.budget_s / costs.of("cables")))
     assert by_links <= len(cables) <= by_links + 1
+
+
+def test_no_type_is_named_by_the_bare_catalog_model() -> None:
+    """Review D3: the device-type library keys its types by manufacturer and the bare model (``Nvidia QM9700``,
+    ``Nvidia SN5600``; NetBox holds one per pair), so no fabricgen type is: a switch whose ports keep the faceplate's
+    names is ``<model> faceplate`` (slug ``qm9700-faceplate``), one under a NOS ``<model> <NOS>``."""
+    for spec in SPECS:
+        for d in netbox_set(spec)["05-device-types"]:
+            if d["manufacturer"] != "Generic":
+                assert d["model"] not in catalog.shipped("switches").entries, d["model"]
+    qm9700 = next(d for d in netbox_set("lab-1su")["05-device-types"] if d["model"].startswith("QM9700"))
+    assert (qm9700["model"], qm9700["slug"]) == ("QM9700 faceplate", "qm9700-faceplate")
+
+
+def test_a_description_is_clamped_to_netboxs_limit_at_a_word() -> None:
+    """NetBox 4.7.3 stores 200 characters of a description (field_limits.yaml) and refuses a longer one: fabricgen's
+    are cut at the last word that fits, with an ellipsis, the same way every time; a shorter one is left whole."""
+    assert netbox.clamp("storage pod-gateway") == "storage pod-gateway"
+    text = "MPO12APC-4XLC-OS2-30M low-loss breakout harness, stock #0002 (qsfpdd-dr4-breakout-4x100g), " * 3
+    cut = netbox.clamp(text)
+    assert len(cut) <= 200 and cut.endswith("\u2026") and text.startswith(cut[:-1]) and text[len(cut) - 1] in " ,"
+    assert netbox.clamp(text) == cut and netbox.clamp("x" * 300, 64) == "x" * 63 + "\u2026"
+
+
+def test_the_longest_names_a_spec_may_give_fit_netbox(tmp_path: Path) -> None:
+    """A name is an identity (a device's is its hostname on the configs and sheets), so it is never cut: the spec's
+    own patterns keep it within NetBox's limits (field_limits.yaml). lab-1su with the longest node names its checks
+    take (57 characters: an InfiniBand NodeDescription, ``<node> mlx5_7``, holds 64; a host name 63) and the
+    longest rack names (32): every name, slug and label of the import set
+    fits its NetBox field, and every description is at most 200 characters."""
+    node = "gpu-node-in-the-east-wing-data-hall-of-the-second-bui"  # + 2 digits + "-x": 57
+    text = (INVENTORIES / "lab-1su.yaml").read_text().replace("name: hgx{n:02d}", f"name: {node}{{n:02d}}-x")
+    text = text.replace("hgx01", f"{node}01-x").replace("hgx08", f"{node}08-x")
+    text = text.replace('groups: ["hgx{n:02d}"]', f'groups: ["{node}{{n:02d}}-x"]')
+    text = text.replace("facility:\n", "facility:\n  rack_name: \"dh2-east-wing-cage-b123-row-{row}{rack:03d}\"\n", 1)
+    spec = tmp_path / "long.yaml"
+    spec.write_text(text)
+    imports = netbox.import_set(compile_spec(spec).topology)
+    devices = imports.records("07-devices")
+    assert max(len(str(r["name"])) for r in devices) == 57 and max(len(str(r["rack"])) for r in devices) == 32
+    limits = netbox.field_limits()["names"]
+    columns = {"01-sites": {"name": "site name", "slug": "site slug"},
+               "02-locations": {"name": "location name", "slug": "location slug"}, "06-racks": {"name": "rack name"},
+               "07-devices": {"name": "device name"}, "08-interfaces": {"name": "interface name",
+                                                                        "label": "interface label"},
+               "12-vlan-groups": {"name": "VLAN group name", "slug": "VLAN group slug"},
+               "13-vlans": {"name": "VLAN name"}, "14-vrfs": {"name": "VRF name"}}
+    for table, fields in columns.items():
+        for r in imports.records(table):
+            for column, what in fields.items():
+                assert len(str(r[column])) <= limits[what], (table, column, r[column])
+    for cable in netbox.netbox_cables(compile_spec(spec).topology.cables):
+        assert len(cable.label) <= limits["cable label"] and len(cable.description) <= 200
+    for d in imports.device_types:
+        assert all(len(p["name"]) <= limits["interface name"] for p in d["interfaces"])

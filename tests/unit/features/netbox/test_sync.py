@@ -22,8 +22,10 @@ from fabricgen.features.netbox.sync import (
     Sync,
     SyncError,
     _differs,
+    _place,
     port_speeds,
     release_problem,
+    renames,
     split_cages,
     token_value,
 )
@@ -352,3 +354,18 @@ def test_a_harness_with_1_or_3_legs_used_is_one_cable(tmp_path: Path) -> None:
         if cable.profile == "trunk-4c1p" and len(cable.links) in (1, 3):
             assert cable.label == cable.links[0].physical and "/" not in cable.label
             assert f", {len(cable.links)} of 4 legs used (" in cable.description, cable.description
+
+
+def test_a_rename_is_taken_only_where_one_old_and_one_new_stand() -> None:
+    """B1 of the UX review: a planned device NetBox lacks by name, where exactly one of fabricgen's devices the
+    plan no longer names stands (rack, U, face, type), is that device renamed; two either side: no guess."""
+    here, there = (3, 48.0, "front", 9), (4, 48.0, "front", 9)
+    assert renames({"oob-k01": here, "oob-k02": there, "hgx09": None}, {"oob-l01": here, "oob-l02": there}) == {
+        "oob-k01": "oob-l01", "oob-k02": "oob-l02"}
+    assert renames({"a": here, "b": here}, {"oob-l01": here}) == {}
+    assert renames({"a": here}, {"oob-l01": here, "oob-l02": here}) == {}
+    assert renames({"a": None}, {"b": None}) == {}
+    held = {"rack": {"id": 3, "name": "L01"}, "position": 48.0, "face": {"value": "front", "label": "Front"},
+            "device_type": {"id": 9}}
+    assert _place(held) == here == _place({"rack": 3, "position": 48, "face": "front", "device_type": 9})
+    assert _place({"rack": None, "position": None, "face": None, "device_type": 9}) is None
