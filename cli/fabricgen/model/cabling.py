@@ -39,8 +39,8 @@ class Cable:
     length_m: float
     part: str
     medium: Medium
-    # the physical cable: this cable's id, the id of the first leg of its splitter, or a cage-pair cable's (its
-    # switch-side cage's; its links' ids are then ``<physical>/L<leg>``)
+    # the physical cable: this cable's id, or the id of the splitter or cage-pair cable it is a link of (its links'
+    # ids are then ``<physical>/L<leg>``)
     physical: str = ""
     leg: int = 0  # 1..medium.legs for a leg of a splitter, 0 for an ordinary cable
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import subprocess
 from collections import defaultdict
+from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from pypdf import PdfReader
@@ -113,3 +115,34 @@ def test_fabric_sheets_print_whole_names(printed: tuple[Topology, dict[str, list
         text = "\n".join(sheets[f"fabric {fabric} revision "])
         for cable in (c for c in topology.cables if c.fabric == fabric):
             assert cable.a.device in text and cable.z.device in text, f"{cable.id}: a device name is cut"
+
+
+def test_libreoffice_reads_numbers_as_numbers(tmp_path: Path) -> None:
+    """Issue 19: LibreOffice Calc loads the rail, U and plain port number cells as numbers and faceplate names as
+    text: lab-1su's cables.xlsx converted by Calc to its flat ODF spreadsheet, whose cells state their value type."""
+    soffice = require_tool("soffice")
+    compiled = compile_spec(INVENTORIES / "lab-1su.yaml")
+    book = tmp_path / "cables.xlsx"
+    book.write_bytes(next(a.content for a in render_spec(compiled, ("workbook",)) if a.path == "cabling/cables.xlsx"))
+    subprocess.run([soffice, f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless", "--convert-to",
+                    "fods", "--outdir", str(tmp_path / "out"), str(book)], check=True, capture_output=True, timeout=300)
+    ns = {"table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+          "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+          "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0"}
+    root = ElementTree.parse(tmp_path / "out" / "cables.fods").getroot()
+    oob = next(t for t in root.iter(f"{{{ns['table']}}}table") if t.get(f"{{{ns['table']}}}name") == "oob")
+    rows = []
+    for row in oob.iter(f"{{{ns['table']}}}table-row"):
+        cells: list[tuple[str, str]] = []
+        for cell in row.findall("table:table-cell", ns):
+            repeat = int(cell.get(f"{{{ns['table']}}}number-columns-repeated", "1"))
+            text = "".join(cell.itertext()).strip()
+            cells += [(cell.get(f"{{{ns['office']}}}value-type", ""), text)] * min(repeat, 64)
+        rows.append(cells)
+    header = [text for _, text in rows[0]]
+    rail, u, port = header.index("rail"), header.index("U"), header.index("port")
+    data = [r for r in rows[1:] if len(r) > port and r[port][1]]
+    assert data and all(r[u][0] == "float" for r in data)
+    assert all(r[rail][0] == "float" for r in data if r[rail][1])
+    assert {r[port][0] for r in data if r[port][1] == "49"} == {"float"}
+    assert {r[port][0] for r in data if "/" in r[port][1]} == {"string"}

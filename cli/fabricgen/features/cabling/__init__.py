@@ -23,8 +23,8 @@ FEATURE = Feature(
     targets=(Target("workbook", workbook.render, shares="cable sheets"),
              Target("print", printout.render, shares="cable sheets"),
              Target("cabling", sheets.render), Target("diagram", diagram.render)),
-    # A cable is its two ends; its id (the label on the installed cable) is its switch-side port's, so it changes
-    # only with a re-patch, and plan lists relabels (same ends, new id) and re-patches (same id, other ends) apart;
+    # A cable is its two ends; its id (the label on the installed cable) is its place among its switch's cables in
+    # port order, so plan lists relabels (same ends, new id) and re-patches (same id, other ends) apart;
     # a cable whose only change is its estimated run (run_m; its orderable length_m and part stay) is not re-pulled;
     # the rows of one physical cable (a splitter's legs, a cage-pair cable's links) are one change: the cable's.
     tables=(Table("cabling/cables.csv", "cable", ("a_device", "a_port", "z_device", "z_port"),

@@ -148,8 +148,16 @@ def rack_plugs(cables: Sequence[Cable]) -> dict[str, list[list[RackEnd]]]:
 
 
 def _rail(ends: Sequence[RackEnd]) -> tuple[int | None, Cell]:
+    """A plug's rail and its cell: the rail number (a number, so a sheet sorts and filters it as one), rails
+    joined by ``+`` where the plug's links have several, empty where none."""
     rails = sorted({e.cable.rail for e in ends if e.cable.rail is not None})
-    return (rails[0] if len(rails) == 1 else None), "+".join(map(str, rails))
+    return (rails[0] if len(rails) == 1 else None), (rails[0] if len(rails) == 1 else "+".join(map(str, rails)))
+
+
+def _number(port: str) -> Cell:
+    """A port cell: a port numbered by a plain number (a BMC switch's ``49``) as a number, so a sheet sorts and
+    filters it as one; a faceplate name (``21/1``, ``OSFP1P1``, ``1/1+1/2``) stays text."""
+    return int(port) if port.isascii() and port.isdigit() and str(int(port)) == port else port
 
 
 def _cage(end: CableEnd) -> tuple[str, str]:
@@ -173,17 +181,18 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
             optic_cell = optic.part if port == first.here.port else f"shared with {port}"
         fars = [e.far for e in ends]
         one_far = len({(f.rack, f.device) for f in fars}) == 1
-        far: tuple[Cell, ...] = ((fars[0].rack, fars[0].u, fars[0].device, "+".join(f.port for f in fars)) if one_far
-                                 else ("", "", f"{len(ends)} legs below", ""))
+        far: tuple[Cell, ...] = ((fars[0].rack, fars[0].u, fars[0].device, _number("+".join(f.port for f in fars)))
+                                 if one_far else ("", "", f"{len(ends)} legs below", ""))
         label = plug_label(cables, first.is_a)
         legs = "; ".join(filter(None, (c.leg_order for c in cables))) if one_far else ""
-        rows.append(SheetRow((first.here.u, first.here.device, "+".join(e.here.port for e in ends), label,
+        rows.append(SheetRow((first.here.u, first.here.device, _number("+".join(e.here.port for e in ends)), label,
                               first.cable.fabric, rail_cell, *far, first.cable.length_m, first.cable.part,
                               optic_cell, legs), rail, True, label, first.cable.fabric))
-        if not one_far:
-            rows += [SheetRow(("", "", e.here.port, "", "", "" if e.cable.rail is None else e.cable.rail, e.far.rack,
-                               e.far.u, e.far.device, e.far.port, "", "", "", e.cable.leg_order), e.cable.rail, False,
-                               fabric=e.cable.fabric)
+        if not one_far:  # a leg repeats its trunk's U and device, so a sheet filtered by device keeps its legs
+            rows += [SheetRow((e.here.u, e.here.device, _number(e.here.port), "", "",
+                               "" if e.cable.rail is None else e.cable.rail, e.far.rack, e.far.u, e.far.device,
+                               _number(e.far.port), "", "", "", e.cable.leg_order), e.cable.rail, False,
+                              fabric=e.cable.fabric)
                      for e in ends]
     return rows
 
@@ -236,7 +245,7 @@ class FabricSheet:
     revision."""
 
     rows: list[SheetRow]
-    cells: list[tuple[Cell, ...]]  # "rack" (empty on a leg beneath its trunk), then each row's cells
+    cells: list[tuple[Cell, ...]]  # "rack" (a leg's its trunk's), then each row's cells
     revision: str
 
 
@@ -256,7 +265,7 @@ def fabric_sheets(sheets: Iterable[RowSheets], fabrics: Iterable[str], head: str
                 rows[r.fabric].append((rack, r))
     out = {}
     for fabric, printed in rows.items():
-        cells = [(rack if r.plug else "", *r.cells) for rack, r in printed]
+        cells = [(rack, *r.cells) for rack, r in printed]  # a leg too: a sheet filtered by rack keeps its legs
         out[fabric] = FabricSheet([r for _, r in printed], cells,
                                   revision((head, fabric_title(fabric)), cells))
     return out

@@ -10,7 +10,7 @@ run. The medium is the first catalog entry (spec overrides first) that serves th
 and reaches the run; the cable is its shortest standard length at least as long as the run.
 
 Direction is fixed: A is the lower tier (node below leaf below spine below core), Z the upper, and every
-physical link appears exactly once, named after its Z port (``cable_name``).
+physical link appears exactly once, numbered among the cables of its Z switch (``_switch_ids``).
 
 Splitters: a medium with ``legs`` > 1 is one physical cable whose single switch-side connector serves ``legs``
 consecutive logical ports of a cage (``<cage>/1`` and ``<cage>/2`` share the first connector of the cage at 1:2,
@@ -18,18 +18,18 @@ consecutive logical ports of a cage (``<cage>/1`` and ``<cage>/2`` share the fir
 cage: ``legs`` times the connectors of that plug (a twin-port transceiver's ``connections``, 1 for a cable
 plug such as a DAC) is the cage's logical port count at the link's speed, so a 1:2 DAC serves a cage split
 2 ways, a 1:4 DAC one split 4 ways, a 1:2 fiber on a twin-port transceiver one split 4 ways. The plan keeps one
-:class:`Cable` per link (the unit checks, NetBox and the InfiniBand verify work on); the legs of one splitter
-share ``physical`` (the id of its first leg) and carry ``leg`` 1..legs. When the first fitting medium of a
-host link is a splitter, the links of each connector group take together the first medium that serves every
-one of them, at the orderable length of the longest run, so all legs of a splitter are one part; a group that
-no splitter of its size serves is cabled as the smaller connectors of the next smaller splitter listed (a cage
-out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), each choosing again.
+:class:`Cable` per link (the unit checks, NetBox and the InfiniBand verify work on); the legs of one splitter share
+``physical`` (the physical cable's id) and carry ``leg`` 1..legs (their ids ``<physical>/L<leg>``). When the first
+fitting medium of a host link is a splitter, the links of each connector group take together the first medium that
+serves every one of them, at the orderable length of the longest run, so all legs of a splitter are one part; a
+group that no splitter of its size serves is cabled as the smaller connectors of the next smaller splitter listed (a
+cage out of a 1:4 DAC's reach becomes two 1:2 fibers on a twin-port transceiver), each choosing again.
 
 A switch-to-switch splitter is a breakout: its plug in the upper cage, its legs in lower-tier switch cages it names
 (``host_form_factors``; a QSFP-DD DR4 to four QSFP28 DR1). Switch links between two cages split alike that no medium
 serves link by link share one cable per lane-aligned cage pair (a media row's ``cage_pair``), each link a ``leg``
-numbered by its port in the cage; such a cable, the one plug in its switch-side cage, is named after the cage
-(``_cage_pair_ids``).
+numbered by its port in the cage. Each switch numbers the physical cables of its switch side in physical port order,
+without gaps (``_switch_ids``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from fabricgen.core.errors import SpecError, SpecIssue
+from fabricgen.features.cabling.handoff import port_order
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, Medium, Optic, SwitchModel, serves_split_cage
@@ -200,44 +201,28 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
                 cables[index] = cable
     for index, cable in _cage_pairs(cables, places, choices):
         cables[index] = cable
-    return _cage_pair_ids([c for c in cables if c is not None])
+    return _switch_ids([c for c in cables if c is not None])
 
 
-def _cage_pair_ids(cables: list[Cable]) -> list[Cable]:
-    """A cage-pair cable is the one plug in its switch-side (Z) cage, so it is named after the cage,
-    ``<Z switch>-<cage, 3 digits>``, and its links ``<that id>/L<port in the cage>``: a switch whose cages are cage
-    pairs numbers its cables -001, -002 ... as its cages (named after their first link's port they read -001,
-    -003 ..., the second link's number used by no label: re-review of D6), and, like a port's id, a cage's changes
-    only with a re-patch. Where that id is already a cable's on the switch (the port id of a cable in an earlier
-    cage that is split into cables of their own) or the cage holds another cable, the cable keeps its first link's
-    port id (its links still ``<id>/L<n>``), so ids stay unique."""
-    pairs: dict[str, list[int]] = {}
-    for i, c in enumerate(cables):
-        if c.leg and c.medium.legs == 1:
-            pairs.setdefault(c.physical, []).append(i)
-    if not pairs:
-        return cables
-    taken = {c.id for c in cables if c.physical not in pairs}
-    holders: dict[tuple[str, str], set[str]] = {}
+def _switch_ids(cables: list[Cable]) -> list[Cable]:
+    """Each switch numbers the physical cables whose switch side (Z) it is, 1, 2, 3 ... in physical port order (a
+    cable by its first port: cage, then the port in the cage; numbers as numbers), ``<Z switch>-<n, 3 digits>``, and
+    the links of a cable of several (a splitter's legs, a cage pair's lanes) ``<that id>/L<leg>``: the crew reads a
+    gap as a missing cable, so a breakout switch's harnesses read -001, -002 ... as its cages, not -001, -005 ...
+    (their first legs' port numbers, issue 19), and a switch mixing cage pairs and cables of their own skips none.
+    The number depends on that switch's cables only, so a cable keeps its id while no cable comes or goes on a lower
+    port of its switch (nodes added or removed at the end, the last rack dropped): another switch's change never
+    renumbers it. Cables arrive named after their first link's Z port, which tells their physical cable apart."""
+    first: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {}  # Z switch -> physical cable -> its first port
     for c in cables:
-        holders.setdefault((c.z.device, switch_cage(c.z.port)), set()).add(c.physical)
-    named = list(cables)
-    for physical, indices in sorted(pairs.items(), key=lambda p: _cage_order(cables[p[1][0]].z)):
-        z = cables[indices[0]].z
-        cage = switch_cage(z.port)
-        name = f"{z.device}-{int(cage):03d}" if cage.isdigit() else physical
-        if name in taken or len(holders[z.device, cage]) > 1:
-            name = physical
-        taken.add(name)
-        for i in indices:
-            named[i] = replace(cables[i], id=f"{name}/L{cables[i].leg}", physical=name)
-    return named
-
-
-def _cage_order(end: CableEnd) -> tuple[str, int, str]:
-    """A switch's cages in faceplate order (numbers as numbers), switch by switch."""
-    cage = switch_cage(end.port)
-    return end.device, int(cage) if cage.isdigit() else -1, cage
+        order = port_order(c.z.port)
+        ports = first.setdefault(c.z.device, {})
+        if c.physical not in ports or order < ports[c.physical]:
+            ports[c.physical] = order
+    names = {physical: f"{device}-{n:03d}" for device, ports in first.items()
+             for n, physical in enumerate(sorted(ports, key=ports.__getitem__), 1)}
+    return [replace(c, id=f"{names[c.physical]}/L{c.leg}" if c.leg else names[c.physical], physical=names[c.physical])
+            for c in cables]
 
 
 def _cage_pairs(cables: Sequence[Cable | None], places: dict[str, _Place],
@@ -304,8 +289,8 @@ def _connectors(links: list[_HostLink], legs: int, options: tuple[Medium, ...]) 
 
 def _connector(group: list[_HostLink], legs: int, options: tuple[Medium, ...]) -> Iterator[tuple[int, Cable]]:
     """The links on one switch connector take the first medium that serves every one of them: a splitter (one
-    physical cable at the orderable length of the longest run, named after its first leg), straight cables, or,
-    at a smaller splitter listed first, that splitter's smaller connectors, each group choosing again."""
+    physical cable at the orderable length of the longest run, named after its first leg until numbered), straight
+    cables, or, at a smaller splitter listed first, that splitter's smaller connectors, each group choosing again."""
     longest = max(h.cable.run_m for h in group)
     for medium in options:
         if medium.legs > legs or legs % medium.legs:
@@ -378,9 +363,8 @@ def plan_cables(cluster: Cluster, fabrics: Sequence[FabricTopology]) -> tuple[Ca
 
 
 def cable_name(z: Port) -> str:
-    """A cable's id, the label on the installed cable: its switch-side (Z) port's, ``<switch>-<port number>``, so
-    a cable keeps it while its ports stay (never a running count, which renumbered every uplink when nodes came or
-    went: field review U1)."""
+    """A link's provisional id while the plan is built, its switch-side (Z) port's, ``<switch>-<port number>``: unique,
+    so it tells the physical cables apart until ``_switch_ids`` numbers them."""
     return f"{z.device}-{z.number:03d}"
 
 

@@ -1,9 +1,9 @@
 """Target ``cabling``: the cable run list and bill of materials as CSV (NetBox's files: the ``netbox`` feature).
 
 cables.csv has one row per cable (A = lower tier); the legs of a 1:N splitter are one row each, sharing
-``physical_cable`` (the id of the first leg) and numbered in ``leg`` (empty for an ordinary cable, whose
-``physical_cable`` is its own id), as are the links of a cage-pair cable (its ``physical_cable`` its switch-side
-cage's id, theirs ``<physical_cable>/L<leg>``): count physical cables by distinct ``physical_cable``, as bom.csv does. A
+``physical_cable`` (the physical cable's id) and numbered in ``leg`` (empty for an ordinary cable, whose
+``physical_cable`` is its own id), as are the links of a cage-pair cable; such a row's ``cable_id`` is
+``<physical_cable>/L<leg>``: count physical cables by distinct ``physical_cable``, as bom.csv does. A
 breakout leg also gives ``leg_fibers`` (its MPO positions, Tx/Rx) and the harness ``polarity``.
 ``a_label`` and ``z_label`` are the labels printed for each end: the label of the plug it is in (the legs of one
 splitter share their trunk's ``z_label``, the two links of a cage-pair cable both labels; ``handoff.end_labels``).

@@ -47,7 +47,7 @@ def test_a_row_per_plug_as_the_rack_sheets_print_it(spec: str) -> None:
         labels = [row[LABEL] for row in rows if row[LABEL]]
         assert len(labels) == len(set(labels)) == _plugs(topology, fabric), f"{fabric}: one row and label per plug"
         printed = [(rack, r) for rack, r in racks if r.fabric == fabric]
-        assert [row[RACK:] for row in rows] == [(rack if r.plug else "", *r.cells) for rack, r in printed], \
+        assert [row[RACK:] for row in rows] == [(rack, *r.cells) for rack, r in printed], \
             f"{fabric}: the racks' rows, in their order, each with its rack"
     optics = Counter(str(row[OPTIC]) for rows in sheets.values() for row in rows
                      if row[OPTIC] and not str(row[OPTIC]).startswith("shared with "))
@@ -63,9 +63,47 @@ def test_a_trunk_once_with_its_legs_beneath_and_a_cage_pair_once_per_end() -> No
     assert oob[at][RACK:RACK + 4] == ("M01", 16, "oob-agg02", "1/1+1/2+1/3+1/4")
     legs = oob[at + 1:at + 5]
     assert [row[FABRIC_COLUMNS.index("port")] for row in legs] == ["1/1", "1/2", "1/3", "1/4"]
-    assert all(row[:RACK + 1] == ("", "", "") and not row[LABEL] for row in legs), "legs: no rack, box or label"
+    assert all(row[:RACK] == ("", "") and not row[LABEL] for row in legs), "legs: no box or label"
+    assert all(row[RACK:RACK + 3] == ("M01", 16, "oob-agg02") for row in legs), "legs: the trunk's rack, U, device"
     assert not any("/L1/Z" in str(row[LABEL]) for row in oob), "a trunk has no label per leg"
     storage = [str(row[LABEL]) for row in sheets["storage"]]
     assert storage.count("storage-spine02-001/Z to M01 storage-leaf001 26/1+26/2") == 1
     assert storage.count("storage-spine02-001/A to M01 storage-spine02 1/1+1/2") == 1
     assert not any("storage-spine02-001/L" in label for label in storage), "a cage-pair cable's links: no row each"
+
+
+def test_a_filter_by_device_or_rack_keeps_a_trunks_legs() -> None:
+    """Issue 19: a leg's row repeats its trunk's rack, U and device, so filtering the fabric sheet by the switch or its
+    rack (as a spreadsheet's autofilter does: rows whose cell equals the value) keeps the trunk and all its legs."""
+    _, sheets = fabric_sheets("lab-1su")
+    oob = sheets["oob"]
+    device, rack = FABRIC_COLUMNS.index("device"), RACK
+    for column, value in ((device, "oob-agg02"), (rack, "M01")):
+        kept = [row for row in oob if row[column] == value]
+        at = next(i for i, row in enumerate(kept) if str(row[LABEL]).startswith("oob-agg02-001/Z to "))
+        assert [row[FABRIC_COLUMNS.index("port")] for row in kept[at + 1:at + 5]] == ["1/1", "1/2", "1/3", "1/4"]
+        assert [row[FABRIC_COLUMNS.index("to device")] for row in kept[at + 1:at + 5]] == [
+            "oob-l01", "oob-l02", "oob-l03", "oob-l04"]
+
+
+def test_numbers_are_number_cells_and_faceplate_names_text() -> None:
+    """Issue 19: rail, U and a port numbered by a plain number are numeric cells (openpyxl reads the cell type the
+    writer wrote), so a sheet sorts and filters them as numbers; a faceplate name such as ``21/1`` stays text."""
+    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    book = next(a for a in workbook.render(topology) if a.path == "cabling/cables.xlsx")
+    sheets = openpyxl.load_workbook(io.BytesIO(book.content))
+    col = {name: i for i, name in enumerate(FABRIC_COLUMNS)}
+    types: dict[str, set[str]] = {}
+    for fabric in ("compute", "oob", "storage"):
+        for row in sheets[fabric].iter_rows(min_row=2):
+            for name in ("rail", "U", "to U", "port", "to port"):
+                cell = row[col[name]]
+                if cell.value not in (None, ""):
+                    kind = "n" if cell.data_type == "n" else "s"
+                    assert kind == ("n" if name in ("U", "to U") or str(cell.value).isdigit() else "s"), (
+                        fabric, name, cell.value)
+                    types.setdefault(name, set()).add(kind)
+    assert types["rail"] == {"n"} and types["U"] == types["to U"] == {"n"}
+    assert types["port"] == types["to port"] == {"n", "s"}, "BMC ports 1, 2 ... numbers; 21/1, OSFP1P1 text"
+    oob = list(sheets["oob"].iter_rows(min_row=2, values_only=True))
+    assert any(row[col["port"]] == 49 for row in oob) and any(row[col["port"]] == "1/1" for row in oob)

@@ -90,13 +90,17 @@ def test_two_host_links_share_one_physical_splitter() -> None:
     # 7 nodes on each of 8 rail leaves: lanes 1/1+1/2, 1/3+1/4, 2/1+2/2 full, 2/3 alone (its spare leg unused).
     assert Counter(len(legs) for legs in groups.values()) == {2: 24, 1: 8}
     for physical, legs in groups.items():
-        assert physical == legs[0].id, "a splitter is named after its first leg"
+        assert [c.id for c in legs] == [f"{physical}/L{c.leg}" for c in legs], "a leg is named after its splitter"
         assert len({(c.z.device, switch_connector(c.z.port, 2)) for c in legs}) == 1, "one switch connector"
         assert [c.leg for c in legs] == [(switch_lane(c.z.port) - 1) % 2 + 1 for c in legs]
         assert len({c.a.device for c in legs}) == len(legs), "every leg to its own host"
         assert all(c.label.startswith(f"{physical}/L{c.leg} {c.a.device}:") for c in legs)
     pair = next(legs for legs in groups.values() if len(legs) == 2)
     assert {switch_lane(c.z.port) for c in pair} in ({1, 2}, {3, 4})
+    # issue 19: a leaf numbers its splitters as its connectors, -001 (1/1+1/2), -002 (1/3+1/4) ..., not -001, -003
+    leaf0 = {physical: legs[0].z.port for physical, legs in groups.items() if legs[0].z.device == "compute-su01-leaf0"}
+    assert leaf0 == {"compute-su01-leaf0-001": "1/1", "compute-su01-leaf0-002": "1/3", "compute-su01-leaf0-003": "2/1",
+                     "compute-su01-leaf0-004": "2/3"}
     assert not [f for f in run_checks(topology) if f.severity is Severity.ERROR]
 
 

@@ -1,6 +1,9 @@
 """Field review U1: a cable's id is the label printed on the installed cable, and a switch's loopback its router
-id, so neither may move when nodes are added or removed at the end (or the last rack is dropped). The id is the
-switch-side port's (``<Z switch>-<port number>``), loopbacks and management addresses go top tier first."""
+id, so neither may move when nodes are added or removed at the end (or the last rack is dropped). Issue 19: the
+crew reads a gap in a switch's cable numbers as a missing cable, so each switch numbers the physical cables of its
+switch side 1, 2, 3 ... in physical port order (``<Z switch>-<n>``, the links of a splitter or cage pair
+``<id>/L<leg>``): a cable is renumbered only by a cable coming or going on a lower port of its own switch.
+Loopbacks and management addresses go top tier first."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from fabricgen.features.cabling.plan import _cage_pair_ids, switch_cage, switch_lane
+from fabricgen.features.cabling.handoff import port_order
+from fabricgen.features.cabling.plan import _switch_ids, physical_cables, switch_cage
+from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_text
 from fabricgen.stages.build import build_cluster
@@ -54,49 +59,111 @@ def test_surviving_switches_keep_their_loopbacks_and_management(labs: tuple[Topo
     assert "oob-l04" in full.addresses["oob"].loopbacks.keys() - shrunk.addresses["oob"].loopbacks.keys()  # type: ignore[union-attr]
 
 
-def test_the_id_is_the_switch_side_port(labs: tuple[Topology, Topology]) -> None:
-    """A cable's id is its switch-side port's; a cage-pair cable's, its one plug in the switch-side cage, the cage's
-    (its links ``<id>/L<port in the cage>``)."""
-    pairs = 0
-    for cable in labs[0].cables:
-        if cable.leg and cable.medium.legs == 1:
-            pairs += 1
-            assert cable.physical == f"{cable.z.device}-{int(switch_cage(cable.z.port)):03d}"
-            assert cable.id == cable.name == f"{cable.physical}/L{switch_lane(cable.z.port)}"
-        else:
-            assert cable.id == f"{cable.z.device}-{cable.z.port_number:03d}"
-    assert pairs == 40
+def _numbers(cables: tuple[Cable, ...] | list[Cable]) -> dict[str, list[tuple[int, str]]]:
+    """Each switch's physical cables (the ones it is the switch side of) as (number, first port), in port order."""
+    first: dict[str, dict[str, str]] = {}
+    for c in cables:
+        ports = first.setdefault(c.z.device, {})
+        if c.physical not in ports or port_order(c.z.port) < port_order(ports[c.physical]):
+            ports[c.physical] = c.z.port
+    out: dict[str, list[tuple[int, str]]] = {}
+    for device, ports in first.items():
+        for physical, port in ports.items():
+            name, _, number = physical.rpartition("-")
+            assert name == device, f"{physical} is not numbered by its switch side {device}"
+            out.setdefault(device, []).append((int(number), port))
+        out[device].sort(key=lambda n: port_order(n[1]))
+    return out
 
 
-@pytest.mark.parametrize("spec", ["lab-1su", "h100-4su"])
-def test_cage_pair_cables_are_numbered_without_gaps(spec: str) -> None:
-    """Re-review of D6: a spine whose cages are all cage pairs numbers its cables as its cages, -001, -002 ... (they
-    were -001, -003 ...: each took its first link's port number, the second link's number on no label)."""
+def _as_planned(cables: list[Cable]) -> list[Cable]:
+    """Cables named as the plan names them before numbering: a link its Z port's id, a physical cable of several its
+    first link's (a link with ``leg`` 0 a cable of its own)."""
+    first: dict[str, int] = {}
+    for c in cables:
+        if c.leg:
+            first[c.physical] = min(first.get(c.physical, c.z.port_number), c.z.port_number)
+    return [replace(c, id=f"{c.z.device}-{c.z.port_number:03d}", physical=f"{c.z.device}-{first[c.physical]:03d}"
+                    if c.leg else f"{c.z.device}-{c.z.port_number:03d}") for c in cables]
+
+
+def _assert_consecutive(cables: tuple[Cable, ...] | list[Cable]) -> None:
+    """Every switch's physical cables are -001, -002 ... in physical port order, a link of several ``<id>/L<leg>``,
+    every id unique."""
+    for device, numbered in _numbers(cables).items():
+        assert [n for n, _ in numbered] == list(range(1, len(numbered) + 1)), (device, numbered)
+    for c in cables:
+        assert c.id == c.name == (f"{c.physical}/L{c.leg}" if c.leg else c.physical)
+    assert len({c.id for c in cables}) == len(cables), "ids are unique"
+
+
+@pytest.mark.parametrize("spec", ["lab-1su", "h100-4su", "spectrumx-1su"])
+def test_every_switch_numbers_its_cables_without_gaps(spec: str) -> None:
+    """Each switch's cables -001, -002 ... in port order: h100-4su's breakout switches (a 1:4 harness per cage, 4
+    logical ports each) read -001, -002 ..., where the first leg's port number gave -001, -005 ... (issue 19)."""
     topology = compile_topology(build_cluster(load_text((INVENTORIES / f"{spec}.yaml").read_text(), "s.yaml")))
-    by_switch: dict[str, set[int]] = {}
-    for cable in topology.cables:
-        if cable.leg and cable.medium.legs == 1:
-            device, _, number = cable.physical.rpartition("-")
-            assert device == cable.z.device
-            by_switch.setdefault(device, set()).add(int(number))
-    assert by_switch and all(numbers == set(range(1, len(numbers) + 1)) for numbers in by_switch.values())
-    assert len({c.id for c in topology.cables}) == len(topology.cables), "ids are unique"
+    _assert_consecutive(topology.cables)
+    if spec == "h100-4su":
+        agg = [c for c in topology.cables if c.z.device == "oob-agg01"]
+        harnesses = {c.physical: switch_cage(c.z.port) for c in agg}
+        assert len(harnesses) == 11 and all(c.medium.legs == 4 for c in agg)
+        assert harnesses == {f"oob-agg01-{n:03d}": str(n) for n in range(1, 12)}, "harness n in cage n"
+        assert [c.id for c in agg if c.physical == "oob-agg01-002"] == [f"oob-agg01-002/L{n}" for n in (1, 2, 3, 4)]
+    if spec == "lab-1su":
+        pairs = [c for c in topology.cables if c.leg and c.medium.legs == 1]
+        assert len(pairs) == 40 and all(c.physical == f"{c.z.device}-{int(switch_cage(c.z.port)):03d}" for c in pairs)
 
 
-def test_a_cage_pair_keeps_its_port_id_where_the_cage_id_is_taken(labs: tuple[Topology, Topology]) -> None:
-    """Where a cage's id is already another cable's port id on the switch (an earlier cage split into cables of
-    their own: here a made-up cable on storage-spine01's port number 2), that cage pair keeps its first link's port
-    id; a later cage whose id that is then does the same; no id is used twice."""
-    as_ports = [replace(c, id=f"{c.z.device}-{c.z.port_number:03d}",
-                        physical=f"{c.z.device}-{c.z.port_number - c.leg + 1:03d}") if c.leg and c.medium.legs == 1
-                else c for c in labs[0].cables]
-    ordinary = next(c for c in as_ports if not c.leg and c.tier != "node-leaf")
-    squatter = replace(ordinary, id="storage-spine01-002", physical="storage-spine01-002",
-                       z=replace(ordinary.z, device="storage-spine01", port="99", port_number=2))
-    named = _cage_pair_ids([*as_ports, squatter])
-    spine01 = {c.z.port: c for c in named if c.z.device == "storage-spine01" and c.leg}
-    # cage 2's id is the squatter's: cage 2 keeps its port id (2/1 is port 3), which cage 3's id then is too
-    assert [spine01[f"{cage}/1"].physical.removeprefix("storage-spine01-") for cage in (1, 2, 3, 4)] == [
-        "001", "003", "005", "004"]
-    assert spine01["2/2"].id == "storage-spine01-003/L2"
-    assert len({c.id for c in named}) == len(named), "ids are unique"
+def test_a_switch_mixing_cage_pairs_and_cables_of_their_own_skips_no_number(labs: tuple[Topology, Topology]) -> None:
+    """storage-spine01's cages are cage pairs; made to hold cage 2's two links as cables of their own (as a cage
+    cabled port by port is), its cables read cage 1 -001, 2/1 -002, 2/2 -003, cage 3 -004 ... (each cage pair had
+    kept its first link's port id where the cage's was taken: -001, -003, -004, -005, ...)."""
+    def own(c: Cable) -> Cable:
+        return replace(c, leg=0) if c.z.device == "storage-spine01" and switch_cage(c.z.port) == "2" else c
+
+    named = _switch_ids(_as_planned([own(c) for c in labs[0].cables]))
+    spine01 = {c.z.port: c.id for c in named if c.z.device == "storage-spine01"}
+    assert [spine01[p] for p in ("1/1", "1/2", "2/1", "2/2", "3/1", "3/2", "4/1")] == [
+        "storage-spine01-001/L1", "storage-spine01-001/L2", "storage-spine01-002", "storage-spine01-003",
+        "storage-spine01-004/L1", "storage-spine01-004/L2", "storage-spine01-005/L1"]
+    _assert_consecutive(named)
+
+
+def _renumbered(before: Topology, after: Topology) -> tuple[list[str], set[str]]:
+    """The cables present in both (same ends) whose id changed, and the switches that gained or lost a cable."""
+    old, new = _ids(before), _ids(after)
+    changed = {ends[2] for ends in old.keys() ^ new.keys()}
+    return sorted(old[ends][0] for ends in old.keys() & new.keys() if old[ends] != new[ends]), changed
+
+
+def _h100(gpus: int) -> Topology:
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count("    count: 127\n") == 1
+    text = text.replace("    count: 127\n", f"    count: {gpus}\n")
+    return compile_topology(build_cluster(load_text(text, "s.yaml")))
+
+
+def test_a_one_node_change_renumbers_no_other_cable() -> None:
+    """h100-4su with one GPU node fewer (gpu127 goes; its cables leave the end of its leaves' ports): no surviving
+    cable is renumbered, on its own leaves or any other switch, and each switch's numbers stay consecutive."""
+    full, shrunk = _h100(127), _h100(126)
+    renumbered, changed = _renumbered(full, shrunk)
+    assert len(full.cables) - len(shrunk.cables) >= 8 and changed, "gpu127's cables are gone"
+    assert renumbered == []
+    _assert_consecutive(shrunk.cables)
+
+
+def test_a_cable_is_renumbered_only_by_its_own_switch(labs: tuple[Topology, Topology]) -> None:
+    """A cable gone from the middle of a switch's ports (lab-1su's storage-spine01 without its cage 2 pair)
+    renumbers the later cables of that switch only: cage 3 becomes -002 ...; every other switch keeps its ids."""
+    full = labs[0]
+    gone = [c for c in full.cables if not (c.z.device == "storage-spine01" and switch_cage(c.z.port) == "2")]
+    named = _switch_ids(_as_planned(gone))
+    before = {(c.a.device, c.a.port, c.z.device, c.z.port): c.id for c in full.cables}
+    moved = {c.z.device for c in named if before[c.a.device, c.a.port, c.z.device, c.z.port] != c.id}
+    assert moved == {"storage-spine01"}
+    spine01 = {c.z.port: c.physical for c in named if c.z.device == "storage-spine01"}
+    assert (spine01["1/1"], spine01["3/1"], spine01["4/1"]) == (
+        "storage-spine01-001", "storage-spine01-002", "storage-spine01-003")
+    _assert_consecutive(named)
+    assert len(list(physical_cables(named))) == len(list(physical_cables(full.cables))) - 1
