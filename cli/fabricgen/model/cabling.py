@@ -48,6 +48,13 @@ class Cable:
         if not self.physical:
             object.__setattr__(self, "physical", self.id)
 
+    def renumbered(self, cable_id: str, physical: str) -> Cable:
+        """This cable under its final id and physical cable's id (every cable of the plan is renumbered once it is
+        whole): the fields passed as they are, since ``dataclasses.replace`` is generic (~9 us a call, 0.3 s of a
+        16k-GPU compile)."""
+        return Cable(cable_id, self.fabric, self.tier, self.speed, self.rail, self.su, self.a, self.z, self.run_m,
+                     self.length_m, self.part, self.medium, physical, self.leg)
+
     @property
     def name(self) -> str:
         """What the cable is called on its labels: its id, a splitter leg ``<physical id>/L<leg>``."""

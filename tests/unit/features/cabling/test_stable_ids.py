@@ -167,3 +167,13 @@ def test_a_cable_is_renumbered_only_by_its_own_switch(labs: tuple[Topology, Topo
         "storage-spine01-001", "storage-spine01-002", "storage-spine01-003")
     _assert_consecutive(named)
     assert len(list(physical_cables(named))) == len(list(physical_cables(full.cables))) - 1
+
+
+def test_renumbered_keeps_every_other_field(labs: tuple[Topology, Topology]) -> None:
+    """``Cable.renumbered`` passes the fields by hand (dataclasses.replace is too slow per cable): it must be
+    replace() of the id and physical cable, whatever fields Cable has or gains; splitter legs and cage-pair links
+    (leg > 0) too."""
+    cables = [c for c in labs[0].cables if c.leg][:3] + list(labs[0].cables[:3])
+    assert any(c.leg for c in cables)
+    for cable in cables:
+        assert cable.renumbered("x-001", "x-000") == replace(cable, id="x-001", physical="x-000")
