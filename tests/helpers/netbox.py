@@ -20,14 +20,14 @@ import pytest
 HARNESS = Path(__file__).resolve().parents[1] / "external" / "netbox" / "netbox-up"
 ENV = ("FABRICGEN_NETBOX_URL", "FABRICGEN_NETBOX_USER", "FABRICGEN_NETBOX_PASSWORD", "FABRICGEN_NETBOX_TOKEN",
        "FABRICGEN_NETBOX_DIR")
-# An import file's object type (09-cables-part001.csv: cables) -> the bulk-import view a user pastes it into
+# An import file's object type (09-cables-part-3f09a1c2e4b7-01.csv: cables) -> the bulk-import view it is pasted into
 IMPORT_VIEWS = {"tags": "extras/tags", "custom-fields": "extras/custom-fields", "sites": "dcim/sites",
                 "locations": "dcim/locations", "manufacturers": "dcim/manufacturers",
                 "device-roles": "dcim/device-roles", "device-types": "dcim/device-types", "racks": "dcim/racks",
                 "devices": "dcim/devices", "interfaces": "dcim/interfaces", "cables": "dcim/cables",
                 "rirs": "ipam/rirs", "asns": "ipam/asns", "vlan-groups": "ipam/vlan-groups", "vlans": "ipam/vlans",
                 "vrfs": "ipam/vrfs", "prefixes": "ipam/prefixes", "ip-addresses": "ipam/ip-addresses"}
-_OBJECT_TYPE = re.compile(r"^\d\d-([a-z-]+?)(?:-part\d{3})?(?:\.csv|/.*)$")
+_OBJECT_TYPE = re.compile(r"^\d\d-([a-z-]+?)(?:-part-[0-9a-fx]+-\d+)?(?:\.csv|/.*)$")
 HARNESS_WAIT_S = 40 * 60  # pip and ~350 migrations on a busy 2-core machine
 # A line of the harness's env file: export NAME='value' (its values hold no quote)
 _ENV_LINE = re.compile(r"^export (FABRICGEN_NETBOX_[A-Z]+)='([^']*)'$", re.M)

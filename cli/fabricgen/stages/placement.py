@@ -69,17 +69,21 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
 
 
 def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str, Rack]:
-    """Each switch's home: the median rack of the devices cabled below it, already placed (nodes under leaves,
-    leaves under spines, spines under cores). One pass over the links."""
-    below: dict[str, list[Rack]] = {}
+    """Each switch's home: the median of the racks the devices cabled below it stand in, already placed (nodes
+    under leaves, leaves under spines, spines under cores). The median of the racks, not of the devices: a node
+    added to or removed from a rack its leaf already serves moves no switch (the median node did: removing a
+    16k-GPU cluster's last node moved its scalable unit's leaves a rack, re-running ~860 spine cables), and on
+    racks filled alike the two are the same rack. One pass over the links."""
+    below: dict[str, dict[str, Rack]] = {}
     lower_tier = {Tier.LEAF: NODE_LEAF, Tier.SPINE: LEAF_SPINE, Tier.CORE: SPINE_CORE}[tier]
     for link in ft.links:
         if link.tier == lower_tier and link.a.device in located:
-            below.setdefault(link.z.device, []).append(located[link.a.device])
+            rack = located[link.a.device]
+            below.setdefault(link.z.device, {})[rack.name] = rack
     homes = {}
     for name, racks in below.items():
-        racks.sort(key=lambda r: (r.row_index, r.index))
-        homes[name] = racks[len(racks) // 2]
+        ordered = sorted(racks.values(), key=lambda r: (r.row_index, r.index))
+        homes[name] = ordered[len(ordered) // 2]
     return homes
 
 

@@ -22,6 +22,9 @@ import yaml
 from fabricgen.features.netbox import render as netbox
 from fabricgen.pipeline import compile_spec, render_spec
 from fabricgen.spec import catalog
+from fabricgen.spec.load import load_text
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.compile import compile_topology
 from tests.conftest import INVENTORIES
 from tests.helpers.netbox import cable_ends
 
@@ -81,7 +84,7 @@ def netbox_set(spec: str) -> dict[str, Any]:
             assert a.path.startswith("netbox/05-device-types/"), a.path
             files.setdefault("05-device-types", []).append(yaml.safe_load(a.content))  # one type per file
             continue
-        name = re.sub(r"-part\d{3}$", "", a.path.removeprefix("netbox/").removesuffix(".csv"))
+        name = re.sub(r"-part-[0-9a-fx]+-\d+$", "", a.path.removeprefix("netbox/").removesuffix(".csv"))
         # a dotted column names the related object by another field (NetBox's CSV import): keyed by the field
         rows = csv.DictReader(io.StringIO(a.content.decode()))
         files.setdefault(name, []).extend({k.split(".", 1)[0]: v for k, v in row.items()} for row in rows)
@@ -366,10 +369,10 @@ def test_every_file_part_imports_within_one_requests_budget(spec: str) -> None:
     ports = {str(d["model"]): netbox.templated_ports(d) for d in imports.device_types}
     artifacts = {a.path: a.content.decode() for a in netbox.render(topology)}
     for name, table in imports.tables.items():
-        parts = sorted(p for p in artifacts if re.fullmatch(rf"netbox/{name}(-part\d{{3}})?\.csv", p))
+        parts = [p for p in artifacts if re.fullmatch(rf"netbox/{name}(-part-[0-9a-fx]+-\d+)?\.csv", p)]
         rows = [r for p in parts for r in csv.reader(io.StringIO(artifacts[p]))
                 if r != list(table.header)]
-        assert rows == [[str(v) for v in row] for row in table.rows], name
+        assert sorted(rows) == sorted([str(v) for v in row] for row in table.rows), name
         for part in parts:
             part_rows = list(csv.DictReader(io.StringIO(artifacts[part])))
             kind = name.split("-", 1)[1]
@@ -379,7 +382,8 @@ def test_every_file_part_imports_within_one_requests_budget(spec: str) -> None:
     cables = [p for p in artifacts if p.startswith("netbox/09-cables")]
     # parts by links (a cable costs NetBox per link), whole cables in each: at most a part more than links alone
     by_links = -(-len(topology.cables) // int(costs.budget_s / costs.of("cables")))
-    assert by_links <= len(cables) <= by_links + 1
+    # stable cuts (netbox.stable_parts) cost parts: ~1.3x those of cuts by budget alone
+    assert by_links <= len(cables) <= by_links * 3 // 2 + 2
 
 
 def test_no_type_is_named_by_the_bare_catalog_model() -> None:
@@ -435,3 +439,28 @@ def test_the_longest_names_a_spec_may_give_fit_netbox(tmp_path: Path) -> None:
         assert len(cable.label) <= limits["cable label"] and len(cable.description) <= 200
     for d in imports.device_types:
         assert all(len(p["name"]) <= limits["interface name"] for p in d["interfaces"])
+
+
+def test_a_node_fewer_changes_the_parts_of_its_rows_only() -> None:
+    """A part file is cut where its rows say (netbox.stable_parts), so one node fewer changes only the parts of
+    runs that hold a row that changed (its device, cables and addresses, and what its removal renumbers: the cable
+    ids after it on its leaves, the storage servers' addresses after it). Cut by count (part001, part002 ...), every
+    part after the first changed row changed."""
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count("    count: 127\n") == 1
+    fewer = load_text(text.replace("    count: 127\n", "    count: 126\n"), "h100-4su.yaml")
+    before = netbox.import_set(compile_spec(INVENTORIES / "h100-4su.yaml").topology).tables
+    after = netbox.import_set(compile_topology(build_cluster(fewer))).tables
+    costs = netbox.request_costs()
+    kept = moved = 0
+    for name, table in before.items():
+        seconds = (lambda _: 1.0) if name in ("07-devices", "09-cables") else (lambda _: costs.of("x"))
+        old = dict(netbox.stable_parts(table, seconds, costs.budget_s))
+        new = dict(netbox.stable_parts(after[name], seconds, costs.budget_s))
+        touched = set(table.rows) ^ set(after[name].rows)
+        runs = {p.rsplit("-", 1)[0] for parts in (old, new) for p, rows in parts.items() if touched & set(rows)}
+        changed = {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
+        assert {p.rsplit("-", 1)[0] for p in changed} <= runs, name
+        kept += len(old.keys() - changed)
+        moved += len(changed)
+    assert moved and kept > 3 * moved, (kept, moved)
