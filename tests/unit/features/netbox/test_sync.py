@@ -14,6 +14,7 @@ import pytest
 import requests
 import yaml
 
+from fabricgen.core.renames import renames
 from fabricgen.features.netbox.render import connectors, netbox_cables, request_costs
 from fabricgen.features.netbox.sync import (
     Changes,
@@ -25,7 +26,6 @@ from fabricgen.features.netbox.sync import (
     _place,
     port_speeds,
     release_problem,
-    renames,
     split_cages,
     token_value,
 )
