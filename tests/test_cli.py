@@ -241,10 +241,12 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
 
 
-def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
+def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Path) -> None:
     """Racks renamed (``rack_name``): a cable between unrenamed switches keeps its two ends and its id but its end
-    labels name the new racks (a relabel); one whose top-of-rack switch is renamed with its rack keeps its id at the
-    aggregation port but ends at the renamed switch (a re-patch). Neither is a removal plus an addition."""
+    labels name the new racks (a relabel); a top-of-rack switch renamed with its rack (oob-l01 -> oob-l-01) keeps
+    its rack (as renamed), U, face and type, so it has moved, as NetBox sync renames it: its cables are relabels
+    too (the BMC cords' ids and the breakout trunk's legs), not removals plus additions or re-patches, and its
+    configuration is compared with the one it had."""
     out = tmp_path / "out"
     assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
     spec = tmp_path / "racks.yaml"
@@ -254,32 +256,67 @@ def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
     spec.write_text(text.replace(rows, rows + '  rack_name: "{row}-{rack:02d}"\n'))
     result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
     assert result.exit_code == 0, result.output
-    listing, _, sections = result.stdout.partition("\nRelabel: ")
-    relabels, _, repatches = sections.partition("\nRe-patch: ")
-    # a cage-pair cable's two links are one relabel, a breakout's four legs one re-patch: the cable's
-    assert "~ cabling/cables.csv  (8 cables to add, 8 cables to remove, 156 cables to relabel, 2 cables to " \
-           "re-patch)" in listing
+    listing, _, relabels = result.stdout.partition("\nRelabel: ")
+    assert "\nRe-patch: " not in result.stdout
+    # a cage-pair cable's two links are one relabel, a breakout's four legs too: the cable's
+    assert "~ cabling/cables.csv  (166 cables to relabel)" in listing
     assert "cable compute-su01-leaf0:5/1" not in listing and "oob-agg01-001" not in listing
+    assert ("  # switch oob-l04 has moved to oob-l-04  ~ rack: L04 -> L-04\n"
+            "  ~ switches/oob-l-04/config_db.json  (moved from switches/oob-l04/config_db.json; 1 config entry to "
+            "change; +1 -1 lines)\n"
+            "      ~ config entry DEVICE_METADATA|localhost  hostname: oob-l04 -> oob-l-04\n") in listing
+    assert "switches/oob-l04/" not in listing.replace("moved from switches/oob-l04/", "")
+    assert "~ switch oob-l-04  name: oob-l04 -> oob-l-04; rack: L04 -> L-04" in listing
+    assert "~ address hgx07:BMC 10.44.0.26/29 (host)  peer: oob-l04 -> oob-l-04" in listing
     assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
             "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
             "compute-spine001 1/1") in relabels
-    assert "... and 131 more cables to relabel (plan --json lists every one)" in relabels
-    assert ("~ cable oob-agg01-001  oob-l01+oob-l02+oob-l03+oob-l04:49 <-> oob-agg01:1/1+1/2+1/3+1/4 -> "
-            "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> oob-agg01:1/1+1/2+1/3+1/4; a_rack: L01 -> L-01") in repatches
-    assert "Plan for" in repatches and "cables: 8 to add, 0 to change, 8 to remove, 156 to relabel, 2 to re-patch" \
-        in repatches
+    assert "... and 141 more cables to relabel (plan --json lists every one)" in relabels
+    assert ("Plan for " in relabels and "4 to create, 22 to update, 4 to delete, 68 unchanged (4 of those created "
+            "and deleted are files moved with a renamed device)." in relabels)
+    assert ("devices: 4 moved (renamed in place); addresses: 0 to add, 32 to change, 0 to remove; cables: 0 to add, "
+            "0 to change, 0 to remove, 166 to relabel; ports: 0 newly cabled, 0 freed") in relabels
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert data["moved"] == [{"kind": "switch", "from": f"oob-l0{n}", "to": f"oob-l-0{n}"} for n in range(1, 5)]
+    assert next(d for d in data["diffs"] if d.get("moved_from") == "switches/oob-l04/config_db.json")["path"] == \
+        "switches/oob-l-04/config_db.json"
+    addresses = next(d for d in data["diffs"] if d["path"] == "addressing/oob.csv")["rows"]
+    assert next(r for r in addresses if r["subject"] == "oob-l-04:49 10.45.0.13/31 (p2p)")["fields"] == {
+        "device": ["oob-l04", "oob-l-04"]}
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
-    assert Counter(r["action"] for r in cables) == {"relabel": 156, "re-patch": 2, "create": 8, "delete": 8}
+    assert Counter(r["action"] for r in cables) == {"relabel": 166}
     pair = next(r for r in cables if r["subject"] == "storage-leaf001:21/1+21/2 <-> storage-spine01:1/1+1/2")
-    assert (pair["action"], pair["fields"]["a_label"]) == ("relabel", [
-        "storage-spine01-001/A to M01 storage-spine01 1/1+1/2",
-        "storage-spine01-001/A to M-01 storage-spine01 1/1+1/2"])
-    repatch = next(r for r in cables if r["subject"] == "oob-agg01-001")
-    assert (repatch["action"], repatch["from"], repatch["to"]) == (
-        "re-patch", "oob-l01+oob-l02+oob-l03+oob-l04:49 <-> oob-agg01:1/1+1/2+1/3+1/4",
-        "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> oob-agg01:1/1+1/2+1/3+1/4")
-    assert repatch["fields"]["a_device"][1].startswith("oob-l-0")
+    assert pair["fields"]["a_label"] == ["storage-spine01-001/A to M01 storage-spine01 1/1+1/2",
+                                         "storage-spine01-001/A to M-01 storage-spine01 1/1+1/2"]
+    cord = next(r for r in cables if r["subject"] == "hgx07:BMC <-> oob-l-04:1")
+    assert (cord["fields"]["cable_id"], cord["fields"]["z_device"]) == (["oob-l04-001", "oob-l-04-001"],
+                                                                        ["oob-l04", "oob-l-04"])
+    trunk = next(r for r in cables if r["subject"] == "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> "
+                 "oob-agg01:1/1+1/2+1/3+1/4")
+    assert trunk["action"] == "relabel" and trunk["fields"]["a_device"][1].startswith("oob-l-0")
+
+
+def test_a_renamed_node_group_relabels_its_cables(tmp_path: Path) -> None:
+    """A node group renamed (``nodes[].name``: hgx01 -> gpu01): each node keeps its rack, U, face and type, so it
+    has moved; the cables whose id is its leaf's keep it and relabel their node end (were re-patches)."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "gpus.yaml"
+    spec.write_text(re.sub(r"hgx(?=\{|0)", "gpu", (INVENTORIES / "lab-1su.yaml").read_text()))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "\nRe-patch: " not in result.stdout and "  - cable " not in result.stdout
+    assert ("  # node hgx07 has moved to gpu07\n"
+            "  ~ hosts/gpu07/netplan-roce.yaml  (moved from hosts/hgx07/netplan-roce.yaml; +1 -1 lines)") in \
+        result.stdout
+    assert "cables: 0 to add, 0 to change, 0 to remove, 80 to relabel" in result.stdout
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert {(m["kind"], m["from"], m["to"]) for m in data["moved"]} == {
+        ("node", f"hgx0{n}", f"gpu0{n}") for n in range(1, 9)}
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    nic = next(r for r in cables if r["subject"] == "gpu07:NIC0 <-> compute-su01-leaf0:4/1")
+    assert (nic["action"], nic["fields"]["a_device"]) == ("relabel", ["hgx07", "gpu07"])
+    assert "cable_id" not in nic["fields"]
 
 
 def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:

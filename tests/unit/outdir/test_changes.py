@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricgen.core.artifacts import Artifact, Table
+from fabricgen.core.artifacts import Artifact, Places, Table
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir import changes
 from fabricgen.outdir.apply import apply_plan
@@ -263,3 +263,39 @@ def test_an_added_or_removed_row_carries_the_label_of_its_item(tmp_path: Path) -
     (diff,) = describe(plan, [table])
     assert sorted((r.action, r.label) for r in diff.rows) == [
         (Action.CREATE, "c2"), (Action.DELETE, "c1"), (Action.DELETE, "p1")]
+
+
+DEVICES = "name,rack,u,face,type\n"
+PLACED = Places("t/devices.csv", "name", ("rack", "u", "face", "type"))
+ENDS = Table("t/cables.csv", "cable", ("a", "b", "z"), "{a}:{b} <-> {z}", labels=("id",), devices=("a", "z"))
+
+
+def test_a_device_renamed_in_place_is_moved_its_rows_and_files_follow(tmp_path: Path) -> None:
+    """A device whose name goes while a new one stands at its rack (renamed with its row: its occupants that keep
+    their names tell it), U, face and type has moved: its cable rows match under its new name (the same ends:
+    relabelled, not removed and added) and its own file is compared with the one its old name had."""
+    old = {"t/devices.csv": DEVICES + "n1,L01,2,front,hgx\nsw-l01,L01,48,front,SN2201\nsw-x,M01,1,front,SN2201\n",
+           "t/cables.csv": "id,a,b,z\nsw-l01-1,n1,BMC,sw-l01\nsw-x-1,n1,NIC,sw-x\n",
+           "switches/sw-l01/config": "hostname sw-l01\nmtu 9100\n"}
+    _applied(tmp_path, old)
+    new = {"t/devices.csv": DEVICES + "n1,K01,2,front,hgx\nsw-k01,K01,48,front,SN2201\nsw-x,M01,1,front,SN2201\n",
+           "t/cables.csv": "id,a,b,z\nsw-k01-1,n1,BMC,sw-k01\nsw-x-1,n1,NIC,sw-x\n",
+           "switches/sw-k01/config": "hostname sw-k01\nmtu 9100\n"}
+    plan = _plan(tmp_path, new)
+    moved = changes.moved_devices(plan, [PLACED])
+    assert moved == {"sw-l01": "sw-k01"}
+    diffs = {d.change.path: d for d in describe(plan, [ENDS], moved)}
+    assert "switches/sw-l01/config" not in diffs  # listed once, at its new path
+    config = diffs["switches/sw-k01/config"]
+    assert (config.change.action, config.moved_from, config.lines) == (Action.CREATE, "switches/sw-l01/config",
+                                                                       (1, 1))
+    assert config.unified()[:2] == ["--- a/switches/sw-l01/config", "+++ b/switches/sw-k01/config"]
+    (cord,) = diffs["t/cables.csv"].rows
+    assert (cord.action, cord.subject, cord.fields) == (RowKind.RELABEL, "n1:BMC <-> sw-k01", (
+        ("id", "sw-l01-1", "sw-k01-1"), ("z", "sw-l01", "sw-k01")))
+    # without the moves, the same plan removes and adds the cord and its switch's file
+    plain = {d.change.path: d for d in describe(plan, [ENDS])}
+    assert {r.action for r in plain["t/cables.csv"].rows} == {Action.CREATE, Action.DELETE}
+    assert plain["switches/sw-l01/config"].change.action is Action.DELETE
+    # a plan that changes no file of the places moves nothing
+    assert changes.moved_devices(_plan(tmp_path, {**old, "t/cables.csv": "id,a,b,z\n"}), [PLACED]) == {}
