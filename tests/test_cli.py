@@ -807,9 +807,19 @@ def test_renamed_from_adopts_out_for_the_renamed_cluster_only(tmp_path: Path) ->
     applied = runner.invoke(app, ["apply", str(saved)])
     assert applied.exit_code == 0 and "this plan adopts it for cluster lab-b at lab2" in applied.stdout, applied.output
     assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}
-    # from then on OUT is lab-b's: the option is a no-op, and the cluster it held is now the one refused
+    # from then on OUT is lab-b's: the option adopts nothing, and says so after the listing (the other warnings
+    # too), and the cluster it held is now the one refused
     again = runner.invoke(app, ["plan", str(renamed), *adopt, "--detailed-exitcode"])
     assert again.exit_code == 0 and "this plan adopts" not in again.stdout, again.output
+    unused = (f"warning: [renamed-from] --renamed-from: {out} holds cluster lab-b at lab2 already (its lock file says "
+              "so): --renamed-from lab-1su@lab has nothing to adopt (hint: drop --renamed-from: it is needed once, by "
+              "the plan and apply that take OUT over from the name the cluster had)")
+    assert " ".join(again.stderr.split()).endswith(unused), again.stderr
+    assert "[dual-homing]" in again.stderr.split("[renamed-from]")[0]
+    warned = json.loads(runner.invoke(app, ["plan", str(renamed), *adopt, "--json"]).stdout)["warnings"]
+    assert (warned[-1]["check"], warned[-1]["path"], warned[-1]["severity"]) == (
+        "renamed-from", "--renamed-from", "warning")
+    assert "[renamed-from]" not in runner.invoke(app, ["plan", str(renamed), "-o", str(out)]).stderr
     refused = runner.invoke(app, ["apply", str(third), *adopt, "--yes"])
     assert refused.exit_code == 1 and "holds cluster lab-b at lab2" in refused.stderr, refused.output
     # apply (no saved plan) adopts too

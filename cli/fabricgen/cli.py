@@ -62,7 +62,15 @@ from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe, moved_devices
 from fabricgen.outdir.lock import ClusterId, Inputs, Owners, read_lock
-from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unchanged_plan
+from fabricgen.outdir.plan import (
+    Action,
+    Plan,
+    compute_plan,
+    plan_to_json,
+    refuse_other_cluster,
+    unchanged_plan,
+    unused_renamed_from,
+)
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
 from fabricgen.spec.validate import secret_keys
@@ -753,6 +761,7 @@ def plan(
         else:
             warnings = current.last_run.warnings
         refuse_other_cluster(current, force, renamed_from)  # before a listing of one cluster's files replaced
+        shown = _with_unused(warnings, current, renamed_from)
         holder["plan"] = current
         _progress.step("describing the changes")
         described = _describe(current)
@@ -768,12 +777,12 @@ def plan(
                     "moved": [{"kind": kind, "from": old, "to": new}
                               for kind, old, new in described.moves(current.owners)],
                     "diffs": [_diff_json(d) for d in described.diffs],
-                    "warnings": [_finding_dict(f) for f in warnings]}
+                    "warnings": [_finding_dict(f) for f in shown]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
             _print_adoption(current)
             _print_plan(current, described, show_diff)
-            _print_warnings(warnings)
+            _print_warnings(shown)
             if save is not None and not refused:
                 out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
                           "while nothing changes.", soft_wrap=True)
@@ -831,7 +840,7 @@ def apply(
         _progress.stop()
         _print_adoption(current)
         _print_plan(current, described, False)
-        _print_warnings(warnings)
+        _print_warnings(_with_unused(warnings, current, renamed))  # the compile's alone are the last run's
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, forced, renamed, named, warnings, saved.state_digest)
                    if saved is not None else _write(current, yes, forced, renamed, named, warnings))
@@ -842,6 +851,12 @@ def apply(
 
     _run(action)
     _fail(holder["code"])
+
+
+def _with_unused(warnings: Sequence[Finding], current: Plan, renamed_from: str) -> list[Finding]:
+    """The run's warnings, and after them one for a ``--renamed-from`` with nothing to adopt."""
+    unused = unused_renamed_from(current, renamed_from)
+    return [*warnings, *([unused] if unused is not None else [])]
 
 
 def _print_adoption(current: Plan) -> None:
