@@ -222,7 +222,7 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     after = {s["sheet"]: s["revision"] for s in
              json.loads(runner.invoke(app, ["explain", str(spec), "--json"]).stdout)["sheets"]}
     assert f"~ sheet rack M01  revision: {before['rack M01']} -> {after['rack M01']}" in text
-    assert "- sheet rack L04\n" in text and "rack L04" not in after
+    assert f"- sheet rack L04  [revision {before['rack L04']}]\n" in text and "rack L04" not in after  # to discard
     assert "sheet rack L01" not in text and before["rack L01"] == after["rack L01"], "an unchanged sheet: no line"
     assert "sheets: 0 to add, 4 to change, 1 to remove" in text
     # a switch config by its entries, in SONiC's own TABLE|key terms (U9): the freed leaf port's buffers are zeroed
@@ -266,6 +266,10 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
             "change; +1 -1 lines)\n"
             "      ~ config entry DEVICE_METADATA|localhost  hostname: oob-l04 -> oob-l-04\n") in listing
     assert "switches/oob-l04/" not in listing.replace("moved from switches/oob-l04/", "")
+    # a sheet removed (rack L04's, now L-04's) names the revision printed on it: the sheet to discard
+    printed = {r["sheet"]: r["revision"] for r in csv.DictReader(io.StringIO(
+        (out / "cabling/revisions.csv").read_text()))}
+    assert f"      - sheet rack L04  [revision {printed['rack L04']}]\n" in listing
     assert "~ switch oob-l-04  name: oob-l04 -> oob-l-04; rack: L04 -> L-04" in listing
     assert "~ address hgx07:BMC 10.44.0.26/29 (host)  peer: oob-l04 -> oob-l-04" in listing
     assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
@@ -280,6 +284,9 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
     assert data["moved"] == [{"kind": "switch", "from": f"oob-l0{n}", "to": f"oob-l-0{n}"} for n in range(1, 5)]
     assert next(d for d in data["diffs"] if d.get("moved_from") == "switches/oob-l04/config_db.json")["path"] == \
         "switches/oob-l-04/config_db.json"
+    sheets = next(d for d in data["diffs"] if d["path"] == "cabling/revisions.csv")["rows"]
+    assert {"action": "delete", "subject": "rack L04", "label": f"revision {printed['rack L04']}", "fields": {}} in \
+        sheets
     addresses = next(d for d in data["diffs"] if d["path"] == "addressing/oob.csv")["rows"]
     assert next(r for r in addresses if r["subject"] == "oob-l-04:49 10.45.0.13/31 (p2p)")["fields"] == {
         "device": ["oob-l04", "oob-l-04"]}

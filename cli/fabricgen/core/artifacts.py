@@ -54,7 +54,10 @@ class Table:
     ``estimates``: columns computed for information (a cable's estimated run): a row whose only changes are there
     changes nothing at the racks, and is counted and listed apart, after the rows that do. ``devices``: the key
     columns naming a device (a cable's two ends' devices): a device renamed (:class:`Places`) keeps its rows, each
-    matched under its new name, so its cables are relabelled and its addresses changed, not removed and added."""
+    matched under its new name, so its cables are relabelled and its addresses changed, not removed and added.
+    ``mark``: for a table without labels, how an added or removed row's item is told apart beside its subject (a
+    template: a printed sheet's ``revision {revision}``, the revision printed on it, so the sheet to discard or
+    print is known)."""
 
     pattern: str
     noun: str
@@ -67,6 +70,7 @@ class Table:
     estimates: tuple[str, ...] = ()
     item: str = ""
     devices: tuple[str, ...] = ()
+    mark: str = ""
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ class RowChange:
     derived: tuple[str, ...] = ()  # columns of ``fields`` that only restate others (the listing omits them)
     moved: tuple[str, str] = ("", "")
     # an added or removed row's name on the installed item (a cable's id: the physical cable's for one of
-    # several links), which the plan prints beside its ends so a crew pulling it finds the labelled cable
+    # several links; a printed sheet's revision), which the plan prints beside its ends so a crew pulling it finds
+    # the labelled cable, and a technician the printed sheet to discard
     label: str = ""
 
     @property
@@ -453,8 +454,9 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
 
 
 def _label(row: dict[str, str], table: Table) -> str:
-    """What a row's installed item is called: its first label column's value (a cable's id)."""
-    return row.get(table.labels[0], "") if table.labels else ""
+    """What a row's installed item is called: its first label column's value (a cable's id), else its mark (a
+    printed sheet's revision)."""
+    return row.get(table.labels[0], "") if table.labels else _format(table.mark, row) if table.mark else ""
 
 
 _Named = tuple[RowChange, dict[str, str], dict[str, str]]  # a row's change, the row it names, the row before

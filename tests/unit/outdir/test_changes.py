@@ -299,3 +299,14 @@ def test_a_device_renamed_in_place_is_moved_its_rows_and_files_follow(tmp_path: 
     assert plain["switches/sw-l01/config"].change.action is Action.DELETE
     # a plan that changes no file of the places moves nothing
     assert changes.moved_devices(_plan(tmp_path, {**old, "t/cables.csv": "id,a,b,z\n"}), [PLACED]) == {}
+
+
+def test_a_sheet_added_or_removed_is_named_by_its_mark(tmp_path: Path) -> None:
+    """A table without labels names an added or removed row by its mark (a printed sheet by its revision, so the
+    sheet to discard is known); a changed one by its fields."""
+    sheets = Table("t/revisions.csv", "sheet", ("sheet",), "{sheet}", mark="revision {revision}")
+    _applied(tmp_path, {"t/revisions.csv": "sheet,revision\nrack L01,aaa\nrack M01,bbb\n"})
+    (diff,) = describe(_plan(tmp_path, {"t/revisions.csv": "sheet,revision\nrack K01,ccc\nrack M01,ddd\n"}), [sheets])
+    assert [(r.action, r.subject, r.label, r.fields) for r in diff.rows] == [
+        (Action.CREATE, "rack K01", "revision ccc", ()), (Action.DELETE, "rack L01", "revision aaa", ()),
+        (Action.UPDATE, "rack M01", "", (("revision", "bbb", "ddd"),))]
