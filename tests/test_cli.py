@@ -236,7 +236,12 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert sum(r["action"] == "delete" for r in cables["rows"]) == 20
     assert {r["action"] for r in cables["rows"]} == {"delete", "update"}
     trunk = next(r for r in cables["rows"] if r["action"] == "update" and "oob-agg02" in r["subject"])
-    assert trunk["fields"]["oob-l04:50 <-> oob-agg02:1/4"] == ["", None], "the leg it loses"
+    # the leg it loses is a leg's removal in its legs (not a field named by its ends), beside the legs that stay
+    assert "oob-l04:50 <-> oob-agg02:1/4" not in trunk["fields"] and trunk["fields"]["z_label"][1].endswith(
+        "oob-l01,oob-l02,oob-l03")
+    assert [(leg["action"], leg["subject"]) for leg in trunk["legs"]] == [
+        ("relabel", f"oob-l0{n}:50 <-> oob-agg02:1/{n}") for n in (1, 2, 3)] + [
+        ("delete", "oob-l04:50 <-> oob-agg02:1/4")]
     diffed = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--diff"]).stdout
     assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
 
@@ -300,7 +305,12 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
                                                                         ["oob-l04", "oob-l-04"])
     trunk = next(r for r in cables if r["subject"] == "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> "
                  "oob-agg01:1/1+1/2+1/3+1/4")
-    assert trunk["action"] == "relabel" and trunk["fields"]["a_device"][1].startswith("oob-l-0")
+    # each leg keeps its own value of a field the legs change differently (its rack, its switch); the trunk's
+    # fields hold only what they change alike
+    assert trunk["action"] == "relabel" and "a_rack" not in trunk["fields"] and "a_device" not in trunk["fields"]
+    assert [(leg["subject"], leg["fields"]["a_rack"], leg["fields"]["a_device"]) for leg in trunk["legs"]] == [
+        (f"oob-l-0{n}:49 <-> oob-agg01:1/{n}", [f"L0{n}", f"L-0{n}"], [f"oob-l0{n}", f"oob-l-0{n}"])
+        for n in range(1, 5)]
 
 
 def test_a_renamed_node_group_relabels_its_cables(tmp_path: Path) -> None:
@@ -406,7 +416,10 @@ def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
     assert Counter(r["action"] for r in cables) == {"update": 57, "estimate": 109}
-    assert all(set(r["fields"]) == {"run_m"} for r in cables if r["action"] == "estimate")
+    # a trunk's legs' runs change each by its own length: each leg's in its legs
+    assert all(set(r["fields"]) | {c for leg in r.get("legs", ()) for c in leg["fields"]} == {"run_m"}
+               for r in cables if r["action"] == "estimate")
+    assert any("legs" in r and "run_m" not in r["fields"] for r in cables if r["action"] == "estimate")
 
 
 def test_a_comment_edit_reissues_no_sheet(tmp_path: Path) -> None:

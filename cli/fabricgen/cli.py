@@ -638,16 +638,26 @@ def _describe(current: Plan) -> _Described:
     return _Described(describe(current, TABLES, moved), moved)
 
 
+def _row_json(r: RowChange) -> dict[str, Any]:
+    """A row's change for ``--json``: ``fields`` one [old, new] per column; an installed item of several rows
+    (``legs``: a breakout's legs, a cage pair's links) holds there the columns its rows change alike, and lists each
+    row's own change (its action, subject and fields) under ``legs``, which also carry the rows it gains or loses."""
+    ends = {leg.subject for leg in r.legs if leg.action in (Action.CREATE, Action.DELETE)}
+    changed = [f for f in r.fields if f[0] not in ends]  # a leg gained or lost is a leg's action, not a field
+    alike = Counter(column for column, _, _ in changed)
+    return {"action": r.action.value, "subject": r.subject, **({"label": r.label} if r.label else {}),
+            "fields": {c: [old, new] for c, old, new in changed if alike[c] == 1},
+            **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {}),
+            **({"legs": [_row_json(leg) for leg in r.legs]} if r.legs else {})}
+
+
 def _diff_json(d: FileDiff) -> dict[str, Any]:
     data: dict[str, Any] = {"path": d.change.path, "binary": d.binary, **({"moved_from": d.moved_from}
                                                                           if d.moved_from else {})}
     if d.noun:
         data["noun"] = d.noun
         data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
-        data["rows"] = [{"action": r.action.value, "subject": r.subject, **({"label": r.label} if r.label else {}),
-                         "fields": {c: [old, new] for c, old, new in r.fields},
-                         **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {})}
-                        for r in d.rows]
+        data["rows"] = [_row_json(r) for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
     if not d.noun or d.lines != (0, 0):
         data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}

@@ -60,6 +60,9 @@ class RowChange:
     # several links; a printed sheet's revision), which the plan prints beside its ends so a crew pulling it finds
     # the labelled cable, and a technician the printed sheet to discard
     label: str = ""
+    # an installed item of several rows (a breakout's legs, a cage-pair cable's links): each of its rows' own
+    # change, in natural order, so a field its legs change differently (each leg's a_rack) keeps each leg's value
+    legs: tuple[RowChange, ...] = ()
 
     @property
     def shown_fields(self) -> tuple[Field, ...]:
@@ -493,13 +496,14 @@ def _item_change(item: str, members: Sequence[_Named], table: Table) -> RowChang
         fields.update(dict.fromkeys(change.fields))
     shown = {c for change, _, _ in members for c, _, _ in change.shown_fields}
     derived = tuple(dict.fromkeys(c for change, _, _ in members for c in change.derived if c not in shown))
+    legs = tuple(change for change, _, _ in members)
     if actions == {RowKind.REPATCH}:
         moved = (_joined(table.subject, [before for _, _, before in members]), subject)
-        return RowChange(RowKind.REPATCH, item, tuple(fields), derived, moved)
+        return RowChange(RowKind.REPATCH, item, tuple(fields), derived, moved, legs=legs)
     action = actions.pop() if len(actions) == 1 else RowKind.RELABEL if actions <= {
         RowKind.RELABEL, RowKind.ESTIMATE} else Action.UPDATE
     return RowChange(action, subject, tuple(fields), derived, label=item if action in (Action.CREATE, Action.DELETE)
-                     else "")
+                     else "", legs=legs)
 
 
 def _joined(template: str, rows: Sequence[dict[str, str]]) -> str:

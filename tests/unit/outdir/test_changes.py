@@ -237,6 +237,10 @@ def test_the_rows_of_one_installed_item_are_one_change(tmp_path: Path) -> None:
          (("n3:1 <-> s1:1/3", "", None), ("zl", "t1/Z to n1+n2+n3", "t1/Z to n1+n2"))),
         (RowKind.RELABEL, "l1:1/1+l1:1/2 <-> s1:2/1+s1:2/2", (("zl", "p1/Z r1", "p1/Z R1"),)),
         (RowKind.RELABEL, "n9:1 <-> s1:9", (("zl", "c1/Z", "c1/Z new"),))]
+    # the item keeps each row's own change (its legs), the leg it lost among them; a row alone has none
+    assert [(leg.action, leg.subject) for leg in diff.rows[2].legs] == [
+        (RowKind.RELABEL, "n1:1 <-> s1:1/1"), (RowKind.RELABEL, "n2:1 <-> s1:1/2"), (Action.DELETE, "n3:1 <-> s1:1/3")]
+    assert diff.rows[4].legs == ()
     # without ``item`` each row is a change of its own: the trunk's two staying legs are two relabels
     (rows,) = describe(plan, [Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", labels=("id", "zl"))])
     assert sum(r.action is RowKind.RELABEL for r in rows.rows) == 5 and len(rows.rows) == 10
