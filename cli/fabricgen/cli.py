@@ -528,12 +528,12 @@ def _totals(diffs: Sequence[FileDiff], moved: int = 0) -> str:
     return "; ".join(words)
 
 
-def _heading(owner: str, device: RowChange | None, moved: Mapping[str, str]) -> str:
-    """A group's heading: its device or part of the cluster, a renamed device as Terraform's ``moved`` reads (``#
-    switch oob-l04 has moved to oob-k04``), and the device's own change (its row in a table such as
-    topology/<fabric>.json: its model, tier or rack), the change a change board must see first."""
+def _heading(owner: str, device: RowChange | None, renamed: Mapping[str, str]) -> str:
+    """A group's heading: its device or part of the cluster, a renamed device (``renamed``: new name -> old) as
+    Terraform's ``moved`` reads (``# switch oob-l04 has moved to oob-k04``), and the device's own change (its row in
+    a table such as topology/<fabric>.json: its model, tier or rack), the change a change board must see first."""
     kind, _, name = owner.rpartition(" ")
-    was = {new: old for old, new in moved.items()}.get(name) if kind else None
+    was = renamed.get(name) if kind else None
     title = f"{kind} {was} has moved to {name}" if was else owner
     fields = [_field(*f) for f in device.shown_fields if f[1:] != (was, name)] if device else []
     detail = f"  [yellow]~ {_safe('; '.join(fields))}[/]" if fields else ""
@@ -558,8 +558,9 @@ def _print_plan(plan: Plan, described: _Described, show_diff: bool) -> None:
         groups.setdefault(group(d), []).append(d)
     for kind, _, new in described.moves(owners):  # a renamed device with no file of its own: its move alone
         groups.setdefault(f"{kind} {new}", [])
+    renamed = {new: old for old, new in moved.items()}
     for owner, members in groups.items():  # printed at once below: one console call per line cost ~1 s for a
-        lines.append(_heading(owner, devices.get(owner), moved))  # 16k-GPU cluster's 6,000
+        lines.append(_heading(owner, devices.get(owner), renamed))  # 16k-GPU cluster's 6,000
         for d in members:
             sign, colour = ("~", "yellow") if d.moved_from else _STYLE[d.change.action]
             lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{_note(d)}")

@@ -120,8 +120,9 @@ def _placed(data: bytes, declared: Places, places: dict[str, Place]) -> None:
     """The devices a CSV places (name -> rack, U, face, type), into ``places``; a row with no rack or no U is not
     racked (its rack ""), one missing a column ignored."""
     for row in csv.DictReader(io.StringIO(_text(data) or "")):
-        name, place = row.get(declared.name), tuple(row.get(column) or "" for column in declared.place)
-        if name and None not in (row.get(column) for column in declared.place):
+        name, values = row.get(declared.name), [row.get(column) for column in declared.place]
+        if name and None not in values:
+            place = tuple(value or "" for value in values)
             places[name] = place if all(place[:2]) else ("", *place[1:])
 
 
@@ -132,9 +133,10 @@ def describe(plan: Plan, tables: Sequence[Table], moved: Mapping[str, str] | Non
     moved = moved or {}
     rendered = {a.path: a.content for a in plan.artifacts}
     files = _moved_files(plan, moved)
+    moved_away = set(files.values())  # listed with the file they moved to
     diffs = []
     for change in plan.changes:
-        if change.action is Action.UNCHANGED or change.path in files.values():
+        if change.action is Action.UNCHANGED or change.path in moved_away:
             continue
         # a table where a file fabricgen did not create stands: that file is no earlier version of it, so its rows
         # are all new (counted as for a table created whole), not a line diff against someone else's columns
