@@ -313,6 +313,26 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
         for n in range(1, 5)]
 
 
+def test_a_renamed_row_moves_its_top_of_rack_switches(tmp_path: Path) -> None:
+    """Issue 19: row L renamed K renames racks L01.. K01.. (told by the nodes that keep their names in them) and
+    their OOB switches oob-l01.. oob-k01.., which keep rack, U, face and type: each has moved, its BMC cords are
+    relabels (were a removal and an addition each) and the MPO trunks to them relabels (were re-patches)."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "row-k.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    spec.write_text(text.replace("{name: L, racks: 4}", "{name: K, racks: 4}").replace("rows: [L]", "rows: [K]"))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "\nRe-patch: " not in result.stdout and "  - cable " not in result.stdout
+    assert "  + cable " not in result.stdout
+    for n in range(1, 5):
+        assert f"  # switch oob-l0{n} has moved to oob-k0{n}  ~ rack: L0{n} -> K0{n}\n" in result.stdout
+    assert ("~ cable hgx01:BMC <-> oob-k01:1  cable_id: oob-l01-001 -> oob-k01-001; label: oob-l01-001 hgx01:BMC "
+            "oob-l01:1 -> oob-k01-001 hgx01:BMC oob-k01:1; ") in result.stdout
+    assert "cables: 0 to add, 0 to change, 0 to remove, 82 to relabel" in result.stdout
+
+
 def test_a_renamed_node_group_relabels_its_cables(tmp_path: Path) -> None:
     """A node group renamed (``nodes[].name``: hgx01 -> gpu01): each node keeps its rack, U, face and type, so it
     has moved; the cables whose id is its leaf's keep it and relabel their node end (were re-patches)."""
