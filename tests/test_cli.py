@@ -222,7 +222,7 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     after = {s["sheet"]: s["revision"] for s in
              json.loads(runner.invoke(app, ["explain", str(spec), "--json"]).stdout)["sheets"]}
     assert f"~ sheet rack M01  revision: {before['rack M01']} -> {after['rack M01']}" in text
-    assert "- sheet rack L04\n" in text and "rack L04" not in after
+    assert f"- sheet rack L04  [revision {before['rack L04']}]\n" in text and "rack L04" not in after  # to discard
     assert "sheet rack L01" not in text and before["rack L01"] == after["rack L01"], "an unchanged sheet: no line"
     assert "sheets: 0 to add, 4 to change, 1 to remove" in text
     # a switch config by its entries, in SONiC's own TABLE|key terms (U9): the freed leaf port's buffers are zeroed
@@ -236,15 +236,22 @@ def test_plan_names_cables_ports_addresses_and_lines(tmp_path: Path) -> None:
     assert sum(r["action"] == "delete" for r in cables["rows"]) == 20
     assert {r["action"] for r in cables["rows"]} == {"delete", "update"}
     trunk = next(r for r in cables["rows"] if r["action"] == "update" and "oob-agg02" in r["subject"])
-    assert trunk["fields"]["oob-l04:50 <-> oob-agg02:1/4"] == ["", None], "the leg it loses"
+    # the leg it loses is a leg's removal in its legs (not a field named by its ends), beside the legs that stay
+    assert "oob-l04:50 <-> oob-agg02:1/4" not in trunk["fields"] and trunk["fields"]["z_label"][1].endswith(
+        "oob-l01,oob-l02,oob-l03")
+    assert [(leg["action"], leg["subject"]) for leg in trunk["legs"]] == [
+        ("relabel", f"oob-l0{n}:50 <-> oob-agg02:1/{n}") for n in (1, 2, 3)] + [
+        ("delete", "oob-l04:50 <-> oob-agg02:1/4")]
     diffed = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--diff"]).stdout
     assert "--- a/infiniband/compute/opensm.conf" in diffed and "+++ b/infiniband/compute/opensm.conf" in diffed
 
 
-def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
+def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Path) -> None:
     """Racks renamed (``rack_name``): a cable between unrenamed switches keeps its two ends and its id but its end
-    labels name the new racks (a relabel); one whose top-of-rack switch is renamed with its rack keeps its id at the
-    aggregation port but ends at the renamed switch (a re-patch). Neither is a removal plus an addition."""
+    labels name the new racks (a relabel); a top-of-rack switch renamed with its rack (oob-l01 -> oob-l-01) keeps
+    its rack (as renamed), U, face and type, so it has moved, as NetBox sync renames it: its cables are relabels
+    too (the BMC cords' ids and the breakout trunk's legs), not removals plus additions or re-patches, and its
+    configuration is compared with the one it had."""
     out = tmp_path / "out"
     assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
     spec = tmp_path / "racks.yaml"
@@ -254,32 +261,99 @@ def test_relabels_and_repatches_have_their_own_sections(tmp_path: Path) -> None:
     spec.write_text(text.replace(rows, rows + '  rack_name: "{row}-{rack:02d}"\n'))
     result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
     assert result.exit_code == 0, result.output
-    listing, _, sections = result.stdout.partition("\nRelabel: ")
-    relabels, _, repatches = sections.partition("\nRe-patch: ")
-    # a cage-pair cable's two links are one relabel, a breakout's four legs one re-patch: the cable's
-    assert "~ cabling/cables.csv  (8 cables to add, 8 cables to remove, 156 cables to relabel, 2 cables to " \
-           "re-patch)" in listing
+    listing, _, relabels = result.stdout.partition("\nRelabel: ")
+    assert "\nRe-patch: " not in result.stdout
+    # a cage-pair cable's two links are one relabel, a breakout's four legs too: the cable's
+    assert "~ cabling/cables.csv  (166 cables to relabel)" in listing
     assert "cable compute-su01-leaf0:5/1" not in listing and "oob-agg01-001" not in listing
+    assert ("  # switch oob-l04 has moved to oob-l-04  ~ rack: L04 -> L-04\n"
+            "  ~ switches/oob-l-04/config_db.json  (moved from switches/oob-l04/config_db.json; 1 config entry to "
+            "change; +1 -1 lines)\n"
+            "      ~ config entry DEVICE_METADATA|localhost  hostname: oob-l04 -> oob-l-04\n") in listing
+    assert "switches/oob-l04/" not in listing.replace("moved from switches/oob-l04/", "")
+    # a sheet removed (rack L04's, now L-04's) names the revision printed on it: the sheet to discard
+    printed = {r["sheet"]: r["revision"] for r in csv.DictReader(io.StringIO(
+        (out / "cabling/revisions.csv").read_text()))}
+    assert f"      - sheet rack L04  [revision {printed['rack L04']}]\n" in listing
+    assert "~ switch oob-l-04  name: oob-l04 -> oob-l-04; rack: L04 -> L-04" in listing
+    assert "~ address hgx07:BMC 10.44.0.26/29 (host)  peer: oob-l04 -> oob-l-04" in listing
     assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
             "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
             "compute-spine001 1/1") in relabels
-    assert "... and 131 more cables to relabel (plan --json lists every one)" in relabels
-    assert ("~ cable oob-agg01-001  oob-l01+oob-l02+oob-l03+oob-l04:49 <-> oob-agg01:1/1+1/2+1/3+1/4 -> "
-            "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> oob-agg01:1/1+1/2+1/3+1/4; a_rack: L01 -> L-01") in repatches
-    assert "Plan for" in repatches and "cables: 8 to add, 0 to change, 8 to remove, 156 to relabel, 2 to re-patch" \
-        in repatches
+    assert "... and 141 more cables to relabel (plan --json lists every one)" in relabels
+    assert ("Plan for " in relabels and "4 to create, 22 to update, 4 to delete, 68 unchanged (4 of those created "
+            "and deleted are files moved with a renamed device)." in relabels)
+    assert ("devices: 4 moved (renamed in place); addresses: 0 to add, 32 to change, 0 to remove; cables: 0 to add, "
+            "0 to change, 0 to remove, 166 to relabel; ports: 0 newly cabled, 0 freed") in relabels
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert data["moved"] == [{"kind": "switch", "from": f"oob-l0{n}", "to": f"oob-l-0{n}"} for n in range(1, 5)]
+    assert next(d for d in data["diffs"] if d.get("moved_from") == "switches/oob-l04/config_db.json")["path"] == \
+        "switches/oob-l-04/config_db.json"
+    sheets = next(d for d in data["diffs"] if d["path"] == "cabling/revisions.csv")["rows"]
+    assert {"action": "delete", "subject": "rack L04", "label": f"revision {printed['rack L04']}", "fields": {}} in \
+        sheets
+    addresses = next(d for d in data["diffs"] if d["path"] == "addressing/oob.csv")["rows"]
+    assert next(r for r in addresses if r["subject"] == "oob-l-04:49 10.45.0.13/31 (p2p)")["fields"] == {
+        "device": ["oob-l04", "oob-l-04"]}
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
-    assert Counter(r["action"] for r in cables) == {"relabel": 156, "re-patch": 2, "create": 8, "delete": 8}
+    assert Counter(r["action"] for r in cables) == {"relabel": 166}
     pair = next(r for r in cables if r["subject"] == "storage-leaf001:21/1+21/2 <-> storage-spine01:1/1+1/2")
-    assert (pair["action"], pair["fields"]["a_label"]) == ("relabel", [
-        "storage-spine01-001/A to M01 storage-spine01 1/1+1/2",
-        "storage-spine01-001/A to M-01 storage-spine01 1/1+1/2"])
-    repatch = next(r for r in cables if r["subject"] == "oob-agg01-001")
-    assert (repatch["action"], repatch["from"], repatch["to"]) == (
-        "re-patch", "oob-l01+oob-l02+oob-l03+oob-l04:49 <-> oob-agg01:1/1+1/2+1/3+1/4",
-        "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> oob-agg01:1/1+1/2+1/3+1/4")
-    assert repatch["fields"]["a_device"][1].startswith("oob-l-0")
+    assert pair["fields"]["a_label"] == ["storage-spine01-001/A to M01 storage-spine01 1/1+1/2",
+                                         "storage-spine01-001/A to M-01 storage-spine01 1/1+1/2"]
+    cord = next(r for r in cables if r["subject"] == "hgx07:BMC <-> oob-l-04:1")
+    assert (cord["fields"]["cable_id"], cord["fields"]["z_device"]) == (["oob-l04-001", "oob-l-04-001"],
+                                                                        ["oob-l04", "oob-l-04"])
+    trunk = next(r for r in cables if r["subject"] == "oob-l-01+oob-l-02+oob-l-03+oob-l-04:49 <-> "
+                 "oob-agg01:1/1+1/2+1/3+1/4")
+    # each leg keeps its own value of a field the legs change differently (its rack, its switch); the trunk's
+    # fields hold only what they change alike
+    assert trunk["action"] == "relabel" and "a_rack" not in trunk["fields"] and "a_device" not in trunk["fields"]
+    assert [(leg["subject"], leg["fields"]["a_rack"], leg["fields"]["a_device"]) for leg in trunk["legs"]] == [
+        (f"oob-l-0{n}:49 <-> oob-agg01:1/{n}", [f"L0{n}", f"L-0{n}"], [f"oob-l0{n}", f"oob-l-0{n}"])
+        for n in range(1, 5)]
+
+
+def test_a_renamed_row_moves_its_top_of_rack_switches(tmp_path: Path) -> None:
+    """Issue 19: row L renamed K renames racks L01.. K01.. (told by the nodes that keep their names in them) and
+    their OOB switches oob-l01.. oob-k01.., which keep rack, U, face and type: each has moved, its BMC cords are
+    relabels (were a removal and an addition each) and the MPO trunks to them relabels (were re-patches)."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "row-k.yaml"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    spec.write_text(text.replace("{name: L, racks: 4}", "{name: K, racks: 4}").replace("rows: [L]", "rows: [K]"))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "\nRe-patch: " not in result.stdout and "  - cable " not in result.stdout
+    assert "  + cable " not in result.stdout
+    for n in range(1, 5):
+        assert f"  # switch oob-l0{n} has moved to oob-k0{n}  ~ rack: L0{n} -> K0{n}\n" in result.stdout
+    assert ("~ cable hgx01:BMC <-> oob-k01:1  cable_id: oob-l01-001 -> oob-k01-001; label: oob-l01-001 hgx01:BMC "
+            "oob-l01:1 -> oob-k01-001 hgx01:BMC oob-k01:1; ") in result.stdout
+    assert "cables: 0 to add, 0 to change, 0 to remove, 82 to relabel" in result.stdout
+
+
+def test_a_renamed_node_group_relabels_its_cables(tmp_path: Path) -> None:
+    """A node group renamed (``nodes[].name``: hgx01 -> gpu01): each node keeps its rack, U, face and type, so it
+    has moved; the cables whose id is its leaf's keep it and relabel their node end (were re-patches)."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "gpus.yaml"
+    spec.write_text(re.sub(r"hgx(?=\{|0)", "gpu", (INVENTORIES / "lab-1su.yaml").read_text()))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "\nRe-patch: " not in result.stdout and "  - cable " not in result.stdout
+    assert ("  # node hgx07 has moved to gpu07\n"
+            "  ~ hosts/gpu07/netplan-roce.yaml  (moved from hosts/hgx07/netplan-roce.yaml; +1 -1 lines)") in \
+        result.stdout
+    assert "cables: 0 to add, 0 to change, 0 to remove, 80 to relabel" in result.stdout
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert {(m["kind"], m["from"], m["to"]) for m in data["moved"]} == {
+        ("node", f"hgx0{n}", f"gpu0{n}") for n in range(1, 9)}
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    nic = next(r for r in cables if r["subject"] == "gpu07:NIC0 <-> compute-su01-leaf0:4/1")
+    assert (nic["action"], nic["fields"]["a_device"]) == ("relabel", ["hgx07", "gpu07"])
+    assert "cable_id" not in nic["fields"]
 
 
 def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
@@ -363,7 +437,10 @@ def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
     assert Counter(r["action"] for r in cables) == {"update": 57, "estimate": 109}
-    assert all(set(r["fields"]) == {"run_m"} for r in cables if r["action"] == "estimate")
+    # a trunk's legs' runs change each by its own length: each leg's in its legs
+    assert all(set(r["fields"]) | {c for leg in r.get("legs", ()) for c in leg["fields"]} == {"run_m"}
+               for r in cables if r["action"] == "estimate")
+    assert any("legs" in r and "run_m" not in r["fields"] for r in cables if r["action"] == "estimate")
 
 
 def test_a_comment_edit_reissues_no_sheet(tmp_path: Path) -> None:
@@ -771,9 +848,19 @@ def test_renamed_from_adopts_out_for_the_renamed_cluster_only(tmp_path: Path) ->
     applied = runner.invoke(app, ["apply", str(saved)])
     assert applied.exit_code == 0 and "this plan adopts it for cluster lab-b at lab2" in applied.stdout, applied.output
     assert json.loads((out / "fabricgen.lock.json").read_text())["cluster"] == {"name": "lab-b", "site": "lab2"}
-    # from then on OUT is lab-b's: the option is a no-op, and the cluster it held is now the one refused
+    # from then on OUT is lab-b's: the option adopts nothing, and says so after the listing (the other warnings
+    # too), and the cluster it held is now the one refused
     again = runner.invoke(app, ["plan", str(renamed), *adopt, "--detailed-exitcode"])
     assert again.exit_code == 0 and "this plan adopts" not in again.stdout, again.output
+    unused = (f"warning: [renamed-from] --renamed-from: {out} holds cluster lab-b at lab2 already (its lock file says "
+              "so): --renamed-from lab-1su@lab has nothing to adopt (hint: drop --renamed-from: it is needed once, by "
+              "the plan and apply that take OUT over from the name the cluster had)")
+    assert " ".join(again.stderr.split()).endswith(unused), again.stderr
+    assert "[dual-homing]" in again.stderr.split("[renamed-from]")[0]
+    warned = json.loads(runner.invoke(app, ["plan", str(renamed), *adopt, "--json"]).stdout)["warnings"]
+    assert (warned[-1]["check"], warned[-1]["path"], warned[-1]["severity"]) == (
+        "renamed-from", "--renamed-from", "warning")
+    assert "[renamed-from]" not in runner.invoke(app, ["plan", str(renamed), "-o", str(out)]).stderr
     refused = runner.invoke(app, ["apply", str(third), *adopt, "--yes"])
     assert refused.exit_code == 1 and "holds cluster lab-b at lab2" in refused.stderr, refused.output
     # apply (no saved plan) adopts too

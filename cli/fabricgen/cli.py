@@ -22,7 +22,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -60,9 +60,17 @@ from fabricgen.model.infiniband import IbSpeed
 from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
-from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe
+from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe, moved_devices
 from fabricgen.outdir.lock import ClusterId, Inputs, Owners, read_lock
-from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unchanged_plan
+from fabricgen.outdir.plan import (
+    Action,
+    Plan,
+    compute_plan,
+    plan_to_json,
+    refuse_other_cluster,
+    unchanged_plan,
+    unused_renamed_from,
+)
 from fabricgen.pipeline import Compiled, compile_spec, input_digest_now, loaded, render_spec
 from fabricgen.spec.load import MAX_SPEC_BYTES, STDIN, secret_spans, stdin_spec
 from fabricgen.spec.validate import secret_keys
@@ -377,7 +385,8 @@ _ROW_WORDS: dict[Action | RowKind, str] = {Action.CREATE: "to add", Action.UPDAT
                                            RowKind.RELABEL: "to relabel", RowKind.REPATCH: "to re-patch"}
 _WORDS = {action: word for action, word in _ROW_WORDS.items() if isinstance(action, Action)}
 ROW_LIMIT = 25  # rows of one table artifact listed per plan; --json lists every one
-_DEVICE_DIRS = {"switches": "switch", "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
+SWITCH_NOUN = "switch"  # what a row of a fabric's switches is (topology/<fabric>.json)
+_DEVICE_DIRS = {"switches": SWITCH_NOUN, "infiniband": "InfiniBand fabric", "pulumi": "Pulumi project"}
 
 
 def _owner(path: str, owners: Mapping[str, str]) -> str:
@@ -401,7 +410,8 @@ def _plural(noun: str, count: int = 2) -> str:
 
 def _note(d: FileDiff) -> str:
     change = d.change
-    notes = [change.reason] if change.reason and change.reason not in ("new artifact", "content changed") else []
+    notes = [f"moved from {d.moved_from}"] if d.moved_from else [change.reason] if change.reason and (
+        change.reason not in ("new artifact", "content changed")) else []
     if d.binary:
         notes.append("binary content")
     elif d.whole:
@@ -412,8 +422,10 @@ def _note(d: FileDiff) -> str:
                                for a, word in _ROW_WORDS.items() if counts[a]) or f"no {d.noun} changes")
         if d.lines != (0, 0):
             notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
-    elif change.action is Action.UPDATE and d.lines != (0, 0):
+    elif (change.action is Action.UPDATE or d.moved_from) and d.lines != (0, 0):
         notes.append(f"+{d.lines[0]} -{d.lines[1]} lines")
+    elif d.moved_from:
+        notes.append("same content")
     elif change.action is not Action.UPDATE:
         notes.append(f"{d.lines[0] or d.lines[1]} lines")
     # one parenthesis per path: its state first, in its colour (unmanaged: apply refuses it; drift: edited by hand)
@@ -482,9 +494,9 @@ def _print_unified(d: FileDiff, lines: list[str]) -> None:
         lines.append(f"    [{colour}]{text}[/]" if colour else f"    {text}")
 
 
-def _totals(diffs: Sequence[FileDiff]) -> str:
-    """The plan in the cluster's terms: rows per noun (cables, addresses, switches), each followed by its parts
-    (a cable's ports), then config entries and lines."""
+def _totals(diffs: Sequence[FileDiff], moved: int = 0) -> str:
+    """The plan in the cluster's terms: the devices renamed (``moved``), rows per noun (cables, addresses,
+    switches), each followed by its parts (a cable's ports), then config entries and lines."""
     rows: dict[str, Counter[Action | RowKind]] = {}
     parts: dict[str, dict[str, list[int]]] = {}
     added = removed = files = binaries = 0
@@ -500,7 +512,7 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
         if not d.binary and (not d.noun or d.lines != (0, 0)):  # a config's entries are lines too
             added, removed, files = added + d.lines[0], removed + d.lines[1], files + 1
     entries = rows.pop(CONFIG_NOUN, None)
-    words = []
+    words = [f"devices: {moved} moved (renamed in place)"] if moved else []
     for noun, c in rows.items():
         words.append(f"{_plural(noun)}: " + ", ".join([*(f"{c[a]} {_WORDS[a]}" for a in _WORDS),
                                                        *(f"{c[k]} {_ROW_WORDS[k]}" for k in (RowKind.ESTIMATE, *_MOVES)
@@ -516,25 +528,45 @@ def _totals(diffs: Sequence[FileDiff]) -> str:
     return "; ".join(words)
 
 
+def _heading(owner: str, device: RowChange | None, renamed: Mapping[str, str]) -> str:
+    """A group's heading: its device or part of the cluster, a renamed device (``renamed``: new name -> old) as
+    Terraform's ``moved`` reads (``# switch oob-l04 has moved to oob-k04``), and the device's own change (its row in
+    a table such as topology/<fabric>.json: its model, tier or rack), the change a change board must see first."""
+    kind, _, name = owner.rpartition(" ")
+    was = renamed.get(name) if kind else None
+    title = f"{kind} {was} has moved to {name}" if was else owner
+    fields = [_field(*f) for f in device.shown_fields if f[1:] != (was, name)] if device else []
+    detail = f"  [yellow]~ {_safe('; '.join(fields))}[/]" if fields else ""
+    return f"\n  [bold]# {_safe(title)}[/]{detail}"
+
+
 @without_gc  # a line and rich's Text and Segments per file (6,466 at 16k GPUs): 0.62 -> 0.25 s of CPU paused
-def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
-    """Terraform's shape: the changes grouped by device, then drift, unmanaged files and the summary."""
+def _print_plan(plan: Plan, described: _Described, show_diff: bool) -> None:
+    """Terraform's shape: the changes grouped by device (a renamed one's files under its move), then drift,
+    unmanaged files and the summary."""
+    diffs, moved = described.diffs, described.moved
     lines = [f"fabricgen will make these changes in {_safe(str(plan.out_dir))}:"] if diffs else []
-    # A device's own change (a switch's model, tier or rack: its row in a table such as topology/<fabric>.json)
-    # heads its group, before its files: the change a change board must see first.
     devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
-    owner, owners = "", plan.owners
-    for d in diffs:  # printed at once below: one console call per line cost ~1 s for a 16k-GPU cluster's 6,000
-        if _owner(d.change.path, owners) != owner:
-            owner = _owner(d.change.path, owners)
-            device = devices.get(owner)
-            detail = f"  [yellow]~ {_safe('; '.join(_field(*f) for f in device.shown_fields))}[/]" if device else ""
-            lines.append(f"\n  [bold]# {_safe(owner)}[/]{detail}")
-        sign, colour = _STYLE[d.change.action]
-        lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{_note(d)}")
-        _print_rows(d, lines)
-        if show_diff:
-            _print_unified(d, lines)
+    owners = plan.owners
+
+    def group(d: FileDiff) -> str:  # a renamed device's files left at its old name go under its new name
+        kind, _, name = _owner(d.change.path, owners).rpartition(" ")
+        return f"{kind} {moved[name]}" if kind and name in moved else _owner(d.change.path, owners)
+
+    groups: dict[str, list[FileDiff]] = {}
+    for d in diffs:
+        groups.setdefault(group(d), []).append(d)
+    for kind, _, new in described.moves(owners):  # a renamed device with no file of its own: its move alone
+        groups.setdefault(f"{kind} {new}", [])
+    renamed = {new: old for old, new in moved.items()}
+    for owner, members in groups.items():  # printed at once below: one console call per line cost ~1 s for a
+        lines.append(_heading(owner, devices.get(owner), renamed))  # 16k-GPU cluster's 6,000
+        for d in members:
+            sign, colour = ("~", "yellow") if d.moved_from else _STYLE[d.change.action]
+            lines.append(f"  [{colour}]{sign} {_safe(d.change.path)}[/]{_note(d)}")
+            _print_rows(d, lines)
+            if show_diff:
+                _print_unified(d, lines)
     if lines:
         out.print("\n".join(lines), soft_wrap=True)
     _print_moves(diffs)
@@ -555,16 +587,19 @@ def _print_plan(plan: Plan, diffs: Sequence[FileDiff], show_diff: bool) -> None:
     revision, before = _revision(plan.lock.spec_digest), plan.previous_spec_digest
     if before and before != plan.lock.spec_digest:
         revision += f", was {_revision(before)}"
+    files_moved = sum(bool(d.moved_from) for d in diffs)  # apply creates each at its new path, deletes the old
     summary = (
         f"Plan for {plan.out_dir} ({revision}): {c['create']} to create, {c['update']} to update, {c['delete']} to "
-        f"delete, {c['unchanged']} unchanged."
+        f"delete, {c['unchanged']} unchanged"
+        + (f" ({files_moved} of those created and deleted are files moved with a renamed device)." if files_moved
+           else ".")
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
     gap = "\n" if lines or drifted or plan.unmanaged else ""
     out.print(f"{gap}[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
-        out.print(f"  {_safe(_totals(diffs))}", soft_wrap=True)
+        out.print(f"  {_safe(_totals(diffs, len(moved)))}", soft_wrap=True)
 
 
 def _revision(spec_digest: str) -> str:
@@ -573,26 +608,57 @@ def _revision(spec_digest: str) -> str:
     return f"spec {spec_digest.removeprefix('sha256:')[:12]}"
 
 
-@without_gc
-def _describe(current: Plan) -> tuple[FileDiff, ...]:
-    """The plan's content changes, their table rows named as each feature declares (none to describe in a plan
-    that changes nothing, which then imports no feature)."""
-    if all(c.action is Action.UNCHANGED for c in current.changes):
-        return ()
-    from fabricgen.stages.render import TABLES
+@dataclass(frozen=True)
+class _Described:
+    """A plan's content changes and the devices it renames (old name -> new name)."""
 
-    return describe(current, TABLES)
+    diffs: tuple[FileDiff, ...] = ()
+    moved: Mapping[str, str] = field(default_factory=dict)
+
+    def moves(self, owners: Mapping[str, str]) -> list[tuple[str, str, str]]:
+        """Each renamed device as (kind, old name, new name): its kind as its files are headed (``switch``,
+        ``node``; ``owners``: `Plan.owners`), else as a table's rows name it (an InfiniBand switch, which has no
+        files of its own, is a row of its fabric's ``switches``), else ``device``."""
+        kinds = {row.subject: d.noun for d in self.diffs if d.noun == SWITCH_NOUN for row in d.rows}
+        for d in self.diffs:
+            kind, _, name = _owner(d.change.path, owners).rpartition(" ")
+            if kind:
+                kinds[name] = kind
+        return [(kinds.get(new, kinds.get(old, "device")), old, new) for old, new in self.moved.items()]
+
+
+@without_gc
+def _describe(current: Plan) -> _Described:
+    """The plan's content changes, their table rows named as each feature declares, a renamed device's matched
+    under its new name (none to describe in a plan that changes nothing, which then imports no feature)."""
+    if all(c.action is Action.UNCHANGED for c in current.changes):
+        return _Described()
+    from fabricgen.stages.render import PLACES, TABLES
+
+    moved = moved_devices(current, PLACES)
+    return _Described(describe(current, TABLES, moved), moved)
+
+
+def _row_json(r: RowChange) -> dict[str, Any]:
+    """A row's change for ``--json``: ``fields`` one [old, new] per column; an installed item of several rows
+    (``legs``: a breakout's legs, a cage pair's links) holds there the columns its rows change alike, and lists each
+    row's own change (its action, subject and fields) under ``legs``, which also carry the rows it gains or loses."""
+    ends = {leg.subject for leg in r.legs if leg.action in (Action.CREATE, Action.DELETE)}
+    changed = [f for f in r.fields if f[0] not in ends]  # a leg gained or lost is a leg's action, not a field
+    alike = Counter(column for column, _, _ in changed)
+    return {"action": r.action.value, "subject": r.subject, **({"label": r.label} if r.label else {}),
+            "fields": {c: [old, new] for c, old, new in changed if alike[c] == 1},
+            **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {}),
+            **({"legs": [_row_json(leg) for leg in r.legs]} if r.legs else {})}
 
 
 def _diff_json(d: FileDiff) -> dict[str, Any]:
-    data: dict[str, Any] = {"path": d.change.path, "binary": d.binary}
+    data: dict[str, Any] = {"path": d.change.path, "binary": d.binary, **({"moved_from": d.moved_from}
+                                                                          if d.moved_from else {})}
     if d.noun:
         data["noun"] = d.noun
         data["whole"] = d.whole  # rows of a table created or deleted as a whole; they are not listed in "rows"
-        data["rows"] = [{"action": r.action.value, "subject": r.subject, **({"label": r.label} if r.label else {}),
-                         "fields": {c: [old, new] for c, old, new in r.fields},
-                         **({"from": r.moved[0], "to": r.moved[1]} if r.action is RowKind.REPATCH else {})}
-                        for r in d.rows]
+        data["rows"] = [_row_json(r) for r in d.rows]
         data["parts"] = {noun: {"added": a, "removed": r} for noun, (a, r) in d.parts.items()}
     if not d.noun or d.lines != (0, 0):
         data["lines"] = {"added": d.lines[0], "removed": d.lines[1]}
@@ -706,9 +772,10 @@ def plan(
         else:
             warnings = current.last_run.warnings
         refuse_other_cluster(current, force, renamed_from)  # before a listing of one cluster's files replaced
+        shown = _with_unused(warnings, current, renamed_from)
         holder["plan"] = current
         _progress.step("describing the changes")
-        diffs = _describe(current)
+        described = _describe(current)
         _progress.stop()
         refused = bool(current.unmanaged) and not force
         if save is not None and not refused:
@@ -718,13 +785,15 @@ def plan(
             data = {"valid": True, **plan_to_json(current), "revision": _revision(current.lock.spec_digest),
                     "adopts_cluster": held.handle if held is not None else "",
                     "apply_refuses": list(current.unmanaged) if refused else [],
-                    "diffs": [_diff_json(d) for d in diffs],
-                    "warnings": [_finding_dict(f) for f in warnings]}
+                    "moved": [{"kind": kind, "from": old, "to": new}
+                              for kind, old, new in described.moves(current.owners)],
+                    "diffs": [_diff_json(d) for d in described.diffs],
+                    "warnings": [_finding_dict(f) for f in shown]}
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
             _print_adoption(current)
-            _print_plan(current, diffs, show_diff)
-            _print_warnings(warnings)
+            _print_plan(current, described, show_diff)
+            _print_warnings(shown)
             if save is not None and not refused:
                 out.print(f"Saved the plan to {_safe(str(save))}; `fabricgen apply {_safe(str(save))}` applies it "
                           "while nothing changes.", soft_wrap=True)
@@ -778,11 +847,11 @@ def apply(
         forced, renamed = (saved.force, saved.renamed_from) if saved is not None else (force, renamed_from)
         refuse_other_cluster(current, forced, renamed)
         _progress.step("describing the changes")
-        diffs = _describe(current)
+        described = _describe(current)
         _progress.stop()
         _print_adoption(current)
-        _print_plan(current, diffs, False)
-        _print_warnings(warnings)
+        _print_plan(current, described, False)
+        _print_warnings(_with_unused(warnings, current, renamed))  # the compile's alone are the last run's
         named = str(saved.spec if saved is not None else spec)
         written = (_write(current, True, forced, renamed, named, warnings, saved.state_digest)
                    if saved is not None else _write(current, yes, forced, renamed, named, warnings))
@@ -793,6 +862,12 @@ def apply(
 
     _run(action)
     _fail(holder["code"])
+
+
+def _with_unused(warnings: Sequence[Finding], current: Plan, renamed_from: str) -> list[Finding]:
+    """The run's warnings, and after them one for a ``--renamed-from`` with nothing to adopt."""
+    unused = unused_renamed_from(current, renamed_from)
+    return [*warnings, *([unused] if unused is not None else [])]
 
 
 def _print_adoption(current: Plan) -> None:

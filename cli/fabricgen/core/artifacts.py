@@ -52,7 +52,12 @@ class Table:
     pattern of artifact paths; a CSV whose header lacks a key column is compared by lines instead. ``rows``: for a
     JSON artifact, the key of its list of row objects (a fabric's ``switches``); its other lines are counted.
     ``estimates``: columns computed for information (a cable's estimated run): a row whose only changes are there
-    changes nothing at the racks, and is counted and listed apart, after the rows that do."""
+    changes nothing at the racks, and is counted and listed apart, after the rows that do. ``devices``: the key
+    columns naming a device (a cable's two ends' devices): a device renamed (:class:`Places`) keeps its rows, each
+    matched under its new name, so its cables are relabelled and its addresses changed, not removed and added.
+    ``mark``: for a table without labels, how an added or removed row's item is told apart beside its subject (a
+    template: a printed sheet's ``revision {revision}``, the revision printed on it, so the sheet to discard or
+    print is known)."""
 
     pattern: str
     noun: str
@@ -64,3 +69,18 @@ class Table:
     rows: str = ""
     estimates: tuple[str, ...] = ()
     item: str = ""
+    devices: tuple[str, ...] = ()
+    mark: str = ""
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where a feature's CSV artifacts (``pattern``, an ``fnmatch`` pattern: all the files matching it together)
+    say each device stands: its name (``name``) and its rack, U, face and type (``place``, the rack first), from
+    which plan tells a renamed device (one name gone, one new, at the same place) by the rule NetBox sync
+    renames one by (:func:`fabricgen.core.renames.renamed_devices`), and matches the rows of every table that
+    name it (``Table.devices``) under its new name."""
+
+    pattern: str
+    name: str
+    place: tuple[str, ...]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fabricgen.core.artifacts import Artifact, Table
+from fabricgen.core.artifacts import Artifact, Places, Table
 from fabricgen.core.document import PathKey
 from fabricgen.core.errors import Finding, Severity
 from fabricgen.core.issues import Issues
@@ -74,7 +74,8 @@ class Feature:
 
     ``cluster_section``: a top-level spec section that, when present, describes the whole cluster in place of
     facility, nodes and fabrics (a cloud cluster); the build then runs only this feature's ``build``, on an
-    empty cluster. ``tables``: how plan names the rows of the feature's CSV artifacts (cables, addresses).
+    empty cluster. ``tables``: how plan names the rows of the feature's CSV artifacts (cables, addresses);
+    ``places``: where its artifacts say each device stands, by which plan tells a renamed device.
     """
 
     name: str
@@ -85,6 +86,7 @@ class Feature:
     readback: Readback | None = None
     cluster_section: str = ""
     tables: tuple[Table, ...] = ()
+    places: tuple[Places, ...] = ()
 
 
 def per_fabric(build: Callable[[BuildContext, Cluster, Fabric], Fabric]) -> BuildStep:

@@ -15,8 +15,8 @@ import io
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from itertools import repeat
@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from fabricgen.core.artifacts import Table
+from fabricgen.core.artifacts import Places, Table
+from fabricgen.core.renames import Place, renamed_devices
 from fabricgen.outdir.fs import read_regular
 from fabricgen.outdir.plan import Action, Change, Plan
 
@@ -56,8 +57,12 @@ class RowChange:
     derived: tuple[str, ...] = ()  # columns of ``fields`` that only restate others (the listing omits them)
     moved: tuple[str, str] = ("", "")
     # an added or removed row's name on the installed item (a cable's id: the physical cable's for one of
-    # several links), which the plan prints beside its ends so a crew pulling it finds the labelled cable
+    # several links; a printed sheet's revision), which the plan prints beside its ends so a crew pulling it finds
+    # the labelled cable, and a technician the printed sheet to discard
     label: str = ""
+    # an installed item of several rows (a breakout's legs, a cage-pair cable's links): each of its rows' own
+    # change, in natural order, so a field its legs change differently (each leg's a_rack) keeps each leg's value
+    legs: tuple[RowChange, ...] = ()
 
     @property
     def shown_fields(self) -> tuple[Field, ...]:
@@ -77,32 +82,89 @@ class FileDiff:
     binary: bool = False
     old: bytes = field(default=b"", repr=False)
     new: bytes = field(default=b"", repr=False)
+    # a renamed device's file created under its new name: the path it is deleted at, whose content ``old`` is
+    # (``switches/oob-l04/config_db.json`` for ``switches/oob-k04/config_db.json``), listed as one file moved
+    moved_from: str = ""
 
     def unified(self) -> list[str]:
         """The unified diff of the content (``plan --diff``); empty for a binary file."""
         if self.binary:
             return []
         old, new = _text(self.old) or "", _text(self.new) or ""
-        where = self.change.path
-        return list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{where}", f"b/{where}",
-                                         lineterm=""))
+        return list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{self.moved_from or self.change.path}",
+                                         f"b/{self.change.path}", lineterm=""))
 
 
-def describe(plan: Plan, tables: Sequence[Table]) -> tuple[FileDiff, ...]:
-    """The content change of every path the plan creates, updates or deletes, in path order."""
+def moved_devices(plan: Plan, places: Sequence[Places]) -> dict[str, str]:
+    """The devices the plan renames (old name -> new name): where the artifacts of ``places`` said a device no
+    longer named stood (rack, U, face, type), one the plan names anew stands, and only it (the rule NetBox sync
+    renames a device by: :func:`fabricgen.core.renames.renamed_devices`); {} when no such artifact changes."""
     rendered = {a.path: a.content for a in plan.artifacts}
+    moved: dict[str, str] = {}
+    for declared in places:
+        changes = [c for c in plan.changes if fnmatchcase(c.path, declared.pattern)]
+        if all(c.action is Action.UNCHANGED for c in changes):
+            continue
+        before: dict[str, Place] = {}
+        after: dict[str, Place] = {}
+        for change in changes:
+            if change.action is not Action.CREATE and not change.unmanaged:
+                _placed(read_regular(plan.out_dir / change.path, MAX_COMPARED_BYTES) or b"", declared, before)
+            if change.action is not Action.DELETE:
+                _placed(rendered[change.path], declared, after)
+        moved |= renamed_devices(before, after)
+    return moved
+
+
+def _placed(data: bytes, declared: Places, places: dict[str, Place]) -> None:
+    """The devices a CSV places (name -> rack, U, face, type), into ``places``; a row with no rack or no U is not
+    racked (its rack ""), one missing a column ignored."""
+    for row in csv.DictReader(io.StringIO(_text(data) or "")):
+        name, values = row.get(declared.name), [row.get(column) for column in declared.place]
+        if name and None not in values:
+            place = tuple(value or "" for value in values)
+            places[name] = place if all(place[:2]) else ("", *place[1:])
+
+
+def describe(plan: Plan, tables: Sequence[Table], moved: Mapping[str, str] | None = None) -> tuple[FileDiff, ...]:
+    """The content change of every path the plan creates, updates or deletes, in path order; with ``moved`` (old
+    name -> new name, `moved_devices`), a renamed device's rows matched under its new name and each of its files
+    compared with the one its old name had (listed once, at the new path)."""
+    moved = moved or {}
+    rendered = {a.path: a.content for a in plan.artifacts}
+    files = _moved_files(plan, moved)
+    moved_away = set(files.values())  # listed with the file they moved to
     diffs = []
     for change in plan.changes:
-        if change.action is Action.UNCHANGED:
+        if change.action is Action.UNCHANGED or change.path in moved_away:
             continue
         # a table where a file fabricgen did not create stands: that file is no earlier version of it, so its rows
         # are all new (counted as for a table created whole), not a line diff against someone else's columns
         table = _table_for(change.path, tables)
-        old = b"" if change.action is Action.CREATE or (change.unmanaged and table is not None) else (
-            read_regular(plan.out_dir / change.path, MAX_COMPARED_BYTES) or b"")
+        was = files.get(change.path, change.path)
+        old = b"" if (change.action is Action.CREATE and was == change.path) or (
+            change.unmanaged and table is not None) else (read_regular(plan.out_dir / was, MAX_COMPARED_BYTES) or b"")
         new = b"" if change.action is Action.DELETE else rendered[change.path]
-        diffs.append(_compare(change, old, new, table))
+        diff = _compare(change, old, new, table, moved)
+        diffs.append(replace(diff, moved_from=was) if was != change.path else diff)
     return tuple(diffs)
+
+
+def _moved_files(plan: Plan, moved: Mapping[str, str]) -> dict[str, str]:
+    """A renamed device's files (``<dir>/<name>/...``: a switch's configuration, a node's host files) created
+    under its new name where its old name's are deleted: new path -> old path."""
+    if not moved:
+        return {}
+    new_name = {new: old for old, new in moved.items()}
+    deleted = {c.path for c in plan.changes if c.action is Action.DELETE}
+    files = {}
+    for change in plan.changes:
+        parts = change.path.split("/", 2)
+        if change.action is Action.CREATE and not change.drift and len(parts) == 3 and parts[1] in new_name:
+            was = f"{parts[0]}/{new_name[parts[1]]}/{parts[2]}"
+            if was in deleted:
+                files[change.path] = was
+    return files
 
 
 def _table_for(path: str, tables: Sequence[Table]) -> Table | None:
@@ -116,7 +178,7 @@ def _text(data: bytes) -> str | None:
         return None
 
 
-def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> FileDiff:
+def _compare(change: Change, old: bytes, new: bytes, table: Table | None, moved: Mapping[str, str]) -> FileDiff:
     if not old or not new:  # created or deleted: every line and row of it is added or removed
         data = old or new
         if b"\0" in data:
@@ -133,7 +195,7 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None) -> Fil
     if table is not None:
         old_rows, new_rows = _rows(old_text, table), _rows(new_text, table)
         if old_rows is not None and new_rows is not None:
-            rows, parts = _row_changes(old_rows, new_rows, table)
+            rows, parts = _row_changes(_renamed(old_rows, table, moved), new_rows, table)
             lines = _lines(old_text, new_text) if table.rows else (0, 0)  # a JSON document holds more than rows
             return FileDiff(change, table.noun, rows, parts, lines=lines, old=old, new=new)
     added, removed = _lines(old_text, new_text)
@@ -340,6 +402,16 @@ def _keyed(rows: Iterable[dict[str, str]], key: Sequence[str]) -> Rows:
     return keyed
 
 
+def _renamed(rows: Rows, table: Table, moved: Mapping[str, str]) -> Rows:
+    """The rows as keyed under the devices' new names (``table.devices``: the key columns naming a device), so a
+    renamed device's row pairs with the one the plan renders for it; the rows themselves keep what they held."""
+    at = {table.key.index(column) for column in table.devices if column in table.key}
+    if not moved or not at:
+        return rows
+    return {tuple(moved.get(value, value) if i in at else value for i, value in enumerate(key)): row
+            for key, row in rows.items()}
+
+
 def _format(template: str, row: dict[str, str]) -> str:
     """``template`` (fabricgen's own, never the spec's) filled with a row's values."""
     try:
@@ -387,8 +459,9 @@ def _row_changes(old: Rows, new: Rows, table: Table) -> tuple[tuple[RowChange, .
 
 
 def _label(row: dict[str, str], table: Table) -> str:
-    """What a row's installed item is called: its first label column's value (a cable's id)."""
-    return row.get(table.labels[0], "") if table.labels else ""
+    """What a row's installed item is called: its first label column's value (a cable's id), else its mark (a
+    printed sheet's revision)."""
+    return row.get(table.labels[0], "") if table.labels else _format(table.mark, row) if table.mark else ""
 
 
 _Named = tuple[RowChange, dict[str, str], dict[str, str]]  # a row's change, the row it names, the row before
@@ -425,13 +498,14 @@ def _item_change(item: str, members: Sequence[_Named], table: Table) -> RowChang
         fields.update(dict.fromkeys(change.fields))
     shown = {c for change, _, _ in members for c, _, _ in change.shown_fields}
     derived = tuple(dict.fromkeys(c for change, _, _ in members for c in change.derived if c not in shown))
+    legs = tuple(change for change, _, _ in members)
     if actions == {RowKind.REPATCH}:
         moved = (_joined(table.subject, [before for _, _, before in members]), subject)
-        return RowChange(RowKind.REPATCH, item, tuple(fields), derived, moved)
+        return RowChange(RowKind.REPATCH, item, tuple(fields), derived, moved, legs=legs)
     action = actions.pop() if len(actions) == 1 else RowKind.RELABEL if actions <= {
         RowKind.RELABEL, RowKind.ESTIMATE} else Action.UPDATE
     return RowChange(action, subject, tuple(fields), derived, label=item if action in (Action.CREATE, Action.DELETE)
-                     else "")
+                     else "", legs=legs)
 
 
 def _joined(template: str, rows: Sequence[dict[str, str]]) -> str:

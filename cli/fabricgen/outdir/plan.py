@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.errors import OutputError
+from fabricgen.core.errors import Finding, OutputError, Severity
 from fabricgen.core.gcpause import without_gc
 from fabricgen.outdir.fs import file_digest
 from fabricgen.outdir.journal import needs_recovery, recover
@@ -219,6 +219,23 @@ def refuse_other_cluster(plan: Plan, force: bool, renamed_from: str = "") -> Non
         f"if this spec is {held.name} renamed (its name or site changed), plan and apply with --renamed-from "
         f"{held.handle}; --force replaces any cluster's files, and files fabricgen did not create"
     )
+
+
+def unused_renamed_from(plan: Plan, renamed_from: str) -> Finding | None:
+    """A warning when ``--renamed-from`` adopts nothing (None otherwise): OUT's lock names this plan's cluster
+    already (the apply that adopted it is done), or names none (no lock yet, or one of format 1 or 2, which any
+    spec may plan into), so the option can be dropped; kept in a script, it would only hide that it no longer
+    does anything."""
+    if not renamed_from or plan.other_cluster is not None or not plan.lock.cluster.known:
+        return None
+    held = plan.previous_lock.cluster if plan.previous_lock is not None else None
+    state = (f"holds cluster {held} already (its lock file says so)" if held is not None and held.known
+             else "holds no cluster's lock file yet" if held is None
+             else "has a lock file of an older format, which names no cluster")
+    return Finding(Severity.WARNING, "renamed-from", "--renamed-from",
+                   f"{plan.out_dir} {state}: --renamed-from {renamed_from} has nothing to adopt",
+                   "drop --renamed-from: it is needed once, by the plan and apply that take OUT over from the name "
+                   "the cluster had")
 
 
 @without_gc

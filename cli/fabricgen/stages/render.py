@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from fabricgen.core.artifacts import Artifact, Table
+from fabricgen.core.artifacts import Artifact, Places, Table
 from fabricgen.core.gcpause import without_gc
 from fabricgen.features.feature import Target
 from fabricgen.features.registry import FEATURES
@@ -27,6 +27,8 @@ from fabricgen.model.topology import Topology
 TARGETS: dict[str, Target] = {target.name: target for feature in FEATURES for target in feature.targets}
 # How plan names the rows of the features' CSV artifacts (cables, addresses), for its per-row listing.
 TABLES: tuple[Table, ...] = tuple(table for feature in FEATURES for table in feature.tables)
+# Where the features' artifacts say each device stands, by which plan tells a renamed device.
+PLACES: tuple[Places, ...] = tuple(places for feature in FEATURES for places in feature.places)
 PARALLEL_MIN_LINKS = 20_000  # below this, forking costs more than it saves
 
 _forked_topology: Topology | None = None  # set just before forking; read by the workers

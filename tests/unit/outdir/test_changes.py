@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricgen.core.artifacts import Artifact, Table
+from fabricgen.core.artifacts import Artifact, Places, Table
 from fabricgen.core.errors import OutputError
 from fabricgen.outdir import changes
 from fabricgen.outdir.apply import apply_plan
@@ -237,6 +237,10 @@ def test_the_rows_of_one_installed_item_are_one_change(tmp_path: Path) -> None:
          (("n3:1 <-> s1:1/3", "", None), ("zl", "t1/Z to n1+n2+n3", "t1/Z to n1+n2"))),
         (RowKind.RELABEL, "l1:1/1+l1:1/2 <-> s1:2/1+s1:2/2", (("zl", "p1/Z r1", "p1/Z R1"),)),
         (RowKind.RELABEL, "n9:1 <-> s1:9", (("zl", "c1/Z", "c1/Z new"),))]
+    # the item keeps each row's own change (its legs), the leg it lost among them; a row alone has none
+    assert [(leg.action, leg.subject) for leg in diff.rows[2].legs] == [
+        (RowKind.RELABEL, "n1:1 <-> s1:1/1"), (RowKind.RELABEL, "n2:1 <-> s1:1/2"), (Action.DELETE, "n3:1 <-> s1:1/3")]
+    assert diff.rows[4].legs == ()
     # without ``item`` each row is a change of its own: the trunk's two staying legs are two relabels
     (rows,) = describe(plan, [Table("t/cables.csv", "cable", ("a", "z"), "{a} <-> {z}", labels=("id", "zl"))])
     assert sum(r.action is RowKind.RELABEL for r in rows.rows) == 5 and len(rows.rows) == 10
@@ -263,3 +267,50 @@ def test_an_added_or_removed_row_carries_the_label_of_its_item(tmp_path: Path) -
     (diff,) = describe(plan, [table])
     assert sorted((r.action, r.label) for r in diff.rows) == [
         (Action.CREATE, "c2"), (Action.DELETE, "c1"), (Action.DELETE, "p1")]
+
+
+DEVICES = "name,rack,u,face,type\n"
+PLACED = Places("t/devices.csv", "name", ("rack", "u", "face", "type"))
+ENDS = Table("t/cables.csv", "cable", ("a", "b", "z"), "{a}:{b} <-> {z}", labels=("id",), devices=("a", "z"))
+
+
+def test_a_device_renamed_in_place_is_moved_its_rows_and_files_follow(tmp_path: Path) -> None:
+    """A device whose name goes while a new one stands at its rack (renamed with its row: its occupants that keep
+    their names tell it), U, face and type has moved: its cable rows match under its new name (the same ends:
+    relabelled, not removed and added) and its own file is compared with the one its old name had."""
+    old = {"t/devices.csv": DEVICES + "n1,L01,2,front,hgx\nsw-l01,L01,48,front,SN2201\nsw-x,M01,1,front,SN2201\n",
+           "t/cables.csv": "id,a,b,z\nsw-l01-1,n1,BMC,sw-l01\nsw-x-1,n1,NIC,sw-x\n",
+           "switches/sw-l01/config": "hostname sw-l01\nmtu 9100\n"}
+    _applied(tmp_path, old)
+    new = {"t/devices.csv": DEVICES + "n1,K01,2,front,hgx\nsw-k01,K01,48,front,SN2201\nsw-x,M01,1,front,SN2201\n",
+           "t/cables.csv": "id,a,b,z\nsw-k01-1,n1,BMC,sw-k01\nsw-x-1,n1,NIC,sw-x\n",
+           "switches/sw-k01/config": "hostname sw-k01\nmtu 9100\n"}
+    plan = _plan(tmp_path, new)
+    moved = changes.moved_devices(plan, [PLACED])
+    assert moved == {"sw-l01": "sw-k01"}
+    diffs = {d.change.path: d for d in describe(plan, [ENDS], moved)}
+    assert "switches/sw-l01/config" not in diffs  # listed once, at its new path
+    config = diffs["switches/sw-k01/config"]
+    assert (config.change.action, config.moved_from, config.lines) == (Action.CREATE, "switches/sw-l01/config",
+                                                                       (1, 1))
+    assert config.unified()[:2] == ["--- a/switches/sw-l01/config", "+++ b/switches/sw-k01/config"]
+    (cord,) = diffs["t/cables.csv"].rows
+    assert (cord.action, cord.subject, cord.fields) == (RowKind.RELABEL, "n1:BMC <-> sw-k01", (
+        ("id", "sw-l01-1", "sw-k01-1"), ("z", "sw-l01", "sw-k01")))
+    # without the moves, the same plan removes and adds the cord and its switch's file
+    plain = {d.change.path: d for d in describe(plan, [ENDS])}
+    assert {r.action for r in plain["t/cables.csv"].rows} == {Action.CREATE, Action.DELETE}
+    assert plain["switches/sw-l01/config"].change.action is Action.DELETE
+    # a plan that changes no file of the places moves nothing
+    assert changes.moved_devices(_plan(tmp_path, {**old, "t/cables.csv": "id,a,b,z\n"}), [PLACED]) == {}
+
+
+def test_a_sheet_added_or_removed_is_named_by_its_mark(tmp_path: Path) -> None:
+    """A table without labels names an added or removed row by its mark (a printed sheet by its revision, so the
+    sheet to discard is known); a changed one by its fields."""
+    sheets = Table("t/revisions.csv", "sheet", ("sheet",), "{sheet}", mark="revision {revision}")
+    _applied(tmp_path, {"t/revisions.csv": "sheet,revision\nrack L01,aaa\nrack M01,bbb\n"})
+    (diff,) = describe(_plan(tmp_path, {"t/revisions.csv": "sheet,revision\nrack K01,ccc\nrack M01,ddd\n"}), [sheets])
+    assert [(r.action, r.subject, r.label, r.fields) for r in diff.rows] == [
+        (Action.CREATE, "rack K01", "revision ccc", ()), (Action.DELETE, "rack L01", "revision aaa", ()),
+        (Action.UPDATE, "rack M01", "", (("revision", "bbb", "ddd"),))]

@@ -17,14 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabricgen.core.artifacts import Artifact
-from fabricgen.core.errors import OutputError
+from fabricgen.core.errors import OutputError, Severity
 from fabricgen.outdir import apply as apply_module
 from fabricgen.outdir import journal as journal_module
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.journal import FLOCK_FILE, JOURNAL_FILE, recover
 from fabricgen.outdir.lastrun import LAST_RUN_FILE
 from fabricgen.outdir.lock import LOCK_FILE, STATE_DIR, ClusterId, Lock
-from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster
+from fabricgen.outdir.plan import Action, Plan, compute_plan, plan_to_json, refuse_other_cluster, unused_renamed_from
 
 DIGEST = "sha256:" + "ab" * 32
 VERSION = "0.1.0"
@@ -750,3 +750,24 @@ def test_a_directory_keeps_its_owner_after_it_is_rendered_no_more(tmp_path: Path
     assert shrunk.deletions == ("hosts/n2/a",) and shrunk.owners == dict(owners)
     apply_plan(shrunk)
     assert json.loads((out / LOCK_FILE).read_text())["owners"] == {"hosts/n1": "node", "hosts/p": "node profile"}
+
+
+def test_renamed_from_with_nothing_to_adopt_is_a_warning(tmp_path: Path) -> None:
+    """``--renamed-from`` adopts nothing where OUT's lock names this cluster already, or no lock names any (none
+    yet): a warning says it can be dropped; where it adopts, or is not given, none."""
+    out = tmp_path / "out"
+
+    def plan(cluster: ClusterId = LAB) -> Plan:
+        return compute_plan([art("a.txt", "x")], out, spec_digest=DIGEST, tool_version=VERSION, cluster=cluster)
+
+    fresh = unused_renamed_from(plan(), "sp-h100-a@dc1")
+    assert fresh is not None and fresh.message == f"{out} holds no cluster's lock file yet: --renamed-from " \
+        "sp-h100-a@dc1 has nothing to adopt"
+    apply_plan(plan(H100))
+    assert unused_renamed_from(plan(), "sp-h100-a@dc1") is None  # it adopts sp-h100-a's OUT
+    apply_plan(plan(), renamed_from="sp-h100-a@dc1")
+    done = unused_renamed_from(plan(), "sp-h100-a@dc1")
+    assert done is not None and (done.severity, done.check, done.subject) == (
+        Severity.WARNING, "renamed-from", "--renamed-from")
+    assert f"{out} holds cluster {LAB} already (its lock file says so)" in done.message and done.hint
+    assert unused_renamed_from(plan(), "") is None

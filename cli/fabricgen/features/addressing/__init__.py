@@ -16,5 +16,5 @@ FEATURE = Feature(
     targets=(Target("addressing", render.render),),
     # An address is its device, interface and role, and reads with its value: oob-agg01:1 10.45.0.0/31 (p2p).
     tables=(Table("addressing/*.csv", "address", ("device", "interface", "role"),
-                  "{device}:{interface} {address} ({role})"),),
+                  "{device}:{interface} {address} ({role})", devices=("device",)),),
 )

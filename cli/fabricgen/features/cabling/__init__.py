@@ -31,8 +31,10 @@ FEATURE = Feature(
                   "{a_device}:{a_port} <-> {z_device}:{z_port}",
                   parts=(("port", "{a_device}:{a_port}", "{a_device}"), ("port", "{z_device}:{z_port}", "{z_device}")),
                   derived=("physical_cable", "label", "a_label", "z_label"),
-                  labels=("cable_id", "label", "a_label", "z_label"), estimates=("run_m",), item="physical_cable"),
+                  labels=("cable_id", "label", "a_label", "z_label"), estimates=("run_m",), item="physical_cable",
+                  devices=("a_device", "z_device")),
             # A printed sheet (a rack's, a fabric's) is its title; its revision, the digest of what it prints, is
-            # what a plan compares with the sheet on a technician's clipboard.
-            Table("cabling/revisions.csv", "sheet", ("sheet",), "{sheet}", derived=("files",))),
+            # what a plan compares with the sheet on a technician's clipboard, and names a sheet added or removed by.
+            Table("cabling/revisions.csv", "sheet", ("sheet",), "{sheet}", derived=("files",),
+                  mark="revision {revision}")),
 )

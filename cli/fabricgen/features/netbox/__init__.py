@@ -3,7 +3,14 @@ own choice values and its cage-typed interface templates."""
 
 from __future__ import annotations
 
+from fabricgen.core.artifacts import Places
 from fabricgen.features.feature import Feature, Target
 from fabricgen.features.netbox import render
 
-FEATURE = Feature("netbox", targets=(Target("netbox", render.render),))
+FEATURE = Feature(
+    "netbox",
+    targets=(Target("netbox", render.render),),
+    # Every racked device with its rack, U, face and type, as sync places it: plan tells a renamed device by them
+    # as sync does (one name gone and one new at the same place, in its rack as renamed).
+    places=(Places("netbox/07-devices*.csv", "name", ("rack", "position", "face", "device_type")),),
+)

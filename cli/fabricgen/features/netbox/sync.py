@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from netaddr import IPNetwork
 
 from fabricgen.core.errors import FabricgenError
+from fabricgen.core.renames import occupants, renames
 from fabricgen.features.netbox.render import (
     DEVICE_COLUMN,
     DEVICE_FIELD,
@@ -448,20 +449,16 @@ class Sync:
         return {**{key: o for key, o in have.items() if key not in moved}, **{new: have[old] for new, old in
                                                                             pairs.items()}}
 
-    def _occupants(self, column: str, held_column: str) -> tuple[dict[str, frozenset[str]], dict[int, frozenset[str]]]:
+    def _occupants(self, column: str, held_column: str) -> tuple[dict[Hashable, frozenset[str]],
+                                                                  dict[Hashable, frozenset[str]]]:
         """By ``column`` (``location`` or ``rack``) of the plan's devices: each planned one's devices NetBox holds
         by name, and each held one's (by id) devices the plan names: a location or rack that holds the same of
         them before and after a sync is the same one, renamed."""
-        planned: dict[str, set[str]] = {}
-        for r in self.imports.records("07-devices"):
-            if r[column] and str(r["name"]) in self.devices_have:
-                planned.setdefault(str(r[column]), set()).add(str(r["name"]))
-        named = {str(r["name"]) for r in self.imports.records("07-devices")}
-        held: dict[int, set[str]] = {}
-        for name, o in self.devices_have.items():
-            if o.get(held_column) and name in named:
-                held.setdefault(int(_value(o[held_column])), set()).add(name)
-        return ({k: frozenset(v) for k, v in planned.items()}, {k: frozenset(v) for k, v in held.items()})
+        records = self.imports.records("07-devices")
+        planned = occupants(((str(r[column]), str(r["name"])) for r in records if r[column]), self.devices_have)
+        held = occupants(((int(_value(o[held_column])), name) for name, o in self.devices_have.items()
+                          if o.get(held_column)), (str(r["name"]) for r in records))
+        return planned, held
 
     def _read_devices(self) -> None:
         self.devices_have = {o["name"]: o for o in self.nb.read(
@@ -855,20 +852,6 @@ def cable_ends(cable: Json) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[st
     one NetBox holds."""
     return (tuple((t["object_type"], t["object_id"]) for t in cable["a_terminations"]),
             tuple((t["object_type"], t["object_id"]) for t in cable["b_terminations"]))
-
-
-def renames(wanted: Mapping[Any, Hashable], held: Mapping[Any, Hashable]) -> dict[Any, Any]:
-    """Which held object (key -> where it stands) is which wanted one (key -> where it stands): a pair only
-    where exactly one of each stands at a place (None: no place); where two could be it, none is guessed.
-    New key -> old key."""
-    new_at: dict[Hashable, list[Any]] = {}
-    old_at: dict[Hashable, list[Any]] = {}
-    for keys, places in ((new_at, wanted), (old_at, held)):
-        for key, place in places.items():
-            if place is not None:
-                keys.setdefault(place, []).append(key)
-    return {new[0]: old_at[place][0] for place, new in new_at.items() if len(new) == 1
-            and len(old_at.get(place, ())) == 1}
 
 
 def _place(device: Json) -> Hashable:

@@ -12,6 +12,7 @@ FEATURE = Feature(
     "topology",
     checks=(checks.structure, checks.bond_members, checks.rack_collisions),
     targets=(Target("topology", render.render),),
-    # A switch is its name: a model, tier, rack or port count that changes shows as that switch's change.
-    tables=(Table("topology/*.json", "switch", ("name",), "{name}", rows="switches"),),
+    # A switch is its name: a model, tier, rack or port count that changes shows as that switch's change (a
+    # renamed one's too: its row under its new name).
+    tables=(Table("topology/*.json", "switch", ("name",), "{name}", rows="switches", devices=("name",)),),
 )

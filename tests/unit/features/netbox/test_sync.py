@@ -14,6 +14,7 @@ import pytest
 import requests
 import yaml
 
+from fabricgen.core.renames import renames
 from fabricgen.features.netbox.render import connectors, netbox_cables, request_costs
 from fabricgen.features.netbox.sync import (
     Changes,
@@ -25,7 +26,6 @@ from fabricgen.features.netbox.sync import (
     _place,
     port_speeds,
     release_problem,
-    renames,
     split_cages,
     token_value,
 )
@@ -369,3 +369,16 @@ def test_a_rename_is_taken_only_where_one_old_and_one_new_stand() -> None:
             "device_type": {"id": 9}}
     assert _place(held) == here == _place({"rack": 3, "position": 48, "face": "front", "device_type": 9})
     assert _place({"rack": None, "position": None, "face": None, "device_type": 9}) is None
+
+
+def test_a_rack_is_told_by_the_devices_that_keep_their_names_in_it() -> None:
+    """Sync's occupants of a rack (core/renames.py's rule): each planned rack's devices NetBox holds by name, each
+    held rack's (by id) devices the plan names; a device new to NetBox, or one the plan drops, tells no rack."""
+    records = [{"name": "hgx01", "rack": "K01"}, {"name": "oob-k01", "rack": "K01"}, {"name": "hgx03", "rack": "K02"},
+               {"name": "spare", "rack": ""}]
+    held = {"hgx01": {"rack": {"id": 7}}, "oob-l01": {"rack": {"id": 7}}, "hgx03": {"rack": 8}, "old": {"rack": 9},
+            "spare": {"rack": None}}
+    sync = SimpleNamespace(imports=SimpleNamespace(records=lambda name: records), devices_have=held)
+    planned, have = Sync._occupants(sync, "rack", "rack")  # type: ignore[arg-type]
+    assert planned == {"K01": frozenset({"hgx01"}), "K02": frozenset({"hgx03"})}
+    assert have == {7: frozenset({"hgx01"}), 8: frozenset({"hgx03"})}
