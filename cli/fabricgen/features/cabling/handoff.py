@@ -69,6 +69,9 @@ def plug_label(cables: Sequence[Cable], a_end: bool) -> str:
     beneath)."""
     first = cables[0]
     name = first.physical if len(cables) > 1 or _shares_plug(first, a_end) else first.name
+    if len(cables) == 1:  # most plugs: the one far end, as the general case below writes it
+        far = first.z if a_end else first.a
+        return f"{name}/{'A' if a_end else 'Z'} to {far.rack} {far.device} {far.port}"
     fars = [c.z if a_end else c.a for c in cables]
     if len({(f.rack, f.device) for f in fars}) == 1:
         to = f"{fars[0].rack} {fars[0].device} {'+'.join(f.port for f in fars)}"
@@ -154,15 +157,35 @@ def _rail(ends: Sequence[RackEnd]) -> tuple[int | None, Cell]:
     return (rails[0] if len(rails) == 1 else None), (rails[0] if len(rails) == 1 else "+".join(map(str, rails)))
 
 
+@lru_cache(maxsize=65536)
 def _number(port: str) -> Cell:
     """A port cell: a port numbered by a plain number (a BMC switch's ``49``) as a number, so a sheet sorts and
-    filters it as one; a faceplate name (``21/1``, ``OSFP1P1``, ``1/1+1/2``) stays text."""
+    filters it as one; a faceplate name (``21/1``, ``OSFP1P1``, ``1/1+1/2``) stays text. Cached, as ``port_order``:
+    every row asks it of two ports, of a few distinct names."""
     return int(port) if port.isascii() and port.isdigit() and str(int(port)) == port else port
 
 
 def _cage(end: CableEnd) -> tuple[str, str]:
     """The device and cage an optic sits in: a node end knows its chassis cage, a switch port is ``<cage>/<lane>``."""
     return end.device, end.cage or end.port.split("/", 1)[0]
+
+
+def _optic_cell(first: RackEnd, optic_at: dict[tuple[str, str], str]) -> str:
+    """The optic printed on a plug: its part on the cage's first plug, ``shared with <port>`` on the second plug of
+    a twin-port cage (``optic_at``: the first plug's port of each cage so far), empty where the plug has none."""
+    optic = first.cable.a_optic if first.is_a else first.cable.z_optic
+    if not optic:
+        return ""
+    port = optic_at.setdefault(_cage(first.here), first.here.port)
+    return optic.part if port == first.here.port else f"shared with {port}"
+
+
+def _end_cells(e: RackEnd, label: str, fabric: str, length: Cell, part: str, optic: str) -> tuple[Cell, ...]:
+    """The cells of a row that prints one cable end: a plug of one cable (most plugs), or a leg beneath its trunk
+    (no label, fabric, length, part or optic of its own)."""
+    rail = e.cable.rail
+    return (e.here.u, e.here.device, _number(e.here.port), label, fabric, "" if rail is None else rail, e.far.rack,
+            e.far.u, e.far.device, _number(e.far.port), length, part, optic, e.cable.leg_order)
 
 
 def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
@@ -172,13 +195,15 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
     rows: list[SheetRow] = []
     optic_at: dict[tuple[str, str], str] = {}
     for ends in plugs_here:
-        first, cables = ends[0], [e.cable for e in ends]
+        first = ends[0]
+        cable, optic_cell = first.cable, _optic_cell(first, optic_at)
+        if len(ends) == 1:  # a plug of one cable, most plugs: its one end's row
+            label = plug_label((cable,), first.is_a)
+            rows.append(SheetRow(_end_cells(first, label, cable.fabric, cable.length_m, cable.part, optic_cell),
+                                 cable.rail, True, label, cable.fabric))
+            continue
+        cables = [e.cable for e in ends]
         rail, rail_cell = _rail(ends)
-        optic = first.cable.a_optic if first.is_a else first.cable.z_optic
-        optic_cell = ""
-        if optic:
-            port = optic_at.setdefault(_cage(first.here), first.here.port)
-            optic_cell = optic.part if port == first.here.port else f"shared with {port}"
         fars = [e.far for e in ends]
         one_far = len({(f.rack, f.device) for f in fars}) == 1
         far: tuple[Cell, ...] = ((fars[0].rack, fars[0].u, fars[0].device, _number("+".join(f.port for f in fars)))
@@ -186,13 +211,10 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
         label = plug_label(cables, first.is_a)
         legs = "; ".join(filter(None, (c.leg_order for c in cables))) if one_far else ""
         rows.append(SheetRow((first.here.u, first.here.device, _number("+".join(e.here.port for e in ends)), label,
-                              first.cable.fabric, rail_cell, *far, first.cable.length_m, first.cable.part,
-                              optic_cell, legs), rail, True, label, first.cable.fabric))
+                              cable.fabric, rail_cell, *far, cable.length_m, cable.part, optic_cell, legs), rail,
+                             True, label, cable.fabric))
         if not one_far:  # a leg repeats its trunk's U and device, so a sheet filtered by device keeps its legs
-            rows += [SheetRow((e.here.u, e.here.device, _number(e.here.port), "", "",
-                               "" if e.cable.rail is None else e.cable.rail, e.far.rack, e.far.u, e.far.device,
-                               _number(e.far.port), "", "", "", e.cable.leg_order), e.cable.rail, False,
-                              fabric=e.cable.fabric)
+            rows += [SheetRow(_end_cells(e, "", "", "", "", ""), e.cable.rail, False, fabric=e.cable.fabric)
                      for e in ends]
     return rows
 
