@@ -225,6 +225,7 @@ class RackSheet:
 
     rows: list[SheetRow]
     revision: str
+    texts: list[tuple[str, ...]]  # each row's cells as printed text (``cell_texts``)
 
 
 @dataclass(frozen=True)
@@ -235,12 +236,18 @@ class RowSheets:
     racks: dict[str, RackSheet]
 
 
-def revision(header: Sequence[str], rows: Iterable[Sequence[Cell | None]]) -> str:
-    """A sheet's revision: the first 12 hex of the sha256 of what it prints (its header fields, then its rows cell
-    by cell), so a sheet changes revision exactly when its content does: a comment in the spec changes none, a
-    cable's new length only the sheets that print that cable."""
+def cell_texts(rows: Iterable[SheetRow]) -> list[tuple[str, ...]]:
+    """Each row's cells as text, as a sheet prints them and its revision digests them: made once per rack and read
+    by the rack's and its fabrics' revisions, the workbook's column widths and the PDF."""
+    return [tuple(map(str, r.cells)) for r in rows]
+
+
+def revision(header: Sequence[str], texts: Iterable[Sequence[str]]) -> str:
+    """A sheet's revision: the first 12 hex of the sha256 of what it prints (its header fields, then its rows' cell
+    texts, cell by cell), so a sheet changes revision exactly when its content does: a comment in the spec changes
+    none, a cable's new length only the sheets that print that cable."""
     digest = hashlib.sha256("\x1f".join(header).encode())
-    digest.update("".join(["\x1e" + "\x1f".join(map(str, row)) for row in rows]).encode())
+    digest.update("".join(["\x1e" + "\x1f".join(row) for row in texts]).encode())
     return f"revision {digest.hexdigest()[:12]}"
 
 
@@ -256,8 +263,9 @@ def row_sheets(topology: Topology) -> list[RowSheets]:
     by_row: dict[str, dict[str, RackSheet]] = {}
     for rack, plugs_here in rack_plugs(topology.cables).items():
         rows = sheet_rows(plugs_here)
+        texts = cell_texts(rows)
         by_row.setdefault(row_of.get(rack, ""), {})[rack] = RackSheet(
-            rows, revision((head, rack_title(rack, row_of.get(rack, ""))), (r.cells for r in rows)))
+            rows, revision((head, rack_title(rack, row_of.get(rack, ""))), texts), texts)
     return [RowSheets(row, by_row[row]) for row, _ in topology.cluster.facility.rows if row in by_row]
 
 
@@ -269,6 +277,7 @@ class FabricSheet:
     rows: list[SheetRow]
     cells: list[tuple[Cell, ...]]  # "rack" (a leg's its trunk's), then each row's cells
     revision: str
+    texts: list[tuple[str, ...]]  # ``cells`` as text
 
 
 def fabric_title(fabric: str) -> str:
@@ -280,16 +289,17 @@ def fabric_sheets(sheets: Iterable[RowSheets], fabrics: Iterable[str], head: str
     their order: a fabric's sheet lists its plugs as the racks' sheets do (a row per plug, a trunk's legs beneath
     it, a twin-port cage's optic once), rack after rack, so the two never disagree; its revision is the digest of
     its header and rows."""
-    rows: dict[str, list[tuple[str, SheetRow]]] = {fabric: [] for fabric in fabrics}
+    rows: dict[str, list[tuple[str, SheetRow, tuple[str, ...]]]] = {fabric: [] for fabric in fabrics}
     for row_sheet in sheets:
         for rack, sheet in row_sheet.racks.items():
-            for r in sheet.rows:
-                rows[r.fabric].append((rack, r))
+            for r, row_texts in zip(sheet.rows, sheet.texts, strict=True):
+                rows[r.fabric].append((rack, r, row_texts))
     out = {}
     for fabric, printed in rows.items():
-        cells = [(rack, *r.cells) for rack, r in printed]  # a leg too: a sheet filtered by rack keeps its legs
-        out[fabric] = FabricSheet([r for _, r in printed], cells,
-                                  revision((head, fabric_title(fabric)), cells))
+        # a leg too has its rack: a sheet filtered by rack keeps its legs
+        texts = [(rack, *t) for rack, _, t in printed]
+        out[fabric] = FabricSheet([r for _, r, _ in printed], [(rack, *r.cells) for rack, r, _ in printed],
+                                  revision((head, fabric_title(fabric)), texts), texts)
     return out
 
 

@@ -31,7 +31,6 @@ from fabricgen.features.cabling.handoff import (
     END_COLUMNS,
     RAIL_PALETTE,
     RowSheets,
-    SheetRow,
     page_header,
     rail_colour,
     rail_pattern,
@@ -70,15 +69,15 @@ def _width(text: str, font: str = FONT) -> float:
     return sum(map(_ADVANCE[font].__getitem__, text)) * MAX_SIZE / 1000
 
 
-def _texts(row: SheetRow) -> tuple[str, ...]:
-    """The printed cells: the check-off columns empty, the END_COLUMNS (the workbook's breakout leg column is not
-    printed here)."""
-    return ("", "", *map(str, row.cells[:len(END_COLUMNS)]))
+def _texts(texts: tuple[str, ...]) -> tuple[str, ...]:
+    """The printed cells of a row of ``RackSheet.texts``: the check-off columns empty, the END_COLUMNS (the
+    workbook's breakout leg column is not printed here)."""
+    return ("", "", *texts[:len(END_COLUMNS)])
 
 
 def _layout(sheets: RowSheets) -> tuple[float, list[float]]:
     """The font size and column widths (points) at which the longest text of every column fits the page width."""
-    return _layout_of([_texts(row) for sheet in sheets.racks.values() for row in sheet.rows])
+    return _layout_of([_texts(texts) for sheet in sheets.racks.values() for texts in sheet.texts])
 
 
 def _layout_of(texts: Sequence[tuple[str, ...]]) -> tuple[float, list[float]]:
@@ -279,8 +278,8 @@ def _document(info: dict[str, str], streams: Sequence[bytes]) -> bytes:
 
 def row_pdf(sheets: RowSheets, site: str) -> bytes:
     """One row's file: each rack starts a new page, headed by the site and the rack's revision."""
-    racks = {rack: [(_texts(r), None if r.rail is None else r.rail % len(RAIL_PALETTE), r.plug) for r in sheet.rows]
-             for rack, sheet in sheets.racks.items()}
+    racks = {rack: [(_texts(texts), None if r.rail is None else r.rail % len(RAIL_PALETTE), r.plug)
+                    for r, texts in zip(sheet.rows, sheet.texts, strict=True)] for rack, sheet in sheets.racks.items()}
     grid = _Grid(_layout_of([texts for rows in racks.values() for texts, _, _ in rows]))
     per_page = rows_per_page(grid.size)
     drawn = {rack: grid.rows(rows) for rack, rows in racks.items()}
