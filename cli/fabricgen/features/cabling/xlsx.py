@@ -168,7 +168,7 @@ class _Tails(dict[Value, str]):
 
 @dataclass
 class _Cells:
-    """One sheet's cell tails, kept while it is written: ``tail`` of any value, ``column`` of a whole column."""
+    """One workbook's cell tails, kept while it is written: ``tail`` of any value, ``column`` of a whole column."""
 
     tails: _Tails = field(default_factory=_Tails)
     floats: _Floats = field(default_factory=_Floats)
@@ -235,14 +235,14 @@ def _bad_row(chunk: Sequence[tuple[Value, ...]], fills: Sequence[object], bares:
     return "a row failed its checks"
 
 
-def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str], styles: _Styles
+def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str], styles: _Styles, cells: _Cells
               ) -> Iterator[tuple[str, int]]:
     """Yield (xml chunk, data rows so far), ``_CHUNK_ROWS`` rows at a time: bounded memory, one write per chunk.
     Cells carry no r="A7": SpreadsheetML places them left to right (halves the cost per cell). Each cell's opening
     (its style) comes from its row's fill, made once per kind of row."""
     fill_iter = iter(sheet.fills) if sheet.fills is not None else None
     bare_iter = iter(sheet.bare_rows) if sheet.bare_rows is not None else None
-    width, cells, n, rows = len(letters), _Cells(), 0, iter(rows)
+    width, n, rows = len(letters), 0, iter(rows)
     kinds = _RowKinds(styles, width, sheet)
     while chunk := list(islice(rows, _CHUNK_ROWS)):
         fills = [None] * len(chunk) if fill_iter is None else list(islice(fill_iter, len(chunk)))
@@ -263,7 +263,7 @@ def _rows_xml(sheet: Sheet, rows: Iterable[tuple[Value, ...]], letters: list[str
         raise ValueError(f"sheet {sheet.name!r}: {n} data rows exceed Excel's limit of {_MAX_ROWS - 1}")
 
 
-def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: _Styles) -> tuple[str, int]:
+def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: _Styles, cells: _Cells) -> tuple[str, int]:
     """Stream one worksheet part; return (last column, last row): with a generator, known only at its end."""
     if not 0 < len(sheet.header) <= _MAX_COLS:
         raise ValueError(f"sheet {sheet.name!r}: header needs 1 to {_MAX_COLS} columns")
@@ -280,7 +280,7 @@ def _write_sheet(out: IO[bytes], sheet: Sheet, first: bool, styles: _Styles) -> 
               f'<sheetFormatPr defaultRowHeight="15"/><cols>{cols}</cols><sheetData><row r="1">{header}</row>'
               .encode())
     n = 0
-    for chunk, n in _rows_xml(sheet, chain(sample, rows), letters, styles):  # noqa: B007 -- n is used below
+    for chunk, n in _rows_xml(sheet, chain(sample, rows), letters, styles, cells):  # noqa: B007 -- n is used below
         out.write(chunk.encode())
     asked = list(sheet.page_breaks_before or ())
     breaks = sorted({b for b in asked if 0 < b < n})  # data row 0 starts page 1 anyway; past the end means nothing
@@ -412,7 +412,7 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = (), pattern
         raise ValueError(f"palette entries must be 'RRGGBB' hex strings, got {list(palette)!r}")
     if not set(patterns) <= _PATTERN_TYPES:
         raise ValueError(f"patterns must be SpreadsheetML pattern types, got {list(patterns)!r}")
-    styles = _Styles(len(palette))
+    styles, cells = _Styles(len(palette)), _Cells()  # one workbook's sheets repeat names, ports and lengths
     numbers = range(1, len(sheets) + 1)
     types = [("/xl/workbook.xml", "officedocument.spreadsheetml.sheet.main+xml"),
              *((f"/xl/worksheets/sheet{i}.xml", "officedocument.spreadsheetml.worksheet+xml") for i in numbers),
@@ -435,7 +435,7 @@ def write_workbook(sheets: Sequence[Sheet], palette: Sequence[str] = (), pattern
         })
         for i, sheet in enumerate(sheets):
             with zf.open(f"xl/worksheets/sheet{i + 1}.xml", "w") as out:
-                col, last = _write_sheet(out, sheet, i == 0, styles)
+                col, last = _write_sheet(out, sheet, i == 0, styles, cells)
             quoted = escape("'" + sheet.name.replace("'", "''") + "'")
             names.append(f'<definedName name="_xlnm._FilterDatabase" localSheetId="{i}" hidden="1">'
                          f"{quoted}!$A$1:${col}${last}</definedName>"
