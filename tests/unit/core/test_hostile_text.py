@@ -6,10 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fabricgen.core import templating
 from fabricgen.core.document import REDACTED, Document, format_path
 from fabricgen.core.errors import SourcePosition, printable
 from fabricgen.core.files import TooLargeError, read_bounded
@@ -86,3 +90,13 @@ def test_csv_of_safe_cells_is_unchanged_by_the_scan() -> None:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows([("a", "b", "c", "d"), *rows])
     assert csv_bytes(("a", "b", "c", "d"), rows) == buffer.getvalue().encode()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(',"\n\r\t=+-@ab1'), max_size=10))
+def test_csv_scan_finds_every_cell_a_line_start_scan_finds(text: str) -> None:
+    """The scan for a cell that may start a formula (the text's start, then a class first: no backtracking) finds
+    exactly what a scan at each line start and separator finds."""
+    line_start = re.compile(r'(?:^|,)"?[=+\-@\t\r\n]', re.MULTILINE)
+    found = templating._FORMULA_FIRST.match(text) or templating._MAYBE_FORMULA.search(text)
+    assert bool(found) == bool(line_start.search(text))

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.topology import Topology
@@ -41,9 +42,9 @@ _DIGITS = re.compile(r"(\d+)")
 Cell = str | int | float
 
 
-@dataclass(frozen=True, slots=True)
-class RackEnd:
-    """One cable end (one cables.csv row's end) as seen from its own rack."""
+class RackEnd(NamedTuple):
+    """One cable end (one cables.csv row's end) as seen from its own rack. A named tuple: two are made per cable
+    (270,000 at 16k GPUs), at a tuple's cost."""
 
     here: CableEnd
     far: CableEnd
@@ -69,6 +70,9 @@ def plug_label(cables: Sequence[Cable], a_end: bool) -> str:
     beneath)."""
     first = cables[0]
     name = first.physical if len(cables) > 1 or _shares_plug(first, a_end) else first.name
+    if len(cables) == 1:  # most plugs: the one far end, as the general case below writes it
+        far = first.z if a_end else first.a
+        return f"{name}/{'A' if a_end else 'Z'} to {far.rack} {far.device} {far.port}"
     fars = [c.z if a_end else c.a for c in cables]
     if len({(f.rack, f.device) for f in fars}) == 1:
         to = f"{fars[0].rack} {fars[0].device} {'+'.join(f.port for f in fars)}"
@@ -154,15 +158,35 @@ def _rail(ends: Sequence[RackEnd]) -> tuple[int | None, Cell]:
     return (rails[0] if len(rails) == 1 else None), (rails[0] if len(rails) == 1 else "+".join(map(str, rails)))
 
 
+@lru_cache(maxsize=65536)
 def _number(port: str) -> Cell:
     """A port cell: a port numbered by a plain number (a BMC switch's ``49``) as a number, so a sheet sorts and
-    filters it as one; a faceplate name (``21/1``, ``OSFP1P1``, ``1/1+1/2``) stays text."""
+    filters it as one; a faceplate name (``21/1``, ``OSFP1P1``, ``1/1+1/2``) stays text. Cached, as ``port_order``:
+    every row asks it of two ports, of a few distinct names."""
     return int(port) if port.isascii() and port.isdigit() and str(int(port)) == port else port
 
 
 def _cage(end: CableEnd) -> tuple[str, str]:
     """The device and cage an optic sits in: a node end knows its chassis cage, a switch port is ``<cage>/<lane>``."""
     return end.device, end.cage or end.port.split("/", 1)[0]
+
+
+def _optic_cell(first: RackEnd, optic_at: dict[tuple[str, str], str]) -> str:
+    """The optic printed on a plug: its part on the cage's first plug, ``shared with <port>`` on the second plug of
+    a twin-port cage (``optic_at``: the first plug's port of each cage so far), empty where the plug has none."""
+    optic = first.cable.a_optic if first.is_a else first.cable.z_optic
+    if not optic:
+        return ""
+    port = optic_at.setdefault(_cage(first.here), first.here.port)
+    return optic.part if port == first.here.port else f"shared with {port}"
+
+
+def _end_cells(e: RackEnd, label: str, fabric: str, length: Cell, part: str, optic: str) -> tuple[Cell, ...]:
+    """The cells of a row that prints one cable end: a plug of one cable (most plugs), or a leg beneath its trunk
+    (no label, fabric, length, part or optic of its own)."""
+    rail = e.cable.rail
+    return (e.here.u, e.here.device, _number(e.here.port), label, fabric, "" if rail is None else rail, e.far.rack,
+            e.far.u, e.far.device, _number(e.far.port), length, part, optic, e.cable.leg_order)
 
 
 def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
@@ -172,13 +196,15 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
     rows: list[SheetRow] = []
     optic_at: dict[tuple[str, str], str] = {}
     for ends in plugs_here:
-        first, cables = ends[0], [e.cable for e in ends]
+        first = ends[0]
+        cable, optic_cell = first.cable, _optic_cell(first, optic_at)
+        if len(ends) == 1:  # a plug of one cable, most plugs: its one end's row
+            label = plug_label((cable,), first.is_a)
+            rows.append(SheetRow(_end_cells(first, label, cable.fabric, cable.length_m, cable.part, optic_cell),
+                                 cable.rail, True, label, cable.fabric))
+            continue
+        cables = [e.cable for e in ends]
         rail, rail_cell = _rail(ends)
-        optic = first.cable.a_optic if first.is_a else first.cable.z_optic
-        optic_cell = ""
-        if optic:
-            port = optic_at.setdefault(_cage(first.here), first.here.port)
-            optic_cell = optic.part if port == first.here.port else f"shared with {port}"
         fars = [e.far for e in ends]
         one_far = len({(f.rack, f.device) for f in fars}) == 1
         far: tuple[Cell, ...] = ((fars[0].rack, fars[0].u, fars[0].device, _number("+".join(f.port for f in fars)))
@@ -186,13 +212,10 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
         label = plug_label(cables, first.is_a)
         legs = "; ".join(filter(None, (c.leg_order for c in cables))) if one_far else ""
         rows.append(SheetRow((first.here.u, first.here.device, _number("+".join(e.here.port for e in ends)), label,
-                              first.cable.fabric, rail_cell, *far, first.cable.length_m, first.cable.part,
-                              optic_cell, legs), rail, True, label, first.cable.fabric))
+                              cable.fabric, rail_cell, *far, cable.length_m, cable.part, optic_cell, legs), rail,
+                             True, label, cable.fabric))
         if not one_far:  # a leg repeats its trunk's U and device, so a sheet filtered by device keeps its legs
-            rows += [SheetRow((e.here.u, e.here.device, _number(e.here.port), "", "",
-                               "" if e.cable.rail is None else e.cable.rail, e.far.rack, e.far.u, e.far.device,
-                               _number(e.far.port), "", "", "", e.cable.leg_order), e.cable.rail, False,
-                              fabric=e.cable.fabric)
+            rows += [SheetRow(_end_cells(e, "", "", "", "", ""), e.cable.rail, False, fabric=e.cable.fabric)
                      for e in ends]
     return rows
 
@@ -203,6 +226,7 @@ class RackSheet:
 
     rows: list[SheetRow]
     revision: str
+    texts: list[tuple[str, ...]]  # each row's cells as printed text (``cell_texts``)
 
 
 @dataclass(frozen=True)
@@ -213,12 +237,18 @@ class RowSheets:
     racks: dict[str, RackSheet]
 
 
-def revision(header: Sequence[str], rows: Iterable[Sequence[Cell | None]]) -> str:
-    """A sheet's revision: the first 12 hex of the sha256 of what it prints (its header fields, then its rows cell
-    by cell), so a sheet changes revision exactly when its content does: a comment in the spec changes none, a
-    cable's new length only the sheets that print that cable."""
+def cell_texts(rows: Iterable[SheetRow]) -> list[tuple[str, ...]]:
+    """Each row's cells as text, as a sheet prints them and its revision digests them: made once per rack and read
+    by the rack's and its fabrics' revisions, the workbook's column widths and the PDF."""
+    return [tuple(map(str, r.cells)) for r in rows]
+
+
+def revision(header: Sequence[str], texts: Iterable[Sequence[str]]) -> str:
+    """A sheet's revision: the first 12 hex of the sha256 of what it prints (its header fields, then its rows' cell
+    texts, cell by cell), so a sheet changes revision exactly when its content does: a comment in the spec changes
+    none, a cable's new length only the sheets that print that cable."""
     digest = hashlib.sha256("\x1f".join(header).encode())
-    digest.update("".join(["\x1e" + "\x1f".join(map(str, row)) for row in rows]).encode())
+    digest.update("".join(["\x1e" + "\x1f".join(row) for row in texts]).encode())
     return f"revision {digest.hexdigest()[:12]}"
 
 
@@ -234,8 +264,9 @@ def row_sheets(topology: Topology) -> list[RowSheets]:
     by_row: dict[str, dict[str, RackSheet]] = {}
     for rack, plugs_here in rack_plugs(topology.cables).items():
         rows = sheet_rows(plugs_here)
+        texts = cell_texts(rows)
         by_row.setdefault(row_of.get(rack, ""), {})[rack] = RackSheet(
-            rows, revision((head, rack_title(rack, row_of.get(rack, ""))), (r.cells for r in rows)))
+            rows, revision((head, rack_title(rack, row_of.get(rack, ""))), texts), texts)
     return [RowSheets(row, by_row[row]) for row, _ in topology.cluster.facility.rows if row in by_row]
 
 
@@ -247,6 +278,7 @@ class FabricSheet:
     rows: list[SheetRow]
     cells: list[tuple[Cell, ...]]  # "rack" (a leg's its trunk's), then each row's cells
     revision: str
+    texts: list[tuple[str, ...]]  # ``cells`` as text
 
 
 def fabric_title(fabric: str) -> str:
@@ -258,16 +290,17 @@ def fabric_sheets(sheets: Iterable[RowSheets], fabrics: Iterable[str], head: str
     their order: a fabric's sheet lists its plugs as the racks' sheets do (a row per plug, a trunk's legs beneath
     it, a twin-port cage's optic once), rack after rack, so the two never disagree; its revision is the digest of
     its header and rows."""
-    rows: dict[str, list[tuple[str, SheetRow]]] = {fabric: [] for fabric in fabrics}
+    rows: dict[str, list[tuple[str, SheetRow, tuple[str, ...]]]] = {fabric: [] for fabric in fabrics}
     for row_sheet in sheets:
         for rack, sheet in row_sheet.racks.items():
-            for r in sheet.rows:
-                rows[r.fabric].append((rack, r))
+            for r, row_texts in zip(sheet.rows, sheet.texts, strict=True):
+                rows[r.fabric].append((rack, r, row_texts))
     out = {}
     for fabric, printed in rows.items():
-        cells = [(rack, *r.cells) for rack, r in printed]  # a leg too: a sheet filtered by rack keeps its legs
-        out[fabric] = FabricSheet([r for _, r in printed], cells,
-                                  revision((head, fabric_title(fabric)), cells))
+        # a leg too has its rack: a sheet filtered by rack keeps its legs
+        texts = [(rack, *t) for rack, _, t in printed]
+        out[fabric] = FabricSheet([r for _, r, _ in printed], [(rack, *r.cells) for rack, r, _ in printed],
+                                  revision((head, fabric_title(fabric)), texts), texts)
     return out
 
 

@@ -58,13 +58,13 @@ def _fill(rail: int | None) -> int:
     return len(RAIL_PALETTE) if rail is None else rail % len(RAIL_PALETTE)
 
 
-def _widths(header: Sequence[str], rows: Sequence[tuple[Cell, ...]]) -> tuple[float, ...]:
-    """Every column as wide as its longest text, header included (+3 for bold and the filter button); where the
-    sheet would then print below 7 pt, its free-text columns share what the others leave of the page (their cells
-    wrap), but never below 16 characters."""
-    longest = [len(h) + 3 for h in header]
-    for i, column in enumerate(zip(*rows, strict=True)):  # a column at a time: the loops run in C
-        longest[i] = max(longest[i], max(map(len, map(str, column))) + 2)
+def _widths(header: Sequence[str], texts: Sequence[tuple[str, ...]]) -> tuple[float, ...]:
+    """Every column as wide as its longest text (``texts``: the sheet's cells as text, past its check-off columns),
+    header included (+3 for bold and the filter button); where the sheet would then print below 7 pt, its free-text
+    columns share what the others leave of the page (their cells wrap), but never below 16 characters."""
+    longest = [len(h) + 3 for h in header]  # the check-off columns' cells are empty: their header is the longest
+    for i, column in enumerate(zip(*texts, strict=True), len(CHECK_COLUMNS)):  # a column at a time: loops in C
+        longest[i] = max(longest[i], max(map(len, column)) + 2)
     widths = [min(_MAX_WIDTH, float(n)) for n in longest]
     wrapping = [i for i, h in enumerate(header) if h in _WRAPPING]
     fixed = sum(w for i, w in enumerate(widths) if i not in wrapping)
@@ -81,7 +81,7 @@ def _fabric_sheet(name: str, sheet: FabricSheet, head: str) -> Sheet:
     cells: list[tuple[Cell, ...]] = [("", "", *row) for row in sheet.cells]
     return Sheet(name=name[:31], header=FABRIC_COLUMNS, rows=cells, fills=[_fill(r.rail) for r in sheet.rows],
                  fill_column=FABRIC_COLUMNS.index("rail"), bare_rows=[not r.plug for r in sheet.rows],
-                 bare_columns=len(CHECK_COLUMNS), widths=_widths(FABRIC_COLUMNS, cells),
+                 bare_columns=len(CHECK_COLUMNS), widths=_widths(FABRIC_COLUMNS, sheet.texts),
                  page_header=(head, fabric_title(name), sheet.revision))
 
 
@@ -101,7 +101,7 @@ def row_workbook(sheets: RowSheets, head: str) -> bytes:
         books.append(Sheet(name=f"rack {rack}", header=RACK_COLUMNS, rows=rows,
                            fills=[_fill(r.rail) for r in sheet.rows], fill_column=RACK_COLUMNS.index("rail"),
                            bare_rows=[not r.plug for r in sheet.rows], bare_columns=len(CHECK_COLUMNS),
-                           widths=_widths(RACK_COLUMNS, rows),
+                           widths=_widths(RACK_COLUMNS, sheet.texts),
                            page_header=(head, rack_title(rack, sheets.row), sheet.revision)))
     return write_workbook([*books, _legend()], PALETTE, PATTERNS)
 

@@ -127,3 +127,21 @@ def test_floats_are_written_as_their_repr_even_where_equal_ones_differ() -> None
     book = zipfile.ZipFile(BytesIO(write_workbook([Sheet("A", ("a",), rows)], PALETTE)))
     sheet = book.read("xl/worksheets/sheet1.xml").decode()
     assert [v.split("</v>")[0] for v in sheet.split("<v>")[1:]] == ["0.0", "-0.0", "3.0", "3.0", "2.5", "-0.0"]
+
+
+_CELL_VALUES = st.one_of(st.text(alphabet=st.sampled_from(string.printable + "\x00_&<>=-é"), max_size=6),
+                         st.integers(-3, 3), st.floats(allow_nan=False, allow_infinity=False), st.none(),
+                         st.booleans(), st.sampled_from([0.0, -0.0, 1.0, 1, True, "1"]))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda width: st.lists(
+    st.tuples(st.tuples(*[_CELL_VALUES] * width), st.tuples(*[st.sampled_from(['<c', '<c s="3"'])] * width)),
+    min_size=1, max_size=12)))
+def test_column_fast_path_writes_what_the_row_path_writes(rows: list[tuple[tuple[Value, ...], tuple[str, ...]]]
+                                                         ) -> None:
+    """A chunk of full rows built a column at a time (values of one kind looked up by map, 1, 1.0 and True kept
+    apart, -0.0 never cached as 0.0) is the text a row at a time writes."""
+    chunk, opens = [values for values, _ in rows], [o for _, o in rows]
+    assert (xlsx._chunk_by_columns(chunk, opens, 2, xlsx._Cells())
+            == xlsx._chunk_by_rows(chunk, opens, 2, xlsx._Cells()))
