@@ -359,9 +359,11 @@ def test_a_renamed_node_group_relabels_its_cables(tmp_path: Path) -> None:
 def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
     """U9 on a real change: h100-4su's storage fabric on EOS after its last four DGX go and the leaves' ASNs move
     (leaf_base 65100 -> 65200), planned over OUT holding the storage switches' files and the cable table as before.
-    EOS's running-config reads by section as SONiC's by TABLE|key: the ports the storage servers move onto, the
-    leaf's `router bgp` replaced whole (EOS takes one BGP instance: a new AS is a new `router bgp`), the spine's
-    peers by address; and the cables the UFM and storage servers move onto are re-patches, not new cables."""
+    EOS's running-config reads by section as SONiC's by TABLE|key: the leaf's `router bgp` replaced whole (EOS takes
+    one BGP instance: a new AS is a new `router bgp`), the spine's peers by address. The UFM and the storage servers
+    keep their ports (they count down from the top: field review 2026-12-03, where they used to move onto the gone
+    DGX nodes' ports and cables): the only re-patches are rack D01's BMC cords, the UFM pair's placement filling
+    row D's first free rack."""
     from fabricgen.outdir.apply import apply_plan
     from fabricgen.outdir.plan import compute_plan
     from tests.helpers.ethernet import eos_spec
@@ -378,22 +380,21 @@ def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     leaf = result.stdout[result.stdout.index("~ switches/storage-leaf008/storage-leaf008.cfg"):]
     leaf = leaf[:leaf.index("\n  ~ switches/")]
-    assert "(34 config entries to add, 5 config entries to change, 34 config entries to remove; +6 -6 lines)" in leaf
-    assert ("~ config entry interface Ethernet28/1  description: gpu124:Slot2P1 (port 28, cable 15 m) -> "
-            "mds01:Slot1P2 (port 28, cable 15 m)") in leaf
+    assert "(34 config entries to add, 34 config entries to remove; +1 -1 lines)" in leaf
+    assert "interface Ethernet" not in leaf, "no port of the leaf changes"
     assert "- config entry router bgp 65107\n" in leaf
     assert "+ config entry router bgp 65207 / neighbor 10.21.1.192" in leaf
     assert "~ config entry router bgp 65000 / neighbor 10.21.0.1  remote-as: 65100 -> 65200" in result.stdout
     assert "~ config entry router_bgp neighbors 10.21.0.1  remote_as: 65100 -> 65200" in result.stdout  # AVD's
     repatches = result.stdout[result.stdout.index("\nRe-patch: "):]
-    assert ("~ cable storage-leaf008-028  gpu124:Slot2P1 <-> storage-leaf008:28 -> mds01:Slot1P2 <-> "
-            "storage-leaf008:28") in repatches
-    assert "~ cable compute-su04-leaf0-028  gpu124:OSFP4P2 <-> compute-su04-leaf0:14/2 -> ufm01:P1" in repatches
-    # and no switch moves: the last in-band leaf, left with 6 DGX and the 6 Lustre servers, stays beside the spines
-    # (its home is the median of its nodes' racks, which keep their places: with the median node it moved, 12
-    # relabels and 60 uplink runs changed); breakout trunks that lost a leg are each one change (the leg gone, their
-    # one label naming the legs that stay: review D6)
-    assert "cables: 0 to add, 2 to change, 52 to remove, 24 to re-patch" in repatches
+    assert [line.split()[2] for line in repatches.splitlines() if line.startswith("    ~ cable ")] == [
+        "oob-d01-004", "oob-d01-005"]
+    assert "~ cable oob-d01-004  gpu124:BMC <-> oob-d01:4 -> ufm01:BMC <-> oob-d01:4" in repatches
+    assert not re.search(r"(mds|oss)\d+:", repatches), "no storage server moves"
+    # the last storage leaf, four of its DGX gone, moves from N02 to N01 (the median of its nodes' racks): its uplinks
+    # relabelled; breakout trunks that lost a leg are each one change (the leg gone, their one label naming the legs
+    # that stay: review D6)
+    assert "cables: 0 to add, 74 to change, 52 to remove, 66 to relabel, 2 to re-patch" in repatches
 
 
 def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:

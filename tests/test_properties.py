@@ -196,7 +196,13 @@ def test_rails_align_with_scalable_units(case: Case) -> None:
         return
     ft = topology.fabrics[0]
     leaves = {s.name: s for s in ft.switches_in(Tier.LEAF)}
-    slot = {n.name: i for i, n in enumerate(topology.cluster.nodes)}
+    sus = math.ceil(len(topology.cluster.nodes) / case.scalable_unit)
+    compute = [n.name for n in topology.cluster.nodes if n.profile.role == "compute"]
+    servers = [n.name for n in topology.cluster.nodes if n.profile.role != "compute"]
+    # compute nodes count up from the first slot, the management nodes down from the last (they share rails here,
+    # so none shares a slot)
+    slot = {name: i for i, name in enumerate(compute)} | {
+        name: sus * case.scalable_unit - 1 - k for k, name in enumerate(servers)}
     node_su: dict[str, set[int | None]] = defaultdict(set)
     for link in ft.links_in(NODE_LEAF):
         leaf, nic = leaves[link.z.device], link.nic
@@ -206,8 +212,7 @@ def test_rails_align_with_scalable_units(case: Case) -> None:
         assert leaf.su == link.su == s // case.scalable_unit + 1, (link.a, link.z)
         assert link.z.number == s % case.scalable_unit + 1, (link.a, link.z)  # port s+1 of its SU leaf
         node_su[link.a.device].add(leaf.su)
-    assert all(len(sus) == 1 for sus in node_su.values())
-    sus = math.ceil(len(topology.cluster.nodes) / case.scalable_unit)
+    assert all(len(node_sus) == 1 for node_sus in node_su.values())
     assert ft.scalable_units == sus and ft.rails == case.rails
     assert sorted((s.su, s.rail) for s in leaves.values()) == [(u, r) for u in range(1, sus + 1)
                                                                for r in range(case.rails)]

@@ -129,6 +129,9 @@ class _Leaf:
     hosts: list[tuple[Node, Nic, int]]  # (node, nic, downlink slot)
 
 
+_PairSides = tuple[list[tuple[Node, Nic]], list[tuple[Node, Nic]]]  # a leaf pair's host ports, side by side
+
+
 class _FabricCompiler:
     """Builds one fabric: leaves with their host links, then two or three switch tiers above them."""
 
@@ -215,34 +218,48 @@ class _FabricCompiler:
         size = self.spec.scalable_unit
         attached = self.attached()
         self.rails = 1 + max((nic.rail or 0) for _, nics in attached for nic in nics)
-        slots = self.slots(attached)
-        self.scalable_units = math.ceil((slots[-1] + 1 if slots else 0) / size)
+        slots = self.slots(attached, size)
+        self.scalable_units = math.ceil((max(slots) + 1 if slots else 0) / size)
         leaves = [
             _Leaf(self.make_leaf(su * self.rails + rail + 1, size, su=su + 1, rail=rail), [])
             for su in range(self.scalable_units)
             for rail in range(self.rails)
         ]
-        for slot, (node, nics) in zip(slots, attached, strict=True):
+        for slot, (node, nics) in sorted(zip(slots, attached, strict=True), key=lambda pair: pair[0]):
             su = slot // size
             for nic in nics:
                 leaves[su * self.rails + (nic.rail or 0)].hosts.append((node, nic, slot % size))
         return leaves
 
     @staticmethod
-    def slots(attached: list[tuple[Node, tuple[Nic, ...]]]) -> list[int]:
-        """Each node's SU slot, in spec order: the next one, except that a management node cabled to rails the
-        node before it (also a management node) leaves free shares its slot, as NVIDIA's RA puts the UFM HA pair
-        on the slot it reserves for UFM."""
-        out: list[int] = []
+    def slots(attached: list[tuple[Node, tuple[Nic, ...]]], size: int) -> list[int]:
+        """Each node's slot in the fabric's scalable units: compute nodes count up from the first slot in spec order,
+        the others (UFM, storage servers: nodes the cluster's size does not change) down from the last slot of the
+        last SU, so GPU nodes coming or going within that SU move no server's port, address or cable id (h100-4su:
+        127 GPU nodes and the UFM pair make 4 SUs, the RA's 127 + UFM). A management node cabled to rails the one
+        before it (also a management node) leaves free shares its slot, as NVIDIA's RA puts the UFM HA pair on the
+        slot it reserves for UFM."""
+        servers = [i for i, (node, _) in enumerate(attached) if node.profile.role != "compute"]
+        shared: list[int] = []  # per server, how many slots from the top
         used: set[int] = set()
-        for i, (node, nics) in enumerate(attached):
-            rails = {nic.rail or 0 for nic in nics}
-            if i and node.profile.role == "management" == attached[i - 1][0].profile.role and not rails & used:
+        for k, i in enumerate(servers):
+            rails = {nic.rail or 0 for nic in attached[i][1]}
+            before = attached[servers[k - 1]][0].profile.role if k else ""
+            if k and attached[i][0].profile.role == "management" == before and not rails & used:
                 used |= rails
-                out.append(out[-1])
+                shared.append(shared[-1])
             else:
                 used = rails
-                out.append(out[-1] + 1 if out else 0)
+                shared.append(shared[-1] + 1 if shared else 0)
+        compute = len(attached) - len(servers)
+        top = math.ceil((compute + (shared[-1] + 1 if shared else 0)) / size) * size - 1
+        out, up = [0] * len(attached), 0
+        from_top = dict(zip(servers, shared, strict=True))
+        for i in range(len(attached)):
+            if i in from_top:
+                out[i] = top - from_top[i]
+            else:
+                out[i], up = up, up + 1
         return out
 
     def packed_leaves(self) -> list[_Leaf]:
@@ -250,35 +267,70 @@ class _FabricCompiler:
         per_leaf = self.hosts_per_leaf(model)
         if self.spec.attachment.paired:
             return self.paired_leaves(per_leaf)
-        ports = [(node, nic) for node, nics in self.attached() for nic in nics]
-        leaves = []
-        for i in range(math.ceil(len(ports) / per_leaf)):
-            chunk = ports[i * per_leaf : (i + 1) * per_leaf]
-            leaves.append(
-                _Leaf(self.make_leaf(i + 1, per_leaf), [(n, c, s) for s, (n, c) in enumerate(chunk)])
-            )
+        places = self.packed_places(per_leaf)
+        leaves = [_Leaf(self.make_leaf(i + 1, per_leaf), []) for i in range(-(-len(places) // per_leaf))]
+        for place, (node, nic) in sorted(places.items()):
+            leaves[place // per_leaf].hosts.append((node, nic, place % per_leaf))
         return leaves
+
+    def packed_places(self, per_leaf: int) -> dict[int, tuple[Node, Nic]]:
+        """Each host port's place on the packed leaves (leaf * per_leaf + port): compute nodes' ports fill the leaves
+        from the first port of the first leaf, in spec order; the others' (storage servers, management nodes: what
+        the cluster's size does not change) fill down from the last port of the first leaf, each node's ports in its
+        NIC order, so GPU nodes coming or going never move a server's port, address or cable id."""
+        attached = [(node, nics) for node, nics in self.attached() if nics]
+        places: dict[int, tuple[Node, Nic]] = {}
+        taken = 0  # server ports placed, counted down from the first leaf's last port
+        for node, nics in attached:
+            if node.profile.role == "compute":
+                continue
+            for j, nic in enumerate(nics):  # the node's block, its first NIC on the lowest port
+                down = taken + len(nics) - 1 - j
+                places[down // per_leaf * per_leaf + per_leaf - 1 - down % per_leaf] = (node, nic)
+            taken += len(nics)
+        total = sum(len(nics) for _, nics in attached)
+        free = (p for p in range(-(-total // per_leaf) * per_leaf) if p not in places)
+        for node, nics in attached:
+            if node.profile.role == "compute":
+                for nic in nics:
+                    places[next(free)] = (node, nic)
+        return places
 
     def paired_leaves(self, per_leaf: int) -> list[_Leaf]:
         """Dual-homed: leaves in pairs (2p+1, 2p+2); a node's ports alternate between the two sides of its pair,
         starting on the emptier one, so a node with two ports has one on each leaf; a node that does not fit the
-        current pair starts the next one."""
-        pairs: list[tuple[list[tuple[Node, Nic]], list[tuple[Node, Nic]]]] = []
-        for node, nics in self.attached():
-            if not nics:
-                continue
+        current pair starts the next one. Servers (storage, management) are placed first, from the first pair's last
+        ports down, compute nodes then from its first ports up, so GPU nodes coming or going move no server."""
+        attached = [(node, nics) for node, nics in self.attached() if nics]
+        for node, nics in attached:
             if len(nics) > 2 * per_leaf:
                 raise _InfeasibleError(f"node {node.name} has {len(nics)} ports but a leaf pair takes "
                                        f"{2 * per_leaf} hosts ports", "pick a larger leaf switch")
-            first = 0 if not pairs or len(pairs[-1][0]) <= len(pairs[-1][1]) else 1
-            wanted = ((len(nics) + 1) // 2, len(nics) // 2)
-            if not pairs or any(len(pairs[-1][(first + k) % 2]) + wanted[k] > per_leaf for k in (0, 1)):
-                pairs.append(([], []))
-                first = 0
-            for i, nic in enumerate(nics):
-                pairs[-1][(first + i) % 2].append((node, nic))
-        return [_Leaf(self.make_leaf(2 * p + side + 1, per_leaf), [(n, c, s) for s, (n, c) in enumerate(ports)])
-                for p, pair in enumerate(pairs) for side, ports in enumerate(pair)]
+        tops: list[_PairSides] = []  # per pair and side: the servers' ports
+        bottoms: list[_PairSides] = []  # and the compute nodes'
+
+        def fill(nodes: list[tuple[Node, tuple[Nic, ...]]], into: list[_PairSides]) -> None:
+            p = 0
+            for node, nics in nodes:
+                while True:
+                    if p == len(tops):
+                        tops.append(([], []))
+                        bottoms.append(([], []))
+                    used = [len(tops[p][side]) + len(bottoms[p][side]) for side in (0, 1)]
+                    first = 0 if used[0] <= used[1] else 1
+                    wanted = ((len(nics) + 1) // 2, len(nics) // 2)
+                    if all(used[(first + k) % 2] + wanted[k] <= per_leaf for k in (0, 1)):
+                        break
+                    p += 1
+                for i, nic in enumerate(nics):
+                    into[p][(first + i) % 2].append((node, nic))
+
+        fill([(n, c) for n, c in attached if n.profile.role != "compute"], tops)
+        fill([(n, c) for n, c in attached if n.profile.role == "compute"], bottoms)
+        return [_Leaf(self.make_leaf(2 * p + side + 1, per_leaf),
+                      [(n, c, s) for s, (n, c) in enumerate(bottoms[p][side])]
+                      + [(n, c, per_leaf - 1 - s) for s, (n, c) in reversed(list(enumerate(tops[p][side])))])
+                for p in range(len(tops)) for side in (0, 1)]
 
     def hosts_per_leaf(self, model: SwitchModel) -> int:
         """Most host ports a leaf takes while keeping the requested uplinks or oversubscription.

@@ -150,7 +150,7 @@ def test_format_targets_reads_real_blkid(files: dict[str, Artifact], tmp_path: P
         image.write_bytes(b"\0" * (8 << 20))
         subprocess.run([mke2fs, "-q", "-F", "-t", "ext4", *(["-L", label] if label else []), str(image)],
                        check=True, capture_output=True)
-    (tmp_path / "nids").write_text("10.20.1.65@o2ib\n10.20.1.193@o2ib\n")
+    (tmp_path / "nids").write_text("10.20.0.65@o2ib\n10.20.0.193@o2ib\n")
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "mounts").write_text("/dev/sda1 / ext4 rw 0 0\n")
     script = tmp_path / "format-targets.sh"

@@ -178,9 +178,11 @@ def test_management_nodes_on_disjoint_rails_share_a_slot() -> None:
     assert sus == 1
     assert ends["ufma01"] == {(f"compute-su01-leaf{r}", 32) for r in (0, 1)}
     assert ends["ufmb01"] == {(f"compute-su01-leaf{r}", 32) for r in (2, 3)}
-    sus, ends = slots(range(1, 3))  # rail 1 is taken: the next slot, in a second SU
+    sus, ends = slots(range(1, 3))  # rail 1 is taken: the next slot down, which makes a second SU
     assert sus == 2
-    assert ends["ufmb01"] == {(f"compute-su02-leaf{r}", 1) for r in (1, 2)}
+    assert ends["ufma01"] == {(f"compute-su02-leaf{r}", 32) for r in (0, 1)}, "servers count down from the top"
+    assert ends["ufmb01"] == {(f"compute-su02-leaf{r}", 31) for r in (1, 2)}
+    assert max(n for (leaf, n) in ends["gpu0031"] if leaf.startswith("compute-su01")) == 31
 
 
 def test_b200_ra_like_16_su() -> None:
@@ -335,17 +337,26 @@ def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
     """h100-4su inband: SN4700 (32 QSFP-DD cages, 2 x 200G each) at 2:1 takes 24 hosts, one per cage (no catalog
     medium plugs a QSFP56 host per port of a split cage), + 12 uplinks on 6 cages (25 hosts would need an odd 13,
     26 one cage more than there are); 3 spines, 4 links (2 cage pairs) from each leaf; each DGX has two in-band
-    ports (its bond), consecutive on one leaf, and each of its 6 Lustre servers one, after them on the last leaf."""
+    ports (its bond), consecutive on one leaf, in node order from leaf001's first port; each of its 6 Lustre servers
+    one, counting down from leaf001's last port (mds01 on 24), so GPU nodes coming or going move no server."""
     topo = inventory["h100-4su"]
     ft = topo.fabric("inband")
     leaves = ft.switches_in(Tier.LEAF)
     assert counts(ft) == ([11, 3, 0], [260, 132, 0])
     assert {(s.down_ports, s.up_ports) for s in leaves} == {(24, 12)}
-    order = [(n.name, nic.index + 1) for n in topo.cluster.nodes for nic in n.profile.nics(ft.fabric.role.nic_role)]
+    role = ft.fabric.role.nic_role
+    servers = [(n.name, nic.index + 1) for n in topo.cluster.nodes if n.profile.role != "compute"
+               for nic in n.profile.nics(role)]
+    gpus = [(n.name, nic.index + 1) for n in topo.cluster.nodes if n.profile.role == "compute"
+            for nic in n.profile.nics(role)]
+    places = {port: 23 - i for i, port in enumerate(servers)} | {port: i for i, port in enumerate(gpus)}
+    places = {port: place + (len(servers) if place >= 24 - len(servers) and port in gpus else 0)
+              for port, place in places.items()}
     index = {s.name: s.index for s in leaves}
     for link in ft.links_in(NODE_LEAF):
-        i = order.index((link.a.device, link.a.number))
-        assert (index[link.z.device], link.z.number, link.z.name) == (i // 24 + 1, i % 24 + 1, f"{i % 24 + 1}/1")
+        place = places[link.a.device, link.a.number]
+        assert (index[link.z.device], link.z.number, link.z.name) == (
+            place // 24 + 1, place % 24 + 1, f"{place % 24 + 1}/1"), link
     assert_even_spread(ft)
 
 

@@ -40,7 +40,7 @@ from netaddr.ip import IPV4_LINK_LOCAL, IPV4_LOOPBACK, IPV4_MULTICAST, IPV4_RESE
 from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
-from fabricgen.model.cluster import Attachment, FabricType, Tier
+from fabricgen.model.cluster import Attachment, FabricType, Tier, TopologyKind
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.nodes import Node
 from fabricgen.model.topology import ROUTED_TIERS, FabricTopology, Switch, Topology
@@ -411,20 +411,29 @@ def _pod_ranges(ft: FabricTopology, carver: _Carver, node_groups: Mapping[str, s
 
 def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Mapping[str, int]
                   ) -> tuple[HostSubnet, ...]:
-    """IPoIB: one subnet per rail; a NIC without a rail counts as its position among the node's fabric NICs."""
-    per_rail: dict[int, list[tuple[str, int]]] = {}
+    """IPoIB: one subnet per rail; a NIC without a rail counts as its position among the node's fabric NICs. On a
+    rail-optimized fabric a port's address follows its slot (the SU and the leaf port), each rail's subnet sized for
+    every slot of the fabric's SUs: GPU nodes coming or going within an SU move no other address and no prefix
+    (h100-4su without gpu121-127 kept its /24s). Elsewhere the members are numbered in node order."""
+    per_rail: dict[int, list[tuple[str, int, int]]] = {}  # rail -> (node, NIC port, slot)
+    size = ft.fabric.topology.scalable_unit if ft.fabric.topology.kind is TopologyKind.RAIL_OPTIMIZED else 0
     for link in ft.links:
         if link.tier == "node-leaf" and link.nic is not None:
             rail = link.nic.rail if link.nic.rail is not None else link.nic.index
-            per_rail.setdefault(rail, []).append((link.a.device, link.a.number))
+            slot = (link.su - 1) * size + link.z.number if size and link.su is not None else 0
+            per_rail.setdefault(rail, []).append((link.a.device, link.a.number, slot))
+    by_slot = bool(size) and all(slot for members in per_rail.values() for _, _, slot in members)
     carver = _Carver(ft.fabric.name, "hosts", pool, a)
     subnets = []
     for rail in sorted(per_rail):
         members = sorted(per_rail[rail], key=lambda m: (order[m[0]], m[1]))
-        subnet = carver.take(32 - _bits(len(members) + 2), len(per_rail))  # network, hosts, broadcast
+        slots = [slot for _, _, slot in members] if by_slot else list(range(1, len(members) + 1))
+        room = ft.scalable_units * size if by_slot else len(members)
+        subnet = carver.take(32 - _bits(room + 2), len(per_rail))  # network, hosts, broadcast
         first = int(subnet.network)
-        subnets.append(HostSubnet("", str(subnet), "", tuple((node, port, _ip(first + 1 + i))
-                                                            for i, (node, port) in enumerate(members)), rail))
+        subnets.append(HostSubnet("", str(subnet), "", tuple((node, port, _ip(first + slot))
+                                                            for (node, port, _), slot in zip(members, slots,
+                                                                                              strict=True)), rail))
     return tuple(subnets)
 
 

@@ -215,28 +215,63 @@ def _fabric_cables(ft: FabricTopology, places: dict[str, _Place], geometry: _Geo
                 cables[index] = cable
     for index, cable in _cage_pairs(cables, places, choices):
         cables[index] = cable
-    return _switch_ids([c for c in cables if c is not None])
+    return _switch_ids([c for c in cables if c is not None], places, [m for ms in choices.values() for m in ms])
 
 
-def _switch_ids(cables: list[Cable]) -> list[Cable]:
-    """Each switch numbers the physical cables whose switch side (Z) it is, 1, 2, 3 ... in physical port order (a
-    cable by its first port: cage, then the port in the cage; numbers as numbers), ``<Z switch>-<n, 3 digits>``, and
-    the links of a cable of several (a splitter's legs, a cage pair's lanes) ``<that id>/L<leg>``: the crew reads a
-    gap as a missing cable, so a breakout switch's harnesses read -001, -002 ... as its cages, not -001, -005 ...
-    (their first legs' port numbers, issue 19), and a switch mixing cage pairs and cables of their own skips none.
-    The number depends on that switch's cables only, so a cable keeps its id while no cable comes or goes on a lower
-    port of its switch (nodes added or removed at the end, the last rack dropped): another switch's change never
-    renumbers it. Cables arrive named after their first link's Z port, which tells their physical cable apart."""
-    first: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {}  # Z switch -> physical cable -> its first port
+def _switch_ids(cables: list[Cable], places: dict[str, _Place], media: Sequence[Medium]) -> list[Cable]:
+    """Each physical cable is numbered by the connector its switch side (Z) plugs into, ``<Z switch>-<n, 3
+    digits>``, and the links of a cable of several (a splitter's legs, a cage pair's lanes) ``<that id>/L<leg>``.
+    A switch's connectors are counted in faceplate order: as many per cage as the most plugs a cage of its form
+    factor takes (a twin-port OSFP transceiver's two, else one), so a QM9700's NDR cables read -001, -002 as cage
+    1's two ports, a breakout switch's harnesses -001, -002 ... as its cages, and a 1:2 splitter on a twin-port
+    transceiver as its connector. The number is the connector's, not a count of the cables before it: a cable
+    keeps its id while it stays plugged where it is, whatever comes or goes around it (field review, 2026-12-03:
+    h100-4su without gpu121-127 gave gpu121's id to the UFM), and no id is ever another cable's. A switch whose
+    twin-port cages take one whole-cage plug each (a 1:2 DAC) skips the second connector's number."""
+    twin = _connectors_per_cage(media)
+    first: dict[str, tuple[int, str]] = {}  # physical cable -> (its connector number, its Z switch)
     for c in cables:
-        order = port_order(c.z.port)
-        ports = first.setdefault(c.z.device, {})
-        if c.physical not in ports or order < ports[c.physical]:
-            ports[c.physical] = order
-    names = {physical: f"{device}-{n:03d}" for device, ports in first.items()
-             for n, physical in enumerate(sorted(ports, key=ports.__getitem__), 1)}
+        number = _connector_number(places[c.z.device], c.z.port, c.speed, twin)
+        if c.physical not in first or number < first[c.physical][0]:
+            first[c.physical] = (number, c.z.device)
+    names: dict[str, str] = {}
+    taken: Counter[str] = Counter()
+    for physical, (number, device) in sorted(first.items(), key=lambda item: (item[1], port_order(item[0]))):
+        name = f"{device}-{number:03d}"
+        taken[name] += 1  # two plugs in a cage of one connector (the cage-plugs check refuses them) stay distinct
+        names[physical] = name if taken[name] == 1 else f"{name}.{taken[name]}"
     return [c.renumbered(f"{names[c.physical]}/L{c.leg}" if c.leg else names[c.physical], names[c.physical])
             for c in cables]
+
+
+def _connectors_per_cage(media: Sequence[Medium]) -> dict[str, int]:
+    """The most plugs a switch cage of each form factor takes: a twin-port transceiver's connections where a
+    catalog medium puts one in such a cage (OSFP), else 1."""
+    most: dict[str, int] = {}
+    for medium in media:
+        for form_factor in {*medium.switch_form_factors, *(ff for ff, _ in medium.switch_optics)}:
+            optic = medium.switch_optic_for(form_factor)
+            if optic is not None:
+                most[form_factor] = max(most.get(form_factor, 1), optic.connections)
+    return most
+
+
+def _connector_number(place: _Place, port: str, speed: str, twin: dict[str, int]) -> int:
+    """The 1-based number of the connector a switch port is plugged through, counted across the switch's cages in
+    faceplate order: a cage split ``split`` ways with ``k`` connectors gives each connector ``split / k`` of its
+    logical ports (a QM9700 cage at NDR200: /1 and /2 the first, /3 and /4 the second)."""
+    model = place.switch
+    assert model is not None, "a cable's Z end is a switch"
+    cage, lane = int(switch_cage(port)), switch_lane(port)
+    number = 0
+    for group in model.port_groups:
+        k = twin.get(group.form_factor, 1)
+        if cage > group.cages:
+            number, cage = number + group.cages * k, cage - group.cages
+            continue
+        per_connector = max(1, group.per_cage(speed) // k)
+        return number + (cage - 1) * k + min(k, (lane - 1) // per_connector + 1)
+    raise ValueError(f"{model.name} has no port {port}")
 
 
 def _cage_pairs(cables: Sequence[Cable | None], places: dict[str, _Place],

@@ -92,21 +92,24 @@ def test_address_plan_artifacts_list_every_address_once() -> None:
     assert len({row[3].split("/")[0] for row in storage}) == expected, "an address is given twice"
 
 def test_pod_ranges_per_leaf_clear_of_every_host_address() -> None:
-    """h100-4su's storage fabric carries Ethernet VFs on the DGX nodes: each of the four leaves they sit on gets a
+    """h100-4su's storage fabric carries Ethernet VFs on the DGX nodes: each of the six leaves they sit on gets a
     /23 (64 ports x 4 VFs + network, gateway, broadcast) from the host pool past every host subnet, its gateway the
-    first address; the servers' leaves (no VFs) get none; the in-band fabric (no SR-IOV) none at all."""
+    first address, for its DGX nodes only (the first pair's top ports hold the six storage servers, which take no
+    VFs); the in-band fabric (no SR-IOV) none at all."""
     from fabricgen.features.addressing import render as address_plan
 
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     plan = topology.addresses["storage"]
     assert [(p.leaf, p.network, p.gateway) for p in plan.pods] == [
         ("storage-leaf001", "10.20.4.0/23", "10.20.4.1"), ("storage-leaf002", "10.20.6.0/23", "10.20.6.1"),
-        ("storage-leaf003", "10.20.8.0/23", "10.20.8.1"), ("storage-leaf004", "10.20.10.0/23", "10.20.10.1")]
+        ("storage-leaf003", "10.20.8.0/23", "10.20.8.1"), ("storage-leaf004", "10.20.10.0/23", "10.20.10.1"),
+        ("storage-leaf005", "10.20.12.0/23", "10.20.12.1"), ("storage-leaf006", "10.20.14.0/23", "10.20.14.1")]
     hosts = IPSet(IPNetwork(s.network) for s in plan.hosts)
     for pod in plan.pods:
         assert not IPSet([IPNetwork(pod.network)]) & hosts
         assert IPNetwork(pod.network) in IPNetwork("10.20.0.0/16")
-        assert all(n.startswith("gpu") for n in pod.nodes) and len(pod.nodes) in (64, 63)  # 127 DGX
+        assert all(n.startswith("gpu") for n in pod.nodes)
+    assert [len(pod.nodes) for pod in plan.pods] == [58, 58, 64, 64, 5, 5]  # 127 DGX, a port on each side
     assert topology.addresses["inband"].pods == ()
     files = {a.path: a.content.decode() for a in address_plan.render(topology)}
     rows = files["addressing/storage-pod-ranges.csv"].splitlines()

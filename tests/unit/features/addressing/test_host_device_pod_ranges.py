@@ -85,9 +85,9 @@ def test_every_leaf_announces_its_host_device_pod_range(tmp_path: Path, nos: str
 
 
 def test_host_device_ranges_only_where_pods_run() -> None:
-    """h100-4su's storage fabric without VFs, its PFs moved into pods by host-device: the DGX nodes' four leaves get
-    a range each, one address per host port (64 + 3: a /25), and the storage servers' two leaves none: servers and
-    management appliances run no pods."""
+    """h100-4su's storage fabric without VFs, its PFs moved into pods by host-device: each of the six leaves gets a
+    range for its DGX nodes, one address per host port (64 + 3: a /25), none for the storage servers on the first
+    pair's top ports: servers and management appliances run no pods."""
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     storage = topology.fabric("storage")
     ft = dataclasses.replace(storage, fabric=dataclasses.replace(storage.fabric, sriov=None))
@@ -101,5 +101,5 @@ def test_host_device_ranges_only_where_pods_run() -> None:
     plan = plan_addresses(ft, order, {n.name: n.group for n in topology.cluster.nodes}, pods)
     assert plan is not None
     assert [(p.leaf, IPNetwork(p.network).prefixlen) for p in plan.pods] == [
-        (f"storage-leaf00{n}", 25) for n in range(1, 5)]
+        (f"storage-leaf00{n}", 25) for n in range(1, 7)]
     assert all(n.startswith("gpu") for p in plan.pods for n in p.nodes)

@@ -174,7 +174,7 @@ def test_bgp_neighbors_are_the_routed_ports(topology: Topology, configs: dict[st
             assert iface["ip_address"].split("/")[0] in back, f"{peer} does not peer back with {name}"
         networks = [n["prefix"] for n in bgp["address_family_ipv4"]["networks"]]
         assert networks == sorted([f"{view.loopback}/32", *([view.host_subnet] if view.host_subnet else []),
-                                   *([view.pod_subnet] if view.pod_subnet else [])])
+                                   *([view.pod_subnet] if view.pod_subnet else [])], key=ipaddress.ip_network)
     assert configs["storage-leaf001"]["router_bgp"]["maximum_paths"] == {"paths": 32, "ecmp": 32}  # 32 uplinks
     assert configs["storage-spine01"]["router_bgp"]["maximum_paths"] == {"paths": 64, "ecmp": 64}, "capped at 64"
 

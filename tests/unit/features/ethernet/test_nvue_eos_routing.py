@@ -89,8 +89,11 @@ def test_nvue_reads_back_as_the_sonic_files_of_the_same_fabric(nvue: dict[str, S
         assert _by_panel(n) == _by_panel(s), name
         n_panel = {p.name: p.panel for p in n.ports}
         s_panel = {p.name: p.panel for p in s.ports}
-        assert [(v.vid, v.mtu, v.addresses, sorted(n_panel[m] for m in v.members)) for v in n.vlans] == \
-               [(v.vid, v.mtu, v.addresses, sorted(s_panel[m] for m in v.members)) for v in s.vlans], name
+        # an SVI's addresses are a set in both (NVUE's `ip address` map, SONiC's VLAN_INTERFACE keys)
+        assert [(v.vid, v.mtu, sorted(map(str, v.addresses)), sorted(n_panel[m] for m in v.members))
+                for v in n.vlans] == \
+               [(v.vid, v.mtu, sorted(map(str, v.addresses)), sorted(s_panel[m] for m in v.members))
+                for v in s.vlans], name
     leaf = nvue["storage-leaf001"]
     assert (leaf.maximum_paths, leaf.multipath_relax, leaf.allowas_in) == (64, False, 0)  # NVUE's defaults
     assert leaf.vlans[0].name == "vlan100" and leaf.ports[0].name == "swp1s0"

@@ -63,7 +63,7 @@ def test_pod_pool_leaves_out_the_lustre_mgs() -> None:
     nids = [IPAddress(nid.split("@")[0]) for nodes in topology.cluster.lustre[0].mgs for nid in nodes]
     assert len(nids) == 4 and all(any(ip in r for r in pool.excluded) for ip in nids)
     gateways = [IPAddress(p.gateway) for p in topology.addresses["storage"].pods]  # the leaves' SVI addresses
-    assert len(gateways) == 4 and all(any(ip in r for r in pool.excluded) for ip in gateways), "nor pod gateways"
+    assert len(gateways) == 6 and all(any(ip in r for r in pool.excluded) for ip in gateways), "nor pod gateways"
     assert pool.nodes == 127 and pool.free_blocks >= pool.nodes
 
 

@@ -41,9 +41,11 @@ def switches() -> dict[str, SwitchRouting]:
 
 def test_a_sample_is_the_first_hosts_of_each_leaf_and_every_storage_server(compiled_fabrics: dict) -> None:
     ft, nodes = compiled_fabrics["storage"]
-    # gpu001 is first on leaf001 and leaf002 (dual-homed), gpu065 on leaf003/004; leaf005/006 serve the servers
-    assert sample_hosts(ft, nodes, 1) == ("gpu001", "gpu065", "mds01", "mds02", "oss01", "oss02", "oss03", "oss04")
-    assert sample_hosts(ft, nodes, 2)[:4] == ("gpu001", "gpu002", "gpu065", "gpu066")
+    # gpu001 is first on leaf001 and leaf002 (dual-homed), gpu059 on leaf003/004, gpu123 on leaf005/006; the
+    # servers count down from the first pair's last ports (mds01 on the last), in plan (port) order after its DGXs
+    assert sample_hosts(ft, nodes, 1) == ("gpu001", "oss04", "oss03", "oss02", "oss01", "mds02", "mds01", "gpu059",
+                                          "gpu123")
+    assert sample_hosts(ft, nodes, 2)[:5] == ("gpu001", "gpu002", "oss04", "oss03", "oss02")
     assert len(sample_hosts(ft, nodes, None)) == 127 + 6
 
 

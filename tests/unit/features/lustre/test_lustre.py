@@ -376,7 +376,7 @@ def test_second_network_over_tcp(tmp_path: Path) -> None:
         f"{BASE}/lustre-client-tune.sh"]
     # one MGS serves both networks: its servicenodes carry each server's NIDs on both, the data MDT's mgsnode tcp
     mds01, mds02 = (",".join(f"{ip}@{net}" for net in ("o2ib", "tcp") for ip in ips)
-                    for ips in (("10.20.1.65", "10.20.1.193"), ("10.20.2.2", "10.20.2.130")))
+                    for ips in (("10.20.0.65", "10.20.0.193"), ("10.20.0.64", "10.20.0.192")))
     script = files["hosts/mds01/lustre/format-targets.sh"]
     assert f"format MGS /dev/mapper/mgt '' {mds01}:{mds02} mds02 --mgs\n".encode() in script
     assert f"format data-MDT0000 /dev/mapper/data-mdt0 {mgs} ".encode() in files["hosts/mds02/lustre/format-targets.sh"]

@@ -39,12 +39,12 @@ def test_servers_lnet_nids_are_the_planned_ones(h100: tuple[Compiled, tuple[Arti
     compiled, artifacts = h100
     assert _messages(compiled, artifacts) == []
     moved = _messages(compiled, _mutate(artifacts, "hosts/mds01/netplan-roce.yaml",
-                                        lambda c: c.replace(b"10.20.1.193", b"10.20.1.194")))
-    assert any("LNet would give mds01 the NIDs 10.20.1.65@o2ib, 10.20.1.194@o2ib (lnet.conf over its netplan), but "
-               "clients mount and targets are formatted with 10.20.1.65@o2ib, 10.20.1.193@o2ib" in m for m in moved)
+                                        lambda c: c.replace(b"10.20.0.193", b"10.20.1.194")))
+    assert any("LNet would give mds01 the NIDs 10.20.0.65@o2ib, 10.20.1.194@o2ib (lnet.conf over its netplan), but "
+               "clients mount and targets are formatted with 10.20.0.65@o2ib, 10.20.0.193@o2ib" in m for m in moved)
     norule = _messages(compiled, _mutate(artifacts, "hosts/oss01/netplan-roce.yaml",
-                                         lambda c: c.replace(b"- from: 10.20.2.3\n", b"- from: 1.2.3.4\n")))
-    assert norule and all("oss01 enp65s0f0np0: LNet interface enp65s0f0np0 (10.20.2.3) has no source rule" in m
+                                         lambda c: c.replace(b"- from: 10.20.0.63\n", b"- from: 1.2.3.4\n")))
+    assert norule and all("oss01 enp65s0f0np0: LNet interface enp65s0f0np0 (10.20.0.63) has no source rule" in m
                           for m in norule)
     swapped = _messages(compiled, _mutate(artifacts, "hosts/lustre-server/lustre/lnet.conf",
                                           lambda c: c.replace(b"0: enp65s0f1np1", b"0: enp65s0f0np0")))

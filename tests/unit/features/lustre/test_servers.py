@@ -22,8 +22,8 @@ from tests.helpers.fake_host import ScriptHost, write
 from tests.helpers.lustre import LUSTRE_STUBS as STUBS
 
 H100 = INVENTORIES / "h100-4su.yaml"
-MDS01 = ("10.20.1.65@o2ib", "10.20.1.193@o2ib")
-MDS02 = ("10.20.2.2@o2ib", "10.20.2.130@o2ib")
+MDS01 = ("10.20.0.65@o2ib", "10.20.0.193@o2ib")
+MDS02 = ("10.20.0.64@o2ib", "10.20.0.192@o2ib")
 MGSNODE = f"{','.join(MDS01)}:{','.join(MDS02)}"
 
 
@@ -200,7 +200,7 @@ def test_a_failing_mkfs_is_reported_and_the_other_targets_still_run(mds01: Scrip
 def test_rewrites_changed_nids_unless_mounted(mds01: ScriptHost) -> None:
     assert mds01.run().returncode == 0
     disk = mds01.root / "dev/mapper/ckpt-mdt0"
-    disk.write_text(disk.read_text().replace("10.20.2.130@o2ib", "10.20.255.2@o2ib"))
+    disk.write_text(disk.read_text().replace("10.20.0.192@o2ib", "10.20.255.2@o2ib"))
     write(mds01.root / "proc/mounts", f"{disk} /lustre/ckpt-mdt0 lustre rw 0 0")
     before = len(mds01.calls)
     mounted = mds01.run()
