@@ -268,7 +268,7 @@ class _FabricCompiler:
         if self.spec.attachment.paired:
             return self.paired_leaves(per_leaf)
         places = self.packed_places(per_leaf)
-        leaves = [_Leaf(self.make_leaf(i + 1, per_leaf), []) for i in range(-(-len(places) // per_leaf))]
+        leaves = [_Leaf(self.make_leaf(i + 1, per_leaf), []) for i in range(max(places, default=-1) // per_leaf + 1)]
         for place, (node, nic) in sorted(places.items()):
             leaves[place // per_leaf].hosts.append((node, nic, place % per_leaf))
         return leaves
@@ -279,17 +279,24 @@ class _FabricCompiler:
         the cluster's size does not change) fill down from the last port of the first leaf, each node's ports in its
         NIC order, so GPU nodes coming or going never move a server's port, address or cable id."""
         attached = [(node, nics) for node, nics in self.attached() if nics]
+
+        def counted_down(place: int) -> int:  # a place's rank counted down from the first leaf's last port (and back)
+            return place // per_leaf * per_leaf + per_leaf - 1 - place % per_leaf
+
         places: dict[int, tuple[Node, Nic]] = {}
-        taken = 0  # server ports placed, counted down from the first leaf's last port
+        taken = 0  # server ports placed
         for node, nics in attached:
             if node.profile.role == "compute":
                 continue
             for j, nic in enumerate(nics):  # the node's block, its first NIC on the lowest port
-                down = taken + len(nics) - 1 - j
-                places[down // per_leaf * per_leaf + per_leaf - 1 - down % per_leaf] = (node, nic)
+                places[counted_down(taken + len(nics) - 1 - j)] = (node, nic)
             taken += len(nics)
-        total = sum(len(nics) for _, nics in attached)
-        free = (p for p in range(-(-total // per_leaf) * per_leaf) if p not in places)
+        # the servers' ports rounded up to a whole compute node's, so the compute nodes' ports keep the alignment
+        # they have without servers (a DGX's two in-band ports, its bond, on one leaf beside an odd server count)
+        block = max((len(nics) for node, nics in attached if node.profile.role == "compute"), default=1)
+        reserved = -(-taken // block) * block
+        total = sum(len(nics) for node, nics in attached if node.profile.role == "compute") + reserved
+        free = (p for p in range(-(-total // per_leaf) * per_leaf) if counted_down(p) >= reserved)
         for node, nics in attached:
             if node.profile.role == "compute":
                 for nic in nics:

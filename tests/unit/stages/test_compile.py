@@ -360,6 +360,26 @@ def test_leaf_spine_packs_in_node_order(inventory: dict[str, Topology]) -> None:
     assert_even_spread(ft)
 
 
+def test_an_odd_server_port_count_keeps_each_bond_on_one_leaf() -> None:
+    """Field review (2026-12-03): h100-4su with a fifth OSS has seven in-band server ports at the top of
+    inband-leaf001; the DGX nodes' two in-band ports (bond0) must still share a leaf, so the port left over stays free
+    and the plan is clean of bond-member errors, where the DGX pairs used to start on odd ports across leaves."""
+    text = (REPO / "inventories" / "h100-4su.yaml").read_text()
+    old = "    count: 4\n    profile: lustre-server\n    placement: {racks: [D09, D10], per_rack: 2, start_u: 6}"
+    assert text.count(old) == 1
+    text = text.replace(old, old.replace("count: 4", "count: 5").replace("per_rack: 2", "per_rack: 3"))
+    topology = compile_topology(build_cluster(load_text(text, "s.yaml")))
+    ft = topology.fabric("inband")
+    leaves: dict[str, set[str]] = defaultdict(set)
+    for link in ft.links_in(NODE_LEAF):
+        leaves[link.a.device].add(link.z.device)
+    assert all(len(on) == 1 for node, on in leaves.items() if node.startswith("gpu")), "a DGX bond on one leaf"
+    top = sorted((link.z.number, link.a.device) for link in ft.links_in(NODE_LEAF) if link.z.device == "inband-leaf001")
+    assert [node for _, node in top[-7:]] == ["oss05", "oss04", "oss03", "oss02", "oss01", "mds02", "mds01"]
+    assert [number for number, _ in top[-8:-7]] == [16], "port 17 is left free: the servers take 8, a DGX bond's whole"
+    assert not [f for f in run_checks(topology) if f.severity is Severity.ERROR]
+
+
 def test_fat_tree_packs_node_ports_in_order() -> None:
     """QM9700 fat-tree, 1:1: 32 hosts + 32 uplinks per leaf; a node's 8 ports are consecutive."""
     spec = cluster_spec([group("h{n:02d}", 10, "hgx-8gpu-generic", ["A"], per_rack=4)],
