@@ -370,9 +370,10 @@ def test_roce_compute_manifests_validate(mode: str, tmp_path: Path) -> None:
 def test_h100_example_manifests_validate(tmp_path: Path) -> None:
     compiled = compile_spec(INVENTORIES / "h100-4su.yaml")
     docs = documents({a.path: a.content for a in render_spec(compiled, ["kubernetes", "k8s-workloads"])})
-    # networks and policies of 8 rails, 2 storage ports x 2 leaves each and their 2 policies, the compute pool and
-    # 4 storage leaf pools; namespace, pool config, NicClusterPolicy, Pod, PyTorchJob
-    assert len(docs) == 2 * 8 + 4 + 2 + 1 + 4 + 5
+    # networks and policies of 8 rails, 2 storage ports x 3 leaves each (the DGX nodes on all three pairs: the
+    # servers' ports count down from the first pair's last) and their 2 policies, the compute pool and 6 storage leaf
+    # pools; namespace, pool config, NicClusterPolicy, Pod, PyTorchJob
+    assert len(docs) == 2 * 8 + 6 + 2 + 1 + 6 + 5
     for doc in docs:
         assert validate(doc) == [], (doc["kind"], doc["metadata"].get("name"))
         check_embedded_json(doc, compiled.topology, docs)

@@ -8,7 +8,9 @@ for its host subnet (the prefix missing on every other switch; its hosts unreach
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -55,19 +57,19 @@ def test_up_check_down(tools: None) -> None:
     before = _namespaces()
     code, text = _lab("up", str(SPEC), "-o", str(GOLDEN), "--fabric", "storage")
     assert code == 0, text
-    assert "fabric storage: up in " in text and "10 switches, 8 hosts, 400 cables" in text
+    assert "fabric storage: up in " in text and "10 switches, 9 hosts, 402 cables" in text
     code, text = _lab("up", str(SPEC), "-o", str(GOLDEN), "--fabric", "storage")
     assert code == 0 and "already up with these artifacts: unchanged" in text, text
     code, text = _lab("check", str(SPEC), "-o", str(GOLDEN), "--fabric", "storage", "--json")
     assert code == 0, text
     [report] = json.loads(text[text.index("["):])
     assert report["failures"] == []
-    assert report["counts"] == {"switches": 10, "hosts": 8, "sessions": 768, "routes": 180, "addresses": 16}
+    assert report["counts"] == {"switches": 10, "hosts": 9, "sessions": 768, "routes": 198, "addresses": 18}
     made = _namespaces() - before
-    assert len(made) == 18
+    assert len(made) == 19
     pids = [int(p.read_text()) for p in (run.RUN_DIR).glob("*/fg-*/*.pid")]
     code, text = _lab("down", str(SPEC), "--fabric", "storage")
-    assert code == 0 and "removed 18 namespaces" in text
+    assert code == 0 and "removed 19 namespaces" in text
     assert _namespaces() == before
     assert all(not Path(f"/proc/{pid}/exe").exists() or Path(f"/proc/{pid}/exe").resolve().name not in
                ("zebra", "bgpd", "lldpd") for pid in pids)
@@ -98,7 +100,7 @@ def _broken_out(tmp_path: Path) -> Path:
         if entry["name"] == "storage-leaf001":
             entry["asn"] = "65101"
     db_path.write_text(json.dumps(db))
-    netplan = out / "hosts/gpu065/netplan-roce.yaml"
+    netplan = out / "hosts/gpu059/netplan-roce.yaml"
     text = netplan.read_text()
     assert text.count("mtu: 9000") == 2
     netplan.write_text(text.replace("mtu: 9000", "mtu: 9216", 1))  # enp170s0f0np0, to storage-leaf003
@@ -109,9 +111,10 @@ def test_the_lab_names_each_break(tools: None, tmp_path: Path) -> None:
     compiled = compile_spec(SPEC)
     [fl] = run.labs(compiled.topology, _broken_out(tmp_path), "storage", 1)
     leaf006 = fl.switches["storage-leaf006"]
-    hosts_subnet = next(n for n in leaf006.networks if n != leaf006.loopback.network)
+    hosts_subnet = next(n for n in leaf006.networks if ipaddress.ip_address("10.20.2.130") in n)
     # SONiC announces every VLAN_INTERFACE prefix: a missing network statement is made in the read-back's routing
-    unannounced = dataclasses.replace(leaf006, networks=(leaf006.loopback.network,))
+    # (the host subnet's only: its pod range, for gpu123-127's VFs, stays announced)
+    unannounced = dataclasses.replace(leaf006, networks=tuple(n for n in leaf006.networks if n != hosts_subnet))
     fl = dataclasses.replace(fl, switches=dict(fl.switches, **{"storage-leaf006": unannounced}))
     try:
         run.up(fl, timeout_s=20)
@@ -125,15 +128,17 @@ def test_the_lab_names_each_break(tools: None, tmp_path: Path) -> None:
     missing = [f for f in failures if f"{hosts_subnet} (from storage-leaf006) is missing" in f]
     assert len(missing) == 9  # every other switch
     assert f"fabric storage: storage-leaf006: announces no network {hosts_subnet}, which the plan gives it" in failures
-    mtu = [f for f in failures if "gpu065 enp170s0f0np0 10.20.1.2 ->" in f]
+    mtu = [f for f in failures if "gpu059 enp170s0f0np0 10.20.1.2 ->" in f]
     assert mtu and all("9216-byte ping with DF set (first cable storage-" in f for f in mtu)
-    unreachable = [f for f in failures if f.split(" -> ")[-1].split(":")[0].endswith(("enp65s0f1np1 10.20.0.191",))]
-    assert unreachable  # oss01's port on leaf006, from the other leaves
+    unreachable = [f for f in failures if f.split(" -> ")[-1].split(":")[0].endswith(("enp41s0f0np0 10.20.2.130",))]
+    assert unreachable  # gpu123's port on leaf006, from the other leaves
     # spine01 and leaf001 no longer exchange routes: leaf001's hosts lose spine01's loopback (spines share one AS,
     # so no other spine passes it on), and nothing else
     spine01_loopback = fl.switches["storage-spine01"].loopback.ip
-    cut = [f for f in failures if f" 10.20.0.2 -> storage-spine01's loopback {spine01_loopback}:" in f]
-    assert len(cut) == 1
+    # (gpu001 and the six servers, whose first ports count down from leaf001's last)
+    cut = [f for f in failures
+           if re.search(rf" 10\.20\.0\.(2|6[0-5]) -> storage-spine01's loopback {spine01_loopback}:", f)]
+    assert len(cut) == 7, cut
     explained = set(asn) | set(missing) | set(mtu) | set(cut) | {f for f in failures if "announces no network" in f}
     rest = [f for f in failures if f not in explained]
     # everything else is a ping to or from an address of leaf006's unannounced subnet
