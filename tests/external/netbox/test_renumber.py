@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pynetbox
+import pytest
+
 from fabricgen.features.netbox.render import import_set
-from fabricgen.features.netbox.sync import Report, sync, token_value
+from fabricgen.features.netbox.sync import Report, SyncError, sync, token_value
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
@@ -44,17 +47,21 @@ SWAPPED = """  - name: hgx0{n:1d}
 """
 
 
-def _spec(tmp_path: Path, variant: str) -> Path:
-    """lab-1su in its own site: as it is, with the group's start moved to 2, or with L01's two names swapped."""
+def _spec(tmp_path: Path, variant: str, start_u: int = 2) -> Path:
+    """lab-1su in its own site: as it is, with the group's start moved to 2, or with L01's two names swapped; its
+    nodes from ``start_u`` up in their racks."""
     text = (INVENTORIES / "lab-1su.yaml").read_text().replace("\n  site: lab\n", f"\n  site: {SITE}\n")
     assert GROUP in text and SM_HOSTS in text
+    group = GROUP.replace("start_u: 2", f"start_u: {start_u}")
     if variant == "start":
-        text = text.replace(GROUP, GROUP.replace("count: 8\n", "count: 8\n    start: 2\n")).replace(
+        text = text.replace(GROUP, group.replace("count: 8\n", "count: 8\n    start: 2\n")).replace(
             SM_HOSTS, SM_HOSTS.replace("hgx08", "hgx09").replace("hgx01", "hgx02"))
     elif variant == "swapped":
         text = text.replace(GROUP, SWAPPED).replace('groups: ["hgx{n:02d}"]',
                                                     'groups: ["hgx{n:02d}", "hgx0{n:1d}", "hgx0{n}"]')
-    spec = tmp_path / f"lab-{variant}.yaml"
+    else:
+        text = text.replace(GROUP, group)
+    spec = tmp_path / f"lab-{variant}-{start_u}.yaml"
     spec.write_text(text)
     return spec
 
@@ -119,3 +126,29 @@ def test_renumbered_and_swapped_nodes_keep_their_records_where_they_stand(tmp_pa
         assert not [k for k in kinds if k[0] in {"dcim.device", "dcim.cable"} and k[1] != "update"], kinds
         again = _sync(topology, env)
         assert again.writes == 0 and not again.renamed, again.counts
+
+    # the nodes raised a U (start_u 3): no record stands at any new place, so each moves by name, into units another
+    # node holds (each rack's lower node into its upper one's, and in L01, swapped, both ways): those are cleared
+    # first, then every node set; the records keep their ids under their names
+    by_name = {name: pk for pk, name, _ in _nodes_by_place(session, site).values()}
+    raised = compile_spec(_spec(tmp_path, "base", start_u=3)).topology
+    moved = _sync(raised, env)
+    print(f"raised: {moved.seconds:.1f} s, {dict(moved.requests)}, {dict(moved.counts)}, {moved.moved}")
+    assert len(moved.moved) == 8 and not moved.renamed
+    assert moved.counts["devices, freed first"]["update"] == 5  # L01's two, the upper node of L02..L04
+    assert {name: pk for pk, name, _ in _nodes_by_place(session, site).values()} == by_name
+    assert {(rack, u) for rack, u in _nodes_by_place(session, site)} == {
+        (f"L0{r}", float(u)) for r in range(1, 5) for u in (3, 11)}
+    assert _sync(raised, env).writes == 0
+    # a unit held by a device fabricgen did not make: one error before any device is written
+    api = pynetbox.api(env["FABRICGEN_NETBOX_URL"], token=token_value(env["FABRICGEN_NETBOX_TOKEN"]))
+    switch = session.records("dcim/devices", site_id=str(site), name="oob-l01")[0]
+    pdu = api.dcim.devices.create(name="pdu-l01", site=site, rack=switch["rack"]["id"], position=20, face="front",
+                                  device_type=switch["device_type"]["id"], role=switch["role"]["id"])
+    mark = _last_change(session)
+    lowered = compile_spec(_spec(tmp_path, "base", start_u=12)).topology
+    with pytest.raises(SyncError, match=r"1 devices cannot be moved or made .*hgx02 to L01 U20 front: pdu-l01 stands"):
+        _sync(lowered, env)
+    assert _last_change(session) == mark
+    api.dcim.devices.delete([pdu.id])
+    assert _sync(raised, env).writes == 0

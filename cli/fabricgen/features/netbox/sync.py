@@ -344,7 +344,8 @@ class Sync:
         # deletions run at the end, reversed: (endpoint, deletions, an object's cost)
         self.deferred: list[tuple[str, Changes, Callable[[Json], float] | None]] = []
         self.type_ports: dict[int, int] = {}  # device type id -> the ports its templates make
-        self.devices_have: dict[str, Json] = {}
+        self.devices_have: dict[str, Json] = {}  # by the plan's names, once matched (_devices)
+        self.devices_held: dict[str, Json] = {}  # by their names, as NetBox held them
         self.templated: set[str] = set()
         self.retyped: set[str] = set()
         self.port_cables: dict[int, Json] = {}  # interface id -> the cable NetBox holds on it (id, label)
@@ -586,7 +587,7 @@ class Sync:
                 "site": self.site, "location": self.ids["locations"][str(r["location"])] if r["location"] else None,
                 "rack": self.ids["racks"][rack] if rack else None, "position": r["position"] or None,
                 "face": r["face"] or None, "custom_fields": {DEVICE_FIELD: r[f"cf_{DEVICE_FIELD}"]}}
-        held = self.devices_have
+        held = self.devices_held = self.devices_have
         self._foreign_names(want, held)
         # place first, then name (core/renames.py): the record of fabricgen's standing where the plan puts a device
         # of its type is that device, whatever either is named (a node group whose start moved renames the boxes
@@ -877,8 +878,27 @@ class Sync:
             "address": r["address"], "vrf": self.vrf, "status": r["status"], "role": r["role"] or None,
             "assigned_object_type": INTERFACE, "assigned_object_id": interfaces[(_device(r), str(r["interface"]))],
             "description": r["description"]} for r in rows}
+        self._release_marks(want, have)
         ids = self.reconcile("IP addresses", "ipam.ip_addresses", want, have, delete=have.values(), conflict=True)
         self._primary(rows, ids)
+
+    def _release_marks(self, want: Mapping[str, Json], have: Mapping[str, Json]) -> None:
+        """The first step of an address's move to another device's port (nodes that move by name take the
+        addresses of their new order): NetBox refuses to reassign an address a device holds as its primary or OOB
+        one ("Cannot reassign IP address while it is designated as the primary IP"), so those marks are cleared
+        first, in one bulk PATCH of the devices, and :meth:`_primary` sets them where the plan puts them."""
+        moving = {int(o["id"]) for key, o in have.items() if key in want and self._tagged(o) and _differs(
+            want[key]["assigned_object_id"], o.get("assigned_object_id"))}
+        released: dict[int, Json] = {}
+        for device in (*self.devices_held.values(), *self.devices_have.values()):
+            marks = {k: None for k in ("primary_ip4", "primary_ip6", "oob_ip")
+                     if device.get(k) and int(_value(device[k])) in moving}
+            if marks and self._tagged(device):
+                released.setdefault(int(device["id"]), {}).update(marks)
+                device.update(marks)  # as NetBox holds it now: _primary sets the marks again
+        if released:
+            self.report.add("device addresses, released first", "update", len(released))
+            self.nb.write("dcim.devices", Changes(update=[{"id": i, **m} for i, m in sorted(released.items())]))
 
     def _primary(self, rows: list[dict[str, object]], ids: dict[Any, int]) -> None:
         """Each device's primary and OOB address, once its addresses exist."""

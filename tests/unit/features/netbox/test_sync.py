@@ -524,3 +524,21 @@ def test_place_comes_before_name_then_name_for_the_rest() -> None:
     assert by_place_then_name({"a": (3, 30.0, "front", 9)}, {"a": here}) == {"a": "a"}  # no place: by name
     assert by_place_then_name({"a": there, "b": here}, {"a": here, "b": there}) == {"a": "b", "b": "a"}
     assert by_place_then_name({"a": None}, {"a": None}) == {"a": "a"}
+
+
+def test_an_address_moving_to_another_device_is_released_as_its_primary_first() -> None:
+    """Nodes that move by name take the addresses of their new order; NetBox refuses to reassign an address a
+    device holds as its primary or OOB one, so those marks are cleared first (and set again by _primary)."""
+    netbox = _Recorder()
+    sync = _bare_sync(netbox)
+    node = {"id": 21, "name": "hgx01", "primary_ip4": {"id": 342}, "oob_ip": {"id": 343}, "tags": [{"id": 1}]}
+    sync.devices_held, sync.devices_have = {"hgx01": node}, {"hgx01": dict(node)}
+    have = {"10.40.0.1": {"id": 342, "assigned_object_id": 5, "tags": [{"id": 1}]},
+            "10.44.0.1": {"id": 343, "assigned_object_id": 6, "tags": [{"id": 1}]}}
+    sync._release_marks({"10.40.0.1": {"assigned_object_id": 9}, "10.44.0.1": {"assigned_object_id": 6}}, have)
+    (path, changes), = netbox.writes
+    assert path == "dcim.devices" and changes.update == [{"id": 21, "primary_ip4": None}]
+    assert sync.devices_have["hgx01"]["primary_ip4"] is None and sync.devices_have["hgx01"]["oob_ip"] == {"id": 343}
+    netbox.writes.clear()
+    sync._release_marks({"10.44.0.1": {"assigned_object_id": 6}}, have)  # nothing moves: nothing written
+    assert netbox.writes == []
