@@ -4,7 +4,10 @@ names where they stand: the node group's ``start`` moved to 2 (hgx01..hgx08 are 
 (hgx09..hgx02 are hgx08..hgx01), and the names of the two nodes of rack L01 swapped. Each is first a dry run (only
 reads, the renames listed), then a sync NetBox takes: every record keeps its place, id and serial under its new name,
 nothing is made or deleted, the cables keep their ids, NetBox's changelog holds device updates only, and a sync after
-writes nothing. Before, sync matched by name and PATCHed hgx02's record onto hgx01's U, which NetBox refused."""
+writes nothing. Before, sync matched by name and PATCHed hgx02's record onto hgx01's U, which NetBox refused.
+Then the nodes raised a U (moves by name into units others leave: cleared first, then set; the addresses that change
+devices released first as primaries) and a unit held by a device fabricgen did not make (one error, nothing
+written)."""
 
 from __future__ import annotations
 
