@@ -1571,6 +1571,9 @@ def netbox_sync_command(
         if report.renamed:
             out.print(f"renamed in place (the same NetBox objects, their ids and data kept): "
                       f"{_safe(', '.join(report.renamed))}")
+        if report.moved:
+            out.print(f"moved in place (position cleared first where another device stood in the way): "
+                      f"{_safe(', '.join(report.moved))}")
         if report.overruns:
             out.print(f"{sum(report.overruns.values())} batches NetBox did not answer in time, read back and sent "
                       f"again in halves ({', '.join(f'{n} {what}' for what, n in sorted(report.overruns.items()))}): "
@@ -1592,8 +1595,8 @@ def netbox_sync_command(
         if as_json:
             sys.stdout.write(json.dumps({"dry_run": report.dry_run, "objects": report.counts,
                                          "requests": dict(report.requests), "overruns": dict(report.overruns),
-                                         "renamed": report.renamed, "seconds": round(report.seconds, 2)},
-                                        indent=2, sort_keys=True) + "\n")
+                                         "renamed": report.renamed, "moved": report.moved,
+                                         "seconds": round(report.seconds, 2)}, indent=2, sort_keys=True) + "\n")
             return
         print_report(report)
 

@@ -1,7 +1,10 @@
 """Telling a renamed object from one removed and another added, by where it stands: the one rule NetBox sync
 (which PATCHes a renamed device, rack or location in place) and plan (which lists a renamed device as moved, its
 cables as relabelled) share. A renamed row (``facility.rows[].name``) renames its racks and their top-of-rack
-switches; a renamed node group (``nodes[].name``) its nodes; each keeps its rack, U, face and type."""
+switches; a renamed node group (``nodes[].name``) its nodes; each keeps its rack, U, face and type. NetBox sync
+goes one step further for the devices it made (:func:`by_place_then_name`): the record standing where the plan
+puts a device of its type is that device, whatever either is named, so a node group whose ``start`` moved renames
+the boxes where they stand (their serials and journals stay with them) instead of moving each record a slot."""
 
 from __future__ import annotations
 
@@ -21,6 +24,15 @@ def renames(wanted: Mapping[Any, Hashable], held: Mapping[Any, Hashable]) -> dic
                 keys.setdefault(place, []).append(key)
     return {new[0]: old_at[place][0] for place, new in new_at.items() if len(new) == 1
             and len(old_at.get(place, ())) == 1}
+
+
+def by_place_then_name(wanted: Mapping[Any, Hashable], held: Mapping[Any, Hashable]) -> dict[Any, Any]:
+    """Which held record (key -> where it stands, None: nowhere told) is which wanted one: first by place, over
+    every record whether or not its key is still wanted (:func:`renames`: one of each at a place), then by key for
+    the wanted ones no place gave a record, from the records no place took. New key -> old key (equal: kept)."""
+    pairs = renames(wanted, held)
+    taken = set(pairs.values())
+    return pairs | {key: key for key in wanted if key not in pairs and key in held and key not in taken}
 
 
 def occupants(held: Iterable[tuple[Hashable, str]], named: Iterable[str]) -> dict[Hashable, frozenset[str]]:

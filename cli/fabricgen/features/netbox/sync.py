@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from netaddr import IPNetwork
 
 from fabricgen.core.errors import FabricgenError
-from fabricgen.core.renames import occupants, renames
+from fabricgen.core.renames import by_place_then_name, occupants, renames
 from fabricgen.features.netbox.render import (
     DEVICE_COLUMN,
     DEVICE_FIELD,
@@ -117,6 +117,7 @@ class Report:
     requests: Counter[str] = field(default_factory=Counter)
     overruns: Counter[str] = field(default_factory=Counter)
     renamed: list[str] = field(default_factory=list)  # "device oob-l01 -> oob-k01": patched in place
+    moved: list[str] = field(default_factory=list)  # "device hgx01: L01 U2 front -> L01 U3 front": patched in place
     seconds: float = 0.0
     dry_run: bool = False
 
@@ -343,7 +344,8 @@ class Sync:
         # deletions run at the end, reversed: (endpoint, deletions, an object's cost)
         self.deferred: list[tuple[str, Changes, Callable[[Json], float] | None]] = []
         self.type_ports: dict[int, int] = {}  # device type id -> the ports its templates make
-        self.devices_have: dict[str, Json] = {}
+        self.devices_have: dict[str, Json] = {}  # by the plan's names, once matched (_devices)
+        self.devices_held: dict[str, Json] = {}  # by their names, as NetBox held them
         self.templated: set[str] = set()
         self.retyped: set[str] = set()
         self.port_cables: dict[int, Json] = {}  # interface id -> the cable NetBox holds on it (id, label)
@@ -381,10 +383,7 @@ class Sync:
             if diff:
                 changes.update.append({"id": obj["id"], **diff})
         if conflicts:
-            raise SyncError(f"NetBox holds {len(conflicts)} {kind} at fabricgen's keys that fabricgen did not make "
-                            f"(no '{TAG}' tag), so it leaves them alone and stops before writing {kind}: "
-                            f"{', '.join(conflicts[:20])}{' ...' if len(conflicts) > 20 else ''} (hint: tag them "
-                            f"'{TAG}' to hand them to fabricgen, or move them)")
+            raise self._not_ours(kind, conflicts)
         kept = {ids[k] for k in want if k in ids}
         gone = sorted({int(o["id"]) for o in delete if owned(o)} - kept)
         if defer_delete:
@@ -588,24 +587,107 @@ class Sync:
                 "site": self.site, "location": self.ids["locations"][str(r["location"])] if r["location"] else None,
                 "rack": self.ids["racks"][rack] if rack else None, "position": r["position"] or None,
                 "face": r["face"] or None, "custom_fields": {DEVICE_FIELD: r[f"cf_{DEVICE_FIELD}"]}}
-        # a device the plan names anew where one of fabricgen's stands that it no longer names: the same device,
-        # renamed (a renamed row's top-of-rack switches), PATCHed in place, not deleted and made again
-        have = self.devices_have = self._renamed("device", want, self.devices_have, lambda _, p: _place(p),
-                                                 _place)
-        type_of = {int(o["id"]): _value(o["device_type"]) for o in have.values()}
+        held = self.devices_held = self.devices_have
+        self._foreign_names(want, held)
+        # place first, then name (core/renames.py): the record of fabricgen's standing where the plan puts a device
+        # of its type is that device, whatever either is named (a node group whose start moved renames the boxes
+        # where they stand, their serials and journals with them); a record no place took keeps its name's device
+        pairs = by_place_then_name({name: _place(p) for name, p in want.items()},
+                                   {name: _place(o) for name, o in held.items() if self._tagged(o)})
+        self.report.renamed += [f"device {old} -> {new}" for old, new in sorted((o, n) for n, o in pairs.items())
+                                if new != old]
+        have = self.devices_have = {new: dict(held[old]) for new, old in pairs.items()}  # step 1 changes the copies
+        self._free_first(want, have, held)
+        type_of = {int(o["id"]): _value(o["device_type"]) for o in held.values()}
         costs = request_costs()
 
         def seconds(device: Json) -> float:  # made or deleted with every port of its type
             kind = device.get("device_type", type_of.get(int(device["id"]), 0) if "id" in device else 0)
             return costs.of("devices") + costs.port_s * self.type_ports.get(int(kind), 0)
 
-        self.ids["devices"] = self.reconcile("devices", "dcim.devices", want, have, delete=have.values(),
+        self.ids["devices"] = self.reconcile("devices", "dcim.devices", want, have, delete=held.values(),
                                              conflict=True, seconds=seconds)
         self.templated = {name for name in want if name not in have}  # NetBox made their interfaces just now
         # a device of fabricgen's whose type changed (another switch model, another NOS: other port names): NetBox
         # does not make the new type's ports nor remove the old ones (review D8), so sync does both
         self.retyped = {name for name, p in want.items() if name in have and self._tagged(have[name])
                         and _differs(p["device_type"], have[name].get("device_type"))}
+
+    def _foreign_names(self, want: Mapping[str, Json], held: Mapping[str, Json]) -> None:
+        """Stop before writing devices when a device fabricgen did not make (no tag) bears a name the plan gives
+        (NetBox keeps a device name unique per site and tenant, ignoring case): fabricgen neither takes it over nor
+        renames one of its own onto it."""
+        names = {name.lower() for name in want}
+        foreign = sorted(name for name, o in held.items() if name.lower() in names and not self._tagged(o))
+        if foreign:
+            raise self._not_ours("devices", foreign)
+
+    def _not_ours(self, kind: str, keys: list[str]) -> SyncError:
+        error = SyncError(f"NetBox holds {len(keys)} {kind} at fabricgen's keys that fabricgen did not make "
+                          f"(no '{TAG}' tag), so it leaves them alone and stops before writing {kind}: "
+                          f"{', '.join(keys[:20])}{' ...' if len(keys) > 20 else ''} (hint: tag them "
+                          f"'{TAG}' to hand them to fabricgen, or move them)")
+        error.partial = self.nb.report.writes > 0
+        return error
+
+    def _free_first(self, want: Mapping[str, Json], have: dict[str, Json], held: Mapping[str, Json]) -> None:
+        """The first of a move's two steps, one bulk PATCH before any other device is written: every record of
+        fabricgen's that stands in the units a device is moved or made to (NetBox checks a device's units one
+        PATCH at a time, so A onto B's U while B moves away, or onto a record deleted only at the end, is refused)
+        has its position cleared, and every one holding a name another record takes (a name swap, a renumbered
+        group's chain) gets a temporary one (``fabricgen~<id>``) and no ``fabricgen_device`` (also unique); the
+        devices' own updates then set place and name, in any order. A unit held by a device fabricgen did not make
+        cannot be freed: all of them are one error before any device is written. Lists the moves (report)."""
+        heights = self._heights(held)
+        standing: dict[int, list[tuple[int, Span]]] = {}
+        for o in held.values():
+            if (span := _span(o, heights)) is not None:
+                standing.setdefault(span[0], []).append((int(o["id"]), span))
+        record = {int(o["id"]): o for o in held.values()}
+        racks = {i: name for name, i in self.ids["racks"].items()}
+        holder = {str(o["name"]).lower(): int(o["id"]) for o in held.values()}
+        freed: dict[int, Json] = {}
+        blocked = []
+        for name, payload in sorted(want.items()):
+            own = int(have[name]["id"]) if name in have else None
+            if own is not None and (other := holder.get(name.lower(), own)) != own:
+                freed.setdefault(other, {}).update(name=f"fabricgen~{other}", custom_fields={DEVICE_FIELD: None})
+            target = _span(payload, heights)
+            if target is None or (own is not None and target == _span(have[name], heights)):
+                continue
+            if own is not None:
+                self.report.moved.append(f"device {name}: {_where(have[name], racks)} -> {_where(payload, racks)}")
+            for rid, span in standing.get(target[0], ()):
+                if rid != own and _overlap(span, target):
+                    if self._tagged(record[rid]):
+                        freed.setdefault(rid, {})["position"] = None
+                    else:
+                        blocked.append(f"{name} to {_where(payload, racks)}: {record[rid]['name']} stands there")
+        if blocked:
+            error = SyncError(f"{len(blocked)} devices cannot be moved or made where the plan puts them, as devices "
+                              f"fabricgen did not make (no '{TAG}' tag) hold those units, so it stops before writing "
+                              f"devices: {'; '.join(blocked[:20])}{' ...' if len(blocked) > 20 else ''} (hint: move "
+                              f"those devices in NetBox, or tag them '{TAG}' to hand them to fabricgen)")
+            error.partial = self.nb.report.writes > 0
+            raise error
+        if not freed:
+            return
+        self.report.add("devices, freed first", "update", len(freed))
+        self.nb.write("dcim.devices", Changes(update=[{"id": rid, **fields} for rid, fields in sorted(freed.items())]))
+        for o in have.values():  # as NetBox holds them now: the devices' updates set the rest
+            o.update(freed.get(int(o["id"]), {}))
+
+    def _heights(self, held: Mapping[str, Json]) -> dict[int, tuple[float, bool]]:
+        """Device type id -> (U height, full depth): the plan's types from the import set, the other types of the
+        site's devices read from NetBox (only for the types the plan lacks)."""
+        plan = {str(d["model"]): (float(d["u_height"]), bool(d.get("is_full_depth", True)))
+                for d in self.imports.device_types}
+        heights = {i: plan[model] for model, i in self.ids["device types"].items() if model in plan}
+        others = sorted({int(_value(o["device_type"])) for o in held.values()} - heights.keys())
+        if others:
+            heights |= {int(t["id"]): (float(t["u_height"]), bool(t["is_full_depth"])) for t in self.nb.read(
+                "dcim.device_types", "id,u_height,is_full_depth", id=others)}
+        return heights
 
     def _interfaces(self) -> None:
         devices = self.ids["devices"]
@@ -796,8 +878,27 @@ class Sync:
             "address": r["address"], "vrf": self.vrf, "status": r["status"], "role": r["role"] or None,
             "assigned_object_type": INTERFACE, "assigned_object_id": interfaces[(_device(r), str(r["interface"]))],
             "description": r["description"]} for r in rows}
+        self._release_marks(want, have)
         ids = self.reconcile("IP addresses", "ipam.ip_addresses", want, have, delete=have.values(), conflict=True)
         self._primary(rows, ids)
+
+    def _release_marks(self, want: Mapping[str, Json], have: Mapping[str, Json]) -> None:
+        """The first step of an address's move to another device's port (nodes that move by name take the
+        addresses of their new order): NetBox refuses to reassign an address a device holds as its primary or OOB
+        one ("Cannot reassign IP address while it is designated as the primary IP"), so those marks are cleared
+        first, in one bulk PATCH of the devices, and :meth:`_primary` sets them where the plan puts them."""
+        moving = {int(o["id"]) for key, o in have.items() if key in want and self._tagged(o) and _differs(
+            want[key]["assigned_object_id"], o.get("assigned_object_id"))}
+        released: dict[int, Json] = {}
+        for device in (*self.devices_held.values(), *self.devices_have.values()):
+            marks = {k: None for k in ("primary_ip4", "primary_ip6", "oob_ip")
+                     if device.get(k) and int(_value(device[k])) in moving}
+            if marks and self._tagged(device):
+                released.setdefault(int(device["id"]), {}).update(marks)
+                device.update(marks)  # as NetBox holds it now: _primary sets the marks again
+        if released:
+            self.report.add("device addresses, released first", "update", len(released))
+            self.nb.write("dcim.devices", Changes(update=[{"id": i, **m} for i, m in sorted(released.items())]))
 
     def _primary(self, rows: list[dict[str, object]], ids: dict[Any, int]) -> None:
         """Each device's primary and OOB address, once its addresses exist."""
@@ -860,6 +961,36 @@ def _place(device: Json) -> Hashable:
         return None
     return (_value(device["rack"]), float(device["position"]), _value(device.get("face")),
             _value(device["device_type"]))
+
+
+Span = tuple[int, frozenset[str], float, float]  # the units a device holds: rack id, faces, lowest U, one above top
+
+
+def _span(device: Json, heights: Mapping[int, tuple[float, bool]]) -> Span | None:
+    """The units a device (as NetBox holds or sync sends it) takes: both faces when its type is full depth; None
+    when it holds none (not racked, no position, 0U)."""
+    if not device.get("rack") or device.get("position") in (None, ""):
+        return None
+    height, full = heights.get(int(_value(device["device_type"])), (1.0, True))
+    low = float(device["position"])
+    faces = frozenset({"front", "rear"}) if full else frozenset({str(_value(device.get("face")))})
+    return (int(_value(device["rack"])), faces, low, low + height) if height else None
+
+
+def _overlap(one: Span, other: Span) -> bool:
+    return one[0] == other[0] and bool(one[1] & other[1]) and one[2] < other[3] and other[2] < one[3]
+
+
+def _where(device: Json, racks: Mapping[int, str]) -> str:
+    """A device's place in words (``L01 U2 front``; ``unracked``)."""
+    rack = device.get("rack")
+    if not rack:
+        return "unracked"
+    name = racks.get(int(_value(rack))) or (rack.get("name") if isinstance(rack, dict) else "") or f"#{_value(rack)}"
+    position = device.get("position")
+    if position in (None, ""):
+        return f"{name}, no U"
+    return f"{name} U{float(position):g} {_value(device.get('face'))}"
 
 
 def _host(address: object) -> str:

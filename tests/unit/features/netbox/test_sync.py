@@ -14,7 +14,7 @@ import pytest
 import requests
 import yaml
 
-from fabricgen.core.renames import renames
+from fabricgen.core.renames import by_place_then_name, renames
 from fabricgen.features.netbox.render import connectors, netbox_cables, request_costs
 from fabricgen.features.netbox.sync import (
     Changes,
@@ -382,3 +382,163 @@ def test_a_rack_is_told_by_the_devices_that_keep_their_names_in_it() -> None:
     planned, have = Sync._occupants(sync, "rack", "rack")  # type: ignore[arg-type]
     assert planned == {"K01": frozenset({"hgx01"}), "K02": frozenset({"hgx03"})}
     assert have == {7: frozenset({"hgx01"}), 8: frozenset({"hgx03"})}
+
+
+HEIGHTS = {9: (8.0, True), 8: (1.0, True)}  # device type id -> U height, full depth (hgx, switch)
+
+
+class _DeviceStore:
+    """NetBox's devices of one site in memory, refusing what NetBox refuses, one object of a bulk PATCH at a time
+    (dcim/models/devices.py of 4.7.3): a name twice in the site (ignoring case), a unique ``fabricgen_device`` twice,
+    a device onto units another holds (``U is already occupied``)."""
+
+    def __init__(self, devices: list[dict[str, Any]]) -> None:
+        self.objects = {int(d["id"]): d for d in devices}
+        self.report = Report()
+        self.dry_run = False
+        self.writes: list[tuple[str, list[dict[str, Any]]]] = []
+
+    def read(self, path: str, fields: str, **filters: Any) -> list[dict[str, Any]]:
+        if path == "dcim.device_types":
+            return [{"id": i, "u_height": h, "is_full_depth": f} for i, (h, f) in HEIGHTS.items() if i in filters["id"]]
+        return [dict(o) for o in self.objects.values()]
+
+    def _check(self, device: dict[str, Any]) -> None:
+        from fabricgen.features.netbox.sync import _overlap, _span
+        for other in self.objects.values():
+            if other["id"] == device.get("id"):
+                continue
+            if str(other["name"]).lower() == str(device["name"]).lower():
+                raise SyncError(f"NetBox refused: Device name must be unique per site and tenant ({device['name']})")
+            mine = (device.get("custom_fields") or {}).get("fabricgen_device")
+            if mine is not None and mine == (other.get("custom_fields") or {}).get("fabricgen_device"):
+                raise SyncError(f"NetBox refused: Custom field 'fabricgen_device' must have a unique value ({mine})")
+            one, two = _span(device, HEIGHTS), _span(other, HEIGHTS)
+            if one and two and _overlap(one, two):
+                raise SyncError(f"NetBox refused: U{device['position']} is already occupied ({device['name']})")
+
+    def write(self, path: str, changes: Changes, seconds: Any = None) -> dict[Any, int]:
+        assert path == "dcim.devices"
+        self.writes.append(("update", changes.update))
+        for update in changes.update:
+            device = {**self.objects[update["id"]], **update}
+            self._check(device)
+            self.objects[update["id"]] = device
+        made = {}
+        for key, payload in changes.create:
+            device = {"id": 100 + len(self.objects), **payload}
+            self._check(device)
+            self.objects[device["id"]] = made[key] = device
+        for gone in changes.delete:
+            del self.objects[gone]
+        return {key: int(d["id"]) for key, d in made.items()}
+
+
+def _held(n: int, name: str, u: float, kind: int = 9, tagged: bool = True) -> dict[str, Any]:
+    """A device as NetBox's API renders it, in rack R1 (id 3)."""
+    return {"id": n, "name": name, "rack": {"id": 3, "name": "R1"}, "position": u,
+            "face": {"value": "front", "label": "Front"}, "device_type": {"id": kind}, "serial": f"SN{n}",
+            "custom_fields": {"fabricgen_device": f"lab/{name}" if tagged else None},
+            "tags": [{"id": 1}] if tagged else []}
+
+
+def _sync_devices(store: _DeviceStore, planned: list[tuple[str, int, str]]) -> Sync:
+    """Sync's device step (and its deferred deletions) over ``store``, the plan (name, U, type) in rack R1."""
+    rows = [{"name": name, "role": "server", "device_type": kind, "status": "planned", "location": "", "rack": "R1",
+             "position": str(u), "face": "front", "cf_fabricgen_device": f"lab/{name}"} for name, u, kind in planned]
+    sync = _bare_sync(store)
+    sync.site, sync.type_ports = 1, {}
+    sync.imports = SimpleNamespace(records=lambda name: rows, device_types=[
+        {"model": "hgx", "u_height": 8, "is_full_depth": True}, {"model": "sw", "u_height": 1}])  # type: ignore[assignment]
+    sync.ids = {"roles": {"server": 1}, "device types": {"hgx": 9, "sw": 8}, "locations": {}, "racks": {"R1": 3}}
+    sync.devices_have = {o["name"]: o for o in store.read("dcim.devices", "")}
+    sync._devices()
+    for path, changes, seconds in reversed(sync.deferred):
+        store.write(path, changes, seconds)
+    return sync
+
+
+def _at(store: _DeviceStore) -> dict[float, tuple[str, str]]:
+    """U -> (name, serial) of every racked device: which record stands where."""
+    return {float(o["position"]): (o["name"], o.get("serial", "")) for o in store.objects.values()
+            if o["position"]}
+
+
+def test_a_node_groups_start_moved_renames_the_boxes_where_they_stand() -> None:
+    """Field review break 1: hgx01..hgx04 renumbered hgx02..hgx05 at the same places (a group's start moved) are
+    the same records renamed where they stand (serials stay with the box); each name another record held is freed
+    first, so NetBox takes the chain (by name first, hgx02's record was PATCHed onto hgx01's U and refused)."""
+    store = _DeviceStore([_held(n, f"hgx0{n}", 2 + 8 * (n - 1)) for n in range(1, 5)])
+    before = _at(store)
+    sync = _sync_devices(store, [(f"hgx0{n + 1}", 2 + 8 * (n - 1), "hgx") for n in range(1, 5)])
+    assert _at(store) == {u: (f"hgx0{int(name[-1]) + 1}", serial) for u, (name, serial) in before.items()}
+    assert sorted(store.objects) == [1, 2, 3, 4]  # nothing made, nothing deleted
+    assert sync.report.renamed == [f"device hgx0{n} -> hgx0{n + 1}" for n in range(1, 5)] and not sync.report.moved
+    freed, final = store.writes[0][1], store.writes[1][1]
+    assert sorted(u["name"] for u in freed) == ["fabricgen~2", "fabricgen~3", "fabricgen~4"]  # hgx01's name is free
+    assert all(u["custom_fields"] == {"fabricgen_device": None} for u in freed)
+    assert {u["id"]: u["name"] for u in final} == {n: f"hgx0{n + 1}" for n in range(1, 5)}
+    store.report, store.writes = Report(), []
+    again = _sync_devices(store, [(f"hgx0{n + 1}", 2 + 8 * (n - 1), "hgx") for n in range(1, 5)]).report
+    assert again.changes == 0 and not again.renamed and all(not updates for _, updates in store.writes)
+
+
+def test_two_nodes_names_swapped_swap_through_temporary_names() -> None:
+    store = _DeviceStore([_held(1, "hgx01", 2), _held(2, "hgx02", 10)])
+    sync = _sync_devices(store, [("hgx02", 2, "hgx"), ("hgx01", 10, "hgx")])
+    assert _at(store) == {2.0: ("hgx02", "SN1"), 10.0: ("hgx01", "SN2")}
+    assert sync.report.renamed == ["device hgx01 -> hgx02", "device hgx02 -> hgx01"]
+    assert [len(updates) for _, updates in store.writes if updates] == [2, 2]  # freed, then set
+
+
+def test_moves_into_units_others_leave_clear_their_positions_first() -> None:
+    """start_u 2 -> 3: each node moves up a U into the units of the one above it (no record stands at any new
+    place, so they move by name); the ones in the way are cleared first, then every node is set. A record to be
+    deleted where a new device goes (another type at that U) is cleared first too: deletions come last."""
+    store = _DeviceStore([*(_held(n, f"hgx0{n}", 2 + 8 * (n - 1)) for n in range(1, 4)), _held(7, "sw9", 40, kind=8)])
+    sync = _sync_devices(store, [*((f"hgx0{n}", 3 + 8 * (n - 1), "hgx") for n in range(1, 4)), ("hgx04", 40, "hgx")])
+    assert _at(store) == {3.0: ("hgx01", "SN1"), 11.0: ("hgx02", "SN2"), 19.0: ("hgx03", "SN3"),
+                          40.0: ("hgx04", "")}  # a new record
+    assert 7 not in store.objects  # sw9 deleted, after it was cleared
+    assert sorted(u["id"] for u in store.writes[0][1]) == [2, 3, 7] and all(
+        u == {"id": u["id"], "position": None} for u in store.writes[0][1])
+    assert sync.report.moved == [f"device hgx0{n}: R1 U{2 + 8 * (n - 1)} front -> R1 U{3 + 8 * (n - 1)} front"
+                                 for n in range(1, 4)]
+
+
+def test_a_unit_held_by_a_device_fabricgen_did_not_make_stops_before_any_device_is_written() -> None:
+    store = _DeviceStore([_held(1, "hgx01", 2), _held(2, "hgx02", 10), _held(5, "pdu-a", 18, kind=8, tagged=False)])
+    with pytest.raises(SyncError, match=r"1 devices cannot be moved or made .*hgx02 to R1 U11 front: pdu-a stands"):
+        _sync_devices(store, [("hgx01", 2, "hgx"), ("hgx02", 11, "hgx")])
+    assert store.writes == []
+    # a name another's device bears: the same stop (fabricgen renames none of its own onto it)
+    with pytest.raises(SyncError, match=r"1 devices at fabricgen's keys .*: PDU-A"):
+        _sync_devices(_DeviceStore([_held(1, "hgx01", 2), _held(5, "PDU-A", 18, kind=8, tagged=False)]),
+                      [("pdu-a", 2, "hgx")])
+
+
+def test_place_comes_before_name_then_name_for_the_rest() -> None:
+    here, there = (3, 2.0, "front", 9), (3, 10.0, "front", 9)
+    # the record at a planned place is that device, even when its own name is planned elsewhere
+    assert by_place_then_name({"b": here, "a": (3, 30.0, "front", 9)}, {"a": here}) == {"b": "a"}
+    assert by_place_then_name({"a": (3, 30.0, "front", 9)}, {"a": here}) == {"a": "a"}  # no place: by name
+    assert by_place_then_name({"a": there, "b": here}, {"a": here, "b": there}) == {"a": "b", "b": "a"}
+    assert by_place_then_name({"a": None}, {"a": None}) == {"a": "a"}
+
+
+def test_an_address_moving_to_another_device_is_released_as_its_primary_first() -> None:
+    """Nodes that move by name take the addresses of their new order; NetBox refuses to reassign an address a
+    device holds as its primary or OOB one, so those marks are cleared first (and set again by _primary)."""
+    netbox = _Recorder()
+    sync = _bare_sync(netbox)
+    node = {"id": 21, "name": "hgx01", "primary_ip4": {"id": 342}, "oob_ip": {"id": 343}, "tags": [{"id": 1}]}
+    sync.devices_held, sync.devices_have = {"hgx01": node}, {"hgx01": dict(node)}
+    have = {"10.40.0.1": {"id": 342, "assigned_object_id": 5, "tags": [{"id": 1}]},
+            "10.44.0.1": {"id": 343, "assigned_object_id": 6, "tags": [{"id": 1}]}}
+    sync._release_marks({"10.40.0.1": {"assigned_object_id": 9}, "10.44.0.1": {"assigned_object_id": 6}}, have)
+    (path, changes), = netbox.writes
+    assert path == "dcim.devices" and changes.update == [{"id": 21, "primary_ip4": None}]
+    assert sync.devices_have["hgx01"]["primary_ip4"] is None and sync.devices_have["hgx01"]["oob_ip"] == {"id": 343}
+    netbox.writes.clear()
+    sync._release_marks({"10.44.0.1": {"assigned_object_id": 6}}, have)  # nothing moves: nothing written
+    assert netbox.writes == []
