@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import count
@@ -623,10 +623,14 @@ class Sync:
             raise self._not_ours("devices", foreign)
 
     def _not_ours(self, kind: str, keys: list[str]) -> SyncError:
-        error = SyncError(f"NetBox holds {len(keys)} {kind} at fabricgen's keys that fabricgen did not make "
-                          f"(no '{TAG}' tag), so it leaves them alone and stops before writing {kind}: "
-                          f"{', '.join(keys[:20])}{' ...' if len(keys) > 20 else ''} (hint: tag them "
-                          f"'{TAG}' to hand them to fabricgen, or move them)")
+        return self._stop(f"NetBox holds {len(keys)} {kind} at fabricgen's keys that fabricgen did not make (no "
+                          f"'{TAG}' tag), so it leaves them alone and stops before writing {kind}", keys,
+                          f"tag them '{TAG}' to hand them to fabricgen, or move them")
+
+    def _stop(self, reason: str, items: Sequence[str], hint: str, separator: str = ", ") -> SyncError:
+        """The error that stops a sync, naming the first 20 items in its way; partial when writes went before it."""
+        listed = separator.join(items[:20]) + (" ..." if len(items) > 20 else "")
+        error = SyncError(f"{reason}: {listed} (hint: {hint})")
         error.partial = self.nb.report.writes > 0
         return error
 
@@ -664,12 +668,10 @@ class Sync:
                     else:
                         blocked.append(f"{name} to {_where(payload, racks)}: {record[rid]['name']} stands there")
         if blocked:
-            error = SyncError(f"{len(blocked)} devices cannot be moved or made where the plan puts them, as devices "
-                              f"fabricgen did not make (no '{TAG}' tag) hold those units, so it stops before writing "
-                              f"devices: {'; '.join(blocked[:20])}{' ...' if len(blocked) > 20 else ''} (hint: move "
-                              f"those devices in NetBox, or tag them '{TAG}' to hand them to fabricgen)")
-            error.partial = self.nb.report.writes > 0
-            raise error
+            raise self._stop(f"{len(blocked)} devices cannot be moved or made where the plan puts them, as devices "
+                             f"fabricgen did not make (no '{TAG}' tag) hold those units, so it stops before writing "
+                             "devices", blocked, f"move those devices in NetBox, or tag them '{TAG}' to hand them to "
+                             "fabricgen", "; ")
         if not freed:
             return
         self.report.add("devices, freed first", "update", len(freed))
@@ -780,12 +782,9 @@ class Sync:
                         for p in want.values() for end in (*p["a_terminations"], *p["b_terminations"])
                         if (cable := self.port_cables.get(end["object_id"])) and int(cable["id"]) not in have})
         if found:
-            error = SyncError(f"NetBox holds cables fabricgen did not make (no '{TAG}' tag) on {len(found)} ports "
-                              f"fabricgen cables, so it leaves them alone and stops before writing cables: "
-                              f"{', '.join(found[:20])}{' ...' if len(found) > 20 else ''} (hint: remove them, or "
-                              f"tag them '{TAG}' to hand them to fabricgen, which then replaces them)")
-            error.partial = self.nb.report.writes > 0
-            raise error
+            raise self._stop(f"NetBox holds cables fabricgen did not make (no '{TAG}' tag) on {len(found)} ports "
+                             "fabricgen cables, so it leaves them alone and stops before writing cables", found,
+                             f"remove them, or tag them '{TAG}' to hand them to fabricgen, which then replaces them")
 
     def _ipam(self) -> None:
         rirs = {str(r["slug"]): r for r in self.imports.records("10-rirs")}
