@@ -39,7 +39,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from fabricgen.core.errors import SpecError, SpecIssue
-from fabricgen.features.cabling.handoff import port_order
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, Medium, Optic, SwitchModel, serves_split_cage
@@ -229,14 +228,22 @@ def _switch_ids(cables: list[Cable], places: dict[str, _Place], media: Sequence[
     h100-4su without gpu121-127 gave gpu121's id to the UFM), and no id is ever another cable's. A switch whose
     twin-port cages take one whole-cage plug each (a 1:2 DAC) skips the second connector's number."""
     twin = _connectors_per_cage(media)
+    # a model's few hundred (port, speed) pairs among a 16k-GPU plan's 67,000 cables: each counted once
+    numbers: dict[tuple[str, str, str], int] = {}
     first: dict[str, tuple[int, str]] = {}  # physical cable -> (its connector number, its Z switch)
     for c in cables:
-        number = _connector_number(places[c.z.device], c.z.port, c.speed, twin)
+        model = places[c.z.device].switch
+        assert model is not None, "a cable's Z end is a switch"
+        key = (model.name, c.z.port, c.speed)
+        if key not in numbers:
+            numbers[key] = _connector_number(model, c.z.port, c.speed, twin)
+        number = numbers[key]
         if c.physical not in first or number < first[c.physical][0]:
             first[c.physical] = (number, c.z.device)
     names: dict[str, str] = {}
     taken: Counter[str] = Counter()
-    for physical, (number, device) in sorted(first.items(), key=lambda item: (item[1], port_order(item[0]))):
+    # provisional ids are <switch>-<port, 3 digits>: as text, in port order
+    for physical, (number, device) in sorted(first.items(), key=lambda item: (item[1], item[0])):
         name = f"{device}-{number:03d}"
         taken[name] += 1  # two plugs in a cage of one connector (the cage-plugs check refuses them) stay distinct
         names[physical] = name if taken[name] == 1 else f"{name}.{taken[name]}"
@@ -256,12 +263,10 @@ def _connectors_per_cage(media: Sequence[Medium]) -> dict[str, int]:
     return most
 
 
-def _connector_number(place: _Place, port: str, speed: str, twin: dict[str, int]) -> int:
+def _connector_number(model: SwitchModel, port: str, speed: str, twin: dict[str, int]) -> int:
     """The 1-based number of the connector a switch port is plugged through, counted across the switch's cages in
     faceplate order: a cage split ``split`` ways with ``k`` connectors gives each connector ``split / k`` of its
     logical ports (a QM9700 cage at NDR200: /1 and /2 the first, /3 and /4 the second)."""
-    model = place.switch
-    assert model is not None, "a cable's Z end is a switch"
     cage, lane = int(switch_cage(port)), switch_lane(port)
     number = 0
     for group in model.port_groups:
