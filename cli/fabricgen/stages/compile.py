@@ -279,28 +279,27 @@ class _FabricCompiler:
         the cluster's size does not change) fill down from the last port of the first leaf, each node's ports in its
         NIC order, so GPU nodes coming or going never move a server's port, address or cable id."""
         attached = [(node, nics) for node, nics in self.attached() if nics]
+        compute = [(node, nics) for node, nics in attached if node.profile.role == "compute"]
+        servers = [(node, nics) for node, nics in attached if node.profile.role != "compute"]
 
         def counted_down(place: int) -> int:  # a place's rank counted down from the first leaf's last port (and back)
             return place // per_leaf * per_leaf + per_leaf - 1 - place % per_leaf
 
         places: dict[int, tuple[Node, Nic]] = {}
         taken = 0  # server ports placed
-        for node, nics in attached:
-            if node.profile.role == "compute":
-                continue
+        for node, nics in servers:
             for j, nic in enumerate(nics):  # the node's block, its first NIC on the lowest port
                 places[counted_down(taken + len(nics) - 1 - j)] = (node, nic)
             taken += len(nics)
         # the servers' ports rounded up to a whole compute node's, so the compute nodes' ports keep the alignment
         # they have without servers (a DGX's two in-band ports, its bond, on one leaf beside an odd server count)
-        block = max((len(nics) for node, nics in attached if node.profile.role == "compute"), default=1)
+        block = max((len(nics) for _, nics in compute), default=1)
         reserved = -(-taken // block) * block
-        total = sum(len(nics) for node, nics in attached if node.profile.role == "compute") + reserved
+        total = sum(len(nics) for _, nics in compute) + reserved
         free = (p for p in range(-(-total // per_leaf) * per_leaf) if counted_down(p) >= reserved)
-        for node, nics in attached:
-            if node.profile.role == "compute":
-                for nic in nics:
-                    places[next(free)] = (node, nic)
+        for node, nics in compute:
+            for nic in nics:
+                places[next(free)] = (node, nic)
         return places
 
     def paired_leaves(self, per_leaf: int) -> list[_Leaf]:
