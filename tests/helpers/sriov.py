@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,9 +93,13 @@ def fake_host(tmp_path: Path, artifacts: dict[str, Artifact], topology: Topology
 def rebinding_driver(host: FakeHost, delay: float, suffix: str = "r") -> Iterator[list[str]]:
     """mlx5_core's bind and unbind files as the driver acts on them: unbinding a VF removes its netdev, binding brings
     it back ``delay`` seconds later renamed (udev's name: the old one with ``suffix``), as a real rebind may. The files
-    become FIFOs read by threads; yields the log of "bind|unbind <PCI address>" lines."""
+    become FIFOs read by threads; yields the log of "bind|unbind <PCI address>" lines. A write to a FIFO returns once
+    the line is in the pipe, not once it is handled, but the kernel's unbind returns only when the netdev is gone:
+    the bind file is opened for reading only after an unbind has been handled, so the script's bind (and everything
+    after it) waits for that, as on a real host."""
     drivers = host.root / "sys" / "bus" / "pci" / "drivers" / "mlx5_core"
     done = threading.Event()
+    unbound = threading.Semaphore(0)
     log: list[str] = []
     names: dict[str, str] = {}
     timers: list[threading.Timer] = []
@@ -105,25 +108,25 @@ def rebinding_driver(host: FakeHost, delay: float, suffix: str = "r") -> Iterato
         shutil.copytree(host.root / "state" / name.removesuffix(suffix), host.root / "state" / name, dirs_exist_ok=True)
         (net / name).mkdir(parents=True)
 
+    def handle(name: str, bdf: str) -> None:
+        net = host.root / "sys" / "devices" / "pci0000:00" / bdf / "net"
+        log.append(f"{name} {bdf}")
+        if name == "unbind":
+            names[bdf] = next(p.name for p in net.iterdir())
+            shutil.rmtree(net)
+            unbound.release()
+        else:
+            timers.append(threading.Timer(delay, recreate, (net, names[bdf].removesuffix(suffix) + suffix)))
+            timers[-1].start()
+
     def serve(name: str) -> None:
         while not done.is_set():
+            if name == "bind" and not unbound.acquire(timeout=0.05):
+                continue
             with (drivers / name).open() as f:
                 for line in f:
-                    bdf = line.strip()
-                    if not bdf:
-                        continue
-                    net = host.root / "sys" / "devices" / "pci0000:00" / bdf / "net"
-                    if name == "unbind":
-                        log.append(f"{name} {bdf}")
-                        names[bdf] = next(p.name for p in net.iterdir())
-                        shutil.rmtree(net)
-                    else:  # the unbind thread may not have read its line yet: a real unbind returns when done
-                        deadline = time.monotonic() + 5
-                        while bdf not in names and time.monotonic() < deadline:
-                            time.sleep(0.01)
-                        log.append(f"{name} {bdf}")
-                        timers.append(threading.Timer(delay, recreate, (net, names[bdf].removesuffix(suffix) + suffix)))
-                        timers[-1].start()
+                    if bdf := line.strip():
+                        handle(name, bdf)
 
     threads = []
     for name in ("unbind", "bind"):
