@@ -93,6 +93,7 @@ class FabricTopologySpec:
     oversubscription: float
     uplinks: int | None
     attachment: Attachment = Attachment.SINGLE
+    server_ports: int | None = None  # host ports kept for servers on the first leaf (pair); None: the servers' own
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ Shape rules (documented in the README, "Topology rules"):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -277,7 +277,8 @@ class _FabricCompiler:
         """Each host port's place on the packed leaves (leaf * per_leaf + port): compute nodes' ports fill the leaves
         from the first port of the first leaf, in spec order; the others' (storage servers, management nodes: what
         the cluster's size does not change) fill down from the last port of the first leaf, each node's ports in its
-        NIC order, so GPU nodes coming or going never move a server's port, address or cable id."""
+        NIC order, so GPU nodes coming or going never move a server's port, address or cable id; the block the
+        servers keep (:meth:`server_block`) never moves a compute node's port while the servers fit it."""
         attached = [(node, nics) for node, nics in self.attached() if nics]
         compute = [(node, nics) for node, nics in attached if node.profile.role == "compute"]
         servers = [(node, nics) for node, nics in attached if node.profile.role != "compute"]
@@ -291,10 +292,7 @@ class _FabricCompiler:
             for j, nic in enumerate(nics):  # the node's block, its first NIC on the lowest port
                 places[counted_down(taken + len(nics) - 1 - j)] = (node, nic)
             taken += len(nics)
-        # the servers' ports rounded up to a whole compute node's, so the compute nodes' ports keep the alignment
-        # they have without servers (a DGX's two in-band ports, its bond, on one leaf beside an odd server count)
-        block = max((len(nics) for _, nics in compute), default=1)
-        reserved = -(-taken // block) * block
+        reserved = self.server_block(taken, max((len(nics) for _, nics in compute), default=1))
         total = sum(len(nics) for _, nics in compute) + reserved
         free = (p for p in range(-(-total // per_leaf) * per_leaf) if counted_down(p) >= reserved)
         for node, nics in compute:
@@ -302,11 +300,31 @@ class _FabricCompiler:
                 places[next(free)] = (node, nic)
         return places
 
+    def server_block(self, taken: int, node_ports: int) -> int:
+        """The host ports kept for the servers, counted down from the first leaf's last: ``server_ports`` as declared
+        (a block of its own, so servers added within it move no compute port), else the ``taken`` the servers use,
+        rounded up to a whole compute node's ``node_ports``, so the compute nodes keep the alignment they have
+        without servers (a DGX's two in-band ports, its bond, on one leaf beside an odd server count)."""
+        declared = self.spec.server_ports
+        if declared is None:
+            return -(-taken // node_ports) * node_ports
+        if taken > declared:
+            raise _InfeasibleError(f"the servers have {taken} ports on this fabric but server_ports keeps {declared}",
+                                   f"raise server_ports to at least {-(-taken // node_ports) * node_ports}")
+        if declared % node_ports:
+            below, above = declared // node_ports * node_ports, -(-declared // node_ports) * node_ports
+            raise _InfeasibleError(f"server_ports {declared} is no multiple of a compute node's {node_ports} ports "
+                                   "here, so a node's ports would be split over two leaves",
+                                   f"use {above}" + (f" or {below}" if below >= taken else ""))
+        return declared
+
     def paired_leaves(self, per_leaf: int) -> list[_Leaf]:
         """Dual-homed: leaves in pairs (2p+1, 2p+2); a node's ports alternate between the two sides of its pair,
         starting on the emptier one, so a node with two ports has one on each leaf; a node that does not fit the
         current pair starts the next one. Servers (storage, management) are placed first, from the first pair's last
-        ports down, compute nodes then from its first ports up, so GPU nodes coming or going move no server."""
+        ports down, compute nodes then from its first ports up, so GPU nodes coming or going move no server. With
+        ``server_ports``, the servers keep that many ports on each leaf of the first pair and compute nodes never
+        take them, so servers added within the block move no compute port either."""
         attached = [(node, nics) for node, nics in self.attached() if nics]
         for node, nics in attached:
             if len(nics) > 2 * per_leaf:
@@ -314,25 +332,39 @@ class _FabricCompiler:
                                        f"{2 * per_leaf} hosts ports", "pick a larger leaf switch")
         tops: list[_PairSides] = []  # per pair and side: the servers' ports
         bottoms: list[_PairSides] = []  # and the compute nodes'
+        declared = self.spec.server_ports
 
-        def fill(nodes: list[tuple[Node, tuple[Nic, ...]]], into: list[_PairSides]) -> None:
+        def fill(nodes: list[tuple[Node, tuple[Nic, ...]]], into: list[_PairSides],
+                 room: Callable[[int, int], int]) -> None:
+            """Each node's ports into its pair's sides, ``room(pair, side)`` the ports a side has for ``into``."""
             p = 0
             for node, nics in nodes:
                 while True:
                     if p == len(tops):
                         tops.append(([], []))
                         bottoms.append(([], []))
-                    used = [len(tops[p][side]) + len(bottoms[p][side]) for side in (0, 1)]
-                    first = 0 if used[0] <= used[1] else 1
+                    free = [room(p, side) - len(into[p][side]) for side in (0, 1)]
+                    first = 0 if free[0] >= free[1] else 1
                     wanted = ((len(nics) + 1) // 2, len(nics) // 2)
-                    if all(used[(first + k) % 2] + wanted[k] <= per_leaf for k in (0, 1)):
+                    if all(wanted[k] <= free[(first + k) % 2] for k in (0, 1)):
                         break
+                    if declared is not None and into is tops:
+                        servers = sum(len(c) for n, c in attached if n.profile.role != "compute")
+                        raise _InfeasibleError(
+                            f"the servers have {servers} ports on this fabric but server_ports keeps {declared} on "
+                            "each leaf of the first pair", f"raise server_ports to at least {-(-servers // 2)}")
                     p += 1
                 for i, nic in enumerate(nics):
                     into[p][(first + i) % 2].append((node, nic))
 
-        fill([(n, c) for n, c in attached if n.profile.role != "compute"], tops)
-        fill([(n, c) for n, c in attached if n.profile.role == "compute"], bottoms)
+        def server_room(p: int, side: int) -> int:
+            return per_leaf if declared is None else declared if p == 0 else 0
+
+        def compute_room(p: int, side: int) -> int:
+            return per_leaf - max(len(tops[p][side]), declared if declared is not None and p == 0 else 0)
+
+        fill([(n, c) for n, c in attached if n.profile.role != "compute"], tops, server_room)
+        fill([(n, c) for n, c in attached if n.profile.role == "compute"], bottoms, compute_room)
         return [_Leaf(self.make_leaf(2 * p + side + 1, per_leaf),
                       [(n, c, s) for s, (n, c) in enumerate(bottoms[p][side])]
                       + [(n, c, per_leaf - 1 - s) for s, (n, c) in reversed(list(enumerate(tops[p][side])))])

@@ -164,6 +164,7 @@ class FabricBuilder:
             float(topo["oversubscription"]),
             topo.get("uplinks"),
             self.attachment(path, topo, kind, role, FabricType(spec["type"])),
+            self.server_ports(path, topo, kind),
         )
         placement = self.fabric_placement(path, spec.get("placement", {}), kind)
         return Fabric(
@@ -203,6 +204,18 @@ class FabricBuilder:
                               "use attachment: dual-homed (each port routed in its own leaf's subnet; LNet and NCCL "
                               "run multi-rail over the ports)")
         return asked
+
+    def server_ports(self, path: PathKey, topo: Mapping[str, Any], kind: TopologyKind) -> int | None:
+        """A block of server ports is a packed fabric's: rail-optimized slots and top-of-rack leaves are fixed by
+        rail and rack, not filled port by port."""
+        ports = topo.get("server_ports")
+        if ports is not None and kind not in (TopologyKind.FAT_TREE, TopologyKind.LEAF_SPINE):
+            self.issues.error((*path, "topology", "server_ports"),
+                              f"{kind.value} leaves are fixed by "
+                              f"{'rail and scalable unit' if kind is TopologyKind.RAIL_OPTIMIZED else 'rack'}, so no "
+                              "block of their ports can be kept for servers",
+                              "remove server_ports, or use kind: leaf-spine or fat-tree")
+        return None if ports is None else int(ports)
 
     def fabric_placement(self, path: PathKey, spec: Mapping[str, Any], kind: TopologyKind
                          ) -> dict[Tier, TierPlacement]:

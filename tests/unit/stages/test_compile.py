@@ -380,6 +380,75 @@ def test_an_odd_server_port_count_keeps_each_bond_on_one_leaf() -> None:
     assert not [f for f in run_checks(topology) if f.severity is Severity.ERROR]
 
 
+def _h100_with_servers(oss: int, server_ports: dict[str, int]) -> str:
+    """h100-4su with ``oss`` OSS (three per rack) and ``server_ports`` declared on the named fabrics."""
+    text = (REPO / "inventories" / "h100-4su.yaml").read_text()
+    old = "    count: 4\n    profile: lustre-server\n    placement: {racks: [D09, D10], per_rack: 2, start_u: 6}"
+    assert text.count(old) == 1
+    text = text.replace(old, old.replace("count: 4", f"count: {oss}").replace("per_rack: 2", "per_rack: 4"))
+    for fabric, ports in server_ports.items():
+        old = {"storage": "topology: {kind: leaf-spine, oversubscription: 1}",
+               "inband": "topology: {kind: leaf-spine, oversubscription: 2}"}[fabric]
+        assert text.count(old) == 1
+        text = text.replace(old, old.replace("}", f", server_ports: {ports}}}"))
+    return text
+
+
+def _compute_ports(topology: Topology, fabric: str) -> dict[tuple[str, int], tuple[str, int]]:
+    return {(link.a.device, link.a.number): (link.z.device, link.z.number)
+            for link in topology.fabric(fabric).links_in(NODE_LEAF) if link.a.device.startswith("gpu")}
+
+
+def test_declared_server_ports_keep_every_compute_port_when_servers_are_added() -> None:
+    """Field review (2026-12-03): two OSS more on h100-4su re-patched 382 DGX ports, as the compute nodes fill the
+    first leaf (pair) up to the servers' block and on. With ``server_ports`` the block is declared: 4 -> 8 OSS moves
+    no DGX port on the single-homed in-band fabric nor on the dual-homed storage fabric, and the servers stand at
+    the top of the first leaf (pair), the ports between them and the DGX nodes free."""
+    declared = {"inband": 10, "storage": 10}
+    before = compile_topology(build_cluster(load_text(_h100_with_servers(4, declared), "s.yaml")))
+    after = compile_topology(build_cluster(load_text(_h100_with_servers(8, declared), "s.yaml")))
+    for fabric in declared:
+        assert _compute_ports(before, fabric) == _compute_ports(after, fabric), fabric
+    four, eight = (_compute_ports(compile_topology(build_cluster(load_text(_h100_with_servers(n, {}), "s.yaml"))),
+                                  "inband") for n in (4, 8))
+    assert sum(four[port] != eight.get(port) for port in four) > 200, "without the block the DGX ports shift"
+    top = sorted((link.z.number, link.a.device) for link in after.fabric("inband").links_in(NODE_LEAF)
+                 if link.z.device == "inband-leaf001")
+    assert [node for _, node in top[-10:]] == [f"oss{n:02d}" for n in range(8, 0, -1)] + ["mds02", "mds01"]
+    assert [number for number, node in top if node.startswith("gpu")][-1] == 14, "DGX ports stop below the block"
+    pair = [link for link in after.fabric("storage").links_in(NODE_LEAF)
+            if link.z.device in ("storage-leaf001", "storage-leaf002") and not link.a.device.startswith("gpu")]
+    down = after.fabric("storage").switches_in(Tier.LEAF)[0].down_ports
+    assert len(pair) == 20 and min(link.z.number for link in pair) > down - 10
+    assert not [f for f in run_checks(after) if f.severity is Severity.ERROR]
+
+
+@pytest.mark.parametrize(("fabric", "ports", "message"), [
+    ("inband", 4, "the servers have 6 ports on this fabric but server_ports keeps 4"),
+    ("inband", 7, "server_ports 7 is no multiple of a compute node's 2 ports here"),
+    ("storage", 4, "the servers have 12 ports on this fabric but server_ports keeps 4 on each leaf of the first pair"),
+])
+def test_a_server_block_too_small_or_splitting_a_node_is_refused(fabric: str, ports: int, message: str) -> None:
+    """A declared block the servers overflow, or one that would split a compute node's ports over two leaves, is
+    a spec error at the fabric's topology with the value to use."""
+    with pytest.raises(SpecError) as caught:
+        compile_topology(build_cluster(load_text(_h100_with_servers(4, {fabric: ports}), "s.yaml")))
+    [issue] = caught.value.issues
+    assert issue.path == f"fabrics.{fabric}.topology" and issue.message.startswith(message), issue
+    assert issue.hint
+
+
+def test_server_ports_are_refused_on_rail_optimized_fabrics() -> None:
+    """Rail-optimized slots are fixed by rail and SU, not filled port by port: no block to keep."""
+    text = (REPO / "inventories" / "h100-4su.yaml").read_text().replace(
+        "topology: {kind: rail-optimized, scalable_unit: 32,", "topology: {kind: rail-optimized, server_ports: 2, "
+        "scalable_unit: 32,", 1)
+    with pytest.raises(SpecError) as caught:
+        build_cluster(load_text(text, "s.yaml"))
+    assert [(i.path, i.message.split(",")[0]) for i in caught.value.issues] == [
+        ("fabrics.compute.topology.server_ports", "rail-optimized leaves are fixed by rail and scalable unit")]
+
+
 def test_fat_tree_packs_node_ports_in_order() -> None:
     """QM9700 fat-tree, 1:1: 32 hosts + 32 uplinks per leaf; a node's 8 ports are consecutive."""
     spec = cluster_spec([group("h{n:02d}", 10, "hgx-8gpu-generic", ["A"], per_rack=4)],
