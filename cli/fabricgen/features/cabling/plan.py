@@ -43,7 +43,7 @@ from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, Medium, Optic, SwitchModel, serves_split_cage
 from fabricgen.model.nodes import Facility, Rack
-from fabricgen.model.topology import FabricTopology, Link, Port, Topology
+from fabricgen.model.topology import FabricTopology, Link, Port, Switch, Topology
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 CAGE_PAIR = "cage-pair"  # the choices key of the media that carry a lane-aligned pair of split cages
@@ -501,3 +501,57 @@ def cluster_bom(topology: Topology) -> tuple[BomLine, ...]:
     """The cluster's bill of materials (its switches and cables), which the CSV and the workbook both list: read
     through ``topology.shared`` so a render computes it once."""
     return bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)
+
+
+@dataclass(frozen=True)
+class FreeConnector:
+    """A switch connector no cable plugs into: where a cable added later goes, and the id it will carry."""
+
+    fabric: str
+    device: str
+    model: str
+    rack: str
+    u: int
+    number: int  # the connector's number across the switch (the number in its cable ids)
+    cage: int  # the faceplate cage
+    cage_connector: int  # 1 or 2 of a twin-port cage's connectors; 0 where a cage has one
+    form_factor: str
+
+    @property
+    def cable_id(self) -> str:
+        """The id a cable plugged here takes (``_switch_ids``: a switch-side connector names its cable)."""
+        return f"{self.device}-{self.number:03d}"
+
+
+def free_connectors(topology: Topology) -> tuple[FreeConnector, ...]:
+    """Every switch connector no cable of its fabric plugs into, per switch in fabric and switch order, in
+    faceplate order: the spare ports a site team grows into (a node added, a spine link, a replacement), each with
+    the cable id a cable there takes. A management port is not a connector of the fabric's cages."""
+    twin = _connectors_per_cage(topology.cluster.media)
+    switches = {sw.name: sw for ft in topology.fabrics for sw in ft.switches}
+    numbers: dict[tuple[str, str, str], int] = {}  # (model, port, speed): counted once, as in _switch_ids
+    used: set[tuple[str, int]] = set()
+    for c in topology.cables:
+        for end in (c.a, c.z):
+            sw = switches.get(end.device)
+            if sw is None or sw.fabric != c.fabric:
+                continue
+            key = (sw.model.name, end.port, c.speed)
+            if key not in numbers:
+                numbers[key] = _connector_number(sw.model, end.port, c.speed, twin)
+            used.add((sw.name, numbers[key]))
+    return tuple(free for ft in topology.fabrics for sw in ft.switches for free in _connectors_of(sw, twin)
+                 if (sw.name, free.number) not in used)
+
+
+def _connectors_of(sw: Switch, twin: dict[str, int]) -> Iterator[FreeConnector]:
+    """All of a switch's cage connectors in faceplate order, numbered as :func:`_connector_number` numbers them."""
+    number = cage = 0
+    for group in sw.model.port_groups:
+        k = twin.get(group.form_factor, 1)
+        for _ in range(group.cages):
+            cage += 1
+            for j in range(1, k + 1):
+                number += 1
+                yield FreeConnector(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, number, cage,
+                                    j if k > 1 else 0, group.form_factor)

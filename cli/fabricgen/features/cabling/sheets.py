@@ -7,6 +7,8 @@ cables.csv has one row per cable (A = lower tier); the legs of a 1:N splitter ar
 breakout leg also gives ``leg_fibers`` (its MPO positions, Tx/Rx) and the harness ``polarity``.
 ``a_label`` and ``z_label`` are the labels printed for each end: the label of the plug it is in (the legs of one
 splitter share their trunk's ``z_label``, the two links of a cage-pair cable both labels; ``handoff.end_labels``).
+free-ports.csv lists every switch connector no cable plugs into, in faceplate order, with the cable id a cable
+plugged there takes (``plan.free_connectors``): where growth and replacements go.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling import handoff
-from fabricgen.features.cabling.plan import cluster_bom
+from fabricgen.features.cabling.plan import cluster_bom, free_connectors
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
@@ -25,6 +27,9 @@ CABLE_COLUMNS = (
     "z_site", "z_row", "z_rack", "z_u", "z_device", "z_port", "z_port_number", "a_label", "z_label",
 )
 
+
+FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "form_factor",
+                "cable_id")
 
 Cell = handoff.Cell | None
 
@@ -54,4 +59,7 @@ def render(topology: Topology) -> list[Artifact]:
         Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site, labels) for c in cables))),
         Artifact("cabling/bom.csv", csv_bytes(("category", "part", "description", "count"),
                                          ((b.category, b.part, b.description, b.count) for b in bom))),
+        Artifact("cabling/free-ports.csv", csv_bytes(FREE_COLUMNS, (
+            (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.form_factor,
+             f.cable_id) for f in free_connectors(topology)))),
     ]
