@@ -183,7 +183,7 @@ def _optic_cell(first: RackEnd, optic_at: dict[tuple[str, str], str]) -> str:
 
 def _end_cells(e: RackEnd, label: str, fabric: str, length: Cell, part: str, optic: str) -> tuple[Cell, ...]:
     """The cells of a row that prints one cable end: a plug of one cable (most plugs), or a leg beneath its trunk
-    (no label, fabric, length, part or optic of its own)."""
+    (its fabric, but no label, length, part or optic of its own)."""
     rail = e.cable.rail
     return (e.here.u, e.here.device, _number(e.here.port), label, fabric, "" if rail is None else rail, e.far.rack,
             e.far.u, e.far.device, _number(e.far.port), length, part, optic, e.cable.leg_order)
@@ -214,9 +214,10 @@ def sheet_rows(plugs_here: Sequence[Sequence[RackEnd]]) -> list[SheetRow]:
         rows.append(SheetRow((first.here.u, first.here.device, _number("+".join(e.here.port for e in ends)), label,
                               cable.fabric, rail_cell, *far, cable.length_m, cable.part, optic_cell, legs), rail,
                              True, label, cable.fabric))
-        if not one_far:  # a leg repeats its trunk's U and device, so a sheet filtered by device keeps its legs
-            rows += [SheetRow(_end_cells(e, "", "", "", "", ""), e.cable.rail, False, fabric=e.cable.fabric)
-                     for e in ends]
+        if not one_far:  # a leg repeats its trunk's U, device and fabric, so a sheet filtered by either keeps its
+            # legs; length and part stay the trunk's alone (one physical cable, summed once)
+            rows += [SheetRow(_end_cells(e, "", e.cable.fabric, "", "", ""), e.cable.rail, False,
+                              fabric=e.cable.fabric) for e in ends]
     return rows
 
 

@@ -11,7 +11,7 @@ import openpyxl  # type: ignore[import-untyped]
 import pytest
 
 from fabricgen.features.cabling import workbook
-from fabricgen.features.cabling.handoff import row_sheets
+from fabricgen.features.cabling.handoff import END_COLUMNS, row_sheets
 from fabricgen.features.cabling.plan import bill_of_materials
 from fabricgen.features.cabling.workbook import FABRIC_COLUMNS
 from fabricgen.model.topology import Topology
@@ -107,3 +107,15 @@ def test_numbers_are_number_cells_and_faceplate_names_text() -> None:
     assert types["port"] == types["to port"] == {"n", "s"}, "BMC ports 1, 2 ... numbers; 21/1, OSFP1P1 text"
     oob = list(sheets["oob"].iter_rows(min_row=2, values_only=True))
     assert any(row[col["port"]] == 49 for row in oob) and any(row[col["port"]] == "1/1" for row in oob)
+
+
+def test_a_splitters_leg_rows_carry_its_fabric() -> None:
+    """Field review (UX, 2026-12-03): the legs listed beneath a splitter's trunk left the fabric blank, so a rack
+    sheet filtered by fabric dropped them; they carry it now, and still no length or part (the trunk's row has the
+    physical cable's, summed once)."""
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    legs = [row for sheets in row_sheets(topology) for rack in sheets.racks.values() for row in rack.rows
+            if not row.plug]
+    assert legs, "h100-4su's OOB aggregation breakouts list their legs"
+    fabric, length, part = (END_COLUMNS.index(c) for c in ("fabric", "length m", "cable part"))
+    assert {(row.cells[fabric], row.cells[length], row.cells[part]) for row in legs} == {("oob", "", "")}
