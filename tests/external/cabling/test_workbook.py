@@ -101,7 +101,7 @@ def test_row_workbooks_print_a_sheet_per_rack(h100_files: tuple[Topology, dict[s
             device = RACK_COLUMNS.index("device")
             width = sheet.column_dimensions[openpyxl.utils.get_column_letter(device + 1)].width
             assert width >= max(len(e.here.device) for e in ends[rack]), "device names are never cut"
-            labels = [r[RACK_COLUMNS.index("end label")] for r in sheet.iter_rows(min_row=2, values_only=True)]
+            labels = [r[RACK_COLUMNS.index("end label")] or "" for r in sheet.iter_rows(min_row=2, values_only=True)]
             assert labels == [r.label for r in sheets[rack].rows]
     assert sorted(seen) == sorted(ends), "every rack with a cable end has its sheet"
 
@@ -110,7 +110,7 @@ def test_rail_colours_are_distinct_and_legended(h100: tuple[Topology, openpyxl.W
     _, book = h100
     legend = [(row[0].value, _rail_fill(row[0])) for row in book["rail colours"].iter_rows(min_row=2)]
     assert [rail for rail, _ in legend[:8]] == list(range(8))
-    assert legend == [*((i, (RAIL_PALETTE[i], RAIL_PATTERNS[i])) for i in range(8)), ("", (NO_RAIL, "solid"))]
+    assert legend == [*((i, (RAIL_PALETTE[i], RAIL_PATTERNS[i])) for i in range(8)), (None, (NO_RAIL, "solid"))]
     assert len({colour for _, (colour, _) in legend}) == len(legend), "one colour per rail, another for none"
     assert len({pattern for _, (_, pattern) in legend[:8]}) == 8, "one pattern per rail: apart in a mono print"
 

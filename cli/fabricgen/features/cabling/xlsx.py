@@ -162,7 +162,10 @@ class _Tails(dict[Value, str]):
     escaped once."""
 
     def __missing__(self, value: Value) -> str:  # bounded: unique strings (cable IDs) would only grow it
-        tail = _data_text(value) if type(value) is str else "/>" if value is None else f"><v>{value}</v></c>"
+        # "" is a blank cell, as None: an empty inline string is a value to COUNTA and a filter's "(Blanks)" misses
+        # it, so a check-off column left to tick by hand would count as ticked (field review, UX)
+        tail = "/>" if value is None or value == "" else _data_text(value) if type(value) is str \
+            else f"><v>{value}</v></c>"
         return self.setdefault(value, tail) if len(self) < _CACHE_MAX else tail
 
 

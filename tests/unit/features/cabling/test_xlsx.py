@@ -145,3 +145,16 @@ def test_column_fast_path_writes_what_the_row_path_writes(rows: list[tuple[tuple
     chunk, opens = [values for values, _ in rows], [o for _, o in rows]
     assert (xlsx._chunk_by_columns(chunk, opens, 2, xlsx._Cells())
             == xlsx._chunk_by_rows(chunk, opens, 2, xlsx._Cells()))
+
+
+def test_an_empty_text_is_a_blank_cell_not_an_empty_string() -> None:
+    """Field review (UX): the check-off columns were written as empty inline strings, which Excel's COUNTA counts
+    (a sheet's "plugged" tally read every row as ticked) and a filter's "(Blanks)" does not select. "" is written
+    as None is: a styled cell with no value."""
+    book = write_workbook([Sheet("s", ("plugged", "device"), [("", "gpu001"), (None, "gpu002")])])
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    sheet = ET.fromstring(zipfile.ZipFile(BytesIO(book)).read("xl/worksheets/sheet1.xml"))
+    rows = [list(row) for row in sheet.iterfind(".//m:row", ns)][1:]  # data cells are placed by their order
+    for check, device in rows:
+        assert check.get("t") is None and len(check) == 0, ET.tostring(check)
+        assert device.get("t") == "inlineStr"
