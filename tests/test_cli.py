@@ -281,8 +281,8 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
             "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
             "compute-spine001 1/1") in relabels
     assert "... and 141 more cables to relabel (plan --json lists every one)" in relabels
-    assert ("Plan for " in relabels and "4 to create, 23 to update, 4 to delete, 69 unchanged (4 of those created "
-            "and deleted are files moved with a renamed device)." in relabels)
+    assert ("Plan for " in relabels and "4 to create, 23 to update, 4 to delete, 69 unchanged (of those, 4 created "
+            "and 4 deleted are files moved with a renamed device)." in relabels)
     assert ("devices: 4 moved (renamed in place); addresses: 0 to add, 32 to change, 0 to remove; cables: 0 to add, "
             "0 to change, 0 to remove, 166 to relabel; ports: 0 newly cabled, 0 freed") in relabels
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
@@ -354,6 +354,54 @@ def test_a_renamed_node_group_relabels_its_cables(tmp_path: Path) -> None:
     nic = next(r for r in cables if r["subject"] == "gpu07:NIC0 <-> compute-su01-leaf0:4/1")
     assert (nic["action"], nic["fields"]["a_device"]) == ("relabel", ["hgx07", "gpu07"])
     assert "cable_id" not in nic["fields"]
+
+
+def test_a_group_whose_start_moved_is_renamed_in_place(tmp_path: Path) -> None:
+    """lab-1su's node group with its ``start`` moved to 2 (hgx01..hgx08 are hgx02..hgx09 where they stand): plan
+    pairs the boxes place first, as NetBox sync does, so it lists 8 nodes moved, each one's files compared with the
+    ones its box had, its cables relabelled and its addresses kept (were 80 re-patches, hgx01 removed and hgx09
+    added, and 14 addresses changed); apply then writes what a fresh apply of that spec writes."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["apply", LAB, "-o", str(out), "--yes"]).exit_code == 0
+    spec = tmp_path / "start.yaml"
+    sm = "{name: hgx01, priority: 15}, {name: hgx08, priority: 14}"
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert "    count: 8\n" in text and sm in text
+    spec.write_text(text.replace("    count: 8\n", "    count: 8\n    start: 2\n").replace(
+        sm, sm.replace("hgx08", "hgx09").replace("hgx01", "hgx02")))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    listing = result.stdout
+    assert "\nRe-patch: " not in listing and "  - cable " not in listing and "  + cable " not in listing
+    assert "# node hgx01\n" not in listing and "# node hgx09\n" not in listing
+    assert ("  # node hgx01 has moved to hgx02\n"
+            "  ~ hosts/hgx02/netplan-roce.yaml  (moved from hosts/hgx01/netplan-roce.yaml; +1 -1 lines)") in listing
+    assert ("  # node hgx08 has moved to hgx09\n"
+            "  ~ hosts/hgx09/netplan-roce.yaml  (moved from hosts/hgx08/netplan-roce.yaml; +1 -1 lines)") in listing
+    assert "~ address hgx02:BMC 10.44.0.2/29 (host)  device: hgx01 -> hgx02" in listing
+    assert "(of those, 1 created, 7 updated and 1 deleted are files moved with a renamed device)." in listing
+    assert ("devices: 8 moved (renamed in place); addresses: 0 to add, 16 to change, 0 to remove; cables: 0 to add, "
+            "0 to change, 0 to remove, 80 to relabel") in listing
+    data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
+    assert data["moved"] == [{"kind": "node", "from": f"hgx0{n}", "to": f"hgx0{n + 1}"} for n in range(1, 9)]
+    hosts = {d["path"]: d for d in data["diffs"] if d["path"].startswith("hosts/")}
+    assert hosts == {f"hosts/hgx0{n + 1}/netplan-roce.yaml": {
+        "path": f"hosts/hgx0{n + 1}/netplan-roce.yaml", "binary": False,
+        "moved_from": f"hosts/hgx0{n}/netplan-roce.yaml", "lines": {"added": 1, "removed": 1}} for n in range(1, 9)}
+    cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]
+    assert {r["action"] for r in cables} == {"relabel"} and len(cables) == 80
+    nic = next(r for r in cables if r["subject"] == "hgx02:NIC0 <-> compute-su01-leaf0:1/1")
+    assert nic["fields"]["a_device"] == ["hgx01", "hgx02"]
+    # the listing is all the moves change: apply writes by path, as a fresh apply of the spec does
+    assert runner.invoke(app, ["apply", str(spec), "-o", str(out), "--yes"]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(spec), "-o", str(tmp_path / "fresh"), "--yes"]).exit_code == 0
+    assert _artifacts(out) == _artifacts(tmp_path / "fresh")
+
+
+def _artifacts(out: Path) -> dict[Path, bytes]:
+    """OUT's artifacts by path, without fabricgen's own state (the lock, .fabricgen/)."""
+    files = (p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    return {p: (out / p).read_bytes() for p in files if p.parts[0] not in (".fabricgen", "fabricgen.lock.json")}
 
 
 def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:

@@ -549,9 +549,12 @@ def _print_plan(plan: Plan, described: _Described, show_diff: bool) -> None:
     devices = {f"{d.noun} {row.subject}": row for d in diffs for row in d.rows if row.action is Action.UPDATE}
     owners = plan.owners
 
-    def group(d: FileDiff) -> str:  # a renamed device's files left at its old name go under its new name
+    def group(d: FileDiff) -> str:
+        """A renamed device's files deleted at its old name go under its new name; a path written is the device
+        its name names now (a shifted group's chain gives the old names to other boxes)."""
         kind, _, name = _owner(d.change.path, owners).rpartition(" ")
-        return f"{kind} {moved[name]}" if kind and name in moved else _owner(d.change.path, owners)
+        gone = kind and name in moved and d.change.action is Action.DELETE
+        return f"{kind} {moved[name]}" if gone else _owner(d.change.path, owners)
 
     groups: dict[str, list[FileDiff]] = {}
     for d in diffs:
@@ -587,12 +590,9 @@ def _print_plan(plan: Plan, described: _Described, show_diff: bool) -> None:
     revision, before = _revision(plan.lock.spec_digest), plan.previous_spec_digest
     if before and before != plan.lock.spec_digest:
         revision += f", was {_revision(before)}"
-    files_moved = sum(bool(d.moved_from) for d in diffs)  # apply creates each at its new path, deletes the old
     summary = (
         f"Plan for {plan.out_dir} ({revision}): {c['create']} to create, {c['update']} to update, {c['delete']} to "
-        f"delete, {c['unchanged']} unchanged"
-        + (f" ({files_moved} of those created and deleted are files moved with a renamed device)." if files_moved
-           else ".")
+        f"delete, {c['unchanged']} unchanged{_files_moved(plan, diffs)}."
     )
     if not plan.has_changes:
         summary += " No changes." + (" The lock file will be refreshed." if plan.lock_changed else "")
@@ -600,6 +600,23 @@ def _print_plan(plan: Plan, described: _Described, show_diff: bool) -> None:
     out.print(f"{gap}[bold]{_safe(summary)}[/]", soft_wrap=True)
     if plan.has_changes:
         out.print(f"  {_safe(_totals(diffs, len(moved)))}", soft_wrap=True)
+
+
+def _files_moved(plan: Plan, diffs: Sequence[FileDiff]) -> str:
+    """How many of the files apply creates, updates, deletes or leaves are a renamed device's files listed as
+    moved: apply writes each at its new path and deletes an old one no device bears any more (in a shifted group's
+    chain most are updates: ``hosts/gpu002/x`` rewritten with what the box that stood as gpu001 had at
+    ``hosts/gpu001/x``; one unchanged at its path is listed where its box's own file differed)."""
+    action = {c.path: c.action for c in plan.changes}
+    counts = Counter(action[d.change.path] for d in diffs if d.moved_from)
+    counts[Action.DELETE] = sum(action[d.moved_from] is Action.DELETE for d in diffs if d.moved_from)
+    done = {Action.CREATE: "created", Action.UPDATE: "updated", Action.DELETE: "deleted",
+            Action.UNCHANGED: "unchanged"}  # unchanged at its path, listed as it differs from its box's own
+    words = [f"{counts[a]} {word}" for a, word in done.items() if counts[a]]
+    if not words:
+        return ""
+    listed = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else words[0]
+    return f" (of those, {listed} are files moved with a renamed device)"
 
 
 def _revision(spec_digest: str) -> str:

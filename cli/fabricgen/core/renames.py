@@ -1,10 +1,10 @@
 """Telling a renamed object from one removed and another added, by where it stands: the one rule NetBox sync
 (which PATCHes a renamed device, rack or location in place) and plan (which lists a renamed device as moved, its
-cables as relabelled) share. A renamed row (``facility.rows[].name``) renames its racks and their top-of-rack
-switches; a renamed node group (``nodes[].name``) its nodes; each keeps its rack, U, face and type. NetBox sync
-goes one step further for the devices it made (:func:`by_place_then_name`): the record standing where the plan
-puts a device of its type is that device, whatever either is named, so a node group whose ``start`` moved renames
-the boxes where they stand (their serials and journals stay with them) instead of moving each record a slot."""
+files and rows compared with the ones it had) share. A renamed row (``facility.rows[].name``) renames its racks and
+their top-of-rack switches; a renamed node group (``nodes[].name``) its nodes; each keeps its rack, U, face and
+type. A device is matched place first (:func:`by_place_then_name`): the one standing where the plan puts a device of
+its type is that device, whatever either is named, so a node group whose ``start`` moved renames the boxes where they
+stand (their serials, journals and files stay with them) instead of moving each one a slot."""
 
 from __future__ import annotations
 
@@ -50,10 +50,11 @@ Place = tuple[str, ...]  # where a device stands: its rack first, then what else
 
 
 def renamed_devices(before: Mapping[str, Place], after: Mapping[str, Place]) -> dict[str, str]:
-    """The devices of ``before`` (name -> place, "" rack: not racked) that ``after`` names anew at the same place,
-    old name -> new name: first the racks renamed (a rack ``after`` names anew holding the same devices that keep
-    their names as one ``before`` no longer names), then each device only one stands at in each, in its rack as
-    renamed."""
+    """The devices of ``before`` (name -> place, "" rack: not racked) that ``after`` names otherwise, old name ->
+    new name: first the racks renamed (a rack ``after`` names anew holding the same devices that keep their names as
+    one ``before`` no longer names), then each device by :func:`by_place_then_name`, its rack as renamed, as NetBox
+    sync pairs its records. A name may pass from one device to another (a shifted group's chain ``gpu001 -> gpu002,
+    gpu002 -> gpu003``, a swap): each device keeps its own old name as key."""
     kept = before.keys() & after.keys()
     racks_before = {p[0] for p in before.values()} - {p[0] for p in after.values()}
     racks_after = {p[0] for p in after.values()} - {p[0] for p in before.values()}
@@ -64,6 +65,6 @@ def renamed_devices(before: Mapping[str, Place], after: Mapping[str, Place]) -> 
     def where(place: Place, racks: Mapping[str, str]) -> Place | None:
         return (racks.get(place[0], place[0]), *place[1:]) if place[0] else None
 
-    pairs = renames({name: where(p, {}) for name, p in after.items() if name not in before},
-                    {name: where(p, rack) for name, p in before.items() if name not in after})
-    return {old: new for new, old in sorted(pairs.items())}
+    pairs = by_place_then_name({name: where(p, {}) for name, p in after.items()},
+                               {name: where(p, rack) for name, p in before.items()})
+    return {old: new for new, old in sorted(pairs.items()) if new != old}

@@ -82,8 +82,9 @@ class FileDiff:
     binary: bool = False
     old: bytes = field(default=b"", repr=False)
     new: bytes = field(default=b"", repr=False)
-    # a renamed device's file created under its new name: the path it is deleted at, whose content ``old`` is
-    # (``switches/oob-l04/config_db.json`` for ``switches/oob-k04/config_db.json``), listed as one file moved
+    # a renamed device's file at its new name: the path its old name had, whose content ``old`` is
+    # (``switches/oob-l04/config_db.json`` for ``switches/oob-k04/config_db.json``; in a shifted group's chain
+    # ``hosts/gpu001/x`` for ``hosts/gpu002/x``, which gpu002's old box held before), listed as one file moved
     moved_from: str = ""
 
     def unified(self) -> list[str]:
@@ -96,9 +97,10 @@ class FileDiff:
 
 
 def moved_devices(plan: Plan, places: Sequence[Places]) -> dict[str, str]:
-    """The devices the plan renames (old name -> new name): where the artifacts of ``places`` said a device no
-    longer named stood (rack, U, face, type), one the plan names anew stands, and only it (the rule NetBox sync
-    renames a device by: :func:`fabricgen.core.renames.renamed_devices`); {} when no such artifact changes."""
+    """The devices the plan renames (old name -> new name): where the artifacts of ``places`` said a device stood
+    (rack, U, face, type), one the plan names otherwise stands, and only it, whatever either name is (a shifted
+    group's ``gpu001 -> gpu002, gpu002 -> gpu003 ...``; the rule NetBox sync renames a record by:
+    :func:`fabricgen.core.renames.renamed_devices`); {} when no such artifact changes."""
     rendered = {a.path: a.content for a in plan.artifacts}
     moved: dict[str, str] = {}
     for declared in places:
@@ -129,14 +131,17 @@ def _placed(data: bytes, declared: Places, places: dict[str, Place]) -> None:
 def describe(plan: Plan, tables: Sequence[Table], moved: Mapping[str, str] | None = None) -> tuple[FileDiff, ...]:
     """The content change of every path the plan creates, updates or deletes, in path order; with ``moved`` (old
     name -> new name, `moved_devices`), a renamed device's rows matched under its new name and each of its files
-    compared with the one its old name had (listed once, at the new path)."""
+    compared with the one its old name had (listed once, at the new path), so a shifted group's ``hosts/gpu002/x``
+    is compared with ``hosts/gpu001/x``, the file of the box now named gpu002, not with the other box's it replaces;
+    such a file left unchanged by path is listed where it differs from its box's old one."""
     moved = moved or {}
     rendered = {a.path: a.content for a in plan.artifacts}
     files = _moved_files(plan, moved)
-    moved_away = set(files.values())  # listed with the file they moved to
+    deleted = {c.path for c in plan.changes if c.action is Action.DELETE}
+    moved_away = set(files.values()) & deleted  # listed with the file they moved to
     diffs = []
     for change in plan.changes:
-        if change.action is Action.UNCHANGED or change.path in moved_away:
+        if (change.action is Action.UNCHANGED and change.path not in files) or change.path in moved_away:
             continue
         # a table where a file fabricgen did not create stands: that file is no earlier version of it, so its rows
         # are all new (counted as for a table created whole), not a line diff against someone else's columns
@@ -145,24 +150,28 @@ def describe(plan: Plan, tables: Sequence[Table], moved: Mapping[str, str] | Non
         old = b"" if (change.action is Action.CREATE and was == change.path) or (
             change.unmanaged and table is not None) else (read_regular(plan.out_dir / was, MAX_COMPARED_BYTES) or b"")
         new = b"" if change.action is Action.DELETE else rendered[change.path]
+        if change.action is Action.UNCHANGED and old == new:  # its box's file as it was: nothing to tell
+            continue
         diff = _compare(change, old, new, table, moved)
         diffs.append(replace(diff, moved_from=was) if was != change.path else diff)
     return tuple(diffs)
 
 
 def _moved_files(plan: Plan, moved: Mapping[str, str]) -> dict[str, str]:
-    """A renamed device's files (``<dir>/<name>/...``: a switch's configuration, a node's host files) created
-    under its new name where its old name's are deleted: new path -> old path."""
+    """A renamed device's files (``<dir>/<name>/...``: a switch's configuration, a node's host files) under its new
+    name, each with the one its old name had in OUT (fabricgen's: deleted, or in a chain rewritten for the device
+    now bearing that name, or unchanged): new path -> old path. Only the paths, so apply, which writes and deletes
+    by path, is the same with or without the moves."""
     if not moved:
         return {}
     new_name = {new: old for old, new in moved.items()}
-    deleted = {c.path for c in plan.changes if c.action is Action.DELETE}
+    held = {c.path for c in plan.changes if c.action is not Action.CREATE and not c.unmanaged}
     files = {}
     for change in plan.changes:
         parts = change.path.split("/", 2)
-        if change.action is Action.CREATE and not change.drift and len(parts) == 3 and parts[1] in new_name:
+        if change.action is not Action.DELETE and not change.drift and len(parts) == 3 and parts[1] in new_name:
             was = f"{parts[0]}/{new_name[parts[1]]}/{parts[2]}"
-            if was in deleted:
+            if was in held:
                 files[change.path] = was
     return files
 
@@ -402,13 +411,23 @@ def _keyed(rows: Iterable[dict[str, str]], key: Sequence[str]) -> Rows:
     return keyed
 
 
+_GONE = "\0gone"  # appended to the name of a device gone whose name another device takes (no name holds a NUL)
+
+
 def _renamed(rows: Rows, table: Table, moved: Mapping[str, str]) -> Rows:
     """The rows as keyed under the devices' new names (``table.devices``: the key columns naming a device), so a
-    renamed device's row pairs with the one the plan renders for it; the rows themselves keep what they held."""
+    renamed device's row pairs with the one the plan renders for it; the rows themselves keep what they held. A
+    device gone whose name a renamed one now bears (it moved away while another took its place) keeps rows of its
+    own, keyed apart, so they are removed rather than taken for the other's."""
     at = {table.key.index(column) for column in table.devices if column in table.key}
     if not moved or not at:
         return rows
-    return {tuple(moved.get(value, value) if i in at else value for i, value in enumerate(key)): row
+    taken = set(moved.values())
+
+    def name(value: str) -> str:
+        return moved[value] if value in moved else value + _GONE if value in taken else value
+
+    return {tuple(name(value) if i in at else value for i, value in enumerate(key)): row
             for key, row in rows.items()}
 
 

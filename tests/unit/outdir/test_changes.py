@@ -305,6 +305,83 @@ def test_a_device_renamed_in_place_is_moved_its_rows_and_files_follow(tmp_path: 
     assert changes.moved_devices(_plan(tmp_path, {**old, "t/cables.csv": "id,a,b,z\n"}), [PLACED]) == {}
 
 
+def _shifted(names: list[str], racks: list[str]) -> dict[str, str]:
+    """A small cluster's OUT: nodes ``names`` at U 2 of ``racks`` (one each), each cabled to leaf ``sw`` (its port
+    and cable id by place), with a host file naming the node and its rack, one naming only the node and one every
+    node has alike."""
+    devices = DEVICES + "".join(f"{n},{r},2,front,hgx\n" for n, r in zip(names, racks, strict=True))
+    devices += "sw,M01,1,front,SN2201\n"
+    cables = "id,a,b,z\n" + "".join(f"sw-{i},{n},NIC,sw\n" for i, n in enumerate(names, 1))
+    files = {"t/devices.csv": devices, "t/cables.csv": cables}
+    for n, r in zip(names, racks, strict=True):
+        files[f"hosts/{n}/netplan.yaml"] = f"hostname: {n}\nrack: {r}\n"
+        files[f"hosts/{n}/hostname"] = f"{n}\n"
+        files[f"hosts/{n}/nccl.env"] = "NCCL_IB_HCA=mlx5\n"
+    return files
+
+
+def test_a_group_whose_start_moved_is_renamed_in_place(tmp_path: Path) -> None:
+    """A node group's ``start`` moved by one (n1..n3 -> n2..n4 at the same places): place first, as NetBox sync
+    pairs records, each box is renamed where it stands (3 moves, a chain), not two nodes kept, one removed and one
+    added; each new file is compared with its box's old one (hosts/n2's with hosts/n1's, not with the other box's it
+    replaces at that path), each row matched under the box's new name (relabels, no cable removed or added)."""
+    racks = ["L01", "L02", "L03"]
+    _applied(tmp_path, _shifted(["n1", "n2", "n3"], racks))
+    plan = _plan(tmp_path, _shifted(["n2", "n3", "n4"], racks))
+    moved = changes.moved_devices(plan, [PLACED])
+    assert moved == {"n1": "n2", "n2": "n3", "n3": "n4"}
+    diffs = {d.change.path: d for d in describe(plan, [ENDS], moved)}
+    assert not any(p.startswith("hosts/n1/") for p in diffs)  # moved with its box: listed at hosts/n2
+    # alike for every box: told only where apply writes it, at the chain's new end, as the same content moved
+    (env,) = (d for p, d in diffs.items() if p.endswith("nccl.env"))
+    assert (env.change.path, env.moved_from, env.lines) == ("hosts/n4/nccl.env", "hosts/n3/nccl.env", (0, 0))
+    listed = {p: (d.change.action, d.moved_from, d.unified()[2:]) for p, d in diffs.items()
+              if p.endswith("netplan.yaml")}
+    assert listed == {f"hosts/n{n + 1}/netplan.yaml": (
+        Action.CREATE if n == 3 else Action.UPDATE, f"hosts/n{n}/netplan.yaml",
+        ["@@ -1,2 +1,2 @@", f"-hostname: n{n}", f"+hostname: n{n + 1}", f" rack: {racks[n - 1]}"]) for n in (1, 2, 3)}
+    rows = diffs["t/cables.csv"].rows
+    assert [(r.action, r.subject, r.fields) for r in rows] == [
+        (Action.UPDATE, f"n{n + 1}:NIC <-> sw", (("a", f"n{n}", f"n{n + 1}"),)) for n in (1, 2, 3)]
+    # by path alone, the same plan removes n1 and adds n4, and compares hosts/n2's file with the other box's
+    plain = {d.change.path: d for d in describe(plan, [ENDS])}
+    assert plain["hosts/n1/netplan.yaml"].change.action is Action.DELETE
+    assert plain["hosts/n2/netplan.yaml"].unified()[4:6] == ["-rack: L02", "+rack: L01"]
+
+
+def test_two_names_swapped_are_two_moves_each_compared_with_its_own_box(tmp_path: Path) -> None:
+    """Two nodes' names swapped where they stand: each box moved to the other's name; a file unchanged by path (it
+    names only the node) is the other box's and is listed, moved from its box's old path."""
+    _applied(tmp_path, _shifted(["a1", "b1"], ["L01", "L02"]))
+    plan = _plan(tmp_path, _shifted(["b1", "a1"], ["L01", "L02"]))
+    moved = changes.moved_devices(plan, [PLACED])
+    assert moved == {"a1": "b1", "b1": "a1"}
+    diffs = {d.change.path: d for d in describe(plan, [ENDS], moved)}
+    assert {p: (d.change.action, d.moved_from) for p, d in diffs.items() if p.startswith("hosts/")} == {
+        "hosts/a1/netplan.yaml": (Action.UPDATE, "hosts/b1/netplan.yaml"),
+        "hosts/b1/netplan.yaml": (Action.UPDATE, "hosts/a1/netplan.yaml"),
+        "hosts/a1/hostname": (Action.UNCHANGED, "hosts/b1/hostname"),
+        "hosts/b1/hostname": (Action.UNCHANGED, "hosts/a1/hostname")}
+    assert diffs["hosts/a1/netplan.yaml"].unified()[3:5] == ["-hostname: b1", "+hostname: a1"]
+    assert diffs["hosts/a1/hostname"].unified()[3:] == ["-b1", "+a1"]
+    assert {(r.action, r.subject) for r in diffs["t/cables.csv"].rows} == {
+        (Action.UPDATE, "b1:NIC <-> sw"), (Action.UPDATE, "a1:NIC <-> sw")}
+
+
+def test_a_device_gone_whose_name_a_renamed_one_takes_keeps_its_own_rows(tmp_path: Path) -> None:
+    """n1 leaves its place while n2's box is named n1 where it stands: that box is n1 now (place first), and the old
+    n1's cable is removed, not taken for the renamed box's."""
+    _applied(tmp_path, _shifted(["n1", "n2"], ["L01", "L02"]))
+    new = _shifted(["n1"], ["L02"])
+    new["t/cables.csv"] = "id,a,b,z\nsw-2,n1,NIC,sw\n"
+    plan = _plan(tmp_path, new)
+    moved = changes.moved_devices(plan, [PLACED])
+    assert moved == {"n2": "n1"}
+    (rows,) = (d.rows for d in describe(plan, [ENDS], moved) if d.change.path == "t/cables.csv")
+    assert [(r.action, r.subject, r.fields) for r in rows] == [
+        (Action.DELETE, "n1:NIC <-> sw", ()), (Action.UPDATE, "n1:NIC <-> sw", (("a", "n2", "n1"),))]
+
+
 def test_a_sheet_added_or_removed_is_named_by_its_mark(tmp_path: Path) -> None:
     """A table without labels names an added or removed row by its mark (a printed sheet by its revision, so the
     sheet to discard is known); a changed one by its fields."""
