@@ -281,7 +281,7 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
             "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
             "compute-spine001 1/1") in relabels
     assert "... and 141 more cables to relabel (plan --json lists every one)" in relabels
-    assert ("Plan for " in relabels and "4 to create, 23 to update, 4 to delete, 69 unchanged (of those, 4 created "
+    assert ("Plan for " in relabels and "4 to create, 24 to update, 4 to delete, 69 unchanged (of those, 4 created "
             "and 4 deleted are files moved with a renamed device)." in relabels)
     assert ("devices: 4 moved (renamed in place); addresses: 0 to add, 32 to change, 0 to remove; cables: 0 to add, "
             "0 to change, 0 to remove, 166 to relabel; ports: 0 newly cabled, 0 freed") in relabels
