@@ -398,6 +398,26 @@ def test_a_group_whose_start_moved_is_renamed_in_place(tmp_path: Path) -> None:
     assert _artifacts(out) == _artifacts(tmp_path / "fresh")
 
 
+def test_a_device_that_takes_anothers_place_with_other_ports_is_no_rename(tmp_path: Path) -> None:
+    """Field review (2026-12-03, growth): h100-4su's OSS group 4 -> 8, four a rack, puts oss05 where oss03 stood
+    (D10 U6) while oss03 moves to D09 with its own ports, address and Lustre targets. Place first alone took oss03
+    for renamed oss05, and told the crew to re-patch and re-address the box; a rename must keep every port its
+    cables plug, so plan lists no server as moved and names each by its own name (nor the in-band leaves, which
+    the network rack stacks anew: inband-leaf003 where inband-leaf001 stood, with other cables)."""
+    out = tmp_path / "out"
+    h100 = INVENTORIES / "h100-4su.yaml"
+    assert runner.invoke(app, ["apply", str(h100), "-o", str(out), "--yes"]).exit_code == 0
+    old = "    count: 4\n    profile: lustre-server\n    placement: {racks: [D09, D10], per_rack: 2, start_u: 6}"
+    text = h100.read_text()
+    assert text.count(old) == 1
+    spec = tmp_path / "oss8.yaml"
+    spec.write_text(text.replace(old, old.replace("count: 4", "count: 8").replace("per_rack: 2", "per_rack: 4")))
+    result = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    moved = json.loads(result.stdout)["moved"]
+    assert moved == [], "no server, and no in-band leaf whose place another takes, is a rename"
+
+
 def _artifacts(out: Path) -> dict[Path, bytes]:
     """OUT's artifacts by path, without fabricgen's own state (the lock, .fabricgen/)."""
     files = (p.relative_to(out) for p in out.rglob("*") if p.is_file())

@@ -79,8 +79,14 @@ class Places:
     say each device stands: its name (``name``) and its rack, U, face and type (``place``, the rack first), from
     which plan tells a renamed device (one name gone, one new, at the same place) by the rule NetBox sync
     renames one by (:func:`fabricgen.core.renames.renamed_devices`), and matches the rows of every table that
-    name it (``Table.devices``) under its new name."""
+    name it (``Table.devices``) under its new name. ``cabled`` (a pattern, as ``pattern``) names the CSV artifacts
+    whose rows each join two device ports (``ends``: each side's device and port columns): a device taken for
+    renamed must keep every port its cables plug, each far end as renamed, so a box renamed in place is told from
+    another device that comes to stand where it stood (field review, 2026-12-03: an OSS placed anew took the place
+    of another, whose ports, addresses and Lustre targets it does not have)."""
 
     pattern: str
     name: str
     place: tuple[str, ...]
+    cabled: str = ""
+    ends: tuple[tuple[str, str], ...] = ()

@@ -114,8 +114,38 @@ def moved_devices(plan: Plan, places: Sequence[Places]) -> dict[str, str]:
                 _placed(read_regular(plan.out_dir / change.path, MAX_COMPARED_BYTES) or b"", declared, before)
             if change.action is not Action.DELETE:
                 _placed(rendered[change.path], declared, after)
-        moved |= renamed_devices(before, after)
+        found = renamed_devices(before, after)
+        moved |= _cabled_alike(plan, declared, found, rendered) if declared.cabled and found else found
     return moved
+
+
+def _cabled_alike(plan: Plan, declared: Places, pairs: dict[str, str], rendered: Mapping[str, bytes]
+                  ) -> dict[str, str]:
+    """The renames (old name -> new name) whose device keeps its cabling: every (own port, far device, far port) of
+    the old name's cables, far devices renamed as ``pairs`` renames them, is the new name's, and no other. A box
+    renamed in place (a shifted group, a rack renamed) keeps every port; a device that only comes to stand where
+    another stood (a server another's order moved, a switch of another tier) does not, and is listed by name."""
+    files = [c for c in plan.changes if fnmatchcase(c.path, declared.cabled)]
+    old = _ports((read_regular(plan.out_dir / c.path, MAX_COMPARED_BYTES) or b"" for c in files
+                  if c.action is not Action.CREATE and not c.unmanaged), declared.ends, pairs.keys())
+    new = _ports((rendered[c.path] for c in files if c.action is not Action.DELETE), declared.ends,
+                 set(pairs.values()))
+    return {was: now for was, now in pairs.items()
+            if {(own, pairs.get(far, far), port) for own, far, port in old.get(was, ())} == new.get(now, set())}
+
+
+def _ports(files: Iterable[bytes], ends: Sequence[tuple[str, str]], devices: Iterable[str]
+           ) -> dict[str, set[tuple[str, str, str]]]:
+    """Each of ``devices``' cabled ports from the rows of ``files``: device -> {(own port, far device, far port)}."""
+    wanted = set(devices)
+    ports: dict[str, set[tuple[str, str, str]]] = {}
+    for data in files:
+        for row in csv.DictReader(io.StringIO(_text(data) or "")):
+            sides = [(row.get(device) or "", row.get(port) or "") for device, port in ends]
+            for (device, port), (far, far_port) in ((sides[0], sides[1]), (sides[1], sides[0])):
+                if device in wanted:
+                    ports.setdefault(device, set()).add((port, far, far_port))
+    return ports
 
 
 def _placed(data: bytes, declared: Places, places: dict[str, Place]) -> None:
