@@ -40,8 +40,16 @@ from dataclasses import dataclass, replace
 
 from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.model.cabling import Cable, CableEnd
-from fabricgen.model.cluster import Cluster
-from fabricgen.model.hardware import HOST_SWITCH, SWITCH_SWITCH, Medium, Optic, SwitchModel, serves_split_cage
+from fabricgen.model.cluster import Cluster, Tier
+from fabricgen.model.hardware import (
+    HOST_SWITCH,
+    SWITCH_SWITCH,
+    Medium,
+    Optic,
+    SwitchModel,
+    port_name,
+    serves_split_cage,
+)
 from fabricgen.model.nodes import Facility, Rack
 from fabricgen.model.topology import FabricTopology, Link, Port, Switch, Topology
 
@@ -504,8 +512,9 @@ def cluster_bom(topology: Topology) -> tuple[BomLine, ...]:
 
 
 @dataclass(frozen=True)
-class FreeConnector:
-    """A switch connector no cable plugs into: where a cable added later goes, and the id it will carry."""
+class FreePort:
+    """A switch connector no cable plugs into, or a leg of a plugged splitter that no device takes: where a cable
+    added later goes, and the id it will carry."""
 
     fabric: str
     device: str
@@ -515,22 +524,23 @@ class FreeConnector:
     number: int  # the connector's number across the switch (the number in its cable ids)
     cage: int  # the faceplate cage
     cage_connector: int  # 1 or 2 of a twin-port cage's connectors; 0 where a cage has one
+    port: str  # the faceplate port, as cables.csv names it (at the tier's speed; a leg's at its splitter's)
     form_factor: str
-
-    @property
-    def cable_id(self) -> str:
-        """The id a cable plugged here takes (``_switch_ids``: a switch-side connector names its cable)."""
-        return f"{self.device}-{self.number:03d}"
+    kind: str  # "connector" (nothing plugged) or "breakout leg" (a splitter's leg no device takes)
+    optic: str  # "installed": the cage's optic is there already (its other connector is cabled), else ""
+    cable_id: str  # the id a cable plugged here takes (a connector names its cable; a leg is <splitter>/L<leg>)
 
 
-def free_connectors(topology: Topology) -> tuple[FreeConnector, ...]:
-    """Every switch connector no cable of its fabric plugs into, per switch in fabric and switch order, in
-    faceplate order: the spare ports a site team grows into (a node added, a spine link, a replacement), each with
-    the cable id a cable there takes. A management port is not a connector of the fabric's cages."""
+def free_ports(topology: Topology) -> tuple[FreePort, ...]:
+    """Every switch connector no cable of its fabric plugs into, and every leg of a plugged splitter no device
+    takes, per switch in fabric and switch order, in faceplate order: the spare ports a site team grows into (a
+    node added, a spine link, a replacement), each with the port's faceplate name and the cable id a cable there
+    takes. A management port is not a connector of the fabric's cages."""
     twin = _connectors_per_cage(topology.cluster.media)
     switches = {sw.name: sw for ft in topology.fabrics for sw in ft.switches}
     numbers: dict[tuple[str, str, str], int] = {}  # (model, port, speed): counted once, as in _switch_ids
     used: set[tuple[str, int]] = set()
+    legs: dict[tuple[str, int], list[Cable]] = {}  # a switch connector's splitter legs
     for c in topology.cables:
         for end in (c.a, c.z):
             sw = switches.get(end.device)
@@ -540,18 +550,50 @@ def free_connectors(topology: Topology) -> tuple[FreeConnector, ...]:
             if key not in numbers:
                 numbers[key] = _connector_number(sw.model, end.port, c.speed, twin)
             used.add((sw.name, numbers[key]))
-    return tuple(free for ft in topology.fabrics for sw in ft.switches for free in _connectors_of(sw, twin)
-                 if (sw.name, free.number) not in used)
+            if end is c.z and c.medium.legs > 1:
+                legs.setdefault((sw.name, numbers[key]), []).append(c)
+    free: list[FreePort] = []
+    for ft in topology.fabrics:
+        for sw in ft.switches:
+            speed = (ft.fabric.speed if sw.tier is Tier.LEAF else ft.fabric.uplink_speed).name
+            connectors = list(_connectors_of(sw, twin, speed))
+            cabled_cages = {c.cage for c in connectors if (sw.name, c.number) in used}
+            for connector in connectors:
+                plugged = legs.get((sw.name, connector.number))
+                if plugged:
+                    free.extend(_free_legs(connector, plugged))
+                elif (sw.name, connector.number) not in used:
+                    installed = connector.cage_connector and connector.cage in cabled_cages
+                    free.append(replace(connector, optic="installed" if installed else ""))
+    return tuple(free)
 
 
-def _connectors_of(sw: Switch, twin: dict[str, int]) -> Iterator[FreeConnector]:
-    """All of a switch's cage connectors in faceplate order, numbered as :func:`_connector_number` numbers them."""
+def _free_legs(connector: FreePort, plugged: Sequence[Cable]) -> Iterator[FreePort]:
+    """The legs of the splitter in ``connector`` no device takes: leg n is the splitter's nth logical port of the
+    cage, the ports its cabled legs show (``<cage>/<lane>``, lane = leg + the connector's first lane - 1)."""
+    first = plugged[0]
+    offset = switch_lane(first.z.port) - first.leg
+    taken = {c.leg for c in plugged}
+    for leg in range(1, first.medium.legs + 1):
+        if leg not in taken:
+            yield replace(connector, port=f"{connector.cage}/{leg + offset}", kind="breakout leg", optic="installed",
+                          cable_id=f"{first.physical}/L{leg}")
+
+
+def _connectors_of(sw: Switch, twin: dict[str, int], speed: str) -> Iterator[FreePort]:
+    """All of a switch's cage connectors in faceplate order, numbered as :func:`_connector_number` numbers them,
+    each named by its first logical port at ``speed`` (a cage that cannot run it: by the cage and connector)."""
     number = cage = 0
     for group in sw.model.port_groups:
         k = twin.get(group.form_factor, 1)
+        split = group.per_cage(speed)
+        per_connector = max(1, split // k)
         for _ in range(group.cages):
             cage += 1
             for j in range(1, k + 1):
                 number += 1
-                yield FreeConnector(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, number, cage,
-                                    j if k > 1 else 0, group.form_factor)
+                port = (port_name(cage, (j - 1) * per_connector + 1, split) if split
+                        else f"{cage}/{j}" if k > 1 else str(cage))
+                yield FreePort(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, number, cage,
+                               j if k > 1 else 0, port, group.form_factor, "connector", "",
+                               f"{sw.name}-{number:03d}")

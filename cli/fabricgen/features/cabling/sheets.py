@@ -7,8 +7,9 @@ cables.csv has one row per cable (A = lower tier); the legs of a 1:N splitter ar
 breakout leg also gives ``leg_fibers`` (its MPO positions, Tx/Rx) and the harness ``polarity``.
 ``a_label`` and ``z_label`` are the labels printed for each end: the label of the plug it is in (the legs of one
 splitter share their trunk's ``z_label``, the two links of a cage-pair cable both labels; ``handoff.end_labels``).
-free-ports.csv lists every switch connector no cable plugs into, in faceplate order, with the cable id a cable
-plugged there takes (``plan.free_connectors``): where growth and replacements go.
+free-ports.csv lists every switch connector no cable plugs into and every leg of a plugged splitter no device takes,
+in faceplate order, with its faceplate port, whether the cage's optic is in already, and the cable id a cable
+plugged there takes (``plan.free_ports``): where growth and replacements go.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling import handoff
-from fabricgen.features.cabling.plan import cluster_bom, free_connectors
+from fabricgen.features.cabling.plan import cluster_bom, free_ports
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
@@ -28,8 +29,8 @@ CABLE_COLUMNS = (
 )
 
 
-FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "form_factor",
-                "cable_id")
+FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "port", "form_factor",
+                "free", "optic", "cable_id")
 
 Cell = handoff.Cell | None
 
@@ -60,6 +61,6 @@ def render(topology: Topology) -> list[Artifact]:
         Artifact("cabling/bom.csv", csv_bytes(("category", "part", "description", "count"),
                                          ((b.category, b.part, b.description, b.count) for b in bom))),
         Artifact("cabling/free-ports.csv", csv_bytes(FREE_COLUMNS, (
-            (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.form_factor,
-             f.cable_id) for f in free_connectors(topology)))),
+            (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.port,
+             f.form_factor, f.kind, f.optic, f.cable_id) for f in free_ports(topology)))),
     ]

@@ -10,7 +10,7 @@ import io
 import pytest
 
 from fabricgen.features.cabling import sheets
-from fabricgen.features.cabling.plan import free_connectors
+from fabricgen.features.cabling.plan import free_ports
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 from fabricgen.spec.load import load_text
@@ -33,19 +33,20 @@ def _lab(nodes: int) -> Topology:
     return compile_topology(build_cluster(load_text(text, "lab.yaml")))
 
 
-def test_the_ufm_slots_unused_rails_are_the_compute_fabrics_only_free_connectors(h100: Topology) -> None:
+def test_the_ufm_slots_unused_rails_are_the_compute_fabrics_only_free_ports(h100: Topology) -> None:
     """h100-4su: 127 DGX and the UFM pair (rails 0-3 of SU 4's last slot) fill every compute connector but that
     slot's rails 4-7, the second connector of cage 16 of SU 4's leaves 4-7, which a 128th DGX would take."""
-    free = [(f.device, f.number, f.cage, f.cage_connector, f.cable_id) for f in free_connectors(h100)
+    free = [(f.device, f.number, f.cage, f.cage_connector, f.port, f.optic, f.cable_id) for f in free_ports(h100)
             if f.fabric == "compute"]
-    assert free == [(f"compute-su04-leaf{r}", 32, 16, 2, f"compute-su04-leaf{r}-032") for r in range(4, 8)]
+    assert free == [(f"compute-su04-leaf{r}", 32, 16, 2, "16/2", "installed", f"compute-su04-leaf{r}-032")
+                    for r in range(4, 8)], "the cage's optic is in: its first port is cabled"
 
 
 def test_a_free_connector_is_one_no_cable_takes_and_every_one_is_listed(h100: Topology) -> None:
     """Free and cabled connectors partition each switch's: the free ids are no cable's, and with the cabled ones
     every switch's connectors 1..n are there once (a cable's id is its Z connector's; an A-end switch, a leaf's
     uplink, counts as cabled from its own free list)."""
-    free = free_connectors(h100)
+    free = [f for f in free_ports(h100) if f.kind == "connector"]
     cable_ids = {c.physical for c in h100.cables}
     assert not {f.cable_id for f in free} & cable_ids
     switches = {sw.name: sw for ft in h100.fabrics for sw in ft.switches}
@@ -66,9 +67,9 @@ def test_a_node_removed_frees_its_connectors_under_the_ids_its_cables_had() -> N
     full, fewer = _lab(8), _lab(6)
     remaining = {sw.name for ft in fewer.fabrics for sw in ft.switches}
     gone = {c.physical for c in full.cables if c.a.device in ("hgx07", "hgx08") and c.z.device in remaining}
-    free = {f.cable_id for f in free_connectors(fewer)}
+    free = {f.cable_id for f in free_ports(fewer)}
     assert gone and gone <= free
-    assert not {f.cable_id for f in free_connectors(full)} & gone
+    assert not {f.cable_id for f in free_ports(full)} & gone
 
 
 def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
@@ -76,8 +77,20 @@ def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
     [artifact] = [a for a in sheets.render(h100) if a.path == "cabling/free-ports.csv"]
     rows = list(csv.DictReader(io.StringIO(artifact.content.decode())))
     assert tuple(rows[0]) == sheets.FREE_COLUMNS
-    assert len(rows) == len(free_connectors(h100))
+    assert len(rows) == len(free_ports(h100))
     ufm_slot = [r for r in rows if r["device"] == "compute-su04-leaf4"]
     assert ufm_slot == [{"fabric": "compute", "device": "compute-su04-leaf4", "model": "QM9700", "rack": "N06",
-                         "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "form_factor": "OSFP",
+                         "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "port": "16/2",
+                         "form_factor": "OSFP", "free": "connector", "optic": "installed",
                          "cable_id": "compute-su04-leaf4-032"}]
+
+
+def test_a_splitters_legs_no_device_takes_are_free_under_their_leg_ids(h100: Topology) -> None:
+    """Field review (growth): oob-agg01's 1:4 breakouts to the OOB leaves of row A's last racks plug two legs of
+    four; the other two are free ports a rack added takes next, listed under the splitter's leg ids and the
+    ports the legs land on (3/3, 3/4 beside the cabled 3/1, 3/2), their optic already in the cage."""
+    legs = [(f.port, f.cable_id, f.optic) for f in free_ports(h100) if f.device == "oob-agg01" and f.cage == 3]
+    cabled = sorted(c.z.port for c in h100.cables if c.physical == "oob-agg01-003")
+    assert cabled == ["3/1", "3/2"]
+    assert legs == [("3/3", "oob-agg01-003/L3", "installed"), ("3/4", "oob-agg01-003/L4", "installed")]
+    assert all(f.kind == "breakout leg" for f in free_ports(h100) if f.cable_id.count("/L"))
