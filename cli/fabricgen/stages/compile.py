@@ -66,6 +66,12 @@ from fabricgen.stages.placement import place_switches
 PEER_LINKS = 2
 
 
+# what a larger server block costs, said where one is asked for (field review, growth: 10 -> 12 re-patched 146 DGX
+# cables without a word)
+_REGROW = (": a larger block moves every compute port after it once, so size it for the servers the cluster will "
+           "have")
+
+
 class _InfeasibleError(Exception):
     """The fabric cannot be built as asked; the message says why and the hint what to change."""
 
@@ -310,7 +316,7 @@ class _FabricCompiler:
             return -(-taken // node_ports) * node_ports
         if taken > declared:
             raise _InfeasibleError(f"the servers have {taken} ports on this fabric but server_ports keeps {declared}",
-                                   f"raise server_ports to at least {-(-taken // node_ports) * node_ports}")
+                                   f"raise server_ports to at least {-(-taken // node_ports) * node_ports}{_REGROW}")
         if declared % node_ports:
             below, above = declared // node_ports * node_ports, -(-declared // node_ports) * node_ports
             raise _InfeasibleError(f"server_ports {declared} is no multiple of a compute node's {node_ports} ports "
@@ -352,7 +358,8 @@ class _FabricCompiler:
                         servers = sum(len(c) for n, c in attached if n.profile.role != "compute")
                         raise _InfeasibleError(
                             f"the servers have {servers} ports on this fabric but server_ports keeps {declared} on "
-                            "each leaf of the first pair", f"raise server_ports to at least {-(-servers // 2)}")
+                            "each leaf of the first pair",
+                            f"raise server_ports to at least {-(-servers // 2)}{_REGROW}")
                     p += 1
                 for i, nic in enumerate(nics):
                     into[p][(first + i) % 2].append((node, nic))
