@@ -57,7 +57,8 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
                 got = space.fill(where.racks, len(tier_switches), height, where.per_rack, where.start_u,
                                  None if explicit else per_network_rack)
             if len(got) < len(tier_switches):
-                issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None, bool(network)))
+                issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None, bool(network),
+                                       _network_load(compiled, slots, network, facility.switches_per_network_rack)))
                 continue
             for sw, (rack, u) in zip(tier_switches, got, strict=True):
                 slots[sw.name] = (rack.name, u)
@@ -120,8 +121,21 @@ class _NearestNetworkRack:
         return None
 
 
-def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool, network: bool
-             ) -> SpecIssue:
+def _network_load(compiled: Sequence[FabricTopology], slots: dict[str, tuple[str, int]], network: Sequence[Rack],
+                  per_rack: int) -> str:
+    """What fills the network racks so far, per fabric: the cause a full network row hides (field review: 128 DGX
+    of h100-4su made a fifth SU's QM9700s, and the OOB spines, placed after them, were told only that they do not
+    fit)."""
+    names = {r.name for r in network}
+    held = Counter(ft.fabric.name for ft in compiled for sw in ft.switches
+                   if sw.name in slots and slots[sw.name][0] in names)
+    taken = ", ".join(f"{fabric} {count}" for fabric, count in held.items())
+    return (f": the network racks ({len(network)} x {per_rack} switches) hold {sum(held.values())} already "
+            f"({taken})" if held else "")
+
+
+def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool, network: bool,
+             load: str = "") -> SpecIssue:
     where = f"fabrics.{ft.fabric.name}.placement.{tier.value}" if explicit else f"fabrics.{ft.fabric.name}"
     hint = ("add racks to the placement or raise its per_rack" if explicit else
             "add a row with kind: network, raise facility.switches_per_network_rack, or give fabrics."
@@ -129,5 +143,5 @@ def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit:
     if not explicit and not network:
         message = f"no rack for the {wanted} {tier.value} switches: the facility has no row with kind: network"
     else:
-        message = f"only {placed} of {wanted} {tier.value} switches fit in their racks"
+        message = f"only {placed} of {wanted} {tier.value} switches fit in their racks" + ("" if explicit else load)
     return SpecIssue(ft.fabric.position, where, message, hint)
