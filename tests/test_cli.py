@@ -276,7 +276,7 @@ def test_a_rack_rename_relabels_and_moves_its_top_of_rack_switches(tmp_path: Pat
         (out / "cabling/revisions.csv").read_text()))}
     assert f"      - sheet rack L04  [revision {printed['rack L04']}]\n" in listing
     assert "~ switch oob-l-04  name: oob-l04 -> oob-l-04; rack: L04 -> L-04" in listing
-    assert "~ address hgx07:BMC 10.44.0.26/29 (host)  peer: oob-l04 -> oob-l-04" in listing
+    assert "~ address hgx07:BMC 10.44.0.194/26 (host)  peer: oob-l04 -> oob-l-04" in listing
     assert ("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  a_rack: M01 -> M-01; z_rack: M01 -> M-01; "
             "a_label: compute-spine001-001/A to M01 compute-spine001 1/1 -> compute-spine001-001/A to M-01 "
             "compute-spine001 1/1") in relabels

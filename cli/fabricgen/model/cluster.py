@@ -94,6 +94,10 @@ class FabricTopologySpec:
     uplinks: int | None
     attachment: Attachment = Attachment.SINGLE
     server_ports: int | None = None  # host ports kept for servers on the first leaf (pair); None: the servers' own
+    # rail-optimized: the SUs the fabric is planned to grow to (None: the SUs built), which the IPoIB rail subnets
+    # are sized for so that SUs added renumber no rail; where it stands in the spec, for the check against the SUs
+    max_scalable_units: int | None = None
+    max_scalable_units_position: SourcePosition | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,8 @@ class FabricBuilder:
             topo.get("uplinks"),
             self.attachment(path, topo, kind, role, FabricType(spec["type"])),
             self.server_ports(path, topo, kind),
+            self.max_scalable_units(path, topo, kind),
+            self.issues.position((*path, "topology", "max_scalable_units")) if "max_scalable_units" in topo else None,
         )
         placement = self.fabric_placement(path, spec.get("placement", {}), kind)
         return Fabric(
@@ -216,6 +218,18 @@ class FabricBuilder:
                               "block of their ports can be kept for servers",
                               "remove server_ports, or use kind: leaf-spine or fat-tree")
         return None if ports is None else int(ports)
+
+    def max_scalable_units(self, path: PathKey, topo: Mapping[str, Any], kind: TopologyKind) -> int | None:
+        """The SUs a rail-optimized fabric is planned to grow to, which its IPoIB rail subnets are sized for; other
+        kinds have no SUs to plan. That it is at least the SUs built is checked once compile has built them."""
+        if "max_scalable_units" not in topo:
+            return None
+        if kind is not TopologyKind.RAIL_OPTIMIZED:
+            self.issues.error((*path, "topology", "max_scalable_units"),
+                              f"{kind.value} fabrics have no scalable units to plan for",
+                              "remove max_scalable_units, or use kind: rail-optimized")
+            return None
+        return int(topo["max_scalable_units"])
 
     def fabric_placement(self, path: PathKey, spec: Mapping[str, Any], kind: TopologyKind
                          ) -> dict[Tier, TierPlacement]:

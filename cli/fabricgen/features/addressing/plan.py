@@ -6,14 +6,23 @@
 - Point-to-point: one /31 per switch-to-switch link from ``p2p``, links in compile order; the upper end
   (spine/core) takes the even address, the lower end the odd one.
 - Hosts: one subnet per leaf from ``hosts``, just large enough for the leaf's host ports plus its own
-  gateway address (the first usable); host ports get the next addresses in leaf port order. An MLAG pair
+  gateway address (the first usable); host ports get the next addresses in leaf port order. Top-of-rack leaves
+  (whose racks fill and empty one node at a time) all get a subnet of one size, for every host-speed port of the
+  leaf model (the most hosts its rack can cable to it: an SN2201's 48 BMCs, a /26), each at the place its rack's
+  position in the facility gives (facility rack k, 0-based: the k-th block of ``hosts``), so a node coming or
+  going, or a rack emptied or filled, moves no other rack's subnet or address (field review, OOB BMCs). An MLAG pair
   (``attachment: mlag``) has one subnet for both leaves: the anycast gateway first (on both), then each leaf's own
   SVI address (NVUE's VRR and EOS's VARP need one), then the first leaf's host ports and the second's, in port
   order; a bond takes its primary member's address.
 - Pods (routed Ethernet fabrics whose ports pods take: Ethernet VFs, or whole PFs moved in by Kubernetes'
-  host-device CNI): after every host subnet, one range per leaf from ``hosts``, large enough for a pod address per
-  VF (or per PF) of the leaf's host ports plus the gateway (the first usable, a second address of the leaf's SVI,
-  announced like its host subnet); pods take addresses past it. No host or switch address is ever in a pod range.
+  host-device CNI): ``hosts`` is split in two halves, the host subnets carved from the lower one and one pod range
+  per leaf from the upper one, each range at the place the leaf's own index gives (leaf n, or a top-of-rack leaf's
+  rack, takes the upper half's n-th block), all of one size: a pod address per VF (or per PF) of every host port
+  of the leaf plus the gateway (the first usable, a second address of the leaf's SVI, announced like its host
+  subnet); pods take addresses past it. A leaf added or removed moves no other leaf's range (they used to follow
+  every host subnet, so one leaf more shifted them all), and the pod ranges sum to one prefix (the upper half) for
+  routes and filters. A fabric without pod ranges carves its host subnets from the whole pool. No host or switch
+  address is ever in a pod range.
 - ASNs: leaf n = leaf_base + n - 1 unless ``asn.leaves`` pins it by name (pinning renumbers no other leaf);
   spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``. Checked once compile has named the
   switches: a pinned name must be a leaf of the fabric; no two leaves and no leaf and spine/core share an ASN
@@ -22,7 +31,9 @@
 
 InfiniBand fabrics route no IP between switches: their plan has management addresses and IPoIB host subnets
 only, one subnet per rail (a port group sharing a Linux interface role across nodes, so the kernel picks the
-rail's interface for its peers), sized for the nodes on that rail, nodes in cluster order, no gateway.
+rail's interface for its peers), sized for the nodes on that rail, nodes in cluster order, no gateway; on a
+rail-optimized fabric for every slot of ``topology.max_scalable_units`` SUs (default: the SUs built), each port at
+its slot, so SUs added up to that count renumber no rail.
 
 Overlapping pools (within the fabric or with another fabric's), pools reaching into a range no interface may use
 (loopback, link-local, multicast, reserved) and exhausted pools are SpecErrors naming the pools involved.
@@ -41,6 +52,7 @@ from fabricgen.core.errors import Finding, Severity, SpecError, SpecIssue
 from fabricgen.core.hints import did_you_mean
 from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, P2p, PodRange
 from fabricgen.model.cluster import Attachment, FabricType, Tier, TopologyKind
+from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.nodes import Node
 from fabricgen.model.topology import ROUTED_TIERS, FabricTopology, Switch, Topology
@@ -127,21 +139,31 @@ def check_pools(fabrics: Sequence[tuple[str, Addressing]]) -> list[SpecIssue]:
 
 
 class _Carver:
-    """Hands out consecutive blocks of one prefix length from a pool; exhaustion is a SpecError."""
+    """Hands out blocks of one prefix length from a pool (or a region of it, ``named`` so in errors): consecutive
+    ones (:meth:`take`) or the block at a place (:meth:`at`); exhaustion is a SpecError."""
 
-    def __init__(self, fabric: str, pool: str, network: IPNetwork, a: Addressing, skip_network: bool = False
-                 ) -> None:
+    def __init__(self, fabric: str, pool: str, network: IPNetwork, a: Addressing, skip_network: bool = False,
+                 named: str = "") -> None:
         self.fabric, self.pool, self.network, self.a = fabric, pool, network, a
+        self.named = named or str(network)
         self.next = int(network.network) + (1 if skip_network else 0)  # /32s never take the pool's .0
 
     def take(self, prefix: int, wanted_total: int) -> IPNetwork:
         size = 2 ** (32 - prefix)
         start = -(-self.next // size) * size
-        if start + size - 1 > int(self.network.broadcast or self.network.network):
-            raise SpecError([SpecIssue(self.a.position, f"fabrics.{self.fabric}.addressing.{self.pool}",
-                                       f"{self.network} is exhausted: the fabric needs {wanted_total} /{prefix} "
-                                       f"blocks", "use a larger pool")])
         self.next = start + size
+        return self._block(start, prefix, f"{wanted_total} /{prefix} blocks")
+
+    def at(self, place: int, prefix: int, wanted: str) -> IPNetwork:
+        """The block of ``prefix`` at ``place`` (0-based) from the region's start: where it stands depends on its own
+        place only, not on the blocks before it; ``wanted`` says what the fabric needs, for the error."""
+        size = 2 ** (32 - prefix)
+        return self._block(-(-int(self.network.network) // size) * size + place * size, prefix, wanted)
+
+    def _block(self, start: int, prefix: int, wanted: str) -> IPNetwork:
+        if start + 2 ** (32 - prefix) - 1 > int(self.network.broadcast or self.network.network):
+            raise SpecError([SpecIssue(self.a.position, f"fabrics.{self.fabric}.addressing.{self.pool}",
+                                       f"{self.named} is exhausted: the fabric needs {wanted}", "use a larger pool")])
         return IPNetwork(f"{_ip(start)}/{prefix}")
 
 
@@ -173,10 +195,11 @@ def pod_ports(ft: FabricTopology, k8s: Kubernetes | None, nodes: Sequence[Node])
 
 
 def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_groups: Mapping[str, str] | None = None,
-                   pods: PodPorts | None = None) -> FabricAddresses | None:
+                   pods: PodPorts | None = None, racks: Mapping[str, int] | None = None) -> FabricAddresses | None:
     """The fabric's address plan, or None when it has no addressing section; ``node_order`` ranks the nodes,
     ``node_groups`` names each node's group (which ``pods.groups`` narrow pod ranges to), ``pods`` what pods take
-    of the host ports (:func:`pod_ports`; None: no pod ranges)."""
+    of the host ports (:func:`pod_ports`; None: no pod ranges), ``racks`` each rack's position in the facility
+    (which places a top-of-rack leaf's subnets; a rack not in it counts as its leaf's index)."""
     a = ft.fabric.addressing
     if a is None:
         return None
@@ -187,10 +210,57 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_group
     name = ft.fabric.name
     loop = _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True)
     loopbacks = {sw.name: str(loop.take(32, len(ft.switches)).ip) for sw in top_down(ft)}
-    carver = _Carver(name, "hosts", pools["hosts"], a)
-    hosts = _leaf_subnets(ft, carver)
+    places = leaf_places(ft, racks or {})
+    pod_nodes = _pod_nodes(ft, node_groups or {}, pods) if pods is not None else {}
+    if pods is None or not pod_nodes:
+        hosts = _leaf_subnets(ft, _Carver(name, "hosts", pools["hosts"], a), places)
+        return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts)
+    lower, upper = _halves(pools["hosts"])
+    hosts = _leaf_subnets(ft, _Carver(name, "hosts", lower, a, named=f"{pools['hosts']}'s lower half ({lower}, "
+                                      "its host subnets: the upper half holds the pod ranges)"), places)
+    pod_region = _Carver(name, "hosts", upper, a, named=f"{pools['hosts']}'s upper half ({upper}, its pod ranges)")
     return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts,
-                           _pod_ranges(ft, carver, node_groups or {}, pods) if pods is not None else ())
+                           _pod_ranges(ft, pod_region, places, pod_nodes, pods))
+
+
+def _halves(pool: IPNetwork) -> tuple[IPNetwork, IPNetwork]:
+    """The lower and upper half of a pool (a /32 is both its halves: nothing fits in either)."""
+    if pool.prefixlen == 32:
+        return pool, pool
+    lower, upper = pool.subnet(pool.prefixlen + 1)
+    return lower, upper
+
+
+def leaf_places(ft: FabricTopology, racks: Mapping[str, int]) -> dict[str, int]:
+    """Each leaf's place (0-based) in the blocks its subnets are carved from: a top-of-rack leaf's rack position in
+    the facility (``racks``), so a rack emptied moves no later rack's leaf; any other leaf's index among the leaves
+    (compile order: SU and rail, or the packed leaves' order, which nodes fill from the first)."""
+    leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
+    if ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK:
+        return {sw.name: racks.get(sw.rack or "", i) for i, sw in enumerate(leaves)}
+    return {sw.name: i for i, sw in enumerate(leaves)}
+
+
+def rack_leaf_ports(model: SwitchModel, speed: str) -> int:
+    """The highest logical port number a host can take on a top-of-rack leaf of ``model`` at ``speed``: its last
+    host-speed port, as compile's port layout numbers the ports (every cage in turn, host-speed cages first taking
+    the hosts); the most hosts a rack can cable to its leaf, whatever the nodes in it."""
+    number = highest = 0
+    for group in model.port_groups:
+        per_cage = group.per_cage(speed)
+        for _ in range(group.cages):
+            number += per_cage or max(n for _, n in group.ports_per_cage)
+            highest = number if per_cage else highest
+    return highest
+
+
+def _host_ports(ft: FabricTopology, leaf: Switch) -> int:
+    """The host ports a leaf's subnets are sized for: every host-speed port of a top-of-rack leaf (one size for the
+    whole fabric, whatever its rack holds today), the leaf's downlinks elsewhere (all of one size already: compile
+    builds every packed or rail leaf for its full share of hosts)."""
+    if ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK:
+        return rack_leaf_ports(leaf.model, ft.fabric.speed.name)
+    return leaf.down_ports
 
 
 def top_down(ft: FabricTopology) -> list[Switch]:
@@ -358,15 +428,19 @@ def _host_links(ft: FabricTopology) -> dict[str, list[tuple[int, str, int]]]:
     return host_links
 
 
-def _leaf_subnets(ft: FabricTopology, carver: _Carver) -> tuple[HostSubnet, ...]:
+def _leaf_subnets(ft: FabricTopology, carver: _Carver, places: Mapping[str, int]) -> tuple[HostSubnet, ...]:
+    """One host subnet per leaf (MLAG: per pair); top-of-rack leaves' at their rack's place, the others' in turn."""
     leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
     if ft.fabric.topology.attachment is Attachment.MLAG:
         return _pair_subnets(ft, carver, leaves)
     host_links = _host_links(ft)
+    by_rack = ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK
+    last = max(places.values(), default=0)
     hosts = []
     for leaf in leaves:
-        prefix = 32 - _bits(leaf.down_ports + 3)  # network, gateway, hosts, broadcast
-        subnet = carver.take(prefix, len(leaves))
+        prefix = 32 - _bits(_host_ports(ft, leaf) + 3)  # network, gateway, hosts, broadcast
+        subnet = (carver.at(places[leaf.name], prefix, f"{last + 1} /{prefix} blocks, one per facility rack up to "
+                            f"{_last_rack(ft, places)}'s") if by_rack else carver.take(prefix, len(leaves)))
         first = int(subnet.network)
         ports = sorted(host_links.get(leaf.name, []))  # leaf downlinks are numbered from 1: the address follows
         members = tuple((node, nic_port, _ip(first + 1 + port)) for port, node, nic_port in ports)
@@ -391,21 +465,37 @@ def _pair_subnets(ft: FabricTopology, carver: _Carver, leaves: Sequence[Switch])
     return tuple(hosts)
 
 
-def _pod_ranges(ft: FabricTopology, carver: _Carver, node_groups: Mapping[str, str], pods: PodPorts
-                ) -> tuple[PodRange, ...]:
-    """One pod range per leaf with a node whose ports pods take, after the host subnets: sized for ``per_port``
-    pod addresses on every host port of the leaf (a full leaf, as its host subnet, so adding nodes moves no range)
-    plus network, gateway and broadcast."""
+def _last_rack(ft: FabricTopology, places: Mapping[str, int]) -> str:
+    """The rack of the leaf at the last place (for an exhaustion error: how far the blocks must reach)."""
+    leaves = {sw.name: sw for sw in ft.switches if sw.tier is Tier.LEAF}
+    return leaves[max(places, key=places.__getitem__)].rack or "the last rack"
+
+
+def _pod_nodes(ft: FabricTopology, node_groups: Mapping[str, str], pods: PodPorts) -> dict[str, tuple[str, ...]]:
+    """Per leaf with a node whose ports pods take, those nodes in port order (leaves without one get no range)."""
     host_links = _host_links(ft)
-    leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
-    ranges = []
-    for leaf in leaves:
+    out = {}
+    for leaf in (sw for sw in ft.switches if sw.tier is Tier.LEAF):
         nodes = tuple(dict.fromkeys(node for _, node, _ in sorted(host_links.get(leaf.name, []))
                                     if node_groups.get(node) in pods.groups))
-        if not nodes:
-            continue
-        subnet = carver.take(32 - _bits(leaf.down_ports * pods.per_port + 3), 2 * len(leaves))
-        ranges.append(PodRange(leaf.name, str(subnet), _ip(int(subnet.network) + 1), nodes))
+        if nodes:
+            out[leaf.name] = nodes
+    return out
+
+
+def _pod_ranges(ft: FabricTopology, region: _Carver, places: Mapping[str, int],
+                pod_nodes: Mapping[str, tuple[str, ...]], pods: PodPorts) -> tuple[PodRange, ...]:
+    """One pod range per leaf in ``pod_nodes``, at the leaf's place in the pod region: all of one size, for
+    ``per_port`` pod addresses on every host port a leaf can have (a full leaf, as its host subnet) plus network,
+    gateway and broadcast, so nodes or leaves coming or going move no other leaf's range."""
+    leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
+    prefix = 32 - _bits(max(_host_ports(ft, leaf) for leaf in leaves) * pods.per_port + 3)
+    wanted = f"{max(places[name] for name in pod_nodes) + 1} /{prefix} blocks, one per leaf up to the last with pods"
+    ranges = []
+    for leaf in leaves:
+        if leaf.name in pod_nodes:
+            subnet = region.at(places[leaf.name], prefix, wanted)
+            ranges.append(PodRange(leaf.name, str(subnet), _ip(int(subnet.network) + 1), pod_nodes[leaf.name]))
     return tuple(ranges)
 
 
@@ -413,8 +503,9 @@ def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Map
                   ) -> tuple[HostSubnet, ...]:
     """IPoIB: one subnet per rail; a NIC without a rail counts as its position among the node's fabric NICs. On a
     rail-optimized fabric a port's address follows its slot (the SU and the leaf port), each rail's subnet sized for
-    every slot of the fabric's SUs: GPU nodes coming or going within an SU move no other address and no prefix
-    (h100-4su without gpu121-127 kept its /24s). Elsewhere the members are numbered in node order."""
+    every slot of the fabric's SUs, or of ``topology.max_scalable_units`` SUs where the spec plans more: GPU nodes
+    coming or going within an SU move no other address and no prefix (h100-4su without gpu121-127 kept its /24s),
+    nor do SUs added up to that count. Elsewhere the members are numbered in node order."""
     per_rail: dict[int, list[tuple[str, int, int]]] = {}  # rail -> (node, NIC port, slot)
     size = ft.fabric.topology.scalable_unit if ft.fabric.topology.kind is TopologyKind.RAIL_OPTIMIZED else 0
     for link in ft.links:
@@ -428,13 +519,32 @@ def _rail_subnets(ft: FabricTopology, a: Addressing, pool: IPNetwork, order: Map
     for rail in sorted(per_rail):
         members = sorted(per_rail[rail], key=lambda m: (order[m[0]], m[1]))
         slots = [slot for _, _, slot in members] if by_slot else list(range(1, len(members) + 1))
-        room = ft.scalable_units * size if by_slot else len(members)
+        room = planned_scalable_units(ft) * size if by_slot else len(members)
         subnet = carver.take(32 - _bits(room + 2), len(per_rail))  # network, hosts, broadcast
         first = int(subnet.network)
         subnets.append(HostSubnet("", str(subnet), "", tuple((node, port, _ip(first + slot))
                                                             for (node, port, _), slot in zip(members, slots,
                                                                                               strict=True)), rail))
     return tuple(subnets)
+
+
+def planned_scalable_units(ft: FabricTopology) -> int:
+    """The SUs a rail-optimized fabric's rail subnets are sized for: ``topology.max_scalable_units``, else the SUs
+    built."""
+    return ft.fabric.topology.max_scalable_units or ft.scalable_units
+
+
+def check_growth(ft: FabricTopology) -> list[SpecIssue]:
+    """``topology.max_scalable_units`` below the SUs compile built: the rail subnets would be too small for them."""
+    topo = ft.fabric.topology
+    if topo.max_scalable_units is None or topo.max_scalable_units >= ft.scalable_units:
+        return []
+    return [SpecIssue(topo.max_scalable_units_position or ft.fabric.position,
+                      f"fabrics.{ft.fabric.name}.topology.max_scalable_units",
+                      f"{topo.max_scalable_units} is below the {ft.scalable_units} scalable units the fabric's nodes "
+                      f"already fill ({topo.scalable_unit} slots each)",
+                      f"plan for at least {ft.scalable_units}, or remove it to size the rail subnets for the SUs "
+                      "built")]
 
 
 def _bits(addresses: int) -> int:
@@ -447,11 +557,14 @@ def plan(topology: Topology) -> Topology:
     conflicts raise SpecError."""
     cluster, fabrics = topology.cluster, topology.fabrics
     pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
-    issues = check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft)]
+    issues = (check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft)]
+              + [issue for ft in fabrics for issue in check_growth(ft)])
     if issues:
         raise SpecError(issues)
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
     groups = {node.name: node.group for node in cluster.nodes}
     k8s = cluster.kubernetes
-    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes)) for ft in fabrics}
+    racks = {rack.name: i for i, rack in enumerate(cluster.facility.racks)}
+    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes), racks)
+             for ft in fabrics}
     return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

@@ -48,7 +48,8 @@ def test_h100_storage_plan() -> None:
 
 @pytest.mark.parametrize(("hosts", "p2p", "expected"), [
     ("10.20.0.0/16", "10.20.128.0/20", "10.20.0.0/16 overlaps storage.p2p (10.20.128.0/20)"),
-    ("10.20.0.0/26", "10.21.0.0/20", "10.20.0.0/26 is exhausted: the fabric needs 6 /25 blocks"),
+    ("10.20.0.0/26", "10.21.0.0/20", "10.20.0.0/26's lower half (10.20.0.0/27, its host subnets: the upper half "
+                                     "holds the pod ranges) is exhausted: the fabric needs 6 /25 blocks"),
     ("10.20.0.1/16", "10.21.0.0/20", "10.20.0.1/16 has host bits set (hint: did you mean 10.20.0.0/16?)"),
 ], ids=["overlap-names-both", "exhausted", "host-bits"])
 def test_pool_errors(tmp_path: Path, hosts: str, p2p: str, expected: str) -> None:
@@ -93,17 +94,17 @@ def test_address_plan_artifacts_list_every_address_once() -> None:
 
 def test_pod_ranges_per_leaf_clear_of_every_host_address() -> None:
     """h100-4su's storage fabric carries Ethernet VFs on the DGX nodes: each of the six leaves they sit on gets a
-    /23 (64 ports x 4 VFs + network, gateway, broadcast) from the host pool past every host subnet, its gateway the
-    first address, for its DGX nodes only (the first pair's top ports hold the six storage servers, which take no
-    VFs); the in-band fabric (no SR-IOV) none at all."""
+    /23 (64 ports x 4 VFs + network, gateway, broadcast) from the host pool's upper half, leaf n at its n-th block,
+    its gateway the first address, for its DGX nodes only (the first pair's top ports hold the six storage servers,
+    which take no VFs); the in-band fabric (no SR-IOV) none at all."""
     from fabricgen.features.addressing import render as address_plan
 
     topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
     plan = topology.addresses["storage"]
     assert [(p.leaf, p.network, p.gateway) for p in plan.pods] == [
-        ("storage-leaf001", "10.20.4.0/23", "10.20.4.1"), ("storage-leaf002", "10.20.6.0/23", "10.20.6.1"),
-        ("storage-leaf003", "10.20.8.0/23", "10.20.8.1"), ("storage-leaf004", "10.20.10.0/23", "10.20.10.1"),
-        ("storage-leaf005", "10.20.12.0/23", "10.20.12.1"), ("storage-leaf006", "10.20.14.0/23", "10.20.14.1")]
+        ("storage-leaf001", "10.20.128.0/23", "10.20.128.1"), ("storage-leaf002", "10.20.130.0/23", "10.20.130.1"),
+        ("storage-leaf003", "10.20.132.0/23", "10.20.132.1"), ("storage-leaf004", "10.20.134.0/23", "10.20.134.1"),
+        ("storage-leaf005", "10.20.136.0/23", "10.20.136.1"), ("storage-leaf006", "10.20.138.0/23", "10.20.138.1")]
     hosts = IPSet(IPNetwork(s.network) for s in plan.hosts)
     for pod in plan.pods:
         assert not IPSet([IPNetwork(pod.network)]) & hosts
@@ -114,5 +115,6 @@ def test_pod_ranges_per_leaf_clear_of_every_host_address() -> None:
     files = {a.path: a.content.decode() for a in address_plan.render(topology)}
     rows = files["addressing/storage-pod-ranges.csv"].splitlines()
     assert rows[0] == "fabric,leaf,network,gateway,range_start,range_end,nodes"
-    assert rows[1].startswith("storage,storage-leaf001,10.20.4.0/23,10.20.4.1,10.20.4.2,10.20.5.254,gpu001 gpu002 ")
+    assert rows[1].startswith("storage,storage-leaf001,10.20.128.0/23,10.20.128.1,10.20.128.2,10.20.129.254,"
+                           "gpu001 gpu002 ")
     assert "addressing/inband-pod-ranges.csv" not in files

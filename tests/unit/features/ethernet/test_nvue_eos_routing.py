@@ -196,7 +196,7 @@ def test_eos_reads_back_what_the_plan_gives(eos: dict[str, SwitchRouting], eos_f
     assert (leaf.maximum_paths, leaf.multipath_relax, leaf.allowas_in) == (32, True, 0)  # EOS relaxes by default
     [vlan] = leaf.vlans
     assert (vlan.name, vlan.vid, vlan.mtu) == ("vlan100", 100, 9100) and len(vlan.members) == 32
-    assert vlan.addresses == (IPv4Interface("10.20.0.1/26"), IPv4Interface("10.20.3.1/24"))  # pods: a secondary
+    assert vlan.addresses == (IPv4Interface("10.20.0.1/26"), IPv4Interface("10.20.128.1/24"))  # pods: a secondary
     assert all((n.keepalive_s, n.hold_s) == (3, 9) for s in eos.values() for n in s.neighbors)
     planned = Counter(frozenset((k.a.device, k.z.device)) for k in eos_fabric.links if k.tier == LEAF_SPINE)
     read = Counter(frozenset((s.name, n.description.partition(":")[0])) for s in eos.values() for n in s.neighbors)

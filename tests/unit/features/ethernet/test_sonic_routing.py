@@ -46,11 +46,11 @@ def test_leaf_reads_back_as_bgpcfgd_would_render_it(fabric: dict[str, SwitchRout
     assert (leaf.asn, leaf.loopback, leaf.router_id) == (65100, IPv4Interface("10.22.0.5/32"), IPv4Address("10.22.0.5"))
     # bgpd.main.conf.j2: network Loopback0/32 and the host VLAN's prefixes (the SVI's, as FRR stores them): the
     # host subnet and the pods' range
-    assert leaf.networks == (IPv4Network("10.22.0.5/32"), IPv4Network("10.20.0.0/25"), IPv4Network("10.20.4.0/23"))
+    assert leaf.networks == (IPv4Network("10.22.0.5/32"), IPv4Network("10.20.0.0/25"), IPv4Network("10.20.128.0/23"))
     assert (leaf.allowas_in, leaf.maximum_paths, leaf.multipath_relax) == (1, 514, True)  # ToRRouter, constants.yml
     [vlan] = leaf.vlans
     assert (vlan.name, vlan.vid, vlan.mtu, vlan.addresses) == ("Vlan100", 100, 9100, (IPv4Interface("10.20.0.1/25"),
-                                                                                      IPv4Interface("10.20.4.1/23")))
+                                                                                      IPv4Interface("10.20.128.1/23")))
     hosts = [p.name for p in leaf.ports if p.description and not p.description.startswith("storage-spine")]
     assert list(vlan.members) == hosts and len(hosts) == 64
     assert all(not p.addresses for p in leaf.ports if p.name in vlan.members)

@@ -28,7 +28,7 @@ def test_leaf_config_is_what_bgpcfgd_writes() -> None:
                          "bgp log-neighbor-changes", "no bgp default ipv4-unicast", "no bgp ebgp-requires-policy",
                          "bgp bestpath as-path multipath-relax", "neighbor PEER_V4 peer-group"]
     family = lines[lines.index("address-family ipv4 unicast"):lines.index("exit-address-family")]
-    assert family[1:6] == ["network 10.22.0.5/32", "network 10.20.0.0/25", "network 10.20.4.0/23",
+    assert family[1:6] == ["network 10.22.0.5/32", "network 10.20.0.0/25", "network 10.20.128.0/23",
                            f"maximum-paths {FRR_MULTIPATH_LIMIT}", "neighbor PEER_V4 allowas-in 1"]
     assert family[6:] == [f"neighbor {n.address} activate" for n in leaf.neighbors] and len(family[6:]) == 64
     for n in leaf.neighbors:

@@ -24,7 +24,7 @@ def test_switch_batch_configures_only_cabled_ports() -> None:
                      f"link set {uplink.name} mtu 9100", f"address add {uplink.addresses[0]} dev {uplink.name}",
                      f"link set {uplink.name} up",
                      "link add Vlan100 type bridge", "link set Vlan100 mtu 9100", f"link set {host} master Vlan100",
-                     "address add 10.20.0.1/25 dev Vlan100", "address add 10.20.4.1/23 dev Vlan100",
+                     "address add 10.20.0.1/25 dev Vlan100", "address add 10.20.128.1/23 dev Vlan100",
                      "link set Vlan100 up"]
     other = next(p for p in leaf.ports if p.addresses and p.name != uplink.name)
     assert not any(other.name in line for line in lines)
