@@ -30,7 +30,7 @@ from fabricgen.features.kubernetes.build import pod_ports, pod_profiles
 from fabricgen.features.kubernetes.nodes import PROFILE_LABEL, leaf_label, pod_leaves
 from fabricgen.model.cluster import Fabric
 from fabricgen.model.kubernetes import Kubernetes
-from fabricgen.model.topology import Topology
+from fabricgen.model.topology import FabricTopology, Topology
 
 POOL_TYPE = "ippool"
 
@@ -142,11 +142,20 @@ def leaf_pools(topology: Topology, fabric: Fabric, k8s: Kubernetes) -> tuple[Pod
     return tuple(out)
 
 
-def fabric_pools(topology: Topology, fabric: Fabric, k8s: Kubernetes) -> tuple[PodPool, ...]:
-    """The fabric's pod pools: one per leaf where it has per-leaf pod ranges, else one over its host pool."""
-    if topology.addresses[fabric.name].pods:
-        return leaf_pools(topology, fabric, k8s)
-    return (pod_pool(topology, fabric, k8s),)
+def fabric_pools(topology: Topology, fabric: Fabric) -> tuple[PodPool, ...]:
+    """The fabric's pod pools: one per leaf where it has per-leaf pod ranges, else one over its host pool. Computed
+    once per topology: the pod-blocks check computes them before the render forks, and the manifests read them
+    (0.13-0.16 s at 16k GPUs, computed again in a render worker before)."""
+    return topology.derived(_fabric_pools, topology.fabric(fabric.name))
+
+
+def _fabric_pools(topology: Topology, ft: FabricTopology) -> tuple[PodPool, ...]:
+    k8s = topology.cluster.kubernetes
+    if k8s is None:
+        raise ValueError("pod pools of a cluster without kubernetes")
+    if topology.addresses[ft.fabric.name].pods:
+        return leaf_pools(topology, ft.fabric, k8s)
+    return (pod_pool(topology, ft.fabric, k8s),)
 
 
 def ipam(pool: str) -> dict[str, Any]:
@@ -176,7 +185,7 @@ def pools(topology: Topology) -> list[tuple[Fabric, PodPool]]:
         return []
     return [(ft.fabric, pool) for ft in topology.fabrics
             if ft.fabric.name in k8s.fabrics and ft.fabric.addressing is not None
-            and ft.fabric.name in topology.addresses for pool in fabric_pools(topology, ft.fabric, k8s)]
+            and ft.fabric.name in topology.addresses for pool in fabric_pools(topology, ft.fabric)]
 
 
 def check_pod_blocks(topology: Topology) -> Iterator[Finding]:

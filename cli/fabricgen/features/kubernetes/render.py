@@ -391,7 +391,7 @@ def render(topology: Topology) -> list[Artifact]:
     for fabric in [f.fabric for f in topology.fabrics if f.fabric.name in k8s.fabrics]:
         mine = [n for n in nets if n.fabric is fabric]
         name = checked(IDENTIFIER, fabric.name, "fabric name")
-        pools = fabric_pools(topology, fabric, k8s)
+        pools = fabric_pools(topology, fabric)
         if per_leaf(topology, fabric):
             about = (f"nv-ipam pools of fabric {name}'s pod networks, one per leaf: the leaf's pod range "
                      f"(addressing/{name}-pod-ranges.csv) and its pod gateway,\na second address of the leaf's SVI "

@@ -444,10 +444,14 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
                                                             _faceplate(model, namer), model.name))
             entry["interfaces"].setdefault(interface_names(ft, sw.tier)[1], (MANAGEMENT_TYPE, True, ""))
             device_type[sw.name] = (maker, type_name)
+    cage_types: dict[str, dict[str, str]] = {}  # device type -> its cages' types, once per type (not per sub-port)
     for (device, port), _ in sorted(cabled.items(), key=lambda i: (i[0][0], port_order(i[0][1]))):
-        templates = types[device_type[device][1]]["interfaces"]
+        type_name = device_type[device][1]
+        templates = types[type_name]["interfaces"]
         if names(device, port) not in templates:
-            sub_ports.append((device, names(device, port), port, _cage_type(templates, switch_cage(port))))
+            if type_name not in cage_types:
+                cage_types[type_name] = _cage_types(templates)
+            sub_ports.append((device, names(device, port), port, cage_types[type_name][switch_cage(port)]))
     documents = []
     for name in sorted(types):
         entry = dict(types[name])
@@ -458,13 +462,17 @@ def _device_types(topology: Topology, names: PortNames) -> tuple[list[dict[str, 
     return documents, device_type, sub_ports
 
 
-def _cage_type(templates: dict[str, Port], cage: str) -> str:
-    """The NetBox type of a cage's templated ports, which a sub-port of it takes too: the first lane of a split cage
-    is the cage's own templated port (SONiC's ``Ethernet0`` is ``1`` and ``1/1``), typed by the cage, and the CSV
+def _cage_types(templates: dict[str, Port]) -> dict[str, str]:
+    """Each cage's NetBox type, its first templated port's, which a sub-port of it takes too: the first lane of a split
+    cage is the cage's own templated port (SONiC's ``Ethernet0`` is ``1`` and ``1/1``), typed by the cage, and the CSV
     import cannot retype a templated port, so the lanes beside it are typed alike (they were typed by their speed,
     ``100gbase-x-qsfpdd`` beside the first lane's ``400gbase-x-qsfpdd``: one cage's lanes typed apart); a lane's
-    speed is its ``speed`` (sync)."""
-    return next(kind for name, (kind, _, label) in templates.items() if switch_cage(label or name) == cage)
+    speed is its ``speed`` (sync). One pass over a type's templates, once per type: a search of them per sub-port
+    (17,428 at 16k GPUs, 528,000 cage lookups) was a tenth of the NetBox render."""
+    types: dict[str, str] = {}
+    for name, (kind, _, label) in templates.items():
+        types.setdefault(switch_cage(label or name), kind)
+    return types
 
 
 COMPONENTS = ("console-ports", "power-ports")  # a device type's template lists beside its interfaces (YAML keys)

@@ -19,6 +19,7 @@ import pytest
 
 from fabricgen.core.errors import CheckError, SpecError
 from fabricgen.features.ethernet.nos.sonic import config_db as sonic
+from fabricgen.features.ethernet.nos.sonic import layout
 from fabricgen.features.ethernet.nos.sonic.layout import SonicLayoutError, sonic_layout
 from fabricgen.features.ethernet.nos.sonic.sheet import LUA_FIELDS, TRADITIONAL_FIELDS
 from fabricgen.features.ethernet.nos.sonic.skus import Sku, skus
@@ -677,3 +678,23 @@ def test_a_fabric_without_nos_is_named_in_the_plan(tmp_path: Path) -> None:
     # 11 leaves (24 hosts, one per split cage; the DGX in-band bond: two ports a node) and 3 spines
     assert found.subject == "inband" and "no switch configs" in found.message and "14 switches" in found.message
     assert not any(a.path.startswith("switches/inband-") for a in sonic.render(compiled.topology))
+
+
+def test_layouts_are_computed_once_by_the_check_and_read_by_the_renderer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SONiC check lays out every SONiC switch before the render forks its workers; config_db.json is written
+    from those layouts rather than laying each switch out again in a worker."""
+    made: list[str] = []
+    real = layout.sonic_layout
+
+    def counted(view: SwitchView) -> layout.SonicLayout:
+        made.append(view.name)
+        return real(view)
+
+    monkeypatch.setattr(layout, "sonic_layout", counted)
+    monkeypatch.setattr(sonic, "sonic_layout", counted, raising=False)  # were the renderer to import it itself
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    after_checks = list(made)
+    rendered = sonic.render(topology)
+    assert after_checks and sorted(after_checks) == sorted(set(after_checks))
+    assert made == after_checks
+    assert {f"switches/{name}/config_db.json" for name in after_checks} <= {a.path for a in rendered}

@@ -16,6 +16,8 @@ from fabricgen.core.errors import SpecError
 from fabricgen.features.kubernetes import ipam, workloads
 from fabricgen.features.kubernetes import render as kubernetes
 from fabricgen.features.kubernetes.nodes import planned_labels as nodes_labels
+from fabricgen.model.cluster import Fabric
+from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec, render_spec
 from tests.conftest import INVENTORIES, REPO
@@ -167,3 +169,26 @@ def test_headers_name_the_operators_the_manifests_need() -> None:
     assert lustre and all("lustre-csi-driver/deploy/kubernetes/base?ref=v0.1.11" in text for text in lustre)
     job = next(text.decode() for path, text in artifacts.items() if path.startswith("kubernetes/workloads/pytorchjob-"))
     assert "training-operator.git/manifests/overlays/standalone?ref=v1.9.0" in job
+
+
+def test_pod_pools_are_computed_once_by_the_checks_and_read_by_the_manifests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pod-blocks check computes each fabric's pools before the render forks its workers; the manifests read
+    them from the topology rather than computing them again in a worker."""
+    made: list[str] = []
+    one, per_leaf = ipam.pod_pool, ipam.leaf_pools
+
+    def one_pool(topology: Topology, fabric: Fabric, k8s: Kubernetes) -> ipam.PodPool:
+        made.append(fabric.name)
+        return one(topology, fabric, k8s)
+
+    def leaf_pools(topology: Topology, fabric: Fabric, k8s: Kubernetes) -> tuple[ipam.PodPool, ...]:
+        made.append(fabric.name)
+        return per_leaf(topology, fabric, k8s)
+
+    monkeypatch.setattr(ipam, "pod_pool", one_pool)
+    monkeypatch.setattr(ipam, "leaf_pools", leaf_pools)
+    topology = compile_spec(INVENTORIES / "h100-4su.yaml").topology
+    after_checks = list(made)
+    kubernetes.render(topology)
+    assert sorted(after_checks) == ["compute", "storage"]
+    assert made == after_checks

@@ -89,7 +89,7 @@ from typing import Any
 
 from fabricgen.core.artifacts import Artifact
 from fabricgen.features.ethernet.nos.sonic.headroom import catalog
-from fabricgen.features.ethernet.nos.sonic.layout import DATA, SonicLayout, sonic_layout
+from fabricgen.features.ethernet.nos.sonic.layout import DATA, SonicLayout, SonicLayoutError, sonic_layouts
 from fabricgen.features.ethernet.nos.sonic.pools import pool_budget
 from fabricgen.features.ethernet.nos.sonic.sheet import headroom_csv
 from fabricgen.features.ethernet.secrets import management_secrets
@@ -98,7 +98,6 @@ from fabricgen.features.ethernet.switch_view import (
     BGP_KEEPALIVE_S,
     HOST_VLAN,
     SwitchView,
-    nos_switch_views,
 )
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.topology import Topology
@@ -455,8 +454,9 @@ def dump_config_db(db: dict[str, dict[str, Any]]) -> str:
 def render(topology: Topology) -> list[Artifact]:
     source = PurePosixPath(topology.cluster.source).name
     out = []
-    for view in nos_switch_views(topology, DATA.name):
-        layout = sonic_layout(view)  # the SONiC check refused every switch this would raise for
+    for view, layout in sonic_layouts(topology):
+        if isinstance(layout, SonicLayoutError):  # the SONiC check refused every such switch
+            raise layout
         addressing = view.fabric.addressing
         gateway = addressing.management_gateway if addressing is not None else None
         content = dump_config_db(config_db(layout, management_gateway=gateway or ""))

@@ -227,10 +227,26 @@ def port_name(model: SwitchModel, name: str, per_cage: int) -> str:
     raise SonicLayoutError(f"no SONiC SKU of the {model.name} splits cage {cage} into {per_cage} ports")
 
 
-def check(topology: Topology) -> Iterator[Finding]:
-    """Every SONiC switch can run as planned (module doc): one finding per switch that cannot, at its fabric."""
+def sonic_layouts(topology: Topology) -> list[tuple[SwitchView, SonicLayout | SonicLayoutError]]:
+    """Every SONiC switch (``nos_switch_views`` order) with its layout or why it has none, computed once per
+    topology: the SONiC check computes them before the render forks its workers, and config_db.json is written from
+    them (0.22 s at 16k GPUs, computed again in a render worker before)."""
+    return topology.shared(_sonic_layouts)
+
+
+def _sonic_layouts(topology: Topology) -> list[tuple[SwitchView, SonicLayout | SonicLayoutError]]:
+    found: list[tuple[SwitchView, SonicLayout | SonicLayoutError]] = []
     for view in nos_switch_views(topology, DATA.name):
         try:
-            sonic_layout(view)
+            found.append((view, sonic_layout(view)))
         except SonicLayoutError as exc:
-            yield fabric_error(view.fabric, "sonic-sku", view.name, str(exc).removeprefix(f"{view.name}: "), exc.hint)
+            found.append((view, exc.with_traceback(None)))  # the error kept, not its frames
+    return found
+
+
+def check(topology: Topology) -> Iterator[Finding]:
+    """Every SONiC switch can run as planned (module doc): one finding per switch that cannot, at its fabric."""
+    for view, layout in sonic_layouts(topology):
+        if isinstance(layout, SonicLayoutError):
+            yield fabric_error(view.fabric, "sonic-sku", view.name, str(layout).removeprefix(f"{view.name}: "),
+                               layout.hint)
