@@ -378,7 +378,7 @@ def test_a_group_whose_start_moved_is_renamed_in_place(tmp_path: Path) -> None:
             "  ~ hosts/hgx02/netplan-roce.yaml  (moved from hosts/hgx01/netplan-roce.yaml; +1 -1 lines)") in listing
     assert ("  # node hgx08 has moved to hgx09\n"
             "  ~ hosts/hgx09/netplan-roce.yaml  (moved from hosts/hgx08/netplan-roce.yaml; +1 -1 lines)") in listing
-    assert "~ address hgx02:BMC 10.44.0.2/29 (host)  device: hgx01 -> hgx02" in listing
+    assert "~ address hgx02:BMC 10.44.0.2/26 (host)  device: hgx01 -> hgx02" in listing
     assert "(of those, 1 created, 7 updated and 1 deleted are files moved with a renamed device)." in listing
     assert ("devices: 8 moved (renamed in place); addresses: 0 to add, 16 to change, 0 to remove; cables: 0 to add, "
             "0 to change, 0 to remove, 80 to relabel") in listing
