@@ -15,7 +15,10 @@ from fabricgen.features.cabling.xlsx import Sheet, Value, write_workbook
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from tests.conftest import REPO
+from fabricgen.spec.load import load_text
+from fabricgen.stages.build import build_cluster
+from fabricgen.stages.compile import compile_topology
+from tests.conftest import INVENTORIES, REPO
 
 
 def host_cables(topology: Topology) -> list[Cable]:
@@ -130,3 +133,12 @@ def tricky_diagram() -> Diagram:
     fabric = FabricDiagram(TRICKY, TRICKY, False, ((boxes[0],), (boxes[1],), (), ()),
                            (Edge("node-leaf", boxes[0].id, boxes[1].id, 3, "N<D>R"),), (0, 1, 0, 0), 1)
     return Diagram(TRICKY, TRICKY, TRICKY, "spec--x.yaml", (fabric,))
+
+
+def lab_with(nodes: int) -> Topology:
+    """lab-1su with ``nodes`` of its 8 nodes (2 a rack: 6 drops rack L04), the SM pair on nodes that remain."""
+    text = (INVENTORIES / "lab-1su.yaml").read_text()
+    assert text.count("    count: 8\n") == 1 and text.count("{name: hgx08, priority: 14}") == 1
+    text = text.replace("    count: 8\n", f"    count: {nodes}\n").replace(
+        "{name: hgx08, priority: 14}", f"{{name: hgx{nodes:02d}, priority: 14}}")
+    return compile_topology(build_cluster(load_text(text, "lab.yaml")))

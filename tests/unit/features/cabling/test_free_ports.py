@@ -13,24 +13,14 @@ from fabricgen.features.cabling import sheets
 from fabricgen.features.cabling.plan import free_ports
 from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
-from fabricgen.spec.load import load_text
-from fabricgen.stages.build import build_cluster
-from fabricgen.stages.compile import compile_topology
 from tests.conftest import INVENTORIES
+from tests.helpers.cabling import lab_with
 
 
 @pytest.fixture(scope="module")
 def h100() -> Topology:
     return compile_spec(INVENTORIES / "h100-4su.yaml").topology
 
-
-def _lab(nodes: int) -> Topology:
-    """lab-1su with ``nodes`` of its 8 nodes, the SM pair on nodes that remain."""
-    text = (INVENTORIES / "lab-1su.yaml").read_text()
-    assert text.count("    count: 8\n") == 1 and text.count("{name: hgx08, priority: 14}") == 1
-    text = text.replace("    count: 8\n", f"    count: {nodes}\n").replace(
-        "{name: hgx08, priority: 14}", f"{{name: hgx{nodes:02d}, priority: 14}}")
-    return compile_topology(build_cluster(load_text(text, "lab.yaml")))
 
 
 def test_the_ufm_slots_unused_rails_are_the_compute_fabrics_only_free_ports(h100: Topology) -> None:
@@ -64,7 +54,7 @@ def test_a_node_removed_frees_its_connectors_under_the_ids_its_cables_had() -> N
     """lab-1su without hgx07-08: their connectors on the switches that stay are listed free under the very ids
     their cables carried, so a node put back is cabled with the labels already on the cables (rack L04's OOB
     switch, which held only their BMCs, goes with them)."""
-    full, fewer = _lab(8), _lab(6)
+    full, fewer = lab_with(8), lab_with(6)
     remaining = {sw.name for ft in fewer.fabrics for sw in ft.switches}
     gone = {c.physical for c in full.cables if c.a.device in ("hgx07", "hgx08") and c.z.device in remaining}
     free = {f.cable_id for f in free_ports(fewer)}

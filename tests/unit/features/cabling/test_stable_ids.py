@@ -21,20 +21,12 @@ from fabricgen.spec.load import load_text
 from fabricgen.stages.build import build_cluster
 from fabricgen.stages.compile import compile_topology
 from tests.conftest import INVENTORIES
-
-
-def _lab(nodes: int) -> Topology:
-    """lab-1su with ``nodes`` of its 8 nodes (2 a rack: 6 drops rack L04), the SM pair on nodes that remain."""
-    text = (INVENTORIES / "lab-1su.yaml").read_text()
-    assert text.count("    count: 8\n") == 1 and text.count("{name: hgx08, priority: 14}") == 1
-    text = text.replace("    count: 8\n", f"    count: {nodes}\n").replace(
-        "{name: hgx08, priority: 14}", f"{{name: hgx{nodes:02d}, priority: 14}}")
-    return compile_topology(build_cluster(load_text(text, "lab.yaml")))
+from tests.helpers.cabling import lab_with
 
 
 @pytest.fixture(scope="module")
 def labs() -> tuple[Topology, Topology]:
-    return _lab(8), _lab(6)
+    return lab_with(8), lab_with(6)
 
 
 def _ids(topology: Topology) -> dict[tuple[str, str, str, str], tuple[str, str]]:
