@@ -21,8 +21,8 @@
   of the leaf plus the gateway (the first usable, a second address of the leaf's SVI, announced like its host
   subnet); pods take addresses past it. A leaf added or removed moves no other leaf's range (they used to follow
   every host subnet, so one leaf more shifted them all); the pod ranges fall within one prefix (the upper half),
-  which nothing generated announces or filters yet. A fabric without pod ranges carves its host subnets from the whole pool. No host or switch
-  address is ever in a pod range.
+  which nothing generated announces or filters yet. A fabric without pod ranges carves its host subnets from the
+  whole pool. No host or switch address is ever in a pod range.
 - ASNs: leaf n = leaf_base + n - 1 unless ``asn.leaves`` pins it by name (pinning renumbers no other leaf);
   spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``. Checked once compile has named the
   switches: a pinned name must be a leaf of the fabric; no two leaves and no leaf and spine/core share an ASN

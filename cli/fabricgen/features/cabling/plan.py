@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.model.cabling import Cable, CableEnd
@@ -51,7 +52,7 @@ from fabricgen.model.hardware import (
     serves_split_cage,
 )
 from fabricgen.model.nodes import Facility, Rack
-from fabricgen.model.topology import FabricTopology, Link, Port, Switch, Topology
+from fabricgen.model.topology import FabricTopology, Link, Port, Topology
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 CAGE_PAIR = "cage-pair"  # the choices key of the media that carry a lane-aligned pair of split cages
@@ -539,7 +540,7 @@ def free_ports(topology: Topology) -> tuple[FreePort, ...]:
     twin = _connectors_per_cage(topology.cluster.media)
     switches = {sw.name: sw for ft in topology.fabrics for sw in ft.switches}
     numbers: dict[tuple[str, str, str], int] = {}  # (model, port, speed): counted once, as in _switch_ids
-    used: set[tuple[str, int]] = set()
+    used: dict[str, set[int]] = {}  # a switch's cabled connectors
     legs: dict[tuple[str, int], list[Cable]] = {}  # a switch connector's splitter legs
     for c in topology.cables:
         for end in (c.a, c.z):
@@ -549,23 +550,38 @@ def free_ports(topology: Topology) -> tuple[FreePort, ...]:
             key = (sw.model.name, end.port, c.speed)
             if key not in numbers:
                 numbers[key] = _connector_number(sw.model, end.port, c.speed, twin)
-            used.add((sw.name, numbers[key]))
+            used.setdefault(sw.name, set()).add(numbers[key])
             if end is c.z and c.medium.legs > 1:
                 legs.setdefault((sw.name, numbers[key]), []).append(c)
+    faceplates: dict[tuple[str, str], tuple[_Connector, ...]] = {}  # a model's connectors at a speed, listed once
     free: list[FreePort] = []
     for ft in topology.fabrics:
         for sw in ft.switches:
             speed = (ft.fabric.speed if sw.tier is Tier.LEAF else ft.fabric.uplink_speed).name
-            connectors = list(_connectors_of(sw, twin, speed))
-            cabled_cages = {c.cage for c in connectors if (sw.name, c.number) in used}
-            for connector in connectors:
+            if (sw.model.name, speed) not in faceplates:
+                faceplates[sw.model.name, speed] = tuple(_connectors_of(sw.model, twin, speed))
+            cabled = used.get(sw.name, set())
+            cabled_cages = {c.cage for c in faceplates[sw.model.name, speed] if c.number in cabled}
+            for connector in faceplates[sw.model.name, speed]:
+                if connector.number in cabled and (sw.name, connector.number) not in legs:
+                    continue
+                port = FreePort(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, connector.number,
+                                connector.cage, connector.cage_connector, connector.port, connector.form_factor,
+                                "connector", "installed" if connector.cage_connector and connector.cage in
+                                cabled_cages else "", f"{sw.name}-{connector.number:03d}")
                 plugged = legs.get((sw.name, connector.number))
-                if plugged:
-                    free.extend(_free_legs(connector, plugged))
-                elif (sw.name, connector.number) not in used:
-                    installed = connector.cage_connector and connector.cage in cabled_cages
-                    free.append(replace(connector, optic="installed" if installed else ""))
+                free.extend(_free_legs(port, plugged) if plugged else (port,))
     return tuple(free)
+
+
+class _Connector(NamedTuple):
+    """One connector of a switch model's faceplate (see :class:`FreePort`)."""
+
+    number: int
+    cage: int
+    cage_connector: int
+    port: str
+    form_factor: str
 
 
 def _free_legs(connector: FreePort, plugged: Sequence[Cable]) -> Iterator[FreePort]:
@@ -580,11 +596,11 @@ def _free_legs(connector: FreePort, plugged: Sequence[Cable]) -> Iterator[FreePo
                           cable_id=f"{first.physical}/L{leg}")
 
 
-def _connectors_of(sw: Switch, twin: dict[str, int], speed: str) -> Iterator[FreePort]:
-    """All of a switch's cage connectors in faceplate order, numbered as :func:`_connector_number` numbers them,
-    each named by its first logical port at ``speed`` (a cage that cannot run it: by the cage and connector)."""
+def _connectors_of(model: SwitchModel, twin: dict[str, int], speed: str) -> Iterator[_Connector]:
+    """All of a switch model's cage connectors in faceplate order, numbered as :func:`_connector_number` numbers
+    them, each named by its first logical port at ``speed`` (a cage that cannot run it: by the cage and connector)."""
     number = cage = 0
-    for group in sw.model.port_groups:
+    for group in model.port_groups:
         k = twin.get(group.form_factor, 1)
         split = group.per_cage(speed)
         per_connector = max(1, split // k)
@@ -594,6 +610,4 @@ def _connectors_of(sw: Switch, twin: dict[str, int], speed: str) -> Iterator[Fre
                 number += 1
                 port = (port_name(cage, (j - 1) * per_connector + 1, split) if split
                         else f"{cage}/{j}" if k > 1 else str(cage))
-                yield FreePort(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, number, cage,
-                               j if k > 1 else 0, port, group.form_factor, "connector", "",
-                               f"{sw.name}-{number:03d}")
+                yield _Connector(number, cage, j if k > 1 else 0, port, group.form_factor)
