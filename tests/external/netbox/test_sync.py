@@ -262,9 +262,9 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     assert all(REMOVED in {d for d, _ in planned[label][0] + planned[label][1]} for label in removed)
     assert done.counts["cables"] == Counter({"update": len(lengths), "delete": len(removed)})
     assert done.counts["devices"] == Counter({"delete": 1})
-    # the rest as the import sets differ: hgx08's addresses, and the OOB subnet of its rack (one host fewer: a /30
-    # for the /29, so two addresses change their mask); and the switch ports its cables leave: their speed cleared
-    # (D8) and their label back to the faceplate's unsplit name where it was a sub-port's
+    # the rest as the import sets differ: hgx08's addresses (its rack's OOB subnet is sized for the rack's leaf,
+    # not its hosts, so it stays, and no other address changes its mask); and the switch ports its cables leave:
+    # their speed cleared (D8) and their label back to the faceplate's unsplit name where it was a sub-port's
     expected = _set_changes(import_set(compile_spec(spec).topology), import_set(changed))
     freed = {end for label in removed for end in planned[label][0] + planned[label][1] if end[0] != REMOVED}
     # hgx08's far ends are all templated ports here (its storage leaf port is the cage's own, Ethernet<n>)
@@ -277,12 +277,12 @@ def _resync_and_change(session: Session, env: dict[str, str], tmp_path: Path, sp
     assert held_cables(session, site) == now
     assert not session.records("dcim/devices", site_id=str(site), name=REMOVED)
     assert _counts(session, site)["devices"] == devices - 1
-    # the changelog: only the changed cables and addresses updated, nothing created but the new subnet, and NetBox's
-    # own bookkeeping of the far ends of the cables removed (their interfaces' cable field)
+    # the changelog: only the changed cables and addresses updated, nothing created (no subnet resized), and
+    # NetBox's own bookkeeping of the far ends of the cables removed (their interfaces' cable field)
     log = session.records("core/object-changes", fields="action,changed_object_type,object_repr", id__gt=str(changes))
     updates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "update")
     creates = Counter(e["changed_object_type"] for e in log if e["action"]["value"] == "create")
-    assert creates == Counter({"ipam.prefix": done.counts["prefixes"]["create"]})
+    assert creates == Counter() and "prefixes" not in done.counts
     assert updates["dcim.cable"] == len(lengths)
     assert updates["ipam.ipaddress"] == done.counts["IP addresses"]["update"]
     assert set(updates) <= {"dcim.cable", "dcim.interface", "ipam.ipaddress", "dcim.device"}
