@@ -126,7 +126,8 @@ def _cabled_alike(plan: Plan, declared: Places, pairs: dict[str, str], rendered:
     renamed in place (a shifted group, a rack renamed) keeps every port; a device that only comes to stand where
     another stood (a server another's order moved, a switch of another tier) does not, and is listed by name."""
     files = [c for c in plan.changes if fnmatchcase(c.path, declared.cabled)]
-    old = _ports((read_regular(plan.out_dir / c.path, MAX_COMPARED_BYTES) or b"" for c in files
+    old = _ports((rendered[c.path] if c.action is Action.UNCHANGED  # the bytes OUT holds: not read again
+                  else read_regular(plan.out_dir / c.path, MAX_COMPARED_BYTES) or b"" for c in files
                   if c.action is not Action.CREATE and not c.unmanaged), declared.ends, pairs.keys())
     new = _ports((rendered[c.path] for c in files if c.action is not Action.DELETE), declared.ends,
                  set(pairs.values()))

@@ -57,8 +57,10 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
                 got = space.fill(where.racks, len(tier_switches), height, where.per_rack, where.start_u,
                                  None if explicit else per_network_rack)
             if len(got) < len(tier_switches):
+                load = "" if explicit is not None else _network_load(compiled, slots, network,
+                                                                     facility.switches_per_network_rack)
                 issues.append(_no_room(ft, tier, len(tier_switches), len(got), explicit is not None, bool(network),
-                                       _network_load(compiled, slots, network, facility.switches_per_network_rack)))
+                                       load))
                 continue
             for sw, (rack, u) in zip(tier_switches, got, strict=True):
                 slots[sw.name] = (rack.name, u)
@@ -135,7 +137,7 @@ def _network_load(compiled: Sequence[FabricTopology], slots: dict[str, tuple[str
 
 
 def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit: bool, network: bool,
-             load: str = "") -> SpecIssue:
+             load: str) -> SpecIssue:
     where = f"fabrics.{ft.fabric.name}.placement.{tier.value}" if explicit else f"fabrics.{ft.fabric.name}"
     hint = ("add racks to the placement or raise its per_rack" if explicit else
             "add a row with kind: network, raise facility.switches_per_network_rack, or give fabrics."
@@ -143,5 +145,5 @@ def _no_room(ft: FabricTopology, tier: Tier, wanted: int, placed: int, explicit:
     if not explicit and not network:
         message = f"no rack for the {wanted} {tier.value} switches: the facility has no row with kind: network"
     else:
-        message = f"only {placed} of {wanted} {tier.value} switches fit in their racks" + ("" if explicit else load)
+        message = f"only {placed} of {wanted} {tier.value} switches fit in their racks{load}"
     return SpecIssue(ft.fabric.position, where, message, hint)

@@ -35,7 +35,7 @@ without gaps (``_switch_ids``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -236,17 +236,12 @@ def _switch_ids(cables: list[Cable], places: dict[str, _Place], media: Sequence[
     keeps its id while it stays plugged where it is, whatever comes or goes around it (field review, 2026-12-03:
     h100-4su without gpu121-127 gave gpu121's id to the UFM), and no id is ever another cable's. A switch whose
     twin-port cages take one whole-cage plug each (a 1:2 DAC) skips the second connector's number."""
-    twin = _connectors_per_cage(media)
-    # a model's few hundred (port, speed) pairs among a 16k-GPU plan's 67,000 cables: each counted once
-    numbers: dict[tuple[str, str, str], int] = {}
+    connector = _numbering(_connectors_per_cage(media))
     first: dict[str, tuple[int, str]] = {}  # physical cable -> (its connector number, its Z switch)
     for c in cables:
         model = places[c.z.device].switch
         assert model is not None, "a cable's Z end is a switch"
-        key = (model.name, c.z.port, c.speed)
-        if key not in numbers:
-            numbers[key] = _connector_number(model, c.z.port, c.speed, twin)
-        number = numbers[key]
+        number = connector(model, c.z.port, c.speed)
         if c.physical not in first or number < first[c.physical][0]:
             first[c.physical] = (number, c.z.device)
     names: dict[str, str] = {}
@@ -270,6 +265,20 @@ def _connectors_per_cage(media: Sequence[Medium]) -> dict[str, int]:
             if optic is not None:
                 most[form_factor] = max(most.get(form_factor, 1), optic.connections)
     return most
+
+
+def _numbering(twin: dict[str, int]) -> Callable[[SwitchModel, str, str], int]:
+    """:func:`_connector_number` with ``twin``, each (model, port, speed) counted once: a model's few hundred
+    among a 16k-GPU plan's 67,000 cables."""
+    numbers: dict[tuple[str, str, str], int] = {}
+
+    def number(model: SwitchModel, port: str, speed: str) -> int:
+        key = (model.name, port, speed)
+        if key not in numbers:
+            numbers[key] = _connector_number(model, port, speed, twin)
+        return numbers[key]
+
+    return number
 
 
 def _connector_number(model: SwitchModel, port: str, speed: str, twin: dict[str, int]) -> int:
@@ -538,8 +547,8 @@ def free_ports(topology: Topology) -> tuple[FreePort, ...]:
     node added, a spine link, a replacement), each with the port's faceplate name and the cable id a cable there
     takes. A management port is not a connector of the fabric's cages."""
     twin = _connectors_per_cage(topology.cluster.media)
+    connector_number = _numbering(twin)
     switches = {sw.name: sw for ft in topology.fabrics for sw in ft.switches}
-    numbers: dict[tuple[str, str, str], int] = {}  # (model, port, speed): counted once, as in _switch_ids
     used: dict[str, set[int]] = {}  # a switch's cabled connectors
     legs: dict[tuple[str, int], list[Cable]] = {}  # a switch connector's splitter legs
     for c in topology.cables:
@@ -547,12 +556,10 @@ def free_ports(topology: Topology) -> tuple[FreePort, ...]:
             sw = switches.get(end.device)
             if sw is None or sw.fabric != c.fabric:
                 continue
-            key = (sw.model.name, end.port, c.speed)
-            if key not in numbers:
-                numbers[key] = _connector_number(sw.model, end.port, c.speed, twin)
-            used.setdefault(sw.name, set()).add(numbers[key])
+            number = connector_number(sw.model, end.port, c.speed)
+            used.setdefault(sw.name, set()).add(number)
             if end is c.z and c.medium.legs > 1:
-                legs.setdefault((sw.name, numbers[key]), []).append(c)
+                legs.setdefault((sw.name, number), []).append(c)
     faceplates: dict[tuple[str, str], tuple[_Connector, ...]] = {}  # a model's connectors at a speed, listed once
     free: list[FreePort] = []
     for ft in topology.fabrics:
