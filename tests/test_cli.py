@@ -125,6 +125,26 @@ def test_explain_json_counts() -> None:
     assert summary["gpus"] == 1016
 
 
+def test_explain_shows_each_server_blocks_ports_used_and_free(tmp_path: Path) -> None:
+    """With ``server_ports: 10`` on h100-4su's in-band fabric, explain prints the first leaf's block: 10 ports, the
+    MDS and OSS on 6, the 4 free ones by name (where the next server goes), and --json gives the same lists; a spec
+    without a block prints no such table."""
+    old = "topology: {kind: leaf-spine, oversubscription: 2}"
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count(old) == 1
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text(text.replace(old, old.replace("}", ", server_ports: 10}")))
+    printed = runner.invoke(app, ["explain", str(spec)])
+    assert printed.exit_code == 0, printed.output
+    assert re.search(r"\n inband +inband-leaf001 +15/1 16/1 17/1 18/1 +10 +6 +4\n", printed.stdout), printed.stdout
+    summary = json.loads(runner.invoke(app, ["explain", str(spec), "--json"]).stdout)
+    [inband] = [f for f in summary["fabrics"] if f["name"] == "inband"]
+    [block] = inband["server_blocks"]
+    assert (block["leaf"], block["ports"], len(block["used"]), block["free"]) == (
+        "inband-leaf001", 10, 6, ["15/1", "16/1", "17/1", "18/1"])
+    assert "Server blocks" not in runner.invoke(app, ["explain", LAB]).stdout
+
+
 def test_explain_prints_warnings_after_the_summary() -> None:
     result = runner.invoke(app, ["explain", LAB])
     assert result.exit_code == 0, result.output

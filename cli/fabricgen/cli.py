@@ -1056,6 +1056,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         )
     _print_table(fabrics)
     _print_table(tiers)
+    _print_server_blocks(s["fabrics"])
     bom = _table("Switches", ("model", "count"), 1)
     for model, count in s["switch_bom"].items():
         bom.add_row(_safe(model), str(count))
@@ -1066,6 +1067,20 @@ def _print_summary(s: dict[str, Any]) -> None:
         for sheet in s["sheets"]:
             sheets.add_row(_safe(sheet["sheet"]), f"revision {sheet['revision']}", _safe(" ".join(sheet["files"])))
         _print_table(sheets)
+
+
+def _print_server_blocks(fabrics: Sequence[dict[str, Any]]) -> None:
+    """The declared server blocks (``topology.server_ports``), per leaf: how many of the block's ports servers
+    use and which are free, so a server added is cabled into the block and no compute node there."""
+    blocks = [(f["name"], b) for f in fabrics for b in f.get("server_blocks", ())]
+    if not blocks:
+        return
+    table = _table("Server blocks (topology.server_ports: no compute node takes them)",
+                   ("fabric", "leaf", "free ports", "ports", "used", "free"), 3)
+    for fabric, b in blocks:
+        table.add_row(_safe(fabric), _safe(b["leaf"]), " ".join(b["free"]) or "-", str(b["ports"]),
+                      str(len(b["used"])), str(len(b["free"])))
+    _print_table(table)
 
 
 @app.command(short_help="Compare a discovered fabric (ibnetdiscover, LLDP) with the plan.")

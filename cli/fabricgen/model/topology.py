@@ -60,6 +60,9 @@ class Switch:
     pod: int | None = None
     rack: str | None = None
     u: int | None = None
+    # the host ports ``topology.server_ports`` keeps for servers on this leaf (the first leaf, or each of the first
+    # pair), which no compute node takes, as the one port numbering names them; () on every other switch
+    server_block: tuple[Port, ...] = ()
 
 
 @dataclass(frozen=True)

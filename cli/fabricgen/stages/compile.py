@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from fabricgen.core.errors import SpecError, SpecIssue
@@ -423,6 +423,23 @@ class _FabricCompiler:
         ]
 
     # host links
+    def with_server_block(self, leaves: list[_Leaf]) -> list[_Leaf]:
+        """The leaves, the first (each of the first pair, dual-homed) carrying the ports a declared
+        ``server_ports`` keeps for servers: its last host ports, where :meth:`packed_places` and
+        :meth:`paired_leaves` count the servers down from, so the free ports and ``explain`` name the block the
+        compute nodes never take."""
+        declared = self.spec.server_ports
+        if declared is None or not leaves:
+            return leaves
+        first = leaves[:2] if self.spec.attachment.paired else leaves[:1]
+        for leaf in first:
+            sw = leaf.switch
+            downs, _ = port_layout(sw.model, self.fabric.speed.name, sw.down_ports, self.fabric.uplink_speed.name,
+                                   sw.up_ports, self.single)
+            leaf.switch = replace(sw, server_block=tuple(Port(sw.name, number, name)
+                                                         for number, name in downs[len(downs) - declared:]))
+        return leaves
+
     def host_links(self, leaves: Sequence[_Leaf]) -> Iterator[Link]:
         speed = self.fabric.speed.name
         for leaf in leaves:
@@ -464,7 +481,7 @@ class _FabricCompiler:
 
     # upper tiers
     def compile(self) -> FabricTopology:
-        leaves = self.leaves()
+        leaves = self.with_server_block(self.leaves())
         self.switches.extend(leaf.switch for leaf in leaves)
         self.links.extend(self.host_links(leaves))
         tiers = self.upper_tiers([leaf.switch for leaf in leaves])

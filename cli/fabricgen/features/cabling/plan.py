@@ -37,18 +37,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 from fabricgen.core.errors import SpecError, SpecIssue
 from fabricgen.model.cabling import Cable, CableEnd
-from fabricgen.model.cluster import Cluster, Tier
+from fabricgen.model.cluster import Cluster
 from fabricgen.model.hardware import (
     HOST_SWITCH,
     SWITCH_SWITCH,
     Medium,
     Optic,
     SwitchModel,
-    port_name,
     serves_split_cage,
 )
 from fabricgen.model.nodes import Facility, Rack
@@ -236,7 +234,7 @@ def _switch_ids(cables: list[Cable], places: dict[str, _Place], media: Sequence[
     keeps its id while it stays plugged where it is, whatever comes or goes around it (field review, 2026-12-03:
     h100-4su without gpu121-127 gave gpu121's id to the UFM), and no id is ever another cable's. A switch whose
     twin-port cages take one whole-cage plug each (a 1:2 DAC) skips the second connector's number."""
-    connector = _numbering(_connectors_per_cage(media))
+    connector = connector_numbering(connectors_per_cage(media))
     first: dict[str, tuple[int, str]] = {}  # physical cable -> (its connector number, its Z switch)
     for c in cables:
         model = places[c.z.device].switch
@@ -255,7 +253,7 @@ def _switch_ids(cables: list[Cable], places: dict[str, _Place], media: Sequence[
             for c in cables]
 
 
-def _connectors_per_cage(media: Sequence[Medium]) -> dict[str, int]:
+def connectors_per_cage(media: Sequence[Medium]) -> dict[str, int]:
     """The most plugs a switch cage of each form factor takes: a twin-port transceiver's connections where a
     catalog medium puts one in such a cage (OSFP), else 1."""
     most: dict[str, int] = {}
@@ -267,9 +265,10 @@ def _connectors_per_cage(media: Sequence[Medium]) -> dict[str, int]:
     return most
 
 
-def _numbering(twin: dict[str, int]) -> Callable[[SwitchModel, str, str], int]:
-    """:func:`_connector_number` with ``twin``, each (model, port, speed) counted once: a model's few hundred
-    among a 16k-GPU plan's 67,000 cables."""
+def connector_numbering(twin: dict[str, int]) -> Callable[[SwitchModel, str, str], int]:
+    """:func:`_connector_number` with ``twin`` (:func:`connectors_per_cage`), each (model, port, speed) counted
+    once: a model's few hundred among a 16k-GPU plan's 67,000 cables. The one faceplate numbering: cable ids and
+    free ports (``free.py``) both number a connector by it."""
     numbers: dict[tuple[str, str, str], int] = {}
 
     def number(model: SwitchModel, port: str, speed: str) -> int:
@@ -519,102 +518,3 @@ def cluster_bom(topology: Topology) -> tuple[BomLine, ...]:
     """The cluster's bill of materials (its switches and cables), which the CSV and the workbook both list: read
     through ``topology.shared`` so a render computes it once."""
     return bill_of_materials((s.model.name for f in topology.fabrics for s in f.switches), topology.cables)
-
-
-@dataclass(frozen=True)
-class FreePort:
-    """A switch connector no cable plugs into, or a leg of a plugged splitter that no device takes: where a cable
-    added later goes, and the id it will carry."""
-
-    fabric: str
-    device: str
-    model: str
-    rack: str
-    u: int
-    number: int  # the connector's number across the switch (the number in its cable ids)
-    cage: int  # the faceplate cage
-    cage_connector: int  # 1 or 2 of a twin-port cage's connectors; 0 where a cage has one
-    port: str  # the faceplate port, as cables.csv names it (at the tier's speed; a leg's at its splitter's)
-    form_factor: str
-    kind: str  # "connector" (nothing plugged) or "breakout leg" (a splitter's leg no device takes)
-    optic: str  # "installed": the cage's optic is there already (its other connector is cabled), else ""
-    cable_id: str  # the id a cable plugged here takes (a connector names its cable; a leg is <splitter>/L<leg>)
-
-
-def free_ports(topology: Topology) -> tuple[FreePort, ...]:
-    """Every switch connector no cable of its fabric plugs into, and every leg of a plugged splitter no device
-    takes, per switch in fabric and switch order, in faceplate order: the spare ports a site team grows into (a
-    node added, a spine link, a replacement), each with the port's faceplate name and the cable id a cable there
-    takes. A management port is not a connector of the fabric's cages."""
-    twin = _connectors_per_cage(topology.cluster.media)
-    connector_number = _numbering(twin)
-    switches = {sw.name: sw for ft in topology.fabrics for sw in ft.switches}
-    used: dict[str, set[int]] = {}  # a switch's cabled connectors
-    legs: dict[tuple[str, int], list[Cable]] = {}  # a switch connector's splitter legs
-    for c in topology.cables:
-        for end in (c.a, c.z):
-            sw = switches.get(end.device)
-            if sw is None or sw.fabric != c.fabric:
-                continue
-            number = connector_number(sw.model, end.port, c.speed)
-            used.setdefault(sw.name, set()).add(number)
-            if end is c.z and c.medium.legs > 1:
-                legs.setdefault((sw.name, number), []).append(c)
-    faceplates: dict[tuple[str, str], tuple[_Connector, ...]] = {}  # a model's connectors at a speed, listed once
-    free: list[FreePort] = []
-    for ft in topology.fabrics:
-        for sw in ft.switches:
-            speed = (ft.fabric.speed if sw.tier is Tier.LEAF else ft.fabric.uplink_speed).name
-            if (sw.model.name, speed) not in faceplates:
-                faceplates[sw.model.name, speed] = tuple(_connectors_of(sw.model, twin, speed))
-            cabled = used.get(sw.name, set())
-            cabled_cages = {c.cage for c in faceplates[sw.model.name, speed] if c.number in cabled}
-            for connector in faceplates[sw.model.name, speed]:
-                if connector.number in cabled and (sw.name, connector.number) not in legs:
-                    continue
-                port = FreePort(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, connector.number,
-                                connector.cage, connector.cage_connector, connector.port, connector.form_factor,
-                                "connector", "installed" if connector.cage_connector and connector.cage in
-                                cabled_cages else "", f"{sw.name}-{connector.number:03d}")
-                plugged = legs.get((sw.name, connector.number))
-                free.extend(_free_legs(port, plugged) if plugged else (port,))
-    return tuple(free)
-
-
-class _Connector(NamedTuple):
-    """One connector of a switch model's faceplate (see :class:`FreePort`)."""
-
-    number: int
-    cage: int
-    cage_connector: int
-    port: str
-    form_factor: str
-
-
-def _free_legs(connector: FreePort, plugged: Sequence[Cable]) -> Iterator[FreePort]:
-    """The legs of the splitter in ``connector`` no device takes: leg n is the splitter's nth logical port of the
-    cage, the ports its cabled legs show (``<cage>/<lane>``, lane = leg + the connector's first lane - 1)."""
-    first = plugged[0]
-    offset = switch_lane(first.z.port) - first.leg
-    taken = {c.leg for c in plugged}
-    for leg in range(1, first.medium.legs + 1):
-        if leg not in taken:
-            yield replace(connector, port=f"{connector.cage}/{leg + offset}", kind="breakout leg", optic="installed",
-                          cable_id=f"{first.physical}/L{leg}")
-
-
-def _connectors_of(model: SwitchModel, twin: dict[str, int], speed: str) -> Iterator[_Connector]:
-    """All of a switch model's cage connectors in faceplate order, numbered as :func:`_connector_number` numbers
-    them, each named by its first logical port at ``speed`` (a cage that cannot run it: by the cage and connector)."""
-    number = cage = 0
-    for group in model.port_groups:
-        k = twin.get(group.form_factor, 1)
-        split = group.per_cage(speed)
-        per_connector = max(1, split // k)
-        for _ in range(group.cages):
-            cage += 1
-            for j in range(1, k + 1):
-                number += 1
-                port = (port_name(cage, (j - 1) * per_connector + 1, split) if split
-                        else f"{cage}/{j}" if k > 1 else str(cage))
-                yield _Connector(number, cage, j if k > 1 else 0, port, group.form_factor)

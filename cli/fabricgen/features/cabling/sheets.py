@@ -8,8 +8,10 @@ breakout leg also gives ``leg_fibers`` (its MPO positions, Tx/Rx) and the harnes
 ``a_label`` and ``z_label`` are the labels printed for each end: the label of the plug it is in (the legs of one
 splitter share their trunk's ``z_label``, the two links of a cage-pair cable both labels; ``handoff.end_labels``).
 free-ports.csv lists every switch connector no cable plugs into and every leg of a plugged splitter no device takes,
-in faceplate order, with its faceplate port, whether the cage's optic is in already, and the cable id a cable
-plugged there takes (``plan.free_ports``): where growth and replacements go.
+in faceplate order, with its faceplate port and the NOS's name of it, whether the cage's optic is in already, the
+cable id a cable plugged there takes, the speed, breakout and admin state the switch's rendered configuration gives
+it (empty where fabricgen writes no configuration for the switch) and what it is reserved for (``free.free_ports``):
+where growth and replacements go.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling import handoff
-from fabricgen.features.cabling.plan import cluster_bom, free_ports
+from fabricgen.features.cabling.free import FreePort, free_ports
+from fabricgen.features.cabling.plan import cluster_bom
 from fabricgen.model.cabling import Cable
 from fabricgen.model.topology import Topology
 
@@ -29,8 +32,8 @@ CABLE_COLUMNS = (
 )
 
 
-FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "port", "form_factor",
-                "free", "optic", "cable_id")
+FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "port", "interface",
+                "form_factor", "free", "optic", "cable_id", "speed", "breakout", "admin", "reserved")
 
 Cell = handoff.Cell | None
 
@@ -51,6 +54,14 @@ def cable_row(cable: Cable, site: str, labels: dict[tuple[str, bool], str]) -> t
             site, z.row, z.rack, z.u, z.device, z.port, z.port_number, labels[cable.id, True], labels[cable.id, False])
 
 
+def free_row(f: FreePort) -> tuple[Cell, ...]:
+    """The free-ports.csv row of one free port, in FREE_COLUMNS order."""
+    setting = f.setting
+    return (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.port, f.interface,
+            f.form_factor, f.kind, f.optic, f.cable_id, setting.speed if setting else "",
+            setting.breakout if setting else "", setting.admin if setting else "", f.reserved)
+
+
 def render(topology: Topology) -> list[Artifact]:
     site = topology.cluster.metadata.site
     cables = topology.cables
@@ -60,7 +71,5 @@ def render(topology: Topology) -> list[Artifact]:
         Artifact("cabling/cables.csv", csv_bytes(CABLE_COLUMNS, (cable_row(c, site, labels) for c in cables))),
         Artifact("cabling/bom.csv", csv_bytes(("category", "part", "description", "count"),
                                          ((b.category, b.part, b.description, b.count) for b in bom))),
-        Artifact("cabling/free-ports.csv", csv_bytes(FREE_COLUMNS, (
-            (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.port,
-             f.form_factor, f.kind, f.optic, f.cable_id) for f in free_ports(topology)))),
+        Artifact("cabling/free-ports.csv", csv_bytes(FREE_COLUMNS, map(free_row, free_ports(topology)))),
     ]

@@ -51,7 +51,7 @@ from fabricgen.core.templating import csv_bytes
 from fabricgen.features.addressing.render import interface_names, plan_rows
 from fabricgen.features.cabling.handoff import port_order
 from fabricgen.features.cabling.plan import switch_cage
-from fabricgen.features.ethernet.nos import systems
+from fabricgen.features.ethernet.nos import fabric_nos
 from fabricgen.features.ethernet.switch_view import HOST_VLAN
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import FabricRole, FabricType, Tier
@@ -319,11 +319,8 @@ FACEPLATE = "faceplate"
 
 def switch_namer(ft: FabricTopology, tier: Tier) -> tuple[str, Callable[[SwitchModel, str, int], str] | None]:
     """The NOS title a switch of ``tier`` runs and its port naming (``("", None)``: fabricgen configures none)."""
-    nos = ft.fabric.nos.get(tier) if ft.fabric.nos else None
-    if not nos:
-        return "", None
-    record = systems()[nos]
-    return record.data.title, record.port_name
+    record = fabric_nos(ft.fabric, tier)
+    return ("", None) if record is None else (record.data.title, record.port_name)
 
 
 def port_names(topology: Topology) -> PortNames:

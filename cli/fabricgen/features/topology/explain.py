@@ -29,9 +29,20 @@ def _leaf_ratio(ft: FabricTopology) -> float:
     )
 
 
+def server_blocks(ft: FabricTopology) -> list[dict[str, Any]]:
+    """Per leaf with a declared server block (``topology.server_ports``): the block's ports (faceplate names, in
+    port order) the servers use and those still free, which no compute node takes: where a server added goes."""
+    cabled = {(link.z.device, link.z.number) for link in ft.links_in(NODE_LEAF)}
+    return [{"leaf": sw.name, "ports": len(sw.server_block),
+             "used": [p.name for p in sw.server_block if (sw.name, p.number) in cabled],
+             "free": [p.name for p in sw.server_block if (sw.name, p.number) not in cabled]}
+            for sw in ft.switches if sw.server_block]
+
+
 def fabric_summary(ft: FabricTopology) -> dict[str, Any]:
     switches = Counter(s.tier.value for s in ft.switches)
     links = Counter(link.tier for link in ft.links)
+    blocks = server_blocks(ft)
     return {
         "name": ft.fabric.name,
         "role": ft.fabric.role.value,
@@ -51,6 +62,7 @@ def fabric_summary(ft: FabricTopology) -> dict[str, Any]:
         "link_total": len(ft.links),
         "bisection_gbps": _bisection_gbps(ft),
         "oversubscription": round(_leaf_ratio(ft), 3),
+        **({"server_blocks": blocks} if blocks else {}),
     }
 
 

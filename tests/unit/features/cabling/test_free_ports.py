@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from fabricgen.features.cabling import sheets
-from fabricgen.features.cabling.plan import free_ports
-from fabricgen.model.topology import Topology
+from fabricgen.features.cabling.free import FreePort, free_ports
+from fabricgen.features.ethernet.nos import systems
+from fabricgen.features.topology.explain import server_blocks
+from fabricgen.model.topology import NODE_LEAF, Topology
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
 from tests.helpers.cabling import lab_with
@@ -71,8 +77,13 @@ def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
     ufm_slot = [r for r in rows if r["device"] == "compute-su04-leaf4"]
     assert ufm_slot == [{"fabric": "compute", "device": "compute-su04-leaf4", "model": "QM9700", "rack": "N06",
                          "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "port": "16/2",
-                         "form_factor": "OSFP", "free": "connector", "optic": "installed",
-                         "cable_id": "compute-su04-leaf4-032"}]
+                         "interface": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
+                         "cable_id": "compute-su04-leaf4-032", "speed": "", "breakout": "", "admin": "",
+                         "reserved": "management slot (ufm01+ufm02)"}], "no NOS runs on an InfiniBand switch"
+    [spine_port] = [r for r in rows if r["device"] == "storage-spine01" and r["port"] == "49/1"]
+    assert {k: spine_port[k] for k in ("interface", "speed", "breakout", "admin", "reserved")} == {
+        "interface": "Ethernet384", "speed": "400G", "breakout": "2x400G[200G,100G,50G,40G,25G,10G]",
+        "admin": "down", "reserved": "spare"}
 
 
 def test_a_splitters_legs_no_device_takes_are_free_under_their_leg_ids(h100: Topology) -> None:
@@ -84,3 +95,106 @@ def test_a_splitters_legs_no_device_takes_are_free_under_their_leg_ids(h100: Top
     assert cabled == ["3/1", "3/2"]
     assert legs == [("3/3", "oob-agg01-003/L3", "installed"), ("3/4", "oob-agg01-003/L4", "installed")]
     assert all(f.kind == "breakout leg" for f in free_ports(h100) if f.cable_id.count("/L"))
+
+
+# -- the NOS's name of a free port and how the switch's configuration leaves it (field review, 2026-12-03) --------
+
+def _configured(topology: Topology, nos: str) -> list[FreePort]:
+    """The free ports of the switches ``nos`` writes a configuration for."""
+    switches = {sw.name for ft in topology.fabrics if ft.fabric.nos for sw in ft.switches
+                if ft.fabric.nos.get(sw.tier) == nos}
+    found = [f for f in free_ports(topology) if f.device in switches and f.setting is not None]
+    assert found, f"no free port on a {nos} switch"
+    return found
+
+
+def _configs(topology: Topology, nos: str, suffix: str) -> dict[str, bytes]:
+    """switch -> its configuration file as the NOS renders it from this very topology."""
+    return {a.path.split("/")[1]: a.content for a in systems()[nos].render(topology) if a.path.endswith(suffix)}
+
+
+@pytest.mark.parametrize("case", ["lab-1su", "h100-4su"])
+def test_a_free_ports_sonic_name_speed_breakout_and_admin_state_are_its_config_db_rows(case: str) -> None:
+    """Every free port of a SONiC switch is a PORT row of the switch's config_db.json under its interface name, admin
+    down, at the speed the row runs (Mb/s), its cage in the BREAKOUT_CFG mode listed (keyed by the cage's first
+    port): the name an engineer types on the switch and what it does before anyone configures it."""
+    topology = compile_spec(INVENTORIES / f"{case}.yaml").topology
+    configs = {name: json.loads(text) for name, text in _configs(topology, "sonic", "config_db.json").items()}
+    free = _configured(topology, "sonic")
+    for f in free:
+        db = configs[f.device]
+        row = db["PORT"][f.interface]
+        parent = min((n for n, r in db["PORT"].items() if r["index"] == str(f.cage)), key=lambda n: int(n[8:]))
+        assert f.setting is not None
+        assert (row["admin_status"], int(row["speed"]), db["BREAKOUT_CFG"][parent]["brkout_mode"]) == (
+            f.setting.admin, int(f.setting.speed.removesuffix("G")) * 1000, f.setting.breakout), (f, row)
+        assert row["index"] == str(f.cage) and "description" not in row, "a dark port: no peer"
+    assert {f.setting.admin for f in free if f.setting} == {"down"}
+
+
+def _variant(tmp_path: Path, old: str, new: str) -> Topology:
+    """h100-4su with one edit (the golden dialect cases')."""
+    text = (INVENTORIES / "h100-4su.yaml").read_text()
+    assert text.count(old) == 1, old
+    spec = tmp_path / "h100-4su.yaml"
+    spec.write_text(text.replace(old, new))
+    return compile_spec(spec).topology
+
+
+def test_a_free_ports_nvue_name_is_not_in_startup_yaml_so_it_is_disabled_in_its_cages_breakout(tmp_path: Path
+                                                                                                ) -> None:
+    """h100-4su on Cumulus Linux: NVUE configures only cabled ports, so a free port's swp name is absent from
+    startup.yaml (Cumulus Linux disables a data port it is not told about: admin down), and the breakout listed is
+    the one startup.yaml sets on its cage's swp<cage> (none: the cage runs whole)."""
+    topology = _variant(tmp_path, "    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: nvue\n")
+    configs = {name: yaml.safe_load(text)[0]["set"]["interface"]
+               for name, text in _configs(topology, "nvue", "startup.yaml").items()}
+    free = _configured(topology, "nvue")
+    for f in free:
+        interfaces = configs[f.device]
+        assert f.setting is not None and f.interface not in interfaces, f
+        assert re.fullmatch(rf"swp{f.cage}(s\d)?", f.interface), f
+        breakout = interfaces.get(f"swp{f.cage}", {}).get("link", {}).get("breakout", {})  # {"2x": {}}: a key
+        assert (f.setting.admin, f.setting.breakout) == ("down", "".join(breakout)), f
+    cabled = {(switch, name) for switch, interfaces in configs.items() for name, body in interfaces.items()
+              if "up" in body.get("link", {}).get("state", {})}
+    assert cabled and not {(f.device, f.interface) for f in free} & cabled
+    assert any(f.setting and f.setting.breakout == "2x" for f in free), "a free port beside a cabled one"
+
+
+def test_a_free_ports_eos_name_is_not_in_the_cfg_so_eos_leaves_it_enabled(tmp_path: Path) -> None:
+    """h100-4su's storage fabric on Arista: the .cfg names only cabled interfaces, so a free port's Ethernet name
+    is no interface block of it and EOS runs it at its defaults: enabled (admin up, an access port of VLAN 1):
+    the sheet says so instead of letting the reader assume a shut port."""
+    topology = _variant(tmp_path, "    switch: SN5600\n    nos: sonic\n",
+                        "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n    nos: eos\n")
+    configs = {name: set(re.findall(r"^interface (Ethernet\S+)$", text.decode(), re.MULTILINE))
+               for name, text in _configs(topology, "eos", ".cfg").items()}
+    free = _configured(topology, "eos")
+    for f in free:
+        assert f.setting is not None and f.interface not in configs[f.device], f
+        assert re.fullmatch(rf"Ethernet{f.cage}(/\d+)?", f.interface) and f.setting.admin == "up", f
+    assert all(configs.values())
+
+
+def test_the_declared_server_block_is_reserved_and_explain_counts_its_ports(tmp_path: Path) -> None:
+    """storage with ``server_ports: 10``, dual-homed: each leaf of the first pair keeps its last 10 host ports for
+    servers; the 2 MDS and 4 OSS take 6 of each (their 12 ports), the other 4 are free ports reserved for the
+    block, never listed as spares a compute node may take, and explain lists the same ports free."""
+    topology = _variant(tmp_path, "topology: {kind: leaf-spine, oversubscription: 1}",
+                        "topology: {kind: leaf-spine, oversubscription: 1, server_ports: 10}")
+    storage = topology.fabric("storage")
+    [block] = [f for f in storage.switches if f.name == "storage-leaf001"]
+    blocks = server_blocks(storage)
+    assert [(b["leaf"], b["ports"], len(b["used"]), b["free"]) for b in blocks] == [
+        (leaf, 10, 6, ["28/1", "28/2", "29/1", "29/2"]) for leaf in ("storage-leaf001", "storage-leaf002")]
+    reserved = [(f.device, f.port) for f in free_ports(topology) if f.reserved.startswith("server block")]
+    assert reserved == [(b["leaf"], port) for b in blocks for port in b["free"]]
+    assert {f.reserved for f in free_ports(topology) if f.device == "storage-leaf001"} == {
+        "server block (server_ports 10)"}, "the pair's leaves have no other free port"
+    in_block = {p.name for p in block.server_block}
+    compute = [link for link in storage.links_in(NODE_LEAF)
+               if link.z.device == "storage-leaf001" and link.a.device.startswith("gpu")]
+    assert compute and not {link.z.name for link in compute} & in_block
+    assert not [f for f in free_ports(compile_spec(INVENTORIES / "h100-4su.yaml").topology)
+                if f.reserved.startswith("server block")], "no block declared, none reserved"

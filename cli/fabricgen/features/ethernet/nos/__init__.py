@@ -23,7 +23,7 @@ from typing import Any
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding
 from fabricgen.core.naming import expand
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Fabric, Tier
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.routing import SwitchRouting
 from fabricgen.model.topology import Topology
@@ -52,6 +52,9 @@ class NosData:
     adaptive_routing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     mlag_requires: str = ""  # what the switch's image must have for it (a plan-time warning), if anything
     mlag_settings: Mapping[str, Any] = field(default_factory=dict)  # the NOS's own MLAG constants (`mlag_<name>`)
+    # the admin state the NOS gives a front-panel port its configuration does not name ("" : its configuration
+    # names every port, as SONiC's PORT table does)
+    unconfigured_port: str = ""
 
     def runs_on(self, model: SwitchModel) -> bool:
         """Whether the NOS runs on this switch model (its vendor or the model itself is listed)."""
@@ -84,7 +87,20 @@ def nos_data(name: str) -> NosData:
                    MappingProxyType(dict(data.get("routing", {}))),
                    MappingProxyType({k: tuple(v) for k, v in (data.get("adaptive_routing") or {}).items()}),
                    str(data.get("mlag_requires", "")),
-                   MappingProxyType(dict(data.get(f"mlag_{name}", {}))))
+                   MappingProxyType(dict(data.get(f"mlag_{name}", {}))),
+                   str(data.get("unconfigured_port", {}).get("admin", "")))
+
+
+@dataclass(frozen=True)
+class PortSetting:
+    """How a switch's rendered configuration leaves one front-panel port: what an engineer about to cable a free
+    port must know (does it come up, at what speed, in which breakout of its cage)."""
+
+    speed: str     # the speed the configuration sets ("400G"); "" where it sets none (the NOS's default)
+    # the cage's breakout as the configuration spells it (SONiC ``2x400G[200G,...]``, NVUE ``2x``, EOS the port's
+    # ``speed 400g-4``); "" where it sets none (the NOS's default: NVUE runs the cage as one port)
+    breakout: str
+    admin: str     # "up" or "down": as configured, or the NOS's default for a port it does not configure
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,15 @@ class Nos:
     # (``17/2`` of an SN4700 at 2 x 200G: SONiC ``Ethernet140``), as its configuration names it: what LLDP and
     # discovery tools (NetBox's interface names) see
     port_name: Callable[[SwitchModel, str, int], str] | None = None
+    # ``port_setting(topology, switch, cage, name)``: how the switch's configuration leaves its port ``name`` (the
+    # NOS's name) in ``cage``; None for a switch fabricgen writes no configuration for
+    port_setting: Callable[[Topology, str, int, str], PortSetting | None] | None = None
+
+
+def fabric_nos(fabric: Fabric, tier: Tier) -> Nos | None:
+    """The NOS the fabric's switches of ``tier`` run, None where the spec names none (an InfiniBand fabric)."""
+    nos = fabric.nos.get(tier) if fabric.nos else None
+    return systems()[nos] if nos else None
 
 
 @cache

@@ -51,7 +51,7 @@ from fabricgen.core.artifacts import Artifact
 from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.features.ethernet import block_yaml
-from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.nos import Nos, PortSetting, nos_data
 from fabricgen.features.ethernet.nos.eos_routing import routing
 from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import (
@@ -399,4 +399,21 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
                              "priority", fabric)
 
 
-NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name)
+def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortSetting | None:
+    """How <switch>.cfg leaves interface ``name``: a cabled one ``no shutdown`` at its planned speed (its ``speed``
+    keyword, the breakout here, carries the lanes: ``400g-4``, which is how EOS splits a cage); any other is not in
+    the file, so at EOS's defaults (eos.yaml ``unconfigured_port``: enabled, its speed and lanes the platform's).
+    None for a switch with no configuration written."""
+    settings = topology.shared(_port_settings).get(switch)
+    if settings is None:
+        return None
+    return settings.get(name) or PortSetting("", "", DATA.unconfigured_port)
+
+
+def _port_settings(topology: Topology) -> dict[str, dict[str, PortSetting]]:
+    """Per EOS switch its cabled interfaces' settings by name, as ``_ethernet`` writes them."""
+    return {view.name: {interface_name(view.model, p): PortSetting(p.speed, interface_speed(view.model, p), "up")
+                        for p in view.ports} for view in eos_views(topology)}
+
+
+NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name, port_setting=port_setting)

@@ -50,7 +50,7 @@ from fabricgen.core.errors import Finding
 from fabricgen.core.templating import render_template
 from fabricgen.core.yamldata import safe_load as safe_yaml
 from fabricgen.features.ethernet import block_yaml
-from fabricgen.features.ethernet.nos import Nos, nos_data
+from fabricgen.features.ethernet.nos import Nos, PortSetting, nos_data
 from fabricgen.features.ethernet.nos.nvue_routing import routing
 from fabricgen.features.ethernet.secrets import management_secrets
 from fabricgen.features.ethernet.switch_view import (
@@ -639,4 +639,28 @@ def _adaptive_routing_readback(host: str, tree: dict[str, Any], fabric: Fabric) 
                                  "not sprayed", fabric)
 
 
-NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name)
+def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortSetting | None:
+    """How startup.yaml leaves port ``name`` of ``cage``: a cabled port up (``link state up``) at its ``link speed``;
+    any other port is not in the file, so disabled (nvue.yaml ``unconfigured_port``) at the platform's speed; the
+    cage's ``link breakout`` as written (``2x``), "" where the file does not split it (the cage runs as one port,
+    ``swp<cage>``, until it does). None for a switch with no startup.yaml."""
+    settings = topology.shared(_port_settings).get(switch)
+    if settings is None:
+        return None
+    cabled, breakouts = settings
+    return cabled.get(name) or PortSetting("", breakouts.get(cage, ""), DATA.unconfigured_port)
+
+
+def _port_settings(topology: Topology) -> dict[str, tuple[dict[str, PortSetting], dict[int, str]]]:
+    """Per NVUE switch: its cabled ports' settings by NVUE name and its split cages' breakouts, as render writes
+    them (``nv_port``: the one naming and breakout rule)."""
+    found: dict[str, tuple[dict[str, PortSetting], dict[int, str]]] = {}
+    for view in nos_switch_views(topology, DATA.name):
+        ports = [nv_port(view.model, p) for p in view.ports]
+        breakouts = {p.cage: f"{p.breakout}x" for p in ports if p.breakout > 1}
+        found[view.name] = ({p.name: PortSetting(p.port.speed, breakouts.get(p.cage, ""), "up") for p in ports},
+                            breakouts)
+    return found
+
+
+NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name, port_setting=port_setting)

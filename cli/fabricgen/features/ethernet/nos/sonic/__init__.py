@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from fabricgen.features.ethernet.nos import Nos
 from fabricgen.features.ethernet.nos.sonic.config_db import render
-from fabricgen.features.ethernet.nos.sonic.layout import DATA, check, port_name
+from fabricgen.features.ethernet.nos.sonic.layout import DATA, check, port_name, port_setting
 from fabricgen.features.ethernet.nos.sonic.readback import readback
 from fabricgen.features.ethernet.nos.sonic.routing import routing
 
-NOS = Nos(DATA, render, readback, checks=(check,), routing=routing, port_name=port_name)
+NOS = Nos(DATA, render, readback, checks=(check,), routing=routing, port_name=port_name,
+          port_setting=port_setting)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricgen.core.errors import Finding
-from fabricgen.features.ethernet.nos import nos_data
+from fabricgen.features.ethernet.nos import PortSetting, nos_data
 from fabricgen.features.ethernet.nos.sonic.headroom import Headroom, SonicSwitch, asic_headroom, catalog
 from fabricgen.features.ethernet.nos.sonic.skus import LookupRow, Sku, SkuPort, skus
 from fabricgen.features.ethernet.switch_view import PortView, SwitchView, nos_switch_views
@@ -250,3 +250,41 @@ def check(topology: Topology) -> Iterator[Finding]:
         if isinstance(layout, SonicLayoutError):
             yield fabric_error(view.fabric, "sonic-sku", view.name, str(layout).removeprefix(f"{view.name}: "),
                                layout.hint)
+
+
+def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortSetting | None:
+    """How config_db.json leaves port ``name`` of ``cage``: a cabled port up at its planned speed, a dark port
+    down at its mode's speed (the module doc), each in its cage's BREAKOUT_CFG mode; a name the SKU does not run
+    in that cage (the cage is in a coarser mode) has no PORT row, so it is down until the cage is broken out.
+    None for a switch with no layout (no config_db.json is written for it)."""
+    return topology.shared(_port_settings).get(switch, {}).get(name) or _absent(topology, switch, cage)
+
+
+def _absent(topology: Topology, switch: str, cage: int) -> PortSetting | None:
+    layout = topology.shared(_layouts_by_switch).get(switch)
+    if layout is None:
+        return None
+    rows = layout.sku.ports.get(cage, ())
+    return PortSetting("", rows[0].mode if rows else "", "down")
+
+
+def _layouts_by_switch(topology: Topology) -> dict[str, SonicLayout]:
+    return {view.name: layout for view, layout in sonic_layouts(topology) if isinstance(layout, SonicLayout)}
+
+
+def _port_settings(topology: Topology) -> dict[str, dict[str, PortSetting]]:
+    """Every PORT row of every SONiC switch's config_db.json as a PortSetting, by switch and port name: the
+    admin_status and speed config_db.py writes for a cabled and a dark port."""
+    settings: dict[str, dict[str, PortSetting]] = {}
+    for name, layout in topology.shared(_layouts_by_switch).items():
+        ports = settings[name] = {}
+        for port in layout.ports:
+            ports[port.name] = PortSetting(speed_name(port.speed_mbps), port.sku_port.mode, "up")
+        for dark in layout.dark:
+            ports[dark.name] = PortSetting(speed_name(dark.default_speed), dark.mode, "down")
+    return settings
+
+
+def speed_name(mbps: int) -> str:
+    """A PORT speed (Mb/s) as the catalog names speeds: 400000 -> ``400G``, 1000 -> ``1G``, 100 -> ``100M``."""
+    return f"{mbps // 1000}G" if mbps >= 1000 and mbps % 1000 == 0 else f"{mbps}M"
