@@ -1,8 +1,10 @@
 """How many addresses of the surviving devices a growth or shrink step changes: h100-4su's OOB with a rack
-emptied or a node added to a rack, its storage pod ranges with a leaf pair gone, its IPoIB rails past 8 SUs.
+emptied or a node added to a rack, its storage pod ranges with a leaf pair gone, its IPoIB rails past 8 SUs, the
+OOB switches' own values (loopback, management address, ASN, each p2p end) with a rack emptied, and the rack and U
+of every switch that stays when a storage leaf pair goes.
 
 Each case is one edit of the example (or of a larger copy of it); an address counts as changed when the same
-device's interface (or leaf's pod range) has another address or prefix. Run: PYTHONPATH=cli python
+device's interface (or leaf's pod range, or switch's value) has another address or prefix. Run: PYTHONPATH=cli python
 bench/address_stability.py (the README's field-review paragraph quotes its figures).
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from fabricgen.core.errors import FabricgenError
 from fabricgen.model.addressing import FabricAddresses
+from fabricgen.model.topology import Topology
 from fabricgen.pipeline import compile_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,22 +77,44 @@ CASES: tuple[tuple[str, str, Edit, Edit, str], ...] = (
     ("223 -> 255 DGX (7 -> 8 SUs)", "compute", _bigger(223), _bigger(255), "host"),
     ("223 -> 255 DGX, max_scalable_units: 16", "compute", lambda t: _plan_growth(_bigger(223)(t)),
      lambda t: _plan_growth(_bigger(255)(t)), "host"),
+    ("rack A02 emptied (gpu005-008 gone)", "oob", lambda t: t, EMPTIED_A02, "switch"),
+    ("127 -> 122 DGX (storage leaf pair 3 gone)", "", lambda t: t, _gpus(122), "placement"),
 )
 
 
 def addresses(plan: FabricAddresses, kind: str) -> dict[tuple[str, str], str]:
-    """Host addresses by (device, NIC port), or pod ranges by leaf."""
+    """Host addresses by (device, NIC port), pod ranges by leaf, or the switches' own values by (switch, what)."""
+    if kind == "switch":
+        return switch_values(plan)
     if kind == "pods":
         return {(pod.leaf, "pods"): pod.network for pod in plan.pods}
     return {(node, str(port)): f"{ip}/{subnet.network.split('/')[1]}" for subnet in plan.hosts
             for node, port, ip in subnet.hosts}
 
 
+def switch_values(plan: FabricAddresses) -> dict[tuple[str, str], str]:
+    """Every value a switch is configured with that a neighbour or the NOC knows it by: its loopback, management
+    address and ASN, and each end of its p2p links (by switch and port)."""
+    values = {(name, "loopback"): ip for name, ip in plan.loopbacks.items()}
+    values |= {(name, "management"): ip for name, ip in plan.management.items()}
+    values |= {(name, "asn"): str(asn) for name, asn in plan.asn.items()}
+    for link in plan.p2p:
+        values[(link.lower, f"p2p {link.lower_port}")] = link.lower_ip
+        values[(link.upper, f"p2p {link.upper_port}")] = link.upper_ip
+    return values
+
+
+def placements(topology: Topology) -> dict[tuple[str, str], str]:
+    """Every switch's rack and U."""
+    return {(sw.name, "rack/U"): f"{sw.rack} U{sw.u}" for ft in topology.fabrics for sw in ft.switches}
+
+
 def _compiled(text: str, fabric: str, kind: str) -> dict[tuple[str, str], str]:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.yaml"
         spec.write_text(text, encoding="utf-8")
-        return addresses(compile_spec(spec).topology.addresses[fabric], kind)
+        topology = compile_spec(spec).topology
+        return placements(topology) if kind == "placement" else addresses(topology.addresses[fabric], kind)
 
 
 def main() -> int:
@@ -101,7 +126,7 @@ def main() -> int:
             continue
         kept = old.keys() & new.keys()
         changed = sorted(key for key in kept if old[key] != new[key])
-        print(f"{what}: {fabric} {kind}: {len(changed)} of {len(kept)} surviving changed"
+        print(f"{what}: {fabric or 'all fabrics'} {kind}: {len(changed)} of {len(kept)} surviving changed"
               + (f" (e.g. {changed[0][0]} {old[changed[0]]} -> {new[changed[0]]})" if changed else ""))
     return 0
 

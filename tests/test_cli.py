@@ -479,10 +479,11 @@ def test_plan_lists_eos_configs_by_section(tmp_path: Path) -> None:
         "oob-d01-004", "oob-d01-005"]
     assert "~ cable oob-d01-004  gpu124:BMC <-> oob-d01:4 -> ufm01:BMC <-> oob-d01:4" in repatches
     assert not re.search(r"(mds|oss)\d+:", repatches), "no storage server moves"
-    # the last storage leaf, four of its DGX gone, moves from N02 to N01 (the median of its nodes' racks): its uplinks
-    # relabelled; breakout trunks that lost a leg are each one change (the leg gone, their one label naming the legs
-    # that stay: review D6)
-    assert "cables: 0 to add, 74 to change, 52 to remove, 66 to relabel, 2 to re-patch" in repatches
+    # the last storage leaf, four of its DGX gone, keeps its rack and U: the storage leaves' slot range holds it
+    # where its nodes' racks put it (it moved from N02 to N01 when the network racks stacked switches in placement
+    # order: 66 uplinks relabelled, 74 cables changed); breakout trunks that lost a leg are each one change (the leg
+    # gone, their one label naming the legs that stay: review D6)
+    assert "cables: 0 to add, 6 to change, 52 to remove, 2 to re-patch" in repatches
 
 
 def test_a_switch_model_change_heads_its_switch(tmp_path: Path) -> None:
@@ -521,7 +522,7 @@ def test_cables_whose_only_change_is_their_estimated_run(tmp_path: Path) -> None
     listing = text[text.index("~ cabling/cables.csv"):]
     assert listing.index("length_m: 3.0 -> 5.0; run_m: 2.89 -> 3.89; cable_part: CAT6-PATCH-3M -> CAT6-PATCH-5M") \
         < listing.index("... and 32 more cables to change") \
-        < listing.index("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  run_m: 1.36 -> 2.36")
+        < listing.index("~ cable compute-su01-leaf0:5/1 <-> compute-spine001:1/1  run_m: 1.44 -> 2.44")
     assert "cables: 0 to add, 57 to change, 0 to remove, 109 with only a new estimate" in text
     data = json.loads(runner.invoke(app, ["plan", str(spec), "-o", str(out), "--json"]).stdout)
     cables = next(d for d in data["diffs"] if d["path"] == "cabling/cables.csv")["rows"]

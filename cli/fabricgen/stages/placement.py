@@ -1,28 +1,47 @@
 """Switch placement, the step of compile that gives every switch its rack and U (README "Cabling rules").
 
 Top-of-rack leaves take the top U of their own rack. Every other switch goes where its fabric's ``placement`` for
-that tier says or, by default, into the free network rack nearest its home (the median rack of the devices cabled
-below it), fewer rows away first, then fewer racks along the row. Tiers are placed leaf, spine, core, fabric by
-fabric: a spine's home is known once its leaves stand.
+that tier says or, by default, into the network racks: each (fabric, tier) has one slot range, at the same U in
+every network rack, sized for the tier's share of the racks (:func:`_ranges`), and each switch takes the lowest free
+slot of its range in the network rack nearest its home (the median rack of the devices cabled below it), fewer rows
+away first, then fewer racks along the row. A switch's rack and U so depend on its own tier only: a switch added to
+or removed from another tier (a new scalable unit's leaves, a storage leaf) moves no other switch. Tiers are placed
+leaf, spine, core, fabric by fabric: a spine's home is known once its leaves stand.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from fabricgen.core.errors import SpecError, SpecIssue
-from fabricgen.model.cluster import Cluster, Tier, TierPlacement
+from fabricgen.model.cluster import Cluster, Tier, TopologyKind
 from fabricgen.model.nodes import Rack
 from fabricgen.model.topology import LEAF_SPINE, NODE_LEAF, SPINE_CORE, FabricTopology
 from fabricgen.stages.racks import RackSpace
 
 
+@dataclass(frozen=True)
+class SlotRange:
+    """The U a (fabric, tier) holds in every network rack: ``slots`` switches of ``height`` U from ``first_u``."""
+
+    fabric: str
+    tier: Tier
+    first_u: int
+    height: int
+    slots: int
+
+    @property
+    def last_u(self) -> int:
+        return self.first_u + self.slots * self.height - 1
+
+
 def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tuple[FabricTopology, ...]:
     """Give every switch a rack and U: top-of-rack leaves at the top of their rack, then each tier of each
-    fabric (in spec order) in its placement racks or, by default, the network rows."""
+    fabric (in spec order) in its placement racks or, by default, its slot range of the network racks."""
     facility = cluster.facility
     space = RackSpace(facility, ((n.rack.name, n.u, n.profile.height_u) for n in cluster.nodes))
     racks = {r.name: r for r in facility.racks}
@@ -40,6 +59,12 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
                                             f"{sw.name}", "leave the top of each rack free: lower per_rack"))
                 else:
                     slots[sw.name] = (sw.rack, u)
+    ranges = _ranges(compiled, network, space)
+    overflow = _range_overflow(compiled, ranges, network, facility.rack_units)
+    if overflow is not None:
+        raise SpecError([*issues, overflow])
+    for rack in network:  # explicit placements into the network racks stack above the slot ranges
+        space.reserve_below(rack.name, max((r.last_u + 1 for r in ranges.values()), default=1))
     nearby = _NearestNetworkRack(network, space, facility.switches_per_network_rack, per_network_rack)
     located = {n.name: n.rack for n in cluster.nodes}
     for ft in compiled:
@@ -51,11 +76,12 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
             height = tier_switches[0].model.height_u
             if explicit is None:
                 homes = _homes(ft, located, tier)
-                got = [slot for sw in tier_switches if (slot := nearby.take(homes.get(sw.name), height))]
+                where = ranges.get((ft.fabric.name, tier))  # none without network racks
+                got = [] if where is None else [
+                    slot for sw in tier_switches
+                    if (slot := nearby.take(homes.get(sw.name), where) or nearby.above(homes.get(sw.name), height))]
             else:
-                where = explicit or TierPlacement(network, facility.switches_per_network_rack, 1)
-                got = space.fill(where.racks, len(tier_switches), height, where.per_rack, where.start_u,
-                                 None if explicit else per_network_rack)
+                got = space.fill(explicit.racks, len(tier_switches), height, explicit.per_rack, explicit.start_u)
             if len(got) < len(tier_switches):
                 load = "" if explicit is not None else _network_load(compiled, slots, network,
                                                                      facility.switches_per_network_rack)
@@ -69,6 +95,52 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
         raise SpecError(issues)
     return tuple(replace(ft, switches=tuple(replace(sw, rack=slots[sw.name][0], u=slots[sw.name][1])
                                             for sw in ft.switches)) for ft in compiled)
+
+
+def _ranges(compiled: Sequence[FabricTopology], network: Sequence[Rack],
+            space: RackSpace) -> dict[tuple[str, Tier], SlotRange]:
+    """One slot range per (fabric, tier) placed by default, stacked from the network racks' lowest free U: the
+    leaf tiers first, then the spine and core tiers (whose counts follow the leaves'), fabric by fabric in spec
+    order. A range holds the tier's per-rack share, its switches spread over the network racks: a rail-optimized
+    leaf tier's in whole SUs, for ``topology.max_scalable_units`` SUs where the spec plans more than it built (an
+    SU's leaves stand together, and SUs added up to the plan widen no range); any other tier's in switches,
+    ceil(switches / network racks). So a switch more or less in one tier moves no switch of another tier unless
+    its tier's share changes."""
+    first = max((space.next_u[r.name] for r in network), default=1)
+    ranges: dict[tuple[str, Tier], SlotRange] = {}
+    for tier in Tier:
+        for ft in compiled:
+            tier_switches = [s for s in ft.switches if s.tier is tier and s.rack is None]
+            if not tier_switches or tier in ft.fabric.placement or not network:
+                continue
+            if tier is Tier.LEAF and ft.fabric.topology.kind is TopologyKind.RAIL_OPTIMIZED and ft.rails:
+                planned = max(ft.fabric.topology.max_scalable_units or 0, ft.scalable_units)
+                count = ft.rails * math.ceil(planned / len(network))
+            else:
+                count = math.ceil(len(tier_switches) / len(network))
+            height = tier_switches[0].model.height_u
+            ranges[(ft.fabric.name, tier)] = SlotRange(ft.fabric.name, tier, first, height, count)
+            first += count * height
+    return ranges
+
+
+def _range_overflow(compiled: Sequence[FabricTopology], ranges: dict[tuple[str, Tier], SlotRange],
+                    network: Sequence[Rack], rack_units: int) -> SpecIssue | None:
+    """The slot ranges reaching past the network racks' top: which tiers take how much, and what to change."""
+    crossing = next((r for r in ranges.values() if r.last_u > rack_units), None)
+    if crossing is None:
+        return None
+    fabric = next(ft.fabric for ft in compiled if ft.fabric.name == crossing.fabric)
+    top = max(r.last_u for r in ranges.values())
+    taken = ", ".join(f"{r.fabric} {r.tier.value} U{r.first_u}-U{r.last_u} ({r.slots} x {r.height}U)"
+                      for r in ranges.values())
+    racks = f"each of the {len(network)} network racks" if len(network) > 1 else "the network rack"
+    return SpecIssue(fabric.position, f"fabrics.{fabric.name}",
+                     f"the network racks' slot ranges reach U{top}, past their {rack_units}U: {taken}, at the same U "
+                     f"in {racks}",
+                     "add network racks (rows[].kind: network), raise facility.rack_units, lower "
+                     f"topology.max_scalable_units, or give fabrics.{fabric.name}.placement.{crossing.tier.value} "
+                     "racks of its own")
 
 
 def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str, Rack]:
@@ -91,35 +163,64 @@ def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str
 
 
 class _NearestNetworkRack:
-    """Default placement: the free network rack nearest a switch's home (fewer rows away first, then fewer
-    racks along the row, ties to the lower index), so runs stay short on large floors. Racks that turned out
-    full leave the search, and the nearest rack in a row is found by bisection: the cost stays per switch."""
+    """Default placement: the network rack nearest a switch's home (fewer rows away first, then fewer racks along
+    the row, ties to the lower index) with a free slot in the switch's range and room under the rack's switch
+    budget, so runs stay short on large floors. Racks that turned out full leave that range's search, and the
+    nearest rack in a row is found by bisection: the cost stays per switch."""
 
     def __init__(self, network: Sequence[Rack], space: RackSpace, per_rack: int, used: Counter[str]) -> None:
         self.rows: dict[int, list[Rack]] = {}
         for rack in sorted(network, key=lambda r: (r.row_index, r.index)):
             self.rows.setdefault(rack.row_index, []).append(rack)
-        self.indexes = {row: [r.index for r in racks] for row, racks in self.rows.items()}
         self.space, self.per_rack, self.used = space, per_rack, used
+        self.searched: dict[tuple[str, Tier], tuple[dict[int, list[Rack]], dict[int, list[int]]]] = {}
+        self.taken: Counter[tuple[str, str, Tier]] = Counter()  # (rack, fabric, tier) -> slots taken
 
-    def _nearest(self, row: int, index: int) -> int:
+    def _search(self, where: SlotRange) -> tuple[dict[int, list[Rack]], dict[int, list[int]]]:
+        """The racks still open to a range, per row, and their indexes (one copy per range)."""
+        key = (where.fabric, where.tier)
+        if key not in self.searched:
+            rows = {row: list(racks) for row, racks in self.rows.items()}
+            self.searched[key] = rows, {row: [r.index for r in racks] for row, racks in rows.items()}
+        return self.searched[key]
+
+    @staticmethod
+    def _nearest(indexes: list[int], index: int) -> int:
         """Position of the rack nearest ``index`` in a row's remaining racks (the lower one on a tie)."""
-        indexes = self.indexes[row]
         right = bisect.bisect_left(indexes, index)
         if right == len(indexes) or (right > 0 and index - indexes[right - 1] <= indexes[right] - index):
             return right - 1
         return right
 
-    def take(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
+    def take(self, home: Rack | None, where: SlotRange) -> tuple[Rack, int] | None:
+        """The rack and U of the next switch of ``where``'s tier: the lowest free slot of its range in the nearest
+        rack that has one."""
+        row, index = (home.row_index, home.index) if home else (0, 1)
+        rows, indexes = self._search(where)
+        for row_index in sorted(rows, key=lambda r: (abs(r - row), r)):
+            racks = rows[row_index]
+            while racks:
+                position = self._nearest(indexes[row_index], index)
+                rack = racks[position]
+                slot = self.taken[(rack.name, where.fabric, where.tier)]
+                if slot < where.slots and self.used[rack.name] < self.per_rack:
+                    self.taken[(rack.name, where.fabric, where.tier)] += 1
+                    self.used[rack.name] += 1
+                    return rack, where.first_u + slot * where.height
+                del racks[position], indexes[row_index][position]
+        return None
+
+    def above(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
+        """A switch its range has no room for (every rack's slots of its tier taken, or those racks at their switch
+        budget): stacked above the ranges of the nearest rack under its budget, in placement order, as every
+        switch was before the ranges (so such a switch can move when one placed before it comes or goes)."""
         row, index = (home.row_index, home.index) if home else (0, 1)
         for row_index in sorted(self.rows, key=lambda r: (abs(r - row), r)):
-            racks = self.rows[row_index]
-            while racks:
-                position = self._nearest(row_index, index)
-                got = self.space.fill([racks[position]], 1, height, self.per_rack, 1, self.used)
+            racks = sorted(self.rows[row_index], key=lambda r: (abs(r.index - index), r.index))
+            for rack in racks:
+                got = self.space.fill([rack], 1, height, self.per_rack, 1, self.used)
                 if got:
                     return got[0]
-                del racks[position], self.indexes[row_index][position]
         return None
 
 

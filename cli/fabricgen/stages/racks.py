@@ -44,6 +44,10 @@ class RackSpace:
                 break
         return slots
 
+    def reserve_below(self, rack: str, u: int) -> None:
+        """Keep every U below ``u`` of ``rack`` for what was laid out there (the network racks' slot ranges)."""
+        self.next_u[rack] = max(self.next_u[rack], u)
+
     def claim_top(self, rack: Rack, height: int) -> int | None:
         """Mount a device at the very top of ``rack``; its U, or None when that space is taken."""
         u = self.ceiling[rack.name] - height + 1

@@ -1,10 +1,16 @@
 """The IPv4 and eBGP underlay plan of an Ethernet/RoCE fabric, allocated with netaddr, in a documented order.
 
 - Loopbacks: one /32 per switch from ``loopbacks``, top tier first (cores, spines, leaves; compile order within
-  a tier), so adding or removing leaves at the end moves no other switch's router id (field review U1).
-- Management: one address per switch from ``management`` (when given), same order.
+  a tier), so adding or removing leaves at the end moves no other switch's router id (field review U1). On a
+  top-of-rack fabric, whose leaves come and go with their racks' nodes, a leaf's at its rack's facility position
+  (rack k, 0-based: the pool's address k + 1) and the spines' and cores' after every facility rack's, so a rack
+  emptied or filled renumbers no other switch (field review of the address plans: rack A02 emptied changed 220
+  of 237 OOB switch values).
+- Management: one address per switch from ``management`` (when given), same order and places, the gateway
+  skipped.
 - Point-to-point: one /31 per switch-to-switch link from ``p2p``, links in compile order; the upper end
-  (spine/core) takes the even address, the lower end the odd one.
+  (spine/core) takes the even address, the lower end the odd one. On a top-of-rack fabric a leaf's uplinks take
+  the block of its rack's place (U /31s a rack, U the leaves' uplinks), the links above the leaves follow.
 - Hosts: one subnet per leaf from ``hosts``, just large enough for the leaf's host ports plus its own
   gateway address (the first usable); host ports get the next addresses in leaf port order. Top-of-rack leaves
   (whose racks fill and empty one node at a time) all get a subnet of one size, for every host-speed port of the
@@ -23,7 +29,8 @@
   every host subnet, so one leaf more shifted them all); the pod ranges fall within one prefix (the upper half),
   which nothing generated announces or filters yet. A fabric without pod ranges carves its host subnets from the
   whole pool. No host or switch address is ever in a pod range.
-- ASNs: leaf n = leaf_base + n - 1 unless ``asn.leaves`` pins it by name (pinning renumbers no other leaf);
+- ASNs: leaf n = leaf_base + n - 1 (top-of-rack: leaf_base + its rack's facility position) unless ``asn.leaves``
+  pins it by name (pinning renumbers no other leaf);
   spines share ``spine`` (+ pod - 1 in three tiers); cores share ``core``. Checked once compile has named the
   switches: a pinned name must be a leaf of the fabric; no two leaves and no leaf and spine/core share an ASN
   (eBGP loop prevention would drop their routes); derived ASNs stay within 4 bytes and off the reserved ones.
@@ -55,7 +62,7 @@ from fabricgen.model.cluster import Attachment, FabricType, Tier, TopologyKind
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.kubernetes import Kubernetes
 from fabricgen.model.nodes import Node
-from fabricgen.model.topology import ROUTED_TIERS, FabricTopology, Switch, Topology
+from fabricgen.model.topology import LEAF_SPINE, ROUTED_TIERS, FabricTopology, Switch, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
 ASN_MAX = 4294967294  # 4294967295 is reserved (RFC 7300)
@@ -204,22 +211,22 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_group
     if a is None:
         return None
     pools = _pools(a)
-    management = _management(ft, a, pools)
+    places = leaf_places(ft, racks or {})
+    switch_places = _switch_places(ft, places, len(racks or {}))
+    management = _management(ft, a, pools, switch_places)
     if ft.fabric.type is FabricType.INFINIBAND:
         return FabricAddresses({}, management, {}, (), _rail_subnets(ft, a, pools["hosts"], node_order))
     name = ft.fabric.name
-    loop = _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True)
-    loopbacks = {sw.name: str(loop.take(32, len(ft.switches)).ip) for sw in top_down(ft)}
-    places = leaf_places(ft, racks or {})
+    loopbacks = _loopbacks(ft, _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True), switch_places)
     pod_nodes = _pod_nodes(ft, node_groups or {}, pods) if pods is not None else {}
     if pods is None or not pod_nodes:
         hosts = _leaf_subnets(ft, _Carver(name, "hosts", pools["hosts"], a), places)
-        return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts)
+        return FabricAddresses(loopbacks, management, _asns(ft, a, places), _p2p(ft, a, pools["p2p"], places), hosts)
     lower, upper = _halves(pools["hosts"])
     hosts = _leaf_subnets(ft, _Carver(name, "hosts", lower, a, named=f"{pools['hosts']}'s lower half ({lower}, "
                                       "its host subnets: the upper half holds the pod ranges)"), places)
     pod_region = _Carver(name, "hosts", upper, a, named=f"{pools['hosts']}'s upper half ({upper}, its pod ranges)")
-    return FabricAddresses(loopbacks, management, _asns(ft, a), _p2p(ft, a, pools["p2p"]), hosts,
+    return FabricAddresses(loopbacks, management, _asns(ft, a, places), _p2p(ft, a, pools["p2p"], places), hosts,
                            _pod_ranges(ft, pod_region, places, pod_nodes, pods))
 
 
@@ -269,11 +276,46 @@ def top_down(ft: FabricTopology) -> list[Switch]:
     return [sw for tier in (Tier.CORE, Tier.SPINE, Tier.LEAF) for sw in ft.switches if sw.tier is tier]
 
 
-def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) -> dict[str, str]:
+def _switch_places(ft: FabricTopology, places: Mapping[str, int], facility_racks: int) -> dict[str, int] | None:
+    """Where each switch of a top-of-rack fabric takes its loopback and management address (0-based, in the pool's
+    usable addresses): a leaf at its rack's facility position, the spines and cores after every facility rack's
+    place, top tier first. A rack emptied or filled so moves no other switch's address (they followed the index
+    among the switches: rack A02 emptied renumbered every later leaf). None elsewhere: leaves are numbered in
+    turn after the upper tiers, which a leaf added or removed at the end moves nothing of."""
+    if ft.fabric.topology.kind is not TopologyKind.TOP_OF_RACK:
+        return None
+    upper = [sw for sw in top_down(ft) if sw.tier is not Tier.LEAF]
+    first_upper = max(facility_racks, max(places.values(), default=-1) + 1)
+    return {**places, **{sw.name: first_upper + i for i, sw in enumerate(upper)}}
+
+
+def _loopbacks(ft: FabricTopology, carver: _Carver, switch_places: Mapping[str, int] | None) -> dict[str, str]:
+    """One /32 per switch: at its place on a top-of-rack fabric (after the pool's network address), else in turn,
+    top tier first."""
+    if switch_places is None:
+        return {sw.name: str(carver.take(32, len(ft.switches)).ip) for sw in top_down(ft)}
+    wanted = f"{max(switch_places.values()) + 1} addresses, one per facility rack then one per spine or core"
+    return {sw.name: str(carver.at(switch_places[sw.name] + 1, 32, wanted).ip) for sw in top_down(ft)}
+
+
+def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork],
+                switch_places: Mapping[str, int] | None) -> dict[str, str]:
+    """One management address per switch, never the gateway's: at the switch's place on a top-of-rack fabric
+    (:func:`_switch_places`, the gateway skipped wherever it falls), else in turn, top tier first."""
     if "management" not in pools:
         return {}
     mgmt = _Carver(ft.fabric.name, "management", pools["management"], a, skip_network=True)
     management = {}
+    if switch_places is not None:
+        gateway = int(IPAddress(a.management_gateway)) if a.management_gateway else None
+        base = int(pools["management"].network)
+        wanted = f"{max(switch_places.values()) + 1} addresses, one per facility rack then one per spine or core"
+        for sw in top_down(ft):
+            place = switch_places[sw.name] + 1
+            if gateway is not None and base + place >= gateway:
+                place += 1
+            management[sw.name] = str(mgmt.at(place, 32, wanted).ip)
+        return management
     for sw in top_down(ft):
         address = str(mgmt.take(32, len(ft.switches)).ip)
         if address == a.management_gateway:  # the gateway is never a switch's address
@@ -282,20 +324,24 @@ def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork]) 
     return management
 
 
-def _asns(ft: FabricTopology, a: Addressing) -> dict[str, int]:
-    return {name: number for name, (number, _) in _asn_sources(ft, a).items()}
+def _asns(ft: FabricTopology, a: Addressing, places: Mapping[str, int]) -> dict[str, int]:
+    return {name: number for name, (number, _) in _asn_sources(ft, a, places).items()}
 
 
-def _asn_sources(ft: FabricTopology, a: Addressing) -> dict[str, tuple[int, str]]:
-    """Each switch's ASN and the ``asn`` field it comes from: leaves, leaf_base, spine or core."""
+def _asn_sources(ft: FabricTopology, a: Addressing, places: Mapping[str, int]) -> dict[str, tuple[int, str]]:
+    """Each switch's ASN and the ``asn`` field it comes from: leaves, leaf_base, spine or core. A leaf's derived
+    ASN is leaf_base + its index among the leaves, on a top-of-rack fabric + its rack's facility position
+    (``places``), so a rack emptied renumbers no other rack's leaf."""
     pinned = {pin.leaf: pin.asn for pin in a.asn_leaves}
+    by_rack = ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK
     sources = {}
     leaf_index = 0
     for sw in ft.switches:
         if sw.tier is Tier.LEAF:
+            offset = places.get(sw.name, leaf_index) if by_rack else leaf_index
             leaf_index += 1
             sources[sw.name] = ((pinned[sw.name], "leaves") if sw.name in pinned
-                                else (a.asn_leaf_base + leaf_index - 1, "leaf_base"))
+                                else (a.asn_leaf_base + offset, "leaf_base"))
         elif sw.tier is Tier.SPINE:
             sources[sw.name] = (a.asn_spine + (sw.pod - 1 if sw.pod else 0), "spine")
         else:
@@ -303,13 +349,13 @@ def _asn_sources(ft: FabricTopology, a: Addressing) -> dict[str, tuple[int, str]
     return sources
 
 
-def check_asns(ft: FabricTopology) -> list[SpecIssue]:
+def check_asns(ft: FabricTopology, racks: Mapping[str, int] | None = None) -> list[SpecIssue]:
     """The ASN errors that need switch names: pins of unknown leaves, derived ASNs out of range or reserved, and
-    ASNs shared by two leaves or by a leaf and a spine or core."""
+    ASNs shared by two leaves or by a leaf and a spine or core; ``racks`` as for :func:`plan_addresses`."""
     a = ft.fabric.addressing
     if a is None or ft.fabric.type is FabricType.INFINIBAND:
         return []
-    sources = _asn_sources(ft, a)
+    sources = _asn_sources(ft, a, leaf_places(ft, racks or {}))
     return [*_unknown_pins(ft, a), *_unusable_asns(ft, a, sources), *_shared_asns(ft, a, sources)]
 
 
@@ -408,12 +454,28 @@ def asn_overlap(topology: Topology) -> Iterator[Finding]:
         earlier.append((ft.fabric.name, mine))
 
 
-def _p2p(ft: FabricTopology, a: Addressing, pool: IPNetwork) -> tuple[P2p, ...]:
+def _p2p(ft: FabricTopology, a: Addressing, pool: IPNetwork, places: Mapping[str, int]) -> tuple[P2p, ...]:
+    """One /31 per routed switch-to-switch link, in link order; on a top-of-rack fabric a leaf's uplinks at its
+    rack's place (leaf at place k: blocks k * U .. k * U + U - 1, U the most uplinks a leaf has) and the links
+    above the leaves after the last place's, so a rack emptied moves no other leaf's /31s."""
     upper_links = [link for link in ft.links if link.tier in ROUTED_TIERS]
     carver = _Carver(ft.fabric.name, "p2p", pool, a)
+    by_rack = ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK
+    per_leaf = max((sw.up_ports for sw in ft.switches if sw.tier is Tier.LEAF), default=0)
+    region = (max(places.values(), default=-1) + 1) * per_leaf
+    wanted = f"{region} /31s for the leaves' uplinks, one block of {per_leaf} per facility rack, then the links above"
+    taken: dict[str, int] = {}
+    above = 0
     p2p = []
     for link in upper_links:
-        base = int(carver.take(31, len(upper_links)).network)
+        if not by_rack:
+            base = int(carver.take(31, len(upper_links)).network)
+        elif link.tier == LEAF_SPINE and link.a.device in places:
+            base = int(carver.at(places[link.a.device] * per_leaf + taken.get(link.a.device, 0), 31, wanted).network)
+            taken[link.a.device] = taken.get(link.a.device, 0) + 1
+        else:
+            base = int(carver.at(region + above, 31, wanted).network)
+            above += 1
         p2p.append(P2p(link.a.device, link.a.number, f"{_ip(base + 1)}/31", link.z.device, link.z.number,
                        f"{_ip(base)}/31"))
     return tuple(p2p)
@@ -557,14 +619,14 @@ def plan(topology: Topology) -> Topology:
     conflicts raise SpecError."""
     cluster, fabrics = topology.cluster, topology.fabrics
     pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
-    issues = (check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft)]
+    racks = {rack.name: i for i, rack in enumerate(cluster.facility.racks)}
+    issues = (check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft, racks)]
               + [issue for ft in fabrics for issue in check_growth(ft)])
     if issues:
         raise SpecError(issues)
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
     groups = {node.name: node.group for node in cluster.nodes}
     k8s = cluster.kubernetes
-    racks = {rack.name: i for i, rack in enumerate(cluster.facility.racks)}
     plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes), racks)
              for ft in fabrics}
     return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

@@ -152,3 +152,42 @@ def test_max_scalable_units_only_on_rail_optimized_fabrics(tmp_path: Path) -> No
         _plan(tmp_path, text, "oob")
     assert ("fabrics.oob.topology.max_scalable_units: top-of-rack fabrics have no scalable units to plan for (hint: "
             "remove max_scalable_units, or use kind: rail-optimized)") in str(caught.value)
+
+
+def _switch_values(plan: FabricAddresses) -> dict[tuple[str, str], str]:
+    """What a switch is known by: loopback, management address, ASN, and each p2p end by (switch, port)."""
+    values = {(name, "loopback"): ip for name, ip in plan.loopbacks.items()}
+    values |= {(name, "management"): ip for name, ip in plan.management.items()}
+    values |= {(name, "asn"): str(asn) for name, asn in plan.asn.items()}
+    for link in plan.p2p:
+        values[(link.lower, f"p2p {link.lower_port}")] = link.lower_ip
+        values[(link.upper, f"p2p {link.upper_port}")] = link.upper_ip
+    return values
+
+
+def test_an_emptied_rack_changes_no_other_top_of_rack_leafs_values(tmp_path: Path) -> None:
+    """Rack A02 emptied: every other OOB leaf keeps its loopback, management address, ASN and uplink /31s (they
+    followed the leaf's index: 220 of 237 values changed). What changes is on the aggregation switches' breakout
+    legs only, which now reach other leaves: their ends follow the leaf cabled there."""
+    before = _switch_values(_plan(tmp_path, EXAMPLE, "oob", "before"))
+    after = _switch_values(_plan(tmp_path, _empty_rack_a02(EXAMPLE), "oob", "after"))
+    assert {key[0] for key in before.keys() - after.keys()} == {"oob-a02", "oob-agg01", "oob-agg02"}  # its legs
+    assert not any(device == "oob-a02" for device, _ in after)
+    changed = {key for key in before.keys() & after.keys() if before[key] != after[key]}
+    assert {device for device, _ in changed} <= {"oob-agg01", "oob-agg02"}
+    assert all(what.startswith("p2p ") for _, what in changed) and len(changed) <= 4
+
+
+def test_top_of_rack_switch_values_sit_at_their_racks_place() -> None:
+    """A leaf's loopback, management address and ASN at its rack's facility position (A01 the first, B01 the
+    11th, C01 the 27th: after the six network racks), the aggregation switches after every facility rack; the
+    management gateway (10.37.0.1) is skipped, never given."""
+    plan = compile_spec(INVENTORIES / "h100-4su.yaml").topology.addresses["oob"]
+    assert [plan.loopbacks[s] for s in ("oob-a01", "oob-a02", "oob-b01", "oob-c01", "oob-agg01")] == [
+        "10.36.0.1", "10.36.0.2", "10.36.0.11", "10.36.0.27", "10.36.0.47"]
+    assert [plan.management[s] for s in ("oob-a01", "oob-b01", "oob-agg02")] == ["10.37.0.2", "10.37.0.12",
+                                                                                 "10.37.0.49"]
+    assert "10.37.0.1" not in plan.management.values()
+    assert [plan.asn[s] for s in ("oob-a01", "oob-c01")] == [65300, 65326]
+    uplinks = {link.lower_ip for link in plan.p2p if link.lower == "oob-b01"}
+    assert uplinks == {"10.35.0.41/31", "10.35.0.43/31"}  # place 10, two uplinks: /31 blocks 20 and 21

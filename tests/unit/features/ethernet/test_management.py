@@ -61,9 +61,10 @@ def test_sonic_baseline_tables(sonic_files: dict[str, bytes]) -> None:
     assert not {"AAA", "SNMP_COMMUNITY"} & set(db), "login and the community wait for management-secrets.sh"
     assert "passkey" not in db["TACPLUS"]["global"]
     oob: dict[str, Any] = json.loads(sonic_files["switches/oob-a01/config_db.json"])
+    # rack A01, facility position 0: the management pool's first address after the gateway
     assert oob["NTP"] == {"global": {"vrf": "mgmt"}} and oob["MGMT_INTERFACE"] == {
-        "eth0|10.37.0.4/24": {"gwaddr": "10.37.0.1"}}
-    assert oob["SNMP_AGENT_ADDRESS_CONFIG"] == {"10.37.0.4||mgmt": {}}
+        "eth0|10.37.0.2/24": {"gwaddr": "10.37.0.1"}}
+    assert oob["SNMP_AGENT_ADDRESS_CONFIG"] == {"10.37.0.2||mgmt": {}}
 
 
 def test_eos_and_nvue_baselines(eos_files: dict[str, bytes], nvue_files: dict[str, bytes]) -> None:

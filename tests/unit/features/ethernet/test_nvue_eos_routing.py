@@ -272,9 +272,9 @@ def test_eos_every_value_comes_from_the_file(eos: dict[str, SwitchRouting]) -> N
     cli = cli.replace("   neighbor 10.21.0.0 remote-as 65000\n", "   neighbor 10.21.0.0 peer group SPINES\n"
                       "   neighbor 10.21.0.0 timers 10 30\n   neighbor 10.21.0.0 shutdown\n")
     cli = cli.replace("   maximum-paths 32 ecmp 32\n", "").replace("   timers bgp 3 9\n", "")
-    cli = cli.replace("interface Ethernet33/1\n   description storage-spine01:1/1 (port 33, cable 3 m)\n"
+    cli = cli.replace("interface Ethernet33/1\n   description storage-spine01:1/1 (port 33, cable 10 m)\n"
                       "   no shutdown\n", "interface Ethernet33/1\n   description storage-spine01:1/1 (port 33, "
-                      "cable 3 m)\n   shutdown\n")
+                      "cable 10 m)\n   shutdown\n")
     cli = cli.replace("      network 10.22.0.5/32\n", "      redistribute connected\n")
     edited = eos_routing("storage-leaf001", cli.encode())
     assert (edited.maximum_paths, edited.multipath_relax, edited.allowas_in) == (1, False, 2)  # EOS: one path
@@ -293,7 +293,7 @@ def test_eos_bad_file_reports_every_problem_at_once() -> None:
                       "   neighbor 10.21.9.9 remote-as sixty-five\n   neighbor 10.21.9.8 peer group NONE\n"
                       "   neighbor 10.21.9.8 remote-as 65000\n   neighbor 10.21.9.7 remote-as 65000\n"
                       "   neighbor 10.21.9.7 route-map IN in\n")
-    cli = cli.replace("description storage-spine01:1/2 (port 34, cable 3 m)", "description storage-spine01:1/2")
+    cli = cli.replace("description storage-spine01:1/2 (port 34, cable 10 m)", "description storage-spine01:1/2")
     cli = cli.replace("description gpu001:Slot1P1 (port 1, cable 15 m)", "description gpu001:Slot1P1 (port 2/1, x)")
     cli = cli.replace("interface Vlan100\n", "interface Vlan200\n")
     cli = cli.replace("interface Loopback0\n   description router-id\n",

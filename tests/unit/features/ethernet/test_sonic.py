@@ -203,9 +203,10 @@ def test_buffers_are_the_skus(dbs: dict[str, dict[str, Any]]) -> None:
     # buffer_pool_mellanox.lua's budget after each leaf's PGs (run by Lua 5.4 in
     # tests/external/ethernet/test_sonic_pool_lua.py; the field review's hand figures): the t0 template's 67737959
     # assumes 5m on every port, and every leaf has longer PGs (dual-homed pairs; leaf005/006, the last pair's
-    # half-used leaves, hold 5 DGX nodes' far racks); the spines fit their t1 pools
-    fitted = {"storage-leaf001": "55849472", "storage-leaf002": "55849472", "storage-leaf003": "57520640",
-              "storage-leaf004": "57520640", "storage-leaf005": "66512896", "storage-leaf006": "66512896"}
+    # half-used leaves, hold 5 DGX nodes' far racks); the spines fit their t1 pools. Since the network racks' slot
+    # ranges (branch racku) the storage spines stand one a rack, so each leaf's uplinks run to several racks
+    fitted = {"storage-leaf001": "55849472", "storage-leaf002": "56267264", "storage-leaf003": "56267264",
+              "storage-leaf004": "56267264", "storage-leaf005": "66512896", "storage-leaf006": "66930688"}
     for switch, db in dbs.items():
         pools = {name: dict(fields) for name, fields in sku.pools["t0" if "leaf" in switch else "t1"].items()}
         if switch in fitted:
