@@ -313,6 +313,9 @@ def _item_names(items: list[Any]) -> list[str]:
 # Lines of a CLI section that are an entry of their own, keyed by their first two words: BGP writes each peer's
 # settings as flat lines under `router bgp` keyed by its address or peer group (`neighbor 10.0.0.1 remote-as 65000`).
 _KEYED_LINES = ("neighbor",)
+# Commands whose whole rest is one free-text value, digits or not: an interface's `description unused` (fabricgen's
+# shut, uncabled interfaces) that becomes `description gpu001:Slot1P1 ...` once a cable uses it is one change.
+_TEXT_COMMANDS = ("description",)
 
 
 def _cli_entries(text: str) -> Entries:
@@ -348,7 +351,8 @@ def _settings(lines: list[list[str]]) -> dict[str, str]:
     (``network`` prefixes), is a setting of its own with no value."""
     commands = []
     for words in lines:
-        at = next((i for i, word in enumerate(words) if any(c.isdigit() for c in word)), len(words)) or len(words)
+        at = (1 if words[0] in _TEXT_COMMANDS and len(words) > 1 else
+              next((i for i, word in enumerate(words) if any(c.isdigit() for c in word)), len(words)) or len(words))
         commands.append((" ".join(words[:at]), " ".join(words[at:])))
     repeated = {name for name, count in Counter(name for name, _ in commands).items() if count > 1}
     return dict((f"{name} {value}".rstrip(), "") if name in repeated else (name, value) for name, value in commands)

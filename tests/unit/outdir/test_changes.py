@@ -145,6 +145,21 @@ def test_eos_running_config_by_section(tmp_path: Path) -> None:
         (Action.UPDATE, "router bgp 65100 / neighbor 10.21.0.0", (("remote-as", "65000", "65001"),))]
 
 
+def test_an_unused_eos_interface_cabled_later_is_one_entry_changed(tmp_path: Path) -> None:
+    """A free interface is written shut (`description unused`, `shutdown`); once a cable uses it the same section
+    changes: its description as one field (free text, digits or not), `shutdown` gone, the cabled settings added."""
+    unused = "interface Ethernet41/1\n   description unused\n   shutdown\n!\n"
+    cabled = ("interface Ethernet41/1\n   description storage-leaf011:33 (port 41/1, cable 3 m)\n   no shutdown\n"
+              "   mtu 9100\n!\n")
+    _applied(tmp_path, {"switches/s1/s1.cfg": "hostname s1\n!\n" + unused})
+    plan = _plan(tmp_path, {"switches/s1/s1.cfg": "hostname s1\n!\n" + cabled})
+    (cfg,) = describe(plan, [])
+    assert [(r.action, r.subject, r.shown_fields) for r in cfg.rows] == [
+        (Action.UPDATE, "interface Ethernet41/1", (
+            ("description", "unused", "storage-leaf011:33 (port 41/1, cable 3 m)"), ("no shutdown", None, ""),
+            ("mtu", None, "9100"), ("shutdown", "", None)))]
+
+
 def test_structured_config_lists_by_their_items_keys(tmp_path: Path) -> None:
     """AVD's structured config names list items by their primary key (an interface by name), not by position: an
     interface removed before others changes nothing of theirs."""

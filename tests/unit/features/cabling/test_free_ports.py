@@ -21,6 +21,7 @@ from fabricgen.model.topology import NODE_LEAF, Topology
 from fabricgen.pipeline import compile_spec
 from tests.conftest import INVENTORIES
 from tests.helpers.cabling import lab_with
+from tests.helpers.ethernet import eos_blocks
 
 
 @pytest.fixture(scope="module")
@@ -162,19 +163,26 @@ def test_a_free_ports_nvue_name_is_not_in_startup_yaml_so_it_is_disabled_in_its_
     assert any(f.setting and f.setting.breakout == "2x" for f in free), "a free port beside a cabled one"
 
 
-def test_a_free_ports_eos_name_is_not_in_the_cfg_so_eos_leaves_it_enabled(tmp_path: Path) -> None:
-    """h100-4su's storage fabric on Arista: the .cfg names only cabled interfaces, so a free port's Ethernet name
-    is no interface block of it and EOS runs it at its defaults: enabled (admin up, an access port of VLAN 1):
-    the sheet says so instead of letting the reader assume a shut port."""
+def test_a_free_ports_eos_interface_is_shut_in_the_cfg_and_a_cabled_one_is_not(tmp_path: Path) -> None:
+    """h100-4su's storage fabric on Arista: EOS runs an interface its configuration does not name enabled (an access
+    port of VLAN 1), so the .cfg shuts every interface no cable uses; a free port's Ethernet name is such a block
+    (`description unused`, `shutdown`) and the sheet reads admin down from it, a cabled interface is `no shutdown`
+    (the spines' unused cages, the third review's H8)."""
     topology = _variant(tmp_path, "    switch: SN5600\n    nos: sonic\n",
                         "    switch: {leaf: 7060DX5-64S, spine: 7060X6-64PE}\n    nos: eos\n")
-    configs = {name: set(re.findall(r"^interface (Ethernet\S+)$", text.decode(), re.MULTILINE))
+    configs = {name: {head.split()[1]: body for head, body in eos_blocks(text.decode())
+                      if head.startswith("interface Ethernet")}
                for name, text in _configs(topology, "eos", ".cfg").items()}
     free = _configured(topology, "eos")
     for f in free:
-        assert f.setting is not None and f.interface not in configs[f.device], f
-        assert re.fullmatch(rf"Ethernet{f.cage}(/\d+)?", f.interface) and f.setting.admin == "up", f
-    assert all(configs.values())
+        assert re.fullmatch(rf"Ethernet{f.cage}(/\d+)?", f.interface), f
+        assert configs[f.device][f.interface] == ["description unused", "shutdown"], f
+        assert f.setting is not None and (f.setting.admin, f.setting.speed, f.setting.breakout) == ("down", "", ""), f
+    assert any(f.device.startswith("storage-spine") for f in free), "the spines' unused cages"
+    freed = {(f.device, f.interface) for f in free}
+    cabled = [(switch, name, body) for switch, interfaces in configs.items() for name, body in interfaces.items()
+              if "shutdown" not in body]
+    assert cabled and all("no shutdown" in body and (switch, name) not in freed for switch, name, body in cabled)
 
 
 def test_the_declared_server_block_is_reserved_and_explain_counts_its_ports(tmp_path: Path) -> None:

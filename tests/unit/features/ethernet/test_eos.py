@@ -6,6 +6,7 @@ tests/external/ethernet/test_pyavd.py.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import ipaddress
 import os
@@ -95,6 +96,11 @@ def test_deterministic_across_runs_and_hash_seeds(spec: Path, artifacts: dict[st
 
 
 # -- interfaces ----------------------------------------------------------------------------------------------------
+def _cabled(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The structured config's Ethernet interfaces a cable uses (the unused ones are shut)."""
+    return [i for i in config["ethernet_interfaces"] if not i["shutdown"]]
+
+
 def _port(name: str, speed: str, gbps: float) -> PortView:
     return PortView(1, name, speed, gbps, "peer", "p1", "uplink", 3.0)
 
@@ -122,7 +128,7 @@ def test_routed_and_host_ports(topology: Topology, configs: dict[str, dict[str, 
     views = {v.name: v for ft in topology.fabrics for v in switch_views(topology, ft)}
     for name, config in configs.items():
         view = views[name]
-        interfaces = {i["name"]: i for i in config["ethernet_interfaces"]}
+        interfaces = {i["name"]: i for i in _cabled(config)}
         assert len(interfaces) == len(view.ports)
         for port in view.ports:
             iface = interfaces[eos.interface_name(view.model, port)]
@@ -141,9 +147,48 @@ def test_routed_and_host_ports(topology: Topology, configs: dict[str, dict[str, 
     assert "vlans" not in configs["storage-spine01"] and "vlan_interfaces" not in configs["storage-spine01"]
 
 
+def test_every_interface_no_cable_uses_is_shut_in_its_cages_speed_mode(
+        topology: Topology, configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
+    """EOS runs an interface its configuration does not name enabled, an access port of VLAN 1 (eos.yaml
+    ``unconfigured_port``): every front-panel interface no cable uses is written `description unused` + `shutdown`,
+    as EOS's running-config shows it, in the interfaces' order: a spine's 7060X6-64PE has 64 OSFP cages of two
+    400G interfaces (Ethernet<n>/1 and /5), a leaf's 7060DX5-64S 64 QSFP-DD cages of one (Ethernet<n>/1)."""
+    views = {v.name: v for v in eos.eos_views(topology)}
+    for name, config in configs.items():
+        view, interfaces = views[name], config["ethernet_interfaces"]
+        cabled = {eos.interface_name(view.model, p) for p in view.ports}
+        lanes = (1, 5) if "spine" in name else (1,)
+        assert [i["name"] for i in interfaces] == [f"Ethernet{c}/{n}" for c in range(1, 65) for n in lanes], name
+        unused = [i for i in interfaces if i["name"] not in cabled]
+        assert unused == [{"name": i["name"], "description": "unused", "shutdown": True} for i in unused]
+        assert unused == [i for i in interfaces if i["shutdown"]], "a cabled interface is not shut"
+        blocks = dict(_blocks(_cli(artifacts, name)))
+        assert all(blocks[f"interface {i['name']}"] == ["description unused", "shutdown"] for i in unused)
+        assert all("no shutdown" in blocks[f"interface {n}"] and "shutdown" not in blocks[f"interface {n}"]
+                   for n in cabled)
+    assert len(eos.unused_interfaces(views["storage-spine01"])) == 128 - len(views["storage-spine01"].ports) > 0
+    assert not eos.unused_interfaces(views["storage-leaf001"]), "a leaf of 32 hosts and 32 uplinks: every cage cabled"
+
+
+def test_a_split_cages_unused_lanes_are_those_of_its_cabled_ports_speed(topology: Topology) -> None:
+    """A cage with a cabled port keeps that port's speed mode: of a spine cage at 400g-4 with 1/2 uncabled,
+    Ethernet1/5 is shut and Ethernet1/1 is not; a leaf's QSFP-DD cage with one 200G port (200g-4) has Ethernet1/5
+    unused beside it, where the leaf's 400G cages have no second interface."""
+    views = {v.name: v for v in eos.eos_views(topology)}
+    spine = views["storage-spine01"]
+    half = dataclasses.replace(spine, ports=tuple(p for p in spine.ports if p.name != "1/2"))
+    assert eos.unused_interfaces(half)[:1] == ["Ethernet1/5"]
+    assert "Ethernet1/1" not in eos.unused_interfaces(half)
+    leaf = views["storage-leaf001"]
+    first = next(p for p in leaf.ports if p.name == "1")
+    slower = dataclasses.replace(first, name="1/1", speed="200G", gbps=200.0)
+    split = dataclasses.replace(leaf, ports=tuple(slower if p is first else p for p in leaf.ports))
+    assert eos.unused_interfaces(split) == ["Ethernet1/5"]
+
+
 def test_mtu_on_every_interface(configs: dict[str, dict[str, Any]], artifacts: dict[str, bytes]) -> None:
     for name, config in configs.items():
-        l3 = config["ethernet_interfaces"] + config.get("vlan_interfaces", [])
+        l3 = _cabled(config) + config.get("vlan_interfaces", [])
         assert {i["mtu"] for i in l3} == {9100}
         assert _cli(artifacts, name).count("\n   mtu 9100\n") == len(l3)
 
@@ -197,7 +242,7 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
         assert profile["priority_flow_control"] == {"watchdog": {
             "enabled": True, "action": "drop",
             "timer": {"timeout": "0.2", "polling_interval": "0.1", "recovery_time": "0.4"}}}, "on every port"
-        for iface in config["ethernet_interfaces"]:
+        for iface in _cabled(config):
             assert iface["service_profile"] == eos.QOS_PROFILE, iface["name"]
             assert iface["priority_flow_control"] == {"enabled": True,
                                                       "priorities": [{"priority": 3, "no_drop": True}]}, iface["name"]
@@ -205,8 +250,9 @@ def test_lossless_chain(configs: dict[str, dict[str, Any]], artifacts: dict[str,
                                                                "recovery_time": "0.4", "polling_interval": "0.1"}
         cli = _cli(artifacts, name)
         blocks = dict(_blocks(cli))
-        ethernet = [body for head, body in blocks.items() if head.startswith("interface Ethernet")]
-        assert len(ethernet) == len(config["ethernet_interfaces"])
+        ethernet = [body for head, body in blocks.items() if head.startswith("interface Ethernet")
+                    and "shutdown" not in body]
+        assert len(ethernet) == len(_cabled(config))
         assert all({"service-profile ROCE-LOSSLESS", "priority-flow-control on",
                     "priority-flow-control priority 3 no-drop"} <= set(body) for body in ethernet)
         assert blocks["qos profile ROCE-LOSSLESS"] == [

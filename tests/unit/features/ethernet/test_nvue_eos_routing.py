@@ -216,6 +216,22 @@ def test_eos_every_planned_cable_lands_on_a_read_back_port(eos: dict[str, Switch
         assert a.addresses[0].network == z.addresses[0].network and a.mtu == z.mtu == 9100
 
 
+def test_eos_unused_interfaces_are_no_ports_of_the_read_back(eos: dict[str, SwitchRouting],
+                                                              eos_fabric: FabricTopology) -> None:
+    """The spines' .cfg shuts every interface no cable uses (`description unused`, `shutdown`): the read-back
+    leaves those out (they carry nothing, no planned cable is on them), so its ports are exactly the cabled ones;
+    a shut interface whose description names its port is still a port, down (test_eos_every_value_comes_from_the
+    _file)."""
+    cli = _eos_file("storage-spine01").decode()
+    unused = re.findall(r"^interface (Ethernet\S+)\n   description unused\n   shutdown\n", cli, re.M)
+    spine = eos["storage-spine01"]
+    [switch] = [sw for sw in eos_fabric.switches if sw.name == "storage-spine01"]
+    assert len(unused) == 128 - len(spine.ports) > 0
+    assert len(spine.ports) == sum(1 for k in eos_fabric.links if "storage-spine01" in (k.a.device, k.z.device))
+    assert all(p.up and p.panel for p in spine.ports) and switch.model.name == "7060X6-64PE"
+    assert not {kernel_name(n) for n in unused} & {p.name for p in spine.ports}
+
+
 def test_eos_announces_the_planned_prefixes_with_full_ecmp(eos: dict[str, SwitchRouting],
                                                            eos_fabric: FabricTopology, eos_compiled: Topology) -> None:
     planned = planned_networks(eos_compiled, eos_fabric)

@@ -63,9 +63,10 @@ from fabricgen.features.ethernet.switch_view import (
     nos_switch_views,
 )
 from fabricgen.features.feature import mismatch
-from fabricgen.model.cluster import Fabric
+from fabricgen.model.cluster import Fabric, Tier
 from fabricgen.model.ethernet import RoceQos
 from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.hardware import port_name as panel_name
 from fabricgen.model.topology import Topology
 
 DATA = nos_data("eos")
@@ -201,6 +202,33 @@ def _ethernet(view: SwitchView, port: PortView) -> dict[str, Any]:
     return iface
 
 
+UNUSED = "unused"  # the description of a front-panel interface no cable uses
+
+
+def unused_interfaces(view: SwitchView) -> list[str]:
+    """Every front-panel interface of the switch that no cable uses, by its EOS name, in faceplate order: an
+    interface the file does not name runs enabled, an access port of VLAN 1 (eos.yaml ``unconfigured_port``), so a
+    device plugged in there gets link; <switch>.cfg shuts each one instead. A cage with a cabled port has the
+    interfaces of that port's speed mode (``400g-4``: Ethernet1/1 and Ethernet1/5); a cage with none those of the
+    tier's speed (a leaf's host speed, a spine's uplink speed; the cage's native split where it cannot run it), as
+    cabling/free-ports.csv names its ports: a lane that speed mode leaves inactive still takes the ``shutdown`` and
+    keeps it when a later ``speed`` activates it."""
+    speed = (view.fabric.speed if view.tier is Tier.LEAF else view.fabric.uplink_speed).name
+    cabled = {interface_name(view.model, p) for p in view.ports}
+    modes = {int(p.name.split("/")[0]): view.model.port_group(p.name).per_cage(p.speed) for p in view.ports}
+    unused = []
+    cage = 0
+    for group in view.model.port_groups:
+        for _ in range(group.cages):
+            cage += 1
+            split = modes.get(cage) or group.per_cage(speed) or group.native_split
+            for n in range(1, split + 1):
+                name = port_name(view.model, panel_name(cage, n, split), split)
+                if name not in cabled:
+                    unused.append(name)
+    return unused
+
+
 def _management(view: SwitchView) -> dict[str, Any]:
     """Management1 in its own VRF, with a default route to the spec's management gateway when there is one."""
     addressing = view.fabric.addressing
@@ -268,7 +296,9 @@ def structured_config(view: SwitchView) -> dict[str, Any]:
         "hostname": view.name,
         "service_routing_protocols_model": "multi-agent",
         "ip_routing": True,
-        "ethernet_interfaces": sorted((_ethernet(view, p) for p in view.ports), key=lambda i: _natural(i["name"])),
+        "ethernet_interfaces": sorted([*(_ethernet(view, p) for p in view.ports),
+                                       *({"name": name, "description": UNUSED, "shutdown": True}
+                                         for name in unused_interfaces(view))], key=lambda i: _natural(i["name"])),
         "loopback_interfaces": [{"name": DATA.interface("loopback"), "description": "router-id",
                                  "ip_address": f"{view.loopback}/32"}],
     }
@@ -401,9 +431,10 @@ def readback(switch: str, content: bytes, fabric: Fabric) -> Iterator[Finding]:
 
 def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortSetting | None:
     """How <switch>.cfg leaves interface ``name``: a cabled one ``no shutdown`` at its planned speed (its ``speed``
-    keyword, the breakout here, carries the lanes: ``400g-4``, which is how EOS splits a cage); any other is not in
-    the file, so at EOS's defaults (eos.yaml ``unconfigured_port``: enabled, its speed and lanes the platform's).
-    None for a switch with no configuration written."""
+    keyword, the breakout here, carries the lanes: ``400g-4``, which is how EOS splits a cage); an unused one
+    ``shutdown`` without a speed (``unused_interfaces``); a name the file does not hold (none fabricgen writes)
+    runs at EOS's defaults (eos.yaml ``unconfigured_port``: enabled, its speed and lanes the platform's). None for a
+    switch with no configuration written."""
     settings = topology.shared(_port_settings).get(switch)
     if settings is None:
         return None
@@ -411,9 +442,11 @@ def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortS
 
 
 def _port_settings(topology: Topology) -> dict[str, dict[str, PortSetting]]:
-    """Per EOS switch its cabled interfaces' settings by name, as ``_ethernet`` writes them."""
-    return {view.name: {interface_name(view.model, p): PortSetting(p.speed, interface_speed(view.model, p), "up")
-                        for p in view.ports} for view in eos_views(topology)}
+    """Per EOS switch its interfaces' settings by name, as ``structured_config`` writes them: the cabled ones
+    (``_ethernet``) up, the unused ones down."""
+    return {view.name: {**dict.fromkeys(unused_interfaces(view), PortSetting("", "", "down")),
+                        **{interface_name(view.model, p): PortSetting(p.speed, interface_speed(view.model, p), "up")
+                           for p in view.ports}} for view in eos_views(topology)}
 
 
 NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name, port_setting=port_setting)

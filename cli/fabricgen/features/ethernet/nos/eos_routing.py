@@ -16,7 +16,9 @@ The front-panel cage of a port (fabricgen's ``<cage>`` or ``<cage>/<n>``) is not
 Ethernet1/1 is a whole 8-lane cage at ``speed 400g-8`` and the first of two ports at ``400g-4``, but also the whole
 of a 4-lane cage at ``400g-4``. fabricgen writes the port into every description (``peer:port (port 1/2, cable 3
 m)``); the reader takes it from there and checks it against the name and speed (the n-th port of a split cage
-starts at lane (n-1) x its lanes + 1)."""
+starts at lane (n-1) x its lanes + 1). An Ethernet interface that is ``shutdown`` and names no front-panel port in
+its description (fabricgen's ``description unused``, on every interface no cable uses) is left out: it carries
+nothing and no planned cable is on it."""
 
 from __future__ import annotations
 
@@ -266,6 +268,8 @@ def routing(switch: str, content: bytes) -> SwitchRouting:
     for name, iface in interfaces.items():
         if iface.vrf != "default" and name != DATA.management_interface:
             r.problems.append(f"interface {name} is in VRF {iface.vrf}: the lab runs the default VRF only")
+        if _ETHERNET.fullmatch(name) and not iface.up and not _PORT_IN_DESCRIPTION.search(iface.description):
+            continue  # an unused port (module doc): carries nothing, and no planned cable is on it
         if _ETHERNET.fullmatch(name):
             if not _TEXT.fullmatch(iface.description):
                 r.problems.append(f"interface {name} description {iface.description!r}: printable ASCII only")
