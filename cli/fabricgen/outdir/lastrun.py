@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabricgen.core.artifacts import is_safe_relative_path
 from fabricgen.core.errors import Finding, OutputError, Severity, SourcePosition
 from fabricgen.core.files import TooLargeError, read_bounded
 from fabricgen.outdir.fs import MAX_STATE_BYTES, Tree, open_out, open_state, read_own_file, tree, write_atomically
@@ -151,8 +152,11 @@ def _parse(doc: Any) -> LastRun:
             raise ValueError("bad file entry")
         files[path] = Known(size, mtime_ns, ctime_ns, ino, sha256)
     renders = {}
-    for path, (key, sha256) in doc.get("renders", {}).items():
-        if not all(isinstance(v, str) for v in (path, key, sha256)):
+    recorded = doc.get("renders", {})
+    if not isinstance(recorded, dict):
+        raise ValueError("bad renders")
+    for path, (key, sha256) in recorded.items():
+        if not (all(isinstance(v, str) for v in (path, key, sha256)) and is_safe_relative_path(path)):
             raise ValueError("bad render entry")
         renders[path] = (key, sha256)
     return LastRun(doc["inputs"], doc["spec"], tuple(_finding(f) for f in doc["warnings"]), files, renders)
