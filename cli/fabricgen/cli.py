@@ -61,6 +61,7 @@ from fabricgen.model.topology import FabricTopology
 from fabricgen.outdir import planfile
 from fabricgen.outdir.apply import apply_plan
 from fabricgen.outdir.changes import CONFIG_NOUN, FileDiff, RowChange, RowKind, describe, moved_devices
+from fabricgen.outdir.lastrun import prior_renders
 from fabricgen.outdir.lock import ClusterId, Inputs, Owners, read_lock
 from fabricgen.outdir.plan import (
     Action,
@@ -326,7 +327,10 @@ def _out_dir(compiled: Compiled, out_opt: Path | None) -> Path:
 
 def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
     compiled = _compile(spec)
-    artifacts = render_spec(compiled, step=_progress.step)
+    # the files the last apply serialized, by render key: a row's cable sheets whose rows are unchanged are not
+    # serialized again (core/reuse.py)
+    prior = prior_renders(_out_dir(compiled, out_opt))
+    artifacts = render_spec(compiled, step=_progress.step, prior=prior)
     _progress.step(f"comparing {len(artifacts)} artifacts with {_out_dir(compiled, out_opt)}")
     plan = compute_plan(
         artifacts,

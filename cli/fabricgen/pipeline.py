@@ -9,7 +9,7 @@ compiles nothing, and importing the stages imports every feature (~0.3 s of the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from fabricgen.core import inputs
 from fabricgen.core.artifacts import Artifact
 from fabricgen.core.document import Document
 from fabricgen.core.errors import CheckError, Finding, Severity, SpecError
+from fabricgen.core.reuse import Offer
 from fabricgen.model.cluster import Cluster
 from fabricgen.model.topology import Topology
 from fabricgen.spec.load import load_file
@@ -86,14 +87,17 @@ def input_digest_now(document: Document, named_files: Sequence[str], tool_versio
     return inputs.input_digest(document.digest, files, tool_version)
 
 
-def render_spec(compiled: Compiled, targets: Sequence[str] | None = None, step: Step = _quiet
-                ) -> tuple[Artifact, ...]:
-    """Render every (or the chosen) target, then check the lossless chain across what was rendered."""
+def render_spec(compiled: Compiled, targets: Sequence[str] | None = None, step: Step = _quiet,
+                prior: Mapping[str, bytes] | None = None) -> tuple[Artifact, ...]:
+    """Render every (or the chosen) target, then check the lossless chain across what was rendered. ``prior``:
+    bytes the last apply wrote, by render key (:func:`fabricgen.outdir.lastrun.prior_renders`), which a
+    serializer whose input is unchanged takes again; the keys are made with fabricgen's code fingerprint, so a
+    byte of code, data or template changed since makes none match."""
     from fabricgen.stages.readback import check_artifacts
     from fabricgen.stages.render import render
 
     step("rendering the artifacts")
-    artifacts = render(compiled.topology, targets)
+    artifacts = render(compiled.topology, targets, Offer(inputs.code_fingerprint(), prior or {}))
     step(f"reading back {len(artifacts)} artifacts")
     findings = check_artifacts(compiled.topology, artifacts)
     if any(f.severity is Severity.ERROR for f in findings):

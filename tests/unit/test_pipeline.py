@@ -16,8 +16,8 @@ def test_render_spec_refuses_an_inconsistent_plan(monkeypatch: pytest.MonkeyPatc
 
     original = stage.render
 
-    def sabotaged(topology: object, targets: object = None) -> tuple[Artifact, ...]:
-        artifacts = original(topology, targets)  # type: ignore[arg-type]
+    def sabotaged(topology: object, targets: object = None, offer: object = None) -> tuple[Artifact, ...]:
+        artifacts = original(topology, targets, offer)  # type: ignore[arg-type]
         return _mutate(artifacts, "dgx-h100/roce-qos.sh", lambda c: c.replace(b"'9000'", b"'9216'"))
 
     monkeypatch.setattr(stage, "render", sabotaged)

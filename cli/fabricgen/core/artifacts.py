@@ -19,11 +19,16 @@ def is_safe_relative_path(path: str) -> bool:
 
 @dataclass(frozen=True)
 class Artifact:
-    """One output file: a path relative to the output directory, its bytes and its permission bits."""
+    """One output file: a path relative to the output directory, its bytes and its permission bits.
+
+    ``render_key``: for bytes a serializer made from an input it keys (:mod:`fabricgen.core.reuse`), the digest of
+    that input, which apply records so a later render may take these bytes again; not part of the artifact's
+    identity (two artifacts of the same path, bytes and mode are equal whatever made them)."""
 
     path: str
     content: bytes = field(repr=False)
     mode: int = 0o644
+    render_key: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not is_safe_relative_path(self.path):

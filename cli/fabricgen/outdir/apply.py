@@ -111,7 +111,7 @@ def _remember_unchanged(plan: Plan, spec: str, warnings: tuple[Finding, ...]) ->
     """Bring last-run.json up to date after a run that changed nothing (files hashed because their stat moved, a
     spec named another way), under apply's lock; skipped while another apply holds it."""
     known = {c.path: plan.known[c.path] for c in plan.changes if c.path in plan.known}
-    last = LastRun(plan.lock.inputs.digest, spec, warnings, known)
+    last = LastRun(plan.lock.inputs.digest, spec, warnings, known, _renders(plan))
     if last == plan.last_run:
         return
     with suppress(OutputError), opened_state(plan.out_dir, create=False) as state:
@@ -125,7 +125,17 @@ def _remember(state: State, plan: Plan, written: dict[str, Known], spec: str, wa
     time, never correctness, so it does not fail the apply."""
     known = {c.path: plan.known[c.path] for c in plan.changes if c.action is Action.UNCHANGED and c.path in plan.known}
     with suppress(OSError, OutputError):
-        write_last_run(state.state_fd, LastRun(plan.lock.inputs.digest, spec, warnings, known | written), TMP_PREFIX)
+        write_last_run(state.state_fd, LastRun(plan.lock.inputs.digest, spec, warnings, known | written,
+                                               _renders(plan)), TMP_PREFIX)
+
+
+def _renders(plan: Plan) -> dict[str, tuple[str, str]]:
+    """The render key and sha256 of every keyed artifact OUT holds once ``plan`` is applied (or found applied):
+    the plan's own artifacts; a plan found without rendering (its inputs the last apply's, OUT as it wrote it:
+    ``unchanged_plan``) keeps what the last apply recorded, which describes the very same files."""
+    if not plan.artifacts and plan.lock.entries:
+        return dict(plan.last_run.renders)
+    return {a.path: (a.render_key, a.sha256) for a in plan.artifacts if a.render_key}
 
 
 def _made(state: State | None) -> State:

@@ -8,6 +8,10 @@ every byte, and say what it said last time (the warnings) without compiling.
   every field (git's "racy clean" entries; 2 s also covers file systems with 1-2 s timestamps).
 - ``inputs``, ``spec``, ``warnings``: the input digest the warnings belong to, the spec as it was named (the
   warnings' positions name it), and the warnings of that compile.
+- ``renders``: each artifact a serializer keyed (:mod:`fabricgen.core.reuse`: a row's cable workbook and PDF),
+  its render key and the sha256 of the bytes apply left at its path. The next plan or apply offers those bytes
+  under that key when the file still hashes to that sha256 (:func:`prior_renders`), so a serializer whose input
+  is unchanged is not run again. Optional in the file (format 1 as before: a file without it offers nothing).
 
 Machine-local (inodes, times), so not in the lock, whose bytes are the same wherever the spec is applied. The
 file is only an aid: it is rewritten whole, and any unreadable, malformed or foreign content reads as empty,
@@ -16,15 +20,19 @@ which makes plan hash every file and compile.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabricgen.core.artifacts import is_safe_relative_path
 from fabricgen.core.errors import Finding, OutputError, Severity, SourcePosition
-from fabricgen.outdir.fs import MAX_STATE_BYTES, open_out, open_state, read_own_file, write_atomically
+from fabricgen.core.files import TooLargeError, read_bounded
+from fabricgen.outdir.fs import MAX_STATE_BYTES, Tree, open_out, open_state, read_own_file, tree, write_atomically
 from fabricgen.outdir.lock import STATE_DIR
 
 LAST_RUN_FILE = "last-run.json"
@@ -63,6 +71,7 @@ class LastRun:
     spec: str = ""
     warnings: tuple[Finding, ...] = ()
     files: Mapping[str, Known] = field(default_factory=dict)
+    renders: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # path -> (render key, sha256)
 
     def to_bytes(self) -> bytes:
         doc = {
@@ -72,6 +81,7 @@ class LastRun:
             "warnings": [_finding_json(f) for f in self.warnings],
             "files": {path: [k.size, k.mtime_ns, k.ctime_ns, k.ino, k.sha256]
                       for path, k in sorted(self.files.items())},
+            "renders": {path: [key, sha256] for path, (key, sha256) in sorted(self.renders.items())},
         }
         return (json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n").encode()
 
@@ -141,4 +151,50 @@ def _parse(doc: Any) -> LastRun:
                 and all(type(v) is int for v in (size, mtime_ns, ctime_ns, ino))):
             raise ValueError("bad file entry")
         files[path] = Known(size, mtime_ns, ctime_ns, ino, sha256)
-    return LastRun(doc["inputs"], doc["spec"], tuple(_finding(f) for f in doc["warnings"]), files)
+    renders = {}
+    recorded = doc.get("renders", {})
+    if not isinstance(recorded, dict):
+        raise ValueError("bad renders")
+    for path, (key, sha256) in recorded.items():
+        if not (all(isinstance(v, str) for v in (path, key, sha256)) and is_safe_relative_path(path)):
+            raise ValueError("bad render entry")
+        renders[path] = (key, sha256)
+    return LastRun(doc["inputs"], doc["spec"], tuple(_finding(f) for f in doc["warnings"]), files, renders)
+
+
+def prior_renders(out_dir: Path) -> dict[str, bytes]:
+    """The bytes of every file the last apply recorded a render key for (``renders``) that OUT still holds, by
+    that key: read with every directory on the way opened without following a symlink, bounded, and kept only
+    when they hash to the sha256 recorded with the key, so the bytes are exactly those serialized for it. Never
+    an error: what cannot be read, or is not those bytes, is rendered again."""
+    last = read_last_run(out_dir)
+    offered: dict[str, bytes] = {}
+    if not last.renders:
+        return offered
+    try:
+        out_fd = open_out(out_dir)
+    except OutputError:
+        return offered
+    if out_fd is None:
+        return offered
+    try:
+        with tree(out_fd) as dirs:
+            for path, (key, sha256) in last.renders.items():
+                content = _read_managed(dirs, path)
+                if content is not None and hashlib.sha256(content).hexdigest() == sha256:
+                    offered[key] = content
+    finally:
+        os.close(out_fd)
+    return offered
+
+
+def _read_managed(dirs: Tree, path: str) -> bytes | None:
+    """A regular file at ``path`` under OUT, or None (missing, behind or being a symlink, not regular, too large)."""
+    parent, _, name = path.rpartition("/")
+    try:
+        fd = dirs.get(parent)
+        if fd is None or not stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            return None
+        return read_bounded(Path(name), MAX_STATE_BYTES, follow_symlinks=False, dir_fd=fd)
+    except (OSError, TooLargeError):
+        return None

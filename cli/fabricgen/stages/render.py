@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from fabricgen.core.artifacts import Artifact, Places, Table
 from fabricgen.core.gcpause import without_gc
+from fabricgen.core.reuse import Offer, offered
 from fabricgen.features.feature import Target
 from fabricgen.features.registry import FEATURES
 from fabricgen.model.topology import Topology
@@ -67,13 +68,17 @@ def _parallel(topology: Topology, names: Sequence[str]) -> bool:
 
 
 @without_gc
-def render(topology: Topology, targets: Sequence[str] | None = None) -> tuple[Artifact, ...]:
-    """Run the chosen renderers (all by default) and return their artifacts sorted by path."""
+def render(topology: Topology, targets: Sequence[str] | None = None, offer: Offer | None = None
+           ) -> tuple[Artifact, ...]:
+    """Run the chosen renderers (all by default) and return their artifacts sorted by path. ``offer``: the bytes
+    the last apply wrote, by render key, for the serializers that key their input to take again
+    (:mod:`fabricgen.core.reuse`); set before the fork, so the workers inherit it."""
     chosen = list(targets or (name for name, t in TARGETS.items() if t.cloud or topology.cluster.cloud is None))
-    if _parallel(topology, chosen):
-        outputs = _render_parallel(topology, chosen)
-    else:
-        outputs = [TARGETS[name].render(topology) for name in chosen]
+    with offered(offer or Offer()):
+        if _parallel(topology, chosen):
+            outputs = _render_parallel(topology, chosen)
+        else:
+            outputs = [TARGETS[name].render(topology) for name in chosen]
     artifacts = [a for output in outputs for a in output]
     paths = [a.path for a in artifacts]
     if len(set(paths)) != len(paths):

@@ -15,7 +15,7 @@ from fabricgen.outdir.lock import STATE_DIR
 LAST = LastRun("ab" * 32, "spec.yaml",
                (Finding(Severity.WARNING, "dual-homing", "storage", "one port", "two ports",
                         SourcePosition("spec.yaml", 3, 5)),),
-               {"a.txt": Known(1, 2, 3, 4, "cd" * 32)})
+               {"a.txt": Known(1, 2, 3, 4, "cd" * 32)}, {"cabling/rows/A.pdf": ("ef" * 32, "cd" * 32)})
 
 
 def _state(tmp_path: Path) -> Path:
@@ -38,6 +38,10 @@ def test_round_trip(tmp_path: Path) -> None:
     b'{"format": 1, "inputs": 1, "spec": "", "warnings": [], "files": {}}',
     b'{"format": 1, "inputs": "", "spec": "", "warnings": [], "files": {"a": [1, 2, 3, "4", "x"]}}',
     b'{"format": 1, "inputs": "", "spec": "", "warnings": [{"severity": "fatal"}], "files": {}}',
+    b'{"format": 1, "inputs": "", "spec": "", "warnings": [], "files": {}, "renders": {"a": ["k", 1]}}',
+    b'{"format": 1, "inputs": "", "spec": "", "warnings": [], "files": {}, "renders": {"a": ["k"]}}',
+    b'{"format": 1, "inputs": "", "spec": "", "warnings": [], "files": {}, "renders": []}',
+    b'{"format": 1, "inputs": "", "spec": "", "warnings": [], "files": {}, "renders": {"../a": ["k", "s"]}}',
     b'{"format": 1, "inputs": "", "spec": "", "warnings": [], "files": {"a": [1, 2]}}',
     b"\xff\xfe",
 ])

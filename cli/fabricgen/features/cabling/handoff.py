@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from fabricgen.core.reuse import canonical
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.topology import Topology
 
@@ -330,3 +331,22 @@ def page_header(topology: Topology) -> str:
     """The site and cluster every printed page carries (its revision is the sheet's own: ``revision``)."""
     cluster = topology.cluster
     return f"site {cluster.metadata.site}, cluster {cluster.metadata.name}"
+
+
+def row_input(head: str, sheets: RowSheets) -> str:
+    """The digest of everything a row's printed files' serializers read (``workbook.row_workbook``,
+    ``printout.row_pdf``, given ``head`` and ``sheets``): the page header, the row, and each rack's name, revision
+    and rows (each ``SheetRow``'s cells, rail and plug), in :func:`~fabricgen.core.reuse.canonical` bytes. A rack's
+    cell texts, which the serializers read too, are ``cell_texts`` of those cells (``row_sheets`` makes them so),
+    the same function of them under the same code, which the key holds. With the serializer's name and
+    fabricgen's code it keys the row's file (:func:`~fabricgen.core.reuse.render_key`): a row found unchanged
+    takes the bytes the last apply wrote for it."""
+    racks = tuple((rack, sheet.revision, tuple(r.cells for r in sheet.rows), tuple(r.rail for r in sheet.rows),
+                   tuple(r.plug for r in sheet.rows)) for rack, sheet in sheets.racks.items())
+    return hashlib.sha256(canonical((head, sheets.row, racks))).hexdigest()
+
+
+def row_inputs(topology: Topology) -> dict[str, str]:
+    """Each row's :func:`row_input`, computed once for the workbook and the print targets (their worker's)."""
+    head = page_header(topology)
+    return {sheets.row: row_input(head, sheets) for sheets in topology.shared(row_sheets)}

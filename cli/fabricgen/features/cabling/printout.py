@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
+from functools import partial
 
 from reportlab.lib.pagesizes import A4, landscape
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.core.reuse import render_key, reused
 from fabricgen.features.cabling.handoff import (
     CHECK_COLUMNS,
     END_COLUMNS,
@@ -34,6 +36,7 @@ from fabricgen.features.cabling.handoff import (
     page_header,
     rail_colour,
     rail_pattern,
+    row_inputs,
     row_sheets,
 )
 from fabricgen.model.topology import Topology
@@ -52,6 +55,7 @@ _HATCH_STEP = 2.5  # points between the lines of a rail's pattern
 # Deflate level of the page streams, measured on the 16,384-GPU sheets: the level barely changes the size of
 # text this repetitive, and the files are regenerated on every change.
 COMPRESS_LEVEL = 1
+ROW_PDF = "cabling.printout.row_pdf"  # the serializer's name in its render key (core/reuse.py)
 FONTS = {FONT: "F1", BOLD: "F2"}
 
 
@@ -298,4 +302,6 @@ def row_pdf(sheets: RowSheets, site: str) -> bytes:
 
 def render(topology: Topology) -> list[Artifact]:
     head = page_header(topology)
-    return [Artifact(f"cabling/rows/{sheets.row}.pdf", row_pdf(sheets, head)) for sheets in topology.shared(row_sheets)]
+    inputs = topology.shared(row_inputs)
+    return [reused(f"cabling/rows/{sheets.row}.pdf", render_key(ROW_PDF, inputs[sheets.row]),
+                   partial(row_pdf, sheets, head)) for sheets in topology.shared(row_sheets)]

@@ -17,8 +17,10 @@ fibers and the harness polarity ("breakout leg").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from fabricgen.core.artifacts import Artifact
+from fabricgen.core.reuse import render_key, reused
 from fabricgen.core.templating import csv_bytes
 from fabricgen.features.cabling.handoff import (
     CHECK_COLUMNS,
@@ -34,6 +36,7 @@ from fabricgen.features.cabling.handoff import (
     page_header,
     rack_title,
     revision_rows,
+    row_inputs,
     row_sheets,
 )
 from fabricgen.features.cabling.plan import cluster_bom
@@ -44,6 +47,7 @@ from fabricgen.model.topology import Topology
 PALETTE, PATTERNS = (*RAIL_PALETTE, NO_RAIL), (*RAIL_PATTERNS, "solid")
 RACK_COLUMNS = (*CHECK_COLUMNS, *END_COLUMNS, "breakout leg")
 FABRIC_COLUMNS = (*CHECK_COLUMNS, "rack", *END_COLUMNS, "breakout leg")
+ROW_WORKBOOK = "cabling.workbook.row_workbook"  # the serializer's name in its render key (core/reuse.py)
 _MAX_WIDTH = 120.0  # characters; far beyond any name the spec's patterns allow, so no name is cut
 # What a landscape Letter page (10 in between the 0.5 in margins; A4 is wider) holds at 7 pt: fit to width scales
 # the 11 pt font by 720 pt / the sheet's width, and a column of w characters is 7w + 5 pixels (0.75 pt each) of
@@ -114,6 +118,8 @@ def render(topology: Topology) -> list[Artifact]:
     sheets = [_fabric_sheet(name, sheet, head) for name, sheet in by_fabric.items()]
     sheets += [_legend(), Sheet(name="BOM", header=("category", "part", "description", "count"),
                                 rows=((b.category, b.part, b.description, b.count) for b in bom), landscape=False)]
-    rows = [Artifact(f"cabling/rows/{s.row}.xlsx", row_workbook(s, head)) for s in by_row]
+    inputs = topology.shared(row_inputs)
+    rows = [reused(f"cabling/rows/{s.row}.xlsx", render_key(ROW_WORKBOOK, inputs[s.row]),
+                   partial(row_workbook, s, head)) for s in by_row]
     return [Artifact("cabling/cables.xlsx", write_workbook(sheets, PALETTE, PATTERNS)), *rows,
             Artifact("cabling/revisions.csv", csv_bytes(REVISION_COLUMNS, revision_rows(by_row, by_fabric)))]
