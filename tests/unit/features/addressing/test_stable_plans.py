@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bench.address_stability import switch_values
 from netaddr import IPAddress, IPNetwork
 
 from fabricgen.core.errors import SpecError
@@ -154,23 +155,12 @@ def test_max_scalable_units_only_on_rail_optimized_fabrics(tmp_path: Path) -> No
             "remove max_scalable_units, or use kind: rail-optimized)") in str(caught.value)
 
 
-def _switch_values(plan: FabricAddresses) -> dict[tuple[str, str], str]:
-    """What a switch is known by: loopback, management address, ASN, and each p2p end by (switch, port)."""
-    values = {(name, "loopback"): ip for name, ip in plan.loopbacks.items()}
-    values |= {(name, "management"): ip for name, ip in plan.management.items()}
-    values |= {(name, "asn"): str(asn) for name, asn in plan.asn.items()}
-    for link in plan.p2p:
-        values[(link.lower, f"p2p {link.lower_port}")] = link.lower_ip
-        values[(link.upper, f"p2p {link.upper_port}")] = link.upper_ip
-    return values
-
-
 def test_an_emptied_rack_changes_no_other_top_of_rack_leafs_values(tmp_path: Path) -> None:
     """Rack A02 emptied: every other OOB leaf keeps its loopback, management address, ASN and uplink /31s (they
     followed the leaf's index: 220 of 237 values changed). What changes is on the aggregation switches' breakout
     legs only, which now reach other leaves: their ends follow the leaf cabled there."""
-    before = _switch_values(_plan(tmp_path, EXAMPLE, "oob", "before"))
-    after = _switch_values(_plan(tmp_path, _empty_rack_a02(EXAMPLE), "oob", "after"))
+    before = switch_values(_plan(tmp_path, EXAMPLE, "oob", "before"))
+    after = switch_values(_plan(tmp_path, _empty_rack_a02(EXAMPLE), "oob", "after"))
     assert {key[0] for key in before.keys() - after.keys()} == {"oob-a02", "oob-agg01", "oob-agg02"}  # its legs
     assert not any(device == "oob-a02" for device, _ in after)
     changed = {key for key in before.keys() & after.keys() if before[key] != after[key]}
