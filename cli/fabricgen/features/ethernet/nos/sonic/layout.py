@@ -265,7 +265,7 @@ def _absent(topology: Topology, switch: str, cage: int) -> PortSetting | None:
     if layout is None:
         return None
     rows = layout.sku.ports.get(cage, ())
-    return PortSetting("", rows[0].mode if rows else "", "down")
+    return PortSetting("", rows[0].mode if rows else "", "down", unprovisioned=True)
 
 
 def _layouts_by_switch(topology: Topology) -> dict[str, SonicLayout]:
@@ -281,7 +281,7 @@ def _port_settings(topology: Topology) -> dict[str, dict[str, PortSetting]]:
         for port in layout.ports:
             ports[port.name] = PortSetting(speed_name(port.speed_mbps), port.sku_port.mode, "up")
         for dark in layout.dark:
-            ports[dark.name] = PortSetting(speed_name(dark.default_speed), dark.mode, "down")
+            ports[dark.name] = PortSetting(speed_name(dark.default_speed), dark.mode, "down", unprovisioned=True)
     return settings
 
 
