@@ -78,7 +78,7 @@ def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
     ufm_slot = [r for r in rows if r["device"] == "compute-su04-leaf4"]
     assert ufm_slot == [{"fabric": "compute", "device": "compute-su04-leaf4", "model": "QM9700", "rack": "N06",
                          "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "port": "16/2",
-                         "interface": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
+                         "interface": "", "alias": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
                          "cable_id": "compute-su04-leaf4-032", "speed": "", "breakout": "", "admin": "",
                          "reserved": "management slot (ufm01+ufm02)"}], "no NOS runs on an InfiniBand switch"
     [spine_port] = [r for r in rows if r["device"] == "storage-spine01" and r["port"] == "49/1"]
@@ -130,6 +130,7 @@ def test_a_free_ports_sonic_name_speed_breakout_and_admin_state_are_its_config_d
         assert (row["admin_status"], int(row["speed"]), db["BREAKOUT_CFG"][parent]["brkout_mode"]) == (
             f.setting.admin, int(f.setting.speed.removesuffix("G")) * 1000, f.setting.breakout), (f, row)
         assert row["index"] == str(f.cage) and "description" not in row, "a dark port: no peer"
+        assert f.setting.alias == row["alias"] and f.setting.alias.startswith("etp"), "what its LLDP shows"
     assert {f.setting.admin for f in free if f.setting} == {"down"}
 
 

@@ -104,6 +104,8 @@ class PortSetting:
     # the configuration gives the port no buffers, QoS map or address (SONiC's dark ports): enabled by hand it
     # links without PFC, so it is provisioned by adding it to the spec and applying, never by a startup alone
     unprovisioned: bool = False
+    # the NOS's alias of the port, what its LLDP advertises as the port id (SONiC ``etp5a``); "" where it has none
+    alias: str = ""
 
 
 @dataclass(frozen=True)
