@@ -33,7 +33,7 @@ CABLE_COLUMNS = (
 
 
 FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "port", "interface",
-                "form_factor", "free", "optic", "cable_id", "speed", "breakout", "admin", "reserved")
+                "alias", "form_factor", "free", "optic", "cable_id", "speed", "breakout", "admin", "reserved")
 
 Cell = handoff.Cell | None
 
@@ -58,8 +58,21 @@ def free_row(f: FreePort) -> tuple[Cell, ...]:
     """The free-ports.csv row of one free port, in FREE_COLUMNS order."""
     setting = f.setting
     return (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.port, f.interface,
-            f.form_factor, f.kind, f.optic, f.cable_id, setting.speed if setting else "",
-            setting.breakout if setting else "", setting.admin if setting else "", f.reserved)
+            setting.alias if setting else "", f.form_factor, f.kind, f.optic, f.cable_id,
+            setting.speed if setting else "", setting.breakout if setting else "", _admin(f), f.reserved)
+
+
+# a port the configuration leaves without buffers, QoS map or address: a manual startup links it without PFC
+UNPROVISIONED = " (unprovisioned: add it to the spec and apply)"
+
+
+def _admin(f: FreePort) -> str:
+    """The admin column: the configured state, and for an unprovisioned port (SONiC's dark ports) how to bring it
+    up losslessly, since ``config interface startup`` alone gives a link without PFC."""
+    setting = f.setting
+    if setting is None:
+        return ""
+    return setting.admin + (UNPROVISIONED if setting.unprovisioned else "")
 
 
 def render(topology: Topology) -> list[Artifact]:

@@ -78,13 +78,13 @@ def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
     ufm_slot = [r for r in rows if r["device"] == "compute-su04-leaf4"]
     assert ufm_slot == [{"fabric": "compute", "device": "compute-su04-leaf4", "model": "QM9700", "rack": "N06",
                          "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "port": "16/2",
-                         "interface": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
+                         "interface": "", "alias": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
                          "cable_id": "compute-su04-leaf4-032", "speed": "", "breakout": "", "admin": "",
                          "reserved": "management slot (ufm01+ufm02)"}], "no NOS runs on an InfiniBand switch"
     [spine_port] = [r for r in rows if r["device"] == "storage-spine01" and r["port"] == "49/1"]
     assert {k: spine_port[k] for k in ("interface", "speed", "breakout", "admin", "reserved")} == {
         "interface": "Ethernet384", "speed": "400G", "breakout": "2x400G[200G,100G,50G,40G,25G,10G]",
-        "admin": "down", "reserved": "spare"}
+        "admin": "down (unprovisioned: add it to the spec and apply)", "reserved": "spare"}
 
 
 def test_a_splitters_legs_no_device_takes_are_free_under_their_leg_ids(h100: Topology) -> None:
@@ -130,6 +130,7 @@ def test_a_free_ports_sonic_name_speed_breakout_and_admin_state_are_its_config_d
         assert (row["admin_status"], int(row["speed"]), db["BREAKOUT_CFG"][parent]["brkout_mode"]) == (
             f.setting.admin, int(f.setting.speed.removesuffix("G")) * 1000, f.setting.breakout), (f, row)
         assert row["index"] == str(f.cage) and "description" not in row, "a dark port: no peer"
+        assert f.setting.alias == row["alias"] and f.setting.alias.startswith("etp"), "what its LLDP shows"
     assert {f.setting.admin for f in free if f.setting} == {"down"}
 
 
@@ -206,3 +207,25 @@ def test_the_declared_server_block_is_reserved_and_explain_counts_its_ports(tmp_
     assert compute and not {link.z.name for link in compute} & in_block
     assert not [f for f in free_ports(compile_spec(INVENTORIES / "h100-4su.yaml").topology)
                 if f.reserved.startswith("server block")], "no block declared, none reserved"
+
+
+def test_a_sonic_free_port_says_it_is_unprovisioned_where_config_db_gives_it_no_qos_or_address() -> None:
+    """lab-1su: config_db.json gives a SONiC free port no QoS map, address or VLAN, so `config interface startup`
+    alone would link it without PFC; its free-ports.csv admin says so and how to provision it (the spec, then
+    apply), where a switch whose free ports do not carry the flag keeps the plain state."""
+    topology = compile_spec(INVENTORIES / "lab-1su.yaml").topology
+    configs = {name: json.loads(text) for name, text in _configs(topology, "sonic", "config_db.json").items()}
+    free = _configured(topology, "sonic")
+    assert free
+    for f in free:
+        db = configs[f.device]
+        keyed = {key.split("|")[0] for table in ("INTERFACE", "VLAN_MEMBER", "PORT_QOS_MAP")
+                 for key in db.get(table, {})}
+        assert f.interface not in keyed, f
+        assert f.setting is not None and f.setting.unprovisioned, f
+    rows = list(csv.DictReader(io.StringIO(next(a.content.decode() for a in sheets.render(topology)
+                                                 if a.path == "cabling/free-ports.csv"))))
+    sonic = {(f.device, f.interface) for f in free}
+    admins = {r["admin"] for r in rows if (r["device"], r["interface"]) in sonic}
+    assert admins == {"down (unprovisioned: add it to the spec and apply)"}
+    assert "" in {r["admin"] for r in rows if (r["device"], r["interface"]) not in sonic}, "InfiniBand: no config"

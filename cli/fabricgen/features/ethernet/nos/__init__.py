@@ -101,6 +101,11 @@ class PortSetting:
     # ``speed 400g-4``); "" where it sets none (the NOS's default: NVUE runs the cage as one port)
     breakout: str
     admin: str     # "up" or "down": as configured, or the NOS's default for a port it does not configure
+    # the configuration gives the port no buffers, QoS map or address (SONiC's dark ports): enabled by hand it
+    # links without PFC, so it is provisioned by adding it to the spec and applying, never by a startup alone
+    unprovisioned: bool = False
+    # the NOS's alias of the port, what its LLDP advertises as the port id (SONiC ``etp5a``); "" where it has none
+    alias: str = ""
 
 
 @dataclass(frozen=True)

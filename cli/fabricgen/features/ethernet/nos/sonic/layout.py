@@ -265,7 +265,7 @@ def _absent(topology: Topology, switch: str, cage: int) -> PortSetting | None:
     if layout is None:
         return None
     rows = layout.sku.ports.get(cage, ())
-    return PortSetting("", rows[0].mode if rows else "", "down")
+    return PortSetting("", rows[0].mode if rows else "", "down", unprovisioned=True)
 
 
 def _layouts_by_switch(topology: Topology) -> dict[str, SonicLayout]:
@@ -279,9 +279,11 @@ def _port_settings(topology: Topology) -> dict[str, dict[str, PortSetting]]:
     for name, layout in topology.shared(_layouts_by_switch).items():
         ports = settings[name] = {}
         for port in layout.ports:
-            ports[port.name] = PortSetting(speed_name(port.speed_mbps), port.sku_port.mode, "up")
+            ports[port.name] = PortSetting(speed_name(port.speed_mbps), port.sku_port.mode, "up",
+                                           alias=port.sku_port.alias)
         for dark in layout.dark:
-            ports[dark.name] = PortSetting(speed_name(dark.default_speed), dark.mode, "down")
+            ports[dark.name] = PortSetting(speed_name(dark.default_speed), dark.mode, "down", unprovisioned=True,
+                                           alias=dark.alias)
     return settings
 
 
