@@ -33,6 +33,11 @@ def port_name(cage: int, lane: int, per_cage: int) -> str:
     return f"{cage}/{lane}" if per_cage > 1 else str(cage)
 
 
+def cage_of(port: str) -> int:
+    """The cage of a physical port name (:func:`port_name`'s ``<cage>/<lane>`` or ``<cage>``)."""
+    return int(port.partition("/")[0])
+
+
 @dataclass(frozen=True)
 class PortGroup:
     """Cages of one form factor; ``ports_per_cage`` gives the logical ports per cage at each speed, ``lanes`` the

@@ -63,6 +63,11 @@ class Switch:
     # the host ports ``topology.server_ports`` keeps for servers on this leaf (the first leaf, or each of the first
     # pair), which no compute node takes, as the one port numbering names them; () on every other switch
     server_block: tuple[Port, ...] = ()
+    # the faceplate as the port layout lays it out: the cages of its downlinks (a leaf's host ports, a spine's leaf
+    # links) and of its uplinks (and an MLAG pair's peer link), cabled yet or not; shared by the switches of a
+    # layout (compile's cache)
+    downlink_cages: frozenset[int] = frozenset()
+    uplink_cages: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from fabricgen.model.hardware import (
     Medium,
     SwitchModel,
     breakout,
+    cage_of,
     pair_unit,
     port_name,
     single_port_groups,
@@ -81,11 +82,20 @@ class _InfeasibleError(Exception):
 
 
 # -- ports -----------------------------------------------------------------------------------------------------
+Layout = tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]  # (number, name) of downlinks, uplinks
+
+
+@cache
+def _cages(ports: tuple[tuple[int, str], ...]) -> frozenset[int]:
+    """The cages ``ports`` take."""
+    return frozenset(cage_of(name) for _, name in ports)
+
+
 @cache
 def port_layout(
     model: SwitchModel, down_speed: str, down: int, up_speed: str, up: int, single: frozenset[str] = frozenset(),
     single_up: frozenset[str] = frozenset(),
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+) -> Layout:
     """Logical numbers and physical names of a switch's downlink then uplink ports (see module rules); a cage of
     a port group in ``single`` (``single_up``) gives one downlink (uplink), its first port: no medium plugs one
     link per port there."""
@@ -153,6 +163,21 @@ class _FabricCompiler:
         self.single = single_port_groups(fabric.switches[Tier.LEAF], fabric.speed.name, cluster.media)
         self.spine_down: dict[str, frozenset[str]] = {}  # spines whose split cages take one leaf link each
         self.peer_links = PEER_LINKS if self.spec.attachment is Attachment.MLAG else 0  # beyond each leaf's uplinks
+        self.cages: dict[str, tuple[frozenset[int], frozenset[int]]] = {}  # downlink, uplink cages (laid_out)
+
+    def laid_out(self, switch: str, layout: Layout) -> Layout:
+        """``layout``, the switch's downlinks and uplinks, noted as the cages they take (``Switch.downlink_cages``,
+        ``uplink_cages``): what the free ports are kept for. A leaf is laid out with and without its peer link's
+        ports and its uplink cages that take one link each: every cage one of its layouts uses counts."""
+        downs, ups = layout
+        down, up = self.cages.get(switch, (frozenset(), frozenset()))
+        self.cages[switch] = (down | _cages(downs), up | _cages(ups))
+        return layout
+
+    def with_cages(self, sw: Switch) -> Switch:
+        """The switch with the cages its layouts gave its downlinks and uplinks (:meth:`laid_out`)."""
+        down, up = self.cages.get(sw.name, (frozenset(), frozenset()))
+        return replace(sw, downlink_cages=down, uplink_cages=up)
 
     def lone_cages(self, lower: Tier, upper: Tier, per_pair: int) -> tuple[frozenset[str], frozenset[str]]:
         """The port groups of the lower tier's uplinks and the upper tier's downlinks that take one link per
@@ -444,8 +469,8 @@ class _FabricCompiler:
         speed = self.fabric.speed.name
         for leaf in leaves:
             sw = leaf.switch
-            downs, _ = port_layout(sw.model, speed, sw.down_ports, self.fabric.uplink_speed.name, sw.up_ports,
-                                   self.single)
+            downs, _ = self.laid_out(sw.name, port_layout(sw.model, speed, sw.down_ports, self.fabric.uplink_speed.name,
+                                                          sw.up_ports, self.single))
             for node, nic, slot in leaf.hosts:
                 number, port_name = downs[slot]
                 yield Link(
@@ -467,8 +492,9 @@ class _FabricCompiler:
         speed, uplink = self.fabric.speed.name, self.fabric.uplink_speed.name
         used = {(end.device, end.number) for link in self.links for end in (link.a, link.z)}
         for a, z in zip(leaves[0::2], leaves[1::2], strict=True):
-            ends = [port_layout(sw.model, speed, sw.down_ports, uplink, sw.up_ports + self.peer_links,
-                                self.single)[1][sw.up_ports:] for sw in (a.switch, z.switch)]
+            ends = [self.laid_out(sw.name, port_layout(sw.model, speed, sw.down_ports, uplink,
+                                                       sw.up_ports + self.peer_links, self.single))[1][sw.up_ports:]
+                    for sw in (a.switch, z.switch)]
             taken = [name for sw, ports in zip((a.switch, z.switch), ends, strict=True) for number, name in ports
                      if (sw.name, number) in used]
             if taken:  # uplinks on cages that take one link each moved past the ports the layout reserved
@@ -491,7 +517,7 @@ class _FabricCompiler:
         return FabricTopology(
             self.fabric,
             tiers,
-            tuple(self.switches),
+            tuple(self.with_cages(sw) for sw in self.switches),
             tuple(self.links),
             host_ports,
             self.scalable_units,
@@ -614,9 +640,9 @@ class _FabricCompiler:
             self.spine_down[spine.name] = spine_down
         self.switches.extend(created)
         for i, leaf in enumerate(leaves):
-            _, leaf_ups = port_layout(
+            _, leaf_ups = self.laid_out(leaf.name, port_layout(
                 leaf.model, self.fabric.speed.name, leaf.down_ports, uplink, leaf.up_ports, self.single, leaf_up
-            )
+            ))
             for j, spine in enumerate(created):
                 spine_downs, _ = port_layout(model, uplink, down, uplink, spine_up, spine_down)
                 for t in range(per_spine):
@@ -633,6 +659,8 @@ class _FabricCompiler:
                             leaf.su,
                         )
                     )
+        for spine in created if leaves else ():  # after the leaves' layouts, whose error is the one to read
+            self.laid_out(spine.name, port_layout(model, uplink, down, uplink, spine_up, spine_down))
         return created
 
     def breakout(self) -> Medium | None:
@@ -684,9 +712,12 @@ class _FabricCompiler:
         ]
         self.switches.extend(created)
         core_downs, _ = port_layout(model, uplink, down, uplink, 0, core_down)
+        for core in created:
+            self.laid_out(core.name, (core_downs, ()))
         for q, spine in enumerate(spines):
-            _, spine_ups = port_layout(spine.model, uplink, spine.down_ports, uplink, spine.up_ports,
-                                       self.spine_down.get(spine.name, frozenset()), spine_up_single)
+            _, spine_ups = self.laid_out(spine.name, port_layout(
+                spine.model, uplink, spine.down_ports, uplink, spine.up_ports,
+                self.spine_down.get(spine.name, frozenset()), spine_up_single))
             for h, core in enumerate(created):
                 for t in range(per_core):
                     self.links.append(

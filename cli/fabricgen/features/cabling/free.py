@@ -3,9 +3,12 @@ takes, with what an engineer needs to use one (field review, 2026-12-03): the po
 name it (SONiC ``Ethernet384``, NVUE ``swp49s0``, EOS ``Ethernet49/1``: the NOS module's own ``port_name``, the
 one NetBox's interfaces and the switch configs name ports by), the speed and breakout the switch's rendered
 configuration gives it and whether that configuration leaves it admin down (the NOS module's ``port_setting``,
-read from the structures its renderer writes the file from), and what the port is kept for: the declared
-``topology.server_ports`` block of the first leaf (pair), the slot of a management node on a rail-optimized
-fabric (the UFM's, whose other rails no GPU node may take), else a spare.
+read from the structures its renderer writes the file from), its role in the faceplate as compile lays it out
+(a leaf's host port, a switch's downlink or uplink, or outside the plan: ``Switch.downlink_cages``,
+``uplink_cages``), and what the port is kept for: the declared ``topology.server_ports`` block of the first leaf
+(pair), the slot of a management node on a rail-optimized fabric (the UFM's, whose other rails no GPU node may
+take), growth (any other free host port: a node added to the spec may take it, where the compile says), else a
+spare (no node's).
 
 Connectors are numbered as the cable ids number them (``plan.connector_numbering``, the one faceplate numbering),
 so a free connector's ``cable_id`` is the id a cable plugged there takes.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 from fabricgen.features.cabling.plan import connector_numbering, connectors_per_cage, switch_lane
@@ -24,7 +28,10 @@ from fabricgen.model.cluster import Tier, TopologyKind
 from fabricgen.model.hardware import SwitchModel, port_name
 from fabricgen.model.topology import NODE_LEAF, FabricTopology, Switch, Topology
 
-SPARE = "spare"  # a free port kept for nothing: growth, a replacement run
+SPARE = "spare"  # a free port of the switches' own links (an uplink, a downlink to switches) or outside the plan
+GROWTH = "growth"  # a free host port of a leaf: a node added to the spec may take it (the compile says which)
+# a free port's place in the faceplate as compile lays it out (Switch.downlink_cages, uplink_cages)
+HOST_PORT, DOWNLINK, UPLINK, UNPLANNED = "host port", "downlink", "uplink", "outside the plan"
 
 Numbering = Callable[[SwitchModel, str, str], int]
 
@@ -49,7 +56,10 @@ class FreePort:
     cable_id: str  # the id a cable plugged here takes (a connector names its cable; a leg is <splitter>/L<leg>)
     interface: str = ""  # the NOS's name of ``port`` (""): no NOS names it (InfiniBand), or none splits it so
     setting: PortSetting | None = None  # how the rendered configuration leaves it; None: no configuration written
-    reserved: str = SPARE  # what it is kept for: "server block (server_ports 10)", "management slot (ufm01+ufm02)"
+    role: str = UNPLANNED  # host port, downlink, uplink, or outside the plan (no compile of a grown spec cables it)
+    # what it is kept for: "growth" (a free host port), "server block (server_ports 10)", "management slot
+    # (ufm01+ufm02)", else "spare"
+    reserved: str = SPARE
 
 
 def free_ports(topology: Topology) -> tuple[FreePort, ...]:
@@ -74,16 +84,19 @@ def free_ports(topology: Topology) -> tuple[FreePort, ...]:
             cabled = used.get(sw.name, set())
             cabled_cages = {c.cage for c in faceplate if c.number in cabled}
             at = _Switch(topology, sw, fabric_nos(ft.fabric, sw.tier), names)
+            grows = (_host_cages(sw.model, speed) - sw.uplink_cages if sw.tier is Tier.LEAF
+                     and ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK else frozenset())
             for connector in faceplate:
-                kept = reserved.get((sw.name, connector.number), SPARE)
+                role = _role(sw, connector.cage, grows)
+                kept = reserved.get((sw.name, connector.number), GROWTH if role == HOST_PORT else SPARE)
                 plugged = legs.get((sw.name, connector.number))
                 if plugged:
-                    free.extend(at.free(connector, port, "breakout leg", "installed", cable_id, kept)
+                    free.extend(at.free(connector, port, "breakout leg", "installed", cable_id, role, kept)
                                 for port, cable_id in _free_legs(connector, plugged))
                 elif connector.number not in cabled:
                     optic = "installed" if connector.cage_connector and connector.cage in cabled_cages else ""
                     free.append(at.free(connector, connector.port, "connector", optic,
-                                        f"{sw.name}-{connector.number:03d}", kept))
+                                        f"{sw.name}-{connector.number:03d}", role, kept))
     return tuple(free)
 
 
@@ -124,8 +137,8 @@ class _Switch:
                  names: dict[tuple[str, str, str, int], str]) -> None:
         self.topology, self.sw, self.nos, self.names = topology, sw, nos, names
 
-    def free(self, connector: _Connector, port: str, kind: str, optic: str, cable_id: str, reserved: str
-             ) -> FreePort:
+    def free(self, connector: _Connector, port: str, kind: str, optic: str, cable_id: str, role: str,
+             reserved: str) -> FreePort:
         """The free port ``port`` of ``connector`` with its NOS name and the setting the configuration gives it."""
         sw, nos = self.sw, self.nos
         interface = self.name(nos, port, connector.split) if nos is not None else ""
@@ -133,7 +146,7 @@ class _Switch:
                    if nos is not None and interface and nos.port_setting else None)
         return FreePort(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, connector.number, connector.cage,
                         connector.cage_connector, port, connector.form_factor, kind, optic, cable_id, interface,
-                        setting, reserved)
+                        setting, role, reserved)
 
     def name(self, nos: Nos, port: str, split: int) -> str:
         """The NOS's name of ``port`` on a cage split ``split`` ways; "" where the NOS names no ports (InfiniBand)
@@ -145,6 +158,31 @@ class _Switch:
             except ValueError:  # no SKU (SONiC) or breakout (NVUE, EOS lanes) splits the cage so
                 self.names[key] = ""
         return self.names[key]
+
+
+def _role(sw: Switch, cage: int, grows: frozenset[int]) -> str:
+    """Where ``cage`` sits in the switch's faceplate as compile lays it out: its downlinks' cages (a leaf's host
+    ports), its uplinks', or neither (field review: a rail-optimized leaf's cages past its uplinks were offered as
+    spares a node could take, which no compile of a grown spec cables). ``grows``: the cages more nodes take on a
+    top-of-rack leaf, whose host ports are as many as its rack's nodes (any cage that runs the host speed and
+    carries no uplink). A spine's or core's free cage is a downlink but for its uplinks' cages."""
+    if sw.tier is not Tier.LEAF:  # a spine's or core's free cages take the lower tier's growth (more leaves)
+        return UPLINK if cage in sw.uplink_cages else DOWNLINK
+    if cage in sw.downlink_cages or cage in grows:
+        return HOST_PORT
+    return UPLINK if cage in sw.uplink_cages else UNPLANNED
+
+
+@cache
+def _host_cages(model: SwitchModel, speed: str) -> frozenset[int]:
+    """The cages of ``model`` that run ``speed``."""
+    cages: set[int] = set()
+    first = 1
+    for group in model.port_groups:
+        if group.per_cage(speed):
+            cages.update(range(first, first + group.cages))
+        first += group.cages
+    return frozenset(cages)
 
 
 def _reservations(topology: Topology, number_of: Numbering) -> dict[tuple[str, int], str]:

@@ -33,7 +33,8 @@ CABLE_COLUMNS = (
 
 
 FREE_COLUMNS = ("fabric", "device", "model", "rack", "u", "connector", "cage", "cage_connector", "port", "interface",
-                "alias", "form_factor", "free", "optic", "cable_id", "speed", "breakout", "admin", "reserved")
+                "alias", "form_factor", "free", "optic", "cable_id", "speed", "breakout", "admin", "role",
+                "reserved")
 
 Cell = handoff.Cell | None
 
@@ -59,7 +60,7 @@ def free_row(f: FreePort) -> tuple[Cell, ...]:
     setting = f.setting
     return (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.port, f.interface,
             setting.alias if setting else "", f.form_factor, f.kind, f.optic, f.cable_id,
-            setting.speed if setting else "", setting.breakout if setting else "", _admin(f), f.reserved)
+            setting.speed if setting else "", setting.breakout if setting else "", _admin(f), f.role, f.reserved)
 
 
 # a port the configuration leaves without buffers, QoS map or address: a manual startup links it without PFC

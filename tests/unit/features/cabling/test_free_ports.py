@@ -69,6 +69,28 @@ def test_a_node_removed_frees_its_connectors_under_the_ids_its_cables_had() -> N
     assert not {f.cable_id for f in free_ports(full)} & gone
 
 
+def test_a_free_ports_role_is_where_compile_lays_it_out_and_only_host_ports_are_growth() -> None:
+    """Field review (BREAKS): every free port read `spare`, and the README told the crew to plug a node into one,
+    yet a rail-optimized leaf's cages past its SU's host ports and uplinks (lab-1su's SU of 8: cages 1-4 hosts,
+    5-8 uplinks) are no compile's: a 9th node makes a second SU, its own leaves. Now: those read "outside the
+    plan", a spine's free cages are downlinks (more leaves take them), an OOB leaf's free RJ45 ports host ports a
+    node added to the rack takes (growth), its QSFP28 cages beside its uplinks' outside the plan."""
+    lab = lab_with(8)
+    free = {(f.device, f.port): (f.role, f.reserved) for f in free_ports(lab)}
+    leaf0 = {port: kept for (device, port), kept in free.items() if device == "compute-su01-leaf0"}
+    assert leaf0 and set(leaf0.values()) == {("outside the plan", "spare")}, "the SU's hosts and uplinks are cabled"
+    assert min(int(port.split("/")[0]) for port in leaf0) == 9
+    spines = {kept for (device, _), kept in free.items() if device.startswith("compute-spine")}
+    assert spines == {("downlink", "spare")}
+    oob = {kept for (device, _), kept in free.items() if device == "oob-l01"}
+    assert oob == {("host port", "growth"), ("outside the plan", "spare")}
+    fewer = {(f.device, f.port): (f.role, f.reserved) for f in free_ports(lab_with(6))}
+    gone = [f for f in free_ports(lab_with(6)) if f.device == "compute-su01-leaf0"]
+    assert {(f.role, f.reserved) for f in gone if f.cage <= 4} == {("host port", "growth")}, (
+        "a partial SU's free host ports are its missing nodes' slots")
+    assert fewer.keys() > free.keys() - {k for k in free if k[0] == "oob-l04"}
+
+
 def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
     """The CSV the site team reads: one row per free connector, switch by switch, the connector numbers rising."""
     [artifact] = [a for a in sheets.render(h100) if a.path == "cabling/free-ports.csv"]
@@ -80,11 +102,11 @@ def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
                          "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "port": "16/2",
                          "interface": "", "alias": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
                          "cable_id": "compute-su04-leaf4-032", "speed": "", "breakout": "", "admin": "",
-                         "reserved": "management slot (ufm01+ufm02)"}], "no NOS runs on an InfiniBand switch"
+                         "role": "host port", "reserved": "management slot (ufm01+ufm02)"}], "no NOS runs on an InfiniBand switch"
     [spine_port] = [r for r in rows if r["device"] == "storage-spine01" and r["port"] == "49/1"]
-    assert {k: spine_port[k] for k in ("interface", "speed", "breakout", "admin", "reserved")} == {
+    assert {k: spine_port[k] for k in ("interface", "speed", "breakout", "admin", "role", "reserved")} == {
         "interface": "Ethernet384", "speed": "400G", "breakout": "2x400G[200G,100G,50G,40G,25G,10G]",
-        "admin": "down (unprovisioned: add it to the spec and apply)", "reserved": "spare"}
+        "admin": "down (unprovisioned: add it to the spec and apply)", "role": "downlink", "reserved": "spare"}
 
 
 def test_a_splitters_legs_no_device_takes_are_free_under_their_leg_ids(h100: Topology) -> None:
