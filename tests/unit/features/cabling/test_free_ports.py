@@ -102,7 +102,8 @@ def test_free_ports_csv_lists_them_in_faceplate_order(h100: Topology) -> None:
                          "u": "5", "connector": "32", "cage": "16", "cage_connector": "2", "port": "16/2",
                          "interface": "", "alias": "", "form_factor": "OSFP", "free": "connector", "optic": "installed",
                          "cable_id": "compute-su04-leaf4-032", "speed": "", "breakout": "", "admin": "",
-                         "role": "host port", "reserved": "management slot (ufm01+ufm02)"}], "no NOS runs on an InfiniBand switch"
+                         "role": "host port", "reserved": "management slot (ufm01+ufm02)"}], (
+        "no NOS runs on an InfiniBand switch")
     [spine_port] = [r for r in rows if r["device"] == "storage-spine01" and r["port"] == "49/1"]
     assert {k: spine_port[k] for k in ("interface", "speed", "breakout", "admin", "role", "reserved")} == {
         "interface": "Ethernet384", "speed": "400G", "breakout": "2x400G[200G,100G,50G,40G,25G,10G]",
