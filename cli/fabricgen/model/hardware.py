@@ -4,6 +4,7 @@ and optics."""
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
@@ -87,6 +88,12 @@ class SwitchModel:
         """The 1-based number of each port group's last cage."""
         return tuple(accumulate(g.cages for g in self.port_groups))
 
+    def cages(self) -> Iterator[tuple[int, PortGroup]]:
+        """Every cage in faceplate order, its 1-based number counted across port groups, with its port group: the
+        one numbering of the faceplate that compile's port layout, the free ports and EOS's unused interfaces
+        walk."""
+        return enumerate((g for g in self.port_groups for _ in range(g.cages)), start=1)
+
     def cage_group(self, cage: int) -> PortGroup:
         """The port group of a 1-based cage number counted across port groups (by bisection: called per link)."""
         index = bisect_left(self._last_cages, cage)
@@ -105,7 +112,7 @@ class SwitchModel:
         answers: dict[str, PortGroup] = self.__dict__.setdefault("_port_groups", {})
         found = answers.get(port_name)
         if found is None:
-            found = answers[port_name] = self.cage_group(int(port_name.partition("/")[0]))
+            found = answers[port_name] = self.cage_group(cage_of(port_name))
         return found
 
     def logical_ports(self, speed: str) -> int:

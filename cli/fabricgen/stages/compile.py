@@ -99,11 +99,10 @@ def port_layout(
     """Logical numbers and physical names of a switch's downlink then uplink ports (see module rules); a cage of
     a port group in ``single`` (``single_up``) gives one downlink (uplink), its first port: no medium plugs one
     link per port there."""
-    cages = [(g, c) for g in model.port_groups for c in range(g.cages)]
     downs: list[tuple[int, str]] = []
     ups: list[tuple[int, str]] = []
     number = 0
-    for cage_number, (group, _) in enumerate(cages, start=1):
+    for cage_number, group in model.cages():
         if len(downs) < down and group.per_cage(down_speed):
             target, speed = downs, down_speed
         elif len(downs) >= down and len(ups) < up and group.per_cage(up_speed):

@@ -176,13 +176,7 @@ def _role(sw: Switch, cage: int, grows: frozenset[int]) -> str:
 @cache
 def _host_cages(model: SwitchModel, speed: str) -> frozenset[int]:
     """The cages of ``model`` that run ``speed``."""
-    cages: set[int] = set()
-    first = 1
-    for group in model.port_groups:
-        if group.per_cage(speed):
-            cages.update(range(first, first + group.cages))
-        first += group.cages
-    return frozenset(cages)
+    return frozenset(cage for cage, group in model.cages() if group.per_cage(speed))
 
 
 def _reservations(topology: Topology, number_of: Numbering) -> dict[tuple[str, int], str]:
@@ -236,15 +230,12 @@ def _connectors_of(model: SwitchModel, twin: dict[str, int], speed: str, number_
     """All of a switch model's cage connectors in faceplate order, each named by its first logical port at ``speed``
     (a cage that cannot run it, such as an OOB leaf's QSFP28 uplink cage at the RJ45 ports' 1G: by the cage and
     connector, at its native split) and numbered by ``number_of``, the cable ids' numbering."""
-    cage = 0
-    for group in model.port_groups:
+    for cage, group in model.cages():
         k = twin.get(group.form_factor, 1)
         split = group.per_cage(speed)
         per_connector = max(1, split // k)
-        for _ in range(group.cages):
-            cage += 1
-            for j in range(1, k + 1):
-                port = (port_name(cage, (j - 1) * per_connector + 1, split) if split
-                        else f"{cage}/{j}" if k > 1 else str(cage))
-                yield _Connector(number_of(model, port, speed), cage, j if k > 1 else 0, port, group.form_factor,
-                                 split or group.native_split)
+        for j in range(1, k + 1):
+            port = (port_name(cage, (j - 1) * per_connector + 1, split) if split
+                    else f"{cage}/{j}" if k > 1 else str(cage))
+            yield _Connector(number_of(model, port, speed), cage, j if k > 1 else 0, port, group.form_factor,
+                             split or group.native_split)

@@ -47,6 +47,7 @@ from fabricgen.model.hardware import (
     Medium,
     Optic,
     SwitchModel,
+    cage_of,
     serves_split_cage,
 )
 from fabricgen.model.nodes import Facility, Rack
@@ -284,7 +285,7 @@ def _connector_number(model: SwitchModel, port: str, speed: str, twin: dict[str,
     """The 1-based number of the connector a switch port is plugged through, counted across the switch's cages in
     faceplate order: a cage split ``split`` ways with ``k`` connectors gives each connector ``split / k`` of its
     logical ports (a QM9700 cage at NDR200: /1 and /2 the first, /3 and /4 the second)."""
-    cage, lane = int(switch_cage(port)), switch_lane(port)
+    cage, lane = cage_of(port), switch_lane(port)
     number = 0
     for group in model.port_groups:
         k = twin.get(group.form_factor, 1)

@@ -55,7 +55,7 @@ from fabricgen.features.ethernet.nos import fabric_nos
 from fabricgen.features.ethernet.switch_view import HOST_VLAN
 from fabricgen.model.cabling import Cable, CableEnd
 from fabricgen.model.cluster import FabricRole, FabricType, Tier
-from fabricgen.model.hardware import SwitchModel, port_name
+from fabricgen.model.hardware import SwitchModel, cage_of, port_name
 from fabricgen.model.nodes import NicRole, NodeProfile
 from fabricgen.model.topology import FabricTopology, Topology
 from fabricgen.spec import catalog
@@ -335,7 +335,7 @@ def port_names(topology: Topology) -> PortNames:
             model, namer = namers.get(end.device, (None, None))
             if model is None or namer is None:
                 continue
-            per_cage = model.cage_group(int(switch_cage(end.port))).per_cage(c.speed)
+            per_cage = model.cage_group(cage_of(end.port)).per_cage(c.speed)
             if per_cage:
                 names[(end.device, end.port)] = namer(model, end.port, per_cage)
     return PortNames(names)

@@ -65,7 +65,7 @@ from fabricgen.features.ethernet.switch_view import (
 from fabricgen.features.feature import mismatch
 from fabricgen.model.cluster import Fabric, Tier
 from fabricgen.model.ethernet import RoceQos
-from fabricgen.model.hardware import SwitchModel
+from fabricgen.model.hardware import SwitchModel, cage_of
 from fabricgen.model.hardware import port_name as panel_name
 from fabricgen.model.topology import Topology
 
@@ -215,17 +215,14 @@ def unused_interfaces(view: SwitchView) -> list[str]:
     keeps it when a later ``speed`` activates it."""
     speed = (view.fabric.speed if view.tier is Tier.LEAF else view.fabric.uplink_speed).name
     cabled = {interface_name(view.model, p) for p in view.ports}
-    modes = {int(p.name.split("/")[0]): view.model.port_group(p.name).per_cage(p.speed) for p in view.ports}
+    modes = {cage_of(p.name): view.model.port_group(p.name).per_cage(p.speed) for p in view.ports}
     unused = []
-    cage = 0
-    for group in view.model.port_groups:
-        for _ in range(group.cages):
-            cage += 1
-            split = modes.get(cage) or group.per_cage(speed) or group.native_split
-            for n in range(1, split + 1):
-                name = port_name(view.model, panel_name(cage, n, split), split)
-                if name not in cabled:
-                    unused.append(name)
+    for cage, group in view.model.cages():
+        split = modes.get(cage) or group.per_cage(speed) or group.native_split
+        for n in range(1, split + 1):
+            name = port_name(view.model, panel_name(cage, n, split), split)
+            if name not in cabled:
+                unused.append(name)
     return unused
 
 
