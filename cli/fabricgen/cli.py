@@ -327,14 +327,14 @@ def _out_dir(compiled: Compiled, out_opt: Path | None) -> Path:
 
 def _plan(spec: Path, out_opt: Path | None) -> tuple[Compiled, Plan]:
     compiled = _compile(spec)
+    out_dir = _out_dir(compiled, out_opt)
     # the files the last apply serialized, by render key: a row's cable sheets whose rows are unchanged are not
     # serialized again (core/reuse.py)
-    prior = prior_renders(_out_dir(compiled, out_opt))
-    artifacts = render_spec(compiled, step=_progress.step, prior=prior)
-    _progress.step(f"comparing {len(artifacts)} artifacts with {_out_dir(compiled, out_opt)}")
+    artifacts = render_spec(compiled, step=_progress.step, prior=prior_renders(out_dir))
+    _progress.step(f"comparing {len(artifacts)} artifacts with {out_dir}")
     plan = compute_plan(
         artifacts,
-        _out_dir(compiled, out_opt),
+        out_dir,
         spec_digest=compiled.cluster.spec_digest,
         tool_version=__version__,
         inputs=Inputs(compiled.input_digest(__version__), tuple(rel for rel, _ in compiled.named_files)),
