@@ -217,7 +217,8 @@ def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_group
     if ft.fabric.type is FabricType.INFINIBAND:
         return FabricAddresses({}, management, {}, (), _rail_subnets(ft, a, pools["hosts"], node_order))
     name = ft.fabric.name
-    loopbacks = _loopbacks(ft, _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True), switch_places)
+    loopbacks = _switch_addresses(ft, _Carver(name, "loopbacks", pools["loopbacks"], a, skip_network=True),
+                                  switch_places)
     pod_nodes = _pod_nodes(ft, node_groups or {}, pods) if pods is not None else {}
     if pods is None or not pod_nodes:
         hosts = _leaf_subnets(ft, _Carver(name, "hosts", pools["hosts"], a), places)
@@ -289,39 +290,36 @@ def _switch_places(ft: FabricTopology, places: Mapping[str, int], facility_racks
     return {**places, **{sw.name: first_upper + i for i, sw in enumerate(upper)}}
 
 
-def _loopbacks(ft: FabricTopology, carver: _Carver, switch_places: Mapping[str, int] | None) -> dict[str, str]:
-    """One /32 per switch: at its place on a top-of-rack fabric (after the pool's network address), else in turn,
-    top tier first."""
+def _switch_addresses(ft: FabricTopology, carver: _Carver, switch_places: Mapping[str, int] | None,
+                      gateway: str = "") -> dict[str, str]:
+    """One address per switch, never ``gateway``: at its place on a top-of-rack fabric (after the pool's network
+    address, the gateway skipped wherever it falls), else in turn, top tier first. Loopbacks and management
+    addresses alike."""
+    addresses = {}
     if switch_places is None:
-        return {sw.name: str(carver.take(32, len(ft.switches)).ip) for sw in top_down(ft)}
+        for sw in top_down(ft):
+            address = str(carver.take(32, len(ft.switches)).ip)
+            if address == gateway:  # the gateway is never a switch's address
+                address = str(carver.take(32, len(ft.switches)).ip)
+            addresses[sw.name] = address
+        return addresses
+    skipped = int(IPAddress(gateway)) - int(carver.network.network) if gateway else None
     wanted = f"{max(switch_places.values()) + 1} addresses, one per facility rack then one per spine or core"
-    return {sw.name: str(carver.at(switch_places[sw.name] + 1, 32, wanted).ip) for sw in top_down(ft)}
+    for sw in top_down(ft):
+        place = switch_places[sw.name] + 1
+        if skipped is not None and place >= skipped:
+            place += 1
+        addresses[sw.name] = str(carver.at(place, 32, wanted).ip)
+    return addresses
 
 
 def _management(ft: FabricTopology, a: Addressing, pools: dict[str, IPNetwork],
                 switch_places: Mapping[str, int] | None) -> dict[str, str]:
-    """One management address per switch, never the gateway's: at the switch's place on a top-of-rack fabric
-    (:func:`_switch_places`, the gateway skipped wherever it falls), else in turn, top tier first."""
+    """One management address per switch, never the gateway's (:func:`_switch_addresses`)."""
     if "management" not in pools:
         return {}
     mgmt = _Carver(ft.fabric.name, "management", pools["management"], a, skip_network=True)
-    management = {}
-    if switch_places is not None:
-        gateway = int(IPAddress(a.management_gateway)) if a.management_gateway else None
-        base = int(pools["management"].network)
-        wanted = f"{max(switch_places.values()) + 1} addresses, one per facility rack then one per spine or core"
-        for sw in top_down(ft):
-            place = switch_places[sw.name] + 1
-            if gateway is not None and base + place >= gateway:
-                place += 1
-            management[sw.name] = str(mgmt.at(place, 32, wanted).ip)
-        return management
-    for sw in top_down(ft):
-        address = str(mgmt.take(32, len(ft.switches)).ip)
-        if address == a.management_gateway:  # the gateway is never a switch's address
-            address = str(mgmt.take(32, len(ft.switches)).ip)
-        management[sw.name] = address
-    return management
+    return _switch_addresses(ft, mgmt, switch_places, a.management_gateway or "")
 
 
 def _asns(ft: FabricTopology, a: Addressing, places: Mapping[str, int]) -> dict[str, int]:
