@@ -1,12 +1,15 @@
 """Switch placement, the step of compile that gives every switch its rack and U (README "Cabling rules").
 
 Top-of-rack leaves take the top U of their own rack. Every other switch goes where its fabric's ``placement`` for
-that tier says or, by default, into the network racks: each (fabric, tier) has one slot range, at the same U in
-every network rack, sized for the tier's share of the racks (:func:`_ranges`), and each switch takes the lowest free
-slot of its range in the network rack nearest its home (the median rack of the devices cabled below it), fewer rows
-away first, then fewer racks along the row. A switch's rack and U so depend on its own tier only: a switch added to
-or removed from another tier (a new scalable unit's leaves, a storage leaf) moves no other switch. Tiers are placed
-leaf, spine, core, fabric by fabric: a spine's home is known once its leaves stand.
+that tier says or, by default, into the network racks: each leaf and spine tier has one slot range, at the same U
+in every network rack, sized for the tier's share of the racks (:func:`_ranges`), and each switch takes the lowest
+free slot of its range in the network rack nearest its home (the median rack of the devices cabled below it), fewer
+rows away first, then fewer racks along the row. A leaf's or spine's rack and U so depend on its own tier only: a
+switch added to or removed from another tier (a new scalable unit's leaves, a storage leaf) moves no other switch.
+A core tier has no range: its switches are cabled to spines all over the floor and share few homes, so they stack
+above the ranges of the racks nearest those homes (spread one range slot per rack, bench's 65,536-GPU spec's
+cores stood over the whole floor and spine-core runs passed 100 m). Tiers are placed leaf, spine, core, fabric
+by fabric: a spine's home is known once its leaves stand.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from fabricgen.core.errors import SpecError, SpecIssue
@@ -76,10 +79,8 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
             height = tier_switches[0].model.height_u
             if explicit is None:
                 homes = _homes(ft, located, tier)
-                where = ranges.get((ft.fabric.name, tier))  # none without network racks
-                got = [] if where is None else [
-                    slot for sw in tier_switches
-                    if (slot := nearby.take(homes.get(sw.name), where) or nearby.above(homes.get(sw.name), height))]
+                where = ranges.get((ft.fabric.name, tier))
+                got = [slot for sw in tier_switches if (slot := nearby.place(homes.get(sw.name), where, height))]
             else:
                 got = space.fill(explicit.racks, len(tier_switches), height, explicit.per_rack, explicit.start_u)
             if len(got) < len(tier_switches):
@@ -99,19 +100,19 @@ def place_switches(cluster: Cluster, compiled: Sequence[FabricTopology]) -> tupl
 
 def _ranges(compiled: Sequence[FabricTopology], network: Sequence[Rack],
             space: RackSpace) -> dict[tuple[str, Tier], SlotRange]:
-    """One slot range per (fabric, tier) placed by default, stacked from the network racks' lowest free U: the
-    leaf tiers first, then the spine and core tiers (whose counts follow the leaves'), fabric by fabric in spec
-    order. A range holds the tier's per-rack share, its switches spread over the network racks: a rail-optimized
-    leaf tier's in whole SUs, for ``topology.max_scalable_units`` SUs where the spec plans more than it built (an
-    SU's leaves stand together, and SUs added up to the plan widen no range); any other tier's in switches,
-    ceil(switches / network racks). So a switch more or less in one tier moves no switch of another tier unless
-    its tier's share changes."""
+    """One slot range per leaf or spine tier placed by default, stacked from the network racks' lowest free U: the
+    leaf tiers first, then the spine tiers (whose counts follow the leaves'), fabric by fabric in spec order; the
+    core tiers stack above them near their homes (module docstring). A range holds the tier's per-rack share,
+    its switches spread over the network racks: a rail-optimized leaf tier's in whole SUs, for
+    ``topology.max_scalable_units`` SUs where the spec plans more than it built (an SU's leaves stand together,
+    and SUs added up to the plan widen no range); a spine tier's in switches, ceil(switches / network racks).
+    So a switch more or less in one tier moves no switch of another tier unless its tier's share changes."""
     first = max((space.next_u[r.name] for r in network), default=1)
     ranges: dict[tuple[str, Tier], SlotRange] = {}
     for tier in Tier:
         for ft in compiled:
             tier_switches = [s for s in ft.switches if s.tier is tier and s.rack is None]
-            if not tier_switches or tier in ft.fabric.placement or not network:
+            if tier is Tier.CORE or not tier_switches or tier in ft.fabric.placement or not network:
                 continue
             if tier is Tier.LEAF and ft.fabric.topology.kind is TopologyKind.RAIL_OPTIMIZED and ft.rails:
                 planned = max(ft.fabric.topology.max_scalable_units or 0, ft.scalable_units)
@@ -164,21 +165,20 @@ def _homes(ft: FabricTopology, located: dict[str, Rack], tier: Tier) -> dict[str
 
 class _NearestNetworkRack:
     """Default placement: the network rack nearest a switch's home (fewer rows away first, then fewer racks along
-    the row, ties to the lower index) with a free slot in the switch's range and room under the rack's switch
-    budget, so runs stay short on large floors. Racks that turned out full leave that range's search, and the
-    nearest rack in a row is found by bisection: the cost stays per switch."""
+    the row, ties to the lower index) with a free slot in the switch's range, or room above the ranges, under
+    the rack's switch budget, so runs stay short on large floors. Racks that turned out full leave that search,
+    and the nearest rack in a row is found by bisection: the cost stays per switch."""
 
     def __init__(self, network: Sequence[Rack], space: RackSpace, per_rack: int, used: Counter[str]) -> None:
         self.rows: dict[int, list[Rack]] = {}
         for rack in sorted(network, key=lambda r: (r.row_index, r.index)):
             self.rows.setdefault(rack.row_index, []).append(rack)
         self.space, self.per_rack, self.used = space, per_rack, used
-        self.searched: dict[tuple[str, Tier], tuple[dict[int, list[Rack]], dict[int, list[int]]]] = {}
+        self.searched: dict[tuple[str, str], tuple[dict[int, list[Rack]], dict[int, list[int]]]] = {}
         self.taken: Counter[tuple[str, str, Tier]] = Counter()  # (rack, fabric, tier) -> slots taken
 
-    def _search(self, where: SlotRange) -> tuple[dict[int, list[Rack]], dict[int, list[int]]]:
-        """The racks still open to a range, per row, and their indexes (one copy per range)."""
-        key = (where.fabric, where.tier)
+    def _open_racks(self, key: tuple[str, str]) -> tuple[dict[int, list[Rack]], dict[int, list[int]]]:
+        """The racks still open to one search (a range, or stacking a height), per row, and their indexes."""
         if key not in self.searched:
             rows = {row: list(racks) for row, racks in self.rows.items()}
             self.searched[key] = rows, {row: [r.index for r in racks] for row, racks in rows.items()}
@@ -192,36 +192,44 @@ class _NearestNetworkRack:
             return right - 1
         return right
 
-    def take(self, home: Rack | None, where: SlotRange) -> tuple[Rack, int] | None:
-        """The rack and U of the next switch of ``where``'s tier: the lowest free slot of its range in the nearest
-        rack that has one."""
+    def _first_fit(self, home: Rack | None, key: tuple[str, str],
+                   fit: Callable[[Rack], int | None]) -> tuple[Rack, int] | None:
+        """The nearest rack ``fit`` gives a U in; a rack it refuses leaves this search for good (its budget and
+        its U only ever fill up)."""
         row, index = (home.row_index, home.index) if home else (0, 1)
-        rows, indexes = self._search(where)
+        rows, indexes = self._open_racks(key)
         for row_index in sorted(rows, key=lambda r: (abs(r - row), r)):
             racks = rows[row_index]
             while racks:
                 position = self._nearest(indexes[row_index], index)
-                rack = racks[position]
-                slot = self.taken[(rack.name, where.fabric, where.tier)]
-                if slot < where.slots and self.used[rack.name] < self.per_rack:
-                    self.taken[(rack.name, where.fabric, where.tier)] += 1
-                    self.used[rack.name] += 1
-                    return rack, where.first_u + slot * where.height
+                u = fit(racks[position])
+                if u is not None:
+                    return racks[position], u
                 del racks[position], indexes[row_index][position]
         return None
 
-    def above(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
-        """A switch its range has no room for (every rack's slots of its tier taken, or those racks at their switch
-        budget): stacked above the ranges of the nearest rack under its budget, in placement order, as every
-        switch was before the ranges (so such a switch can move when one placed before it comes or goes)."""
-        row, index = (home.row_index, home.index) if home else (0, 1)
-        for row_index in sorted(self.rows, key=lambda r: (abs(r - row), r)):
-            racks = sorted(self.rows[row_index], key=lambda r: (abs(r.index - index), r.index))
-            for rack in racks:
-                got = self.space.fill([rack], 1, height, self.per_rack, 1, self.used)
-                if got:
-                    return got[0]
-        return None
+    def place(self, home: Rack | None, where: SlotRange | None, height: int) -> tuple[Rack, int] | None:
+        """A switch's rack and U: the lowest free slot of its range in the nearest rack that has one, or, with no
+        range or every rack's share of it taken, stacked above the ranges of the nearest rack with room."""
+        return (where is not None and self._in_range(home, where)) or self._stacked(home, height)
+
+    def _in_range(self, home: Rack | None, where: SlotRange) -> tuple[Rack, int] | None:
+        def fit(rack: Rack) -> int | None:
+            slot = self.taken[(rack.name, where.fabric, where.tier)]
+            if slot >= where.slots or self.used[rack.name] >= self.per_rack:
+                return None
+            self.taken[(rack.name, where.fabric, where.tier)] += 1
+            self.used[rack.name] += 1
+            return where.first_u + slot * where.height
+        return self._first_fit(home, (where.fabric, where.tier.value), fit)
+
+    def _stacked(self, home: Rack | None, height: int) -> tuple[Rack, int] | None:
+        """Stacked in placement order, as every switch was before the ranges: such a switch can move when one
+        placed before it comes or goes."""
+        def fit(rack: Rack) -> int | None:
+            got = self.space.fill([rack], 1, height, self.per_rack, 1, self.used)
+            return got[0][1] if got else None
+        return self._first_fit(home, ("stacked", str(height)), fit)
 
 
 def _network_load(compiled: Sequence[FabricTopology], slots: dict[str, tuple[str, int]], network: Sequence[Rack],
