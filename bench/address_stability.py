@@ -69,6 +69,14 @@ def EMPTIED_A02(text: str) -> str:  # noqa: N802 (an edit, named as the other ca
 BMC_ONLY = _replace("node_profiles:\n", "node_profiles:\n  bmc-only:\n    role: management\n    height_u: 1\n"
                     "    nics:\n      bmc: {port: BMC, model: bmc-1g-rj45}\n")
 
+
+
+def _network_row(racks: int, max_racks: int | None = None) -> Edit:
+    """h100-4su's network row N (third of five rows) with ``racks`` racks, planned for ``max_racks``."""
+    planned = "" if max_racks is None else f", max_racks: {max_racks}"
+    return _replace("{name: N, racks: 6, kind: network}", f"{{name: N, racks: {racks}{planned}, kind: network}}")
+
+
 CASES: tuple[tuple[str, str, Edit, Edit, str], ...] = (
     # (what, fabric, before, after, kind of address)
     ("rack A02 emptied (gpu005-008 gone)", "oob", lambda t: t, EMPTIED_A02, "host"),
@@ -79,6 +87,10 @@ CASES: tuple[tuple[str, str, Edit, Edit, str], ...] = (
      lambda t: _plan_growth(_bigger(255)(t)), "host"),
     ("rack A02 emptied (gpu005-008 gone)", "oob", lambda t: t, EMPTIED_A02, "switch"),
     ("127 -> 122 DGX (storage leaf pair 3 gone)", "", lambda t: t, _gpus(122), "placement"),
+    ("network row N 6 -> 8 racks", "oob", lambda t: t, _network_row(8), "host"),
+    ("network row N 6 -> 8 racks", "oob", lambda t: t, _network_row(8), "switch"),
+    ("network row N 6 -> 8 racks, max_racks: 8", "oob", _network_row(6, 8), _network_row(8, 8), "host"),
+    ("network row N 6 -> 8 racks, max_racks: 8", "oob", _network_row(6, 8), _network_row(8, 8), "switch"),
 )
 
 

@@ -136,10 +136,15 @@ def rail_count(profiles: Iterable[NodeProfile]) -> int:
 
 @dataclass(frozen=True)
 class Rack:
+    """A rack: its row, its 1-based index along the row and its facility position, the 0-based place the
+    top-of-rack subnets and switch values are carved at (each row holds ``max_racks`` places, so a row grown up
+    to it moves no later row's racks)."""
+
     name: str
     row: str
     row_index: int
     index: int
+    position: int
     kind: str = "compute"
 
 
@@ -170,3 +175,4 @@ class Facility:
     rows: tuple[tuple[str, int], ...]
     racks: tuple[Rack, ...]
     switches_per_network_rack: int = 16
+    positions: int = 0  # facility positions: every row's max_racks

@@ -73,6 +73,7 @@ class _Site:
         kinds = {r["name"]: r["kind"] for r in spec["rows"]}
         racks: list[Rack] = []
         seen_rows: dict[str, int] = {}
+        positions = 0
         for row_index, (row, count) in enumerate(rows):
             if row in seen_rows:
                 self.issues.error(
@@ -84,7 +85,8 @@ class _Site:
             seen_rows[row] = row_index
             for index in range(1, count + 1):
                 name = expand(spec["rack_name"], {"row": row, "rack": index})
-                racks.append(Rack(name, row, row_index, index, kinds[row]))
+                racks.append(Rack(name, row, row_index, index, positions + index - 1, kinds[row]))
+            positions += self._row_places(spec["rows"][row_index], row_index)
         names = [r.name for r in racks]
         if len(set(names)) != len(names):
             self.issues.error(
@@ -108,7 +110,19 @@ class _Site:
             rows,
             tuple(racks),
             int(spec["switches_per_network_rack"]),
+            positions,
         )
+
+    def _row_places(self, row: Mapping[str, Any], row_index: int) -> int:
+        """The facility positions a row holds: ``max_racks`` where the row is planned to grow (its racks added
+        then take places of their own, moving no later row's subnets), else its racks."""
+        planned = int(row.get("max_racks", row["racks"]))
+        if planned < row["racks"]:
+            self.issues.error(("facility", "rows", row_index, "max_racks"),
+                              f"row {row['name']} plans {planned} racks but has {row['racks']}",
+                              f"raise max_racks to at least {row['racks']}, or remove it")
+            return int(row["racks"])
+        return planned
 
     # -- node profiles -------------------------------------------------------------------------------------
     def profiles(self, nic_models: Mapping[str, NicModel]) -> dict[str, NodeProfile]:

@@ -61,7 +61,7 @@ from fabricgen.model.addressing import Addressing, FabricAddresses, HostSubnet, 
 from fabricgen.model.cluster import Attachment, FabricType, Tier, TopologyKind
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.kubernetes import Kubernetes
-from fabricgen.model.nodes import Node
+from fabricgen.model.nodes import Facility, Node
 from fabricgen.model.topology import LEAF_SPINE, ROUTED_TIERS, FabricTopology, Switch, Topology
 
 POOLS = ("hosts", "p2p", "loopbacks", "management")
@@ -202,17 +202,17 @@ def pod_ports(ft: FabricTopology, k8s: Kubernetes | None, nodes: Sequence[Node])
 
 
 def plan_addresses(ft: FabricTopology, node_order: Mapping[str, int], node_groups: Mapping[str, str] | None = None,
-                   pods: PodPorts | None = None, racks: Mapping[str, int] | None = None) -> FabricAddresses | None:
+                   pods: PodPorts | None = None, facility: Facility | None = None) -> FabricAddresses | None:
     """The fabric's address plan, or None when it has no addressing section; ``node_order`` ranks the nodes,
     ``node_groups`` names each node's group (which ``pods.groups`` narrow pod ranges to), ``pods`` what pods take
-    of the host ports (:func:`pod_ports`; None: no pod ranges), ``racks`` each rack's position in the facility
+    of the host ports (:func:`pod_ports`; None: no pod ranges), ``facility`` the racks' facility positions
     (which places a top-of-rack leaf's subnets; a rack not in it counts as its leaf's index)."""
     a = ft.fabric.addressing
     if a is None:
         return None
     pools = _pools(a)
-    places = leaf_places(ft, racks or {})
-    switch_places = _switch_places(ft, places, len(racks or {}))
+    places = leaf_places(ft, facility)
+    switch_places = _switch_places(ft, places, facility.positions if facility else 0)
     management = _management(ft, a, pools, switch_places)
     if ft.fabric.type is FabricType.INFINIBAND:
         return FabricAddresses({}, management, {}, (), _rail_subnets(ft, a, pools["hosts"], node_order))
@@ -239,12 +239,13 @@ def _halves(pool: IPNetwork) -> tuple[IPNetwork, IPNetwork]:
     return lower, upper
 
 
-def leaf_places(ft: FabricTopology, racks: Mapping[str, int]) -> dict[str, int]:
+def leaf_places(ft: FabricTopology, facility: Facility | None) -> dict[str, int]:
     """Each leaf's place (0-based) in the blocks its subnets are carved from: a top-of-rack leaf's rack position in
-    the facility (``racks``), so a rack emptied moves no later rack's leaf; any other leaf's index among the leaves
-    (compile order: SU and rail, or the packed leaves' order, which nodes fill from the first)."""
+    the facility (:attr:`Rack.position`), so a rack emptied moves no later rack's leaf; any other leaf's index
+    among the leaves (compile order: SU and rail, or the packed leaves' order, which nodes fill from the first)."""
     leaves = [sw for sw in ft.switches if sw.tier is Tier.LEAF]
     if ft.fabric.topology.kind is TopologyKind.TOP_OF_RACK:
+        racks = {r.name: r.position for r in facility.racks} if facility else {}
         return {sw.name: racks.get(sw.rack or "", i) for i, sw in enumerate(leaves)}
     return {sw.name: i for i, sw in enumerate(leaves)}
 
@@ -277,16 +278,17 @@ def top_down(ft: FabricTopology) -> list[Switch]:
     return [sw for tier in (Tier.CORE, Tier.SPINE, Tier.LEAF) for sw in ft.switches if sw.tier is tier]
 
 
-def _switch_places(ft: FabricTopology, places: Mapping[str, int], facility_racks: int) -> dict[str, int] | None:
+def _switch_places(ft: FabricTopology, places: Mapping[str, int], positions: int) -> dict[str, int] | None:
     """Where each switch of a top-of-rack fabric takes its loopback and management address (0-based, in the pool's
-    usable addresses): a leaf at its rack's facility position, the spines and cores after every facility rack's
-    place, top tier first. A rack emptied or filled so moves no other switch's address (they followed the index
-    among the switches: rack A02 emptied renumbered every later leaf). None elsewhere: leaves are numbered in
-    turn after the upper tiers, which a leaf added or removed at the end moves nothing of."""
+    usable addresses): a leaf at its rack's facility position, the spines and cores after every facility
+    position (``positions``, each row's ``max_racks``), top tier first. A rack emptied or filled so moves no other
+    switch's address (they followed the index among the switches: rack A02 emptied renumbered every later leaf).
+    None elsewhere: leaves are numbered in turn after the upper tiers, which a leaf added or removed at the end
+    moves nothing of."""
     if ft.fabric.topology.kind is not TopologyKind.TOP_OF_RACK:
         return None
     upper = [sw for sw in top_down(ft) if sw.tier is not Tier.LEAF]
-    first_upper = max(facility_racks, max(places.values(), default=-1) + 1)
+    first_upper = max(positions, max(places.values(), default=-1) + 1)
     return {**places, **{sw.name: first_upper + i for i, sw in enumerate(upper)}}
 
 
@@ -347,13 +349,13 @@ def _asn_sources(ft: FabricTopology, a: Addressing, places: Mapping[str, int]) -
     return sources
 
 
-def check_asns(ft: FabricTopology, racks: Mapping[str, int] | None = None) -> list[SpecIssue]:
+def check_asns(ft: FabricTopology, facility: Facility | None = None) -> list[SpecIssue]:
     """The ASN errors that need switch names: pins of unknown leaves, derived ASNs out of range or reserved, and
-    ASNs shared by two leaves or by a leaf and a spine or core; ``racks`` as for :func:`plan_addresses`."""
+    ASNs shared by two leaves or by a leaf and a spine or core; ``facility`` as for :func:`plan_addresses`."""
     a = ft.fabric.addressing
     if a is None or ft.fabric.type is FabricType.INFINIBAND:
         return []
-    sources = _asn_sources(ft, a, leaf_places(ft, racks or {}))
+    sources = _asn_sources(ft, a, leaf_places(ft, facility))
     return [*_unknown_pins(ft, a), *_unusable_asns(ft, a, sources), *_shared_asns(ft, a, sources)]
 
 
@@ -617,14 +619,14 @@ def plan(topology: Topology) -> Topology:
     conflicts raise SpecError."""
     cluster, fabrics = topology.cluster, topology.fabrics
     pools = [(ft.fabric.name, ft.fabric.addressing) for ft in fabrics if ft.fabric.addressing is not None]
-    racks = {rack.name: i for i, rack in enumerate(cluster.facility.racks)}
-    issues = (check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft, racks)]
+    facility = cluster.facility
+    issues = (check_pools(pools) + [issue for ft in fabrics for issue in check_asns(ft, facility)]
               + [issue for ft in fabrics for issue in check_growth(ft)])
     if issues:
         raise SpecError(issues)
     order = {node.name: i for i, node in enumerate(cluster.nodes)}
     groups = {node.name: node.group for node in cluster.nodes}
     k8s = cluster.kubernetes
-    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes), racks)
+    plans = {ft.fabric.name: plan_addresses(ft, order, groups, pod_ports(ft, k8s, cluster.nodes), facility)
              for ft in fabrics}
     return replace(topology, addresses={name: plan for name, plan in plans.items() if plan is not None})

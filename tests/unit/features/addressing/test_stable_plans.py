@@ -181,3 +181,25 @@ def test_top_of_rack_switch_values_sit_at_their_racks_place() -> None:
     assert [plan.asn[s] for s in ("oob-a01", "oob-c01")] == [65300, 65326]
     uplinks = {link.lower_ip for link in plan.p2p if link.lower == "oob-b01"}
     assert uplinks == {"10.35.0.41/31", "10.35.0.43/31"}  # place 10, two uplinks: /31 blocks 20 and 21
+
+
+def _network_row(text: str, racks: int, max_racks: int | None = None) -> str:
+    planned = "" if max_racks is None else f", max_racks: {max_racks}"
+    return _edit(text, "{name: N, racks: 6, kind: network}", f"{{name: N, racks: {racks}{planned}, kind: network}}")
+
+
+def _oob(tmp_path: Path, text: str, name: str) -> dict[tuple[str, str], str]:
+    plan = _plan(tmp_path, text, "oob", name)
+    return switch_values(plan) | {(node, str(port)): ip for s in plan.hosts for node, port, ip in s.hosts}
+
+
+def test_a_row_grown_up_to_its_max_racks_renumbers_no_later_rack(tmp_path: Path) -> None:
+    """h100-4su's network row N (third of five) grown from 6 to 8 racks: without max_racks rows C and D take
+    positions two further on, so their racks' OOB subnets, BMC addresses and the OOB switches' values move (field
+    review of the elevation, B1: 55 BMCs and 102 switch values); planned with max_racks: 8 none moves."""
+    before, after = _oob(tmp_path, EXAMPLE, "six"), _oob(tmp_path, _network_row(EXAMPLE, 8), "eight")
+    assert sum(before[key] != after[key] for key in before.keys() & after.keys()) > 100
+    before = _oob(tmp_path, _network_row(EXAMPLE, 6, 8), "planned-six")
+    after = _oob(tmp_path, _network_row(EXAMPLE, 8, 8), "planned-eight")
+    assert len(before.keys() & after.keys()) > 300
+    assert [key for key in before.keys() & after.keys() if before[key] != after[key]] == []
