@@ -54,7 +54,10 @@ class FreePort:
     kind: str  # "connector" (nothing plugged) or "breakout leg" (a splitter's leg no device takes)
     optic: str  # "installed": the cage's optic is there already (its other connector is cabled), else ""
     cable_id: str  # the id a cable plugged here takes (a connector names its cable; a leg is <splitter>/L<leg>)
-    interface: str = ""  # the NOS's name of ``port`` (""): no NOS names it (InfiniBand), or none splits it so
+    # the NOS's names of the connector's logical ports (a leg's one), space-separated, as the configuration leaves
+    # its cage (NVUE: ``swp33`` for a cage it does not split); "": no NOS names them (InfiniBand), or none splits so
+    interface: str = ""
+    alias: str = ""  # the NOS's aliases of those ports (SONiC ``etp31a etp31b``), space-separated
     setting: PortSetting | None = None  # how the rendered configuration leaves it; None: no configuration written
     role: str = UNPLANNED  # host port, downlink, uplink, or outside the plan (no compile of a grown spec cables it)
     # what it is kept for: "growth" (a free host port), "server block (server_ports 10)", "management slot
@@ -91,11 +94,11 @@ def free_ports(topology: Topology) -> tuple[FreePort, ...]:
                 kept = reserved.get((sw.name, connector.number), GROWTH if role == HOST_PORT else SPARE)
                 plugged = legs.get((sw.name, connector.number))
                 if plugged:
-                    free.extend(at.free(connector, port, "breakout leg", "installed", cable_id, role, kept)
+                    free.extend(at.free(connector, (port,), "breakout leg", "installed", cable_id, role, kept)
                                 for port, cable_id in _free_legs(connector, plugged))
                 elif connector.number not in cabled:
                     optic = "installed" if connector.cage_connector and connector.cage in cabled_cages else ""
-                    free.append(at.free(connector, connector.port, "connector", optic,
+                    free.append(at.free(connector, connector.ports, "connector", optic,
                                         f"{sw.name}-{connector.number:03d}", role, kept))
     return tuple(free)
 
@@ -106,7 +109,7 @@ class _Connector(NamedTuple):
     number: int
     cage: int
     cage_connector: int
-    port: str
+    ports: tuple[str, ...]  # its logical ports at the speed, the first its name (``31/1``, ``31/2`` at 2 x 200G)
     form_factor: str
     split: int  # logical ports of its cage at the speed; a cage that cannot run it (a leaf's uplink cage): unsplit
 
@@ -137,16 +140,28 @@ class _Switch:
                  names: dict[tuple[str, str, str, int], str]) -> None:
         self.topology, self.sw, self.nos, self.names = topology, sw, nos, names
 
-    def free(self, connector: _Connector, port: str, kind: str, optic: str, cable_id: str, role: str,
+    def free(self, connector: _Connector, ports: Sequence[str], kind: str, optic: str, cable_id: str, role: str,
              reserved: str) -> FreePort:
-        """The free port ``port`` of ``connector`` with its NOS name and the setting the configuration gives it."""
+        """The free ``ports`` of ``connector`` (all its logical ports, or a splitter's leg) with their NOS names and
+        the setting the configuration gives them (the first's: a cage's ports share its breakout and state)."""
         sw, nos = self.sw, self.nos
-        interface = self.name(nos, port, connector.split) if nos is not None else ""
-        setting = (nos.port_setting(self.topology, sw.name, connector.cage, interface)
-                   if nos is not None and interface and nos.port_setting else None)
+        names = self.interfaces(nos, connector, ports) if nos is not None else ()
+        settings = ([nos.port_setting(self.topology, sw.name, connector.cage, name) for name in names]
+                    if nos is not None and nos.port_setting else [])
         return FreePort(sw.fabric, sw.name, sw.model.name, sw.rack or "", sw.u or 0, connector.number, connector.cage,
-                        connector.cage_connector, port, connector.form_factor, kind, optic, cable_id, interface,
-                        setting, role, reserved)
+                        connector.cage_connector, ports[0], connector.form_factor, kind, optic, cable_id,
+                        " ".join(names), " ".join(s.alias for s in settings if s and s.alias),
+                        settings[0] if settings else None, role, reserved)
+
+    def interfaces(self, nos: Nos, connector: _Connector, ports: Sequence[str]) -> tuple[str, ...]:
+        """The NOS's names of ``ports`` as the configuration splits their cage (field review: a cage NVUE leaves
+        whole is the one port ``swp33``, not the ``swp33s0`` its tier's speed would split it into), each once."""
+        split = connector.split
+        if nos.cage_split:
+            split = nos.cage_split(self.topology, self.sw.name, connector.cage) or split
+        if split == 1:
+            ports = (port_name(connector.cage, 1, 1),)
+        return tuple(dict.fromkeys(name for name in (self.name(nos, port, split) for port in ports) if name))
 
     def name(self, nos: Nos, port: str, split: int) -> str:
         """The NOS's name of ``port`` on a cage split ``split`` ways; "" where the NOS names no ports (InfiniBand)
@@ -235,7 +250,8 @@ def _connectors_of(model: SwitchModel, twin: dict[str, int], speed: str, number_
         split = group.per_cage(speed)
         per_connector = max(1, split // k)
         for j in range(1, k + 1):
-            port = (port_name(cage, (j - 1) * per_connector + 1, split) if split
-                    else f"{cage}/{j}" if k > 1 else str(cage))
-            yield _Connector(number_of(model, port, speed), cage, j if k > 1 else 0, port, group.form_factor,
+            ports = (tuple(port_name(cage, lane, split) for lane in range((j - 1) * per_connector + 1,
+                                                                          j * per_connector + 1)) if split
+                     else (f"{cage}/{j}" if k > 1 else str(cage),))
+            yield _Connector(number_of(model, ports[0], speed), cage, j if k > 1 else 0, ports, group.form_factor,
                              split or group.native_split)

@@ -59,7 +59,7 @@ def free_row(f: FreePort) -> tuple[Cell, ...]:
     """The free-ports.csv row of one free port, in FREE_COLUMNS order."""
     setting = f.setting
     return (f.fabric, f.device, f.model, f.rack, f.u, f.number, f.cage, f.cage_connector or "", f.port, f.interface,
-            setting.alias if setting else "", f.form_factor, f.kind, f.optic, f.cable_id,
+            f.alias, f.form_factor, f.kind, f.optic, f.cable_id,
             setting.speed if setting else "", setting.breakout if setting else "", _admin(f), f.role, f.reserved)
 
 

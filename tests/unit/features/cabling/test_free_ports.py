@@ -141,20 +141,28 @@ def _configs(topology: Topology, nos: str, suffix: str) -> dict[str, bytes]:
 def test_a_free_ports_sonic_name_speed_breakout_and_admin_state_are_its_config_db_rows(case: str) -> None:
     """Every free port of a SONiC switch is a PORT row of the switch's config_db.json under its interface name, admin
     down, at the speed the row runs (Mb/s), its cage in the BREAKOUT_CFG mode listed (keyed by the cage's first
-    port): the name an engineer types on the switch and what it does before anyone configures it."""
+    port): the name an engineer types on the switch and what it does before anyone configures it. A connector
+    carrying several ports (a QSFP-DD cage at 2 x 200G) lists each (field review: only its first was)."""
     topology = compile_spec(INVENTORIES / f"{case}.yaml").topology
     configs = {name: json.loads(text) for name, text in _configs(topology, "sonic", "config_db.json").items()}
     free = _configured(topology, "sonic")
     for f in free:
         db = configs[f.device]
-        row = db["PORT"][f.interface]
+        rows = [db["PORT"][name] for name in f.interface.split()]
         parent = min((n for n, r in db["PORT"].items() if r["index"] == str(f.cage)), key=lambda n: int(n[8:]))
         assert f.setting is not None
-        assert (row["admin_status"], int(row["speed"]), db["BREAKOUT_CFG"][parent]["brkout_mode"]) == (
-            f.setting.admin, int(f.setting.speed.removesuffix("G")) * 1000, f.setting.breakout), (f, row)
-        assert row["index"] == str(f.cage) and "description" not in row, "a dark port: no peer"
-        assert f.setting.alias == row["alias"] and f.setting.alias.startswith("etp"), "what its LLDP shows"
+        for row in rows:
+            assert (row["admin_status"], int(row["speed"]), db["BREAKOUT_CFG"][parent]["brkout_mode"]) == (
+                f.setting.admin, int(f.setting.speed.removesuffix("G")) * 1000, f.setting.breakout), (f, row)
+            assert row["index"] == str(f.cage) and "description" not in row, "a dark port: no peer"
+        assert f.alias.split() == [row["alias"] for row in rows] and f.alias.startswith("etp"), "its LLDP port ids"
+        connectors = 2 if f.cage_connector else 1  # of its cage
+        ports = int(f.setting.breakout.partition("x")[0]) // connectors
+        assert len(rows) == (1 if f.kind == "breakout leg" else ports), f
     assert {f.setting.admin for f in free if f.setting} == {"down"}
+    if case == "h100-4su":
+        assert ("inband-leaf001", "31/1", "Ethernet240 Ethernet244", "etp31a etp31b") in {
+            (f.device, f.port, f.interface, f.alias) for f in free}, "a 2 x 200G QSFP-DD cage's two ports"
 
 
 def _variant(tmp_path: Path, old: str, new: str) -> Topology:
@@ -170,7 +178,8 @@ def test_a_free_ports_nvue_name_is_not_in_startup_yaml_so_it_is_disabled_in_its_
                                                                                                 ) -> None:
     """h100-4su on Cumulus Linux: NVUE configures only cabled ports, so a free port's swp name is absent from
     startup.yaml (Cumulus Linux disables a data port it is not told about: admin down), and the breakout listed is
-    the one startup.yaml sets on its cage's swp<cage> (none: the cage runs whole)."""
+    the one startup.yaml sets on its cage's swp<cage> (none: the cage runs whole, so its one port is swp<cage>,
+    the name the switch shows, not the swp<cage>s0 its tier's 400G would split it into: field review)."""
     topology = _variant(tmp_path, "    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: nvue\n")
     configs = {name: yaml.safe_load(text)[0]["set"]["interface"]
                for name, text in _configs(topology, "nvue", "startup.yaml").items()}
@@ -178,13 +187,14 @@ def test_a_free_ports_nvue_name_is_not_in_startup_yaml_so_it_is_disabled_in_its_
     for f in free:
         interfaces = configs[f.device]
         assert f.setting is not None and f.interface not in interfaces, f
-        assert re.fullmatch(rf"swp{f.cage}(s\d)?", f.interface), f
         breakout = interfaces.get(f"swp{f.cage}", {}).get("link", {}).get("breakout", {})  # {"2x": {}}: a key
         assert (f.setting.admin, f.setting.breakout) == ("down", "".join(breakout)), f
+        assert re.fullmatch(rf"swp{f.cage}s\d" if breakout else f"swp{f.cage}", f.interface), f
     cabled = {(switch, name) for switch, interfaces in configs.items() for name, body in interfaces.items()
               if "up" in body.get("link", {}).get("state", {})}
     assert cabled and not {(f.device, f.interface) for f in free} & cabled
     assert any(f.setting and f.setting.breakout == "2x" for f in free), "a free port beside a cabled one"
+    assert any(f.interface == f"swp{f.cage}" and f.cage_connector for f in free), "a twin cage left whole"
 
 
 def test_a_free_ports_eos_interface_is_shut_in_the_cfg_and_a_cabled_one_is_not(tmp_path: Path) -> None:
@@ -244,7 +254,7 @@ def test_a_sonic_free_port_says_it_is_unprovisioned_where_config_db_gives_it_no_
         db = configs[f.device]
         keyed = {key.split("|")[0] for table in ("INTERFACE", "VLAN_MEMBER", "PORT_QOS_MAP")
                  for key in db.get(table, {})}
-        assert f.interface not in keyed, f
+        assert f.interface and not set(f.interface.split()) & keyed, f
         assert f.setting is not None and f.setting.unprovisioned, f
     rows = list(csv.DictReader(io.StringIO(next(a.content.decode() for a in sheets.render(topology)
                                                  if a.path == "cabling/free-ports.csv"))))

@@ -132,6 +132,10 @@ class Nos:
     # ``port_setting(topology, switch, cage, name)``: how the switch's configuration leaves its port ``name`` (the
     # NOS's name) in ``cage``; None for a switch fabricgen writes no configuration for
     port_setting: Callable[[Topology, str, int, str], PortSetting | None] | None = None
+    # ``cage_split(topology, switch, cage)``: the ports the switch's configuration splits ``cage`` into, for a NOS
+    # that splits only the cages it configures (NVUE: a cage without ``link breakout`` runs whole, one port
+    # ``swp<cage>``); None (the hook, or its answer): the cage shows the ports its tier's speed splits it into
+    cage_split: Callable[[Topology, str, int], int | None] | None = None
 
 
 def fabric_nos(fabric: Fabric, tier: Tier) -> Nos | None:

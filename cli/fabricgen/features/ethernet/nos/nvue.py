@@ -651,6 +651,16 @@ def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortS
     return cabled.get(name) or PortSetting("", breakouts.get(cage, ""), DATA.unconfigured_port)
 
 
+def cage_split(topology: Topology, switch: str, cage: int) -> int | None:
+    """The ports startup.yaml splits ``cage`` of ``switch`` into: its ``link breakout``, else 1 (Cumulus Linux runs
+    a cage without one as the single port ``swp<cage>``). None for a switch with no startup.yaml."""
+    settings = topology.shared(_port_settings).get(switch)
+    if settings is None:
+        return None
+    breakout = settings[1].get(cage, "")
+    return int(breakout.removesuffix("x")) if breakout else 1
+
+
 def _port_settings(topology: Topology) -> dict[str, tuple[dict[str, PortSetting], dict[int, str]]]:
     """Per NVUE switch: its cabled ports' settings by NVUE name and its split cages' breakouts, as render writes
     them (``nv_port``: the one naming and breakout rule)."""
@@ -663,4 +673,5 @@ def _port_settings(topology: Topology) -> dict[str, tuple[dict[str, PortSetting]
     return found
 
 
-NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name, port_setting=port_setting)
+NOS = Nos(DATA, render, readback, routing=routing, port_name=port_name, port_setting=port_setting,
+          cage_split=cage_split)
