@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabricgen.core.artifacts import Artifact, Places, Table
 from fabricgen.core.errors import OutputError
@@ -406,3 +410,74 @@ def test_a_sheet_added_or_removed_is_named_by_its_mark(tmp_path: Path) -> None:
     assert [(r.action, r.subject, r.label, r.fields) for r in diff.rows] == [
         (Action.CREATE, "rack K01", "revision ccc", ()), (Action.DELETE, "rack L01", "revision aaa", ()),
         (Action.UPDATE, "rack M01", "", (("revision", "bbb", "ddd"),))]
+
+
+_CELLS = st.sampled_from(["n1:1", "n1:2", "n2:1", "l1:1", "l1:2", "l2:1", "3", "5", 'x "q"', "a,b", ""])
+_ROWS = st.lists(st.lists(_CELLS, min_size=5, max_size=5), max_size=8)
+
+
+def _csv(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([HEADER.strip().split(","), *rows])
+    return buffer.getvalue()
+
+
+def _every_row(old: str, new: str) -> tuple[object, object]:
+    """What keying every row of both texts tells."""
+    old_rows, new_rows = changes._rows(old, CABLES), changes._rows(new, CABLES)
+    assert old_rows is not None and new_rows is not None
+    return changes._row_changes(old_rows, new_rows, CABLES), changes._part_changes(CABLES, old_rows.values(),
+                                                                                 new_rows.values())
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ROWS, _ROWS, st.lists(st.integers(0, 7), max_size=3), st.booleans())
+def test_lines_that_differ_tell_what_every_row_tells(stay: list[list[str]], other: list[list[str]],
+                                                     dropped: list[int], reorder: bool) -> None:
+    """The re-plan's shortcut (`_changed_lines`: only the lines that differ keyed) gives the changes and part
+    counts that keying every row gives, or declines: repeated keys, parts given two devices, ragged rows."""
+    old_rows = stay + other[: len(other) // 2]
+    new_rows = [row for i, row in enumerate(stay) if i not in dropped] + other[len(other) // 2:]
+    if reorder:
+        new_rows.reverse()
+    old, new = _csv(old_rows), _csv(new_rows)
+    fast = changes._changed_lines(old, new, CABLES, {})
+    if fast is not None:
+        assert fast == _every_row(old, new)
+
+
+def test_a_replanned_table_takes_the_shortcut_and_declines_where_it_could_differ() -> None:
+    """The shortcut is taken on fabricgen's own tables (a quoted cell with a comma included) and declined on a
+    repeated key, a cell holding a line break and a renamed device, whose rows the full keying matches."""
+    rows = [["c1", "n1:1", "l1:1", "3", "x, y"], ["c2", "n2:1", "l1:2", "3", "c2"]]
+    old, new = _csv(rows), _csv([rows[0], ["c2", "n2:1", "l1:2", "5", "c2"], ["c3", "n3:1", "l1:3", "3", "c3"]])
+    fast = changes._changed_lines(old, new, CABLES, {})
+    assert fast is not None and fast == _every_row(old, new)
+    assert {(r.action, r.subject) for r in fast[0]} == {(Action.UPDATE, "n2:1 <-> l1:2"),
+                                                        (Action.CREATE, "n3:1 <-> l1:3")}
+    assert changes._changed_lines(old + "c9,n1:1,l1:1,3,dup\n", new, CABLES, {}) is None
+    assert changes._changed_lines(_csv([["c1", "n1:1", "l1:1", "3", "two\nlines"]]), new, CABLES, {}) is None
+    assert changes._changed_lines(old, new, replace(CABLES, devices=("a",)), {"n1:1": "n9:1"}) is None
+
+
+_LINES = st.lists(st.sampled_from(["a", "b", "}", "", "a\r", "x\ry", "\x85"]), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LINES, _LINES, _LINES, _LINES, st.booleans())
+def test_lines_counted_between_the_ends_alike_as_in_the_whole(head: list[str], old_middle: list[str],
+                                                              new_middle: list[str], tail: list[str],
+                                                              final: bool) -> None:
+    """Counting only what lies between the lines both texts begin and end with gives the counts of the whole."""
+    old, new = ("\n".join([*head, *middle, *tail]) + ("\n" if final else "") for middle in (old_middle, new_middle))
+    whole_old, whole_new = Counter(old.splitlines()), Counter(new.splitlines())
+    assert changes._lines(old, new) == (sum((whole_new - whole_old).values()), sum((whole_old - whole_new).values()))
+
+
+def test_lines_of_large_texts_changed_in_places() -> None:
+    """Past the longest slice compared at once (64 Ki characters): a line changed, one removed, one repeated."""
+    lines = [f"line {i} {'x' * (i % 50)}" for i in range(20000)]
+    old = "\n".join(lines) + "\n"
+    new = "\n".join([*lines[:7000], "changed", *lines[7001:15000], *lines[15001:], lines[3]]) + "\n"
+    assert changes._lines(old, new) == (2, 2) and changes._lines(new, old) == (2, 2)
+    assert changes._lines(old, old) == (0, 0) and changes._lines(old, old + "a") == (1, 0)
