@@ -57,9 +57,8 @@ def scrape_config(topology: Topology) -> dict[str, Any]:
     cluster = topology.cluster
     fabrics = monitored_fabrics(topology)
     ported = {p.node for ft in fabrics for p in topology.derived(host_ports, ft)}
-    clients = {n.name for fs in cluster.lustre for n in cluster.nodes if n.group in fs.groups}
-    order = [n.name for n in cluster.nodes]
-    jobs = [_job("node", [n for n in order if n in ported | clients], NODE_EXPORTER)]
+    scraped = ported | {n.name for fs in cluster.lustre for n in cluster.nodes if n.group in fs.groups}
+    jobs = [_job("node", [n.name for n in cluster.nodes if n.name in scraped], NODE_EXPORTER)]
     # a node that is also the Prometheus host serves the plan too: read it once, by the plan's job
     jobs[0]["metric_relabel_configs"] = [{"source_labels": ["__name__"], "regex": PLAN_SERIES, "action": "drop"}]
     gpus = [n.name for n in cluster.nodes if n.profile.gpus and n.name in ported]
