@@ -179,7 +179,8 @@ def test_a_free_ports_nvue_name_is_not_in_startup_yaml_so_it_is_disabled_in_its_
     """h100-4su on Cumulus Linux: NVUE configures only cabled ports, so a free port's swp name is absent from
     startup.yaml (Cumulus Linux disables a data port it is not told about: admin down), and the breakout listed is
     the one startup.yaml sets on its cage's swp<cage> (none: the cage runs whole, so its one port is swp<cage>,
-    the name the switch shows, not the swp<cage>s0 its tier's 400G would split it into: field review)."""
+    the name the switch shows, not the swp<cage>s0 its tier's 400G would split it into, at the cage's 800G, breakout
+    1x: field reviews)."""
     topology = _variant(tmp_path, "    switch: SN5600\n    nos: sonic\n", "    switch: SN5600\n    nos: nvue\n")
     configs = {name: yaml.safe_load(text)[0]["set"]["interface"]
                for name, text in _configs(topology, "nvue", "startup.yaml").items()}
@@ -188,7 +189,9 @@ def test_a_free_ports_nvue_name_is_not_in_startup_yaml_so_it_is_disabled_in_its_
         interfaces = configs[f.device]
         assert f.setting is not None and f.interface not in interfaces, f
         breakout = interfaces.get(f"swp{f.cage}", {}).get("link", {}).get("breakout", {})  # {"2x": {}}: a key
-        assert (f.setting.admin, f.setting.breakout) == ("down", "".join(breakout)), f
+        # a cage startup.yaml leaves whole runs as one 800G port, which `nv show interface` reports as breakout 1x
+        assert (f.setting.admin, f.setting.breakout) == ("down", "".join(breakout) or "1x"), f
+        assert f.setting.speed == ("" if breakout else "800G"), f
         assert re.fullmatch(rf"swp{f.cage}s\d" if breakout else f"swp{f.cage}", f.interface), f
     cabled = {(switch, name) for switch, interfaces in configs.items() for name, body in interfaces.items()
               if "up" in body.get("link", {}).get("state", {})}

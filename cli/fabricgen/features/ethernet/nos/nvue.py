@@ -642,13 +642,20 @@ def _adaptive_routing_readback(host: str, tree: dict[str, Any], fabric: Fabric) 
 def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortSetting | None:
     """How startup.yaml leaves port ``name`` of ``cage``: a cabled port up (``link state up``) at its ``link speed``;
     any other port is not in the file, so disabled (nvue.yaml ``unconfigured_port``) at the platform's speed; the
-    cage's ``link breakout`` as written (``2x``), "" where the file does not split it (the cage runs as one port,
-    ``swp<cage>``, until it does). None for a switch with no startup.yaml."""
+    cage's ``link breakout`` as written (``2x``). A cage the file does not split runs as the one port
+    ``swp<cage>`` at the cage's whole speed, which `nv show interface` reports as breakout ``1x`` (field review: an
+    SN5600's ``800G``, which a 400G host plugged into it does not link at until the spec splits the cage). None
+    for a switch with no startup.yaml."""
     settings = topology.shared(_port_settings).get(switch)
     if settings is None:
         return None
-    cabled, breakouts = settings
-    return cabled.get(name) or PortSetting("", breakouts.get(cage, ""), DATA.unconfigured_port)
+    cabled, breakouts, model = settings
+    if name in cabled:
+        return cabled[name]
+    if cage in breakouts:
+        return PortSetting("", breakouts[cage], DATA.unconfigured_port)
+    whole = next((speed for speed, ports in model.cage_group(cage).ports_per_cage if ports == 1), "")
+    return PortSetting(whole, "1x" if whole else "", DATA.unconfigured_port)
 
 
 def cage_split(topology: Topology, switch: str, cage: int) -> int | None:
@@ -661,15 +668,15 @@ def cage_split(topology: Topology, switch: str, cage: int) -> int | None:
     return int(breakout.removesuffix("x")) if breakout else 1
 
 
-def _port_settings(topology: Topology) -> dict[str, tuple[dict[str, PortSetting], dict[int, str]]]:
+def _port_settings(topology: Topology) -> dict[str, tuple[dict[str, PortSetting], dict[int, str], SwitchModel]]:
     """Per NVUE switch: its cabled ports' settings by NVUE name and its split cages' breakouts, as render writes
-    them (``nv_port``: the one naming and breakout rule)."""
-    found: dict[str, tuple[dict[str, PortSetting], dict[int, str]]] = {}
+    them (``nv_port``: the one naming and breakout rule), and its model."""
+    found: dict[str, tuple[dict[str, PortSetting], dict[int, str], SwitchModel]] = {}
     for view in nos_switch_views(topology, DATA.name):
         ports = [nv_port(view.model, p) for p in view.ports]
         breakouts = {p.cage: f"{p.breakout}x" for p in ports if p.breakout > 1}
         found[view.name] = ({p.name: PortSetting(p.port.speed, breakouts.get(p.cage, ""), "up") for p in ports},
-                            breakouts)
+                            breakouts, view.model)
     return found
 
 
