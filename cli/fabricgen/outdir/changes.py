@@ -256,9 +256,9 @@ def _compare(change: Change, old: bytes, new: bytes, table: Table | None, moved:
 def _lines(old: str, new: str) -> tuple[int, int]:
     """Lines added and removed, wherever they are: counted in what lies between the whole lines the two texts
     begin and end with alike (a re-plan changes a few places of a 19 MB file)."""
-    start = old.rfind("\n", 0, _common_prefix(old, new)) + 1  # after the last line break the two share first
+    start = old.rfind("\n", 0, _alike(old, new)) + 1  # after the last line break the two share first
     old, new = old[start:], new[start:]
-    same = len(old) - _common_suffix(old, new)
+    same = len(old) - _alike(old, new, from_end=True)
     break_at = old.find("\n", same)  # the suffix's first line break: what follows starts a line in both
     end = 0 if break_at < 0 else len(old) - break_at - 1
     old_lines, new_lines = Counter(old[:len(old) - end].splitlines()), Counter(new[:len(new) - end].splitlines())
@@ -268,20 +268,15 @@ def _lines(old: str, new: str) -> tuple[int, int]:
 _STRIDES = (1 << 16, 1 << 10, 1 << 4, 1)  # slices compared in C, then ever shorter ones at the first difference
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` begin with alike."""
+def _alike(a: str, b: str, from_end: bool = False) -> int:
+    """How many characters ``a`` and ``b`` begin (``from_end``: end) with alike."""
+
+    def piece(text: str, at: int, stride: int) -> str:
+        return text[len(text) - at - stride:len(text) - at] if from_end else text[at:at + stride]
+
     at, most = 0, min(len(a), len(b))
     for stride in _STRIDES:
-        while at + stride <= most and a[at:at + stride] == b[at:at + stride]:
-            at += stride
-    return at
-
-
-def _common_suffix(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` end with alike."""
-    at, most, a_end, b_end = 0, min(len(a), len(b)), len(a), len(b)
-    for stride in _STRIDES:
-        while at + stride <= most and a[a_end - at - stride:a_end - at] == b[b_end - at - stride:b_end - at]:
+        while at + stride <= most and piece(a, at, stride) == piece(b, at, stride):
             at += stride
     return at
 
