@@ -56,6 +56,14 @@ def speeds() -> Mapping[str, Speed]:
     )
 
 
+@cache
+def fastest_at(group: PortGroup, split: int) -> Speed | None:
+    """The fastest speed a cage of ``group`` runs as ``split`` ports (its whole speed at 1, or at its native
+    split: what the hardware is, whatever a cluster cables); None where no speed splits it so. Cached: asked per
+    free port, and `speeds` builds its table per call."""
+    return max((speeds()[s] for s, n in group.ports_per_cage if n == split), key=lambda s: s.gbps, default=None)
+
+
 def switch_model(name: str, entry: Mapping[str, Any]) -> SwitchModel:
     groups = tuple(
         PortGroup(g["name"], int(g["cages"]), g["form_factor"], tuple(sorted(g["ports_per_cage"].items())),

@@ -373,7 +373,8 @@ def _faceplate(model: SwitchModel, namer: Callable[[SwitchModel, str, int], str]
     cage = 0
     for group in model.port_groups:
         split = group.native_split
-        speed = max((catalog.speeds()[s] for s, n in group.ports_per_cage if n == split), key=lambda s: s.gbps)
+        speed = catalog.fastest_at(group, split)
+        assert speed is not None  # the native split is one of the group's own
         kind = interface_type(group.form_factor, speed, infiniband)
         for _ in range(group.cages):
             cage += 1

@@ -66,6 +66,7 @@ from fabricgen.model.cluster import Fabric, FabricType
 from fabricgen.model.ethernet import RoceQos, SpectrumX
 from fabricgen.model.hardware import SwitchModel
 from fabricgen.model.topology import Topology
+from fabricgen.spec.catalog import fastest_at
 
 DATA = nos_data("nvue")
 
@@ -654,8 +655,8 @@ def port_setting(topology: Topology, switch: str, cage: int, name: str) -> PortS
         return cabled[name]
     if cage in breakouts:
         return PortSetting("", breakouts[cage], DATA.unconfigured_port)
-    whole = next((speed for speed, ports in model.cage_group(cage).ports_per_cage if ports == 1), "")
-    return PortSetting(whole, "1x" if whole else "", DATA.unconfigured_port)
+    whole = fastest_at(model.cage_group(cage), 1)
+    return PortSetting(whole.name if whole else "", "1x" if whole else "", DATA.unconfigured_port)
 
 
 def cage_split(topology: Topology, switch: str, cage: int) -> int | None:
